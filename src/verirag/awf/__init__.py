@@ -1,0 +1,1 @@
+"""Answering with faithfulness: generators, entailment backends, predictors, policies, the pipeline."""

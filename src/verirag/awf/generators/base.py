@@ -1,0 +1,38 @@
+"""What every answer generator returns and accepts."""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from verirag.llm.base import LLM
+from verirag.types import Generation, Passage
+
+
+@dataclass
+class Answer:
+    """A generated answer. `error` is set (and `text` may be empty) when generation failed;
+    the raw generation is kept so that failures can be inspected, never silently dropped."""
+
+    text: str
+    generation: Generation | None = None
+    error: str | None = None
+    meta: dict = field(default_factory=dict)
+
+
+class AnswerGenerator(ABC):
+    registry_name = ""
+
+    def __init__(self, llm: LLM, *, max_tokens: int = 96):
+        self.llm = llm
+        self.max_tokens = max_tokens
+
+    @abstractmethod
+    def answer(self, question: str, passages: Sequence[Passage]) -> Answer:
+        """Answer `question` from `passages` (ignored by generators that do not use them)."""
+
+    def _finish(self, gen: Generation) -> Answer:
+        text = gen.text.strip()
+        if not text:
+            return Answer(text="", generation=gen, error="the model returned an empty answer")
+        return Answer(text=text, generation=gen)

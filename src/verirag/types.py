@@ -1,0 +1,161 @@
+"""Plain, JSON-serialisable records shared by every layer.
+
+Nothing here imports the rest of verirag, so any module may depend on it.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Union
+
+# A prompt is either raw text (sent as is) or chat messages ({"role", "content"}),
+# which each backend renders with the model's own chat template.
+Message = dict[str, str]
+Prompt = Union[str, list[Message]]
+
+
+@dataclass
+class Passage:
+    """A unit of retrievable text. `id` is stable across index rebuilds of the same corpus."""
+
+    id: str
+    text: str
+    title: str = ""
+    source: str = ""
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Passage":
+        return cls(id=str(d["id"]), text=d["text"], title=d.get("title", "") or "",
+                   source=d.get("source", "") or "", meta=dict(d.get("meta") or {}))
+
+
+@dataclass
+class ScoredPassage:
+    """A passage with the retriever's score (higher is better) and its rank (0 = best)."""
+
+    passage: Passage
+    score: float
+    rank: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"passage": self.passage.to_dict(), "score": self.score, "rank": self.rank}
+
+
+@dataclass
+class TokenLogprob:
+    """One generated (or scored) token with its log-probability and the top-k alternatives."""
+
+    token: str
+    logprob: float
+    top: list[tuple[str, float]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"token": self.token, "logprob": self.logprob, "top": [list(t) for t in self.top]}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "TokenLogprob":
+        return cls(token=d["token"], logprob=float(d["logprob"]),
+                   top=[(str(t), float(lp)) for t, lp in d.get("top", [])])
+
+
+@dataclass
+class Generation:
+    """What an LLM returned for one request.
+
+    `tokens` is empty unless logprobs were requested. `finish_reason` is "stop" (end of
+    sequence or a stop string), "length" (max_tokens reached) or "error".
+    """
+
+    text: str
+    tokens: list[TokenLogprob] = field(default_factory=list)
+    finish_reason: str = "stop"
+    model: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["tokens"] = [t.to_dict() for t in self.tokens]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Generation":
+        return cls(text=d["text"], tokens=[TokenLogprob.from_dict(t) for t in d.get("tokens", [])],
+                   finish_reason=d.get("finish_reason", "stop"), model=d.get("model", ""),
+                   prompt_tokens=int(d.get("prompt_tokens", 0)),
+                   completion_tokens=int(d.get("completion_tokens", 0)),
+                   cached=bool(d.get("cached", False)))
+
+
+@dataclass
+class ContinuationScore:
+    """log P(continuation | prompt), token by token (teacher forcing)."""
+
+    tokens: list[TokenLogprob]
+    cached: bool = False
+
+    @property
+    def total_logprob(self) -> float:
+        return float(sum(t.logprob for t in self.tokens))
+
+    @property
+    def mean_logprob(self) -> float:
+        return self.total_logprob / max(1, len(self.tokens))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"tokens": [t.to_dict() for t in self.tokens], "cached": self.cached}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "ContinuationScore":
+        return cls(tokens=[TokenLogprob.from_dict(t) for t in d["tokens"]],
+                   cached=bool(d.get("cached", False)))
+
+
+@dataclass
+class Evidence:
+    """A retrieved passage as the verifier saw it."""
+
+    id: str
+    text: str
+    title: str
+    source: str
+    retrieval_score: float
+    support_score: float | None  # None when the verifier did not judge this passage
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class AskResult:
+    """The answer to one question, verified, with the action taken.
+
+    action: "answered" (score >= threshold), "abstained", or "fallback" (answered again
+    without retrieval because the retrieved answer was not supported).
+    `error` is set when the request could be served only partly (e.g. unparseable judge
+    output); the record is kept so that nothing is silently dropped.
+    """
+
+    question: str
+    answer: str
+    score: float
+    faithful: bool
+    threshold: float
+    action: str
+    evidence: list[Evidence]
+    supporting_passage: Evidence | None
+    retrieved_answer: str
+    model: str
+    judge: str
+    timings: dict[str, float]
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["evidence"] = [e.to_dict() for e in self.evidence]
+        d["supporting_passage"] = self.supporting_passage.to_dict() if self.supporting_passage else None
+        return d

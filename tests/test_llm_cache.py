@@ -1,0 +1,100 @@
+"""The persistent request cache: keys, persistence, concurrent writers, and CachedLLM accounting."""
+from __future__ import annotations
+
+import multiprocessing as mp
+
+from verirag.llm.base import LLM
+from verirag.llm.cache import RequestCache, request_key
+from verirag.llm.cached import CachedLLM
+from verirag.types import ContinuationScore, Generation, TokenLogprob
+
+
+def test_key_is_stable_and_sensitive():
+    a = request_key(backend="x", model="m", op="generate", prompt="hi", params={"t": 0, "s": 1})
+    b = request_key(backend="x", model="m", op="generate", params={"s": 1, "t": 0}, prompt="hi")
+    c = request_key(backend="x", model="m2", op="generate", prompt="hi", params={"t": 0, "s": 1})
+    d = request_key(backend="x", model="m", op="generate", prompt="hi", params={"t": 0, "s": 2})
+    assert a == b and len({a, c, d}) == 3
+
+
+def test_persists_across_instances(tmp_path):
+    path = tmp_path / "c.sqlite"
+    c1 = RequestCache(path)
+    c1.put("k", {"text": "é"})
+    c1.close()
+    c2 = RequestCache(path)
+    assert c2.get("k") == {"text": "é"} and c2.get("missing") is None
+    assert (c2.hits, c2.misses) == (1, 1)
+
+
+def _writer(path: str, start: int, n: int) -> None:
+    cache = RequestCache(path)
+    for i in range(start, start + n):
+        cache.put(f"k{i}", {"i": i})
+
+
+def test_concurrent_processes_do_not_corrupt(tmp_path):
+    path = str(tmp_path / "c.sqlite")
+    RequestCache(path)
+    procs = [mp.get_context("spawn").Process(target=_writer, args=(path, j * 200, 200)) for j in range(3)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+        assert p.exitcode == 0
+    cache = RequestCache(path)
+    assert len(cache) == 600
+    assert all(cache.get(f"k{i}") == {"i": i} for i in range(0, 600, 37))
+
+
+class CountingLLM(LLM):
+    """A stand-in backend: this test is about the cache wrapper, not about a model."""
+
+    backend = "counting"
+    model_id = fingerprint = "counting-v1"
+
+    def __init__(self):
+        self.calls = 0
+
+    def generate(self, prompt, **kw):
+        self.calls += 1
+        return Generation(text=f"reply to {prompt}", tokens=[TokenLogprob("r", -0.5, [("r", -0.5)])])
+
+    def score(self, prompt, continuation):
+        self.calls += 1
+        return ContinuationScore(tokens=[TokenLogprob(continuation, -1.0)])
+
+    def next_token_logprobs(self, prompt, *, top_k=20, candidates=()):
+        self.calls += 1
+        return {"Yes": -0.1, "No": -2.3}
+
+
+def test_cached_llm_pays_each_request_once(tmp_path):
+    inner = CountingLLM()
+    llm = CachedLLM(inner, RequestCache(tmp_path / "c.sqlite"))
+    g1 = llm.generate("q", logprobs=True, top_logprobs=1)
+    g2 = llm.generate("q", logprobs=True, top_logprobs=1)
+    assert inner.calls == 1 and not g1.cached and g2.cached
+    assert g2.text == g1.text and g2.tokens == g1.tokens
+    llm.generate("q", seed=7)  # another seed is another request
+    assert inner.calls == 2
+    assert llm.score("p", "c").total_logprob == llm.score("p", "c").total_logprob == -1.0
+    assert llm.next_token_logprobs("p") == llm.next_token_logprobs("p")
+    assert inner.calls == 4
+    # A new process (new wrapper, same file) resumes from the cache.
+    inner2 = CountingLLM()
+    CachedLLM(inner2, RequestCache(tmp_path / "c.sqlite")).generate("q", logprobs=True, top_logprobs=1)
+    assert inner2.calls == 0
+
+
+def test_failed_generations_are_not_cached(tmp_path):
+    class Failing(CountingLLM):
+        def generate(self, prompt, **kw):
+            self.calls += 1
+            return Generation(text="", finish_reason="error")
+
+    inner = Failing()
+    llm = CachedLLM(inner, RequestCache(tmp_path / "c.sqlite"))
+    llm.generate("q")
+    llm.generate("q")
+    assert inner.calls == 2

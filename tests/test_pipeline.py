@@ -1,0 +1,85 @@
+"""The pipeline end to end with the smallest real model, the real embedder and the real cache."""
+from __future__ import annotations
+
+import pytest
+
+from verirag import Pipeline
+from verirag.demo import corpus_path, questions
+from verirag.errors import InputError
+from verirag.types import Passage
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def pipe():
+    p = Pipeline.from_preset("tiny")
+    p.index(corpus_path())
+    return p
+
+
+def _check_contract(r):
+    assert r.action in {"answered", "abstained", "fallback"}
+    assert 0.0 <= r.score <= 1.0
+    assert r.faithful == (r.action == "answered")
+    if r.action == "answered":
+        assert r.score >= r.threshold and r.error is None
+    assert len(r.evidence) == 5
+    scores = [e.retrieval_score for e in r.evidence]
+    assert scores == sorted(scores, reverse=True)
+    for e in r.evidence:
+        assert e.support_score is None or 0.0 <= e.support_score <= 1.0
+    assert set(r.timings) >= {"retrieve", "generate", "verify", "total"}
+
+
+def test_ask_answerable(pipe):
+    r = pipe.ask(questions()[0]["question"])
+    _check_contract(r)
+    assert r.retrieved_answer.strip()
+    assert r.supporting_passage is not None
+    assert r.supporting_passage.support_score == max(e.support_score for e in r.evidence
+                                                      if e.support_score is not None)
+    assert any("lighthouse" in e.id for e in r.evidence)
+    assert r.model == "smollm2-135m"
+
+
+def test_threshold_controls_the_action(pipe):
+    q = questions()[1]["question"]
+    low = pipe.ask(q, threshold=0.0)
+    high = pipe.ask(q, threshold=1.0)
+    assert low.action == "answered" and low.answer == low.retrieved_answer
+    assert high.score == low.score  # same request, from the cache
+    assert high.action == ("answered" if high.score >= 1.0 else "abstained")
+    if high.action == "abstained":
+        assert high.answer != high.retrieved_answer and "don't know" in high.answer
+
+
+def test_no_rag_fallback(pipe):
+    r = pipe.ask(questions()[3]["question"], threshold=1.0, fallback="no-rag")
+    assert r.action in {"fallback", "answered"}
+    if r.action == "fallback":
+        assert "fallback" in r.timings and r.answer.strip()
+        no_ctx = pipe.fallback_generator.answer(r.question)
+        assert r.answer == no_ctx.text
+
+
+def test_bad_input(pipe):
+    with pytest.raises(InputError, match="empty"):
+        pipe.ask("   ")
+    with pytest.raises(InputError, match="threshold"):
+        pipe.ask("q", threshold=1.5)
+    with pytest.raises(InputError, match="no index"):
+        Pipeline.from_preset("tiny").ask("q")
+    with pytest.raises(InputError, match="empty"):
+        Pipeline.from_preset("tiny").index([])
+    with pytest.raises(InputError):
+        Pipeline.from_preset("nope")
+
+
+def test_index_from_passages_and_reuse(tmp_path):
+    p = Pipeline.from_preset("tiny", retrieval="bm25", k=2)
+    p.index([Passage("a", "The museum café sells waffles."), Passage("b", "The ferry takes 25 minutes.")],
+            save_to=tmp_path / "idx")
+    q = Pipeline.from_preset("tiny", retrieval="bm25", k=2)
+    q.load_index(tmp_path / "idx")
+    assert [h.passage.id for h in q.retrieve("How long is the ferry ride?")][0] == "b"
