@@ -1,0 +1,63 @@
+"""What every retriever shares: query validation and turning index hits into `ScoredPassage`.
+
+Retrievers work internally on positions in their passage list (numpy arrays of indices and
+scores) so that fusion (hybrid) can combine them without string keys; `to_scored` converts
+at the edge.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..errors import InputError
+from ..types import Passage, ScoredPassage
+
+# (indices into the passage list, scores), best first.
+Hits = tuple[np.ndarray, np.ndarray]
+
+
+def check_query(query: object) -> str:
+    """Return the query if it is a non-blank string, else raise `InputError`."""
+    if not isinstance(query, str):
+        raise InputError(f"query must be a string, got {type(query).__name__}")
+    if not query.strip():
+        raise InputError("query is empty")
+    return query
+
+
+def check_k(k: object) -> int:
+    """Return k if it is a positive integer, else raise `InputError`."""
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise InputError(f"k (number of passages to return) must be a positive integer, got {k!r}")
+    return int(k)
+
+
+def top_k(scores: np.ndarray, k: int) -> Hits:
+    """Indices and scores of the k highest scores, best first; ties go to the lower index.
+
+    argpartition selects the k best in O(n) before sorting only those k, which matters when
+    the corpus has hundreds of thousands of passages and k is 5. Equal scores are common
+    (duplicate passages), so the cut at the k-th score is made by index, not left to
+    argpartition, and results never depend on its internal order.
+    """
+    n = scores.shape[0]
+    k = min(k, n)
+    if k == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=scores.dtype)
+    if k < n:
+        kth = scores[np.argpartition(-scores, k - 1)[k - 1]]
+        above = np.flatnonzero(scores > kth)
+        cand = np.concatenate([above, np.flatnonzero(scores == kth)[: k - len(above)]])
+    else:
+        cand = np.arange(n)
+    # lexsort sorts by the last key first: score descending, then index ascending.
+    order = np.lexsort((cand, -scores[cand]))
+    idx = cand[order].astype(np.int64)
+    return idx, scores[idx]
+
+
+def to_scored(passages: Sequence[Passage], hits: Hits) -> list[ScoredPassage]:
+    idx, scores = hits
+    return [ScoredPassage(passage=passages[int(i)], score=float(s), rank=r)
+            for r, (i, s) in enumerate(zip(idx, scores))]
