@@ -20,7 +20,13 @@ $(VENV)/.torch: | $(PY)
 	$(PIP) install $(TORCH)
 	touch $@
 
-$(VENV)/.base: pyproject.toml $(VENV)/.torch
+# llama-cpp-python exists only as source on PyPI: built once per machine for a portable CPU
+# target (see the script for why not -march=native), then reused by every new venv.
+$(VENV)/.llama: scripts/install_llama_cpp.sh | $(PY)
+	bash scripts/install_llama_cpp.sh $(PY)
+	touch $@
+
+$(VENV)/.base: pyproject.toml $(VENV)/.torch $(VENV)/.llama
 	$(PIP) install -e .
 	touch $@
 

@@ -11,6 +11,7 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
@@ -40,19 +41,19 @@ def _print_result(r, *, show_question: bool = True) -> None:
     colour = {"answered": "green", "abstained": "yellow", "fallback": "cyan"}[r.action]
     lines = []
     if show_question:
-        lines.append(f"[bold]Q:[/bold] {r.question}")
-    lines.append(f"[bold]A:[/bold] {r.answer}")
+        lines.append(f"[bold]Q:[/bold] {escape(r.question)}")
+    lines.append(f"[bold]A:[/bold] {escape(r.answer)}")
     verdict = "supported" if r.faithful else "not supported"
     lines.append(f"[bold]faithfulness[/bold] {r.score:.3f} ({verdict} at threshold {r.threshold:.2f}) "
                  f"-> [{colour}]{r.action}[/{colour}]")
     if r.action != "answered" and r.retrieved_answer:
-        lines.append(f"[dim]answer from the passages was: {r.retrieved_answer}[/dim]")
+        lines.append(f"[dim]answer from the passages was: {escape(r.retrieved_answer)}[/dim]")
     if r.supporting_passage is not None:
         sp = r.supporting_passage
         excerpt = sp.text if len(sp.text) < 240 else sp.text[:240] + "…"
-        lines.append(f"[bold]evidence[/bold] {sp.id} (support {sp.support_score:.3f}): {excerpt}")
+        lines.append(f"[bold]evidence[/bold] {escape(sp.id)} (support {sp.support_score:.3f}): {escape(excerpt)}")
     if r.error:
-        lines.append(f"[red]note:[/red] {r.error}")
+        lines.append(f"[red]note:[/red] {escape(r.error)}")
     t = r.timings
     lines.append("[dim]" + "  ".join(f"{k} {v:.2f}s" for k, v in t.items()) + f"  model {r.model}[/dim]")
     out.print(Panel("\n".join(lines), border_style=colour))
@@ -80,7 +81,7 @@ def ask(question: str = typer.Argument(..., help="The question."),
     with err.status("indexing…" if corpus else "loading index…"):
         p.index(corpus) if corpus is not None else p.load_index(index)
     for path, reason in getattr(p, "skipped", []):
-        err.print(f"[yellow]skipped[/yellow] {path}: {reason}")
+        err.print(f"[yellow]skipped[/yellow] {escape(str(path))}: {escape(reason)}")
     with err.status("answering and verifying…"):
         r = p.ask(question)
     if json_out:
@@ -99,7 +100,7 @@ def index_cmd(path: Path = typer.Argument(..., help="Folder of .txt/.md files, a
     from verirag.retrieval import Index, load_corpus
     loaded = load_corpus(path)
     for p, reason in loaded.skipped:
-        err.print(f"[yellow]skipped[/yellow] {p}: {reason}")
+        err.print(f"[yellow]skipped[/yellow] {escape(str(p))}: {escape(reason)}")
     with err.status(f"indexing {len(loaded.passages)} documents…"):
         idx = Index.build(loaded.passages, kind=retrieval, chunk_words=chunk_words, overlap_words=overlap_words)
         idx.save(out_dir)
@@ -114,11 +115,14 @@ def models_list(json_out: bool = typer.Option(False, "--json", help="Print JSON.
     if json_out:
         print(json.dumps(rows, indent=2, default=str))
         return
-    table = Table("preset", "kind", "present", "source", "where", "how to get it")
+    table = Table("preset", "present", "loads from", "path", "note")
     for r in rows:
         present = "[green]yes[/green]" if r.get("present") else "[red]no[/red]"
-        table.add_row(str(r.get("name")), str(r.get("kind", "")), present, str(r.get("source", "")),
-                      str(r.get("path") or r.get("where") or ""), str(r.get("hint") or r.get("pip_hint") or ""))
+        note = r.get("detail") or ""
+        if not r.get("available", r.get("present")) and r.get("pip_hint"):
+            note = f"{note}; get it with: {r['pip_hint']}" if note else f"get it with: {r['pip_hint']}"
+        table.add_row(str(r["name"]), present, str(r.get("location") or ""), escape(str(r.get("path") or "")),
+                      escape(note))
     out.print(table)
 
 
@@ -167,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         app(args=argv, standalone_mode=True)
     except VeriragError as e:
-        err.print(f"[red]error:[/red] {e}")
+        err.print(f"[red]error:[/red] {escape(str(e))}")
         return e.exit_code
     except SystemExit as e:  # typer/click exit codes (usage errors = 2)
         return int(e.code or 0) if not isinstance(e.code, str) else 1

@@ -48,7 +48,8 @@ class LlamaCppLLM(LLM):
 
     def __init__(self, model_path: str | os.PathLike[str], *, model_id: str | None = None,
                  fingerprint: str | None = None, n_ctx: int = 4096, n_threads: int | None = None,
-                 n_batch: int = 512, n_gpu_layers: int = 0, verbose: bool = False):
+                 n_batch: int = 512, n_gpu_layers: int = 0, reuse_prefix: bool = False,
+                 verbose: bool = False):
         path = Path(model_path)
         if not path.is_file():
             raise ModelNotFoundError(f"GGUF model file not found: {path}")
@@ -70,12 +71,17 @@ class LlamaCppLLM(LLM):
         self.context_window = self.llama.n_ctx()
         self.n_vocab = self.llama.n_vocab()
         self._lock = threading.Lock()
+        # Off by default: llama.cpp's logits depend slightly on how a prompt is split into
+        # batches, so reusing a cached prefix can flip a near-tie between two tokens and make the
+        # same request answer differently depending on the one before it. Our prompts share
+        # little more than a system message, so determinism costs almost nothing.
+        self.reuse_prefix = reuse_prefix
         meta = self.llama.metadata or {}
         self.chat_template = meta.get("tokenizer.chat_template")
         model = self.llama._model
         self._bos_text = model.token_get_text(model.token_bos()) if model.token_bos() >= 0 else ""
         self._eos_text = model.token_get_text(model.token_eos()) if model.token_eos() >= 0 else ""
-        self._piece_cache: dict[int, str] = {}
+        self._piece_cache: dict[int, bytes] = {}
 
     # ---- tokens -------------------------------------------------------------------------
     def render(self, prompt: Prompt) -> str:
@@ -97,12 +103,24 @@ class LlamaCppLLM(LLM):
     def count_tokens(self, text: str) -> int:
         return len(self._tokenize_continuation(text))
 
+    def piece_bytes(self, token: int) -> bytes:
+        """The bytes of one token as it appears in generated text (leading space included)."""
+        b = self._piece_cache.get(token)
+        if b is None:
+            import ctypes
+
+            import llama_cpp
+            buf = ctypes.create_string_buffer(64)
+            n = llama_cpp.llama_token_to_piece(self.llama._model.vocab, token, buf, len(buf), 0, False)
+            if n < 0:  # buffer too small: -n is the size needed
+                buf = ctypes.create_string_buffer(-n)
+                n = llama_cpp.llama_token_to_piece(self.llama._model.vocab, token, buf, len(buf), 0, False)
+            b = buf.raw[:n]
+            self._piece_cache[token] = b
+        return b
+
     def piece(self, token: int) -> str:
-        s = self._piece_cache.get(token)
-        if s is None:
-            s = self.llama._model.token_to_piece(token, special=False).decode("utf-8", errors="replace")
-            self._piece_cache[token] = s
-        return s
+        return self.piece_bytes(token).decode("utf-8", errors="replace")
 
     def _is_eog(self, token: int) -> bool:
         import llama_cpp
@@ -116,13 +134,12 @@ class LlamaCppLLM(LLM):
                 f"tokens of {self.model_id} (split long passages, retrieve fewer, or raise n_ctx)")
 
     def _eval_prefix_reusing(self, tokens: list[int]) -> None:
-        """Evaluate `tokens`, reusing the KV cache of the longest prefix shared with the last call.
-
-        At least one token is always evaluated so that the last position's logits are fresh.
+        """Evaluate `tokens`; with `reuse_prefix`, keep the KV cache of the longest prefix shared
+        with the last call. At least one token is always evaluated, so the logits are fresh.
         """
         llama = self.llama
         shared = 0
-        limit = min(llama.n_tokens, len(tokens) - 1)
+        limit = min(llama.n_tokens, len(tokens) - 1) if self.reuse_prefix else 0
         ids = llama.input_ids
         while shared < limit and ids[shared] == tokens[shared]:
             shared += 1
@@ -186,7 +203,7 @@ class LlamaCppLLM(LLM):
                 out_tokens.append(token)
                 if logprobs:
                     records.append(self._token_logprob(lp, token, top_logprobs))
-                text_bytes += self.llama._model.token_to_piece(token, special=False)
+                text_bytes += self.piece_bytes(token)
                 if stop:
                     text = text_bytes.decode("utf-8", errors="ignore")
                     if any(s in text for s in stop):
