@@ -413,25 +413,6 @@ def _smollm2_path() -> Path:
     return path
 
 
-# llama.cpp built with -march=native on a CPU that reports AMX uses AMX tile instructions for
-# repacked weights; where the OS/VM does not enable AMX state (this machine) that dies with SIGILL.
-# Turning off llama.cpp's "extra buffer types" (weight repacking) avoids that code path; it is
-# harmless elsewhere. The proper fix is building llama-cpp-python with -DGGML_NATIVE=OFF.
-SERVER_LAUNCHER = """
-import runpy
-try:
-    import llama_cpp
-    import llama_cpp.llama as _llama
-    _defaults = llama_cpp.llama_model_default_params
-    def _no_extra_bufts():
-        params = _defaults()
-        params.use_extra_bufts = False
-        return params
-    _llama.llama_cpp.llama_model_default_params = _no_extra_bufts
-except Exception:
-    pass
-runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
-"""
 
 
 def _free_port() -> int:
@@ -449,7 +430,7 @@ def llama_server(tmp_path_factory):
     model = _smollm2_path()
     port = _free_port()
     log_path = tmp_path_factory.mktemp("llama_server") / "server.log"
-    cmd = [sys.executable, "-c", SERVER_LAUNCHER, "--model", str(model), "--host", "127.0.0.1",
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
            "--port", str(port), "--n_ctx", "2048", "--logits_all", "true", "--n_threads", "1",
            "--seed", "0", "--verbose", "false"]
     env = dict(os.environ, PYTHONUNBUFFERED="1")
