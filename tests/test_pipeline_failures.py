@@ -1,0 +1,66 @@
+"""How the pipeline records failures. The LLM here is a stand-in: these tests are about the
+pipeline's bookkeeping when a model misbehaves, not about a model."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from verirag.awf.pipeline import Pipeline, PipelineConfig
+from verirag.llm.base import EXACT_NEXT_TOKEN, LLM, LOGPROBS, NEXT_TOKEN
+from verirag.retrieval import Index
+from verirag.types import Generation, Passage
+
+
+class ScriptedLLM(LLM):
+    backend = "scripted"
+    model_id = fingerprint = "scripted"
+    capabilities = frozenset({LOGPROBS, NEXT_TOKEN, EXACT_NEXT_TOKEN})
+    context_window = 4096
+
+    def __init__(self, answers, judge):
+        self.answers = list(answers)
+        self.judge = judge
+
+    def generate(self, prompt, **kw):
+        return Generation(text=self.answers.pop(0), model=self.model_id)
+
+    def next_token_logprobs(self, prompt, *, top_k=20, candidates=()):
+        return dict(self.judge)
+
+
+def make(monkeypatch, answers, judge, **cfg):
+    llm = ScriptedLLM(answers, judge)
+    monkeypatch.setattr("verirag.awf.pipeline.load_llm", lambda spec, **kw: llm)
+    index = Index.build([Passage("a", "The ferry takes 25 minutes."), Passage("b", "Puffins nest in April.")],
+                        kind="bm25")
+    return Pipeline(PipelineConfig(model="scripted", k=2, **cfg), index=index)
+
+
+def test_empty_answer_is_recorded_and_abstains(monkeypatch):
+    p = make(monkeypatch, [""], {"Yes": -0.1, "No": -3.0})
+    r = p.ask("How long is the ferry?")
+    assert r.action == "abstained" and not r.faithful
+    assert "empty answer" in r.error
+    assert r.score == 0.0 and r.retrieved_answer == ""
+
+
+def test_judge_without_yes_or_no_is_recorded(monkeypatch):
+    p = make(monkeypatch, ["25 minutes"], {"Maybe": -0.1})
+    r = p.ask("How long is the ferry?")
+    assert r.action == "abstained" and "could not judge" in r.error
+    assert all(e.support_score is None for e in r.evidence)
+
+
+def test_supported_answer_is_answered(monkeypatch):
+    p = make(monkeypatch, ["25 minutes"], {"Yes": math.log(0.9), "No": math.log(0.1)})
+    r = p.ask("How long is the ferry?")
+    assert r.action == "answered" and r.answer == "25 minutes"
+    assert r.score == pytest.approx(0.9) and r.supporting_passage.id == "a"
+
+
+def test_failed_fallback_abstains_and_says_why(monkeypatch):
+    p = make(monkeypatch, ["25 minutes", ""], {"Yes": math.log(0.2), "No": math.log(0.8)},
+             fallback="no-rag")
+    r = p.ask("How long is the ferry?")
+    assert r.action == "abstained" and "fallback failed" in r.error
