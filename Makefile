@@ -39,6 +39,12 @@ $(VENV)/.dev: $(VENV)/.base
 	$(PIP) install -e '.[dev]'
 	touch $@
 
+# WordNet for METEOR (nltk reads it from <venv>/nltk_data), copied from Debian's wordnet-base and
+# wordnet-sense-index (apt-get as root), with the lexnames file those packages lack.
+$(VENV)/.wordnet: scripts/install_wordnet.sh | $(PY)
+	bash scripts/install_wordnet.sh $(PY)
+	touch $@
+
 install: $(VENV)/.base
 models: $(VENV)/.models
 dev: $(VENV)/.dev
@@ -46,7 +52,7 @@ dev: $(VENV)/.dev
 demo: $(VENV)/.models
 	$(VENV)/bin/verirag demo
 
-test: $(VENV)/.dev
+test: $(VENV)/.dev $(VENV)/.wordnet
 	$(PY) -m pytest -ra
 
 bench: $(VENV)/.dev $(VENV)/.models

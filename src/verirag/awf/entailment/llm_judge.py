@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from verirag.awf.entailment.base import EntailmentModel, Judgement
 from verirag.awf.registry import register
 from verirag.llm.base import LLM, NEXT_TOKEN
+from verirag.metrics.judges import yes_no_mass
 from verirag.prompts import load_prompt
 
 # Share of the context window a premise may take, in words per token (English BPE ~0.75 w/t).
@@ -22,14 +23,7 @@ _ANSWER_MARGIN = 8
 
 def yes_no_probability(logprobs: dict[str, float]) -> tuple[float, float]:
     """(P(yes), P(no)) summed over the spellings of each word among the reported tokens."""
-    p_yes = p_no = 0.0
-    for token, lp in logprobs.items():
-        word = token.strip().lower()
-        if word == "yes":
-            p_yes += math.exp(lp)
-        elif word == "no":
-            p_no += math.exp(lp)
-    return p_yes, p_no
+    return yes_no_mass(logprobs)
 
 
 @register("entailment", "llm")

@@ -1,0 +1,454 @@
+"""Statistics: bootstrap confidence intervals, rank correlations, conformal helpers.
+
+Bootstrap protocol
+------------------
+`bootstrap_ci(statistic, *arrays, n_resamples, confidence, seed, vectorized=...)` draws all
+resample indices at once, idx[b, i] ~ Uniform{0..n-1} (the arrays are resampled jointly, by
+example), and evaluates the statistic in one of three ways:
+
+- vectorized=False: `statistic(*[a[idx[b]] for a in arrays]) -> float`, once per resample.
+- vectorized=True: `statistic(*[a[idx[batch]] ...])` receives arrays with a leading resample
+  axis (shape (B, n, ...)) and returns B values. The full-sample estimate is computed with
+  B = 1 (arrays of shape (1, n, ...)).
+- vectorized="indices": `statistic(*arrays, indices=idx[batch])` receives the original arrays
+  and the (B, n) integer resample indices, and returns B values. A statistic that depends on an
+  ordering of the examples (AwF curves) sorts the n examples once and counts each resample's
+  draws per position with one `bincount`, instead of sorting every resample.
+  (`resample_weights(indices, n)` turns indices into draw counts W[b, i] for weighted statistics.)
+  The estimate uses indices = arange(n)[None].
+
+All three give the same bootstrap distribution for the same seed. A statistic may declare its
+mode in a `vectorized` attribute (the AwF statistics declare "indices"). Intervals are
+percentile intervals [q_{(1-c)/2}, q_{(1+c)/2}] of the resampled statistics; resamples where the
+statistic is NaN (e.g. an undefined ratio) are left out and counted in `n_invalid`.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "BootstrapResult", "bootstrap_ci", "resample_weights", "rankdata", "spearman", "kendall_tau_b",
+    "CorrelationRow", "CorrelationTable", "metric_human_correlation", "conformal_quantile",
+    "PrecisionThreshold", "precision_guarantee_threshold", "binomial_tail_pvalue",
+]
+
+
+# --------------------------------------------------------------------------- bootstrap
+@dataclass(frozen=True)
+class BootstrapResult:
+    """A statistic on the full sample with its percentile bootstrap interval."""
+
+    estimate: float
+    low: float
+    high: float
+    confidence: float
+    n_resamples: int
+    standard_error: float
+    n_invalid: int = 0
+    distribution: np.ndarray | None = field(default=None, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {k: v for k, v in self.__dict__.items() if k != "distribution"}
+        return d
+
+
+def resample_weights(idx: np.ndarray, n: int) -> np.ndarray:
+    """W[b, i] = how many times example i occurs in resample b (rows of `idx`)."""
+    idx = np.asarray(idx)
+    b = idx.shape[0]
+    flat = (idx.astype(np.int64) + (np.arange(b, dtype=np.int64) * n)[:, None]).ravel()
+    return np.bincount(flat, minlength=b * n).reshape(b, n)
+
+
+def bootstrap_ci(statistic: Callable[..., Any], *arrays, n_resamples: int = 1000,
+                 confidence: float = 0.95, seed: int | np.random.Generator | None = 0,
+                 vectorized: bool | str | None = None, batch_size: int | None = None,
+                 keep_distribution: bool = False) -> BootstrapResult:
+    """Percentile bootstrap confidence interval of `statistic(*arrays)` (see the module doc).
+
+    Args:
+        statistic: function of the arrays (resampled jointly along their first axis).
+        arrays: one or more arrays with the same first dimension n >= 1.
+        n_resamples: number of bootstrap resamples B.
+        confidence: coverage of the interval, e.g. 0.95.
+        seed: seed or numpy Generator; the same seed gives the same resamples in every mode.
+        vectorized: False, True or "indices"; default: `statistic.vectorized` if set, else False.
+        batch_size: resamples evaluated per call in the vectorised modes (bounds memory;
+            default: about 4 million array elements per batch). Does not change the result.
+        keep_distribution: keep the B resampled values in the result.
+    """
+    if not arrays:
+        raise ValueError("bootstrap_ci needs at least one array")
+    arrays = tuple(np.asarray(a) for a in arrays)
+    n = arrays[0].shape[0] if arrays[0].ndim else 0
+    if n == 0 or any(a.ndim == 0 or a.shape[0] != n for a in arrays):
+        raise ValueError("arrays must be non-empty and of one length (first axis)")
+    if not 0 < confidence < 1:
+        raise ValueError("confidence must lie in (0, 1)")
+    if n_resamples < 1:
+        raise ValueError("n_resamples must be >= 1")
+    mode = getattr(statistic, "vectorized", False) if vectorized is None else vectorized
+    if mode not in (False, True, "indices"):
+        raise ValueError("vectorized must be False, True or 'indices'")
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    idx = rng.integers(0, n, size=(n_resamples, n), dtype=np.int64 if n >= 2**31 else np.int32)
+
+    if mode == "indices":
+        estimate = float(np.asarray(statistic(*arrays, indices=np.arange(n)[None])).ravel()[0])
+    elif mode is True:
+        estimate = float(np.asarray(statistic(*(a[None] for a in arrays))).ravel()[0])
+    else:
+        estimate = float(statistic(*arrays))
+
+    dist = np.empty(n_resamples, dtype=np.float64)
+    if mode is False:
+        for b in range(n_resamples):
+            dist[b] = statistic(*(a[idx[b]] for a in arrays))
+    else:
+        per_row = n * max(1, sum(int(np.prod(a.shape[1:], dtype=np.int64)) for a in arrays))
+        bs = batch_size or max(1, 4_000_000 // per_row)
+        for s in range(0, n_resamples, bs):
+            chunk = idx[s:s + bs]
+            if mode == "indices":
+                out = statistic(*arrays, indices=chunk)
+            else:
+                out = statistic(*(a[chunk] for a in arrays))
+            out = np.asarray(out, dtype=np.float64).ravel()
+            if out.shape[0] != chunk.shape[0]:
+                raise ValueError(f"a vectorised statistic must return one value per resample "
+                                 f"({chunk.shape[0]}), got {out.shape[0]}")
+            dist[s:s + len(chunk)] = out
+    valid = dist[~np.isnan(dist)]
+    alpha = 1.0 - confidence
+    if valid.size:
+        low, high = np.quantile(valid, [alpha / 2, 1 - alpha / 2])
+        se = float(valid.std(ddof=1)) if valid.size > 1 else 0.0
+    else:
+        low = high = se = float("nan")
+    return BootstrapResult(estimate=estimate, low=float(low), high=float(high), confidence=confidence,
+                           n_resamples=n_resamples, standard_error=se,
+                           n_invalid=int(n_resamples - valid.size),
+                           distribution=dist if keep_distribution else None)
+
+
+# --------------------------------------------------------------------------- ranks and correlation
+def rankdata(a, axis: int = -1) -> np.ndarray:
+    """Ranks 1..n along `axis`, ties given the average of their ranks (scipy's "average")."""
+    a = np.asarray(a, dtype=np.float64)
+    if a.size == 0:
+        return a.copy()
+    moved = np.moveaxis(a, axis, -1)
+    shape = moved.shape
+    x = moved.reshape(-1, shape[-1])
+    rows, n = x.shape
+    order = np.argsort(x, axis=1, kind="stable")
+    xs = np.take_along_axis(x, order, axis=1)
+    start = np.ones((rows, n), dtype=bool)
+    start[:, 1:] = xs[:, 1:] != xs[:, :-1]
+    flat_start = np.flatnonzero(start.ravel())
+    sizes = np.diff(np.r_[flat_start, rows * n])
+    col0 = flat_start % n
+    avg = col0 + (sizes - 1) / 2.0 + 1.0
+    ranks_sorted = np.repeat(avg, sizes).reshape(rows, n)
+    ranks = np.empty_like(ranks_sorted)
+    np.put_along_axis(ranks, order, ranks_sorted, axis=1)
+    return np.moveaxis(ranks.reshape(shape), -1, axis)
+
+
+def spearman(x, y) -> float | np.ndarray:
+    """Spearman's rho = Pearson correlation of the mid-ranks of x and y (ties averaged).
+    NaN when either is constant. 2-D input: one value per row (resamples)."""
+    rx, ry = rankdata(x, axis=-1), rankdata(y, axis=-1)
+    if rx.shape != ry.shape:
+        raise ValueError("x and y differ in shape")
+    rx = rx - rx.mean(axis=-1, keepdims=True)
+    ry = ry - ry.mean(axis=-1, keepdims=True)
+    den = np.sqrt((rx * rx).sum(axis=-1) * (ry * ry).sum(axis=-1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = np.where(den > 0, (rx * ry).sum(axis=-1) / np.where(den > 0, den, 1.0), np.nan)
+    r = np.clip(r, -1.0, 1.0)
+    return float(r) if np.ndim(r) == 0 else r
+
+
+def _count_inversions(a: np.ndarray) -> int:
+    """#{i < j : a_i > a_j} for non-negative integers, by a bottom-up merge sort whose levels
+    are vectorised (each level: one searchsorted over all block pairs). O(n log^2 n)."""
+    a = np.asarray(a, dtype=np.int64)
+    n = len(a)
+    if n < 2:
+        return 0
+    size = 1 << (n - 1).bit_length()
+    big = int(a.max()) + 1
+    x = np.full(size, big, dtype=np.int64)
+    x[:n] = a
+    inv = 0
+    w = 1
+    while w < size:
+        blocks = x.reshape(-1, 2, w)
+        k = blocks.shape[0]
+        off = (np.arange(k, dtype=np.int64) * (big + 1))[:, None]
+        left = (blocks[:, 0, :] + off).ravel()
+        right = (blocks[:, 1, :] + off).ravel()
+        pos = np.searchsorted(left, right, side="right")
+        le = pos - np.repeat(np.arange(k, dtype=np.int64) * w, w)
+        inv += int((w - le).sum())
+        x = np.sort(blocks.reshape(k, 2 * w), axis=1).ravel()
+        w *= 2
+    return inv
+
+
+def _tie_pairs(v: np.ndarray) -> int:
+    _, c = np.unique(v, return_counts=True)
+    return int((c * (c - 1) // 2).sum())
+
+
+def kendall_tau_b(x, y) -> float:
+    """Kendall's tau-b (Kendall 1945), corrected for ties:
+
+        tau_b = (n_c - n_d) / sqrt((n0 - n1) (n0 - n2))
+
+    n0 = n(n-1)/2, n1 / n2 = pairs tied in x / in y, n_c / n_d = concordant / discordant pairs.
+    O(n log^2 n): after sorting by (x, y), n_d is the number of inversions of y, and
+    n_c + n_d = n0 - n1 - n2 + n3 (n3 = pairs tied in both). NaN when x or y is constant.
+    """
+    x = np.asarray(x, dtype=np.float64).ravel()
+    y = np.asarray(y, dtype=np.float64).ravel()
+    if x.shape != y.shape:
+        raise ValueError("x and y differ in length")
+    n = len(x)
+    if n < 2:
+        return float("nan")
+    n0 = n * (n - 1) // 2
+    n1, n2 = _tie_pairs(x), _tie_pairs(y)
+    xy = np.stack([x, y], axis=1)
+    _, c = np.unique(xy, axis=0, return_counts=True)
+    n3 = int((c * (c - 1) // 2).sum())
+    order = np.lexsort((y, x))
+    y_rank = np.unique(y, return_inverse=True)[1].ravel()
+    nd = _count_inversions(y_rank[order])
+    s = (n0 - n1 - n2 + n3) - 2 * nd
+    den = math.sqrt(float(n0 - n1) * float(n0 - n2))
+    return float(min(1.0, max(-1.0, s / den))) if den > 0 else float("nan")
+
+
+@dataclass(frozen=True)
+class CorrelationRow:
+    metric: str
+    spearman: float
+    kendall_tau_b: float
+    n: int
+    spearman_ci: tuple[float, float] | None = None
+    kendall_ci: tuple[float, float] | None = None
+
+
+@dataclass(frozen=True)
+class CorrelationTable:
+    """Rank correlation of each metric with the human judgement (one row per metric)."""
+
+    rows: list[CorrelationRow]
+    human_key: str
+
+    def best(self, by: str = "kendall_tau_b") -> CorrelationRow:
+        """The row with the highest correlation (`by`: "spearman" or "kendall_tau_b")."""
+        ok = [r for r in self.rows if not math.isnan(getattr(r, by))]
+        if not ok:
+            raise ValueError("no metric has a defined correlation")
+        return max(ok, key=lambda r: getattr(r, by))
+
+    def to_dicts(self) -> list[dict[str, Any]]:
+        return [dict(r.__dict__) for r in self.rows]
+
+    def to_text(self, scale: float = 100.0, digits: int = 2) -> str:
+        """A plain-text table; coefficients multiplied by `scale` (x100 as in Adlakha et al.)."""
+        def fmt(v: float) -> str:
+            return "nan" if math.isnan(v) else f"{v * scale:.{digits}f}"
+
+        def ci(c) -> str:
+            return "" if c is None else f"[{fmt(c[0])}, {fmt(c[1])}]"
+
+        with_ci = any(r.spearman_ci is not None for r in self.rows)
+        head = ["metric", "Spearman rho", "Kendall tau-b", "n"]
+        if with_ci:
+            head[1:3] = ["Spearman rho", "95% CI", "Kendall tau-b", "95% CI"]
+        body = []
+        for r in self.rows:
+            cells = [r.metric, fmt(r.spearman), fmt(r.kendall_tau_b), str(r.n)]
+            if with_ci:
+                cells = [r.metric, fmt(r.spearman), ci(r.spearman_ci), fmt(r.kendall_tau_b),
+                         ci(r.kendall_ci), str(r.n)]
+            body.append(cells)
+        widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(head)]
+        line = lambda cells: "  ".join(c.ljust(w) if i == 0 else c.rjust(w)  # noqa: E731
+                                       for i, (c, w) in enumerate(zip(cells, widths)))
+        out = [line(head), line(["-" * w for w in widths])] + [line(b) for b in body]
+        return "\n".join(out)
+
+    def __str__(self) -> str:
+        return self.to_text()
+
+
+def _get(rec: Any, key: str) -> Any:
+    if isinstance(rec, Mapping):
+        return rec.get(key)
+    return getattr(rec, key, None)
+
+
+def metric_human_correlation(records: Sequence[Any], metric_names: Sequence[str],
+                             human_key: str = "label_correct", *, n_resamples: int = 0,
+                             confidence: float = 0.95, seed: int = 0) -> CorrelationTable:
+    """Spearman's rho and Kendall's tau-b between each metric and the human judgement.
+
+    `records` are dicts (or objects) holding each metric's value under its name and the human
+    judgement under `human_key`. Records where either value is missing (None / NaN) are left
+    out for that metric (`n` says how many were used). With `n_resamples` > 0, percentile
+    bootstrap intervals are added (records resampled jointly).
+    """
+    rows = []
+    for name in metric_names:
+        pairs = [(_get(r, name), _get(r, human_key)) for r in records]
+        pairs = [(float(m), float(h)) for m, h in pairs
+                 if m is not None and h is not None and not (isinstance(m, float) and math.isnan(m))
+                 and not (isinstance(h, float) and math.isnan(h))]
+        if not pairs:
+            rows.append(CorrelationRow(name, float("nan"), float("nan"), 0))
+            continue
+        m = np.array([p[0] for p in pairs])
+        h = np.array([p[1] for p in pairs])
+        rho, tau = spearman(m, h), kendall_tau_b(m, h)
+        s_ci = k_ci = None
+        if n_resamples > 0:
+            bs = bootstrap_ci(spearman, m, h, n_resamples=n_resamples, confidence=confidence,
+                              seed=seed, vectorized=True)
+            bk = bootstrap_ci(kendall_tau_b, m, h, n_resamples=n_resamples, confidence=confidence,
+                              seed=seed)
+            s_ci, k_ci = (bs.low, bs.high), (bk.low, bk.high)
+        rows.append(CorrelationRow(name, float(rho), float(tau), len(pairs), s_ci, k_ci))
+    return CorrelationTable(rows=rows, human_key=human_key)
+
+
+# --------------------------------------------------------------------------- conformal
+def conformal_quantile(scores, alpha: float) -> float:
+    """Split-conformal quantile of n calibration scores at level ceil((n+1)(1-alpha))/n:
+
+        q_hat = the k-th smallest score, k = ceil((n+1)(1-alpha))   (+inf when k > n)
+
+    For a new score exchangeable with the calibration scores, P(s_new <= q_hat) >= 1 - alpha
+    (and < 1 - alpha + 1/(n+1) without ties). A tolerance of 1e-9 absorbs floating-point error
+    in (n+1)(1-alpha) (so that n = 99, alpha = 0.1 gives k = 90, not 91).
+    """
+    s = np.sort(np.asarray(scores, dtype=np.float64).ravel())
+    if not 0 < alpha < 1:
+        raise ValueError("alpha must lie in (0, 1)")
+    n = len(s)
+    if n == 0:
+        raise ValueError("no calibration scores")
+    if np.isnan(s).any():
+        raise ValueError("calibration scores contain NaN")
+    k = math.ceil((n + 1) * (1 - alpha) - 1e-9)
+    return float("inf") if k > n else float(s[max(k, 1) - 1])
+
+
+def binomial_tail_pvalue(errors, n_selected, max_error_rate: float) -> np.ndarray:
+    """p = P(Binomial(n, eps) <= errors): valid p-value for H0 "error rate >= eps" given n
+    selected examples (1 when n = 0)."""
+    from scipy.stats import binom
+
+    errors = np.asarray(errors)
+    n_selected = np.asarray(n_selected)
+    p = binom.cdf(errors, n_selected, max_error_rate)
+    return np.where(n_selected > 0, p, 1.0)
+
+
+@dataclass(frozen=True)
+class PrecisionThreshold:
+    """Result of `precision_guarantee_threshold`.
+
+    threshold: the smallest certified threshold (+inf when none is: abstain on everything).
+    valid: whether some threshold was certified. grid / p_values / n_selected / precision:
+    per grid point (grid in decreasing order); rejected: the certified grid points.
+    """
+
+    threshold: float
+    valid: bool
+    target_precision: float
+    delta: float
+    method: str
+    grid: np.ndarray
+    p_values: np.ndarray
+    n_selected: np.ndarray
+    precision: np.ndarray
+    rejected: np.ndarray
+
+    @property
+    def calibration_precision(self) -> float:
+        if not self.valid:
+            return float("nan")
+        k = int(np.flatnonzero(self.grid == self.threshold)[0])
+        return float(self.precision[k])
+
+
+def precision_guarantee_threshold(scores, labels, target_precision: float, delta: float = 0.1,
+                                  grid: Sequence[float] | np.ndarray | None = None,
+                                  method: str = "bonferroni") -> PrecisionThreshold:
+    """A score threshold whose precision is at least `target_precision` with probability
+    at least 1 - delta (Learn then Test, Angelopoulos et al. 2021, with a binomial tail bound).
+
+    For each threshold t of a grid, the calibration examples with s >= t are "selected";
+    with n_t selected and e_t of them wrong (label 0), H0(t): "precision(t) < target" has the
+    exact p-value p_t = P(Binomial(n_t, 1 - target) <= e_t). Family-wise error control:
+    - method="bonferroni" (default): certify every t with p_t <= delta / |grid|; valid for any
+      grid, whatever the order;
+    - method="fixed_sequence": test the grid from the highest threshold down at level delta and
+      stop at the first p_t > delta. More powerful, but a grid point that selects (almost) no
+      calibration example cannot be certified and ends the sequence: start the grid at a
+      threshold that selects examples, chosen without the calibration labels (prior knowledge
+      or a separate split), not at 1.0.
+    The result is the smallest certified threshold (the one that answers most often).
+
+    Guarantee: P( precision(t_hat) >= target ) >= 1 - delta, over the draw of the calibration
+    set, where precision(t) = P(y = 1 | s >= t) on new data. Assumptions: calibration and test
+    (score, label) pairs are i.i.d. from one distribution (exchangeable); labels are binary and
+    correct; the grid (and, for fixed-sequence, its order) is fixed before looking at the
+    calibration data (the default grid is 0, 0.01, ..., 1 and needs scores in [0, 1]);
+    fixed-sequence gains power when precision grows with the threshold but stays valid otherwise. Given n_t, the selected labels
+    are i.i.d. Bernoulli(precision(t)), so the p-value is exact, not asymptotic.
+    """
+    s = np.asarray(scores, dtype=np.float64).ravel()
+    y = np.asarray(labels).ravel()
+    if s.shape != y.shape:
+        raise ValueError("scores and labels differ in length")
+    if y.size and not np.isin(y, (0, 1, True, False)).all():
+        raise ValueError("labels must be 0/1")
+    y = y.astype(np.int64)
+    if not 0 < target_precision < 1 or not 0 < delta < 1:
+        raise ValueError("target_precision and delta must lie in (0, 1)")
+    if grid is None:
+        if s.size and (s.min() < 0 or s.max() > 1):
+            raise ValueError("scores outside [0, 1]: pass an explicit threshold grid")
+        grid = np.linspace(0.0, 1.0, 101)
+    g = np.unique(np.asarray(grid, dtype=np.float64))[::-1]  # decreasing
+    # counts of selected examples and of errors at every grid point (one sort)
+    order = np.sort(s)
+    n_sel = len(s) - np.searchsorted(order, g, side="left")
+    wrong = np.sort(s[y == 0])
+    n_err = len(wrong) - np.searchsorted(wrong, g, side="left")
+    pvals = binomial_tail_pvalue(n_err, n_sel, 1.0 - target_precision)
+    if method == "fixed_sequence":
+        ok = pvals <= delta
+        rejected = np.cumprod(ok).astype(bool)
+    elif method == "bonferroni":
+        rejected = pvals <= delta / len(g)
+    else:
+        raise ValueError("method must be 'fixed_sequence' or 'bonferroni'")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        prec = np.where(n_sel > 0, (n_sel - n_err) / np.maximum(n_sel, 1), np.nan)
+    valid = bool(rejected.any())
+    thr = float(g[rejected].min()) if valid else float("inf")
+    return PrecisionThreshold(threshold=thr, valid=valid, target_precision=target_precision,
+                              delta=delta, method=method, grid=g, p_values=pvals, n_selected=n_sel,
+                              precision=prec, rejected=rejected)
