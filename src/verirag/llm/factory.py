@@ -11,6 +11,7 @@ A process loads each distinct spec once: the generator and the judge share the w
 """
 from __future__ import annotations
 
+import atexit
 import os
 import threading
 
@@ -76,7 +77,10 @@ def shared_cache() -> RequestCache:
     return _CACHE
 
 
+@atexit.register
 def unload_all() -> None:
+    """Free every loaded model. Also runs at exit: llama.cpp's own finaliser fails when the
+    interpreter has already torn down its bindings."""
     with _LOCK:
         for llm in _LOADED.values():
             llm.close()
