@@ -50,7 +50,8 @@ def _print_result(r, *, show_question: bool = True) -> None:
         lines.append(f"[dim]answer from the passages was: {escape(r.retrieved_answer)}[/dim]")
     if r.supporting_passage is not None:
         sp = r.supporting_passage
-        excerpt = sp.text if len(sp.text) < 240 else sp.text[:240] + "…"
+        flat = " ".join(sp.text.split())
+        excerpt = flat if len(flat) < 240 else flat[:240] + "…"
         lines.append(f"[bold]evidence[/bold] {escape(sp.id)} (support {sp.support_score:.3f}): {escape(excerpt)}")
     if r.error:
         lines.append(f"[red]note:[/red] {escape(r.error)}")

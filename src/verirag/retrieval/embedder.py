@@ -104,6 +104,11 @@ def _load_model(name: str, device: str) -> Any:
     else:
         path = name
     try:
+        from transformers.utils import logging as hf_logging
+        hf_logging.disable_progress_bar()  # a weight-loading bar per start clutters CLI output
+    except ImportError:
+        pass
+    try:
         return SentenceTransformer(path, device=device)
     except Exception as e:  # OSError, ValueError, HTTP errors … all mean "cannot load this"
         raise ModelNotFoundError(
