@@ -52,7 +52,8 @@ def _print_result(r, *, show_question: bool = True) -> None:
         sp = r.supporting_passage
         flat = " ".join(sp.text.split())
         excerpt = flat if len(flat) < 240 else flat[:240] + "…"
-        lines.append(f"[bold]evidence[/bold] {escape(sp.id)} (support {sp.support_score:.3f}): {escape(excerpt)}")
+        label = "evidence" if r.faithful else "closest passage"
+        lines.append(f"[bold]{label}[/bold] {escape(sp.id)} (support {sp.support_score:.3f}): {escape(excerpt)}")
     if r.error:
         lines.append(f"[red]note:[/red] {escape(r.error)}")
     t = r.timings
