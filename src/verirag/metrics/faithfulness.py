@@ -17,7 +17,6 @@ K-BERTScore is BERTScore with the evidence string as the single reference.
 """
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,6 +25,7 @@ import numpy as np
 from verirag.metrics import _overlap
 from verirag.metrics._bertscore import BertScore, BertScorer, default_scorer
 from verirag.metrics._text import get_tokens, normalize_many
+from verirag.metrics.qa import prf_tokens
 
 __all__ = ["evidence_text", "history_text", "k_precision", "k_recall", "k_f1", "k_precision_pp",
            "k_recall_pp", "k_f1_pp", "k_bertscore", "k_metrics_batch", "k_bertscore_batch"]
@@ -72,16 +72,7 @@ def _k_scores(response: str, passages: Passages, history: History, plus_plus: bo
         u = [t for t in u if t not in h]
         if not u:
             return 1.0, 1.0, 1.0
-    common = sum((Counter(u) & Counter(k)).values())
-    p = common / len(u) if u else 0.0
-    r = common / len(k) if k else 1.0
-    if not u or not k:
-        f = float(u == k)
-    elif common == 0:
-        f = 0.0
-    else:
-        f = 2 * p * r / (p + r)
-    return p, r, f
+    return prf_tokens(u, k)
 
 
 def k_precision(response: str, passages: Passages) -> float:

@@ -36,7 +36,8 @@ __all__ = [
 
 
 # --------------------------------------------------------------------------- single pair
-def _prf_tokens(pred: list[str], ref: list[str]) -> tuple[float, float, float]:
+def prf_tokens(pred: list[str], ref: list[str]) -> tuple[float, float, float]:
+    """Token-overlap (precision, recall, F1) of two token lists; multiset intersection."""
     common = sum((Counter(pred) & Counter(ref)).values())
     precision = common / len(pred) if pred else 0.0
     recall = common / len(ref) if ref else 1.0
@@ -59,27 +60,27 @@ def token_f1(prediction: str, references: References) -> float:
     """F1 = max_r 2 P_r R_r / (P_r + R_r), with P_r = |p ∩ r| / |p|, R_r = |p ∩ r| / |r|
     (multiset intersection of tokens); 1 if both token lists are empty, 0 if one is."""
     p = get_tokens(prediction)
-    return max(_prf_tokens(p, get_tokens(r))[2] for r in as_reference_list(references))
+    return max(prf_tokens(p, get_tokens(r))[2] for r in as_reference_list(references))
 
 
 def token_precision(prediction: str, references: References) -> float:
     """Precision = max_r |p ∩ r| / |p| (0 for an empty prediction)."""
     p = get_tokens(prediction)
-    return max(_prf_tokens(p, get_tokens(r))[0] for r in as_reference_list(references))
+    return max(prf_tokens(p, get_tokens(r))[0] for r in as_reference_list(references))
 
 
 def token_recall(prediction: str, references: References) -> float:
     """Recall = max_r |p ∩ r| / |r| (1 for an empty reference). Adlakha et al.'s preferred
     correctness metric: it does not penalise verbose answers."""
     p = get_tokens(prediction)
-    return max(_prf_tokens(p, get_tokens(r))[1] for r in as_reference_list(references))
+    return max(prf_tokens(p, get_tokens(r))[1] for r in as_reference_list(references))
 
 
 def recall_strict(prediction: str, references: References) -> float:
     """Recall-strict = max_r 1[|p ∩ r| = |r|]: every token of some reference (with its
     multiplicity) occurs in the prediction, i.e. token recall equals 1 for some reference."""
     p = get_tokens(prediction)
-    return float(any(_prf_tokens(p, get_tokens(r))[1] == 1.0 for r in as_reference_list(references)))
+    return float(any(prf_tokens(p, get_tokens(r))[1] == 1.0 for r in as_reference_list(references)))
 
 
 def substring_match(prediction: str, references: References) -> float:
