@@ -1,14 +1,15 @@
 """Methods registered by name, so the CLI and configs find a class from the name in the paper.
 
 Kinds: "generator" (question + passages -> answer), "entailment" (premise, hypothesis -> P(entailed)),
-"predictor" (question, answer, passages -> faithfulness score).
+"predictor" (question, answer, passages -> faithfulness score), "method" (unified methods:
+question + passages -> answer and faithfulness indicator together).
 """
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
-_REGISTRY: dict[str, dict[str, type]] = {"generator": {}, "entailment": {}, "predictor": {}}
+_REGISTRY: dict[str, dict[str, type]] = {"generator": {}, "entailment": {}, "predictor": {}, "method": {}}
 
 
 def register(kind: str, name: str) -> Callable[[type], type]:
@@ -42,4 +43,4 @@ def create(kind: str, name: str, *args: Any, **kwargs: Any) -> Any:
 
 def _load_builtin() -> None:
     # Importing the packages runs their @register decorators.
-    from verirag.awf import entailment, generators, predictors  # noqa: F401
+    from verirag.awf import entailment, generators, methods, predictors  # noqa: F401

@@ -1,0 +1,47 @@
+"""The output contract every AwF method honours: M(q, P) = (answer, score)."""
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any
+
+from verirag.awf.trace import Trace
+
+
+@dataclass
+class MethodOutput:
+    """An answer and its faithfulness score.
+
+    `score` is in [0, 1]; for hard-label methods (`hard=True`) it is exactly 0.0 or 1.0.
+    `error` says why a part failed (e.g. unparseable output); such outputs still count in every
+    denominator: their score is 0.0 and `answer` keeps whatever text there was. `details` holds
+    method-specific intermediate values (raw text, per-passage scores, perplexities, ...).
+    """
+
+    answer: str
+    score: float
+    hard: bool = False
+    error: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self):
+        if math.isnan(self.score):
+            self.score = 0.0
+        if not 0.0 <= self.score <= 1.0:
+            raise ValueError(f"score {self.score} outside [0, 1]")
+        if self.hard and self.score not in (0.0, 1.0):
+            raise ValueError(f"a hard-label method gave score {self.score}")
+
+
+class AwFMethod(ABC):
+    """A method registered by name. `needs` lists the LLM capabilities it requires; the
+    constructor checks them (llm.require) so a backend that lacks one fails at once."""
+
+    registry_name = ""
+    hard = False
+    needs: tuple[str, ...] = ()
+
+    @abstractmethod
+    def run(self, trace: Trace) -> MethodOutput:
+        """Answer and score the example in `trace`, reusing what the trace already holds."""
