@@ -1,5 +1,10 @@
 """Faithfulness predictors: (question, answer, passages) -> score in [0, 1]. Importing registers them."""
 from verirag.awf.predictors.base import FaithfulnessPredictor, Verification
+from verirag.awf.predictors.k_precision import KPrecisionPredictor
+from verirag.awf.predictors.llm_judge import LLMJudgePredictor
 from verirag.awf.predictors.nli import PostAnsweringNLI
+from verirag.awf.predictors.pre_answering import PreAnsweringPredictor
+from verirag.awf.predictors.trivial import TrivialPredictor
 
-__all__ = ["FaithfulnessPredictor", "PostAnsweringNLI", "Verification"]
+__all__ = ["FaithfulnessPredictor", "KPrecisionPredictor", "LLMJudgePredictor", "PostAnsweringNLI",
+           "PreAnsweringPredictor", "TrivialPredictor", "Verification"]

@@ -1,0 +1,71 @@
+"""InstructRAG (Wei et al., 2024; AwF section 4.2.1 and appendix A.4): the Vanilla task with
+chain-of-thought and two few-shot examples per dataset family; only the final answer after the
+last "Response:" is kept.
+
+The few-shot examples live in `prompts/instructrag.yaml` under `examples.<family>`; families:
+open_domain, multi_hop, biomedical, generic. When the "Response:" line is missing, the Answer
+keeps the last non-empty line as its text and sets `error` (the raw text is in `meta["raw"]`).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from verirag.awf.generators.base import Answer, AnswerGenerator
+from verirag.awf.parsing import extract_response
+from verirag.awf.registry import register
+from verirag.prompts import PromptTemplate, load_prompt
+from verirag.types import Passage
+
+FAMILIES = ("open_domain", "multi_hop", "biomedical", "generic")
+
+
+def _as_question(q: str) -> str:
+    q = q.strip()
+    return q if q.endswith("?") else q + "?"
+
+
+def fewshot_messages(prompt: PromptTemplate, family: str, question: str,
+                     passages: Sequence[Passage]) -> list[dict[str, str]]:
+    """The messages of an InstructRAG-style prompt (also used by CoT few-shot Hybrid)."""
+    examples = prompt.extra["examples"][family]
+    shots = "\n\n".join(prompt.extra["example"].format(n=n, question=_as_question(ex["question"]),
+                                                       rationale=ex["rationale"].strip())
+                        for n, ex in enumerate(examples, 1))
+    docs = []
+    for i, p in enumerate(passages, 1):
+        template = prompt.extra["passage_with_title"] if p.title.strip() else prompt.extra["passage"]
+        docs.append(template.format(i=i, title=p.title.strip(), text=p.text.strip()))
+    return prompt.messages(examples=shots, passages="\n".join(docs),
+                           question=_as_question(question))
+
+
+def check_family(prompt: PromptTemplate, family: str) -> str:
+    known = sorted(prompt.extra["examples"])
+    if family not in known:
+        raise ValueError(f"unknown dataset family {family!r} for prompt {prompt.name!r}; "
+                         f"known: {', '.join(known)}")
+    return family
+
+
+@register("generator", "instructrag")
+class InstructRAGGenerator(AnswerGenerator):
+    def __init__(self, llm, *, family: str = "open_domain", max_tokens: int = 256):
+        super().__init__(llm, max_tokens=max_tokens)
+        self.prompt = load_prompt("instructrag")
+        self.family = check_family(self.prompt, family)
+
+    def messages(self, question: str, passages: Sequence[Passage]) -> list[dict[str, str]]:
+        return fewshot_messages(self.prompt, self.family, question, passages)
+
+    def answer(self, question: str, passages: Sequence[Passage]) -> Answer:
+        gen = self.llm.generate(self.messages(question, passages), max_tokens=self.max_tokens)
+        raw = gen.text
+        parsed = extract_response(raw)
+        meta = {"raw": raw, "parse_ok": parsed.ok, "parse_error": parsed.reason,
+                "family": self.family, "finish_reason": gen.finish_reason}
+        error = None
+        if not parsed.ok:
+            error = f"unparseable InstructRAG output: {parsed.reason}"
+            if gen.finish_reason == "length":
+                error += " (generation hit max_tokens)"
+        return Answer(text=parsed.answer, generation=gen, error=error, meta=meta)

@@ -1,0 +1,118 @@
+"""Faithfulness predictors: trivial, pre_answering, k_precision, llm_judge (and nli alongside).
+The LLM here is a stand-in (these tests are about the predictors' logic); every predictor runs end to
+end on SmolLM2-135M in tests/test_awf_compose.py::test_every_predictor_end_to_end_on_smollm."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from verirag.awf.predictors import (KPrecisionPredictor, LLMJudgePredictor, PreAnsweringPredictor,
+                                    TrivialPredictor)
+from verirag.awf.registry import get, names
+from verirag.awf.trace import Trace
+from verirag.errors import CapabilityError
+from verirag.llm.base import EXACT_NEXT_TOKEN, LLM, NEXT_TOKEN
+from verirag.types import Generation, Passage
+
+PASSAGES = [Passage("a", "The Harbour Ferry crosses the bay in 25 minutes.", title="Ferry"),
+            Passage("b", "Puffins nest on the cliffs in April.")]
+QUESTION = "How long does the Harbour Ferry take to cross the bay?"
+
+
+class StandIn(LLM):
+    backend = "standin"
+    model_id = fingerprint = "standin"
+    capabilities = frozenset({NEXT_TOKEN, EXACT_NEXT_TOKEN})
+
+    def __init__(self, next_token=None, text="25 minutes"):
+        self.next_token = next_token or {}
+        self.text = text
+        self.requests = []
+
+    def generate(self, prompt, **kw):
+        return Generation(text=self.text, model=self.model_id)
+
+    def next_token_logprobs(self, prompt, *, top_k=20, candidates=()):
+        self.requests.append(prompt)
+        return dict(self.next_token)
+
+
+class NoLogits(StandIn):
+    capabilities = frozenset()
+
+
+def test_all_registered():
+    assert {"trivial", "pre_answering", "k_precision", "llm_judge", "nli"} <= set(names("predictor"))
+    assert get("predictor", "pre_answering") is PreAnsweringPredictor
+
+
+def test_trivial_is_always_one():
+    assert TrivialPredictor().verify(QUESTION, "anything", PASSAGES).score == 1.0
+
+
+def test_k_precision_scores_overlap():
+    p = KPrecisionPredictor()
+    v = p.verify(QUESTION, "25 minutes", PASSAGES)
+    assert v.score == 1.0 and v.best == 0 and v.per_passage[1] == 0.0
+    assert p.verify(QUESTION, "two hours", PASSAGES).score == 0.0
+    assert math.isnan(p.verify(QUESTION, "  ", PASSAGES).score)
+
+
+@pytest.mark.parametrize("lps, expected", [
+    ({"Yes": math.log(0.6), "I": math.log(0.2)}, 0.75),
+    ({" yes": math.log(0.3), "No": math.log(0.1), "I": math.log(0.2)}, 0.5),  # "No" counts as no
+    ({"I": math.log(0.9)}, 0.0),
+])
+def test_pre_answering_reads_branch_tokens(lps, expected):
+    v = PreAnsweringPredictor(StandIn(lps)).verify(QUESTION, "", PASSAGES)
+    assert v.ok and v.score == pytest.approx(expected)
+
+
+def test_pre_answering_prompt_is_nomiracl_style():
+    llm = StandIn({"Yes": 0.0})
+    PreAnsweringPredictor(llm).verify(QUESTION, "", PASSAGES)
+    text = llm.requests[0][-1]["content"]
+    assert '"Yes, answer is present" or "I don\'t know"' in text
+    assert "[1] Ferry: The Harbour Ferry" in text and "[2] Puffins" in text and QUESTION in text
+
+
+def test_pre_answering_without_branch_tokens_is_nan_with_error():
+    v = PreAnsweringPredictor(StandIn({"Maybe": -0.1})).verify(QUESTION, "", PASSAGES)
+    assert math.isnan(v.score) and "neither branch token" in v.error
+
+
+def test_pre_answering_is_memoised_independently_of_the_answer():
+    llm = StandIn({"Yes": math.log(0.8), "I": math.log(0.2)})
+    p = PreAnsweringPredictor(llm)
+    trace = Trace(QUESTION, PASSAGES)
+    a, b = p.verify_with_trace(trace, "25 minutes"), p.verify_with_trace(trace, "another answer")
+    assert a is b and len(llm.requests) == 1
+    assert p.trace_key in trace.values and "vanilla" not in p.trace_key
+
+
+def test_llm_judge_score_and_prompt():
+    llm = StandIn({"Yes": math.log(0.3), "No": math.log(0.1)})
+    v = LLMJudgePredictor(llm).verify(QUESTION, "25 minutes", PASSAGES)
+    assert v.score == pytest.approx(0.75)
+    user = llm.requests[0][-1]["content"]
+    assert "Answer: 25 minutes" in user and "[1]" in user and "[2]" in user
+    assert math.isnan(LLMJudgePredictor(StandIn({"Hmm": 0.0})).verify(QUESTION, "x", PASSAGES).score)
+    assert "empty answer" in LLMJudgePredictor(llm).verify(QUESTION, "", PASSAGES).error
+
+
+def test_backend_failures_are_recorded():
+    class Broken(StandIn):
+        def next_token_logprobs(self, prompt, **kw):
+            raise RuntimeError("prompt too long")
+    for p in (PreAnsweringPredictor(Broken()), LLMJudgePredictor(Broken())):
+        v = p.verify(QUESTION, "25 minutes", PASSAGES)
+        assert math.isnan(v.score) and "prompt too long" in v.error
+
+
+def test_missing_capability_fails_at_construction():
+    for cls in (PreAnsweringPredictor, LLMJudgePredictor):
+        with pytest.raises(CapabilityError):
+            cls(NoLogits())
+    TrivialPredictor(NoLogits()), KPrecisionPredictor(NoLogits())  # need nothing
+
