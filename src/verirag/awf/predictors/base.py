@@ -29,6 +29,16 @@ class Verification:
         return self.error is None and not math.isnan(self.score)
 
 
+def invalid_input(answer: str, passages: Sequence[Passage]) -> Verification | None:
+    """The recorded failure for inputs no predictor can score (no passages, empty answer)."""
+    if not passages:
+        return Verification(score=math.nan, error="no passages to verify the answer against")
+    if not answer.strip():
+        return Verification(score=math.nan, per_passage=[None] * len(passages),
+                            error="empty answer: nothing to verify")
+    return None
+
+
 class FaithfulnessPredictor(ABC):
     registry_name = ""
     name = ""

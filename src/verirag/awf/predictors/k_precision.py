@@ -6,10 +6,9 @@ answer scores NaN with an error (nothing to verify), like the other predictors.
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
-from verirag.awf.predictors.base import FaithfulnessPredictor, Verification
+from verirag.awf.predictors.base import FaithfulnessPredictor, Verification, invalid_input
 from verirag.awf.registry import register
 from verirag.metrics.faithfulness import k_precision
 from verirag.types import Passage
@@ -25,11 +24,9 @@ class KPrecisionPredictor(FaithfulnessPredictor):
         self.name = "k_precision"
 
     def verify(self, question: str, answer: str, passages: Sequence[Passage]) -> Verification:
-        if not passages:
-            return Verification(score=math.nan, error="no passages to verify the answer against")
-        if not answer.strip():
-            return Verification(score=math.nan, per_passage=[None] * len(passages),
-                                error="empty answer: nothing to verify")
+        bad = invalid_input(answer, passages)
+        if bad is not None:
+            return bad
         per = [float(k_precision(answer, [p])) for p in passages]
         best = max(range(len(per)), key=lambda i: (per[i], -i))
         return Verification(score=float(k_precision(answer, passages)), per_passage=per, best=best)

@@ -12,7 +12,7 @@ import math
 from collections.abc import Sequence
 
 from verirag.awf.predictors._yes_no import branch_probability, numbered_passages
-from verirag.awf.predictors.base import FaithfulnessPredictor, Verification
+from verirag.awf.predictors.base import FaithfulnessPredictor, Verification, invalid_input
 from verirag.awf.registry import register
 from verirag.llm.base import LLM, NEXT_TOKEN
 from verirag.prompts import load_prompt
@@ -36,11 +36,9 @@ class LLMJudgePredictor(FaithfulnessPredictor):
         return self.prompt.messages(question=question.strip(), answer=answer.strip(), passages=text)
 
     def verify(self, question: str, answer: str, passages: Sequence[Passage]) -> Verification:
-        if not passages:
-            return Verification(score=math.nan, error="no passages to verify the answer against")
-        if not answer.strip():
-            return Verification(score=math.nan, per_passage=[None] * len(passages),
-                                error="empty answer: nothing to verify")
+        bad = invalid_input(answer, passages)
+        if bad is not None:
+            return bad
         try:
             lps = self.llm.next_token_logprobs(self.messages(question, answer, passages),
                                                top_k=self.top_k, candidates=("Yes", "No"))

@@ -10,7 +10,7 @@ import math
 from collections.abc import Sequence
 
 from verirag.awf.entailment.base import EntailmentModel
-from verirag.awf.predictors.base import FaithfulnessPredictor, Verification
+from verirag.awf.predictors.base import FaithfulnessPredictor, Verification, invalid_input
 from verirag.awf.registry import register
 from verirag.prompts import load_prompt
 from verirag.retrieval.chunking import chunk_words
@@ -32,11 +32,9 @@ class PostAnsweringNLI(FaithfulnessPredictor):
         return self.hypothesis_template.format(question=question.strip(), answer=answer.strip())
 
     def verify(self, question: str, answer: str, passages: Sequence[Passage]) -> Verification:
-        if not passages:
-            return Verification(score=math.nan, error="no passages to verify the answer against")
-        if not answer.strip():
-            return Verification(score=math.nan, per_passage=[None] * len(passages),
-                                error="empty answer: nothing to verify")
+        bad = invalid_input(answer, passages)
+        if bad is not None:
+            return bad
         hyp = self.hypothesis(question, answer)
         max_words = self.entailment.max_premise_words(hyp)
         pairs, owner = [], []
