@@ -10,7 +10,7 @@ from verirag.awf.compose import ComposedMethod, build_method, method_names
 from verirag.awf.methods.base import MethodOutput
 from verirag.awf.policies import (ABSTAINED, ABSTENTION_TEXT, ANSWERED, ESCALATED, FALLBACK,
                                   AbstainPolicy, EscalatePolicy, NoRagFallbackPolicy, ThresholdTarget,
-                                  decide)
+                                  make_policy)
 from verirag.awf.registry import register
 from verirag.awf.trace import Trace
 from verirag.errors import InputError
@@ -246,8 +246,15 @@ def test_failed_second_answer_abstains_and_says_why():
     assert d.action == ABSTAINED and "escalate" not in d.details["error"]
 
 
-def test_decide_still_works():
-    assert decide(0.6, 0.5) == ANSWERED and decide(math.nan, 0.0, "no-rag") == FALLBACK
+def test_make_policy_and_errors_never_answer():
+    assert isinstance(make_policy("abstain", None), AbstainPolicy)
+    assert isinstance(make_policy("no-rag", StandIn(text="x")), NoRagFallbackPolicy)
+    with pytest.raises(ValueError, match="second model"):
+        make_policy("escalate", StandIn(text="x"))
+    with pytest.raises(ValueError):
+        make_policy("pray", None)
+    failed = MethodOutput(answer="25 minutes", score=0.0, error="predictor failed")
+    assert AbstainPolicy().apply(Trace(QUESTION, PASSAGES), failed, 0.0).action == ABSTAINED
 
 
 # --------------------------------------------------------------------------- real model

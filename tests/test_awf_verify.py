@@ -7,20 +7,9 @@ import pytest
 
 from verirag.awf.entailment.base import EntailmentModel, Judgement
 from verirag.awf.entailment.llm_judge import LLMJudgeEntailment, yes_no_probability
-from verirag.awf.policies import ABSTAINED, ANSWERED, FALLBACK, decide
 from verirag.awf.predictors.nli import PostAnsweringNLI
 from verirag.awf.registry import get, names
 from verirag.types import Passage
-
-
-def test_decide():
-    assert decide(0.7, 0.5) == ANSWERED
-    assert decide(0.5, 0.5) == ANSWERED
-    assert decide(0.49, 0.5) == ABSTAINED
-    assert decide(0.1, 0.5, "no-rag") == FALLBACK
-    assert decide(math.nan, 0.0) == ABSTAINED
-    with pytest.raises(ValueError):
-        decide(0.1, 0.5, "pray")
 
 
 def test_registry_names():

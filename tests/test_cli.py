@@ -55,6 +55,8 @@ def test_models_list():
     (("ask", "q", "--corpus", "CORPUS", "--model", "/nonexistent/model.gguf"), "model"),
     (("ask", "q", "--corpus", "CORPUS", "--preset", "tiny", "--threshold", "2"), "threshold"),
     (("ask", "q", "--index", "/nonexistent/index", "--preset", "tiny"), "index"),
+    (("ask", "q", "--corpus", "CORPUS", "--preset", "tiny", "--method", "nope"), "unknown method"),
+    (("ask", "q", "--corpus", "CORPUS", "--preset", "tiny", "--fallback", "escalate"), "escalate"),
 ])
 def test_user_errors_are_clear(args, message):
     args = tuple(str(corpus_path()) if a == "CORPUS" else a for a in args)

@@ -1,9 +1,12 @@
 """The pipeline end to end with the smallest real model, the real embedder and the real cache."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from verirag import Pipeline
+from verirag.awf.pipeline import PRESETS
 from verirag.demo import corpus_path, questions
 from verirag.errors import InputError
 from verirag.types import Passage
@@ -59,7 +62,7 @@ def test_no_rag_fallback(pipe):
     assert r.action in {"fallback", "answered"}
     if r.action == "fallback":
         assert "fallback" in r.timings and r.answer.strip()
-        no_ctx = pipe.fallback_generator.answer(r.question)
+        no_ctx = pipe.policy("no-rag").generator.answer(r.question)
         assert r.answer == no_ctx.text
 
 
@@ -83,3 +86,19 @@ def test_index_from_passages_and_reuse(tmp_path):
     q = Pipeline.from_preset("tiny", retrieval="bm25", k=2)
     q.load_index(tmp_path / "idx")
     assert [h.passage.id for h in q.retrieve("How long is the ferry ride?")][0] == "b"
+
+
+def test_other_methods_and_escalation():
+    p = Pipeline.from_preset("tiny", method="intrinsic", fallback="escalate", escalate_model="smollm2-135m",
+                             max_answer_tokens=24)
+    p.index(corpus_path())
+    r = p.ask(questions()[1]["question"], threshold=1.0)
+    assert r.method == "intrinsic" and r.score in (0.0, 1.0)
+    assert r.action in {"answered", "escalated", "abstained"}
+    if r.action == "escalated":
+        assert r.answer.strip() and "fallback" in r.timings
+    q = Pipeline(replace(PRESETS["tiny"], method="vanilla+k_precision", max_answer_tokens=24),
+                 index=p.search_index)  # same corpus, no second index build
+    r2 = q.ask(questions()[1]["question"])
+    assert r2.method == "vanilla+k_precision" and 0.0 <= r2.score <= 1.0
+    assert all(e.support_score is None or 0.0 <= e.support_score <= 1.0 for e in r2.evidence)

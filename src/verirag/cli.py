@@ -31,14 +31,16 @@ MODEL_HELP = ("Generator (and, by default, judge) model: a preset name, a .gguf 
 
 
 def _pipeline(preset: str, model: Optional[str], judge: Optional[str], judge_model: Optional[str],
-              threshold: Optional[float], k: Optional[int], fallback: Optional[str], retrieval: Optional[str] = None):
+              threshold: Optional[float], k: Optional[int], fallback: Optional[str], retrieval: Optional[str] = None,
+              method: Optional[str] = None, escalate_model: Optional[str] = None):
     from verirag.awf.pipeline import Pipeline
     return Pipeline.from_preset(preset, model=model, judge=judge, judge_model=judge_model,
-                                threshold=threshold, k=k, fallback=fallback, retrieval=retrieval)
+                                threshold=threshold, k=k, fallback=fallback, retrieval=retrieval,
+                                method=method, escalate_model=escalate_model)
 
 
 def _print_result(r, *, show_question: bool = True) -> None:
-    colour = {"answered": "green", "abstained": "yellow", "fallback": "cyan"}[r.action]
+    colour = {"answered": "green", "abstained": "yellow", "fallback": "cyan", "escalated": "magenta"}[r.action]
     lines = []
     if show_question:
         lines.append(f"[bold]Q:[/bold] {escape(r.question)}")
@@ -57,7 +59,8 @@ def _print_result(r, *, show_question: bool = True) -> None:
     if r.error:
         lines.append(f"[red]note:[/red] {escape(r.error)}")
     t = r.timings
-    lines.append("[dim]" + "  ".join(f"{k} {v:.2f}s" for k, v in t.items()) + f"  model {r.model}[/dim]")
+    lines.append("[dim]" + "  ".join(f"{k} {v:.2f}s" for k, v in t.items())
+                 + f"  model {escape(r.model)}  method {escape(r.method)}[/dim]")
     out.print(Panel("\n".join(lines), border_style=colour))
 
 
@@ -72,14 +75,17 @@ def ask(question: str = typer.Argument(..., help="The question."),
         judge_model: Optional[str] = typer.Option(None, help="Model of the LLM judge (default: --model)."),
         threshold: Optional[float] = typer.Option(None, help="Verdict threshold on the score (default 0.5)."),
         k: Optional[int] = typer.Option(None, help="Passages to retrieve (default 5)."),
-        fallback: Optional[str] = typer.Option(None, help="Below the threshold: abstain (default) or no-rag."),
+        fallback: Optional[str] = typer.Option(None, help="Below the threshold: abstain (default), no-rag or escalate."),
+        escalate_model: Optional[str] = typer.Option(None, help="The larger model for --fallback escalate."),
+        method: Optional[str] = typer.Option(None, help="AwF method: vanilla+nli (default), instructrag+pre_answering, "
+                                             "intrinsic, cot_hybrid, dual_generation, ... (`verirag methods`)."),
         retrieval: Optional[str] = typer.Option(None, help="hybrid (default), bm25 or dense.")):
     """Answer QUESTION from a corpus, verify the answer, and act on the verdict."""
     if (corpus is None) == (index is None):
         raise InputError("give exactly one of --corpus PATH or --index DIR")
     if not question.strip():
         raise InputError("the question is empty")
-    p = _pipeline(preset, model, judge, judge_model, threshold, k, fallback, retrieval)
+    p = _pipeline(preset, model, judge, judge_model, threshold, k, fallback, retrieval, method, escalate_model)
     with err.status("indexing…" if corpus else "loading index…"):
         p.index(corpus) if corpus is not None else p.load_index(index)
     for path, reason in getattr(p, "skipped", []):
@@ -107,6 +113,14 @@ def index_cmd(path: Path = typer.Argument(..., help="Folder of .txt/.md files, a
         idx = Index.build(loaded.passages, kind=retrieval, chunk_words=chunk_words, overlap_words=overlap_words)
         idx.save(out_dir)
     out.print(f"indexed {len(loaded.passages)} documents as {len(idx)} passages ({retrieval}) -> {out_dir}")
+
+
+@app.command()
+def methods():
+    """List the AwF methods `--method` accepts (unified methods, generators, GENERATOR+PREDICTOR)."""
+    from verirag.awf.compose import method_names
+    for name in method_names():
+        out.print(name)
 
 
 @models_app.command("list")

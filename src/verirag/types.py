@@ -134,8 +134,9 @@ class Evidence:
 class AskResult:
     """The answer to one question, verified, with the action taken.
 
-    action: "answered" (score >= threshold), "abstained", or "fallback" (answered again
-    without retrieval because the retrieved answer was not supported).
+    action: "answered" (score >= threshold), "abstained", "fallback" (answered again
+    without retrieval because the retrieved answer was not supported) or "escalated" (answered
+    again by a larger model).
     `error` is set when the request could be served only partly (e.g. unparseable judge
     output); the record is kept so that nothing is silently dropped.
     """
@@ -150,6 +151,7 @@ class AskResult:
     supporting_passage: Evidence | None
     retrieved_answer: str
     model: str
+    method: str
     judge: str
     timings: dict[str, float]
     error: str | None = None

@@ -6,17 +6,17 @@
 """
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+from verirag.awf.compose import ComposedMethod, build_method
 from verirag.awf.entailment.base import EntailmentModel
-from verirag.awf.generators.base import AnswerGenerator
-from verirag.awf.policies import ABSTENTION_TEXT, ABSTAINED, ANSWERED, FALLBACK, FALLBACKS, decide
-from verirag.awf.predictors.base import FaithfulnessPredictor
+from verirag.awf.methods.base import AwFMethod
+from verirag.awf.policies import ANSWERED, FALLBACKS, make_policy
 from verirag.awf.registry import create
+from verirag.awf.trace import Trace
 from verirag.errors import InputError
 from verirag.llm.factory import load_llm
 from verirag.types import AskResult, Evidence, Passage, ScoredPassage
@@ -24,13 +24,19 @@ from verirag.types import AskResult, Evidence, Passage, ScoredPassage
 
 @dataclass(frozen=True)
 class PipelineConfig:
-    """Everything that defines a pipeline. `judge` is "llm" (the LLM yes/no judge), "same"
-    (alias of "llm"), or "hf:MODEL" for an HF NLI model; `judge_model` defaults to `model`."""
+    """Everything that defines a pipeline.
+
+    `method` is any AwF method name (`verirag.awf.compose.method_names()`): "vanilla+nli" (the
+    default), "instructrag+pre_answering", "intrinsic", ... `judge` is the entailment backend of
+    the nli predictor: "llm" (the LLM yes/no judge; "same" is an alias) or "hf:MODEL" for an HF
+    NLI model; `judge_model` (default `model`) runs the LLM judges. `fallback` acts below the
+    threshold: abstain, no-rag, or escalate (to `escalate_model`)."""
 
     model: str = "qwen2.5-1.5b"
+    method: str = "vanilla+nli"
     judge: str = "llm"
     judge_model: str | None = None
-    generator: str = "vanilla"
+    escalate_model: str | None = None
     retrieval: str = "hybrid"
     k: int = 5
     threshold: float = 0.5
@@ -47,6 +53,8 @@ class PipelineConfig:
             raise InputError(f"k must be at least 1, got {self.k}")
         if self.fallback not in FALLBACKS:
             raise InputError(f"fallback must be one of {', '.join(FALLBACKS)}, got {self.fallback!r}")
+        if self.fallback == "escalate" and not self.escalate_model:
+            raise InputError("the escalate fallback needs a second model: set escalate_model (--escalate-model)")
         return self
 
 
@@ -63,9 +71,8 @@ class Pipeline:
     def __init__(self, config: PipelineConfig, *, index=None):
         self.config = config.validate()
         self._index = index
-        self._generator: AnswerGenerator | None = None
-        self._fallback_generator: AnswerGenerator | None = None
-        self._predictor: FaithfulnessPredictor | None = None
+        self._method: AwFMethod | None = None
+        self._policies: dict = {}
 
     @classmethod
     def from_preset(cls, name: str = "local", **overrides) -> "Pipeline":
@@ -91,6 +98,11 @@ class Pipeline:
             self._index.save(save_to)
         return self._index
 
+    @property
+    def search_index(self):
+        """The retrieval index in use (None before index() or load_index())."""
+        return self._index
+
     def load_index(self, path: str | Path):
         from verirag.retrieval import Index
         self._index = Index.load(path)
@@ -102,24 +114,21 @@ class Pipeline:
         return load_llm(self.config.model, n_ctx=self.config.n_ctx)
 
     @property
-    def generator(self) -> AnswerGenerator:
-        if self._generator is None:
-            self._generator = create("generator", self.config.generator, self.llm,
-                                     max_tokens=self.config.max_answer_tokens)
-        return self._generator
+    def method(self) -> AwFMethod:
+        if self._method is None:
+            judge_llm = load_llm(self.config.judge_model, n_ctx=self.config.n_ctx) if self.config.judge_model else None
+            predictor_kw = {"entailment": self._entailment()} if self.config.method.endswith("+nli") else None
+            self._method = build_method(self.config.method, self.llm, judge_llm=judge_llm,
+                                        predictor_kw=predictor_kw, max_tokens=self.config.max_answer_tokens)
+        return self._method
 
-    @property
-    def fallback_generator(self) -> AnswerGenerator:
-        if self._fallback_generator is None:
-            self._fallback_generator = create("generator", "no_context", self.llm,
-                                              max_tokens=self.config.max_answer_tokens)
-        return self._fallback_generator
-
-    @property
-    def predictor(self) -> FaithfulnessPredictor:
-        if self._predictor is None:
-            self._predictor = create("predictor", "nli", self._entailment())
-        return self._predictor
+    def policy(self, fallback: str):
+        if fallback not in self._policies:
+            escalate = (load_llm(self.config.escalate_model, n_ctx=self.config.n_ctx)
+                        if fallback == "escalate" else None)
+            self._policies[fallback] = make_policy(fallback, self.llm, escalate_llm=escalate,
+                                                   max_tokens=self.config.max_answer_tokens)
+        return self._policies[fallback]
 
     def _entailment(self) -> EntailmentModel:
         judge = self.config.judge
@@ -149,46 +158,43 @@ class Pipeline:
 
         hits = self.retrieve(question, k)
         timings["retrieve"] = time.perf_counter() - t0
-        passages = [h.passage for h in hits]
+        trace = Trace(question, [h.passage for h in hits])
 
+        # A composed method's answer is generated first (timed as generation; the method then
+        # finds it in the trace); a unified method's single call counts as generation.
+        method = self.method
         t = time.perf_counter()
-        answer = self.generator.answer(question, passages)
-        timings["generate"] = time.perf_counter() - t
-
-        t = time.perf_counter()
-        if answer.error:
-            verification = None
-            score, error = math.nan, answer.error
-        else:
-            verification = self.predictor.verify(question, answer.text, passages)
-            score, error = verification.score, verification.error
-        timings["verify"] = time.perf_counter() - t
-
-        action = decide(score, threshold, fallback)
-        final = answer.text
-        if action == ABSTAINED:
-            final = ABSTENTION_TEXT
-        elif action == FALLBACK:
+        if isinstance(method, ComposedMethod):
+            try:
+                trace.answer(method.generator)
+            except Exception:  # noqa: BLE001 - method.run below records the failure
+                pass
+            timings["generate"] = time.perf_counter() - t
             t = time.perf_counter()
-            fb = self.fallback_generator.answer(question)
+            out = method.run(trace)
+            timings["verify"] = time.perf_counter() - t
+        else:
+            out = method.run(trace)
+            timings["generate"], timings["verify"] = time.perf_counter() - t, 0.0
+
+        t = time.perf_counter()
+        decision = self.policy(fallback).apply(trace, out, threshold)
+        if decision.action != ANSWERED and fallback != "abstain":
             timings["fallback"] = time.perf_counter() - t
-            final = fb.text
-            if fb.error:
-                action, final = ABSTAINED, ABSTENTION_TEXT
-                error = "; ".join(e for e in (error, f"fallback failed: {fb.error}") if e)
         timings["total"] = time.perf_counter() - t0
 
-        per = verification.per_passage if verification else [None] * len(hits)
+        error = "; ".join(e for e in (out.error, decision.details.get("error")) if e) or None
+        per = out.details.get("per_passage") or [None] * len(hits)
         evidence = [Evidence(id=h.passage.id, text=h.passage.text, title=h.passage.title,
                              source=h.passage.source, retrieval_score=float(h.score), support_score=s)
                     for h, s in zip(hits, per)]
-        best = verification.best if verification else None
+        best = out.details.get("best")
         return AskResult(
-            question=question, answer=final, score=0.0 if math.isnan(score) else float(score),
-            faithful=action == ANSWERED, threshold=threshold, action=action, evidence=evidence,
-            supporting_passage=evidence[best] if best is not None else None,
-            retrieved_answer=answer.text, model=self.llm.model_id,
-            judge=self.predictor.name if not answer.error else self.config.judge,
+            question=question, answer=decision.final_answer, score=float(out.score),
+            faithful=decision.action == ANSWERED, threshold=threshold, action=decision.action,
+            evidence=evidence, supporting_passage=evidence[best] if best is not None else None,
+            retrieved_answer=out.answer, model=self.llm.model_id, method=method.registry_name,
+            judge=getattr(getattr(method, "predictor", None), "name", "") or method.registry_name,
             timings={k: round(v, 4) for k, v in timings.items()}, error=error)
 
     def describe(self) -> dict:

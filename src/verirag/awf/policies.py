@@ -1,8 +1,8 @@
 """What to do with an answer once its faithfulness score is known (AwF, section 6).
 
-`decide` is the pipeline's rule (abstain or no-rag below a float threshold). The section-6
-policies (AbstainPolicy, NoRagFallbackPolicy, EscalatePolicy) act on any AwF method's output with
-a threshold taken from a ThresholdTarget (fixed, target precision, or target action rate).
+The policies (AbstainPolicy, NoRagFallbackPolicy, EscalatePolicy) act on any AwF method's output
+with a threshold that is a float or a ThresholdTarget (fixed, target precision, or target action
+rate). `make_policy` builds one from the pipeline's `fallback` option.
 """
 from __future__ import annotations
 
@@ -16,30 +16,19 @@ ANSWERED = "answered"
 ABSTAINED = "abstained"
 FALLBACK = "fallback"
 
-# Below the threshold: "abstain" says so; "no-rag" answers again without the passages
-# (the retrieved ones are likely irrelevant and would only distract the model).
-FALLBACKS = ("abstain", "no-rag")
+ESCALATED = "escalated"
+
+# Below the threshold: "abstain" says so; "no-rag" answers again without the passages (the
+# retrieved ones are likely irrelevant and would only distract the model); "escalate" answers
+# again with a second, larger model.
+FALLBACKS = ("abstain", "no-rag", "escalate")
 
 ABSTENTION_TEXT = "I don't know: the retrieved passages do not support an answer."
 
 
-def decide(score: float, threshold: float, fallback: str = "abstain") -> str:
-    """The action for `score`: answered when score >= threshold, else the fallback's action.
-
-    A NaN score (the verifier failed) never counts as supported.
-    """
-    if fallback not in FALLBACKS:
-        raise ValueError(f"unknown fallback {fallback!r}; choose one of {', '.join(FALLBACKS)}")
-    if not math.isnan(score) and score >= threshold:
-        return ANSWERED
-    return FALLBACK if fallback == "no-rag" else ABSTAINED
-
-
 # --------------------------------------------------------------------------- section 6 policies
-# The threshold comes from a ThresholdTarget; a policy turns (trace, method output, threshold) into
-# a PolicyDecision. These work on any AwF method's MethodOutput (verirag.awf.methods.base).
-
-ESCALATED = "escalated"
+# The threshold comes from a ThresholdTarget (or is a float); a policy turns (trace, method
+# output, threshold) into a PolicyDecision. They work on any AwF method's MethodOutput.
 
 
 class ThresholdTarget:
@@ -149,8 +138,9 @@ def _threshold(threshold) -> float:
 
 
 def _supported(output, threshold) -> bool:
-    """Answered when score >= threshold; an output with an error and no answer never is."""
-    if output.error and not (output.answer or "").strip():
+    """Answered when score >= threshold. An output with an error (no answer, unparseable text,
+    a predictor that could not score) never is, whatever the threshold: its score is not evidence."""
+    if output.error or not (output.answer or "").strip():
         return False
     return not math.isnan(output.score) and output.score >= _threshold(threshold)
 
@@ -226,3 +216,16 @@ class EscalatePolicy(_ReanswerPolicy):
 
     def _second(self, trace):
         return trace.get(self.key, lambda: self.generator.answer(trace.question, trace.passages))
+
+
+def make_policy(fallback: str, llm, *, escalate_llm=None, max_tokens: int = 96):
+    """The policy named by the pipeline's `fallback` option (one of FALLBACKS)."""
+    if fallback == "abstain":
+        return AbstainPolicy()
+    if fallback == "no-rag":
+        return NoRagFallbackPolicy(llm, max_tokens=max_tokens)
+    if fallback == "escalate":
+        if escalate_llm is None:
+            raise ValueError("the escalate fallback needs a second model (escalate_model)")
+        return EscalatePolicy(escalate_llm, max_tokens=max_tokens)
+    raise ValueError(f"unknown fallback {fallback!r}; choose one of {', '.join(FALLBACKS)}")
