@@ -61,3 +61,24 @@ def to_scored(passages: Sequence[Passage], hits: Hits) -> list[ScoredPassage]:
     idx, scores = hits
     return [ScoredPassage(passage=passages[int(i)], score=float(s), rank=r)
             for r, (i, s) in enumerate(zip(idx, scores))]
+
+
+class Retriever:
+    """Mixin: `search` / `search_many` over a subclass's `passages`, `search_hits` and
+    `search_hits_many` (which validate their inputs)."""
+
+    passages: Sequence[Passage]
+
+    def search_hits(self, query: str, k: int) -> Hits:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def search_hits_many(self, queries: Sequence[str], k: int) -> list[Hits]:  # pragma: no cover
+        raise NotImplementedError
+
+    def search(self, query: str, k: int = 5) -> list[ScoredPassage]:
+        """Up to k passages, best first. An empty query raises `InputError`."""
+        return to_scored(self.passages, self.search_hits(query, k))
+
+    def search_many(self, queries: Sequence[str], k: int = 5) -> list[list[ScoredPassage]]:
+        """`search` for each query; all queries are validated before any is run."""
+        return [to_scored(self.passages, h) for h in self.search_hits_many(queries, k)]

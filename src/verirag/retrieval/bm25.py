@@ -18,9 +18,9 @@ import bm25s
 import numpy as np
 
 from ..errors import InputError
-from ..types import Passage, ScoredPassage
+from ..types import Passage
 from .analyzer import EnglishAnalyzer
-from .base import Hits, check_k, check_query, to_scored, top_k
+from .base import Hits, Retriever, check_k, check_query, top_k
 
 _META = "bm25.json"
 _EMPTY: Hits = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
@@ -31,7 +31,7 @@ def passage_text(p: Passage) -> str:
     return f"{p.title}\n{p.text}" if p.title else p.text
 
 
-class BM25Retriever:
+class BM25Retriever(Retriever):
     """BM25 over a fixed list of passages.
 
     Results contain only passages that share at least one term with the query, so a search
@@ -76,13 +76,7 @@ class BM25Retriever:
             check_query(q)
         return [self.search_hits(q, k) for q in queries]
 
-    def search(self, query: str, k: int = 5) -> list[ScoredPassage]:
-        """Up to k passages by BM25 score, best first. An empty query raises `InputError`."""
-        return to_scored(self.passages, self.search_hits(query, k))
 
-    def search_many(self, queries: Sequence[str], k: int = 5) -> list[list[ScoredPassage]]:
-        """`search` for each query; all queries are validated before any is run."""
-        return [to_scored(self.passages, h) for h in self.search_hits_many(queries, k)]
 
     def save(self, directory: str | Path) -> None:
         """Write the bm25s index files and bm25.json (analyzer, passage count) into `directory`."""

@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
-from ..types import Passage, ScoredPassage
-from .base import Hits, check_k, check_query, to_scored, top_k
+from ..types import Passage
+from .base import Hits, Retriever, check_k, check_query, top_k
 from .embedder import Embedder
 
 _EMBEDDINGS = "embeddings.npy"
@@ -27,7 +27,7 @@ def passage_text(p: Passage) -> str:
     return f"{p.title}\n{p.text}" if p.title else p.text
 
 
-class DenseRetriever:
+class DenseRetriever(Retriever):
     """Exact nearest-neighbour search over passage embeddings.
 
     Attributes: `passages`, `embedder`, `embeddings` (float32, shape (len(passages), dim)).
@@ -68,13 +68,7 @@ class DenseRetriever:
             hits.extend(top_k(row, k) for row in sims)
         return hits
 
-    def search(self, query: str, k: int = 5) -> list[ScoredPassage]:
-        """The k passages most similar to `query` (cosine similarity, best first)."""
-        return to_scored(self.passages, self.search_hits(query, k))
 
-    def search_many(self, queries: Sequence[str], k: int = 5) -> list[list[ScoredPassage]]:
-        """`search` for many queries, embedding them in one batch."""
-        return [to_scored(self.passages, h) for h in self.search_hits_many(queries, k)]
 
     def save(self, directory: str | Path) -> None:
         """Write embeddings.npy and dense.json (embedder name, dimension, count) into `directory`."""

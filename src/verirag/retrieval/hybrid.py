@@ -19,8 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..errors import InputError
-from ..types import ScoredPassage
-from .base import Hits, check_k, to_scored
+from .base import Hits, Retriever, check_k
 from .bm25 import BM25Retriever
 from .dense import DenseRetriever
 
@@ -29,7 +28,7 @@ from .dense import DenseRetriever
 MIN_CANDIDATES = 50
 
 
-class HybridRetriever:
+class HybridRetriever(Retriever):
     """RRF fusion of a `BM25Retriever` and a `DenseRetriever` built over the same passages."""
 
     def __init__(self, bm25: BM25Retriever, dense: DenseRetriever, k_rrf: float = 60) -> None:
@@ -57,13 +56,7 @@ class HybridRetriever:
     def search_hits(self, query: str, k: int) -> Hits:
         return self.search_hits_many([query], k)[0]
 
-    def search(self, query: str, k: int = 5) -> list[ScoredPassage]:
-        """The k best passages by RRF score (higher is better)."""
-        return to_scored(self.passages, self.search_hits(query, k))
 
-    def search_many(self, queries: Sequence[str], k: int = 5) -> list[list[ScoredPassage]]:
-        """`search` for many queries, batched in both retrievers."""
-        return [to_scored(self.passages, h) for h in self.search_hits_many(queries, k)]
 
     def _fuse(self, runs: list[Hits], k: int) -> Hits:
         fused: dict[int, float] = {}
