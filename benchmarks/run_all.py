@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-BENCHMARKS = ["bench_llama_decode.py", "bench_bm25.py", "bench_ask_latency.py", "bench_metrics.py"]
+BENCHMARKS = ["bench_llama_decode.py", "bench_bm25.py", "bench_ask_latency.py", "bench_metrics.py",
+              "bench_awf_methods.py"]
 
 
 def main() -> int:
