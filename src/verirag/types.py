@@ -161,3 +161,50 @@ class AskResult:
         d["evidence"] = [e.to_dict() for e in self.evidence]
         d["supporting_passage"] = self.supporting_passage.to_dict() if self.supporting_passage else None
         return d
+
+
+@dataclass
+class Example:
+    """One benchmark item: a question, the passages it is answered from, and what is known of it.
+
+    - `references`: acceptable reference answers (may be empty, e.g. NoMIRACL before references
+      are generated).
+    - `history`: earlier turns of a conversation (TopiOCQA), oldest first, "speaker: text" or text.
+    - `relevance[i]`: 1 if passages[i] supports a reference answer, 0 if not, None if unknown.
+    - `answerable`: whether the passages support an answer at all (None if unknown). Loaders set it
+      from relevance labels when they have them.
+    - `group`: examples built from one source item share it (HotpotQA's twin answerable /
+      unanswerable copies), so cross-validation can keep them in one fold.
+    """
+
+    id: str
+    question: str
+    passages: list[Passage] = field(default_factory=list)
+    references: list[str] = field(default_factory=list)
+    history: list[str] = field(default_factory=list)
+    relevance: list[int | None] | None = None
+    answerable: bool | None = None
+    dataset: str = ""
+    group: str = ""
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def question_with_history(self) -> str:
+        """The question as a model should see it: earlier turns first, when there are any."""
+        if not self.history:
+            return self.question
+        turns = "\n".join(self.history)
+        return f"Conversation so far:\n{turns}\n\nQuestion: {self.question}"
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["passages"] = [p.to_dict() for p in self.passages]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Example":
+        return cls(id=str(d["id"]), question=d["question"],
+                   passages=[Passage.from_dict(p) for p in d.get("passages", [])],
+                   references=list(d.get("references", [])), history=list(d.get("history", [])),
+                   relevance=d.get("relevance"), answerable=d.get("answerable"),
+                   dataset=d.get("dataset", ""), group=d.get("group", "") or "",
+                   meta=dict(d.get("meta") or {}))
