@@ -64,6 +64,23 @@ def _print_result(r, *, show_question: bool = True) -> None:
     out.print(Panel("\n".join(lines), border_style=colour))
 
 
+def _threshold_option(text: Optional[str]):
+    from verirag.calibration.threshold_file import parse_threshold
+    value, fitted = parse_threshold(text)
+    if fitted is not None and not fitted.valid:
+        err.print(f"[yellow]warning:[/yellow] the target {fitted.kind} {fitted.target} could not be certified "
+                  f"on {fitted.n_fit} examples; every answer will be treated as unsupported")
+    return value, fitted
+
+
+def _warn_fitted_mismatch(fitted, p) -> None:
+    cfg = p.config
+    for what, want, have in (("model", fitted.model, cfg.model), ("method", fitted.method, cfg.method)):
+        if want != have:
+            err.print(f"[yellow]warning:[/yellow] the threshold was fitted for {what} {escape(want)!s}, "
+                      f"but this run uses {escape(str(have))}")
+
+
 @app.command()
 def ask(question: str = typer.Argument(..., help="The question."),
         corpus: Optional[Path] = typer.Option(None, help="Folder of .txt/.md files, a file, or a JSONL of passages."),
@@ -73,7 +90,8 @@ def ask(question: str = typer.Argument(..., help="The question."),
         model: Optional[str] = typer.Option(None, help=MODEL_HELP),
         judge: Optional[str] = typer.Option(None, help="Entailment judge: llm (default) or hf:NLI_MODEL."),
         judge_model: Optional[str] = typer.Option(None, help="Model of the LLM judge (default: --model)."),
-        threshold: Optional[float] = typer.Option(None, help="Verdict threshold on the score (default 0.5)."),
+        threshold: Optional[str] = typer.Option(None, help="Verdict threshold on the score (default 0.5), or a "
+                                                "threshold file written by `verirag calibrate`."),
         k: Optional[int] = typer.Option(None, help="Passages to retrieve (default 5)."),
         fallback: Optional[str] = typer.Option(None, help="Below the threshold: abstain (default), no-rag or escalate."),
         escalate_model: Optional[str] = typer.Option(None, help="The larger model for --fallback escalate."),
@@ -85,11 +103,14 @@ def ask(question: str = typer.Argument(..., help="The question."),
         raise InputError("give exactly one of --corpus PATH or --index DIR")
     if not question.strip():
         raise InputError("the question is empty")
+    threshold, fitted = _threshold_option(threshold)
     p = _pipeline(preset, model, judge, judge_model, threshold, k, fallback, retrieval, method, escalate_model)
     with err.status("indexing…" if corpus else "loading index…"):
         p.index(corpus) if corpus is not None else p.load_index(index)
     for path, reason in getattr(p, "skipped", []):
         err.print(f"[yellow]skipped[/yellow] {escape(str(path))}: {escape(reason)}")
+    if fitted is not None:
+        _warn_fitted_mismatch(fitted, p)
     with err.status("answering and verifying…"):
         r = p.ask(question)
     if json_out:
@@ -181,6 +202,66 @@ def demo(preset: str = typer.Option("local", help=PRESET_HELP),
     if not json_out:
         answered = sum(r.action == "answered" for r in results)
         out.print(f"{answered} answered, {len(results) - answered} not, of {len(results)} questions.")
+
+
+@app.command("eval")
+def eval_cmd(config: Path = typer.Argument(..., help="Experiment config (YAML); see configs/awf-small.yaml."),
+             out_dir: Path = typer.Option(..., "--out", help="Run directory: results.jsonl, report, figures."),
+             executor: str = typer.Option("local", help="local (default) or ray (RAY_ADDRESS, or a local cluster)."),
+             limit: Optional[int] = typer.Option(None, help="At most this many examples per dataset (a quick look)."),
+             report: bool = typer.Option(True, help="Build the report when the run ends.")):
+    """Run (or resume) an experiment grid; every record lands in OUT/results.jsonl as it completes."""
+    from verirag.experiments.config import load_config
+    from verirag.experiments.runner import run_experiment
+    cfg = load_config(config)
+    outcome = run_experiment(cfg, out_dir, executor=executor, limit=limit, progress=True)
+    out.print(f"{outcome.written} records written, {outcome.skipped} already done, "
+              f"{outcome.record_errors} with an error (kept, counted as unsupported).")
+    for f in outcome.failures:
+        err.print(f"[red]failed:[/red] {escape(f['dataset'])} / {escape(f['model'])} / {escape(f['method'])}: "
+                  f"{escape(f['error'])}")
+    if report:
+        from verirag.experiments.report import build_report
+        path = build_report(out_dir)
+        out.print(f"report: {path}")
+    if outcome.failures:
+        raise typer.Exit(1)
+
+
+@app.command("report")
+def report_cmd(run_dir: Path = typer.Argument(..., help="A run directory written by `verirag eval`.")):
+    """Rebuild summary, tables, figures and report.html from OUT/results.jsonl, without rerunning."""
+    from verirag.experiments.report import build_report
+    out.print(f"report: {build_report(run_dir)}")
+
+
+@app.command()
+def calibrate(run_dir: Path = typer.Argument(..., help="A run directory written by `verirag eval`."),
+              model: str = typer.Option(..., help="The model as named in the run."),
+              method: str = typer.Option(..., help="The AwF method as named in the run."),
+              dataset: Optional[str] = typer.Option(None, help="Fit on one dataset only (default: all)."),
+              precision: Optional[float] = typer.Option(None, help="Target precision of answered questions."),
+              delta: float = typer.Option(0.1, help="With --precision: the guarantee holds with prob. 1-delta."),
+              action_rate: Optional[float] = typer.Option(None, help="Act (abstain/fall back/escalate) on at "
+                                                                      "most this share of questions."),
+              save: Optional[Path] = typer.Option(None, help="Write the fitted threshold here, for "
+                                                             "`verirag ask --threshold FILE`.")):
+    """Fit the faithfulness threshold for a target precision or action rate on an eval run's labels."""
+    from verirag.calibration import ThresholdTarget
+    from verirag.experiments.operating_point import fit_threshold
+    if (precision is None) == (action_rate is None):
+        raise InputError("give exactly one of --precision P or --action-rate R")
+    try:
+        target = (ThresholdTarget.target_precision(precision, delta=delta) if precision is not None
+                  else ThresholdTarget.max_action_rate(action_rate))
+    except ValueError as e:
+        raise InputError(str(e)) from None
+    fitted = fit_threshold(run_dir, model=model, method=method, dataset=dataset, target=target)
+    note = "" if fitted.valid else " (not certified: no threshold reaches the target; everything acts)"
+    out.print(f"threshold {fitted.threshold:.4g} for {fitted.kind} {fitted.target} on {fitted.n_fit} "
+              f"examples{note}")
+    if save is not None:
+        out.print(f"saved: {fitted.save(save)}")
 
 
 def main(argv: list[str] | None = None) -> int:

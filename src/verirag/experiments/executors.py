@@ -1,0 +1,125 @@
+"""Who runs the work units: this process ("local", the default), or a Ray cluster ("ray").
+
+Both run the same UnitRunner code on the same WorkUnits and hand every record back to the
+driver, which alone appends to results.jsonl (one writer, so the file never interleaves).
+Ray is an existing engine for users who outgrow one machine; local runs never import it.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from verirag.errors import InputError
+from verirag.experiments.records import ResultRecord, record_key
+
+EXECUTORS = ("local", "ray")
+
+
+def _pending(unit, done: set[str]) -> int:
+    return sum(1 for e in unit.examples for m in unit.methods
+               if record_key(unit.dataset, unit.model, m, e.id) not in done)
+
+
+def _load_failure(unit, err: BaseException) -> dict[str, Any]:
+    return {"dataset": unit.dataset, "model": unit.model, "method": "*",
+            "error": f"model could not be loaded: {type(err).__name__}: {err}"}
+
+
+class LocalExecutor:
+    def run(self, cfg, units, done, llm_factory, emit, advance, failures) -> None:
+        from verirag.experiments.runner import UnitRunner, examples_todo
+        for unit in units:
+            todo = list(examples_todo(unit, done))
+            if not todo:
+                continue
+            try:
+                runner = UnitRunner(cfg, unit, llm_factory)
+            except Exception as e:  # a missing model fails its unit, not the whole grid
+                failures.append(_load_failure(unit, e))
+                advance(_pending(unit, done))
+                continue
+            failures.extend(runner.failures)
+            lost = [m for m in unit.methods if m not in runner.methods]
+            advance(sum(1 for e in unit.examples for m in lost
+                        if record_key(unit.dataset, unit.model, m, e.id) not in done))
+            if runner.concurrency > 1:
+                lock = threading.Lock()
+
+                def one(ex):
+                    recs = runner.run_example(ex, done)
+                    with lock:
+                        for r in recs:
+                            emit(r)
+                            advance(1)
+
+                with ThreadPoolExecutor(runner.concurrency) as pool:
+                    for f in [pool.submit(one, ex) for ex in todo]:
+                        f.result()
+            else:
+                for ex in todo:
+                    for r in runner.run_example(ex, done):
+                        emit(r)
+                        advance(1)
+
+
+def _ray_work(cfg, unit, done, llm_factory):
+    """Runs inside a Ray worker: the same UnitRunner, records returned as dicts."""
+    from verirag.experiments.runner import UnitRunner, examples_todo
+    try:
+        runner = UnitRunner(cfg, unit, llm_factory)
+    except Exception as e:
+        return [], [_load_failure(unit, e)]
+    recs = [r.to_dict() for ex in examples_todo(unit, done) for r in runner.run_example(ex, done)]
+    return recs, runner.failures
+
+
+class RayExecutor:
+    """Each work unit is split into chunks of `chunk_size` examples, one Ray task each.
+
+    Connects to the cluster in RAY_ADDRESS when set, else starts a local one. Each task loads its
+    model once per worker process (the process-wide model cache of verirag.llm.load_llm).
+    """
+
+    def __init__(self, chunk_size: int = 8, num_cpus: int | None = None):
+        self.chunk_size, self.num_cpus = chunk_size, num_cpus
+
+    def run(self, cfg, units, done, llm_factory, emit, advance, failures) -> None:
+        try:
+            import ray
+        except ImportError:
+            raise InputError("--executor ray needs Ray: pip install 'verirag[ray]'") from None
+        from verirag.experiments.runner import WorkUnit, examples_todo
+        started = not ray.is_initialized()
+        if started:
+            ray.init(address=os.environ.get("RAY_ADDRESS"), num_cpus=self.num_cpus,
+                     include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
+        try:
+            work = ray.remote(_ray_work)
+            futures, sizes = [], {}
+            for unit in units:
+                todo = list(examples_todo(unit, done))
+                for i in range(0, len(todo), self.chunk_size):
+                    chunk = WorkUnit(unit.dataset, unit.model, unit.methods, todo[i:i + self.chunk_size])
+                    f = work.remote(cfg, chunk, done, llm_factory)
+                    futures.append(f)
+                    sizes[f] = _pending(chunk, done)
+            while futures:
+                ready, futures = ray.wait(futures, num_returns=1)
+                recs, fails = ray.get(ready[0])
+                for d in recs:
+                    emit(ResultRecord.from_dict(d))
+                failures.extend(f for f in fails if f not in failures)
+                advance(sizes[ready[0]])
+        finally:
+            if started:
+                ray.shutdown()
+
+
+def get_executor(name: str):
+    if name == "local":
+        return LocalExecutor()
+    if name == "ray":
+        return RayExecutor()
+    raise InputError(f"unknown executor {name!r}; use one of {', '.join(EXECUTORS)}")

@@ -1,0 +1,35 @@
+"""Fit an operating threshold for one (model, method) on the labelled records of an eval run.
+
+The labels are the records' `faithful` (V): a target precision then means "of the answers we let
+through, at least P are correct and supported". Records with an error stay in, with their score 0.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from verirag.calibration import ThresholdTarget
+from verirag.calibration.threshold_file import FittedThreshold
+from verirag.errors import InputError
+from verirag.experiments.records import ResultStore
+
+
+def fit_threshold(run_dir: str | Path, *, model: str, method: str, dataset: str | None = None,
+                  target: ThresholdTarget) -> FittedThreshold:
+    records = [r for r in ResultStore(run_dir).load()
+               if r.model == model and r.method == method and (dataset is None or r.dataset == dataset)]
+    if not records:
+        raise InputError(f"no records for model {model!r}, method {method!r}"
+                         + (f", dataset {dataset!r}" if dataset else "") + f" in {run_dir}")
+    scores = np.array([0.0 if r.error else r.score for r in records])
+    labels = np.array([r.faithful for r in records])
+    target.fit(scores, labels)
+    return FittedThreshold(
+        threshold=float(target.threshold_), kind=target.kind,
+        target=float({"value": target.value, "precision": target.precision,
+                      "action_rate": target.action_rate}[target.kind]),
+        model=model, method=method, dataset=dataset or "*", n_fit=len(records),
+        valid=bool(getattr(target, "valid_", True)),
+        delta=target.delta if target.kind == "precision" else None,
+        fit_action_rate=float(target.fit_action_rate_) if hasattr(target, "fit_action_rate_") else None)

@@ -1,0 +1,240 @@
+"""`verirag eval CONFIG --out DIR`: run the grid datasets x models x methods, one record at a time.
+
+Each finished (dataset, model, method, example) is appended to DIR/results.jsonl at once; a rerun
+loads the keys already there and skips them, and every LLM request goes through the persistent
+request cache, so killing a run and starting it again repeats no finished work (an example whose
+methods were half done replays its shared generation from the cache).
+
+Failures never vanish:
+- a method that fails on an example gives a record with `error` set (score 0, counted everywhere);
+- a model that cannot be loaded, or a method that its backend cannot serve (CapabilityError), is a
+  run-level failure: appended to DIR/failures.jsonl, reported at the end, and the rest of the grid
+  still runs.
+
+Examples of one model run one after another on llama.cpp (one model instance is not thread-safe,
+and it already uses every core); HTTP backends run `concurrency` examples in flight. Ray takes the
+same work units with `executor="ray"` (verirag.experiments.executors).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from contextlib import nullcontext
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from verirag.errors import InputError, VeriragError
+from verirag.experiments.config import ExperimentConfig
+from verirag.experiments.ground_truth import GroundTruth
+from verirag.experiments.records import ResultRecord, ResultStore, record_key
+from verirag.experiments.usage import MeteredLLM, Usage
+from verirag.types import Example
+
+RUN_FILE = "run.json"
+FAILURES_FILE = "failures.jsonl"
+
+LLMFactory = Callable[[str, int], Any]  # (spec, n_ctx) -> LLM
+
+
+def default_llm_factory(spec: str, n_ctx: int):
+    from verirag.llm import load_llm
+    return load_llm(spec, n_ctx=n_ctx)
+
+
+@dataclass
+class WorkUnit:
+    """The examples of one dataset that one model answers with some methods."""
+
+    dataset: str
+    model: str
+    methods: list[str]
+    examples: list[Example]
+
+
+@dataclass
+class RunOutcome:
+    out_dir: Path
+    written: int = 0
+    skipped: int = 0
+    record_errors: int = 0
+    failures: list[dict[str, Any]] = field(default_factory=list)
+
+
+def result_fingerprint(cfg: ExperimentConfig) -> str:
+    """What changes the content of a record; a directory holds the results of one fingerprint."""
+    parts = {"max_tokens": cfg.max_tokens, "n_ctx": cfg.n_ctx, "match": cfg.match,
+             "match_llm": cfg.match_llm, "judge_model": cfg.judge_model,
+             "datasets": [{"name": d.name, "path": d.path, "options": d.options, "seed": d.seed}
+                          for d in cfg.datasets]}
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def prepare_dir(cfg: ExperimentConfig, out_dir: Path) -> None:
+    """Write DIR/run.json; refuse a directory that holds results of a different set-up."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    run_path = out_dir / RUN_FILE
+    fp = result_fingerprint(cfg)
+    if run_path.exists() and (out_dir / "results.jsonl").exists():
+        try:
+            old = json.loads(run_path.read_text()).get("fingerprint")
+        except json.JSONDecodeError:
+            old = None
+        if old and old != fp:
+            raise InputError(f"{out_dir} holds results of a different set-up (generation, ground truth "
+                             f"or dataset options changed); use another --out directory")
+    info = cfg.run_json()
+    info["fingerprint"] = fp
+    tmp = run_path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(info, indent=2, default=str))
+    tmp.replace(run_path)
+
+
+def load_examples(cfg: ExperimentConfig, llm_factory: LLMFactory) -> dict[str, list[Example]]:
+    from verirag.datasets import load_dataset
+    out = {}
+    for d in cfg.datasets:
+        opts = dict(d.options)
+        if "references_model" in opts:  # NoMIRACL: references written by an LLM, cached
+            opts["references_llm"] = llm_factory(opts.pop("references_model"), cfg.n_ctx)
+        examples = load_dataset(d.name, d.path, n=d.n, seed=d.seed, **opts)
+        for e in examples:
+            e.dataset = d.name
+        out[d.name] = examples
+    return out
+
+
+def plan(cfg: ExperimentConfig, examples: dict[str, list[Example]]) -> list[WorkUnit]:
+    return [WorkUnit(ds, model, methods, examples[ds])
+            for model, methods in cfg.runs() for ds in examples if methods]
+
+
+class UnitRunner:
+    """Runs one WorkUnit's examples: builds the methods once, then one trace per example."""
+
+    def __init__(self, cfg: ExperimentConfig, unit: WorkUnit, llm_factory: LLMFactory):
+        from verirag.awf.compose import build_method
+        self.cfg, self.unit = cfg, unit
+        llm = llm_factory(unit.model, cfg.n_ctx)
+        judge = llm_factory(cfg.judge_model, cfg.n_ctx) if cfg.judge_model else None
+        self.metered = MeteredLLM(llm)
+        self.metered_judge = metered_judge = MeteredLLM(judge) if judge is not None else None
+        self.concurrency = cfg.concurrency if llm.backend == "openai" else 1
+        self.methods, self.failures = {}, []
+        for name in unit.methods:
+            try:
+                self.methods[name] = build_method(name, self.metered, judge_llm=metered_judge,
+                                                  max_tokens=cfg.max_tokens)
+            except VeriragError as e:  # e.g. CapabilityError: this backend cannot serve the method
+                self.failures.append({"dataset": unit.dataset, "model": unit.model, "method": name,
+                                      "error": f"{type(e).__name__}: {e}"})
+        judge_llm = None
+        if cfg.match == "llm":
+            from verirag.metrics.judges import CorrectnessJudge
+            judge_llm = CorrectnessJudge(llm_factory(cfg.match_llm, cfg.n_ctx))
+        self.truth = GroundTruth(cfg.match, judge_llm)
+
+    def _judge_tracking(self, usage: Usage):
+        return self.metered_judge.tracking(usage) if self.metered_judge else nullcontext()
+
+    def run_example(self, ex: Example, done: set[str]) -> list[ResultRecord]:
+        from verirag.awf.trace import Trace
+        trace = Trace(ex.question_with_history(), ex.passages)
+        records = []
+        for name, method in self.methods.items():
+            if record_key(self.unit.dataset, self.unit.model, name, ex.id) in done:
+                continue
+            usage = Usage()
+            t0 = time.perf_counter()
+            with self.metered.tracking(usage), self._judge_tracking(usage):
+                try:
+                    out = method.run(trace)
+                    answer, score, hard, error, details = out.answer, out.score, out.hard, out.error, out.details
+                except Exception as e:  # a crash in a method is this example's error, not the run's end
+                    answer, score, hard, error, details = "", 0.0, method.hard, f"{type(e).__name__}: {e}", {}
+            seconds = time.perf_counter() - t0
+            truth = self.truth.label(ex, answer)
+            records.append(ResultRecord(
+                dataset=self.unit.dataset, model=self.unit.model, method=name, example_id=ex.id,
+                question=ex.question, answer=answer, score=float(score), hard=bool(hard),
+                answerable=truth.answerable, correct=truth.correct, faithful=truth.faithful,
+                abstained=truth.abstained, error=error, group=ex.group or ex.id,
+                references=list(ex.references), seconds=round(seconds, 4), calls=usage.calls,
+                prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,
+                details={**_jsonable(details), **truth.details, "cache_hits": usage.cache_hits}))
+        return records
+
+
+def _jsonable(d: dict[str, Any]) -> dict[str, Any]:
+    try:
+        return json.loads(json.dumps(d, default=str))
+    except (TypeError, ValueError):
+        return {"unserialisable_details": str(d)[:2000]}
+
+
+def run_experiment(cfg: ExperimentConfig, out_dir: str | Path, *, executor: str = "local",
+                   llm_factory: LLMFactory | None = None, progress: bool = True,
+                   limit: int | None = None) -> RunOutcome:
+    """Run (or resume) the experiment into `out_dir`. `limit` caps the examples per dataset."""
+    out_dir = Path(out_dir)
+    llm_factory = llm_factory or default_llm_factory
+    prepare_dir(cfg, out_dir)
+    store = ResultStore(out_dir)
+    done = store.keys()
+    examples = load_examples(cfg, llm_factory)
+    if limit is not None:
+        examples = {k: v[:limit] for k, v in examples.items()}
+    units = plan(cfg, examples)
+    outcome = RunOutcome(out_dir=out_dir)
+    total = sum(len(u.examples) * len(u.methods) for u in units)
+
+    def emit(rec: ResultRecord) -> None:
+        store.append(rec)
+        outcome.written += 1
+        outcome.record_errors += rec.error is not None
+
+    from verirag.experiments.executors import get_executor
+    with _progress(progress, total) as advance:
+        outcome.skipped = sum(1 for u in units for e in u.examples for m in u.methods
+                              if record_key(u.dataset, u.model, m, e.id) in done)
+        advance(outcome.skipped)
+        get_executor(executor).run(cfg, units, done, llm_factory, emit, advance, outcome.failures)
+    for f in outcome.failures:
+        _append_failure(out_dir, f)
+    return outcome
+
+
+def _append_failure(out_dir: Path, failure: dict[str, Any]) -> None:
+    with open(out_dir / FAILURES_FILE, "a", encoding="utf-8") as fh:
+        fh.write(json.dumps({**failure, "time": time.strftime("%Y-%m-%dT%H:%M:%S")}) + "\n")
+
+
+class _progress:
+    """A rich progress bar over records (or nothing when disabled); yields advance(n)."""
+
+    def __init__(self, enabled: bool, total: int):
+        self.enabled, self.total = enabled, total
+
+    def __enter__(self):
+        if not self.enabled:
+            return lambda n=1: None
+        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                                   TimeElapsedColumn, TimeRemainingColumn)
+        self.p = Progress(TextColumn("[bold]eval"), BarColumn(), MofNCompleteColumn(),
+                          TimeElapsedColumn(), TimeRemainingColumn(), transient=False)
+        self.p.__enter__()
+        task = self.p.add_task("records", total=self.total)
+        return lambda n=1: self.p.advance(task, n)
+
+    def __exit__(self, *exc):
+        if self.enabled:
+            self.p.__exit__(*exc)
+        return False
+
+
+def examples_todo(unit: WorkUnit, done: set[str]) -> Iterable[Example]:
+    for e in unit.examples:
+        if any(record_key(unit.dataset, unit.model, m, e.id) not in done for m in unit.methods):
+            yield e

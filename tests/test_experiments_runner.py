@@ -1,0 +1,232 @@
+"""The experiment runner: config validation, ground truth, records, resume without repeated calls."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from verirag.errors import InputError
+from verirag.experiments.config import parse_config
+from verirag.experiments.ground_truth import GroundTruth, answerable
+from verirag.experiments.records import ResultRecord, ResultStore
+from verirag.types import Example, Passage
+
+# Our own fixture: three questions about a made-up village, one whose passages do not answer it.
+FIXTURE = [
+    {"id": "q1", "question": "What colour is the bridge in Varnholt?",
+     "passages": [{"id": "p1", "title": "Varnholt", "text": "The bridge in Varnholt is painted green every spring."},
+                  {"id": "p2", "title": "Weather", "text": "It rains often in the valley."}],
+     "references": ["green"]},
+    {"id": "q2", "question": "How many mills stand in Varnholt?",
+     "passages": [{"id": "p3", "title": "Mills", "text": "Three mills stand beside the river in Varnholt."}],
+     "references": ["three", "3"]},
+    {"id": "q3", "question": "Who founded Varnholt?",
+     "passages": [{"id": "p4", "title": "Market", "text": "The market of Varnholt opens on Saturdays."}],
+     "references": ["Ida Berg"]},
+]
+
+
+@pytest.fixture()
+def fixture_file(tmp_path):
+    p = tmp_path / "varnholt.jsonl"
+    p.write_text("".join(json.dumps(r) + "\n" for r in FIXTURE))
+    return p
+
+
+def config(path, **over):
+    raw = {"name": "tiny", "datasets": [{"name": "jsonl", "path": str(path)}], "models": ["smollm2-135m"],
+           "methods": ["vanilla", "vanilla+k_precision", "intrinsic"], "generation": {"max_tokens": 24},
+           "applications": {"no_rag_fallback": {"models": ["smollm2-135m"], "folds": 2}}}
+    raw.update(over)
+    return parse_config(raw)
+
+
+# --------------------------------------------------------------------------- config
+def test_config_lists_every_problem_with_its_place():
+    with pytest.raises(InputError) as e:
+        parse_config({"datasets": [{"name": "nope", "n": 0}], "models": ["m"], "methods": ["vanilla+nope"],
+                      "threshold": {"precision": 1.5}, "colour": "red",
+                      "applications": {"escalate": {"small": "other", "large": "big", "rate": 2}}})
+    msg = str(e.value)
+    for part in ("datasets[0].name", "datasets[0].n", "methods[0]", "threshold", "colour: unknown key",
+                 "applications.escalate.small", "applications.escalate.rate"):
+        assert part in msg, part
+
+
+def test_config_adds_the_runs_the_applications_need(fixture_file):
+    cfg = config(fixture_file, applications={"no_rag_fallback": {"models": ["smollm2-135m"]},
+                                             "escalate": {"large": "qwen2.5-0.5b", "large_method": "vanilla"}})
+    runs = dict(cfg.runs())
+    assert runs["smollm2-135m"] == ["vanilla", "vanilla+k_precision", "intrinsic", "no_context"]
+    assert runs["qwen2.5-0.5b"] == ["vanilla"]
+    assert cfg.applications["escalate"]["small"] == "smollm2-135m"
+
+
+def test_shipped_configs_are_valid():
+    from pathlib import Path
+    for p in (Path(__file__).resolve().parents[1] / "configs").glob("*.yaml"):
+        from verirag.experiments.config import load_config
+        load_config(p)
+
+
+# --------------------------------------------------------------------------- ground truth
+def test_ground_truth_follows_the_paper():
+    ex = Example(id="a", question="q", passages=[Passage("p", "The bridge is green.")], references=["green"])
+    gt = GroundTruth()
+    t = gt.label(ex, "It is green.")
+    assert (t.answerable, t.correct, t.faithful, t.abstained) == (1, 1, 1, 0)
+    t = gt.label(ex, "__DONT_KNOW__ green")  # an abstention is never correct
+    assert (t.correct, t.abstained) == (0, 1)
+    unsupported = Example(id="b", question="q", passages=[Passage("p", "Nothing here.")], references=["green"])
+    t = gt.label(unsupported, "green")
+    assert (t.answerable, t.correct, t.faithful) == (0, 1, 0)  # right from memory, not from the passages
+    labelled = Example(id="c", question="q", passages=[Passage("p", "x")], references=["green"], answerable=True)
+    assert answerable(labelled) == 1  # relevance labels win over the substring test
+    no_refs = Example(id="d", question="q", passages=[Passage("p", "x")], answerable=True)
+    t = gt.label(no_refs, "something")
+    assert (t.correct, t.details["match_rule"]) == (1, "no_references")
+
+
+# --------------------------------------------------------------------------- records
+def test_store_survives_a_truncated_last_line(tmp_path):
+    store = ResultStore(tmp_path)
+    rec = ResultRecord(dataset="d", model="m", method="x", example_id="1", question="q", answer="a",
+                       score=0.5, hard=False, answerable=1, correct=1, faithful=1)
+    store.append(rec)
+    with open(store.path, "a") as f:
+        f.write('{"dataset": "d", "model": "m", "meth')  # killed mid-write
+    assert [r.key for r in store.load()] == ["d|m|x|1"] and store.skipped_lines == 1
+    rec2 = ResultRecord(**{**rec.__dict__, "example_id": "2"})
+    store.append(rec2)
+    assert {r.key for r in store.load()} == {"d|m|x|1", "d|m|x|2"}
+
+
+# --------------------------------------------------------------------------- running, with SmolLM2
+class CountingLLM:
+    """Counts the requests that reach the real backend (below the request cache)."""
+
+    def __init__(self, inner, interrupt_after: int | None = None):
+        self.inner, self.calls, self.interrupt_after = inner, 0, interrupt_after
+        for a in ("backend", "model_id", "fingerprint", "capabilities", "context_window"):
+            setattr(self, a, getattr(inner, a))
+
+    def _count(self):
+        self.calls += 1
+        if self.interrupt_after is not None and self.calls > self.interrupt_after:
+            raise KeyboardInterrupt  # what a killed run looks like from inside
+
+    def generate(self, *a, **k):
+        self._count()
+        return self.inner.generate(*a, **k)
+
+    def score(self, *a, **k):
+        self._count()
+        return self.inner.score(*a, **k)
+
+    def next_token_logprobs(self, *a, **k):
+        self._count()
+        return self.inner.next_token_logprobs(*a, **k)
+
+    def count_tokens(self, text):
+        return self.inner.count_tokens(text)
+
+    def require(self, *caps):
+        return self.inner.require(*caps)
+
+    def describe(self):
+        return self.inner.describe()
+
+    def close(self):
+        pass
+
+
+def factory_for(smollm, cache_path, interrupt_after=None):
+    from verirag.llm.cache import RequestCache
+    from verirag.llm.cached import CachedLLM
+    counting = CountingLLM(smollm, interrupt_after)
+    llm = CachedLLM(counting, RequestCache(cache_path))
+    return counting, (lambda spec, n_ctx: llm)
+
+
+@pytest.mark.slow
+def test_run_writes_one_valid_record_per_cell(smollm, fixture_file, tmp_path):
+    from verirag.experiments.runner import run_experiment
+    cfg = config(fixture_file)
+    _, factory = factory_for(smollm, tmp_path / "cache.sqlite")
+    out = run_experiment(cfg, tmp_path / "run", llm_factory=factory, progress=False)
+    recs = ResultStore(tmp_path / "run").load()
+    assert out.written == len(recs) == 3 * 4  # 3 methods + no_context for the fallback
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["name"] == "tiny"
+    for r in recs:
+        assert 0.0 <= r.score <= 1.0 and isinstance(r.answer, str)
+        assert r.faithful <= r.correct and r.faithful <= r.answerable
+        if r.method in ("vanilla", "intrinsic", "no_context"):
+            assert r.hard and r.score in (0.0, 1.0)
+        assert r.calls >= 0 and r.seconds >= 0
+    by_q = {r.example_id: r.answerable for r in recs}
+    assert by_q == {"q1": 1, "q2": 1, "q3": 0}
+    # every generation was paid once: vanilla and vanilla+k_precision share the answer
+    v = {r.example_id: r for r in recs if r.method == "vanilla"}
+    kp = {r.example_id: r for r in recs if r.method == "vanilla+k_precision"}
+    assert all(v[q].answer == kp[q].answer for q in v)
+
+
+@pytest.mark.slow
+def test_resume_after_a_kill_repeats_no_backend_call(smollm, fixture_file, tmp_path):
+    from verirag.experiments.runner import run_experiment
+    cfg = config(fixture_file)
+    # reference: one uninterrupted run on a fresh cache
+    full, factory = factory_for(smollm, tmp_path / "ref.sqlite")
+    run_experiment(cfg, tmp_path / "ref", llm_factory=factory, progress=False)
+    assert full.calls > 0
+    # the same run killed after 4 backend calls, then started again
+    first, factory = factory_for(smollm, tmp_path / "c.sqlite", interrupt_after=4)
+    with pytest.raises(KeyboardInterrupt):
+        run_experiment(cfg, tmp_path / "run", llm_factory=factory, progress=False)
+    partial = ResultStore(tmp_path / "run").load()
+    assert 0 < len(partial) < 12
+    second, factory = factory_for(smollm, tmp_path / "c.sqlite")
+    out = run_experiment(cfg, tmp_path / "run", llm_factory=factory, progress=False)
+    assert out.skipped == len(partial) and out.written == 12 - len(partial)
+    assert (first.calls - 1) + second.calls == full.calls  # the interrupted call was never answered
+    ref = {r.key: r.answer for r in ResultStore(tmp_path / "ref").load()}
+    got = {r.key: r.answer for r in ResultStore(tmp_path / "run").load()}
+    assert got == ref
+    # a third run finds everything done and asks the backend nothing
+    third, factory = factory_for(smollm, tmp_path / "c.sqlite")
+    out = run_experiment(cfg, tmp_path / "run", llm_factory=factory, progress=False)
+    assert (out.written, third.calls) == (0, 0)
+
+
+@pytest.mark.slow
+def test_a_method_the_backend_cannot_serve_is_a_reported_failure(smollm, fixture_file, tmp_path):
+    from verirag.experiments.runner import run_experiment
+    _, factory = factory_for(smollm, tmp_path / "c.sqlite")
+    factory("smollm2-135m", 0).capabilities = frozenset()  # an endpoint without logprobs
+    cfg = config(fixture_file, methods=["vanilla", "vanilla+pre_answering"], applications=None)
+    out = run_experiment(cfg, tmp_path / "run", llm_factory=factory, progress=False)
+    assert [f["method"] for f in out.failures] == ["vanilla+pre_answering"]
+    assert "lacks" in out.failures[0]["error"]
+    assert (tmp_path / "run" / "failures.jsonl").exists()
+    assert {r.method for r in ResultStore(tmp_path / "run").load()} == {"vanilla"}
+
+
+def test_a_missing_model_fails_its_unit_not_the_grid(fixture_file, tmp_path):
+    from verirag.errors import ModelNotFoundError
+    from verirag.experiments.runner import run_experiment
+
+    def factory(spec, n_ctx):
+        raise ModelNotFoundError(f"no model {spec}")
+    cfg = config(fixture_file, applications=None)
+    out = run_experiment(cfg, tmp_path / "run", llm_factory=factory, progress=False)
+    assert out.written == 0 and out.failures[0]["method"] == "*"
+    assert "no model smollm2-135m" in out.failures[0]["error"]
+
+
+def test_a_directory_of_another_setup_is_refused(fixture_file, tmp_path):
+    from verirag.experiments.runner import prepare_dir
+    run = tmp_path / "run"
+    prepare_dir(config(fixture_file), run)
+    (run / "results.jsonl").write_text("")
+    with pytest.raises(InputError, match="different set-up"):
+        prepare_dir(config(fixture_file, generation={"max_tokens": 99}), run)
