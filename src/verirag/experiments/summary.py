@@ -1,0 +1,278 @@
+"""One summary row per (dataset, model, method), computed from the result records alone.
+
+Per row, over the n records of that cell (records carrying an error stay in: they count in every
+denominator, with the score 0 and the labels their record holds):
+
+- AwF precision / recall / F1 and QPP precision / recall of the decisions v_i = 1[s_i >= t] at
+  the configured threshold (run.json "threshold"; `verirag.metrics.awf` for the formulas).
+  A fixed value is applied directly. A fitted target (target precision, action rate) is
+  cross-fitted (`verirag.calibration.cross_fit_target`, 5 group-aware folds): each example's
+  decision uses a threshold fitted on the other folds only, so the threshold is never fitted on
+  the rows it is scored on. `threshold` then reports the fit on all rows (what one would deploy);
+  the scored decisions did not use it.
+- best F1 (max over thresholds; a hard-label method has one decision, its F1) and PR-AUC
+  (step-wise area; hard-label methods: precision x recall, as in `metrics.awf.pr_auc`).
+- accuracy = mean(correct); abstention rate = mean(abstained); error rate = mean(error is set);
+  seconds, calls and tokens (prompt + completion) per question = their means.
+
+Every metric has a percentile bootstrap interval (`<name>_low`, `<name>_high`; resampling
+examples, run.json "bootstrap"; one set of resamples per row, shared by its metrics). The decisions at a cross-fitted threshold are held fixed while
+resampling, so those intervals leave out the threshold's own variability. A resample where a
+statistic is undefined (e.g. PR-AUC with nothing answerable) is left out; if all are, the bounds
+are NaN. Caveats of a row (tiny n, undefined values) are listed in its `notes` column.
+"""
+from __future__ import annotations
+
+import copy
+import csv
+import json
+import math
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from verirag.calibration import ThresholdTarget, cross_fit_target
+from verirag.experiments.records import ResultRecord
+from verirag.metrics.awf import awf_scores, best_f1, best_f1_statistic, pr_auc_statistic
+from verirag.metrics.stats import resample_weights
+
+__all__ = ["summarize", "summarize_cell", "write_summary", "group_records", "record_arrays",
+           "threshold_target", "bootstrap_settings", "threshold_rule", "shared_bootstrap", "CI_METRICS",
+           "SUMMARY_FILES"]
+
+SUMMARY_FILES = ("summary.csv", "summary.json")
+# metrics reported with a bootstrap interval, in column order
+CI_METRICS = ("awf_precision", "awf_recall", "awf_f1", "best_f1", "pr_auc", "qpp_precision",
+              "qpp_recall", "accuracy")
+CV_FOLDS = 5
+
+
+# --------------------------------------------------------------------------- config
+def threshold_target(run_config: Mapping[str, Any]) -> ThresholdTarget:
+    """The ThresholdTarget of run.json "threshold" (default: the fixed value 0.5)."""
+    th = dict(run_config.get("threshold") or {"value": 0.5})
+    kw = {k: th[k] for k in ("value", "precision", "action_rate", "delta", "method") if k in th}
+    return ThresholdTarget(**kw)
+
+
+def threshold_rule(target: ThresholdTarget) -> str:
+    """A short human description: "s >= 0.5", "precision >= 0.9 (delta 0.1)", "action rate <= 0.2"."""
+    if target.kind == "value":
+        return f"s >= {target.value:g}"
+    if target.kind == "precision":
+        return f"precision >= {target.precision:g} (delta {target.delta:g})"
+    return f"action rate <= {target.action_rate:g}"
+
+
+def bootstrap_settings(run_config: Mapping[str, Any]) -> dict[str, Any]:
+    """run.json "bootstrap" with its defaults: 1000 resamples, 95% confidence, seed 0."""
+    b = dict(run_config.get("bootstrap") or {})
+    return {"n_resamples": int(b.get("n_resamples", 1000)), "confidence": float(b.get("confidence", 0.95)),
+            "seed": int(b.get("seed", 0))}
+
+
+# --------------------------------------------------------------------------- records -> arrays
+def group_records(records: Iterable[ResultRecord]) -> dict[tuple[str, str, str], list[ResultRecord]]:
+    """{(dataset, model, method): records sorted by example_id}, keys sorted.
+
+    Sorting makes every bootstrap reproducible whatever order the run wrote the records in."""
+    out: dict[tuple[str, str, str], list[ResultRecord]] = {}
+    for r in records:
+        out.setdefault((r.dataset, r.model, r.method), []).append(r)
+    return {k: sorted(out[k], key=lambda r: r.example_id) for k in sorted(out)}
+
+
+def record_arrays(recs: list[ResultRecord]) -> dict[str, np.ndarray]:
+    """Columns of the records as numpy arrays. `group` falls back to example_id when empty, so
+    examples without a group are each their own group; `answerable` is A | V (a faithful answer
+    makes its question answerable, as `metrics.awf` assumes with strict=False)."""
+    def col(f, dtype):
+        return np.array([f(r) for r in recs], dtype=dtype)
+
+    faithful = col(lambda r: int(r.faithful), np.int64)
+    return {
+        "score": col(lambda r: r.score if r.score is not None and math.isfinite(r.score) else 0.0,
+                     np.float64),
+        "faithful": faithful,
+        "answerable": col(lambda r: int(r.answerable), np.int64) | faithful,
+        "correct": col(lambda r: int(r.correct), np.int64),
+        "abstained": col(lambda r: int(r.abstained), np.int64),
+        "error": col(lambda r: r.error is not None and r.error != "", bool),
+        "seconds": col(lambda r: r.seconds or 0.0, np.float64),
+        "calls": col(lambda r: r.calls or 0, np.float64),
+        "tokens": col(lambda r: (r.prompt_tokens or 0) + (r.completion_tokens or 0), np.float64),
+        "group": np.array([r.group or r.example_id for r in recs], dtype=object),
+        "example_id": np.array([r.example_id for r in recs], dtype=object),
+    }
+
+
+# --------------------------------------------------------------------------- bootstrap
+def _div(num, den):
+    # 1 when the denominator is 0: the empty-denominator convention of metrics.awf
+    return np.where(den > 0, num / np.where(den > 0, den, 1.0), 1.0)
+
+
+# Statistics of column sums S over a resample (v: decisions at the threshold, h: a hard method's
+# label, V faithful, A answerable, C correct). F1 = 2PR / (P + R) = 2 TP / (PP + NA), which is
+# also 1 when PP + NA = 0 (P = R = 1 by convention); a hard method's PR-AUC is P x R.
+_AT_THRESHOLD = {
+    "awf_precision": lambda S: _div(S["vV"], S["v"]),
+    "awf_recall": lambda S: _div(S["vV"], S["A"]),
+    "awf_f1": lambda S: _div(2 * S["vV"], S["v"] + S["A"]),
+    "qpp_precision": lambda S: _div(S["vA"], S["v"]),
+    "qpp_recall": lambda S: _div(S["vA"], S["A"]),
+    "accuracy": lambda S: S["C"] / S["one"],
+}
+_HARD = {
+    "best_f1": lambda S: _div(2 * S["hV"], S["h"] + S["A"]),
+    "pr_auc": lambda S: np.where(S["A"] > 0, _div(S["hV"], S["h"]) * _div(S["hV"], S["A"]), np.nan),
+}
+
+
+def shared_bootstrap(n: int, cols: Mapping[str, np.ndarray], sum_stats: Mapping[str, Any],
+                     curve_stats: Mapping[str, tuple], *, n_resamples: int = 1000,
+                     confidence: float = 0.95, seed: int = 0) -> dict[str, tuple[float, float, float, int]]:
+    """{name: (estimate, low, high, n_invalid)} for several statistics on ONE set of resamples.
+
+    The protocol of `verirag.metrics.stats.bootstrap_ci`, with the same draws for the same seed
+    (so each interval equals bootstrap_ci's), drawn once for all statistics: the intervals of
+    one row are coherent and the draws are paid once. `sum_stats` {name: f(S)} are functions of
+    the resampled column sums S[k] = sum_i W[b, i] cols[k][i] (W = draw counts; one matrix
+    product for all columns); `curve_stats` {name: (statistic, arrays)} are "indices"-vectorised
+    statistics such as AwFStatistic("best_f1").
+    """
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, n, size=(n_resamples, n), dtype=np.int64 if n >= 2**31 else np.int32)
+    names = list(cols)
+    M = np.stack([np.asarray(cols[k], dtype=np.float64) for k in names], axis=1)
+
+    def evaluate(ix: np.ndarray, W: np.ndarray) -> dict[str, np.ndarray]:
+        S = dict(zip(names, (W @ M).T))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out = {name: np.asarray(f(S), dtype=np.float64) for name, f in sum_stats.items()}
+        for name, (stat, arrays) in curve_stats.items():
+            out[name] = np.asarray(stat(*arrays, indices=ix), dtype=np.float64).ravel()
+        return out
+
+    est = {k: float(v[0]) for k, v in evaluate(np.arange(n)[None], np.ones((1, n))).items()}
+    dist: dict[str, list[np.ndarray]] = {k: [] for k in est}
+    step = max(1, 2_000_000 // max(n, 1))  # bounds the (step, n) weight matrix
+    for s0 in range(0, n_resamples, step):
+        ix = idx[s0:s0 + step]
+        for k, v in evaluate(ix, resample_weights(ix, n).astype(np.float64)).items():
+            dist[k].append(v)
+    alpha = 1.0 - confidence
+    out = {}
+    for k, parts in dist.items():
+        d = np.concatenate(parts)
+        valid = d[~np.isnan(d)]
+        low, high = np.quantile(valid, [alpha / 2, 1 - alpha / 2]) if valid.size else (np.nan, np.nan)
+        out[k] = (est[k], float(low), float(high), int(d.size - valid.size))
+    return out
+
+
+# --------------------------------------------------------------------------- one row
+def _is_hard(recs: list[ResultRecord]) -> bool:
+    return bool(recs) and all(r.hard for r in recs)
+
+
+def _decisions(target: ThresholdTarget, a: dict[str, np.ndarray], seed: int) -> tuple[np.ndarray, float, list[str]]:
+    """(v, threshold reported, notes): fixed value directly, fitted targets cross-fitted."""
+    s, V = a["score"], a["faithful"]
+    if target.kind == "value":
+        return s >= target.value, float(target.value), []
+    try:
+        v = cross_fit_target(target, s, V, n_folds=CV_FOLDS, groups=a["group"], seed=seed)
+    except ValueError as e:  # fewer than 2 groups: nothing to cross-fit on
+        return np.zeros(len(s), dtype=bool), float("nan"), [f"no cross-fitted threshold ({e})"]
+    full = copy.deepcopy(target).fit(s, V)
+    return v, float(full.threshold_), []
+
+
+def summarize_cell(recs: list[ResultRecord], target: ThresholdTarget,
+                   boot: Mapping[str, Any]) -> dict[str, Any]:
+    """The summary row of one (dataset, model, method) cell; see the module docstring."""
+    r0 = recs[0]
+    a = record_arrays(recs)
+    n, hard = len(recs), _is_hard(recs)
+    s, V, A, C = a["score"], a["faithful"], a["answerable"], a["correct"]
+    v, thr, notes = _decisions(target, a, boot["seed"])
+    vi = v.astype(np.int64)
+    row: dict[str, Any] = {
+        "dataset": r0.dataset, "model": r0.model, "method": r0.method, "hard": hard, "n": n,
+        "n_errors": int(a["error"].sum()), "n_answerable": int(A.sum()), "n_faithful": int(V.sum()),
+        "threshold_rule": threshold_rule(target), "threshold": thr,
+        "threshold_cross_fitted": target.kind != "value", "answer_rate": float(v.mean()),
+    }
+    h = (s >= 0.5).astype(np.int64) if hard else np.zeros(n, dtype=np.int64)  # hard labels are 0 / 1
+    cols = {"vV": vi * V, "v": vi, "A": A, "vA": vi * A, "C": C, "one": np.ones(n), "hV": h * V, "h": h}
+    if hard:  # every statistic is a function of counts
+        sums, curves = {**_AT_THRESHOLD, **_HARD}, {}
+    else:     # best F1 and PR-AUC need each resample's curve
+        sums, curves = _AT_THRESHOLD, {"best_f1": (best_f1_statistic, (s, V, A)),
+                                       "pr_auc": (pr_auc_statistic, (s, V, A))}
+    res = shared_bootstrap(n, cols, sums, curves, **boot)
+    for name in CI_METRICS:
+        est, low, high, bad = res[name]
+        row[name], row[f"{name}_low"], row[f"{name}_high"] = est, low, high
+        if bad:
+            notes.append(f"{name}: {bad}/{boot['n_resamples']} resamples undefined")
+    # the operating point of the best F1 (for Table 2's averages)
+    bp = (awf_scores(h, V, A, strict=False) if hard
+          else best_f1(s, V, A, strict=False))
+    row["best_f1_precision"], row["best_f1_recall"] = bp.precision, bp.recall
+    row["best_f1_threshold"] = 0.5 if hard else bp.threshold
+    if A.sum() == 0:
+        notes.append("nothing answerable: recall is 1 by convention, PR-AUC undefined")
+    if n < 10:
+        notes.append(f"n={n}: bootstrap intervals are rough")
+    row.update({
+        "abstention_rate": float(a["abstained"].mean()),
+        "error_rate": float(a["error"].mean()),
+        "seconds_per_question": float(a["seconds"].mean()),
+        "calls_per_question": float(a["calls"].mean()),
+        "tokens_per_question": float(a["tokens"].mean()),
+        "notes": "; ".join(notes),
+    })
+    return row
+
+
+def summarize(records: Iterable[ResultRecord], run_config: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One row per dataset x model x method (sorted), see the module docstring for each column."""
+    target = threshold_target(run_config)
+    boot = bootstrap_settings(run_config)
+    return [summarize_cell(recs, target, boot) for recs in group_records(records).values()]
+
+
+# --------------------------------------------------------------------------- files
+def _json_value(x: Any) -> Any:
+    # JSON has no NaN / inf: NaN -> null, inf -> "inf"
+    if isinstance(x, (float, np.floating)):
+        x = float(x)
+        if math.isnan(x):
+            return None
+        if math.isinf(x):
+            return "inf" if x > 0 else "-inf"
+    if isinstance(x, np.integer):
+        return int(x)
+    if isinstance(x, np.bool_):
+        return bool(x)
+    return x
+
+
+def write_summary(rows: list[dict[str, Any]], out_dir) -> tuple[Path, Path]:
+    """Write summary.csv (NaN as "nan") and summary.json (NaN as null); returns their paths."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    csv_path, json_path = out / SUMMARY_FILES[0], out / SUMMARY_FILES[1]
+    fields = list(rows[0]) if rows else ["dataset", "model", "method", "n"]
+    with open(csv_path, "w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=fields)
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: r.get(k) for k in fields})
+    json_path.write_text(json.dumps([{k: _json_value(v) for k, v in r.items()} for r in rows],
+                                    indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return csv_path, json_path
