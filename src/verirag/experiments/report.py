@@ -1,0 +1,290 @@
+"""The report of one run directory, rebuilt from DIR/results.jsonl and DIR/run.json alone.
+
+`build_report(DIR)` writes into DIR:
+- summary.csv, summary.json: one row per dataset x model x method (`experiments.summary`);
+- applications.json: No-RAG fallback and switch-to-larger results with their curves, when
+  run.json configures them (`experiments.applications`);
+- tables/*.md and tables/*.tex: the tables of `experiments.tables`;
+- figures/*.png: the figures of `experiments.plots`;
+- report.html: one self-contained page (inline CSS, images as base64 data URIs, no external
+  URL) with the run name, counts, an error summary, the tables and the figures.
+
+run.json keys, all optional (defaults in brackets): name [the directory name], threshold
+[{"value": 0.5}], bootstrap [1000 resamples, 0.95, seed 0], applications [none]:
+  no_rag_fallback: {models: [...], fallback_method: "no_context", folds: 5}
+  escalate: {small: M, large: M, large_method: "vanilla", rate: 0.2}
+"""
+from __future__ import annotations
+
+import base64
+import html
+import json
+import re
+from collections import defaultdict
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+
+from verirag.errors import InputError
+from verirag.experiments import plots
+from verirag.experiments.applications import no_rag_fallback, switch_to_larger
+from verirag.experiments.records import RESULTS_FILE, ResultRecord, ResultStore
+from verirag.experiments.summary import (bootstrap_settings, group_records, record_arrays, summarize,
+                                         write_summary)
+from verirag.experiments.tables import (Table, awf_tables, fallback_table, method_label,
+                                        summary_table, switch_table)
+
+__all__ = ["build_report", "load_run", "REPORT_FILE", "RUN_FILE"]
+
+REPORT_FILE = "report.html"
+RUN_FILE = "run.json"
+# bootstrap resamples behind the figures' bands: enough for a visual 95% band, and it keeps a
+# report of ~20k records within seconds (the tables use the configured number)
+FIGURE_RESAMPLES = 200
+
+Cells = dict[tuple[str, str, str], list[ResultRecord]]
+
+
+def _slug(*parts: str) -> str:
+    return "_".join(re.sub(r"[^A-Za-z0-9.+-]+", "-", p).strip("-") or "x" for p in parts)
+
+
+# --------------------------------------------------------------------------- input
+def load_run(run_dir) -> tuple[list[ResultRecord], dict[str, Any], int]:
+    """(records, run config, skipped truncated lines) of a run directory; InputError when the
+    directory, its results or its run.json are missing, empty or unreadable."""
+    d = Path(run_dir)
+    if not d.is_dir():
+        raise InputError(f"run directory {d} does not exist")
+    store = ResultStore(d)
+    if not store.path.exists():
+        raise InputError(f"no {RESULTS_FILE} in {d}: run an experiment into this directory first")
+    records = store.load()
+    if not records:
+        raise InputError(f"{store.path} holds no result records"
+                         + (f" ({store.skipped_lines} unreadable lines)" if store.skipped_lines else ""))
+    cfg: dict[str, Any] = {}
+    run_json = d / RUN_FILE
+    if run_json.exists():
+        try:
+            cfg = json.loads(run_json.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as e:
+            raise InputError(f"{run_json} is not valid JSON: {e}") from None
+        if not isinstance(cfg, dict):
+            raise InputError(f"{run_json} must hold a JSON object")
+    cfg.setdefault("name", d.resolve().name)
+    return records, cfg, store.skipped_lines
+
+
+# --------------------------------------------------------------------------- applications
+def _fallbacks(cells: Cells, spec: Mapping[str, Any], seed: int, boot: Mapping[str, Any],
+               warnings: list[str]) -> list[tuple[str, str, str, Any]]:
+    fb_method = spec.get("fallback_method", "no_context")
+    folds = int(spec.get("folds", 5))
+    models = spec.get("models") or sorted({m for _, m, _ in cells})
+    out = []
+    for ds in sorted({d for d, _, _ in cells}):
+        for model in models:
+            rag = [meth for d, m, meth in cells if d == ds and m == model and meth != fb_method]
+            if not rag:
+                continue
+            norag = cells.get((ds, model, fb_method))
+            if norag is None:
+                warnings.append(f"No-RAG fallback: no {fb_method!r} records for {model} on {ds}")
+                continue
+            for meth in sorted(rag):
+                try:
+                    r = no_rag_fallback(cells[(ds, model, meth)], norag, folds=folds, seed=seed,
+                                        n_resamples=boot["n_resamples"], confidence=boot["confidence"])
+                except ValueError as e:
+                    warnings.append(f"No-RAG fallback, {meth} / {model} / {ds}: {e}")
+                    continue
+                out.append((ds, model, meth, r))
+    return out
+
+
+def _switches(cells: Cells, spec: Mapping[str, Any],
+              warnings: list[str]) -> list[tuple[str, str, str, str, Any]]:
+    small, large = spec.get("small"), spec.get("large")
+    large_method = spec.get("large_method", "vanilla")
+    rate = float(spec.get("rate", 0.2))
+    if not small or not large:
+        warnings.append("escalate: run.json names no small and large model")
+        return []
+    out = []
+    for ds in sorted({d for d, _, _ in cells}):
+        methods = sorted(meth for d, m, meth in cells if d == ds and m == small)
+        if not methods:
+            continue
+        big = cells.get((ds, large, large_method))
+        if big is None:
+            warnings.append(f"escalate: no {large_method!r} records of {large} on {ds}")
+            continue
+        for meth in methods:
+            try:
+                out.append((ds, small, large, meth, switch_to_larger(cells[(ds, small, meth)], big, rate)))
+            except ValueError as e:
+                warnings.append(f"escalate, {meth} / {ds}: {e}")
+    return out
+
+
+# --------------------------------------------------------------------------- figures
+def _figures(cells: Cells, fallbacks, switches, rate: float, boot: Mapping[str, Any]) -> list[tuple[str, str, bytes]]:
+    """[(file name, caption, png)] in page order."""
+    # figures label methods as the tables do (a bare generator is "+trivial")
+    colors = plots.method_colors([method_label(meth) for _, _, meth in cells])
+    figs = []
+    fb_boot = {"n_resamples": min(FIGURE_RESAMPLES, boot["n_resamples"]), "confidence": boot["confidence"],
+               "seed": boot["seed"]}
+    for ds, model in sorted({(d, m) for d, m, _ in cells}):
+        pr, rel = {}, {}
+        for (d, m, meth), recs in cells.items():
+            if (d, m) != (ds, model):
+                continue
+            a = record_arrays(recs)
+            hard = all(r.hard for r in recs)
+            pr[method_label(meth)] = (a["score"], a["faithful"], a["answerable"], hard)
+            if not hard:
+                rel[method_label(meth)] = (a["score"], a["faithful"])
+        figs.append((f"awf_pr_{_slug(ds, model)}.png", f"AwF and QPP precision-recall, {ds}, {model}",
+                     plots.awf_pr_figure(pr, f"{ds} · {model}", colors=colors, **fb_boot)))
+        if rel:
+            figs.append((f"reliability_{_slug(ds, model)}.png", f"Reliability of the scores, {ds}, {model}",
+                         plots.reliability_figure(rel, f"Reliability · {ds} · {model}", colors=colors)))
+    for ds, model in sorted({(d, m) for d, m, _, _ in fallbacks}):
+        res = {method_label(meth): r for d, m, meth, r in fallbacks if (d, m) == (ds, model)}
+        figs.append((f"fallback_{_slug(ds, model)}.png", f"No-RAG fallback, {ds}, {model}",
+                     plots.fallback_figure(res, f"No-RAG fallback · {ds} · {model}", colors=colors)))
+    for ds in sorted({d for d, *_ in switches}):
+        res = {method_label(meth): r for d, _, _, meth, r in switches if d == ds}
+        small, large = next((s, lg) for d, s, lg, _, _ in switches if d == ds)
+        figs.append((f"switch_{_slug(ds)}.png", f"Switch {small} → {large}, {ds}",
+                     plots.switch_figure(res, rate, f"Switch {small} → {large} · {ds}", colors=colors)))
+    return figs
+
+
+# --------------------------------------------------------------------------- HTML
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em auto;
+max-width:1200px;padding:0 1em;color:#222;line-height:1.4}
+h1{font-size:1.6em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}
+h3{font-size:1.05em}
+table.t{border-collapse:collapse;font-size:.82em;margin:.5em 0}
+table.t th,table.t td{border-bottom:1px solid #e3e3e3;padding:.25em .6em;text-align:left}
+table.t th{border-bottom:2px solid #555;background:#f6f6f6}
+table.t td.n{text-align:right;white-space:nowrap}
+table.t tr.sec td{font-style:italic;background:#fafafa;font-weight:600}
+.ci{color:#777;font-size:.85em}.cap{color:#555;font-size:.85em;max-width:60em}
+.warn{background:#fff6e0;border-left:4px solid #e0a000;padding:.4em .8em}
+figure{margin:1em 0}figure img{max-width:100%;border:1px solid #eee}
+figcaption{color:#555;font-size:.85em}
+code{background:#f3f3f3;padding:0 .2em}
+"""
+
+
+def _error_summary(records: list[ResultRecord], n_first: int = 3) -> Table:
+    by: dict[tuple[str, str], list[ResultRecord]] = defaultdict(list)
+    for r in records:
+        by[(r.model, r.method)].append(r)
+    rows = []
+    for (model, method), recs in sorted(by.items()):
+        errs = [r.error for r in recs if r.error]
+        if not errs:
+            continue
+        first = list(dict.fromkeys(e if len(e) <= 160 else e[:157] + "..." for e in errs))[:n_first]
+        rows.append([model, method, len(errs), len(recs), " | ".join(first)])
+    return Table(name="errors", title="Records with errors", columns=["Model", "Method", "Errors", "Records",
+                                                                      f"First reasons (up to {n_first})"],
+                 rows=rows, caption="A record with an error keeps score 0 and stays in every denominator.")
+
+
+def _html_page(cfg, records, skipped, tables: list[Table], figs, warnings: list[str]) -> str:
+    esc = html.escape
+    name = str(cfg.get("name", "run"))
+    datasets = defaultdict(set)
+    for r in records:
+        datasets[r.dataset].add(r.example_id)
+    models = sorted({r.model for r in records})
+    methods = sorted({r.method for r in records})
+    n_err = sum(1 for r in records if r.error)
+    parts = [f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>verirag report: "
+             f"{esc(name)}</title><style>{_CSS}</style></head><body>",
+             f"<h1>verirag report: {esc(name)}</h1>", "<h2>Run</h2><ul>",
+             f"<li>{len(records)} result records; {len(datasets)} dataset(s): "
+             + ", ".join(f"{esc(d)} ({len(ids)} examples)" for d, ids in sorted(datasets.items())) + "</li>",
+             f"<li>models: {', '.join(esc(m) for m in models)}</li>",
+             f"<li>methods: {', '.join(esc(m) for m in methods)}</li>",
+             f"<li>threshold: <code>{esc(json.dumps(cfg.get('threshold', {'value': 0.5})))}</code>; "
+             f"bootstrap: <code>{esc(json.dumps(bootstrap_settings(cfg)))}</code></li>",
+             f"<li>records with an error: {n_err} of {len(records)}"
+             + (f"; {skipped} unreadable line(s) in {RESULTS_FILE} were skipped" if skipped else "") + "</li>",
+             "</ul>"]
+    for w in warnings:
+        parts.append(f'<p class="warn">{esc(w)}</p>')
+    if n_err:
+        parts += ["<h2>Errors</h2>", _error_summary(records).to_html()]
+    parts.append("<h2>Tables</h2>")
+    parts += [t.to_html() for t in tables]
+    parts.append("<h2>Figures</h2>")
+    for fname, caption, png in figs:
+        data = base64.b64encode(png).decode("ascii")
+        parts.append(f'<figure><img alt="{esc(caption)}" src="data:image/png;base64,{data}">'
+                     f"<figcaption>{esc(caption)} ({esc(fname)})</figcaption></figure>")
+    parts.append("</body></html>\n")
+    return "\n".join(parts)
+
+
+# --------------------------------------------------------------------------- entry point
+def build_report(run_dir) -> Path:
+    """Rebuild every report file of `run_dir` (module docstring) and return report.html's path."""
+    d = Path(run_dir)
+    records, cfg, skipped = load_run(d)
+    boot = bootstrap_settings(cfg)
+    rows = summarize(records, cfg)
+    write_summary(rows, d)
+
+    cells = group_records(records)
+    apps = cfg.get("applications") or {}
+    warnings: list[str] = []
+    fallbacks = _fallbacks(cells, apps["no_rag_fallback"], boot["seed"], boot, warnings) \
+        if apps.get("no_rag_fallback") else []
+    switches = _switches(cells, apps["escalate"], warnings) if apps.get("escalate") else []
+    rate = float((apps.get("escalate") or {}).get("rate", 0.2))
+    for ds, model, meth, r in fallbacks:
+        if r.unpaired_rag or r.unpaired_norag:
+            warnings.append(f"No-RAG fallback, {meth} / {model} / {ds}: {len(r.unpaired_rag)} examples "
+                            f"without a no-RAG answer and {len(r.unpaired_norag)} without a RAG record "
+                            "were left out")
+    for ds, small, large, meth, r in switches:
+        if r.unpaired_small or r.unpaired_large:
+            warnings.append(f"escalate, {meth} / {ds}: {len(r.unpaired_small)} examples without a "
+                            f"{large} answer and {len(r.unpaired_large)} without a {small} record were left out")
+    if apps:
+        (d / "applications.json").write_text(json.dumps({
+            "no_rag_fallback": [{"dataset": ds, "model": m, "method": meth, **r.to_dict()}
+                                for ds, m, meth, r in fallbacks],
+            "escalate": [{"dataset": ds, "small": s, "large": lg, "method": meth, **r.to_dict()}
+                         for ds, s, lg, meth, r in switches],
+        }, indent=1) + "\n", encoding="utf-8")
+
+    tables = awf_tables(rows) + [summary_table(rows)]
+    if fallbacks:
+        tables.append(fallback_table([(ds, m, meth, r.to_dict()) for ds, m, meth, r in fallbacks]))
+    if switches:
+        tables.append(switch_table([(ds, s, lg, meth, r.to_dict()) for ds, s, lg, meth, r in switches]))
+    tdir = d / "tables"
+    tdir.mkdir(exist_ok=True)
+    for t in tables:
+        (tdir / f"{_slug(t.name)}.md").write_text(t.to_markdown(), encoding="utf-8")
+        (tdir / f"{_slug(t.name)}.tex").write_text(t.to_latex(), encoding="utf-8")
+
+    figs = _figures(cells, fallbacks, switches, rate, boot)
+    fdir = d / "figures"
+    fdir.mkdir(exist_ok=True)
+    for fname, _, png in figs:
+        (fdir / fname).write_bytes(png)
+
+    out = d / REPORT_FILE
+    out.write_text(_html_page(cfg, records, skipped, tables, figs, warnings), encoding="utf-8")
+    return out
