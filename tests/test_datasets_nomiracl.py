@@ -8,7 +8,7 @@ import pytest
 
 from verirag.datasets import load_dataset
 from verirag.datasets.nomiracl import clean_reference, parse_prompt
-from verirag.errors import InputError
+from verirag.errors import BackendError, InputError
 from verirag.llm.base import LLM
 from verirag.types import Generation
 
@@ -99,6 +99,23 @@ def test_references_generated_for_relevant_queries_only(tmp_path: Path) -> None:
     assert none[0].references == [] and none[0].meta["reference_raw"] == "No answer."
     with pytest.raises(InputError, match="LLM"):
         load_dataset("nomiracl", root, references_llm="qwen")
+
+
+class FailingLLM(EchoLLM):
+    def generate(self, prompt, **kwargs) -> Generation:
+        raise BackendError("prompt longer than the context window")
+
+
+def test_a_failed_request_leaves_one_example_without_reference(tmp_path: Path) -> None:
+    examples = load_dataset("nomiracl", write_nomiracl(tmp_path), subset="relevant",
+                            references_llm=FailingLLM(""))
+    assert all(e.references == [] and "context window" in e.meta["reference_error"] for e in examples)
+
+    class ErrorReply(EchoLLM):
+        def generate(self, prompt, **kwargs) -> Generation:
+            return Generation(text="partial", finish_reason="error")
+    examples = load_dataset("nomiracl", tmp_path, subset="relevant", references_llm=ErrorReply(""))
+    assert all(e.references == [] and e.meta["reference_error"] for e in examples)
 
 
 @pytest.mark.parametrize("raw, expected", [

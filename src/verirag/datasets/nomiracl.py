@@ -17,11 +17,12 @@ with the prompt `nomiracl_reference`; the raw reply is kept in meta["reference_r
 """
 from __future__ import annotations
 
+import logging
 import re
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
+from ..errors import InputError, VeriragError
 from ..prompts import load_prompt
 from ..types import Example, Passage
 from ._io import iter_jsonl, require
@@ -32,6 +33,8 @@ _QUESTION_MARK = "QUESTION:\n"
 _CONTEXTS_MARK = "\n\nCONTEXTS:\n"
 _OUTPUT_MARK = "\n\nOUTPUT:"
 REFERENCE_MAX_TOKENS = 32
+
+log = logging.getLogger(__name__)
 
 
 def parse_prompt(prompt: str, n_passages: int, where: str) -> tuple[str, list[tuple[str, str]]]:
@@ -103,7 +106,11 @@ def clean_reference(text: str, no_answer: list[str]) -> str:
 
 
 def add_references(examples: list[Example], llm: Any) -> None:
-    """Generate a reference for each answerable example, in place (see the module docstring)."""
+    """Generate a reference for each answerable example, in place (see the module docstring).
+
+    A request the LLM fails (`VeriragError`, e.g. a prompt longer than its context window)
+    leaves that example without references and with meta["reference_error"]; others go on.
+    """
     if not callable(getattr(llm, "generate", None)):
         raise InputError(f"references_llm must be a verirag LLM, got {type(llm).__name__}")
     template = load_prompt("nomiracl_reference")
@@ -113,11 +120,21 @@ def add_references(examples: list[Example], llm: Any) -> None:
             continue
         passages = "\n\n".join(f"[{i}] {p.title}\n{p.text}" if p.title else f"[{i}] {p.text}"
                                for i, p in enumerate(ex.passages, start=1))
-        gen = llm.generate(template.messages(question=ex.question, passages=passages),
-                           max_tokens=REFERENCE_MAX_TOKENS, temperature=0.0)
+        try:
+            gen = llm.generate(template.messages(question=ex.question, passages=passages),
+                               max_tokens=REFERENCE_MAX_TOKENS, temperature=0.0)
+        except VeriragError as e:  # one failed request leaves one example without a reference
+            log.warning("no reference for NoMIRACL query %s: %s", ex.id, e)
+            ex.references = []
+            ex.meta["reference_error"] = f"{type(e).__name__}: {e}"
+            continue
+        ex.meta["reference_raw"] = gen.text
+        if gen.finish_reason == "error":
+            ex.references = []
+            ex.meta["reference_error"] = "the LLM returned an error"
+            continue
         reference = clean_reference(gen.text, no_answer)
         ex.references = [reference] if reference else []
-        ex.meta["reference_raw"] = gen.text
         ex.meta["reference_model"] = getattr(llm, "model_id", "")
 
 
