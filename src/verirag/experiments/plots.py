@@ -30,9 +30,9 @@ __all__ = ["DPI", "method_colors", "pr_band", "point_interval", "awf_pr_figure",
            "switch_figure", "reliability_figure", "to_png"]
 
 DPI = 110
-_CHUNK = 250
+_CHUNK = 250  # resamples per batch: bounds the (B, groups) count arrays
 # fixed margins rather than tight_layout, which measures every text artist (a third of the time)
-_ONE_PANEL = {"left": 0.11, "right": 0.97, "bottom": 0.12, "top": 0.92}  # resamples per batch: bounds the (B, groups) count arrays
+_ONE_PANEL = {"left": 0.11, "right": 0.97, "bottom": 0.12, "top": 0.92}
 
 
 def method_colors(methods: Sequence[str]) -> dict[str, tuple]:

@@ -16,10 +16,11 @@ denominator, with the score 0 and the labels their record holds):
   seconds, calls and tokens (prompt + completion) per question = their means.
 
 Every metric has a percentile bootstrap interval (`<name>_low`, `<name>_high`; resampling
-examples, run.json "bootstrap"; one set of resamples per row, shared by its metrics). The decisions at a cross-fitted threshold are held fixed while
-resampling, so those intervals leave out the threshold's own variability. A resample where a
-statistic is undefined (e.g. PR-AUC with nothing answerable) is left out; if all are, the bounds
-are NaN. Caveats of a row (tiny n, undefined values) are listed in its `notes` column.
+examples, run.json "bootstrap"; one set of resamples per row, shared by its metrics). The
+decisions at a cross-fitted threshold are held fixed while resampling, so those intervals leave
+out the threshold's own variability. A resample where a statistic is undefined (e.g. PR-AUC with
+nothing answerable) is left out; if all are, the bounds are NaN. Caveats of a row (tiny n,
+undefined values) are listed in its `notes` column.
 """
 from __future__ import annotations
 
