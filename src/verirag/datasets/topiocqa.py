@@ -50,6 +50,8 @@ def load_topiocqa(path: str | Path, *, n: int | None = None, seed: int = 0) -> l
     for pos, rec in records:
         where = f"{path}, record {pos}"
         key = (require(rec, "Conversation_no", where), require(rec, "Turn_no", where))
+        if isinstance(key[1], bool) or not isinstance(key[1], int):
+            raise InputError(f"{where}: Turn_no must be an integer, got {key[1]!r}")
         require(rec, "Question", where)
         turns[key] = rec
     examples = []
