@@ -1,23 +1,22 @@
 """Every AwF method on N questions of the NQ oracle set: AwF best-F1, PR-AUC, seconds per question.
 
-The benchmark mirrors the AwF paper's NQ set-up on the files in ../shared/data (read in place):
-each question's top-k passages are retrieved by BM25 from a pool of all the oracle gold passages
-plus the HotpotQA paragraphs, so some questions get their gold passage and some do not.
-- answerable (A): some retrieved passage contains a reference answer (normalised substring);
-- faithful (V): the generated answer matches a reference (token recall 1 or substring match)
-  and the question is answerable (the reference is supported by the passages).
-All methods of one question share one trace, so a generation is paid once; "s/q" is therefore the
-marginal time a method added on top of the methods listed before it (the order is printed).
+Runs the experiment runner (`verirag.experiments`) on the `nq` benchmark built from ../shared/data
+(each question's top-5 passages retrieved by BM25 from all oracle gold passages plus the HotpotQA
+paragraphs, so some questions get their gold passage and some do not), then prints one row per
+method from the records:
+- A (answerable): some retrieved passage contains a reference answer;
+- V (faithful): the answer matches a reference (token recall 1 or substring) and A.
+All methods of one question share one trace, so a generation is paid once; "s/q" is the marginal
+time a method added on top of the methods before it in the list. The run resumes from --out and
+from the request cache; "cached" is the share of backend calls the cache answered, and timings of
+cached calls are not the cost of the method (use a fresh VERIRAG_CACHE_DIR to time from cold).
 
-    .venv/bin/python benchmarks/bench_awf_methods.py [--n 30] [--model qwen2.5-0.5b] [--methods a,b,...]
+    .venv/bin/python benchmarks/bench_awf_methods.py [--n 30] [--model qwen2.5-0.5b] [--out runs/bench-awf-nq]
 """
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
-import random
-import time
+from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
@@ -28,21 +27,6 @@ DEFAULT_METHODS = ["vanilla", "vanilla+pre_answering", "vanilla+nli", "vanilla+k
                    "intrinsic", "cot_hybrid", "dual_generation"]
 
 
-def load_pool_and_questions(n: int, seed: int):
-    from verirag.types import Passage
-    rows = [json.loads(line) for line in gzip.open(DATA / "lost_in_the_middle_nq" / "nq-open-oracle.jsonl.gz", "rt")]
-    pool = [Passage(id=f"nq{i}", text=r["ctxs"][0]["text"], title=r["ctxs"][0]["title"]) for i, r in enumerate(rows)]
-    seen = set()
-    for split in ("dev", "test"):
-        for line in open(DATA / "hotpotqa_amor_subset" / f"{split}.json"):
-            for title, sentences in json.loads(line)["context"]:
-                if title not in seen:  # the same paragraph recurs across questions
-                    seen.add(title)
-                    pool.append(Passage(id=f"hp:{title}", text="".join(sentences).strip(), title=title))
-    picked = random.Random(seed).sample(range(len(rows)), n)
-    return pool, [(rows[i]["question"], rows[i]["answers"]) for i in picked]
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=30)
@@ -50,55 +34,45 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--model", default="qwen2.5-0.5b")
     ap.add_argument("--methods", default=",".join(DEFAULT_METHODS))
-    ap.add_argument("--max-tokens", type=int, default=256)
+    ap.add_argument("--max-tokens", type=int, default=160)
+    ap.add_argument("--out", default="runs/bench-awf-nq")
     args = ap.parse_args()
     if not DATA.is_dir():
         raise SystemExit(f"{DATA} not found: this benchmark reads ../shared/data")
 
-    from verirag.awf.compose import build_method
-    from verirag.awf.trace import Trace
-    from verirag.llm import load_llm
+    from verirag.experiments.config import parse_config
+    from verirag.experiments.records import ResultStore
+    from verirag.experiments.runner import run_experiment
     from verirag.metrics.awf import best_f1, pr_auc
-    from verirag.metrics.qa import substring_match, token_recall
-    from verirag.retrieval import BM25Retriever
 
-    pool, questions = load_pool_and_questions(args.n, args.seed)
-    t = time.perf_counter()
-    bm25 = BM25Retriever.build(pool)
-    print(f"pool {len(pool)} passages, BM25 built in {time.perf_counter() - t:.1f} s; "
-          f"{len(questions)} questions, k={args.k}, model {args.model}")
-    llm = load_llm(args.model, n_ctx=4096)
-    names = [m.strip() for m in args.methods.split(",") if m.strip()]
-    methods = {n: build_method(n, llm, max_tokens=args.max_tokens) for n in names}
-    scores = {n: [] for n in names}
-    faithful = {n: [] for n in names}
-    seconds = {n: 0.0 for n in names}
-    errors = {n: 0 for n in names}
-    answerable = []
-    for qi, (question, answers) in enumerate(questions):
-        passages = [h.passage for h in bm25.search(question, args.k)]
-        A = any(substring_match(p.text, answers) for p in passages)
-        answerable.append(int(A))
-        trace = Trace(question, passages)
-        for n, m in methods.items():
-            t = time.perf_counter()
-            out = m.run(trace)
-            seconds[n] += time.perf_counter() - t
-            correct = max(token_recall(out.answer, answers), substring_match(out.answer, answers)) >= 1.0
-            scores[n].append(out.score)
-            faithful[n].append(int(correct and A))
-            errors[n] += out.error is not None
-        print(f"  [{qi + 1}/{len(questions)}] answerable={int(A)} {question[:60]}", flush=True)
-
-    A = np.array(answerable)
-    print(f"\n{A.sum()} of {len(A)} questions answerable from their passages")
-    print(f"{'method':28s} {'best-F1':>8s} {'PR-AUC':>8s} {'s/q':>7s} {'errors':>7s}")
-    for n, m in methods.items():
-        s, V = np.array(scores[n]), np.array(faithful[n])
-        bf = best_f1(s, V, A)
-        auc = pr_auc(s, V, A, hard=m.hard)
-        print(f"{n:28s} {bf.f1:8.3f} {auc:8.3f} {seconds[n] / len(questions):7.2f} {errors[n]:7d}")
-    print("s/q is the marginal time in the order above (shared generations are paid by the first method).")
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    cfg = parse_config({"name": "bench-awf-nq", "models": [args.model], "methods": methods,
+                        "datasets": [{"name": "nq", "n": args.n, "seed": args.seed, "path": str(DATA),
+                                      "options": {"k": args.k, "retriever": "bm25"}}],
+                        "generation": {"max_tokens": args.max_tokens}})
+    outcome = run_experiment(cfg, args.out, progress=True)
+    recs = [r for r in ResultStore(args.out).load() if r.model == args.model and r.dataset == "nq"]
+    by = defaultdict(list)
+    for r in recs:
+        by[r.method].append(r)
+    A = np.array([r.answerable for r in by[methods[0]]])
+    print(f"\n{args.n} questions, model {args.model}, {outcome.written} new records, "
+          f"{outcome.skipped} resumed; {int(A.sum())} of {len(A)} answerable from their top-{args.k}")
+    print(f"{'method':28s} {'best-F1':>8s} {'PR-AUC':>8s} {'s/q':>7s} {'errors':>7s} {'cached':>7s}")
+    for m in methods:
+        rs = sorted(by[m], key=lambda r: r.example_id)
+        if not rs:
+            print(f"{m:28s} (no records: see {args.out}/failures.jsonl)")
+            continue
+        s = np.array([r.score for r in rs])
+        V = np.array([r.faithful for r in rs])
+        A = np.array([r.answerable for r in rs])
+        calls = sum(r.calls for r in rs)
+        hits = sum(r.details.get("cache_hits", 0) for r in rs)
+        print(f"{m:28s} {best_f1(s, V, A).f1:8.3f} {pr_auc(s, V, A, hard=rs[0].hard):8.3f} "
+              f"{np.mean([r.seconds for r in rs]):7.2f} {sum(r.error is not None for r in rs):7d} "
+              f"{(hits / calls if calls else 0):7.0%}")
+    print("s/q is the marginal time in the order above (a shared generation is paid by the first method).")
 
 
 if __name__ == "__main__":

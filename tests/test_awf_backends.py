@@ -1,0 +1,61 @@
+"""Every AwF method on the other two backends: an OpenAI-compatible server (llama-cpp-python's own,
+serving SmolLM2) and HF transformers (SmolLM2 dequantised); and a backend without logprobs is
+refused at construction, not halfway through a run."""
+from __future__ import annotations
+
+import pytest
+
+from verirag.awf.compose import build_method, method_names
+from verirag.awf.trace import Trace
+from verirag.errors import CapabilityError
+from verirag.llm.base import NEXT_TOKEN, SCORE
+from verirag.types import Passage
+
+# Imported fixtures: the real llama-cpp-python server and the transformers model.
+from test_llm_hf import hf_cache, llm as hf_llm  # noqa: F401
+from test_llm_openai import GREEDY, _smollm2_path, llama_server, real_with_template  # noqa: F401
+
+PASSAGES = [Passage("p1", "The Varnholt bridge was painted green in 1911.", title="Varnholt"),
+            Passage("p2", "Three mills stand beside the river.", title="Mills")]
+QUESTION = "What colour is the Varnholt bridge?"
+
+
+def every_method() -> list[str]:
+    return [m for m in method_names() if not m.endswith("+llm_judge") or m.startswith("vanilla")]
+
+
+def check_contract(llm, name: str) -> None:
+    m = build_method(name, llm, max_tokens=16)
+    out = m.run(Trace(QUESTION, PASSAGES))
+    assert isinstance(out.answer, str), name
+    assert 0.0 <= out.score <= 1.0, name
+    if m.hard:
+        assert out.score in (0.0, 1.0), name
+
+
+@pytest.mark.slow
+def test_every_method_runs_on_an_openai_compatible_server(real_with_template):
+    for name in every_method():
+        check_contract(real_with_template, name)
+
+
+@pytest.mark.slow
+def test_every_method_runs_on_transformers(hf_llm):
+    for name in every_method():
+        check_contract(hf_llm, name)
+
+
+def test_a_backend_without_logprobs_is_refused_at_construction():
+    from verirag.llm.openai_backend import OpenAICompatibleLLM
+    llm = OpenAICompatibleLLM("http://127.0.0.1:9/v1", model="m", max_retries=0)
+    llm.capabilities = frozenset()  # what probe() finds on a server that returns no logprobs
+    needing = {"pre_answering": NEXT_TOKEN, "nli": NEXT_TOKEN, "llm_judge": NEXT_TOKEN,
+               "dual_generation": SCORE}
+    for name in method_names():
+        parts = name.split("+")
+        need = next((needing[p] for p in parts if p in needing), None)
+        if need is None:
+            build_method(name, llm)  # plain generation is enough
+        else:
+            with pytest.raises(CapabilityError, match=need):
+                build_method(name, llm)
