@@ -59,6 +59,9 @@ class ComposedMethod(AwFMethod):
                                 error=f"generator {self.gen_name} failed: {type(e).__name__}: {e}",
                                 details={"generator": self.gen_name, "predictor": self.pred_name})
         details = {"generator": self.gen_name, "predictor": self.pred_name}
+        for k in ("parse_ok", "parse_warning"):  # structured generators: was the format followed?
+            if k in ans.meta:
+                details[k] = ans.meta[k]
         if ans.error:
             return MethodOutput(answer=ans.text, score=0.0, hard=self.hard, error=ans.error, details=details)
         try:

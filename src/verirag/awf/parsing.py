@@ -8,15 +8,16 @@
   which `is_dont_know` recognises.
 
 When the "Response:" marker is missing, the parse is not ok: the answer is the last non-empty
-line (so the text is kept, never dropped) and `reason` says what went wrong; callers mark the item
-and count it in every denominator.
+line (so the text is kept, never dropped) and `reason` says what went wrong. `format_error`
+decides what that means for the item (see there); either way the item is marked and counted in
+every denominator.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
-__all__ = ["ParsedResponse", "extract_response", "is_dont_know", "clean_answer"]
+__all__ = ["ParsedResponse", "extract_response", "is_dont_know", "clean_answer", "format_error"]
 
 # "Response" as a word (markdown emphasis or heading marks may surround it), then a colon.
 _RESPONSE = re.compile(r"(?<![A-Za-z])(?:final\s+)?response[ \t]*[*_]*[ \t]*:", re.IGNORECASE)
@@ -103,3 +104,24 @@ def is_dont_know(text: str | None) -> bool:
         if parsed.ok:
             t = parsed.answer
     return bool(_DONT_KNOW.search(t))
+
+
+def format_error(parsed: ParsedResponse, finish_reason: str, what: str, *,
+                 strict: bool = False) -> tuple[str | None, str | None]:
+    """(error, warning) for a reply whose "Response:" line is missing.
+
+    Small models often skip the rationale and answer directly ("The capital is Lima."). When the
+    reply ended on its own (not cut by max_tokens) and is not empty, its last line is that direct
+    answer: by default it is kept as the answer with a warning (`parse_ok` stays False, so the
+    format-following rate can be reported), and the predictors score it like any other answer.
+    A reply cut by max_tokens ends mid-rationale, and an empty one has nothing: both are errors.
+    `strict=True` makes every missing marker an error (the paper's extraction, literally).
+    """
+    if parsed.ok:
+        return None, None
+    message = f"unparseable {what} output: {parsed.reason}"
+    if finish_reason == "length":
+        return message + " (generation hit max_tokens)", None
+    if strict or not parsed.answer.strip():
+        return message, None
+    return None, f"{parsed.reason}: the reply's last line is taken as a direct answer"

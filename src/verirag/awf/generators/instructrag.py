@@ -4,14 +4,17 @@ last "Response:" is kept.
 
 The few-shot examples live in `prompts/instructrag.yaml` under `examples.<family>`; families:
 open_domain, multi_hop, biomedical, generic. When the "Response:" line is missing, the Answer
-keeps the last non-empty line as its text and sets `error` (the raw text is in `meta["raw"]`).
+keeps the last non-empty line as its text with `meta["parse_ok"]` False; it is a direct answer
+with a warning if the reply ended on its own, an error if it was cut by max_tokens or empty (or
+always, with `strict_format=True`); see `verirag.awf.parsing.format_error`. `meta["raw"]` keeps
+the reply.
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from verirag.awf.generators.base import Answer, AnswerGenerator
-from verirag.awf.parsing import extract_response
+from verirag.awf.parsing import extract_response, format_error
 from verirag.awf.registry import register
 from verirag.prompts import PromptTemplate, load_prompt
 from verirag.types import Passage
@@ -49,10 +52,12 @@ def check_family(prompt: PromptTemplate, family: str) -> str:
 
 @register("generator", "instructrag")
 class InstructRAGGenerator(AnswerGenerator):
-    def __init__(self, llm, *, family: str = "open_domain", max_tokens: int = 256):
+    def __init__(self, llm, *, family: str = "open_domain", max_tokens: int = 256,
+                 strict_format: bool = False):
         super().__init__(llm, max_tokens=max_tokens)
         self.prompt = load_prompt("instructrag")
         self.family = check_family(self.prompt, family)
+        self.strict_format = strict_format  # see verirag.awf.parsing.format_error
 
     def messages(self, question: str, passages: Sequence[Passage]) -> list[dict[str, str]]:
         return fewshot_messages(self.prompt, self.family, question, passages)
@@ -63,9 +68,7 @@ class InstructRAGGenerator(AnswerGenerator):
         parsed = extract_response(raw)
         meta = {"raw": raw, "parse_ok": parsed.ok, "parse_error": parsed.reason,
                 "family": self.family, "finish_reason": gen.finish_reason}
-        error = None
-        if not parsed.ok:
-            error = f"unparseable InstructRAG output: {parsed.reason}"
-            if gen.finish_reason == "length":
-                error += " (generation hit max_tokens)"
+        error, warning = format_error(parsed, gen.finish_reason, "InstructRAG", strict=self.strict_format)
+        if warning:
+            meta["parse_warning"] = warning
         return Answer(text=parsed.answer, generation=gen, error=error, meta=meta)

@@ -4,8 +4,10 @@ or "Response: __DONT_KNOW__". v = 1 iff the final response is not an abstention 
 
 In each dataset family's two few-shot examples (`prompts/cot_hybrid.yaml`) one rationale answers
 and one abstains. The reply is memoised in the trace under "answer:cot_hybrid".
-A reply without a "Response:" line is a parse failure: the error is recorded, the score is 0, the
-answer keeps the last non-empty line and `details["parse_ok"]` is False, so it can be counted.
+A reply without a "Response:" line has `details["parse_ok"]` False. If it ended on its own, its last
+line is a direct answer (v = 1 unless it abstains; `parse_warning` says so); if it was cut by
+max_tokens or is empty, or with `strict_format=True`, it is an error with score 0
+(`verirag.awf.parsing.format_error`). Either way the item is counted.
 """
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from collections.abc import Sequence
 from verirag.awf.generators.base import Answer
 from verirag.awf.generators.instructrag import check_family, fewshot_messages
 from verirag.awf.methods.base import AwFMethod, MethodOutput
-from verirag.awf.parsing import extract_response, is_dont_know
+from verirag.awf.parsing import extract_response, format_error, is_dont_know
 from verirag.awf.registry import register
 from verirag.awf.trace import Trace
 from verirag.prompts import load_prompt
@@ -26,11 +28,13 @@ class CoTHybrid(AwFMethod):
     hard = True
     needs = ()
 
-    def __init__(self, llm, *, family: str = "open_domain", max_tokens: int = 256):
+    def __init__(self, llm, *, family: str = "open_domain", max_tokens: int = 256,
+                 strict_format: bool = False):
         self.llm = llm
         self.max_tokens = max_tokens
         self.prompt = load_prompt("cot_hybrid")
         self.family = check_family(self.prompt, family)
+        self.strict_format = strict_format  # see verirag.awf.parsing.format_error
 
     def messages(self, question: str, passages: Sequence[Passage]) -> list[dict[str, str]]:
         return fewshot_messages(self.prompt, self.family, question, passages)
@@ -41,17 +45,15 @@ class CoTHybrid(AwFMethod):
         parsed = extract_response(gen.text)
         meta = {"raw": gen.text, "parse_ok": parsed.ok, "parse_error": parsed.reason,
                 "family": self.family, "finish_reason": gen.finish_reason}
-        error = None
-        if not parsed.ok:
-            error = f"unparseable CoT few-shot Hybrid output: {parsed.reason}"
-            if gen.finish_reason == "length":
-                error += " (generation hit max_tokens)"
+        error, warning = format_error(parsed, gen.finish_reason, "CoT few-shot Hybrid", strict=self.strict_format)
+        if warning:
+            meta["parse_warning"] = warning
         return Answer(text=parsed.answer, generation=gen, error=error, meta=meta)
 
     def run(self, trace: Trace) -> MethodOutput:
         ans = trace.get("answer:cot_hybrid", lambda: self._answer(trace))
         details = {"raw": ans.meta.get("raw", ans.text), "parse_ok": ans.meta.get("parse_ok", False),
-                   "parse_error": ans.meta.get("parse_error")}
+                   "parse_error": ans.meta.get("parse_error"), "parse_warning": ans.meta.get("parse_warning")}
         if ans.error:
             details["abstained"] = is_dont_know(ans.text)
             return MethodOutput(answer=ans.text, score=0.0, hard=True, error=ans.error,
