@@ -230,3 +230,23 @@ def test_a_directory_of_another_setup_is_refused(fixture_file, tmp_path):
     (run / "results.jsonl").write_text("")
     with pytest.raises(InputError, match="different set-up"):
         prepare_dir(config(fixture_file, generation={"max_tokens": 99}), run)
+
+
+@pytest.mark.slow
+def test_ray_executor_gives_the_records_of_a_local_run(fixture_file, tmp_path):
+    pytest.importorskip("ray", reason="Ray is an optional extra: pip install 'verirag[ray]'")
+    from verirag.experiments.runner import run_experiment
+    cfg = config(fixture_file, methods=["vanilla", "vanilla+k_precision"], applications=None)
+    local = run_experiment(cfg, tmp_path / "local", progress=False)
+    assert local.written == 6
+    remote = run_experiment(cfg, tmp_path / "ray", executor="ray", progress=False)
+    assert remote.written == 6 and not remote.failures
+    a = {r.key: (r.answer, r.score) for r in ResultStore(tmp_path / "local").load()}
+    b = {r.key: (r.answer, r.score) for r in ResultStore(tmp_path / "ray").load()}
+    assert a == b
+
+
+def test_unknown_executor_is_an_input_error(fixture_file, tmp_path):
+    from verirag.experiments.executors import get_executor
+    with pytest.raises(InputError, match="unknown executor"):
+        get_executor("dask")

@@ -93,8 +93,12 @@ class RayExecutor:
         from verirag.experiments.runner import WorkUnit, examples_todo
         started = not ray.is_initialized()
         if started:
+            os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # never phone home, never prompt
+            # workers see the driver's verirag settings (cache dir, offline mode, model paths)
+            env = {k: v for k, v in os.environ.items() if k.startswith(("VERIRAG_", "HF_"))}
             ray.init(address=os.environ.get("RAY_ADDRESS"), num_cpus=self.num_cpus,
-                     include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
+                     include_dashboard=False, log_to_driver=False, ignore_reinit_error=True,
+                     runtime_env={"env_vars": env} if env else None)
         try:
             work = ray.remote(_ray_work)
             futures, sizes = [], {}
