@@ -209,6 +209,9 @@ def test_a_method_the_backend_cannot_serve_is_a_reported_failure(smollm, fixture
     assert "lacks" in out.failures[0]["error"]
     assert (tmp_path / "run" / "failures.jsonl").exists()
     assert {r.method for r in ResultStore(tmp_path / "run").load()} == {"vanilla"}
+    from verirag.experiments.report import build_report
+    page = build_report(tmp_path / "run").read_text()
+    assert "not run" in page and "vanilla+pre_answering" in page
 
 
 def test_a_missing_model_fails_its_unit_not_the_grid(fixture_file, tmp_path):

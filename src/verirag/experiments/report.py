@@ -236,6 +236,25 @@ def _html_page(cfg, records, skipped, tables: list[Table], figs, warnings: list[
 
 
 # --------------------------------------------------------------------------- entry point
+def _run_failures(run_dir: Path) -> list[str]:
+    """Run-level failures the runner logged (a model that did not load, a method its backend
+    cannot serve): their records are missing, so the report says why."""
+    path = run_dir / "failures.jsonl"
+    if not path.exists():
+        return []
+    seen, out = set(), []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            f = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        key = (f.get("dataset"), f.get("model"), f.get("method"), f.get("error"))
+        if key not in seen:
+            seen.add(key)
+            out.append(f"not run: {f.get('dataset')} / {f.get('model')} / {f.get('method')}: {f.get('error')}")
+    return out
+
+
 def build_report(run_dir) -> Path:
     """Rebuild every report file of `run_dir` (module docstring) and return report.html's path."""
     d = Path(run_dir)
@@ -246,7 +265,7 @@ def build_report(run_dir) -> Path:
 
     cells = group_records(records)
     apps = cfg.get("applications") or {}
-    warnings: list[str] = []
+    warnings: list[str] = _run_failures(d)
     fallbacks = _fallbacks(cells, apps["no_rag_fallback"], boot["seed"], boot, warnings) \
         if apps.get("no_rag_fallback") else []
     switches = _switches(cells, apps["escalate"], warnings) if apps.get("escalate") else []
