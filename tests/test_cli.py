@@ -72,3 +72,47 @@ def test_binary_only_corpus_is_an_error(tmp_path):
     r = run("ask", "q", "--corpus", str(tmp_path), "--preset", "tiny")
     assert r.returncode != 0 and "Traceback" not in r.stderr
     assert "blob.txt" in r.stderr and "latin.md" in r.stderr
+
+
+EVAL_FIXTURE = [
+    {"id": "q1", "question": "What colour is the bridge in Varnholt?",
+     "passages": ["The bridge in Varnholt is painted green every spring."], "references": ["green"]},
+    {"id": "q2", "question": "How many mills stand in Varnholt?",
+     "passages": ["Three mills stand beside the river in Varnholt."], "references": ["three"]},
+    {"id": "q3", "question": "Who founded Varnholt?",
+     "passages": ["The market of Varnholt opens on Saturdays."], "references": ["Ida Berg"]},
+]
+
+
+def test_eval_report_calibrate_then_ask_with_the_fitted_threshold(tmp_path):
+    data = tmp_path / "v.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in EVAL_FIXTURE))
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"name: cli\ndatasets: [{{name: jsonl, path: {data}}}]\nmodels: [smollm2-135m]\n"
+                   "methods: [vanilla, vanilla+k_precision]\ngeneration: {max_tokens: 24}\n")
+    out_dir = tmp_path / "run"
+    r = run("eval", str(cfg), "--out", str(out_dir))
+    assert r.returncode == 0, r.stderr
+    assert "6 records written" in r.stdout and (out_dir / "report.html").exists()
+    (out_dir / "report.html").unlink()
+    r = run("report", str(out_dir))
+    assert r.returncode == 0 and (out_dir / "report.html").exists(), r.stderr
+    r = run("eval", str(cfg), "--out", str(out_dir), "--no-report")  # resumes: nothing to do
+    assert "0 records written, 6 already done" in r.stdout, r.stdout
+    r = run("calibrate", str(out_dir), "--model", "smollm2-135m", "--method", "vanilla+k_precision",
+            "--action-rate", "0.34", "--save", str(tmp_path / "t.json"))
+    assert r.returncode == 0, r.stderr
+    fitted = json.loads((tmp_path / "t.json").read_text())
+    assert fitted["kind"] == "action_rate" and fitted["n_fit"] == 3
+    r = run("ask", "How long does the ferry crossing take?", "--corpus", str(corpus_path()),
+            "--preset", "tiny", "--method", "vanilla+k_precision", "--json", "--threshold", str(tmp_path / "t.json"))
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["threshold"] == pytest.approx(float(fitted["threshold"]))
+
+
+def test_eval_config_errors_are_one_line(tmp_path):
+    cfg = tmp_path / "bad.yaml"
+    cfg.write_text("datasets: [nope]\nmodels: [smollm2-135m]\nmethods: [vanilla+nope]\n")
+    r = run("eval", str(cfg), "--out", str(tmp_path / "run"))
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "datasets[0].name" in r.stderr and "methods[0]" in r.stderr
