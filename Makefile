@@ -11,7 +11,7 @@ PIP    := $(PY) -m pip --disable-pip-version-check
 # depends on torch pulls a multi-GB CUDA build.
 TORCH  ?= torch==2.13.0
 
-.PHONY: demo test install models dev bench clean-venv
+.PHONY: demo test install models dev bench eval-small clean-venv
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -54,6 +54,10 @@ demo: $(VENV)/.models
 
 test: $(VENV)/.dev $(VENV)/.wordnet
 	$(PY) -m pytest -ra
+
+# The AwF study in small (configs/awf-small.yaml): NQ and HotpotQA from ../shared/data.
+eval-small: $(VENV)/.models
+	$(VENV)/bin/verirag eval configs/awf-small.yaml --out runs/awf-small
 
 bench: $(VENV)/.dev $(VENV)/.models
 	$(PY) benchmarks/run_all.py
