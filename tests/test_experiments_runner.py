@@ -253,3 +253,53 @@ def test_unknown_executor_is_an_input_error(fixture_file, tmp_path):
     from verirag.experiments.executors import get_executor
     with pytest.raises(InputError, match="unknown executor"):
         get_executor("dask")
+
+
+class EchoEndpoint:
+    """A stand-in HTTP model (the test is about concurrency bookkeeping, not answers): it answers
+    with the first word of the question's last passage line, after a short wait."""
+
+    backend, model_id, fingerprint = "openai", "echo", "echo"
+    capabilities = frozenset()
+    context_window = 4096
+
+    def __init__(self):
+        import threading
+        self.lock, self.in_flight, self.max_in_flight = threading.Lock(), 0, 0
+
+    def generate(self, prompt, **kw):
+        import time as _t
+        from verirag.types import Generation
+        with self.lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        _t.sleep(0.05)
+        with self.lock:
+            self.in_flight -= 1
+        text = prompt[-1]["content"].strip().split()[-1] if isinstance(prompt, list) else "x"
+        return Generation(text=text, prompt_tokens=10, completion_tokens=1)
+
+    def count_tokens(self, text):
+        return len(text.split())
+
+    def require(self, *caps):
+        from verirag.errors import CapabilityError
+        if caps:
+            raise CapabilityError("echo has no logprobs")
+
+    def close(self):
+        pass
+
+
+def test_http_models_run_examples_concurrently_with_per_record_usage(fixture_file, tmp_path):
+    from verirag.experiments.runner import run_experiment
+    endpoint = EchoEndpoint()
+    cfg = config(fixture_file, methods=["vanilla", "vanilla+k_precision"], applications=None, concurrency=3)
+    out = run_experiment(cfg, tmp_path / "run", llm_factory=lambda spec, n_ctx: endpoint, progress=False)
+    recs = ResultStore(tmp_path / "run").load()
+    assert out.written == len(recs) == 6 and endpoint.max_in_flight > 1
+    by = {(r.example_id, r.method): r for r in recs}
+    for q in ("q1", "q2", "q3"):
+        # the generation is paid by the first method only, in every thread
+        assert (by[(q, "vanilla")].calls, by[(q, "vanilla")].prompt_tokens) == (1, 10)
+        assert by[(q, "vanilla+k_precision")].calls == 0
