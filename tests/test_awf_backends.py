@@ -21,6 +21,7 @@ QUESTION = "What colour is the Varnholt bridge?"
 
 
 def every_method() -> list[str]:
+    # llm_judge reads the answer the same way after any generator: after vanilla it is enough
     return [m for m in method_names() if not m.endswith("+llm_judge") or m.startswith("vanilla")]
 
 

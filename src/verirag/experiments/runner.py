@@ -120,21 +120,21 @@ class UnitRunner:
         llm = llm_factory(unit.model, cfg.n_ctx)
         judge = llm_factory(cfg.judge_model, cfg.n_ctx) if cfg.judge_model else None
         self.metered = MeteredLLM(llm)
-        self.metered_judge = metered_judge = MeteredLLM(judge) if judge is not None else None
+        self.metered_judge = MeteredLLM(judge) if judge is not None else None
         self.concurrency = cfg.concurrency if llm.backend == "openai" else 1
         self.methods, self.failures = {}, []
         for name in unit.methods:
             try:
-                self.methods[name] = build_method(name, self.metered, judge_llm=metered_judge,
+                self.methods[name] = build_method(name, self.metered, judge_llm=self.metered_judge,
                                                   max_tokens=cfg.max_tokens)
             except VeriragError as e:  # e.g. CapabilityError: this backend cannot serve the method
                 self.failures.append({"dataset": unit.dataset, "model": unit.model, "method": name,
                                       "error": f"{type(e).__name__}: {e}"})
-        judge_llm = None
+        correctness_judge = None
         if cfg.match == "llm":
             from verirag.metrics.judges import CorrectnessJudge
-            judge_llm = CorrectnessJudge(llm_factory(cfg.match_llm, cfg.n_ctx))
-        self.truth = GroundTruth(cfg.match, judge_llm)
+            correctness_judge = CorrectnessJudge(llm_factory(cfg.match_llm, cfg.n_ctx))
+        self.truth = GroundTruth(cfg.match, correctness_judge)
 
     def _judge_tracking(self, usage: Usage):
         return self.metered_judge.tracking(usage) if self.metered_judge else nullcontext()
