@@ -3,5 +3,8 @@ from verirag.llm.base import LLM
 from verirag.llm.cache import RequestCache
 from verirag.llm.cached import CachedLLM
 from verirag.llm.factory import load_llm
+from verirag.llm.metered import MeteredLLM
+from verirag.llm.usage import Usage, metering
+from verirag.llm.wrapper import LLMWrapper
 
-__all__ = ["LLM", "CachedLLM", "RequestCache", "load_llm"]
+__all__ = ["LLM", "CachedLLM", "LLMWrapper", "MeteredLLM", "RequestCache", "Usage", "load_llm", "metering"]

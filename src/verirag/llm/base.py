@@ -26,6 +26,13 @@ ATTENTIONS = "attentions"      # attention weights (HF transformers only)
 DEFAULT_SEED = 0
 
 
+class NextTokenLogprobs(dict):
+    """token text -> log-probability of the first reply token; `cached` tells whether the
+    request cache answered (a plain dict from a backend reads as not cached)."""
+
+    cached: bool = False
+
+
 class LLM(ABC):
     """Abstract LLM backend.
 
@@ -67,6 +74,13 @@ class LLM(ABC):
     def count_tokens(self, text: str) -> int:
         """Number of tokens of `text`; backends without a tokenizer estimate it."""
         return max(1, int(len(text.split()) * 1.4))
+
+    def count_prompt_tokens(self, prompt: Prompt) -> int:
+        """Tokens the model reads for `prompt` (chat template included where the backend renders
+        one); counts the cost of requests that report none (next-token, score), cached or not."""
+        if isinstance(prompt, str):
+            return self.count_tokens(prompt)
+        return sum(self.count_tokens(m.get("content", "")) + 4 for m in prompt)  # ~4 template tokens a message
 
     def require(self, *capabilities: str) -> None:
         """Raise CapabilityError at construction time of a method that needs what is missing."""

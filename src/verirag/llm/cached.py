@@ -2,27 +2,25 @@
 
 Only deterministic requests are cached (temperature 0, or a fixed seed, which every call has):
 the key includes the seed and temperature, so a sampled call with another seed is a new call.
+A failed generation (finish_reason "error") is never cached, so the next run tries again.
+Everything but the three cached requests is forwarded unchanged (LLMWrapper).
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from verirag.llm.base import DEFAULT_SEED, LLM
+from verirag.llm.base import DEFAULT_SEED, LLM, NextTokenLogprobs
 from verirag.llm.cache import RequestCache, request_key
+from verirag.llm.wrapper import LLMWrapper
 from verirag.types import ContinuationScore, Generation, Prompt
 
 
-class CachedLLM(LLM):
+class CachedLLM(LLMWrapper):
     """Wraps a backend; looks every request up in `cache` before paying for it."""
 
     def __init__(self, inner: LLM, cache: RequestCache):
-        self.inner = inner
+        super().__init__(inner)
         self.cache = cache
-        self.backend = inner.backend
-        self.model_id = inner.model_id
-        self.fingerprint = inner.fingerprint
-        self.capabilities = inner.capabilities
-        self.context_window = inner.context_window
 
     def _key(self, op: str, prompt: Prompt, **params) -> str:
         return request_key(backend=self.inner.backend, model=self.inner.fingerprint, op=op,
@@ -40,7 +38,7 @@ class CachedLLM(LLM):
             gen.cached = True
             return gen
         gen = self.inner.generate(prompt, **params)
-        if gen.finish_reason != "error":  # failures are retried next time, never cached
+        if gen.finish_reason != "error":
             self.cache.put(key, gen.to_dict(), op="generate")
         return gen
 
@@ -56,20 +54,16 @@ class CachedLLM(LLM):
         return sc
 
     def next_token_logprobs(self, prompt: Prompt, *, top_k: int = 20,
-                            candidates: Sequence[str] = ()) -> dict[str, float]:
+                            candidates: Sequence[str] = ()) -> NextTokenLogprobs:
         key = self._key("next_token", prompt, top_k=top_k, candidates=list(candidates))
         hit = self.cache.get(key)
         if hit is not None:
-            return {k: float(v) for k, v in hit.items()}
-        out = self.inner.next_token_logprobs(prompt, top_k=top_k, candidates=candidates)
-        self.cache.put(key, out, op="next_token")
+            out = NextTokenLogprobs({k: float(v) for k, v in hit.items()})
+            out.cached = True
+            return out
+        out = NextTokenLogprobs(self.inner.next_token_logprobs(prompt, top_k=top_k, candidates=candidates))
+        self.cache.put(key, dict(out), op="next_token")
         return out
-
-    def count_tokens(self, text: str) -> int:
-        return self.inner.count_tokens(text)
 
     def describe(self):
         return {**self.inner.describe(), "cache": str(self.cache.path)}
-
-    def close(self) -> None:
-        self.inner.close()

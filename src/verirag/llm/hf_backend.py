@@ -146,7 +146,7 @@ class TransformersLLM(LLM):
             import transformers
             if Version(transformers.__version__) >= Version("4.56"):
                 return {"dtype": dtype}
-        except Exception:  # pragma: no cover
+        except (ImportError, ValueError):  # pragma: no cover - no packaging, or an odd version string
             pass
         return {"torch_dtype": dtype}
 
@@ -439,6 +439,9 @@ class TransformersLLM(LLM):
 
     def count_tokens(self, text: str) -> int:
         return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def count_prompt_tokens(self, prompt: Prompt) -> int:
+        return len(self._prompt_ids(prompt))
 
     def describe(self) -> dict[str, Any]:
         d = super().describe()

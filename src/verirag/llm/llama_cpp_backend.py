@@ -103,6 +103,9 @@ class LlamaCppLLM(LLM):
     def count_tokens(self, text: str) -> int:
         return len(self._tokenize_continuation(text))
 
+    def count_prompt_tokens(self, prompt: Prompt) -> int:
+        return len(self._tokenize_prompt(prompt))
+
     def piece_bytes(self, token: int) -> bytes:
         """The bytes of one token as it appears in generated text (leading space included)."""
         b = self._piece_cache.get(token)
