@@ -1,30 +1,33 @@
 """Composition GENERATOR+PREDICTOR (AwF, section 4.2) and method lookup by name.
 
     m = build_method("vanilla+nli", llm)          # or "instructrag+pre_answering", "intrinsic", "vanilla"
+    m = build_method("instructrag", llm, family="multi_hop", max_tokens=160)   # options (MethodSpec)
     out = m.run(Trace(question, passages))        # MethodOutput(answer, score, ...)
 
 A composed method answers with the generator through the trace (`trace.answer(generator)`: one
-generation per example and generator, however many predictors run over it), then scores that
-answer with the predictor, memoised in the trace under "verify:GEN:PRED". Predictors whose score
-does not depend on the answer (`verify_with_trace`, e.g. pre_answering) memoise their own request
-under a key naming no generator, so one request serves every generator. A bare generator name means
-GEN+trivial (the generator alone, v = 1).
+generation per example, generator, model and options, however many predictors run over it),
+then scores that answer with the predictor, memoised in the trace under the predictor's key (its
+model, options, the passages and the answer). Predictors whose score does not read the answer
+(`answer_independent`, e.g. pre_answering) are keyed without it, so one request serves every
+generator. A bare generator name means GEN+trivial (the generator alone, v = 1).
 
 Failures are recorded, never dropped: a generator error gives MethodOutput(score=0, error=...);
-a predictor error (NaN score) gives score 0 with the predictor's error.
+a predictor error (NaN score) gives score 0 with the predictor's error. Only errors a user or a
+backend can cause (VeriragError) are recorded so; a programming error propagates.
 """
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import Any
 
 from verirag.awf import registry
 from verirag.awf.generators.base import AnswerGenerator
 from verirag.awf.methods.base import AwFMethod, MethodOutput
 from verirag.awf.predictors.base import FaithfulnessPredictor, Verification
+from verirag.awf.spec import SEPARATOR, MethodSpec, split_name
 from verirag.awf.trace import Trace
-from verirag.errors import InputError
-
-SEPARATOR = "+"
+from verirag.errors import InputError, VeriragError
 
 
 class ComposedMethod(AwFMethod):
@@ -41,77 +44,84 @@ class ComposedMethod(AwFMethod):
         self.needs = tuple(getattr(predictor, "needs", ()))
         self.hard = self.pred_name == "trivial"  # always exactly 1.0
 
-    @property
-    def verify_key(self) -> str:
-        return f"verify:{self.gen_name}:{self.pred_name}"
-
-    def _verify(self, trace: Trace, answer: str) -> Verification:
-        with_trace = getattr(self.predictor, "verify_with_trace", None)
-        if with_trace is not None:
-            return with_trace(trace, answer)
-        return self.predictor.verify(trace.question, answer, trace.passages)
+    def verify_key(self, trace: Trace, answer: str) -> str:
+        if self.predictor.answer_independent:
+            return self.predictor.quantity_key(trace)
+        return self.predictor.quantity_key(trace, answer=answer)
 
     def run(self, trace: Trace) -> MethodOutput:
+        details: dict[str, Any] = {"generator": self.gen_name, "predictor": self.pred_name}
         try:
             ans = trace.answer(self.generator)
-        except Exception as e:  # a backend failure is an output with an error, not a crash
-            return MethodOutput(answer="", score=0.0, hard=self.hard,
-                                error=f"generator {self.gen_name} failed: {type(e).__name__}: {e}",
-                                details={"generator": self.gen_name, "predictor": self.pred_name})
-        details = {"generator": self.gen_name, "predictor": self.pred_name}
+        except VeriragError as e:  # a backend failure is an output with an error, not a crash
+            return MethodOutput(answer="", score=0.0, hard=self.hard, details=details,
+                                error=f"generator {self.gen_name} failed: {type(e).__name__}: {e}")
         for k in ("parse_ok", "parse_warning"):  # structured generators: was the format followed?
             if k in ans.meta:
                 details[k] = ans.meta[k]
         if ans.error:
             return MethodOutput(answer=ans.text, score=0.0, hard=self.hard, error=ans.error, details=details)
         try:
-            v = trace.get(self.verify_key, lambda: self._verify(trace, ans.text))
-        except Exception as e:
-            return MethodOutput(answer=ans.text, score=0.0, hard=self.hard,
-                                error=f"predictor {self.pred_name} failed: {type(e).__name__}: {e}",
-                                details=details)
+            v: Verification = trace.get(self.verify_key(trace, ans.text), lambda: self.predictor.verify(
+                trace.question, ans.text, trace.passages))
+        except VeriragError as e:
+            return MethodOutput(answer=ans.text, score=0.0, hard=self.hard, details=details,
+                                error=f"predictor {self.pred_name} failed: {type(e).__name__}: {e}")
         details.update(per_passage=v.per_passage, best=v.best, warnings=list(v.warnings))
         score = 0.0 if math.isnan(v.score) else min(1.0, max(0.0, float(v.score)))
         return MethodOutput(answer=ans.text, score=score, hard=self.hard, error=v.error, details=details)
 
 
-def _predictor(name: str, llm, judge_llm, **kw) -> FaithfulnessPredictor:
+def entailment_predictors() -> list[str]:
+    """Predictors judged by an entailment model: those a judge (`--judge`) applies to."""
+    return [n for n in registry.names("predictor") if registry.get("predictor", n).uses_entailment]
+
+
+def _no_judge(name: str) -> InputError:
+    return InputError(f"{name!r} uses no entailment model, so a judge (--judge) does not apply to it; "
+                      "it applies to GENERATOR+PREDICTOR methods whose predictor is one of: "
+                      + ", ".join(entailment_predictors()))
+
+
+def _predictor(name: str, llm, judge_llm, entailment, options: Mapping[str, Any]) -> FaithfulnessPredictor:
     cls = registry.get("predictor", name)
-    if name == "nli":
-        entailment = kw.pop("entailment", None) or registry.create("entailment", "llm", judge_llm or llm)
-        return cls(entailment, **kw)
+    if cls.uses_entailment:
+        return cls(entailment or registry.create("entailment", "llm", judge_llm or llm), **options)
+    if entailment is not None:
+        raise _no_judge(f"predictor {name}")
     if name == "llm_judge":
-        return cls(judge_llm or llm, **kw)
-    # trivial, k_precision, pre_answering, and any predictor registered later: (llm, **kw)
-    return cls(llm, **kw)
+        return cls(judge_llm or llm, **options)
+    # trivial, k_precision, pre_answering, and any predictor registered later: (llm, **options)
+    return cls(llm, **options)
 
 
-def build_method(name: str, llm, *, judge_llm=None, predictor_kw: dict | None = None, **kw) -> AwFMethod:
-    """The AwF method called `name`:
-    - a registered unified method ("method" kind, looked up at call time): cls(llm, **kw);
-    - "GEN+PRED": ComposedMethod(generator(llm, **kw), predictor), where "nli" judges entailment
-      with the LLM yes/no judge on `judge_llm` (default `llm`) unless `predictor_kw` gives an
-      `entailment` model, "llm_judge" runs on `judge_llm` (default `llm`), and other predictors on `llm`;
+def build_method(name: "str | MethodSpec", llm, *, judge_llm=None, entailment=None, **options) -> AwFMethod:
+    """The AwF method `name` (or a MethodSpec) with `options`, each routed to the part that takes it:
+    - a registered unified method ("method" kind): cls(llm, **options);
+    - "GEN+PRED": ComposedMethod(generator(llm, ...), predictor), where a predictor that uses an
+      entailment model ("nli") judges with `entailment` (e.g. an HF NLI classifier), by default the
+      LLM yes/no judge on `judge_llm` (default `llm`); "llm_judge" runs on `judge_llm` (default
+      `llm`), other predictors on `llm`;
     - a bare generator name: GEN+trivial.
-    Unknown names raise InputError listing what exists; a backend lacking a capability the method
-    needs raises CapabilityError here, at construction time.
+    Unknown names and options raise InputError listing what exists, and so does `entailment` given
+    to a method without an entailment model; a backend lacking a capability the method needs raises
+    CapabilityError here, at construction time. The method's MethodSpec is its `spec`.
     """
-    name = name.strip()
-    predictor_kw = dict(predictor_kw or {})
-    if SEPARATOR in name:
-        gen_name, _, pred_name = (s.strip() for s in name.partition(SEPARATOR))
+    spec = MethodSpec.parse(name)
+    if options:
+        spec = MethodSpec(spec.name, {**spec.options, **options}, spec.label)
+    routed = spec.routed()
+    unified, gen_name, pred_name = split_name(spec.name)
+    if unified:
+        if entailment is not None:
+            raise _no_judge(f"method {unified}")
+        method = registry.create("method", unified, llm, **routed.get("method", {}))
     else:
-        if name in registry.names("method"):
-            return registry.create("method", name, llm, **kw)
-        gen_name, pred_name = name, "trivial"
-    if gen_name not in registry.names("generator"):
-        raise InputError(f"unknown method {name!r}: {gen_name!r} is not a generator; "
-                         f"known methods: {', '.join(method_names())}")
-    if pred_name not in registry.names("predictor"):
-        raise InputError(f"unknown predictor {pred_name!r} in {name!r}; "
-                         f"known predictors: {', '.join(registry.names('predictor'))}")
-    generator = registry.create("generator", gen_name, llm, **kw)
-    return ComposedMethod(generator, _predictor(pred_name, llm, judge_llm, **predictor_kw))
+        generator = registry.create("generator", gen_name, llm, **routed.get("generator", {}))
+        method = ComposedMethod(generator, _predictor(pred_name, llm, judge_llm, entailment,
+                                                      routed.get("predictor", {})))
+    method.spec = spec
+    return method
 
 
 def method_names() -> list[str]:

@@ -1,39 +1,145 @@
 """The per-example trace: every quantity a method needs is computed at most once.
 
-Methods and predictors do not call each other's LLM requests directly; they ask the trace for a
-named quantity ("answer:vanilla", "answer:no_context", "entailment:vanilla", ...). The first
-request computes it, later requests (from any predictor) reuse it. So running eight predictors
-over one generator's answer costs one generation plus each predictor's own scoring.
+Methods and predictors do not repeat each other's LLM requests; they ask the trace for a
+quantity by its key, and the first request computes it. A key is derived, never hand-written
+(`quantity_key`): the component that computes it, the fingerprint of the model it ran on, the
+options that change its output, and the passages (and answer) it read. So two models or two
+option sets never share a value, and equal work is never done twice.
 
-Predictors declare what they need in `needs` (capability names of `verirag.llm.base`, such as
-NEXT_TOKEN or SCORE), and the method checks them against the backend at construction time.
+A failure is remembered like a value: asked again, the trace raises the same error without a
+second backend request. Each quantity remembers its own cost (the requests made while computing
+it, not those of quantities it asked for in turn), so `attribute()` can state the full cost of what
+a method used, whether computed for it or found in the trace, and how much of it was shared.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import hashlib
+import json
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from verirag.llm.usage import Usage, metering
 from verirag.types import Passage
+
+
+def passages_digest(passages: Sequence[Passage]) -> str:
+    blob = json.dumps([[p.id, p.title, p.text] for p in passages], ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+
+
+def quantity_key(component: str, *, model: str = "", options: Mapping[str, Any] | None = None,
+                 passages: Sequence[Passage] = (), **inputs: Any) -> str:
+    """"component|model|digest": the digest covers the options, the passages read and any other
+    input (e.g. the answer a predictor judged). The readable head says what computed it."""
+    body = json.dumps({"options": dict(options or {}), "passages": passages_digest(passages),
+                       "inputs": inputs}, sort_keys=True, default=str, ensure_ascii=False)
+    return f"{component}|{model[:16]}|{hashlib.sha256(body.encode('utf-8')).hexdigest()[:16]}"
+
+
+@dataclass
+class Quantity:
+    """A computed value, or the error computing it raised, with what it cost."""
+
+    key: str
+    value: Any = None
+    error: BaseException | None = None
+    cost: Usage = field(default_factory=Usage)
+    seconds: float = 0.0
+
+
+@dataclass
+class Attribution:
+    """What one method used of a trace (see `Trace.attribute`).
+
+    `used` keys every quantity it read (in order); `computed` those it computed itself; `direct`
+    the requests it made outside any quantity. `cost` = direct + the cost of every quantity used;
+    `shared` = the cost of those it found already computed; `spent` = cost - shared."""
+
+    trace: "Trace"
+    used: list[str] = field(default_factory=list)
+    computed: list[str] = field(default_factory=list)
+    direct: Usage = field(default_factory=Usage)
+
+    def _sum(self, keys) -> Usage:
+        total = Usage()
+        for k in keys:
+            total += self.trace.quantities[k].cost
+        return total
+
+    @property
+    def cost(self) -> Usage:
+        total = self._sum(self.used)
+        total += self.direct
+        return total
+
+    @property
+    def shared(self) -> Usage:
+        return self._sum(k for k in self.used if k not in self.computed)
+
+    @property
+    def spent(self) -> Usage:
+        total = self._sum(self.computed)
+        total += self.direct
+        return total
+
+    def seconds(self, prefix: str = "") -> float:
+        """Compute time of the used quantities whose key starts with `prefix`."""
+        return sum(self.trace.quantities[k].seconds for k in self.used if k.startswith(prefix))
 
 
 @dataclass
 class Trace:
-    """The work done for one (question, passages) pair, keyed by quantity name."""
+    """The work done for one (question, passages) pair, keyed by derived quantity keys."""
 
     question: str
     passages: Sequence[Passage]
-    values: dict[str, Any] = field(default_factory=dict)
+    quantities: dict[str, Quantity] = field(default_factory=dict)
     computed: list[str] = field(default_factory=list)  # in order, for inspection and tests
+    _attributions: list[Attribution] = field(default_factory=list, repr=False)
 
     def get(self, key: str, compute: Callable[[], Any]) -> Any:
-        """The value of `key`, computing it with `compute()` only the first time."""
-        if key not in self.values:
-            self.values[key] = compute()
+        """The value of `key`, computing it with `compute()` only the first time; an error
+        raised by `compute` is raised again on every later request, without recomputing."""
+        q = self.quantities.get(key)
+        if q is None:
+            q = Quantity(key)
+            t0 = time.perf_counter()
+            with metering(q.cost):
+                try:
+                    q.value = compute()
+                except Exception as e:  # noqa: BLE001 - memoised and re-raised unchanged below
+                    q.error = e
+            q.seconds = time.perf_counter() - t0
+            self.quantities[key] = q
             self.computed.append(key)
-        return self.values[key]
+            for a in self._attributions:
+                a.computed.append(key)
+        for a in self._attributions:
+            if key not in a.used:
+                a.used.append(key)
+        if q.error is not None:
+            raise q.error
+        return q.value
+
+    @property
+    def values(self) -> dict[str, Any]:
+        return {k: q.value for k, q in self.quantities.items() if q.error is None}
 
     def answer(self, generator) -> Any:
         """The Answer of `generator` (an AnswerGenerator) for this example, generated once."""
-        return self.get(f"answer:{generator.registry_name}",
+        return self.get(generator.quantity_key(self),
                         lambda: generator.answer(self.question, self.passages))
+
+    @contextmanager
+    def attribute(self) -> Iterator[Attribution]:
+        """Record what the block uses of this trace, and the requests it makes directly."""
+        a = Attribution(self)
+        self._attributions.append(a)
+        try:
+            with metering(a.direct):
+                yield a
+        finally:
+            self._attributions.remove(a)

@@ -110,6 +110,20 @@ def yes_no_mass(logprobs: dict[str, float],
     return p_yes, p_no
 
 
+def yes_probability(logprobs: dict[str, float], words: dict[str, Sequence[str]] | None = None
+                    ) -> tuple[float, dict[str, float], str | None]:
+    """(P(yes) / (P(yes) + P(no)), {"p_yes", "p_no"}, error), the masses from `yes_no_mass`.
+    NaN and an error naming what was seen when neither word is among the candidates."""
+    p_yes, p_no = yes_no_mass(logprobs, words)
+    raw = {"p_yes": p_yes, "p_no": p_no}
+    if p_yes + p_no <= 0.0:
+        words = words or {"yes": ("yes",), "no": ("no",)}
+        seen = ", ".join(sorted(logprobs)[:10]) or "nothing"
+        return math.nan, raw, (f"neither {'/'.join(words['yes'])} nor {'/'.join(words['no'])} among "
+                               f"the next-token candidates (saw: {seen})")
+    return p_yes / (p_yes + p_no), raw, None
+
+
 # --------------------------------------------------------------------------- judges
 class _Judge:
     prompt_name = ""
@@ -142,12 +156,9 @@ class _Judge:
                         "raw": text, "reason": reason}
             cands = tuple(dict.fromkeys(w.strip() for ws in self.words.values() for w in ws))
             lps = self.llm.next_token_logprobs(messages, top_k=self.top_k, candidates=cands)
-            p_yes, p_no = yes_no_mass(lps, self.words)
-            raw = {"p_yes": p_yes, "p_no": p_no}
-            if p_yes + p_no <= 0.0:
-                return {"verdict": None, "score": None, "raw": raw,
-                        "reason": "unparseable: neither yes nor no among the next-token candidates"}
-            score = p_yes / (p_yes + p_no)
+            score, raw, error = yes_probability(lps, self.words)
+            if error:
+                return {"verdict": None, "score": None, "raw": raw, "reason": f"unparseable: {error}"}
             return {"verdict": score >= 0.5, "score": score, "raw": raw, "reason": "parsed: logprobs"}
         except BackendError as e:
             return {"verdict": None, "score": None, "raw": None, "reason": f"error: {e}"}

@@ -110,7 +110,7 @@ def _load_model(name: str, device: str) -> Any:
         pass
     try:
         return SentenceTransformer(path, device=device)
-    except Exception as e:  # OSError, ValueError, HTTP errors … all mean "cannot load this"
+    except (OSError, ValueError) as e:  # missing files, bad ids, hub errors (OSError) mean "cannot load this"
         raise ModelNotFoundError(
             f"cannot load embedding model {name!r} ({type(e).__name__}: {e}). Give a local "
             f"sentence-transformers folder, a model id when a hub is reachable, or use the "

@@ -6,6 +6,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from verirag.awf.component import Component
+
 
 @dataclass
 class Judgement:
@@ -24,8 +26,8 @@ class Judgement:
         return self.error is None and not math.isnan(self.prob)
 
 
-class EntailmentModel(ABC):
-    registry_name = ""
+class EntailmentModel(Component, ABC):
+    kind = "entailment"
     name = ""
 
     @abstractmethod

@@ -7,23 +7,17 @@ and never fails to parse; when neither Yes nor No is among the tokens the backen
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 from verirag.awf.entailment.base import EntailmentModel, Judgement
 from verirag.awf.registry import register
 from verirag.llm.base import LLM, NEXT_TOKEN
-from verirag.metrics.judges import yes_no_mass
+from verirag.metrics.judges import yes_probability
 from verirag.prompts import load_prompt
 
 # Share of the context window a premise may take, in words per token (English BPE ~0.75 w/t).
 _WORDS_PER_TOKEN = 0.7
 _ANSWER_MARGIN = 8
-
-
-def yes_no_probability(logprobs: dict[str, float]) -> tuple[float, float]:
-    """(P(yes), P(no)) summed over the spellings of each word among the reported tokens."""
-    return yes_no_mass(logprobs)
 
 
 @register("entailment", "llm")
@@ -44,11 +38,6 @@ class LLMJudgeEntailment(EntailmentModel):
         for premise, hypothesis in pairs:
             msgs = self.prompt.messages(premise=premise, hypothesis=hypothesis)
             lps = self.llm.next_token_logprobs(msgs, top_k=20, candidates=("Yes", "No"))
-            p_yes, p_no = yes_no_probability(lps)
-            raw = {"p_yes": p_yes, "p_no": p_no}
-            if p_yes + p_no <= 0.0:
-                out.append(Judgement(prob=math.nan, raw=raw,
-                                     error="neither Yes nor No among the judge's next-token candidates"))
-            else:
-                out.append(Judgement(prob=p_yes / (p_yes + p_no), raw=raw))
+            prob, raw, error = yes_probability(lps)
+            out.append(Judgement(prob=prob, raw=raw, error=error))
         return out

@@ -5,6 +5,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from verirag.awf.component import Component
 from verirag.llm.base import LLM
 from verirag.types import Generation, Passage
 
@@ -20,8 +21,8 @@ class Answer:
     meta: dict = field(default_factory=dict)
 
 
-class AnswerGenerator(ABC):
-    registry_name = ""
+class AnswerGenerator(Component, ABC):
+    kind = "generator"
 
     def __init__(self, llm: LLM, *, max_tokens: int = 96):
         self.llm = llm

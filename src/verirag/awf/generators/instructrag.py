@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from verirag.awf.generators.base import Answer, AnswerGenerator
 from verirag.awf.parsing import extract_response, format_error
 from verirag.awf.registry import register
+from verirag.errors import InputError
 from verirag.prompts import PromptTemplate, load_prompt
 from verirag.types import Passage
 
@@ -45,7 +46,7 @@ def fewshot_messages(prompt: PromptTemplate, family: str, question: str,
 def check_family(prompt: PromptTemplate, family: str) -> str:
     known = sorted(prompt.extra["examples"])
     if family not in known:
-        raise ValueError(f"unknown dataset family {family!r} for prompt {prompt.name!r}; "
+        raise InputError(f"unknown dataset family {family!r} for prompt {prompt.name!r}; "
                          f"known: {', '.join(known)}")
     return family
 

@@ -14,6 +14,7 @@ from verirag.types import Passage
 
 @register("generator", "no_context")
 class NoContextGenerator(AnswerGenerator):
+    reads_passages = False  # its answer is shared by every trace of the same question
     def __init__(self, llm, *, max_tokens: int = 96):
         super().__init__(llm, max_tokens=max_tokens)
         self.prompt = load_prompt("no_context")

@@ -6,6 +6,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
+from verirag.awf.component import Component
 from verirag.awf.trace import Trace
 
 
@@ -34,11 +35,11 @@ class MethodOutput:
             raise ValueError(f"a hard-label method gave score {self.score}")
 
 
-class AwFMethod(ABC):
+class AwFMethod(Component, ABC):
     """A method registered by name. `needs` lists the LLM capabilities it requires; the
     constructor checks them (llm.require) so a backend that lacks one fails at once."""
 
-    registry_name = ""
+    kind = "method"
     hard = False
     needs: tuple[str, ...] = ()
 

@@ -3,7 +3,7 @@ with the option to abstain; the LLM reasons about the documents and ends with "R
 or "Response: __DONT_KNOW__". v = 1 iff the final response is not an abstention (a hard label).
 
 In each dataset family's two few-shot examples (`prompts/cot_hybrid.yaml`) one rationale answers
-and one abstains. The reply is memoised in the trace under "answer:cot_hybrid".
+and one abstains. The reply is memoised in the trace under the method's key.
 A reply without a "Response:" line has `details["parse_ok"]` False. If it ended on its own, its last
 line is a direct answer (v = 1 unless it abstains; `parse_warning` says so); if it was cut by
 max_tokens or is empty, or with `strict_format=True`, it is an error with score 0
@@ -51,7 +51,7 @@ class CoTHybrid(AwFMethod):
         return Answer(text=parsed.answer, generation=gen, error=error, meta=meta)
 
     def run(self, trace: Trace) -> MethodOutput:
-        ans = trace.get("answer:cot_hybrid", lambda: self._answer(trace))
+        ans = trace.get(self.quantity_key(trace), lambda: self._answer(trace))
         details = {"raw": ans.meta.get("raw", ans.text), "parse_ok": ans.meta.get("parse_ok", False),
                    "parse_error": ans.meta.get("parse_error"), "parse_warning": ans.meta.get("parse_warning")}
         if ans.error:

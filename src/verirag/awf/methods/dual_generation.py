@@ -4,7 +4,7 @@ with and without the passages.
 The answer is Vanilla's (taken from the trace with `trace.answer`, so compositions using
 `vanilla` share the generation). Its per-token mean log-probability is computed by teacher
 forcing given the Vanilla prompt with passages and given the No Context prompt
-(`llm.score`, memoised in the trace under "score:vanilla|ctx" and "score:vanilla|noctx").
+(`llm.score`, memoised in the trace under the method's keys for "score_ctx" and "score_noctx").
 Perplexity is exp(-mean logprob), and the decision function is
 
     d = log ppl_noctx - log ppl_ctx = mean_logprob_ctx - mean_logprob_noctx,
@@ -22,6 +22,7 @@ from verirag.awf.generators.vanilla import VanillaGenerator
 from verirag.awf.methods.base import AwFMethod, MethodOutput
 from verirag.awf.registry import register
 from verirag.awf.trace import Trace
+from verirag.errors import InputError, VeriragError
 from verirag.llm.base import SCORE
 
 
@@ -40,7 +41,7 @@ class DualGeneration(AwFMethod):
     def __init__(self, llm, *, max_tokens: int = 96, temperature: float = 1.0):
         llm.require(*self.needs)
         if temperature <= 0:
-            raise ValueError("temperature must be positive")
+            raise InputError(f"temperature must be positive, got {temperature!r}")
         self.llm = llm
         self.temperature = temperature
         self.generator = VanillaGenerator(llm, max_tokens=max_tokens)
@@ -48,17 +49,16 @@ class DualGeneration(AwFMethod):
 
     def run(self, trace: Trace) -> MethodOutput:
         ans = trace.answer(self.generator)
-        name = self.generator.registry_name
         if ans.error or not ans.text.strip():
             return MethodOutput(answer=ans.text, score=0.0, error=ans.error or "empty answer",
                                 details={"decision": None})
         text = ans.text
         try:
-            ctx = trace.get(f"score:{name}|ctx", lambda: self.llm.score(
+            ctx = trace.get(self.quantity_key(trace, "score_ctx", answer=text), lambda: self.llm.score(
                 self.generator.messages(trace.question, trace.passages), text))
-            noctx = trace.get(f"score:{name}|noctx", lambda: self.llm.score(
+            noctx = trace.get(self.quantity_key(trace, "score_noctx", answer=text), lambda: self.llm.score(
                 self.no_context.prompt.messages(question=trace.question), text))
-        except Exception as e:  # a backend failure is recorded, the example still counts
+        except VeriragError as e:  # a backend failure is recorded, the example still counts
             return MethodOutput(answer=text, score=0.0, error=f"scoring failed: {e}",
                                 details={"decision": None})
         if not ctx.tokens or not noctx.tokens:

@@ -2,7 +2,7 @@
 answer is supported by the context, and otherwise replies `__DONT_KNOW__`. v = 1 iff the reply
 is not an abstention (a hard label).
 
-The reply is memoised in the trace under "answer:intrinsic", so reruns on one trace share it.
+The reply is memoised in the trace under the method's key, so reruns on one trace share it.
 Abstention is the `__DONT_KNOW__` token and its variants (`verirag.awf.parsing.is_dont_know`);
 with `broad_abstention=True` the phrase list of `verirag.metrics.abstention.is_abstention`
 ("the context does not provide ...", "cannot be determined", ...) counts too.
@@ -49,7 +49,7 @@ class IntrinsicAbstention(AwFMethod):
         return Answer(text=clean_answer(raw) or raw, generation=gen, meta={"raw": gen.text})
 
     def run(self, trace: Trace) -> MethodOutput:
-        ans = trace.get("answer:intrinsic", lambda: self._answer(trace))
+        ans = trace.get(self.quantity_key(trace), lambda: self._answer(trace))
         raw = ans.meta.get("raw", ans.text)
         details = {"raw": raw}
         if ans.error:

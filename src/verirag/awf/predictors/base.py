@@ -6,6 +6,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from verirag.awf.component import Component
 from verirag.types import Passage
 
 
@@ -39,9 +40,14 @@ def invalid_input(answer: str, passages: Sequence[Passage]) -> Verification | No
     return None
 
 
-class FaithfulnessPredictor(ABC):
-    registry_name = ""
+class FaithfulnessPredictor(Component, ABC):
+    """`answer_independent`: the score does not read the answer (computed once per example and
+    shared by every generator); `uses_entailment`: judged by an entailment model (`--judge`)."""
+
+    kind = "predictor"
     name = ""
+    answer_independent = False
+    uses_entailment = False
 
     @abstractmethod
     def verify(self, question: str, answer: str, passages: Sequence[Passage]) -> Verification:

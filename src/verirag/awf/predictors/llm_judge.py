@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from verirag.awf.predictors._yes_no import branch_probability, numbered_passages
 from verirag.awf.predictors.base import FaithfulnessPredictor, Verification, invalid_input
 from verirag.awf.registry import register
+from verirag.errors import VeriragError
 from verirag.llm.base import LLM, NEXT_TOKEN
 from verirag.prompts import load_prompt
 from verirag.types import Passage
@@ -42,7 +43,7 @@ class LLMJudgePredictor(FaithfulnessPredictor):
         try:
             lps = self.llm.next_token_logprobs(self.messages(question, answer, passages),
                                                top_k=self.top_k, candidates=("Yes", "No"))
-        except Exception as e:
+        except VeriragError as e:
             return Verification(score=math.nan, per_passage=[None] * len(passages),
                                 error=f"judge request failed: {type(e).__name__}: {e}")
         score, _raw, error = branch_probability(lps, ("yes",), ("no",))

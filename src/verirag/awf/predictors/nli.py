@@ -21,6 +21,7 @@ PREMISE_OVERLAP_WORDS = 20
 
 @register("predictor", "nli")
 class PostAnsweringNLI(FaithfulnessPredictor):
+    uses_entailment = True
     def __init__(self, entailment: EntailmentModel, *, overlap_words: int = PREMISE_OVERLAP_WORDS,
                  hypothesis_template: str | None = None):
         self.entailment = entailment

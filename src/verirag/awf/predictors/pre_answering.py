@@ -13,8 +13,8 @@ spellings are compared case- and space-insensitively (`yes_tokens` / `no_tokens`
 YAML). When neither branch's first token is among the tokens the backend reports, the score is
 NaN and the reason is recorded.
 
-The score does not depend on the answer: with a trace (`verify_with_trace`), it is computed once
-per example and LLM, under a key that names no generator, and shared by every composition.
+The score does not depend on the answer (`answer_independent`): in a trace it is computed once
+per example, model and options, and shared by every composition.
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from verirag.awf.predictors._yes_no import branch_probability, numbered_passages
 from verirag.awf.predictors.base import FaithfulnessPredictor, Verification
 from verirag.awf.registry import register
-from verirag.awf.trace import Trace
+from verirag.errors import VeriragError
 from verirag.llm.base import LLM, NEXT_TOKEN
 from verirag.prompts import load_prompt
 from verirag.types import Passage
@@ -33,7 +33,7 @@ from verirag.types import Passage
 @register("predictor", "pre_answering")
 class PreAnsweringPredictor(FaithfulnessPredictor):
     needs: tuple[str, ...] = (NEXT_TOKEN,)
-    answer_independent = True
+    answer_independent = True  # one request per example, shared by every generator
 
     def __init__(self, llm: LLM, *, top_k: int = 20):
         llm.require(*self.needs)
@@ -43,11 +43,6 @@ class PreAnsweringPredictor(FaithfulnessPredictor):
         self.yes_tokens = tuple(self.prompt.extra.get("yes_tokens", ("yes",)))
         self.no_tokens = tuple(self.prompt.extra.get("no_tokens", ("i", "no")))
         self.name = f"pre_answering[{llm.model_id}]"
-
-    @property
-    def trace_key(self) -> str:
-        """The trace key: per LLM, independent of the generator and of the answer."""
-        return f"pre_answering:{self.llm.fingerprint or self.llm.model_id}"
 
     def messages(self, question: str, passages: Sequence[Passage]) -> list[dict[str, str]]:
         text = numbered_passages(passages, with_title=self.prompt.extra["passage_with_title"],
@@ -61,11 +56,9 @@ class PreAnsweringPredictor(FaithfulnessPredictor):
         try:
             lps = self.llm.next_token_logprobs(self.messages(question, passages), top_k=self.top_k,
                                                candidates=("Yes", "I", "No"))
-        except Exception as e:  # a backend failure (e.g. prompt too long) is recorded, not raised
+        except VeriragError as e:  # a backend failure (e.g. prompt too long) is recorded, not raised
             return Verification(score=math.nan, per_passage=[None] * len(passages),
                                 error=f"pre-answering request failed: {type(e).__name__}: {e}")
         score, _raw, error = branch_probability(lps, self.yes_tokens, self.no_tokens)
         return Verification(score=score, per_passage=[None] * len(passages), error=error)
 
-    def verify_with_trace(self, trace: Trace, answer: str = "") -> Verification:
-        return trace.get(self.trace_key, lambda: self.verify(trace.question, answer, trace.passages))

@@ -1,0 +1,127 @@
+"""MethodSpec: an AwF method is a registered name plus the options that change its output.
+
+    MethodSpec("instructrag", {"family": "multi_hop", "max_tokens": 160})
+    MethodSpec.parse({"name": "instructrag", "label": "instructrag-mh", "family": "multi_hop"})
+    spec.with_defaults({"family": "multi_hop"})   # a dataset's defaults, where the method takes them
+
+Options are routed to the component whose constructor accepts them (a composed method's generator
+or predictor, or the unified method), so an option no part of the method takes is a clear error,
+not silently ignored. `digest` names the options: it is part of a record's identity, so a run
+resumed with other options recomputes instead of reusing.
+"""
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from verirag.awf import registry
+from verirag.errors import InputError
+
+SEPARATOR = "+"
+# Constructor parameters that are wiring, not options a user sets.
+_WIRING = {"self", "llm", "entailment"}
+
+
+def split_name(name: str) -> tuple[str | None, str | None, str | None]:
+    """(unified, generator, predictor) for a method name; exactly one shape is filled."""
+    name = name.strip()
+    if SEPARATOR in name:
+        gen, _, pred = (s.strip() for s in name.partition(SEPARATOR))
+        return None, gen, pred
+    if name in registry.names("method"):
+        return name, None, None
+    return None, name, "trivial"
+
+
+def _keywords(cls: type) -> dict[str, Any]:
+    params = inspect.signature(cls.__init__).parameters.values()
+    return {p.name: p.default for p in params
+            if p.name not in _WIRING and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
+
+
+def accepted_options(name: str) -> dict[str, str]:
+    """Option name -> the part that takes it ("method", "generator" or "predictor")."""
+    unified, gen, pred = split_name(name)
+    check_name(name)
+    if unified:
+        return {k: "method" for k in _keywords(registry.get("method", unified))}
+    out = {k: "predictor" for k in _keywords(registry.get("predictor", pred))}
+    out.update({k: "generator" for k in _keywords(registry.get("generator", gen))})
+    return out
+
+
+def check_name(name: str) -> None:
+    """InputError for a name build_method would not know, listing what exists."""
+    unified, gen, pred = split_name(name)
+    if unified:
+        return
+    if gen not in registry.names("generator"):
+        from verirag.awf.compose import method_names
+        raise InputError(f"unknown method {name!r}: {gen!r} is not a generator; "
+                         f"known methods: {', '.join(method_names())}")
+    if pred not in registry.names("predictor"):
+        raise InputError(f"unknown predictor {pred!r} in {name!r}; "
+                         f"known predictors: {', '.join(registry.names('predictor'))}")
+
+
+def _canonical(options: Mapping[str, Any]) -> str:
+    return json.dumps(dict(options), sort_keys=True, separators=(",", ":"), default=str)
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """A method name, its options, and the label records and tables use (default: the name)."""
+
+    name: str
+    options: Mapping[str, Any] = field(default_factory=dict)
+    label: str = ""
+
+    def __post_init__(self):
+        object.__setattr__(self, "name", self.name.strip())
+        object.__setattr__(self, "options", dict(self.options))
+        object.__setattr__(self, "label", (self.label or self.name).strip())
+        accepted = accepted_options(self.name)
+        unknown = sorted(set(self.options) - set(accepted))
+        if unknown:
+            raise InputError(f"method {self.name!r} takes no option {', '.join(map(repr, unknown))}; "
+                             f"it takes: {', '.join(sorted(accepted)) or 'none'}")
+
+    @classmethod
+    def parse(cls, entry: "str | Mapping[str, Any] | MethodSpec") -> "MethodSpec":
+        """A config entry: "vanilla+nli", or {name: ..., label: ..., OPTION: VALUE, ...}."""
+        if isinstance(entry, MethodSpec):
+            return entry
+        if isinstance(entry, str):
+            return cls(entry)
+        if isinstance(entry, Mapping) and isinstance(entry.get("name"), str):
+            opts = {k: v for k, v in entry.items() if k not in ("name", "label")}
+            return cls(entry["name"], opts, str(entry.get("label") or ""))
+        raise InputError(f"a method is a name or a mapping with `name` (and options), got {entry!r}")
+
+    def routed(self) -> dict[str, dict[str, Any]]:
+        """The options per part: {"method"|"generator"|"predictor": {option: value}}."""
+        where = accepted_options(self.name)
+        out: dict[str, dict[str, Any]] = {}
+        for k, v in self.options.items():
+            out.setdefault(where[k], {})[k] = v
+        return out
+
+    def with_defaults(self, defaults: Mapping[str, Any]) -> "MethodSpec":
+        """These options over `defaults`, keeping only the defaults this method takes."""
+        accepted = accepted_options(self.name)
+        merged = {k: v for k, v in defaults.items() if k in accepted}
+        merged.update(self.options)
+        return MethodSpec(self.name, merged, self.label)
+
+    @property
+    def digest(self) -> str:
+        """12 hex digits naming (name, options): equal options give equal digests."""
+        blob = json.dumps({"name": self.name, "options": _canonical(self.options)}, sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "label": self.label, "options": dict(self.options)}
