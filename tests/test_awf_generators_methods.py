@@ -9,7 +9,7 @@ from verirag.awf.generators import Answer, InstructRAGGenerator
 from verirag.awf.generators.instructrag import FAMILIES
 from verirag.awf.methods import CoTHybrid, DualGeneration, IntrinsicAbstention, MethodOutput
 from verirag.awf.trace import Trace
-from verirag.errors import CapabilityError
+from verirag.errors import InputError, CapabilityError
 from verirag.llm.base import LLM, LOGPROBS, SCORE
 from verirag.types import ContinuationScore, Generation, Passage, TokenLogprob
 
@@ -103,9 +103,9 @@ def test_fewshot_prompts_per_family(family):
 
 
 def test_unknown_family():
-    with pytest.raises(ValueError, match="family"):
+    with pytest.raises(InputError, match="family"):
         InstructRAGGenerator(Canned(), family="legal")
-    with pytest.raises(ValueError, match="family"):
+    with pytest.raises(InputError, match="family"):
         CoTHybrid(Canned(), family="legal")
 
 
@@ -203,7 +203,8 @@ def test_dual_generation_decision_and_memo():
     assert llm.calls == {"generate": 1, "score": 2}
     assert method.run(trace).score == out.score
     assert llm.calls == {"generate": 1, "score": 2}
-    assert {"answer:vanilla", "score:vanilla|ctx", "score:vanilla|noctx"} <= set(trace.values)
+    heads = {k.split("|")[0] for k in trace.values}
+    assert heads == {"generator:vanilla", "method:dual_generation.score_ctx", "method:dual_generation.score_noctx"}
     # the answer relies less on the passages: the score is lower (monotone mapping)
     low = DualGeneration(Canned("Lima", logprobs=(-2.5, -0.5))).run(Trace(QUESTION, PASSAGES))
     assert low.details["decision"] == pytest.approx(-2.0) and low.score < 0.5
@@ -224,8 +225,9 @@ def test_dual_generation_shares_vanilla_answer():
     # an answer already in the trace (e.g. from a vanilla+PREDICTOR composition) is reused
     llm = Counting(Canned("should not be generated"))
     trace = Trace(QUESTION, PASSAGES)
-    trace.values["answer:vanilla"] = Answer(text="Lima")
-    out = DualGeneration(llm).run(trace)
+    method = DualGeneration(llm)
+    trace.get(method.generator.quantity_key(trace), lambda: Answer(text="Lima"))
+    out = method.run(trace)
     assert out.answer == "Lima" and llm.calls["generate"] == 0
 
 

@@ -11,7 +11,7 @@ from verirag.awf.predictors import (KPrecisionPredictor, LLMJudgePredictor, PreA
                                     TrivialPredictor)
 from verirag.awf.registry import get, names
 from verirag.awf.trace import Trace
-from verirag.errors import CapabilityError
+from verirag.errors import BackendError, CapabilityError
 from verirag.llm.base import EXACT_NEXT_TOKEN, LLM, NEXT_TOKEN
 from verirag.types import Generation, Passage
 
@@ -79,16 +79,18 @@ def test_pre_answering_prompt_is_nomiracl_style():
 
 def test_pre_answering_without_branch_tokens_is_nan_with_error():
     v = PreAnsweringPredictor(StandIn({"Maybe": -0.1})).verify(QUESTION, "", PASSAGES)
-    assert math.isnan(v.score) and "neither branch token" in v.error
+    assert math.isnan(v.score) and "neither yes nor i/no among" in v.error
 
 
 def test_pre_answering_is_memoised_independently_of_the_answer():
     llm = StandIn({"Yes": math.log(0.8), "I": math.log(0.2)})
     p = PreAnsweringPredictor(llm)
     trace = Trace(QUESTION, PASSAGES)
-    a, b = p.verify_with_trace(trace, "25 minutes"), p.verify_with_trace(trace, "another answer")
-    assert a is b and len(llm.requests) == 1
-    assert p.trace_key in trace.values and "vanilla" not in p.trace_key
+    from verirag.awf.compose import ComposedMethod
+    from verirag.awf.generators import NoContextGenerator, VanillaGenerator
+    a = ComposedMethod(VanillaGenerator(llm), p).verify_key(trace, "25 minutes")
+    b = ComposedMethod(NoContextGenerator(llm), p).verify_key(trace, "another answer")
+    assert a == b and a.startswith("predictor:pre_answering|")
 
 
 def test_llm_judge_score_and_prompt():
@@ -104,7 +106,7 @@ def test_llm_judge_score_and_prompt():
 def test_backend_failures_are_recorded():
     class Broken(StandIn):
         def next_token_logprobs(self, prompt, **kw):
-            raise RuntimeError("prompt too long")
+            raise BackendError("prompt too long")
     for p in (PreAnsweringPredictor(Broken()), LLMJudgePredictor(Broken())):
         v = p.verify(QUESTION, "25 minutes", PASSAGES)
         assert math.isnan(v.score) and "prompt too long" in v.error

@@ -6,7 +6,8 @@ import math
 import pytest
 
 from verirag.awf.entailment.base import EntailmentModel, Judgement
-from verirag.awf.entailment.llm_judge import LLMJudgeEntailment, yes_no_probability
+from verirag.awf.entailment.llm_judge import LLMJudgeEntailment
+from verirag.metrics.judges import yes_no_mass, yes_probability
 from verirag.awf.predictors.nli import PostAnsweringNLI
 from verirag.awf.registry import get, names
 from verirag.types import Passage
@@ -21,9 +22,12 @@ def test_registry_names():
 
 
 def test_yes_no_probability_sums_spellings():
-    p_yes, p_no = yes_no_probability({"Yes": math.log(0.5), " yes": math.log(0.1), "No": math.log(0.2),
-                                      "Maybe": math.log(0.1)})
+    lps = {"Yes": math.log(0.5), " yes": math.log(0.1), "No": math.log(0.2), "Maybe": math.log(0.1)}
+    p_yes, p_no = yes_no_mass(lps)
     assert p_yes == pytest.approx(0.6) and p_no == pytest.approx(0.2)
+    assert yes_probability(lps)[0] == pytest.approx(0.75)
+    p, _, error = yes_probability({"Maybe": 0.0})
+    assert math.isnan(p) and "saw: Maybe" in error
 
 
 class KeywordEntailment(EntailmentModel):

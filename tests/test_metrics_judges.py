@@ -96,7 +96,7 @@ def test_faithfulness_judge_prompt_and_logprob_mode():
     assert J.FaithfulnessJudge(llm, mode="logprobs").judge(["p"], "r").score == pytest.approx(0.5)
     llm = ScriptedLLM(logprobs={"The": -0.1})
     v = J.FaithfulnessJudge(llm, mode="logprobs").judge(["p"], "r")
-    assert v.verdict is None and "neither yes nor no" in v.reason
+    assert v.verdict is None and "among the next-token candidates" in v.reason
 
 
 @pytest.mark.slow

@@ -11,15 +11,10 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from verirag.errors import InputError
-from verirag.experiments.records import ResultRecord, record_key
+from verirag.errors import InputError, VeriragError
+from verirag.experiments.records import ResultRecord
 
 EXECUTORS = ("local", "ray")
-
-
-def _pending(unit, done: set[str]) -> int:
-    return sum(1 for e in unit.examples for m in unit.methods
-               if record_key(unit.dataset, unit.model, m, e.id) not in done)
 
 
 def _load_failure(unit, err: BaseException) -> dict[str, Any]:
@@ -36,14 +31,13 @@ class LocalExecutor:
                 continue
             try:
                 runner = UnitRunner(cfg, unit, llm_factory)
-            except Exception as e:  # a missing model fails its unit, not the whole grid
+            except VeriragError as e:  # a missing model fails its unit, not the whole grid
                 failures.append(_load_failure(unit, e))
-                advance(_pending(unit, done))
+                advance(unit.pending(done))
                 continue
             failures.extend(runner.failures)
-            lost = [m for m in unit.methods if m not in runner.methods]
-            advance(sum(1 for e in unit.examples for m in lost
-                        if record_key(unit.dataset, unit.model, m, e.id) not in done))
+            lost = [m for m in unit.methods if m.label not in runner.methods]
+            advance(unit.pending(done, methods=lost))
             if runner.concurrency > 1:
                 lock = threading.Lock()
 
@@ -69,7 +63,7 @@ def _ray_work(cfg, unit, done, llm_factory):
     from verirag.experiments.runner import UnitRunner, examples_todo
     try:
         runner = UnitRunner(cfg, unit, llm_factory)
-    except Exception as e:
+    except VeriragError as e:
         return [], [_load_failure(unit, e)]
     recs = [r.to_dict() for ex in examples_todo(unit, done) for r in runner.run_example(ex, done)]
     return recs, runner.failures
@@ -108,7 +102,7 @@ class RayExecutor:
                     chunk = WorkUnit(unit.dataset, unit.model, unit.methods, todo[i:i + self.chunk_size])
                     f = work.remote(cfg, chunk, done, llm_factory)
                     futures.append(f)
-                    sizes[f] = _pending(chunk, done)
+                    sizes[f] = chunk.pending(done)
             while futures:
                 ready, futures = ray.wait(futures, num_returns=1)
                 recs, fails = ray.get(ready[0])

@@ -4,7 +4,10 @@ The records are the experiment's single source of truth and its resume cache (a 
 key already present); summaries, tables, figures and the HTML report are rebuilt from them alone.
 
 Fields:
-- key: "dataset|model|method|example_id", unique within a run.
+- key: "dataset|model|method|example_id|options", unique within a run; `options` is the digest of
+  the method's options (`method_digest`), so a run resumed with other options recomputes.
+- method: the method's label (its name unless the config gives a label); `method_spec` its name,
+  label and every option it ran with (defaults of the dataset and the generation settings included).
 - answer, score (in [0, 1]; for hard-label methods 0 or 1), hard.
 - answerable (A): the passages support a reference answer (relevance labels when the dataset has
   them, otherwise a normalised reference substring in some passage).
@@ -15,7 +18,19 @@ Fields:
   records stay in every denominator with score 0 (MethodOutput's convention).
 - seconds: wall time of this method on this example, marginal to methods that ran before it in
   the same trace (a shared generation is paid by the first method that needs it).
-- calls, prompt_tokens, completion_tokens: backend usage (cache hits count 0 tokens).
+- calls, prompt_tokens, completion_tokens: the full cost of the method on this example: every
+  quantity it used, whether computed for it or found in the example's trace (computed for an
+  earlier method), and whether or not the request cache answered. They do not depend on the order
+  of methods or on the cache; `details["shared"]` is the part found in the trace, and
+  `details["cache_hits"]` the calls the request cache answered.
+- spent: what running this method added to this run (the quantities it computed itself):
+  calls, cache_hits, prompt_tokens, completion_tokens, and the tokens of the calls the cache
+  answered (cached_prompt_tokens, cached_completion_tokens), so the tokens the backend really
+  read are prompt_tokens - cached_prompt_tokens.
+
+Records written before 2026-11-23 (no `method_digest`) have keys without the options part, count
+calls and tokens only for what the method computed itself (0 for a generation shared with an
+earlier method) and have no `spent`.
 """
 from __future__ import annotations
 
@@ -29,8 +44,9 @@ from typing import Any, Iterator
 RESULTS_FILE = "results.jsonl"
 
 
-def record_key(dataset: str, model: str, method: str, example_id: str) -> str:
-    return f"{dataset}|{model}|{method}|{example_id}"
+def record_key(dataset: str, model: str, method: str, example_id: str, method_digest: str = "") -> str:
+    key = f"{dataset}|{model}|{method}|{example_id}"
+    return f"{key}|{method_digest}" if method_digest else key
 
 
 @dataclass
@@ -55,10 +71,13 @@ class ResultRecord:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     details: dict[str, Any] = field(default_factory=dict)
+    method_digest: str = ""
+    method_spec: dict[str, Any] = field(default_factory=dict)
+    spent: dict[str, Any] = field(default_factory=dict)
 
     @property
     def key(self) -> str:
-        return record_key(self.dataset, self.model, self.method, self.example_id)
+        return record_key(self.dataset, self.model, self.method, self.example_id, self.method_digest)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

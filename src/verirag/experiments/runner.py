@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from contextlib import nullcontext
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -29,8 +28,9 @@ from typing import Any
 from verirag.errors import InputError, VeriragError
 from verirag.experiments.config import ExperimentConfig
 from verirag.experiments.ground_truth import GroundTruth
+from verirag.awf.spec import MethodSpec
 from verirag.experiments.records import ResultRecord, ResultStore, record_key
-from verirag.experiments.usage import MeteredLLM, Usage
+from verirag.llm.metered import MeteredLLM
 from verirag.types import Example
 
 RUN_FILE = "run.json"
@@ -46,12 +46,21 @@ def default_llm_factory(spec: str, n_ctx: int):
 
 @dataclass
 class WorkUnit:
-    """The examples of one dataset that one model answers with some methods."""
+    """The examples of one dataset that one model answers with some methods (with the dataset's
+    option defaults applied)."""
 
     dataset: str
     model: str
-    methods: list[str]
+    methods: list[MethodSpec]
     examples: list[Example]
+
+    def key(self, spec: MethodSpec, example: Example) -> str:
+        return record_key(self.dataset, self.model, spec.label, example.id, spec.digest)
+
+    def pending(self, done: set[str], examples: Iterable[Example] | None = None,
+                methods: Iterable[MethodSpec] | None = None) -> int:
+        return sum(1 for e in (self.examples if examples is None else examples)
+                   for m in (self.methods if methods is None else methods) if self.key(m, e) not in done)
 
 
 @dataclass
@@ -64,8 +73,9 @@ class RunOutcome:
 
 
 def result_fingerprint(cfg: ExperimentConfig) -> str:
-    """What changes the content of a record; a directory holds the results of one fingerprint."""
-    parts = {"max_tokens": cfg.max_tokens, "n_ctx": cfg.n_ctx, "match": cfg.match,
+    """What changes the content of a record beyond its method's options (which are part of each
+    record's key); a directory holds the results of one fingerprint."""
+    parts = {"n_ctx": cfg.n_ctx, "match": cfg.match,
              "match_llm": cfg.match_llm, "judge_model": cfg.judge_model,
              "datasets": [{"name": d.name, "path": d.path, "options": d.options, "seed": d.seed}
                           for d in cfg.datasets]}
@@ -106,9 +116,22 @@ def load_examples(cfg: ExperimentConfig, llm_factory: LLMFactory) -> dict[str, l
     return out
 
 
+def dataset_defaults(cfg: ExperimentConfig, dataset: str) -> dict[str, Any]:
+    """Options every method of `dataset` gets unless it sets them: the generation settings, then
+    the dataset's `method_options` (e.g. HotpotQA's multi-hop demonstrations)."""
+    spec = next(d for d in cfg.datasets if d.name == dataset)
+    return {"max_tokens": cfg.max_tokens, **getattr(spec, "method_options", {})}
+
+
 def plan(cfg: ExperimentConfig, examples: dict[str, list[Example]]) -> list[WorkUnit]:
-    return [WorkUnit(ds, model, methods, examples[ds])
-            for model, methods in cfg.runs() for ds in examples if methods]
+    units = []
+    for model, methods in cfg.runs():
+        for ds in examples:
+            if methods:
+                defaults = dataset_defaults(cfg, ds)
+                units.append(WorkUnit(ds, model, [MethodSpec.parse(m).with_defaults(defaults) for m in methods],
+                                      examples[ds]))
+    return units
 
 
 class UnitRunner:
@@ -122,13 +145,13 @@ class UnitRunner:
         self.metered = MeteredLLM(llm)
         self.metered_judge = MeteredLLM(judge) if judge is not None else None
         self.concurrency = cfg.concurrency if llm.backend == "openai" else 1
-        self.methods, self.failures = {}, []
-        for name in unit.methods:
+        self.methods: dict[str, tuple[MethodSpec, Any]] = {}
+        self.failures = []
+        for spec in unit.methods:
             try:
-                self.methods[name] = build_method(name, self.metered, judge_llm=self.metered_judge,
-                                                  max_tokens=cfg.max_tokens)
+                self.methods[spec.label] = (spec, build_method(spec, self.metered, judge_llm=self.metered_judge))
             except VeriragError as e:  # e.g. CapabilityError: this backend cannot serve the method
-                self.failures.append({"dataset": unit.dataset, "model": unit.model, "method": name,
+                self.failures.append({"dataset": unit.dataset, "model": unit.model, "method": spec.label,
                                       "error": f"{type(e).__name__}: {e}"})
         correctness_judge = None
         if cfg.match == "llm":
@@ -136,34 +159,35 @@ class UnitRunner:
             correctness_judge = CorrectnessJudge(llm_factory(cfg.match_llm, cfg.n_ctx))
         self.truth = GroundTruth(cfg.match, correctness_judge)
 
-    def _judge_tracking(self, usage: Usage):
-        return self.metered_judge.tracking(usage) if self.metered_judge else nullcontext()
-
     def run_example(self, ex: Example, done: set[str]) -> list[ResultRecord]:
         from verirag.awf.trace import Trace
         trace = Trace(ex.question_with_history(), ex.passages)
         records = []
-        for name, method in self.methods.items():
-            if record_key(self.unit.dataset, self.unit.model, name, ex.id) in done:
+        for label, (spec, method) in self.methods.items():
+            if self.unit.key(spec, ex) in done:
                 continue
-            usage = Usage()
             t0 = time.perf_counter()
-            with self.metered.tracking(usage), self._judge_tracking(usage):
+            with trace.attribute() as used:
                 try:
                     out = method.run(trace)
                     answer, score, hard, error, details = out.answer, out.score, out.hard, out.error, out.details
-                except Exception as e:  # a crash in a method is this example's error, not the run's end
+                except VeriragError as e:  # a user or backend failure is this example's error
                     answer, score, hard, error, details = "", 0.0, method.hard, f"{type(e).__name__}: {e}", {}
             seconds = time.perf_counter() - t0
+            cost, shared = used.cost, used.shared
             truth = self.truth.label(ex, answer)
             records.append(ResultRecord(
-                dataset=self.unit.dataset, model=self.unit.model, method=name, example_id=ex.id,
+                dataset=self.unit.dataset, model=self.unit.model, method=label, example_id=ex.id,
                 question=ex.question, answer=answer, score=float(score), hard=bool(hard),
                 answerable=truth.answerable, correct=truth.correct, faithful=truth.faithful,
                 abstained=truth.abstained, error=error, group=ex.group or ex.id,
-                references=list(ex.references), seconds=round(seconds, 4), calls=usage.calls,
-                prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,
-                details={**_jsonable(details), **truth.details, "cache_hits": usage.cache_hits}))
+                references=list(ex.references), seconds=round(seconds, 4), calls=cost.calls,
+                prompt_tokens=cost.prompt_tokens, completion_tokens=cost.completion_tokens,
+                details={**_jsonable(details), **truth.details, "cache_hits": cost.cache_hits,
+                         "shared": {"calls": shared.calls, "prompt_tokens": shared.prompt_tokens,
+                                    "completion_tokens": shared.completion_tokens}},
+                method_digest=spec.digest, method_spec=_jsonable(spec.to_dict()),
+                spent=used.spent.to_dict()))
         return records
 
 
@@ -197,8 +221,7 @@ def run_experiment(cfg: ExperimentConfig, out_dir: str | Path, *, executor: str 
 
     from verirag.experiments.executors import get_executor
     with _progress(progress, total) as advance:
-        outcome.skipped = sum(1 for u in units for e in u.examples for m in u.methods
-                              if record_key(u.dataset, u.model, m, e.id) in done)
+        outcome.skipped = sum(len(u.examples) * len(u.methods) - u.pending(done) for u in units)
         advance(outcome.skipped)
         get_executor(executor).run(cfg, units, done, llm_factory, emit, advance, outcome.failures)
     for f in outcome.failures:
@@ -236,5 +259,5 @@ class _progress:
 
 def examples_todo(unit: WorkUnit, done: set[str]) -> Iterable[Example]:
     for e in unit.examples:
-        if any(record_key(unit.dataset, unit.model, m, e.id) not in done for m in unit.methods):
+        if any(unit.key(m, e) not in done for m in unit.methods):
             yield e
