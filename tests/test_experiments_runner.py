@@ -56,10 +56,12 @@ def test_config_lists_every_problem_with_its_place():
 def test_config_adds_the_runs_the_applications_need(fixture_file):
     cfg = config(fixture_file, applications={"no_rag_fallback": {"models": ["smollm2-135m"]},
                                              "escalate": {"large": "qwen2.5-0.5b", "large_method": "vanilla"}})
-    runs = dict(cfg.runs())
+    runs = {model: [s.label for s in specs] for model, specs in cfg.runs()}
     assert runs["smollm2-135m"] == ["vanilla", "vanilla+k_precision", "intrinsic", "no_context"]
     assert runs["qwen2.5-0.5b"] == ["vanilla"]
     assert cfg.applications["escalate"]["small"] == "smollm2-135m"
+    # the application methods are MethodSpecs; for a dataset they get the generation max_tokens
+    assert dict(cfg.runs("jsonl"))["smollm2-135m"][-1].options == {"max_tokens": 24}
 
 
 def test_shipped_configs_are_valid():
