@@ -141,7 +141,7 @@ def test_cross_fit_precision_target_uses_labels():
     kept = cross_fit_target(ThresholdTarget(precision=0.8, delta=0.1), s, y, n_folds=5, seed=0)
     assert 0 < kept.sum() < 1000
     assert y[kept].mean() >= 0.8
-    # nothing certifiable (all labels wrong): threshold +inf in every fold, nothing kept
+    # nothing certifiable (all labels wrong): no certified threshold in any fold, nothing kept
     assert not cross_fit_target(ThresholdTarget(precision=0.8), s, np.zeros(1000, int)).any()
     with pytest.raises(ValueError):
         cross_fit_target(ThresholdTarget(precision=0.8), s, None)

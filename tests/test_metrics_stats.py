@@ -1,4 +1,4 @@
-"""Bootstrap, rank correlations, conformal quantile, precision-guarantee threshold."""
+"""Bootstrap, rank correlations, conformal quantile. (Learn then Test: test_calibration_controller.py.)"""
 from __future__ import annotations
 
 import math
@@ -161,43 +161,3 @@ def test_conformal_coverage_by_simulation():
     q = np.array([stats.conformal_quantile(c, alpha) for c in cal])
     coverage = (test <= q).mean()
     assert 1 - alpha - 0.02 <= coverage <= 1 - alpha + 1 / (n + 1) + 0.02
-
-
-def test_precision_threshold_basic():
-    # scores above .5 are right 95% of the time, below .5 right 30%
-    rng = np.random.default_rng(0)
-    s = rng.random(4000)
-    y = np.where(s >= 0.5, rng.random(4000) < 0.95, rng.random(4000) < 0.3).astype(int)
-    r = stats.precision_guarantee_threshold(s, y, target_precision=0.9, delta=0.1)
-    assert r.method == "bonferroni" and r.valid and 0.4 <= r.threshold <= 0.6
-    assert r.calibration_precision >= 0.9
-    # fixed sequence from a grid that starts where examples are selected
-    f = stats.precision_guarantee_threshold(s, y, target_precision=0.9, delta=0.1,
-                                            grid=np.linspace(0, 0.8, 81), method="fixed_sequence")
-    assert f.valid and 0.4 <= f.threshold <= r.threshold
-    assert f.rejected[:5].all()
-    # ... from 1.0 nothing is selected at the top: the sequence stops at once
-    top = stats.precision_guarantee_threshold(s, y, 0.9, 0.1, method="fixed_sequence")
-    assert not top.valid
-    none = stats.precision_guarantee_threshold(s, np.zeros_like(y), target_precision=0.9)
-    assert not none.valid and none.threshold == math.inf
-    with pytest.raises(ValueError):
-        stats.precision_guarantee_threshold(s * 3, y, 0.9)
-
-
-def test_precision_threshold_guarantee_by_simulation():
-    """P(true precision at the chosen threshold < target) <= delta (with a little slack)."""
-    rng = np.random.default_rng(2)
-    target, delta, n, reps = 0.8, 0.1, 300, 300
-    grid = np.linspace(0, 1, 21)
-    # P(y = 1 | s) = s, s ~ U(0, 1): precision(t) = E[s | s >= t] = (1 + t) / 2
-    true_prec = lambda t: (1 + t) / 2 if t < 1 else 1.0  # noqa: E731
-    fails = 0
-    for _ in range(reps):
-        s = rng.random(n)
-        y = (rng.random(n) < s).astype(int)
-        for method, g in (("bonferroni", grid), ("fixed_sequence", grid[grid <= 0.9])):
-            r = stats.precision_guarantee_threshold(s, y, target, delta, grid=g, method=method)
-            if r.valid and true_prec(r.threshold) < target:
-                fails += 1
-    assert fails / (2 * reps) <= delta + 0.04

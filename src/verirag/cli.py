@@ -46,7 +46,9 @@ def _print_result(r, *, show_question: bool = True) -> None:
         lines.append(f"[bold]Q:[/bold] {escape(r.question)}")
     lines.append(f"[bold]A:[/bold] {escape(r.answer)}")
     verdict = "supported" if r.faithful else "not supported"
-    lines.append(f"[bold]faithfulness[/bold] {r.score:.3f} ({verdict} at threshold {r.threshold:.2f}) "
+    at = (f" at threshold {r.threshold:.2f}" if r.threshold is not None
+          else ": no threshold is certified, every answer acts")
+    lines.append(f"[bold]faithfulness[/bold] {r.score:.3f} ({verdict}{at}) "
                  f"-> [{colour}]{r.action}[/{colour}]")
     if r.action != "answered" and r.retrieved_answer:
         lines.append(f"[dim]answer from the passages was: {escape(r.retrieved_answer)}[/dim]")
@@ -65,16 +67,25 @@ def _print_result(r, *, show_question: bool = True) -> None:
 
 
 def _threshold_option(text: Optional[str]):
+    """--threshold: (a float or a fitted ThresholdController, the threshold file's record or None).
+    An uncertified file gives a controller that makes every answer act; `_warn_fitted_mismatch`
+    says so once the fallback is known."""
     from verirag.calibration.threshold_file import parse_threshold
-    value, fitted = parse_threshold(text)
-    if fitted is not None and not fitted.valid:
-        err.print(f"[yellow]warning:[/yellow] the target {fitted.kind} {fitted.target} could not be certified "
-                  f"on {fitted.n_fit} examples; every answer will be treated as unsupported")
-    return value, fitted
+    return parse_threshold(text)
+
+
+def _target_text(fitted) -> str:
+    return {"precision": "precision", "action_rate": "action rate", "value": "value"}.get(
+        fitted.kind, fitted.kind) + f" {fitted.target:g}"
 
 
 def _warn_fitted_mismatch(fitted, p) -> None:
+    """Warnings about a threshold file: not certified (every answer acts), or fitted for another
+    model or method."""
     cfg = p.config
+    if not fitted.certified:
+        err.print(f"[yellow]warning:[/yellow] the target {_target_text(fitted)} could not be certified "
+                  f"on {fitted.n_fit} examples: every answer acts ({escape(cfg.fallback)})")
     for what, want, have in (("model", fitted.model, cfg.model), ("method", fitted.method, cfg.method)):
         if want != have:
             err.print(f"[yellow]warning:[/yellow] the threshold was fitted for {what} {escape(want)!s}, "
@@ -247,19 +258,21 @@ def calibrate(run_dir: Path = typer.Argument(..., help="A run directory written 
               save: Optional[Path] = typer.Option(None, help="Write the fitted threshold here, for "
                                                              "`verirag ask --threshold FILE`.")):
     """Fit the faithfulness threshold for a target precision or action rate on an eval run's labels."""
-    from verirag.calibration import ThresholdTarget
+    from verirag.calibration import ThresholdController
     from verirag.experiments.operating_point import fit_threshold
     if (precision is None) == (action_rate is None):
         raise InputError("give exactly one of --precision P or --action-rate R")
     try:
-        target = (ThresholdTarget.target_precision(precision, delta=delta) if precision is not None
-                  else ThresholdTarget.max_action_rate(action_rate))
+        target = (ThresholdController(precision=precision, delta=delta) if precision is not None
+                  else ThresholdController(action_rate=action_rate))
     except ValueError as e:
         raise InputError(str(e)) from None
     fitted = fit_threshold(run_dir, model=model, method=method, dataset=dataset, target=target)
-    note = "" if fitted.valid else " (not certified: no threshold reaches the target; everything acts)"
-    out.print(f"threshold {fitted.threshold:.4g} for {fitted.kind} {fitted.target} on {fitted.n_fit} "
-              f"examples{note}")
+    if fitted.certified:
+        out.print(f"threshold {fitted.threshold:.4g} for {_target_text(fitted)} on {fitted.n_fit} examples")
+    else:
+        out.print(f"not certified: no threshold reaches the target {_target_text(fitted)} on {fitted.n_fit} "
+                  "examples, so with this file every answer acts (abstain / fall back / escalate)")
     if save is not None:
         out.print(f"saved: {fitted.save(save)}")
 

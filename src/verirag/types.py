@@ -145,7 +145,7 @@ class AskResult:
     answer: str
     score: float
     faithful: bool
-    threshold: float
+    threshold: float | None  # None: a fitted threshold whose target was not certified (all act)
     action: str
     evidence: list[Evidence]
     supporting_passage: Evidence | None

@@ -47,7 +47,11 @@ class PipelineConfig:
     overlap_words: int = 20
 
     def validate(self) -> "PipelineConfig":
-        if not 0.0 <= self.threshold <= 1.0:
+        from verirag.calibration.controller import ThresholdController
+        if isinstance(self.threshold, ThresholdController):  # fitted: an uncertified one acts on all
+            if not self.threshold.fitted:
+                raise InputError(f"the threshold {self.threshold!r} is not fitted")
+        elif not 0.0 <= self.threshold <= 1.0:
             raise InputError(f"threshold must be in [0, 1], got {self.threshold}")
         if self.k < 1:
             raise InputError(f"k must be at least 1, got {self.k}")
@@ -145,7 +149,7 @@ class Pipeline:
             raise InputError("no index: call index(corpus) or load_index(path) first")
         return self._index.search(question, k=k or self.config.k)
 
-    def ask(self, question: str, *, k: int | None = None, threshold: float | None = None,
+    def ask(self, question: str, *, k: int | None = None, threshold: float | ThresholdController | None = None,
             fallback: str | None = None) -> AskResult:
         question = (question or "").strip()
         if not question:
@@ -191,7 +195,8 @@ class Pipeline:
         best = out.details.get("best")
         return AskResult(
             question=question, answer=decision.final_answer, score=float(out.score),
-            faithful=decision.action == ANSWERED, threshold=threshold, action=decision.action,
+            faithful=decision.action == ANSWERED, action=decision.action,
+            threshold=getattr(threshold, "threshold_", threshold),  # None: a controller not certified
             evidence=evidence, supporting_passage=evidence[best] if best is not None else None,
             retrieved_answer=out.answer, model=self.llm.model_id, method=method.registry_name,
             judge=getattr(getattr(method, "predictor", None), "name", "") or method.registry_name,

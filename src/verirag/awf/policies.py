@@ -1,8 +1,9 @@
 """What to do with an answer once its faithfulness score is known (AwF, section 6).
 
 The policies (AbstainPolicy, NoRagFallbackPolicy, EscalatePolicy) act on any AwF method's output
-with a threshold that is a float or a ThresholdTarget (fixed, target precision, or target action
-rate). `make_policy` builds one from the pipeline's `fallback` option.
+with a threshold that is a float or a fitted ThresholdController (alias ThresholdTarget: fixed,
+target precision, or target action rate); a controller whose target could not be certified
+makes every answer act. `make_policy` builds one from the pipeline's `fallback` option.
 """
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ ABSTENTION_TEXT = "I don't know: the retrieved passages do not support an answer
 
 
 # --------------------------------------------------------------------------- section 6 policies
-# The threshold comes from a ThresholdTarget (or is a float); a policy turns (trace, method
+# The threshold comes from a ThresholdController (or is a float); a policy turns (trace, method
 # output, threshold) into a PolicyDecision. They work on any AwF method's MethodOutput.
 
 
@@ -41,19 +42,30 @@ class PolicyDecision:
     details: dict[str, Any] = field(default_factory=dict)
 
 
-def _threshold(threshold) -> float:
-    return float(threshold)  # a float, or a fitted ThresholdTarget
+def _threshold(threshold) -> float | None:
+    """The number a threshold compares with: a float as given; a fitted ThresholdController's
+    `threshold_`, None when it is not certified (no threshold reaches its target)."""
+    if isinstance(threshold, ThresholdTarget):
+        if not threshold.fitted:
+            raise RuntimeError(f"{threshold!r} is not fitted: call fit(scores, labels) first")
+        return threshold.threshold_
+    return float(threshold)
 
 
 def _supported(output, threshold) -> bool:
-    """Answered when score >= threshold. An output with an error (no answer, unparseable text,
-    a predictor that could not score) never is, whatever the threshold: its score is not evidence."""
+    """Answered when score >= threshold (a float, or a fitted ThresholdController's decision:
+    an uncertified controller answers nothing, so every answer acts). An output with an error
+    (no answer, unparseable text, a predictor that could not score) never is, whatever the
+    threshold: its score is not evidence."""
     if output.error or not (output.answer or "").strip():
         return False
+    if isinstance(threshold, ThresholdTarget):
+        return threshold.decide(output.score) == "answer"
     return not math.isnan(output.score) and output.score >= _threshold(threshold)
 
 
 def _base_details(output, threshold) -> dict[str, Any]:
+    # "threshold" is None for a controller whose target could not be certified
     return {"score": output.score, "threshold": _threshold(threshold), "original_answer": output.answer,
             "method_error": output.error}
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from verirag.calibration.thresholds import ThresholdTarget
+from verirag.calibration.controller import ThresholdController
 
 __all__ = ["kfold_indices", "CVThreshold", "best_threshold", "cv_threshold", "cross_fit_target"]
 
@@ -130,22 +130,23 @@ def cv_threshold(scores, gain_above, gain_below, *, n_folds: int = 5, groups=Non
     return CVThreshold(kept=kept, gain=gain, fold_thresholds=ts, folds=folds)
 
 
-def cross_fit_target(target: ThresholdTarget, scores, labels=None, n_folds: int = 5, groups=None,
+def cross_fit_target(target: ThresholdController, scores, labels=None, n_folds: int = 5, groups=None,
                      seed: int = 0) -> np.ndarray:
     """Out-of-fold decisions kept[i] = s_i >= threshold, the threshold never fitted on example i.
 
     A fixed value needs no fitting: kept = s >= value on all examples. A fitted target (target
     precision, action rate) is copied and fitted on the training folds of each split, then
-    applied to its held-out fold. NaN scores are never kept. `target` itself is not modified.
+    applied to its held-out fold (`ThresholdController.keep`): a fold whose target cannot be
+    certified keeps nothing. NaN scores are never kept. `target` itself is not modified.
     """
     s = np.asarray(scores, dtype=np.float64).ravel()
     if target.kind == "value":
-        return s >= float(target.value)
+        return target.keep(s)
     y = None if labels is None else np.asarray(labels).ravel()
     if y is not None and y.shape != s.shape:
         raise ValueError("scores and labels differ in length")
     kept = np.zeros(s.size, dtype=bool)
     for train, test in kfold_indices(s.size, n_folds, groups=groups, seed=seed):
         t = copy.deepcopy(target).fit(s[train], None if y is None else y[train])
-        kept[test] = s[test] >= t.threshold_
+        kept[test] = t.keep(s[test])
     return kept

@@ -9,14 +9,17 @@ from pathlib import Path
 
 import numpy as np
 
-from verirag.calibration import ThresholdTarget
+from verirag.calibration import ThresholdController
 from verirag.calibration.threshold_file import FittedThreshold
 from verirag.errors import InputError
 from verirag.experiments.records import ResultStore
 
 
 def fit_threshold(run_dir: str | Path, *, model: str, method: str, dataset: str | None = None,
-                  target: ThresholdTarget) -> FittedThreshold:
+                  target: ThresholdController) -> FittedThreshold:
+    """Fit `target` (a ThresholdController, fitted in place) on the run's records of (model,
+    method[, dataset]) and describe it for a threshold file. A target that cannot be certified
+    gives `certified` False and no threshold: every answer acts."""
     records = [r for r in ResultStore(run_dir).load()
                if r.model == model and r.method == method and (dataset is None or r.dataset == dataset)]
     if not records:
@@ -25,11 +28,5 @@ def fit_threshold(run_dir: str | Path, *, model: str, method: str, dataset: str 
     scores = np.array([0.0 if r.error else r.score for r in records])
     labels = np.array([r.faithful for r in records])
     target.fit(scores, labels)
-    return FittedThreshold(
-        threshold=float(target.threshold_), kind=target.kind,
-        target=float({"value": target.value, "precision": target.precision,
-                      "action_rate": target.action_rate}[target.kind]),
-        model=model, method=method, dataset=dataset or "*", n_fit=len(records),
-        valid=bool(getattr(target, "valid_", True)),
-        delta=target.delta if target.kind == "precision" else None,
-        fit_action_rate=float(target.fit_action_rate_) if hasattr(target, "fit_action_rate_") else None)
+    return FittedThreshold.from_controller(target, model=model, method=method, dataset=dataset or "*",
+                                           n_fit=len(records))

@@ -8,8 +8,9 @@ denominator, with the score 0 and the labels their record holds):
   A fixed value is applied directly. A fitted target (target precision, action rate) is
   cross-fitted (`verirag.calibration.cross_fit_target`, 5 group-aware folds): each example's
   decision uses a threshold fitted on the other folds only, so the threshold is never fitted on
-  the rows it is scored on. `threshold` then reports the fit on all rows (what one would deploy);
-  the scored decisions did not use it.
+  the rows it is scored on. `threshold` then reports the fit on all rows (what one would deploy;
+  NaN, with a note, when the target cannot be certified on them: every answer acts); the scored
+  decisions did not use it.
 - best F1 (max over thresholds; a hard-label method has one decision, its F1) and PR-AUC
   (step-wise area; hard-label methods: precision x recall, as in `metrics.awf.pr_auc`).
 - accuracy = mean(correct); abstention rate = mean(abstained); error rate = mean(error is set);
@@ -189,6 +190,9 @@ def _decisions(target: ThresholdTarget, a: dict[str, np.ndarray], seed: int) -> 
     except ValueError as e:  # fewer than 2 groups: nothing to cross-fit on
         return np.zeros(len(s), dtype=bool), float("nan"), [f"no cross-fitted threshold ({e})"]
     full = copy.deepcopy(target).fit(s, V)
+    if full.threshold_ is None:  # not certified on all rows: no threshold, every answer acts
+        return v, float("nan"), [f"{threshold_rule(target)} not certified on the {len(s)} rows: "
+                                 "every answer acts"]
     return v, float(full.threshold_), []
 
 

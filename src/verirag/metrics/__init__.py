@@ -7,7 +7,8 @@
 - `awf`: AwF precision / recall / F1, curves, best F1, PR-AUC, QPP variants.
 - `calibration`: ECE, Brier, NLL, AUROC, reliability diagrams, %NA.
 - `stats`: bootstrap intervals, Spearman / Kendall tau-b, metric-human correlation tables,
-  conformal quantile, precision-guarantee threshold (Learn then Test).
+  conformal quantile. (The precision-guarantee threshold, Learn then Test, lives in
+  `verirag.calibration.ltt`: metrics depend on nothing of ours.)
 - `judges`: LLM judges of correctness and faithfulness (need an LLM; prompts in data files).
 
 Each function states its formula in its docstring.
@@ -32,8 +33,8 @@ from verirag.metrics.qa import (
     token_metrics_batch, token_precision, token_precision_batch, token_recall, token_recall_batch,
 )
 from verirag.metrics.stats import (
-    BootstrapResult, CorrelationTable, PrecisionThreshold, bootstrap_ci, conformal_quantile,
-    kendall_tau_b, metric_human_correlation, precision_guarantee_threshold, rankdata, spearman,
+    BootstrapResult, CorrelationTable, bootstrap_ci, conformal_quantile, kendall_tau_b,
+    metric_human_correlation, rankdata, spearman,
 )
 
 __all__ = [n for n in dir() if not n.startswith("_")]
