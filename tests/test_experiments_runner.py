@@ -9,6 +9,7 @@ from verirag.errors import InputError
 from verirag.experiments.config import parse_config
 from verirag.experiments.ground_truth import GroundTruth, answerable
 from verirag.experiments.records import ResultRecord, ResultStore
+from verirag.llm.wrapper import LLMWrapper
 from verirag.types import Example, Passage
 
 # Our own fixture: three questions about a made-up village, one whose passages do not answer it.
@@ -104,13 +105,12 @@ def test_store_survives_a_truncated_last_line(tmp_path):
 
 
 # --------------------------------------------------------------------------- running, with SmolLM2
-class CountingLLM:
+class CountingLLM(LLMWrapper):
     """Counts the requests that reach the real backend (below the request cache)."""
 
     def __init__(self, inner, interrupt_after: int | None = None):
-        self.inner, self.calls, self.interrupt_after = inner, 0, interrupt_after
-        for a in ("backend", "model_id", "fingerprint", "capabilities", "context_window"):
-            setattr(self, a, getattr(inner, a))
+        super().__init__(inner)
+        self.calls, self.interrupt_after = 0, interrupt_after
 
     def _count(self):
         self.calls += 1
@@ -128,12 +128,6 @@ class CountingLLM:
     def next_token_logprobs(self, *a, **k):
         self._count()
         return self.inner.next_token_logprobs(*a, **k)
-
-    def count_tokens(self, text):
-        return self.inner.count_tokens(text)
-
-    def require(self, *caps):
-        return self.inner.require(*caps)
 
     def describe(self):
         return self.inner.describe()
@@ -234,7 +228,17 @@ def test_a_directory_of_another_setup_is_refused(fixture_file, tmp_path):
     prepare_dir(config(fixture_file), run)
     (run / "results.jsonl").write_text("")
     with pytest.raises(InputError, match="different set-up"):
-        prepare_dir(config(fixture_file, generation={"max_tokens": 99}), run)
+        prepare_dir(config(fixture_file, generation={"n_ctx": 1024}), run)
+
+
+def test_changed_method_options_give_new_record_keys(fixture_file):
+    # options are part of each record's identity: a resumed run with other options recomputes
+    from verirag.experiments.runner import load_examples, plan
+    a, b = config(fixture_file), config(fixture_file, generation={"max_tokens": 99})
+    ua, ub = (plan(c, load_examples(c, None))[0] for c in (a, b))
+    ex = ua.examples[0]
+    assert {ua.key(m, ex) for m in ua.methods}.isdisjoint({ub.key(m, ex) for m in ub.methods})
+    assert [m.label for m in ua.methods] == [m.label for m in ub.methods]
 
 
 @pytest.mark.slow
@@ -302,6 +306,8 @@ def test_http_models_run_examples_concurrently_with_per_record_usage(fixture_fil
     assert out.written == len(recs) == 6 and endpoint.max_in_flight > 1
     by = {(r.example_id, r.method): r for r in recs}
     for q in ("q1", "q2", "q3"):
-        # the generation is paid by the first method only, in every thread
+        # each record carries the generation it used; the run paid it once, in every thread
+        kp = by[(q, "vanilla+k_precision")]
         assert (by[(q, "vanilla")].calls, by[(q, "vanilla")].prompt_tokens) == (1, 10)
-        assert by[(q, "vanilla+k_precision")].calls == 0
+        assert (kp.calls, kp.prompt_tokens, kp.details["shared"]["calls"]) == (1, 10, 1)
+        assert by[(q, "vanilla")].spent["calls"] + kp.spent["calls"] == 1

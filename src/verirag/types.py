@@ -154,6 +154,7 @@ class AskResult:
     method: str
     judge: str
     timings: dict[str, float]
+    usage: dict[str, Any] = field(default_factory=dict)  # calls, cache hits, tokens of this answer
     error: str | None = None
 
     def to_dict(self) -> dict[str, Any]:

@@ -16,9 +16,11 @@ from verirag.awf.entailment.base import EntailmentModel
 from verirag.awf.methods.base import AwFMethod
 from verirag.awf.policies import ANSWERED, FALLBACKS, make_policy
 from verirag.awf.registry import create
+from verirag.awf.spec import accepted_options
 from verirag.awf.trace import Trace
 from verirag.errors import InputError
 from verirag.llm.factory import load_llm
+from verirag.llm.metered import MeteredLLM
 from verirag.types import AskResult, Evidence, Passage, ScoredPassage
 
 
@@ -27,14 +29,15 @@ class PipelineConfig:
     """Everything that defines a pipeline.
 
     `method` is any AwF method name (`verirag.awf.compose.method_names()`): "vanilla+nli" (the
-    default), "instructrag+pre_answering", "intrinsic", ... `judge` is the entailment backend of
-    the nli predictor: "llm" (the LLM yes/no judge; "same" is an alias) or "hf:MODEL" for an HF
-    NLI model; `judge_model` (default `model`) runs the LLM judges. `fallback` acts below the
+    default), "instructrag+pre_answering", "intrinsic", ... `judge` is the entailment model of
+    predictors that use one (nli): None (default) or "llm" for the LLM yes/no judge ("same" is an
+    alias), or "hf:MODEL" for an HF NLI model; set for a method without an entailment model, it is
+    an InputError. `judge_model` (default `model`) runs the LLM judges. `fallback` acts below the
     threshold: abstain, no-rag, or escalate (to `escalate_model`)."""
 
     model: str = "qwen2.5-1.5b"
     method: str = "vanilla+nli"
-    judge: str = "llm"
+    judge: str | None = None
     judge_model: str | None = None
     escalate_model: str | None = None
     retrieval: str = "hybrid"
@@ -113,32 +116,39 @@ class Pipeline:
         return self._index
 
     # ---- components (loaded lazily, once) -------------------------------------------------
+    def _load(self, spec: str):
+        """A model, metered: what each answer costs is counted (AskResult.usage)."""
+        return MeteredLLM(load_llm(spec, n_ctx=self.config.n_ctx))
+
     @property
     def llm(self):
-        return load_llm(self.config.model, n_ctx=self.config.n_ctx)
+        return self._load(self.config.model)
 
     @property
     def method(self) -> AwFMethod:
         if self._method is None:
-            judge_llm = load_llm(self.config.judge_model, n_ctx=self.config.n_ctx) if self.config.judge_model else None
-            predictor_kw = {"entailment": self._entailment()} if self.config.method.endswith("+nli") else None
+            judge_llm = self._load(self.config.judge_model) if self.config.judge_model else None
+            options = {}
+            if "max_tokens" in accepted_options(self.config.method):
+                options["max_tokens"] = self.config.max_answer_tokens
             self._method = build_method(self.config.method, self.llm, judge_llm=judge_llm,
-                                        predictor_kw=predictor_kw, max_tokens=self.config.max_answer_tokens)
+                                        entailment=self._entailment(), **options)
         return self._method
 
     def policy(self, fallback: str):
         if fallback not in self._policies:
-            escalate = (load_llm(self.config.escalate_model, n_ctx=self.config.n_ctx)
-                        if fallback == "escalate" else None)
+            escalate = self._load(self.config.escalate_model) if fallback == "escalate" else None
             self._policies[fallback] = make_policy(fallback, self.llm, escalate_llm=escalate,
                                                    max_tokens=self.config.max_answer_tokens)
         return self._policies[fallback]
 
-    def _entailment(self) -> EntailmentModel:
+    def _entailment(self) -> EntailmentModel | None:
+        """The entailment model the user chose (None: the method's default LLM judge)."""
         judge = self.config.judge
+        if judge is None:
+            return None
         if judge in ("llm", "same"):
-            llm = load_llm(self.config.judge_model or self.config.model, n_ctx=self.config.n_ctx)
-            return create("entailment", "llm", llm)
+            return create("entailment", "llm", self._load(self.config.judge_model or self.config.model))
         if judge.startswith("hf:"):
             return create("entailment", "hf_nli", judge[3:])
         raise InputError(f"unknown judge {judge!r}: use 'llm' or 'hf:MODEL_ID_OR_PATH'")
@@ -164,28 +174,22 @@ class Pipeline:
         timings["retrieve"] = time.perf_counter() - t0
         trace = Trace(question, [h.passage for h in hits])
 
-        # A composed method's answer is generated first (timed as generation; the method then
-        # finds it in the trace); a unified method's single call counts as generation.
+        # The generator's quantity is timed as generation, the rest of the method as verification;
+        # a unified method's single call counts as generation.
         method = self.method
         t = time.perf_counter()
-        if isinstance(method, ComposedMethod):
-            try:
-                trace.answer(method.generator)
-            except Exception:  # noqa: BLE001 - method.run below records the failure
-                pass
-            timings["generate"] = time.perf_counter() - t
+        with trace.attribute() as used:
+            out = method.run(trace)
+            elapsed = time.perf_counter() - t
+            generated = (used.seconds(f"generator:{method.generator.registry_name}")
+                         if isinstance(method, ComposedMethod) else elapsed)
+            timings["generate"], timings["verify"] = generated, max(0.0, elapsed - generated)
             t = time.perf_counter()
-            out = method.run(trace)
-            timings["verify"] = time.perf_counter() - t
-        else:
-            out = method.run(trace)
-            timings["generate"], timings["verify"] = time.perf_counter() - t, 0.0
-
-        t = time.perf_counter()
-        decision = self.policy(fallback).apply(trace, out, threshold)
+            decision = self.policy(fallback).apply(trace, out, threshold)
         if decision.action != ANSWERED and fallback != "abstain":
             timings["fallback"] = time.perf_counter() - t
         timings["total"] = time.perf_counter() - t0
+        usage = used.cost.to_dict()
 
         error = "; ".join(e for e in (out.error, decision.details.get("error")) if e) or None
         per = out.details.get("per_passage") or [None] * len(hits)
@@ -200,7 +204,7 @@ class Pipeline:
             evidence=evidence, supporting_passage=evidence[best] if best is not None else None,
             retrieved_answer=out.answer, model=self.llm.model_id, method=method.registry_name,
             judge=getattr(getattr(method, "predictor", None), "name", "") or method.registry_name,
-            timings={k: round(v, 4) for k, v in timings.items()}, error=error)
+            timings={k: round(v, 4) for k, v in timings.items()}, usage=usage, error=error)
 
     def describe(self) -> dict:
         return asdict(self.config)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from verirag.calibration.thresholds import ThresholdTarget  # re-exported: policies take one
+from verirag.errors import InputError, VeriragError
 
 ANSWERED = "answered"
 ABSTAINED = "abstained"
@@ -95,7 +96,7 @@ class _ReanswerPolicy:
         try:
             second = self._second(trace)
             err, text = second.error, second.text
-        except Exception as e:  # recorded: the user sees an abstention and why
+        except VeriragError as e:  # recorded: the user sees an abstention and why
             err, text = f"{type(e).__name__}: {e}", ""
         d["second_answer"] = text
         if err or not text.strip():
@@ -106,8 +107,8 @@ class _ReanswerPolicy:
 
 class NoRagFallbackPolicy(_ReanswerPolicy):
     """Below the threshold, answer again without the passages with the same LLM (AwF 6.1).
-    The no-context answer is memoised in the trace ("answer:no_context"), so a method that already
-    produced it (e.g. dual generation) is not asked twice."""
+    The no-context answer is memoised in the trace, so a method that already produced it with the
+    same model and options is not asked again."""
 
     name = "no_rag_fallback"
     action = FALLBACK
@@ -122,8 +123,8 @@ class NoRagFallbackPolicy(_ReanswerPolicy):
 
 class EscalatePolicy(_ReanswerPolicy):
     """Below the threshold, answer again with a second, larger model on any backend (AwF 6.2),
-    with the passages, using `generator_name`. Memoised in the trace under a key naming that model,
-    so it never collides with the small model's answer."""
+    with the passages, using `generator_name`. Its trace key names that model, so it never
+    collides with the small model's answer."""
 
     name = "escalate"
     action = ESCALATED
@@ -132,10 +133,9 @@ class EscalatePolicy(_ReanswerPolicy):
         from verirag.awf.registry import create
         self.llm = larger_llm
         self.generator = create("generator", generator_name, larger_llm, **generator_kw)
-        self.key = f"escalate:{generator_name}:{larger_llm.fingerprint or larger_llm.model_id}"
 
     def _second(self, trace):
-        return trace.get(self.key, lambda: self.generator.answer(trace.question, trace.passages))
+        return trace.answer(self.generator)
 
 
 def make_policy(fallback: str, llm, *, escalate_llm=None, max_tokens: int = 96):
@@ -146,6 +146,6 @@ def make_policy(fallback: str, llm, *, escalate_llm=None, max_tokens: int = 96):
         return NoRagFallbackPolicy(llm, max_tokens=max_tokens)
     if fallback == "escalate":
         if escalate_llm is None:
-            raise ValueError("the escalate fallback needs a second model (escalate_model)")
+            raise InputError("the escalate fallback needs a second model (escalate_model)")
         return EscalatePolicy(escalate_llm, max_tokens=max_tokens)
-    raise ValueError(f"unknown fallback {fallback!r}; choose one of {', '.join(FALLBACKS)}")
+    raise InputError(f"unknown fallback {fallback!r}; choose one of {', '.join(FALLBACKS)}")

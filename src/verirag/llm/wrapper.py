@@ -26,6 +26,9 @@ class LLMWrapper(LLM):
             raise AttributeError(name)
         return getattr(self.inner, name)
 
+    def require(self, *capabilities: str) -> None:
+        LLM.require(self, *capabilities)  # against this wrapper's capabilities, which may be fewer
+
     @property
     def innermost(self) -> LLM:
         llm = self.inner
@@ -43,7 +46,14 @@ def _forwarder(name: str):
 
 
 def _attribute(name: str) -> property:
-    return property(lambda self: getattr(self.inner, name), doc=f"The wrapped LLM's `{name}`.")
+    """The wrapped LLM's attribute, unless set on the wrapper (e.g. to expose fewer capabilities)."""
+    def get(self):
+        own = self.__dict__.get("_own", {})
+        return own[name] if name in own else getattr(self.inner, name)
+
+    def set_(self, value):
+        self.__dict__.setdefault("_own", {})[name] = value
+    return property(get, set_, doc=f"The wrapped LLM's `{name}`, unless set on this wrapper.")
 
 
 def interface_members() -> list[str]:
@@ -52,7 +62,8 @@ def interface_members() -> list[str]:
 
 
 for _name in interface_members():
-    setattr(LLMWrapper, _name, _forwarder(_name))
+    if _name not in vars(LLMWrapper):
+        setattr(LLMWrapper, _name, _forwarder(_name))
 for _name in _ATTRIBUTES:
     setattr(LLMWrapper, _name, _attribute(_name))
 LLMWrapper.__abstractmethods__ = frozenset()
