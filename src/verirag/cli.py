@@ -99,7 +99,8 @@ def ask(question: str = typer.Argument(..., help="The question."),
         json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),
         preset: str = typer.Option("local", help=PRESET_HELP),
         model: Optional[str] = typer.Option(None, help=MODEL_HELP),
-        judge: Optional[str] = typer.Option(None, help="Entailment judge: llm (default) or hf:NLI_MODEL."),
+        judge: Optional[str] = typer.Option(None, help="Entailment model of methods that use one (+nli): llm (default) or "
+                                            "hf:NLI_MODEL; an error for methods without one."),
         judge_model: Optional[str] = typer.Option(None, help="Model of the LLM judge (default: --model)."),
         threshold: Optional[str] = typer.Option(None, help="Verdict threshold on the score (default 0.5), or a "
                                                 "threshold file written by `verirag calibrate`."),
@@ -197,7 +198,7 @@ def demo(preset: str = typer.Option("local", help=PRESET_HELP),
     with err.status("indexing the demo corpus…"):
         p.index(demo_data.corpus_path())
     err.print(f"[dim]corpus: {demo_data.corpus_path()}  model: {p.config.model}  "
-              f"judge: {p.config.judge}  threshold: {p.config.threshold}[/dim]")
+              f"judge: {p.config.judge or 'llm'}  threshold: {p.config.threshold}[/dim]")
     results = []
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                   TimeElapsedColumn(), console=err, transient=True) as bar:
