@@ -14,6 +14,7 @@ from verirag.experiments import plots
 from verirag.experiments.records import ResultRecord, ResultStore
 from verirag.experiments.report import build_report
 from verirag.metrics.awf import awf_curve
+from verirag.metrics import stats
 
 PNG = b"\x89PNG\r\n\x1a\n"
 SMALL, LARGE = "tiny-0.5b", "big_1.5b"
@@ -206,3 +207,39 @@ def test_figures_are_png_and_never_import_pyplot():
         "assert 'matplotlib.pyplot' not in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+# --------------------------------------------------------------------------- shared resamples
+def test_resample_indices_do_not_depend_on_chunking():
+    rows = [np.concatenate(list(stats.resample_indices(37, 300, 4, chunk_rows=c))) for c in (None, 1, 7, 300)]
+    for r in rows[1:]:
+        np.testing.assert_array_equal(r, rows[0])
+    assert rows[0].shape == (300, 37) and rows[0].min() >= 0 and rows[0].max() < 37
+    # the first k resamples of a seed are the k resamples of that seed (figures draw fewer)
+    np.testing.assert_array_equal(next(stats.resample_indices(37, 120, 4)), rows[0][:120])
+    assert not np.array_equal(next(stats.resample_indices(37, 300, 5)), rows[0])
+
+
+def test_figure_bands_use_the_summary_intervals_resamples(tmp_path, monkeypatch):
+    """build_report: every band / error bar of the PR figures resamples exactly the examples that
+    the summary's intervals of its cell resample (same run settings -> same index sets)."""
+    real, drawn = stats.resample_indices, []
+
+    def recording(n, n_resamples, seed=0, **kw):
+        f = sys._getframe(1)
+        while f.f_globals["__name__"] == stats.__name__:  # the caller outside metrics.stats
+            f = f.f_back
+        rows = np.concatenate(list(real(n, n_resamples, seed, **kw)))
+        drawn.append((f.f_globals["__name__"], f.f_code.co_name, rows))
+        return iter([rows])
+
+    monkeypatch.setattr(stats, "resample_indices", recording)
+    monkeypatch.setattr(plots, "resample_indices", recording)
+    write_run(tmp_path, make_records(n=30, datasets=("nq",)))
+    build_report(tmp_path)
+    summary = {rows.shape[1]: rows for mod, _, rows in drawn if mod == "verirag.experiments.summary"}
+    figure = [(fn, rows) for mod, fn, rows in drawn if mod == "verirag.experiments.plots"]
+    assert summary and {fn for fn, _ in figure} == {"pr_band", "point_interval"}
+    for _, rows in figure:
+        assert rows.shape == (RUN["bootstrap"]["n_resamples"], 30)
+        np.testing.assert_array_equal(rows, summary[rows.shape[1]])

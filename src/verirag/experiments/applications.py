@@ -75,13 +75,6 @@ def pair_records(left: list[ResultRecord], right: list[ResultRecord],
                    unpaired_left=sorted(a.keys() - b.keys()), unpaired_right=sorted(b.keys() - a.keys()))
 
 
-def _mean(x, *, indices):
-    return np.asarray(x, dtype=np.float64)[indices].mean(axis=1)
-
-
-_mean.vectorized = "indices"  # type: ignore[attr-defined]
-
-
 def _jsonable(x: Any) -> Any:
     if isinstance(x, np.ndarray):
         return [_jsonable(v) for v in x.tolist()]
@@ -187,8 +180,8 @@ def no_rag_fallback(rag_records: list[ResultRecord], norag_records: list[ResultR
         final = np.where(cv.kept, cr, cn)
         diff = final - cr                       # per-example gain over RAG-only
         cv_acc, cv_rate, cv_t, n_folds = cv.gain, 1.0 - cv.kept_rate, cv.fold_thresholds, len(cv.folds)
-        r = bootstrap_ci(_mean, diff, n_resamples=n_resamples, confidence=confidence, seed=seed,
-                         vectorized="indices")
+        r = bootstrap_ci(lambda d: d.mean(axis=-1), diff, n_resamples=n_resamples,
+                         confidence=confidence, seed=seed, vectorized=True)
         gain, g_lo, g_hi = r.estimate, r.low, r.high
         g_ans = float(diff[ans].mean()) if ans.any() else math.nan
         g_un = float(diff[~ans].mean()) if (~ans).any() else math.nan

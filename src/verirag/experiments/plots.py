@@ -13,6 +13,8 @@ Bands (`pr_band`): for each bootstrap resample b, its step-wise curve gives the 
 recall level r as P_b at the first (highest) threshold whose recall reaches r (the same steps
 PR-AUC sums); the band is the (1-c)/2 and (1+c)/2 percentiles over resamples, drawn where at least
 half of the resamples reach that recall (AwF recall tops out at Faithful / Answerable < 1).
+Bands and error bars resample with `verirag.metrics.stats` (`resample_indices`): with the run's
+seed they use the very resamples of the summary's intervals (the first `n_resamples` of them).
 """
 from __future__ import annotations
 
@@ -23,14 +25,14 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from verirag.metrics.awf import awf_curve, awf_scores
+from verirag.metrics.awf import awf_counts, awf_curve, awf_curve_counts, awf_scores
 from verirag.metrics.calibration import reliability_diagram
+from verirag.metrics.stats import bootstrap_intervals, percentile_interval, resample_indices
 
 __all__ = ["DPI", "method_colors", "pr_band", "point_interval", "awf_pr_figure", "fallback_figure",
            "switch_figure", "reliability_figure", "to_png"]
 
 DPI = 110
-_CHUNK = 250  # resamples per batch: bounds the (B, groups) count arrays
 # fixed margins rather than tight_layout, which measures every text artist (a third of the time)
 _ONE_PANEL = {"left": 0.11, "right": 0.97, "bottom": 0.12, "top": 0.92}
 
@@ -52,52 +54,31 @@ def to_png(fig: Figure) -> bytes:
 
 
 # --------------------------------------------------------------------------- bootstrap curve data
-def _draws(n: int, n_resamples: int, seed: int):
-    rng = np.random.default_rng(seed)
-    for start in range(0, n_resamples, _CHUNK):
-        yield rng.integers(0, n, size=(min(_CHUNK, n_resamples - start), n))
-
-
 def pr_band(scores, V, answerable, *, recall_grid=None, n_resamples: int = 1000,
             confidence: float = 0.95, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(recall grid, low, high): percentile band of the precision at each recall level (module doc).
 
-    NaN where fewer than half of the resamples reach that recall. Per batch of resamples the
-    examples' draw counts per tie group come from one bincount (the examples are sorted once)."""
+    NaN where fewer than half of the resamples reach that recall. Each chunk of resamples is
+    counted by `awf_curve_counts` (the examples are sorted once)."""
     s = np.asarray(scores, dtype=np.float64)
     V = np.asarray(V, dtype=np.int64)
     A = np.asarray(answerable, dtype=np.int64) | V
     grid = np.linspace(0.01, 1.0, 100) if recall_grid is None else np.asarray(recall_grid, dtype=np.float64)
-    order = np.argsort(-s, kind="stable")
-    ss = s[order]
-    start = np.r_[True, ss[1:] != ss[:-1]]
-    group = np.empty(len(s), dtype=np.int64)
-    group[order] = np.cumsum(start) - 1
-    G = int(start.sum())
-    key = group * 2 + V
-    prec_at = []
-    for idx in _draws(len(s), n_resamples, seed):
-        b = idx.shape[0]
-        flat = (key[idx] + (np.arange(b) * 2 * G)[:, None]).ravel()
-        c = np.bincount(flat, minlength=b * 2 * G).reshape(b, G, 2)
-        tp = np.cumsum(c[:, :, 1], axis=1)
-        pp = tp + np.cumsum(c[:, :, 0], axis=1)
-        na = A[idx].sum(axis=1)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            rec = np.where(na[:, None] > 0, tp / np.maximum(na, 1)[:, None], -1.0)
-            prec = np.where(pp > 0, tp / np.maximum(pp, 1), 1.0)
+
+    def precision_at(ix: np.ndarray) -> np.ndarray:
+        _, c = awf_curve_counts(s, V, A, indices=ix)
+        b, G = c.true_pos.shape
+        rec = np.where(c.answerable > 0, c.recall(), -1.0)  # nothing answerable: no level reached
         # first group whose recall reaches r, per row: one searchsorted over rows offset by 3
         off = (np.arange(b) * 3.0)[:, None]
         pos = np.searchsorted((rec + off).ravel(), (grid[None, :] + off).ravel(), side="left")
         k = pos.reshape(b, len(grid)) - (np.arange(b) * G)[:, None]
-        ok = k < G
-        prec_at.append(np.where(ok, np.take_along_axis(prec, np.minimum(k, G - 1), axis=1), np.nan))
-    P = np.concatenate(prec_at)
-    alpha = 1 - confidence
+        prec = np.take_along_axis(c.precision(), np.minimum(k, G - 1), axis=1)
+        return np.where(k < G, prec, np.nan)
+
+    P = np.concatenate([precision_at(ix) for ix in resample_indices(len(s), n_resamples, seed)])
     enough = np.mean(~np.isnan(P), axis=0) >= 0.5
-    with np.errstate(invalid="ignore"):
-        lo = np.where(enough, np.nanquantile(np.where(enough, P, 0.0), alpha / 2, axis=0), np.nan)
-        hi = np.where(enough, np.nanquantile(np.where(enough, P, 0.0), 1 - alpha / 2, axis=0), np.nan)
+    lo, hi = percentile_interval(np.where(enough, P, np.nan), confidence)
     return grid, lo, hi
 
 
@@ -105,18 +86,15 @@ def point_interval(v, V, answerable, *, n_resamples: int = 1000, confidence: flo
                    seed: int = 0) -> tuple[tuple[float, float], tuple[float, float]]:
     """Percentile intervals ((p_low, p_high), (r_low, r_high)) of the AwF precision and recall
     of hard decisions v (precision 1 when nothing is answered, recall 1 when nothing is answerable)."""
-    v = np.asarray(v, dtype=np.int64)
     V = np.asarray(V, dtype=np.int64)
     A = np.asarray(answerable, dtype=np.int64) | V
-    P, R = [], []
-    for idx in _draws(len(v), n_resamples, seed):
-        tp, pp, na = (v * V)[idx].sum(1), v[idx].sum(1), A[idx].sum(1)
-        P.append(np.where(pp > 0, tp / np.maximum(pp, 1), 1.0))
-        R.append(np.where(na > 0, tp / np.maximum(na, 1), 1.0))
-    q = [(1 - confidence) / 2, (1 + confidence) / 2]
-    p_lo, p_hi = np.quantile(np.concatenate(P), q)
-    r_lo, r_hi = np.quantile(np.concatenate(R), q)
-    return (float(p_lo), float(p_hi)), (float(r_lo), float(r_hi))
+
+    def rates(ix: np.ndarray) -> dict[str, np.ndarray]:
+        c = awf_counts(v, V, A, indices=ix)
+        return {"precision": c.precision(), "recall": c.recall()}
+
+    r = bootstrap_intervals(rates, len(V), n_resamples=n_resamples, confidence=confidence, seed=seed)
+    return (r["precision"].low, r["precision"].high), (r["recall"].low, r["recall"].high)
 
 
 # --------------------------------------------------------------------------- figures

@@ -17,7 +17,8 @@ denominator, with the score 0 and the labels their record holds):
   seconds, calls and tokens (prompt + completion) per question = their means.
 
 Every metric has a percentile bootstrap interval (`<name>_low`, `<name>_high`; resampling
-examples, run.json "bootstrap"; one set of resamples per row, shared by its metrics). The
+examples, run.json "bootstrap"; one set of resamples per row, shared by its metrics and drawn by
+`verirag.metrics.stats.resample_indices`, as the report figures' bands are). The
 decisions at a cross-fitted threshold are held fixed while resampling, so those intervals leave
 out the threshold's own variability. A resample where a statistic is undefined (e.g. PR-AUC with
 nothing answerable) is left out; if all are, the bounds are NaN. Caveats of a row (tiny n,
@@ -37,11 +38,12 @@ import numpy as np
 
 from verirag.calibration import ThresholdTarget, cross_fit_target
 from verirag.experiments.records import ResultRecord
-from verirag.metrics.awf import awf_scores, best_f1, best_f1_statistic, pr_auc_statistic
-from verirag.metrics.stats import resample_weights
+from verirag.metrics.awf import (awf_counts, awf_scores, best_f1, best_f1_statistic, f1_statistic,
+                                 hard_pr_auc_statistic, pr_auc_statistic)
+from verirag.metrics.stats import bootstrap_intervals
 
 __all__ = ["summarize", "summarize_cell", "write_summary", "group_records", "record_arrays",
-           "threshold_target", "bootstrap_settings", "threshold_rule", "shared_bootstrap", "CI_METRICS",
+           "threshold_target", "bootstrap_settings", "threshold_rule", "CI_METRICS",
            "SUMMARY_FILES"]
 
 SUMMARY_FILES = ("summary.csv", "summary.json")
@@ -111,68 +113,23 @@ def record_arrays(recs: list[ResultRecord]) -> dict[str, np.ndarray]:
 
 
 # --------------------------------------------------------------------------- bootstrap
-def _div(num, den):
-    # 1 when the denominator is 0: the empty-denominator convention of metrics.awf
-    return np.where(den > 0, num / np.where(den > 0, den, 1.0), 1.0)
+def _cell_statistic(a: dict[str, np.ndarray], v: np.ndarray, hard: bool):
+    """indices (B, n) -> {metric: B values} for every CI_METRICS entry (B = 1 with the sample's
+    own indices gives the estimates). v: decisions at the threshold; a hard method's best F1 and
+    PR-AUC are the F1 and precision x recall of its label, a soft method's come from its curve."""
+    s, V, A, C = a["score"], a["faithful"], a["answerable"], a["correct"]
+    if hard:  # hard labels are 0 / 1
+        x, best, area = (s >= 0.5).astype(np.int64), f1_statistic, hard_pr_auc_statistic
+    else:
+        x, best, area = s, best_f1_statistic, pr_auc_statistic
 
-
-# Statistics of column sums S over a resample (v: decisions at the threshold, h: a hard method's
-# label, V faithful, A answerable, C correct). F1 = 2PR / (P + R) = 2 TP / (PP + NA), which is
-# also 1 when PP + NA = 0 (P = R = 1 by convention); a hard method's PR-AUC is P x R.
-_AT_THRESHOLD = {
-    "awf_precision": lambda S: _div(S["vV"], S["v"]),
-    "awf_recall": lambda S: _div(S["vV"], S["A"]),
-    "awf_f1": lambda S: _div(2 * S["vV"], S["v"] + S["A"]),
-    "qpp_precision": lambda S: _div(S["vA"], S["v"]),
-    "qpp_recall": lambda S: _div(S["vA"], S["A"]),
-    "accuracy": lambda S: S["C"] / S["one"],
-}
-_HARD = {
-    "best_f1": lambda S: _div(2 * S["hV"], S["h"] + S["A"]),
-    "pr_auc": lambda S: np.where(S["A"] > 0, _div(S["hV"], S["h"]) * _div(S["hV"], S["A"]), np.nan),
-}
-
-
-def shared_bootstrap(n: int, cols: Mapping[str, np.ndarray], sum_stats: Mapping[str, Any],
-                     curve_stats: Mapping[str, tuple], *, n_resamples: int = 1000,
-                     confidence: float = 0.95, seed: int = 0) -> dict[str, tuple[float, float, float, int]]:
-    """{name: (estimate, low, high, n_invalid)} for several statistics on ONE set of resamples.
-
-    The protocol of `verirag.metrics.stats.bootstrap_ci`, with the same draws for the same seed
-    (so each interval equals bootstrap_ci's), drawn once for all statistics: the intervals of
-    one row are coherent and the draws are paid once. `sum_stats` {name: f(S)} are functions of
-    the resampled column sums S[k] = sum_i W[b, i] cols[k][i] (W = draw counts; one matrix
-    product for all columns); `curve_stats` {name: (statistic, arrays)} are "indices"-vectorised
-    statistics such as AwFStatistic("best_f1").
-    """
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, n, size=(n_resamples, n), dtype=np.int64 if n >= 2**31 else np.int32)
-    names = list(cols)
-    M = np.stack([np.asarray(cols[k], dtype=np.float64) for k in names], axis=1)
-
-    def evaluate(ix: np.ndarray, W: np.ndarray) -> dict[str, np.ndarray]:
-        S = dict(zip(names, (W @ M).T))
-        with np.errstate(invalid="ignore", divide="ignore"):
-            out = {name: np.asarray(f(S), dtype=np.float64) for name, f in sum_stats.items()}
-        for name, (stat, arrays) in curve_stats.items():
-            out[name] = np.asarray(stat(*arrays, indices=ix), dtype=np.float64).ravel()
-        return out
-
-    est = {k: float(v[0]) for k, v in evaluate(np.arange(n)[None], np.ones((1, n))).items()}
-    dist: dict[str, list[np.ndarray]] = {k: [] for k in est}
-    step = max(1, 2_000_000 // max(n, 1))  # bounds the (step, n) weight matrix
-    for s0 in range(0, n_resamples, step):
-        ix = idx[s0:s0 + step]
-        for k, v in evaluate(ix, resample_weights(ix, n).astype(np.float64)).items():
-            dist[k].append(v)
-    alpha = 1.0 - confidence
-    out = {}
-    for k, parts in dist.items():
-        d = np.concatenate(parts)
-        valid = d[~np.isnan(d)]
-        low, high = np.quantile(valid, [alpha / 2, 1 - alpha / 2]) if valid.size else (np.nan, np.nan)
-        out[k] = (est[k], float(low), float(high), int(d.size - valid.size))
-    return out
+    def statistic(ix: np.ndarray) -> dict[str, np.ndarray]:
+        awf, qpp = awf_counts(v, V, A, indices=ix), awf_counts(v, A, A, indices=ix)
+        return {"awf_precision": awf.precision(), "awf_recall": awf.recall(), "awf_f1": awf.f1(),
+                "best_f1": best(x, V, A, indices=ix), "pr_auc": area(x, V, A, indices=ix),
+                "qpp_precision": qpp.precision(), "qpp_recall": qpp.recall(),
+                "accuracy": C[ix].mean(axis=1)}
+    return statistic
 
 
 # --------------------------------------------------------------------------- one row
@@ -202,30 +159,22 @@ def summarize_cell(recs: list[ResultRecord], target: ThresholdTarget,
     r0 = recs[0]
     a = record_arrays(recs)
     n, hard = len(recs), _is_hard(recs)
-    s, V, A, C = a["score"], a["faithful"], a["answerable"], a["correct"]
+    s, V, A = a["score"], a["faithful"], a["answerable"]
     v, thr, notes = _decisions(target, a, boot["seed"])
-    vi = v.astype(np.int64)
     row: dict[str, Any] = {
         "dataset": r0.dataset, "model": r0.model, "method": r0.method, "hard": hard, "n": n,
         "n_errors": int(a["error"].sum()), "n_answerable": int(A.sum()), "n_faithful": int(V.sum()),
         "threshold_rule": threshold_rule(target), "threshold": thr,
         "threshold_cross_fitted": target.kind != "value", "answer_rate": float(v.mean()),
     }
-    h = (s >= 0.5).astype(np.int64) if hard else np.zeros(n, dtype=np.int64)  # hard labels are 0 / 1
-    cols = {"vV": vi * V, "v": vi, "A": A, "vA": vi * A, "C": C, "one": np.ones(n), "hV": h * V, "h": h}
-    if hard:  # every statistic is a function of counts
-        sums, curves = {**_AT_THRESHOLD, **_HARD}, {}
-    else:     # best F1 and PR-AUC need each resample's curve
-        sums, curves = _AT_THRESHOLD, {"best_f1": (best_f1_statistic, (s, V, A)),
-                                       "pr_auc": (pr_auc_statistic, (s, V, A))}
-    res = shared_bootstrap(n, cols, sums, curves, **boot)
+    res = bootstrap_intervals(_cell_statistic(a, v, hard), n, **boot)
     for name in CI_METRICS:
-        est, low, high, bad = res[name]
-        row[name], row[f"{name}_low"], row[f"{name}_high"] = est, low, high
-        if bad:
-            notes.append(f"{name}: {bad}/{boot['n_resamples']} resamples undefined")
+        r = res[name]
+        row[name], row[f"{name}_low"], row[f"{name}_high"] = r.estimate, r.low, r.high
+        if r.n_invalid:
+            notes.append(f"{name}: {r.n_invalid}/{boot['n_resamples']} resamples undefined")
     # the operating point of the best F1 (for Table 2's averages)
-    bp = (awf_scores(h, V, A, strict=False) if hard
+    bp = (awf_scores((s >= 0.5).astype(np.int64), V, A, strict=False) if hard
           else best_f1(s, V, A, strict=False))
     row["best_f1_precision"], row["best_f1_recall"] = bp.precision, bp.recall
     row["best_f1_threshold"] = 0.5 if hard else bp.threshold

@@ -22,6 +22,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Union
 
+from verirag.metrics.awf import harmonic_f1
+
 __all__ = ["Num", "Section", "Table", "latex_escape", "generator_of", "method_label", "awf_tables",
            "fallback_table", "switch_table", "summary_table"]
 
@@ -207,8 +209,7 @@ def _avg_f1(rows: Sequence[Mapping[str, Any]]) -> float:
     q = [r["best_f1_recall"] for r in rows]
     if not rows or any(x is None or math.isnan(x) for x in p + q):
         return math.nan
-    mp, mr = sum(p) / len(p), sum(q) / len(q)
-    return 2 * mp * mr / (mp + mr) if mp + mr > 0 else 0.0
+    return harmonic_f1(sum(p) / len(p), sum(q) / len(q))
 
 
 def awf_tables(summary: Sequence[Mapping[str, Any]]) -> list[Table]:

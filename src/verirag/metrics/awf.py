@@ -20,6 +20,9 @@ Empty denominators (conventions, each vacuously true, tested):
 - Faithful = 0: classifier recall = 1, so that the decomposition still multiplies to the recall.
 `zero_division=` overrides the value (e.g. `np.nan`).
 
+The counts have one home: `awf_counts` (one threshold) and `awf_curve_counts` (every threshold,
+one sort), for the sample or for bootstrap resamples (`indices=`); `AwFCounts` gives their rates.
+
 QPP variants: the label says whether the passages support the *reference* answer, i.e. V = A;
 QPP-Precision = sum v A / sum v, QPP-Recall = sum v A / sum A.
 
@@ -31,15 +34,15 @@ paper's definition (Table 7), which `pr_auc(..., hard=True)` computes.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
 __all__ = [
-    "AwFScores", "AwFCurve", "BestF1", "awf_precision", "awf_recall", "awf_f1", "awf_scores",
-    "recall_decomposition", "qpp_precision", "qpp_recall", "qpp_f1", "awf_curve", "qpp_curve",
-    "best_f1", "pr_auc", "AwFStatistic", "best_f1_statistic", "pr_auc_statistic",
-    "hard_pr_auc_statistic", "f1_statistic",
+    "AwFCounts", "AwFScores", "AwFCurve", "BestF1", "awf_counts", "awf_curve_counts", "harmonic_f1",
+    "awf_precision", "awf_recall", "awf_f1", "awf_scores", "recall_decomposition", "qpp_precision",
+    "qpp_recall", "qpp_f1", "awf_curve", "qpp_curve", "best_f1", "pr_auc", "AwFStatistic",
+    "best_f1_statistic", "pr_auc_statistic", "hard_pr_auc_statistic", "f1_statistic",
 ]
 
 
@@ -73,14 +76,94 @@ def _check(v, V, answerable=None, strict: bool = True):
     return v, V, A
 
 
-def _div(num: float, den: float, zero_division: float) -> float:
-    return float(num) / float(den) if den else float(zero_division)
+def _scalar_or_array(x: np.ndarray):
+    return float(x) if x.ndim == 0 else x
 
 
-def _f1(p: float, r: float) -> float:
-    if np.isnan(p) or np.isnan(r):
-        return float("nan")
-    return 2 * p * r / (p + r) if p + r > 0 else 0.0
+def _div(num, den, zero_division: float = 1.0):
+    """num / den elementwise, `zero_division` where den = 0 (a float for scalar input)."""
+    num, den = np.asarray(num, dtype=np.float64), np.asarray(den, dtype=np.float64)
+    return _scalar_or_array(np.where(den > 0, num / np.where(den > 0, den, 1.0), zero_division))
+
+
+def harmonic_f1(p, r):
+    """F1 = 2 P R / (P + R), 0 when P + R = 0, NaN when P or R is NaN (elementwise)."""
+    p, r = np.asarray(p, dtype=np.float64), np.asarray(r, dtype=np.float64)
+    s = p + r
+    f1 = np.where(s > 0, 2 * p * r / np.where(s > 0, s, 1.0), 0.0)
+    return _scalar_or_array(np.where(np.isnan(s), np.nan, f1))
+
+
+# --------------------------------------------------------------------------- counts
+@dataclass(frozen=True)
+class AwFCounts:
+    """The confusion counts behind AwF precision and recall, and the rates they give.
+
+        true_pos = sum_i v_i V_i   pred_pos = sum_i v_i   faithful = sum_i V_i   answerable = sum_i A_i
+
+    Each is a number (the sample) or an array (per resample, or per resample and threshold; the
+    four broadcast together). The rates are elementwise, with the module's conventions:
+    precision = TP / Pred-Pos, recall = TP / F-Answerable (`zero_division`, default 1, where the
+    denominator is 0), F1 = `harmonic_f1(precision, recall)`.
+    """
+
+    true_pos: Any
+    pred_pos: Any
+    faithful: Any
+    answerable: Any
+
+    def precision(self, zero_division: float = 1.0):
+        return _div(self.true_pos, self.pred_pos, zero_division)
+
+    def recall(self, zero_division: float = 1.0):
+        return _div(self.true_pos, self.answerable, zero_division)
+
+    def f1(self, zero_division: float = 1.0):
+        return harmonic_f1(self.precision(zero_division), self.recall(zero_division))
+
+
+def awf_counts(v, V, answerable, *, indices=None) -> AwFCounts:
+    """The counts of hard decisions v (formulas in `AwFCounts`), summed over the last axis.
+
+    1-D 0/1 arrays give the sample's counts; 2-D arrays (one resample per row), or 1-D arrays
+    with `indices` (B, n) (row b = the examples drawn in resample b), give B counts each.
+    No validation here: the public functions check their labels first.
+    """
+    v, V, A = (np.asarray(x).astype(bool) for x in (v, V, answerable))
+    if indices is not None:
+        v, V, A = v[indices], V[indices], A[indices]
+    return AwFCounts(*(np.count_nonzero(x, axis=-1) for x in (v & V, v, V, A)))
+
+
+def awf_curve_counts(scores, V, answerable, *, indices=None) -> tuple[np.ndarray, AwFCounts]:
+    """(thresholds, counts): the distinct scores in decreasing order, and at thresholds[k] the
+    counts of v = 1[s >= thresholds[k]]: true_pos and pred_pos of shape (B, K), faithful and
+    answerable of shape (B, 1), one row per row of `indices` (B, n) (row b = the examples drawn
+    in resample b; default: the sample itself, B = 1).
+
+    One sort serves every resample: the examples are grouped into tie groups (one threshold
+    each) by decreasing score, a resample's draws per (group, faithful) come from one
+    `bincount`, and the counts at a threshold are their cumulative sums.
+    """
+    s = np.asarray(scores, dtype=np.float64)
+    V = np.asarray(V).astype(np.int64)
+    n = len(s)
+    idx = np.arange(n)[None] if indices is None else np.asarray(indices)
+    b = idx.shape[0]
+    order = np.argsort(-s, kind="stable")
+    ss = s[order]
+    start = np.ones(n, dtype=bool)
+    start[1:] = ss[1:] != ss[:-1]
+    group = np.empty(n, dtype=np.int64)
+    group[order] = np.cumsum(start) - 1
+    G = int(start.sum())
+    flat = ((group * 2 + V)[idx] + (np.arange(b, dtype=np.int64) * (2 * G))[:, None]).ravel()
+    c = np.bincount(flat, minlength=b * 2 * G).reshape(b, G, 2)
+    tp = np.cumsum(c[:, :, 1], axis=1)
+    pp = tp + np.cumsum(c[:, :, 0], axis=1)
+    faithful = tp[:, -1:] if G else np.zeros((b, 1), dtype=np.int64)
+    answerable = np.count_nonzero(np.asarray(answerable).astype(bool)[idx], axis=1)[:, None]
+    return ss[start], AwFCounts(tp, pp, faithful, answerable)
 
 
 # --------------------------------------------------------------------------- hard labels
@@ -105,20 +188,18 @@ class AwFScores:
 def awf_scores(v, V, answerable, *, zero_division: float = 1.0, strict: bool = True) -> AwFScores:
     """All AwF quantities of hard decisions v (see the module docstring for the formulas)."""
     v, V, A = _check(v, V, answerable, strict)
-    v = _binary(v, "v")
-    tp, pp, fa, na = int((v * V).sum()), int(v.sum()), int(V.sum()), int(A.sum())
-    p = _div(tp, pp, zero_division)
-    r = _div(tp, na, zero_division)
-    return AwFScores(precision=p, recall=r, f1=_f1(p, r), true_pos=tp, pred_pos=pp, faithful=fa,
-                     answerable=na, classifier_recall=_div(tp, fa, zero_division),
-                     answering_recall=_div(fa, na, zero_division))
+    c = awf_counts(_binary(v, "v"), V, A)
+    return AwFScores(precision=c.precision(zero_division), recall=c.recall(zero_division),
+                     f1=c.f1(zero_division), true_pos=int(c.true_pos), pred_pos=int(c.pred_pos),
+                     faithful=int(c.faithful), answerable=int(c.answerable),
+                     classifier_recall=_div(c.true_pos, c.faithful, zero_division),
+                     answering_recall=_div(c.faithful, c.answerable, zero_division))
 
 
 def awf_precision(v, V, *, zero_division: float = 1.0) -> float:
     """AwF-Precision = sum(v V) / sum(v); `zero_division` (default 1) when sum(v) = 0."""
     v, V, _ = _check(v, V)
-    v = _binary(v, "v")
-    return _div((v * V).sum(), v.sum(), zero_division)
+    return awf_counts(_binary(v, "v"), V, V).precision(zero_division)
 
 
 def awf_recall(v, V, answerable, *, zero_division: float = 1.0, strict: bool = True) -> float:
@@ -185,19 +266,11 @@ def awf_curve(scores, V, answerable, *, strict: bool = True) -> AwFCurve:
     s = s.astype(np.float64)
     if np.isnan(s).any():
         raise ValueError("scores contain NaN")
-    order = np.argsort(-s, kind="stable")
-    ss = s[order]
-    tp = np.cumsum(V[order])
-    pp = np.arange(1, len(s) + 1)
-    ends = np.flatnonzero(np.r_[ss[1:] != ss[:-1], True]) if len(s) else np.zeros(0, int)
-    tp, pp = tp[ends], pp[ends]
-    na = int(A.sum())
-    precision = tp / pp
-    recall = tp / na if na else np.ones(len(ends))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        f1 = np.where(precision + recall > 0, 2 * precision * recall / (precision + recall), 0.0)
-    return AwFCurve(thresholds=ss[ends], precision=precision, recall=recall, f1=f1,
-                    true_pos=tp, pred_pos=pp, n_answerable=na)
+    thresholds, c = awf_curve_counts(s, V, A)
+    precision, recall = c.precision()[0], c.recall()[0]
+    return AwFCurve(thresholds=thresholds, precision=precision, recall=recall,
+                    f1=harmonic_f1(precision, recall), true_pos=c.true_pos[0],
+                    pred_pos=c.pred_pos[0], n_answerable=int(c.answerable[0, 0]))
 
 
 def qpp_curve(scores, answerable) -> AwFCurve:
@@ -242,12 +315,11 @@ class AwFStatistic:
 
     Called three ways (see `verirag.metrics.stats.bootstrap_ci`):
       stat(scores, V, A)                   1-D arrays -> float
-      stat(scores, V, A) with 2-D arrays   one resample per row (each row sorted) -> array
+      stat(scores, V, A) with 2-D arrays   one resample per row -> array
       stat(scores, V, A, indices=idx)      idx[b] = the examples drawn in resample b -> array
-    The indices form is the fastest: the examples are sorted by score once, grouped into tie
-    groups (one threshold each), and each resample's counts per group (drawn, drawn and
-    faithful) come from one `bincount`; its curve is their cumulative sum.
-    Labels are taken as in `strict=False`: a faithful answer counts its question as answerable.
+    The indices form is the fastest: `awf_curve_counts` sorts the examples once for all
+    resamples. Labels are taken as in `strict=False`: a faithful answer counts its question as
+    answerable. With nothing answerable, best F1 is 1 (abstaining everywhere) and PR-AUC NaN.
     """
 
     vectorized = "indices"
@@ -262,87 +334,28 @@ class AwFStatistic:
 
     def __call__(self, scores, V, answerable, *, indices=None):
         scores, V, A = np.asarray(scores), np.asarray(V), np.asarray(answerable)
-        if indices is not None:
-            return self._indexed(scores, V.astype(np.int64), A.astype(np.int64) | V.astype(np.int64),
-                                 np.asarray(indices))
         if scores.ndim == 2:
-            return self._rows(scores, V.astype(np.int64), A.astype(np.int64) | V.astype(np.int64))
-        if self.kind == "f1":
-            return awf_f1(scores, V, answerable, strict=False)
-        if self.kind == "pr_auc":
-            return pr_auc(scores, V, answerable, hard=self.hard, strict=False)
-        return best_f1(scores, V, answerable, strict=False).f1
-
-    # indices: idx (B, n) into the original examples
-    def _indexed(self, s, V, A, idx):
-        b = idx.shape[0]
-        if self.hard:
-            v = s.astype(np.int64)
-            return self._hard_from_counts((v * V)[idx].sum(axis=1), v[idx].sum(axis=1),
-                                          A[idx].sum(axis=1))
-        order = np.argsort(-s, kind="stable")
-        ss = s[order]
-        start = np.r_[True, ss[1:] != ss[:-1]]
-        group = np.empty(len(s), dtype=np.int64)
-        group[order] = np.cumsum(start) - 1          # tie group of each example, by decreasing score
-        G = int(start.sum())
-        key = group * 2 + V                           # (group, faithful) in one integer
-        flat = (key[idx] + (np.arange(b, dtype=np.int64) * (2 * G))[:, None]).ravel()
-        c = np.bincount(flat, minlength=b * 2 * G).reshape(b, G, 2)
-        cdt = np.int32 if len(s) < 2**31 else np.int64
-        cc = np.cumsum(c, axis=1, dtype=cdt)
-        tp = cc[:, :, 1]
-        pp = cc[:, :, 0] + tp
-        na = A.astype(np.int8)[idx].sum(axis=1, dtype=np.int64)
-        return self._from_cumulative(tp, pp, na, dtp=c[:, :, 1])
-
-    # rows: each row is one resample (its own sort)
-    def _rows(self, s, V, A):
-        na = A.sum(axis=1)
-        if self.hard:
-            return self._hard_from_counts((s.astype(np.int64) * V).sum(axis=1), s.astype(np.int64).sum(axis=1), na)
-        order = np.argsort(-s, axis=1, kind="stable")
-        ss = np.take_along_axis(s, order, axis=1)
-        Vo = np.take_along_axis(V, order, axis=1)
-        tp = np.cumsum(Vo, axis=1)
-        pp = np.broadcast_to(np.arange(1, s.shape[1] + 1, dtype=np.int64), s.shape)
-        is_end = np.ones(s.shape, dtype=bool)
-        is_end[:, :-1] = ss[:, 1:] != ss[:, :-1]
-        # positions that are not the end of a tie group do not define a threshold: copy the
-        # group end's counts onto them (backward fill), so they repeat its (P, R) point.
-        n = s.shape[1]
-        idx = np.where(is_end, np.arange(n), n)
-        nxt = np.minimum.accumulate(idx[:, ::-1], axis=1)[:, ::-1]
-        tp = np.take_along_axis(tp, nxt, axis=1)
-        pp = np.take_along_axis(np.ascontiguousarray(pp), nxt, axis=1)
-        return self._from_cumulative(tp, pp, na)
-
-    def _from_cumulative(self, tp, pp, na, dtp=None):
-        """tp, pp: (B, K) cumulative counts at candidate thresholds (decreasing; a repeated
-        point or a point with pp = 0 is harmless); na: (B,) answerable counts."""
-        na = np.asarray(na, dtype=np.float64)
-        nz = na > 0
-        if self.kind == "best_f1":
-            # F1 = 2PR / (P + R) = 2 TP / (PP + NA) (0 where TP = 0). With NA = 0, TP = 0 at every
-            # threshold and abstaining everywhere (F1 = 1 by convention) is best.
-            if tp.shape[1] == 0:
-                return np.where(nz, 0.0, 1.0)
-            best = (2.0 * tp / np.maximum(pp + na[:, None], 1.0)).max(axis=1)
-            return np.where(nz, best, 1.0)
-        # pr_auc: sum_k (R_k - R_{k-1}) P_k = sum_k dTP_k * (TP_k / PP_k) / NA
-        if dtp is None:
-            dtp = np.diff(tp, axis=1, prepend=0.0)
-        area = (dtp * (tp / np.maximum(pp, 1.0))).sum(axis=1) / np.where(nz, na, 1.0)
-        return np.where(nz, area, np.nan)
-
-    def _hard_from_counts(self, tp, pp, na):
-        tp, pp, na = (np.asarray(x, dtype=np.float64) for x in (tp, pp, na))
-        with np.errstate(invalid="ignore", divide="ignore"):
-            p = np.where(pp > 0, tp / np.where(pp > 0, pp, 1), 1.0)
-            r = np.where(na > 0, tp / np.where(na > 0, na, 1), 1.0)
+            return np.array([self(*row) for row in zip(scores, V, A)], dtype=np.float64)
+        if indices is None:
             if self.kind == "f1":
-                return np.where(p + r > 0, 2 * p * r / (p + r), 0.0)
-            return np.where(na > 0, p * r, np.nan)
+                return awf_f1(scores, V, answerable, strict=False)
+            if self.kind == "pr_auc":
+                return pr_auc(scores, V, answerable, hard=self.hard, strict=False)
+            return best_f1(scores, V, answerable, strict=False).f1
+        A = A.astype(bool) | V.astype(bool)
+        if self.hard:
+            c = awf_counts(scores, V, A, indices=indices)
+            if self.kind == "f1":
+                return c.f1()
+            return np.where(c.answerable > 0, c.precision() * c.recall(), np.nan)
+        _, c = awf_curve_counts(scores, V, A, indices=indices)
+        some = c.answerable[:, 0] > 0
+        if self.kind == "best_f1":  # the abstain-everything threshold (+inf) is a candidate too
+            best = c.f1().max(axis=1, initial=0.0)
+            return np.where(some, best, 1.0)
+        # PR-AUC = sum_k (R_k - R_{k-1}) P_k
+        area = (np.diff(c.recall(), axis=1, prepend=0.0) * c.precision()).sum(axis=1)
+        return np.where(some, area, np.nan)
 
 
 best_f1_statistic = AwFStatistic("best_f1")

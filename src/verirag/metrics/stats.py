@@ -2,9 +2,13 @@
 
 Bootstrap protocol
 ------------------
-`bootstrap_ci(statistic, *arrays, n_resamples, confidence, seed, vectorized=...)` draws all
-resample indices at once, idx[b, i] ~ Uniform{0..n-1} (the arrays are resampled jointly, by
-example), and evaluates the statistic in one of three ways:
+`resample_indices(n, n_resamples, seed)` draws every resample in verirag: (B, n) index arrays,
+idx[b, i] ~ Uniform{0..n-1} (arrays are resampled jointly, by example), in chunks that bound
+memory without changing a row. One seed thus gives one set of resamples everywhere: a figure's
+band and the interval in the table beside it come from the same draws. `bootstrap_intervals`
+evaluates several statistics, `statistic(indices) -> {name: B values}`, on one set of resamples;
+`bootstrap_ci(statistic, *arrays, n_resamples, confidence, seed, vectorized=...)` evaluates one
+statistic of arrays in one of three ways:
 
 - vectorized=False: `statistic(*[a[idx[b]] for a in arrays]) -> float`, once per resample.
 - vectorized=True: `statistic(*[a[idx[batch]] ...])` receives arrays with a leading resample
@@ -25,15 +29,16 @@ statistic is NaN (e.g. an undefined ratio) are left out and counted in `n_invali
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 __all__ = [
-    "BootstrapResult", "bootstrap_ci", "resample_weights", "rankdata", "spearman", "kendall_tau_b",
-    "CorrelationRow", "CorrelationTable", "metric_human_correlation", "conformal_quantile",
+    "BootstrapResult", "resample_indices", "percentile_interval", "bootstrap_intervals",
+    "bootstrap_ci", "resample_weights", "rankdata", "spearman", "kendall_tau_b", "CorrelationRow",
+    "CorrelationTable", "metric_human_correlation", "conformal_quantile",
 ]
 
 
@@ -62,6 +67,63 @@ def resample_weights(idx: np.ndarray, n: int) -> np.ndarray:
     b = idx.shape[0]
     flat = (idx.astype(np.int64) + (np.arange(b, dtype=np.int64) * n)[:, None]).ravel()
     return np.bincount(flat, minlength=b * n).reshape(b, n)
+
+
+def resample_indices(n: int, n_resamples: int, seed: int | np.random.Generator | None = 0, *,
+                     chunk_rows: int | None = None) -> Iterator[np.ndarray]:
+    """The bootstrap resamples of n examples in chunks of rows; row b = the examples drawn
+    (uniformly, with replacement) in resample b. The rows are drawn in order from one generator
+    (`default_rng(seed)`, or `seed` if a Generator), so they depend on (seed, n) only: `chunk_rows`
+    (default: about 2 million indices a chunk) bounds memory without changing a row, and the
+    first k of n_resamples resamples are the k resamples of the same seed."""
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    rows = chunk_rows or max(1, 2_000_000 // max(n, 1))
+    dtype = np.int64 if n >= 2**31 else np.int32
+    return (rng.integers(0, n, size=(min(rows, n_resamples - s), n), dtype=dtype)
+            for s in range(0, n_resamples, rows))
+
+
+def percentile_interval(dist, confidence: float = 0.95, axis: int = 0) -> tuple[Any, Any]:
+    """(low, high) = the (1-c)/2 and (1+c)/2 quantiles (numpy's linear interpolation) of the
+    resampled values along `axis`; NaN values are left out, NaN where none is left."""
+    d = np.asarray(dist, dtype=np.float64)
+    some = ~np.isnan(d).all(axis=axis)
+    alpha = 1.0 - confidence
+    q = np.nanquantile(np.where(np.expand_dims(some, axis), d, 0.0), [alpha / 2, 1 - alpha / 2], axis=axis)
+    low, high = np.where(some, q, np.nan)
+    return (float(low), float(high)) if low.ndim == 0 else (low, high)
+
+
+def bootstrap_intervals(statistic: Callable[[np.ndarray], Mapping[str, Any]], n: int, *,
+                        n_resamples: int = 1000, confidence: float = 0.95,
+                        seed: int | np.random.Generator | None = 0, chunk_rows: int | None = None,
+                        keep_distribution: bool = False) -> dict[str, BootstrapResult]:
+    """{name: BootstrapResult} of several statistics on ONE set of resamples.
+
+    `statistic(indices)` maps a (B, n) index array (row b = the examples of resample b) to
+    {name: B values}; the estimates are its values on the sample (indices = arange(n)[None]),
+    the distributions its values on `resample_indices(n, n_resamples, seed, chunk_rows=...)`.
+    NaN values are left out of the percentile interval and counted in `n_invalid`.
+    """
+    est = statistic(np.arange(n)[None])
+    parts: dict[str, list[np.ndarray]] = {k: [] for k in est}
+    for ix in resample_indices(n, n_resamples, seed, chunk_rows=chunk_rows):
+        for k, v in statistic(ix).items():
+            v = np.asarray(v, dtype=np.float64)
+            if v.shape != ix.shape[:1]:
+                raise ValueError(f"a vectorised statistic must return one value per resample "
+                                 f"({ix.shape[0]}), got shape {v.shape} for {k!r}")
+            parts[k].append(v)
+    out = {}
+    for k, p in parts.items():
+        d = np.concatenate(p)
+        valid = d[~np.isnan(d)]
+        se = float(valid.std(ddof=1)) if valid.size > 1 else (0.0 if valid.size else math.nan)
+        out[k] = BootstrapResult(float(np.asarray(est[k]).ravel()[0]), *percentile_interval(d, confidence),
+                                 confidence=confidence, n_resamples=n_resamples, standard_error=se,
+                                 n_invalid=int(d.size - valid.size),
+                                 distribution=d if keep_distribution else None)
+    return out
 
 
 def bootstrap_ci(statistic: Callable[..., Any], *arrays, n_resamples: int = 1000,
@@ -94,45 +156,18 @@ def bootstrap_ci(statistic: Callable[..., Any], *arrays, n_resamples: int = 1000
     mode = getattr(statistic, "vectorized", False) if vectorized is None else vectorized
     if mode not in (False, True, "indices"):
         raise ValueError("vectorized must be False, True or 'indices'")
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-    idx = rng.integers(0, n, size=(n_resamples, n), dtype=np.int64 if n >= 2**31 else np.int32)
 
-    if mode == "indices":
-        estimate = float(np.asarray(statistic(*arrays, indices=np.arange(n)[None])).ravel()[0])
-    elif mode is True:
-        estimate = float(np.asarray(statistic(*(a[None] for a in arrays))).ravel()[0])
-    else:
-        estimate = float(statistic(*arrays))
-
-    dist = np.empty(n_resamples, dtype=np.float64)
-    if mode is False:
-        for b in range(n_resamples):
-            dist[b] = statistic(*(a[idx[b]] for a in arrays))
-    else:
-        per_row = n * max(1, sum(int(np.prod(a.shape[1:], dtype=np.int64)) for a in arrays))
-        bs = batch_size or max(1, 4_000_000 // per_row)
-        for s in range(0, n_resamples, bs):
-            chunk = idx[s:s + bs]
-            if mode == "indices":
-                out = statistic(*arrays, indices=chunk)
-            else:
-                out = statistic(*(a[chunk] for a in arrays))
-            out = np.asarray(out, dtype=np.float64).ravel()
-            if out.shape[0] != chunk.shape[0]:
-                raise ValueError(f"a vectorised statistic must return one value per resample "
-                                 f"({chunk.shape[0]}), got {out.shape[0]}")
-            dist[s:s + len(chunk)] = out
-    valid = dist[~np.isnan(dist)]
-    alpha = 1.0 - confidence
-    if valid.size:
-        low, high = np.quantile(valid, [alpha / 2, 1 - alpha / 2])
-        se = float(valid.std(ddof=1)) if valid.size > 1 else 0.0
-    else:
-        low = high = se = float("nan")
-    return BootstrapResult(estimate=estimate, low=float(low), high=float(high), confidence=confidence,
-                           n_resamples=n_resamples, standard_error=se,
-                           n_invalid=int(n_resamples - valid.size),
-                           distribution=dist if keep_distribution else None)
+    def of_indices(ix):  # the statistic of each resample (row of ix), in its own mode
+        if mode == "indices":
+            return statistic(*arrays, indices=ix)
+        if mode is True:
+            return statistic(*(a[ix] for a in arrays))
+        return [statistic(*(a[i] for a in arrays)) for i in ix]
+    per_row = n * max(1, sum(int(np.prod(a.shape[1:], dtype=np.int64)) for a in arrays))
+    return bootstrap_intervals(lambda ix: {"": np.asarray(of_indices(ix), dtype=np.float64).ravel()},
+                               n, n_resamples=n_resamples, confidence=confidence, seed=seed,
+                               chunk_rows=batch_size or max(1, 4_000_000 // per_row),
+                               keep_distribution=keep_distribution)[""]
 
 
 # --------------------------------------------------------------------------- ranks and correlation
