@@ -180,3 +180,24 @@ def test_write_summary(tmp_path):
         lines = list(csv.DictReader(f))
     assert len(lines) == 2 and set(lines[0]) == set(rows[0])
     assert lines[0]["pr_auc"] == "nan"
+
+
+def test_costs_full_shared_and_spent():
+    from verirag.experiments.summary import spent_by_unit
+    a, b = rec(0, 0.9, 1, 1, method="vanilla", pt=100, ct=5), rec(0, 0.9, 1, 1, method="vanilla+llm_judge", pt=200, ct=5)
+    # vanilla generated (half of it from the request cache); the judge method found that generation
+    a.spent = {"calls": 1, "cache_hits": 1, "prompt_tokens": 100, "completion_tokens": 5,
+               "cached_prompt_tokens": 100, "cached_completion_tokens": 5}
+    b.spent = {"calls": 1, "cache_hits": 0, "prompt_tokens": 100, "completion_tokens": 0,
+               "cached_prompt_tokens": 0, "cached_completion_tokens": 0}
+    a.details, b.details = {"shared": {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}}, \
+        {"shared": {"calls": 1, "prompt_tokens": 100, "completion_tokens": 5}}
+    old = rec(1, 0.5, 1, 1, method="vanilla", pt=7, ct=1)  # a record written before costs were attributed
+    rows = {r["method"]: r for r in summarize([a, b, old], BOOT)}
+    assert rows["vanilla+llm_judge"]["tokens_per_question"] == 205
+    assert rows["vanilla+llm_judge"]["shared_tokens_per_question"] == 105
+    assert rows["vanilla+llm_judge"]["spent_tokens_per_question"] == 100
+    assert rows["vanilla"]["spent_tokens_per_question"] == 0  # all of it from the cache; `old` has none
+    (unit,) = spent_by_unit([a, b, old])
+    assert (unit["records"], unit["calls"], unit["cache_hits"]) == (3, 2, 1)
+    assert (unit["tokens_read"], unit["tokens_from_cache"], unit["records_without_spent"]) == (100, 105, 1)

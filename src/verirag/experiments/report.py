@@ -2,6 +2,7 @@
 
 `build_report(DIR)` writes into DIR:
 - summary.csv, summary.json: one row per dataset x model x method (`experiments.summary`);
+- spent.json: what the run spent per dataset x model (`experiments.summary.spent_by_unit`);
 - applications.json: No-RAG fallback and switch-to-larger results with their curves, when
   run.json configures them (`experiments.applications`);
 - tables/*.md and tables/*.tex: the tables of `experiments.tables`;
@@ -30,9 +31,9 @@ from verirag.errors import InputError
 from verirag.experiments import plots
 from verirag.experiments.applications import no_rag_fallback, switch_to_larger
 from verirag.experiments.records import RESULTS_FILE, ResultRecord, ResultStore
-from verirag.experiments.summary import (bootstrap_settings, group_records, record_arrays, summarize,
-                                         write_summary)
-from verirag.experiments.tables import (Table, awf_tables, fallback_table, method_label,
+from verirag.experiments.summary import (bootstrap_settings, group_records, record_arrays, spent_by_unit,
+                                         summarize, write_summary)
+from verirag.experiments.tables import (Table, awf_tables, cost_table, fallback_table, method_label,
                                         summary_table, switch_table)
 
 __all__ = ["build_report", "load_run", "REPORT_FILE", "RUN_FILE"]
@@ -287,7 +288,9 @@ def build_report(run_dir) -> Path:
                          for ds, s, lg, meth, r in switches],
         }, indent=1) + "\n", encoding="utf-8")
 
-    tables = awf_tables(rows) + [summary_table(rows)]
+    units = spent_by_unit(records)
+    (d / "spent.json").write_text(json.dumps(units, indent=1) + "\n", encoding="utf-8")
+    tables = awf_tables(rows) + [summary_table(rows), cost_table(units)]
     if fallbacks:
         tables.append(fallback_table([(ds, m, meth, r.to_dict()) for ds, m, meth, r in fallbacks]))
     if switches:

@@ -14,7 +14,13 @@ denominator, with the score 0 and the labels their record holds):
 - best F1 (max over thresholds; a hard-label method has one decision, its F1) and PR-AUC
   (step-wise area; hard-label methods: precision x recall, as in `metrics.awf.pr_auc`).
 - accuracy = mean(correct); abstention rate = mean(abstained); error rate = mean(error is set);
-  seconds, calls and tokens (prompt + completion) per question = their means.
+  seconds, calls and tokens (prompt + completion) per question = their means. Calls and tokens are
+  the method's full cost (every quantity it used, shared or not, cached or not: records.py);
+  `shared_tokens_per_question` is the part it found computed by an earlier method of the same
+  example, and `spent_tokens_per_question` what it made the backend read and write in this run
+  (its own quantities, less what the request cache answered); NaN for records without them.
+- `spent_by_unit`: what the run spent per dataset x model (calls, cache hits, tokens read by the
+  backend, tokens answered by the cache, seconds), summed over methods.
 
 Every metric has a percentile bootstrap interval (`<name>_low`, `<name>_high`; resampling
 examples, run.json "bootstrap"; one set of resamples per row, shared by its metrics and drawn by
@@ -107,9 +113,45 @@ def record_arrays(recs: list[ResultRecord]) -> dict[str, np.ndarray]:
         "seconds": col(lambda r: r.seconds or 0.0, np.float64),
         "calls": col(lambda r: r.calls or 0, np.float64),
         "tokens": col(lambda r: (r.prompt_tokens or 0) + (r.completion_tokens or 0), np.float64),
+        "shared_tokens": col(_shared_tokens, np.float64),
+        "spent_tokens": col(lambda r: _paid_tokens(r.spent) if r.spent else math.nan, np.float64),
         "group": np.array([r.group or r.example_id for r in recs], dtype=object),
         "example_id": np.array([r.example_id for r in recs], dtype=object),
     }
+
+
+def _paid_tokens(u: Mapping[str, Any]) -> float:
+    """Tokens the backend really read and wrote: those of requests the cache did not answer."""
+    return float(u.get("prompt_tokens", 0) + u.get("completion_tokens", 0)
+                 - u.get("cached_prompt_tokens", 0) - u.get("cached_completion_tokens", 0))
+
+
+def _shared_tokens(r: ResultRecord) -> float:
+    shared = (r.details or {}).get("shared")
+    return float(shared["prompt_tokens"] + shared["completion_tokens"]) if shared else math.nan
+
+
+def _nanmean(x: np.ndarray) -> float:
+    return float(np.nanmean(x)) if np.isfinite(x).any() else math.nan
+
+
+def spent_by_unit(records: Iterable[ResultRecord]) -> list[dict[str, Any]]:
+    """What the run spent per (dataset, model), summed over methods and examples (module docstring)."""
+    units: dict[tuple[str, str], dict[str, Any]] = {}
+    for r in records:
+        u = units.setdefault((r.dataset, r.model), {
+            "dataset": r.dataset, "model": r.model, "records": 0, "calls": 0, "cache_hits": 0,
+            "tokens_read": 0.0, "tokens_from_cache": 0.0, "seconds": 0.0, "records_without_spent": 0})
+        u["records"] += 1
+        u["seconds"] += r.seconds or 0.0
+        if not r.spent:
+            u["records_without_spent"] += 1
+            continue
+        u["calls"] += r.spent.get("calls", 0)
+        u["cache_hits"] += r.spent.get("cache_hits", 0)
+        u["tokens_read"] += _paid_tokens(r.spent)
+        u["tokens_from_cache"] += r.spent.get("cached_prompt_tokens", 0) + r.spent.get("cached_completion_tokens", 0)
+    return [units[k] for k in sorted(units)]
 
 
 # --------------------------------------------------------------------------- bootstrap
@@ -188,6 +230,8 @@ def summarize_cell(recs: list[ResultRecord], target: ThresholdTarget,
         "seconds_per_question": float(a["seconds"].mean()),
         "calls_per_question": float(a["calls"].mean()),
         "tokens_per_question": float(a["tokens"].mean()),
+        "shared_tokens_per_question": _nanmean(a["shared_tokens"]),
+        "spent_tokens_per_question": _nanmean(a["spent_tokens"]),
         "notes": "; ".join(notes),
     })
     return row

@@ -288,6 +288,19 @@ def switch_table(results: Sequence[tuple[str, str, str, str, Mapping[str, Any]]]
                          "choice of that many questions.")
 
 
+def cost_table(units: Sequence[Mapping[str, Any]]) -> Table:
+    """What the run spent per dataset x model (`experiments.summary.spent_by_unit`)."""
+    cols = ["Dataset", "Model", "Records", "Calls", "Cache hits", "Tokens read", "Tokens from cache", "Seconds"]
+    body: list[Row] = [[u["dataset"], u["model"], u["records"], u["calls"], u["cache_hits"],
+                        Num(u["tokens_read"], scale=1, digits=0), Num(u["tokens_from_cache"], scale=1, digits=0),
+                        Num(u["seconds"], scale=1, digits=1)] for u in units]
+    return Table(name="cost", title="What the run spent", columns=cols, rows=body,
+                 caption="Summed over methods and examples: each request counted once, by the method that "
+                         "made it. Tokens read: prompt and completion tokens of the requests the request "
+                         "cache did not answer. The per-method cost columns of the summary count, instead, "
+                         "everything a method used, shared with other methods or not.")
+
+
 def summary_table(summary: Sequence[Mapping[str, Any]]) -> Table:
     """Every cell's metrics at the configured threshold, with accuracy and costs."""
     cols = ["Dataset", "Model", "Method", "n", "Errors", "Accuracy", "AwF P", "AwF R", "AwF F1",
