@@ -22,50 +22,413 @@
     bootstrap: {n_resamples: 1000, confidence: 0.95, seed: 0}
     concurrency: 1                  # examples in flight per HTTP model (llama.cpp runs one at a time)
 
-One schema (pydantic models, below) checks every field; every mistake is reported at once, with its
-path in the file ("datasets[1].n: must be an integer >= 1, got 0"), as one InputError. A method is a
-`verirag.awf.spec.MethodSpec` (name + options + label); `ExperimentConfig.method_specs(dataset)` gives
-the methods with that dataset's `method_options` and the generation `max_tokens` filled in where the
-method takes them and does not set them itself.
+The pydantic models below are the schema (null means a key's default); every mistake is reported
+at once, with its path ("datasets[1].n: must be an integer >= 1, got 0"), in one InputError.
+`ExperimentConfig.method_specs(dataset)` gives the methods (`verirag.awf.spec.MethodSpec`) with
+that dataset's `method_options` and the generation `max_tokens` where they take them.
 """
 from __future__ import annotations
 
 import copy
-import inspect
+import json
 import math
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal, get_args
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, PlainValidator, ValidationError, ValidationInfo
-from pydantic import field_validator, model_validator
+from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints,
+                      ValidationError, ValidationInfo, field_validator, model_validator)
+from pydantic.fields import FieldInfo
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from verirag.awf.spec import MethodSpec, accepted_options, split_name
+from verirag.awf.spec import MethodSpec, _keywords, check_name, split_name
 from verirag.errors import InputError
 
-MATCH_RULES = ("recall_or_substring", "recall", "substring", "em", "llm")
-TOP_KEYS = {"name", "datasets", "models", "methods", "judge_model", "generation", "ground_truth",
-            "threshold", "applications", "bootstrap", "concurrency"}
+MatchRule = Literal["recall_or_substring", "recall", "substring", "em", "llm"]
+MATCH_RULES = get_args(MatchRule)
 NO_RAG_METHOD = "no_context"
 THRESHOLD_METHODS = ("bonferroni", "fixed_sequence")
 
 
+# =========================================================================== messages
+def _fail(problems: list[tuple[tuple, str, Any]]) -> None:
+    """Raise [(place, message, value)] as one ValidationError, placed under the field validated."""
+    if problems:
+        raise ValidationError.from_exception_data("config", [
+            InitErrorDetails(type=PydanticCustomError("verirag", msg), loc=tuple(loc), input=v)
+            for loc, msg, v in problems])
+
+
+def _got(v: Any) -> str:
+    """A value as a message shows it: null, true, 0.5, text 'x', a list [1]."""
+    if v is None or isinstance(v, bool):
+        return json.dumps(v)
+    s = repr(v) if len(repr(v)) <= 60 else repr(v)[:57] + "..."
+    if isinstance(v, (int, float)):
+        return s
+    return f"{ {str: 'text', list: 'a list', dict: 'a mapping'}.get(type(v), type(v).__name__)} {s}"
+
+
+def _listing(names: Any) -> str:
+    return ", ".join(sorted(names)) or "none"
+
+
+def _schema_at(loc: tuple) -> tuple[type[BaseModel] | None, FieldInfo | None]:
+    """The model that holds the last key of `loc`, and that key's field (None where unknown)."""
+    def model_in(tp: Any) -> type[BaseModel] | None:
+        if isinstance(tp, type) and issubclass(tp, BaseModel):
+            return tp
+        return next(filter(None, map(model_in, get_args(tp))), None)
+    model, parent, info = _Config, None, None
+    for part in (p for p in loc if isinstance(p, str)):
+        parent, info = model, model.model_fields.get(part) if model else None
+        model = model_in(info.annotation) if info else None
+    return parent, info
+
+
+def _bounds(info: FieldInfo | None) -> str | None:
+    """What a bounded number field takes (this schema bounds integers below, numbers on both sides)."""
+    b = {k: getattr(m, k) for m in (info.metadata if info else ()) for k in ("gt", "ge", "lt", "le")
+         if getattr(m, k, None) is not None}
+    if set(b) == {"ge"}:
+        return f"must be an integer >= {b['ge']}"
+    if len(b) == 2:
+        return (f"must be a number in {'(' if 'gt' in b else '['}{b.get('gt', b.get('ge')):g}, "
+                f"{b.get('lt', b.get('le')):g}{')' if 'lt' in b else ']'}")
+    return None
+
+
+_SAY = {"model_type": "must be a mapping (key: value)", "dict_type": "must be a mapping (key: value)",
+        "list_type": "must be a non-empty list",
+        "string_type": "must be non-empty text", "string_too_short": "must be non-empty text",
+        "int_type": "must be an integer", "float_type": "must be a number", "finite_number": "must be a finite number"}
+
+
+def _problem(err: dict[str, Any]) -> str:
+    """One pydantic error as "place: message", in the words of this file."""
+    loc, kind, got = err["loc"], err["type"], f", got {_got(err['input'])}"
+    if kind == "verirag":
+        msg, got = err["msg"], ""
+    elif kind == "value_error":
+        msg, got = str(err["ctx"]["error"]), ""
+    elif kind == "missing":
+        msg, got = "is required", ""
+    elif kind == "extra_forbidden":
+        msg, got = f"unknown key (expected one of: {_listing(_schema_at(loc)[0].model_fields)})", ""
+    elif kind == "invalid_key" or loc[-1:] == ("[key]",):  # a mapping's key that is not text
+        loc, msg = loc[:-1] if kind == "invalid_key" else loc[:-2], "keys must be text"
+    elif kind == "literal_error":
+        msg = "must be one of " + err["ctx"]["expected"].replace("'", "").replace(" or ", ", ")
+    else:
+        msg = _bounds(_schema_at(loc)[1]) or _SAY.get(kind, err["msg"])
+    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc)[1:]  # datasets[1].n
+    return f"{where or '(top level)'}: {msg}{got}"
+
+
+def _ctx(info: ValidationInfo) -> dict[str, Any]:
+    """What fields validated earlier (models, methods) left for the fields that refer to them."""
+    return info.context if isinstance(info.context, dict) else {}
+
+
+# =========================================================================== methods
+def _plain_problem(v: Any, depth: int = 0) -> str | None:
+    """Why v is not plain data (text, numbers, true/false, null, lists, mappings with text keys)."""
+    if depth > 32:
+        return "is nested too deeply (or refers to itself)"
+    if isinstance(v, float) and not math.isfinite(v):
+        return f"must be a finite number, got {_got(v)}"
+    if isinstance(v, dict) and not all(isinstance(k, str) for k in v):
+        return "mapping keys must be text"
+    if isinstance(v, (list, dict)):
+        return next(filter(None, (_plain_problem(x, depth + 1) for x in (v.values() if isinstance(v, dict) else v))),
+                    None)
+    ok = v is None or isinstance(v, (str, int, float))
+    return None if ok else f"must be text, a number, true/false, a list or a mapping, got {_got(v)}"
+
+
+def _option_defaults(name: str) -> dict[str, Any]:
+    """Option -> its constructor default, for the method `name` (InputError: no such method)."""
+    from verirag.awf import registry
+    check_name(name)
+    unified, gen, pred = split_name(name)
+    parts = [("method", unified)] if unified else [("predictor", pred), ("generator", gen)]
+    return {k: d for kind, part in parts for k, d in _keywords(registry.get(kind, part)).items()}
+
+
+def _option_problems(opts: dict[str, Any], defaults: dict[str, Any], unknown: str, takes: str = "it takes") -> None:
+    """Fail for options not in `defaults` ("{unknown} 'k' ({takes}: ...)"), and for values whose
+    type is not that of the option's default (where it has one)."""
+    def wrong(v: Any, d: Any) -> str | None:
+        for t, want in ((bool, "true or false"), (int, "an integer"), (float, "a number"), (str, "text")):
+            if isinstance(d, t):
+                ok = isinstance(v, (int, float) if t is float else t) and (t is bool or not isinstance(v, bool))
+                return None if ok else f"must be {want}, got {_got(v)}"
+        return None
+    _fail([((k,), f"{unknown} {k!r} ({takes}: {_listing(defaults)})", v) for k, v in opts.items() if k not in defaults]
+          + [((k,), p, v) for k, v in opts.items() if k in defaults and (p := wrong(v, defaults[k]))])
+
+
+def method_entry(entry: Any) -> MethodSpec:
+    """A config's method entry as a MethodSpec: "vanilla+nli" or {name, label?, OPTION: VALUE...}.
+    Raises ValidationError whose places are relative to the entry (e.g. ("famly",))."""
+    if isinstance(entry, MethodSpec):
+        return entry
+    at = () if isinstance(entry, str) else ("name",)  # where a problem with the name is
+    entry = {"name": entry} if isinstance(entry, str) else entry
+    if not isinstance(entry, dict):
+        _fail([((), f"must be a method name or a mapping {{name: METHOD, OPTION: VALUE, ...}}, got {_got(entry)}",
+                entry)])
+    name, label = entry.get("name"), entry.get("label")
+    opts = {k: v for k, v in entry.items() if k not in ("name", "label")}
+    problems = [((str(k),), "option names must be text", v) for k, v in opts.items() if not isinstance(k, str)]
+    problems += [((k,), p, v) for k, v in opts.items() if isinstance(k, str) and (p := _plain_problem(v))]
+    if "name" not in entry:
+        problems.append((at, "is required: a method entry is {name: METHOD, OPTION: VALUE, ...}", None))
+    elif not isinstance(name, str) or not name.strip():
+        problems.append((at, f"must be a method name, got {_got(name)}", name))
+    if label is not None and (not isinstance(label, str) or not label.strip()):
+        problems.append((("label",), f"must be non-empty text, got {_got(label)}", label))
+    _fail(problems)
+    name = name.strip()
+    try:
+        defaults = _option_defaults(name)
+    except InputError as e:
+        _fail([(at, str(e), name)])
+    _option_problems(opts, defaults, f"method {name!r} takes no option")
+    return MethodSpec(name, opts, (label or "").strip())
+
+
+def _application_method(v: Any, info: ValidationInfo) -> MethodSpec:
+    """A method entry for an application; the label of a configured method means that method."""
+    by_label: dict[str, MethodSpec] = _ctx(info).get("methods_by_label", {})
+    if isinstance(v, str) and v.strip() in by_label:
+        return by_label[v.strip()]
+    spec = method_entry(v)
+    if by_label.get(spec.label, spec) != spec:
+        _fail([(("label",) if isinstance(v, dict) else (), f"label {spec.label!r} is already used by a method "
+                "in `methods` with other options: give this one its own `label`", v)])
+    return spec
+
+
+# =========================================================================== the schema
+def _distinct(v: list[str]) -> list[str]:
+    first: dict[str, int] = {}
+    _fail([((i,), f"{x!r} appears twice (also at [{first[x]}])", x)
+           for i, x in enumerate(v) if first.setdefault(x, i) != i])
+    return v
+
+
+def _in_models(v: Any, info: ValidationInfo) -> Any:
+    """Model specs (one, or a list) that must be among the config's `models`."""
+    models = _ctx(info).get("models")
+    if models is not None:
+        _fail([((i,) if isinstance(v, list) else (), f"{m!r} is not one of `models`", m)
+               for i, m in enumerate(v if isinstance(v, list) else [v]) if m not in models])
+    return v
+
+
+def _plain_options(v: dict[str, Any]) -> dict[str, Any]:
+    _fail([((k,), p, x) for k, x in v.items() if (p := _plain_problem(x))])
+    return copy.deepcopy(v)
+
+
+def _listed(kinds: tuple[type, ...], what: str, each: Any = lambda x: x) -> BeforeValidator:
+    """A non-empty list (of `each(entry)`); one entry of `kinds` alone is a list of one."""
+    def check(v: Any) -> Any:
+        v = [v] if isinstance(v, kinds) else v
+        if not isinstance(v, list) or not v:
+            raise ValueError(f"must be a non-empty list of {what}, got {_got(v)}")
+        return [each(x) for x in v]
+    return BeforeValidator(check)
+
+
+Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+Names = Annotated[list[Text], _listed((str,), "model specs"), AfterValidator(_distinct)]
+Options = Annotated[dict[str, Any], AfterValidator(_plain_options)]
+AppMethod = Annotated[Any, AfterValidator(_application_method)]
+
+
+class _Section(BaseModel):
+    """A mapping with known keys; null stands for a key's default (except the `null_is_error` keys)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, allow_inf_nan=False)
+    null_is_error: ClassVar[frozenset[str]] = frozenset()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_is_default(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        return {k: v for k, v in data.items() if v is not None or k in cls.null_is_error
+                or (f := cls.model_fields.get(k)) is None or f.is_required()}
+
+
+class DatasetSpec(_Section):
+    """A `datasets` entry: a verirag.datasets loader, how many examples (seed), its options."""
+
+    name: Text
+    n: int | None = Field(None, ge=1)
+    seed: int = Field(0, ge=0)
+    path: Text | None = None
+    options: Options = {}
+    method_options: Options = {}  # defaults for the methods that take them
+
+    @field_validator("name")
+    @classmethod
+    def _known(cls, v: str, info: ValidationInfo) -> str:
+        from verirag.datasets import dataset_names
+        seen = _ctx(info).setdefault("datasets", set())
+        if v not in dataset_names():
+            raise ValueError(f"unknown dataset {v!r} (known: {_listing(dataset_names())})")
+        if v in seen:
+            raise ValueError(f"dataset {v!r} appears twice (records are keyed by dataset name)")
+        seen.add(v)
+        return v
+
+    @field_validator("options")
+    @classmethod
+    def _loader_options(cls, v: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        from verirag.datasets import dataset_info
+        if "name" in info.data:
+            allowed = set(dataset_info(info.data["name"]).options())
+            if "references_llm" in allowed:  # the config names the model; the runner loads it
+                allowed = (allowed - {"references_llm"}) | {"references_model"}
+            _option_problems(v, dict.fromkeys(allowed), f"dataset {info.data['name']!r} takes no option")
+        return v
+
+    @field_validator("method_options")
+    @classmethod
+    def _taken(cls, v: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        accepted = _ctx(info).get("accepted_options")  # None: the methods' own errors say why
+        if accepted is not None:
+            _option_problems(v, accepted, "no method in `methods` takes option", "options they take")
+        return v
+
+
+class _Generation(_Section):
+    max_tokens: int = Field(128, ge=1)
+    n_ctx: int = Field(4096, ge=256)
+
+
+class _GroundTruth(_Section):
+    match: MatchRule = "recall_or_substring"
+    llm: Text | None = None
+
+    @model_validator(mode="after")
+    def _judge(self) -> _GroundTruth:
+        if self.match == "llm" and not self.llm:
+            _fail([(("llm",), "match: llm needs the judge model spec in `llm`", None)])
+        return self
+
+
+class _Threshold(_Section):
+    value: float | None = None
+    precision: float | None = Field(None, gt=0, lt=1)
+    action_rate: float | None = Field(None, ge=0, le=1)
+    delta: float | None = Field(None, gt=0, lt=1)
+    method: Literal[THRESHOLD_METHODS] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _a_number_is_the_value(cls, v: Any) -> Any:
+        return {"value": v} if isinstance(v, (int, float)) and not isinstance(v, bool) else v
+
+    @model_validator(mode="after")
+    def _one_target(self) -> _Threshold:
+        from verirag.calibration import ThresholdController
+        ThresholdController(**self.model_dump(exclude_none=True))  # ValueError unless exactly one target
+        return self
+
+
+class _Fallback(_Section):
+    models: Annotated[Names, AfterValidator(_in_models)] | None = None
+    folds: int = Field(5, ge=2)
+    fallback_method: AppMethod = Field(NO_RAG_METHOD, validate_default=True)
+
+
+class _Escalate(_Section):
+    small: Annotated[Text, AfterValidator(_in_models)] | None = None
+    large: Text
+    large_method: AppMethod = Field("vanilla", validate_default=True)
+    rate: float = Field(0.2, gt=0, lt=1)
+
+
+class _Applications(_Section):
+    no_rag_fallback: _Fallback | None = None
+    escalate: _Escalate | None = None
+
+
+class _Bootstrap(_Section):
+    null_is_error: ClassVar[frozenset[str]] = frozenset({"confidence"})
+
+    n_resamples: int = Field(1000, ge=1)
+    confidence: float = Field(0.95, gt=0, lt=1)
+    seed: int = Field(0, ge=0)
+
+
+class _Config(_Section):
+    # Validated in this order: models and methods first, for the fields that refer to them.
+    name: str | None = None
+    models: Names
+    methods: Annotated[list[Any], _listed((str, dict), "method names or {name: METHOD, OPTION: VALUE} mappings")]
+    datasets: Annotated[list[DatasetSpec], _listed((str, dict), "dataset names or {name: ...} mappings",
+                                                   lambda d: {"name": d} if isinstance(d, str) else d)]
+    judge_model: Text | None = None
+    generation: _Generation = _Generation()
+    ground_truth: _GroundTruth = _GroundTruth()
+    threshold: _Threshold = Field(default_factory=lambda: _Threshold(value=0.5))
+    applications: _Applications = _Applications()
+    bootstrap: _Bootstrap = _Bootstrap()
+    concurrency: int = Field(1, ge=1)
+
+    @field_validator("name", mode="plain")
+    @classmethod
+    def _name(cls, v: Any) -> str | None:
+        if isinstance(v, bool) or not isinstance(v, (str, int, float)):
+            raise ValueError(f"must be text, got {_got(v)}")
+        return str(v).strip() or None
+
+    @field_validator("models", mode="before")
+    @classmethod
+    def _remember_models(cls, v: Any, info: ValidationInfo) -> Any:
+        # What `models` names, even with other problems (duplicates), for the fields that refer to it.
+        names = [v] if isinstance(v, str) else v if isinstance(v, list) else []
+        _ctx(info)["models"] = [x.strip() for x in names if isinstance(x, str)]
+        return v
+
+    @field_validator("methods")
+    @classmethod
+    def _methods(cls, v: list[Any], info: ValidationInfo) -> list[MethodSpec]:
+        problems, specs, first = [], [], {}  # first: label -> (index, spec) of its first entry
+        accepted: dict[str, Any] | None = {}  # option -> a default, over the methods named; None: a name is unknown
+        for i, entry in enumerate(v):
+            name = entry.get("name") if isinstance(entry, dict) else getattr(entry, "name", entry)
+            try:
+                accepted = None if accepted is None else {**_option_defaults(name.strip()), **accepted}
+            except (AttributeError, InputError):
+                accepted = None
+            try:
+                specs.append(spec := method_entry(entry))
+            except ValidationError as e:
+                problems += [((i, *err["loc"]), err["msg"], err["input"]) for err in e.errors()]
+                continue
+            j, other = first.setdefault(spec.label, (i, spec))
+            if j != i:
+                what = "the same method twice" if spec == other else f"label {spec.label!r} twice"
+                problems.append(((i, "label") if isinstance(entry, dict) else (i,),
+                                 f"{what} (also methods[{j}]): entries of one method with different options "
+                                 "need distinct labels, {name: ..., label: ..., OPTION: VALUE}", entry))
+        _ctx(info).update(accepted_options=accepted, methods_by_label={k: s for k, (_, s) in first.items()})
+        _fail(problems)
+        return specs
+
+
 # =========================================================================== the parsed config
 @dataclass
-class DatasetSpec:
-    name: str
-    n: int | None = None
-    seed: int = 0
-    path: str | None = None
-    options: dict[str, Any] = field(default_factory=dict)
-    method_options: dict[str, Any] = field(default_factory=dict)  # defaults for the methods that take them
-
-
-@dataclass
 class ExperimentConfig:
+    """A validated config (parse_config / load_config build it)."""
+
     name: str
     datasets: list[DatasetSpec]
     models: list[str]
@@ -76,13 +439,10 @@ class ExperimentConfig:
     match: str = "recall_or_substring"
     match_llm: str | None = None
     threshold: dict[str, float] = field(default_factory=lambda: {"value": 0.5})
-    # plain JSON: fallback_method / large_method are method labels
-    applications: dict[str, dict[str, Any]] = field(default_factory=dict)
+    applications: dict[str, dict[str, Any]] = field(default_factory=dict)  # JSON; methods by their labels
     bootstrap: dict[str, Any] = field(default_factory=lambda: {"n_resamples": 1000, "confidence": 0.95, "seed": 0})
     concurrency: int = 1
-    source: dict[str, Any] = field(default_factory=dict)  # the YAML as read
-    # the MethodSpecs behind applications' fallback_method ("no_rag_fallback") and large_method ("escalate")
-    application_methods: dict[str, MethodSpec] = field(default_factory=dict)
+    application_methods: dict[str, MethodSpec] = field(default_factory=dict)  # app -> the MethodSpec it adds
 
     def dataset(self, name: str) -> DatasetSpec:
         for d in self.datasets:
@@ -92,680 +452,69 @@ class ExperimentConfig:
                          f"(it has: {', '.join(d.name for d in self.datasets)})")
 
     def method_defaults(self, dataset: str | None = None) -> dict[str, Any]:
-        """The option defaults for `dataset`'s methods: generation max_tokens, then the dataset's
-        method_options over it. A method keeps only those it takes; its own options win."""
-        out: dict[str, Any] = {"max_tokens": self.max_tokens}
-        if dataset is not None:
-            out.update(self.dataset(dataset).method_options)
-        return out
+        """Generation max_tokens, then `dataset`'s method_options (a method takes those it has; its own win)."""
+        return {"max_tokens": self.max_tokens, **(self.dataset(dataset).method_options if dataset is not None else {})}
 
     def method_specs(self, dataset: str | None = None) -> list[MethodSpec]:
         """The configured methods with complete options for `dataset` (None: generation defaults only)."""
-        defaults = self.method_defaults(dataset)
-        return [MethodSpec.parse(m).with_defaults(defaults) for m in self.methods]
+        return [m.with_defaults(self.method_defaults(dataset)) for m in self.methods]
 
     def application_method(self, app: str) -> MethodSpec | None:
         """The MethodSpec the application `app` ("no_rag_fallback", "escalate") adds, or None."""
-        if app in self.application_methods:
-            return self.application_methods[app]
-        spec = self.applications.get(app)
-        key = {"no_rag_fallback": "fallback_method", "escalate": "large_method"}.get(app)
-        if not spec or key is None:
-            return None
-        entry = spec.get(key) or (NO_RAG_METHOD if app == "no_rag_fallback" else "vanilla")
-        for m in self.methods:  # a label of a configured method means that method
-            if MethodSpec.parse(m).label == entry:
-                return MethodSpec.parse(m)
-        return MethodSpec.parse(entry)
+        return self.application_methods.get(app)
 
     def runs(self, dataset: str | None = None) -> list[tuple[str, list[MethodSpec]]]:
-        """(model, methods) in the order they run: the configured grid, then what the applications
-        need (the no-RAG answers of each fallback model, the larger model's answers); a method whose
-        label a model already runs is not added twice. With `dataset`, the specs carry their
-        complete options for it (as method_specs); without, their options as configured (apply
-        `method_defaults(dataset)` with `spec.with_defaults` before building them)."""
-        plan: dict[str, list[MethodSpec]] = {m: [MethodSpec.parse(s) for s in self.methods] for m in self.models}
-
-        def add(model: str, spec: MethodSpec | None) -> None:
-            if spec is None:
-                return
-            specs = plan.setdefault(model, [])
+        """(model, methods) in the order they run: the grid, then what the applications add (once per
+        label); with `dataset`, with their complete options for it, else with the options as configured."""
+        plan = {m: list(self.methods) for m in self.models}
+        needs = [(m, "no_rag_fallback") for m in self.applications.get("no_rag_fallback", {}).get("models", [])]
+        needs += [(self.applications["escalate"]["large"], "escalate")] if "escalate" in self.applications else []
+        for model, app in needs:
+            spec, specs = self.application_methods[app], plan.setdefault(model, [])
             if spec.label not in {s.label for s in specs}:
                 specs.append(spec)
-
-        fb = self.applications.get("no_rag_fallback")
-        if fb:
-            for m in fb.get("models") or self.models:
-                add(m, self.application_method("no_rag_fallback"))
-        esc = self.applications.get("escalate")
-        if esc:
-            add(esc["large"], self.application_method("escalate"))
         if dataset is None:
             return list(plan.items())
         defaults = self.method_defaults(dataset)
         return [(model, [s.with_defaults(defaults) for s in specs]) for model, specs in plan.items()]
 
     def run_json(self) -> dict[str, Any]:
-        """What the report needs to rebuild every output without the YAML (DIR/run.json). Methods
-        as configured (name, label, options); the defaults they get are `max_tokens` and each
-        dataset's `method_options`."""
+        """DIR/run.json: what the report needs without the YAML (methods as configured)."""
         return {"name": self.name, "threshold": dict(self.threshold),
                 "applications": copy.deepcopy(self.applications), "bootstrap": dict(self.bootstrap),
-                "datasets": [copy.deepcopy(d.__dict__) for d in self.datasets], "models": list(self.models),
-                "methods": [MethodSpec.parse(s).to_dict() for s in self.methods],
-                "application_methods": {k: s.to_dict()
-                                        for k in ("no_rag_fallback", "escalate")
-                                        if (s := self.application_method(k)) is not None},
+                "datasets": [d.model_dump() for d in self.datasets], "models": list(self.models),
+                "methods": [s.to_dict() for s in self.methods],
+                "application_methods": {k: s.to_dict() for k, s in self.application_methods.items()},
                 "match": self.match, "max_tokens": self.max_tokens}
 
 
-# =========================================================================== errors with a place
-def _problem(loc: tuple, msg: str, value: Any = None) -> InitErrorDetails:
-    # A message built here is final: with no context, pydantic does not format the template.
-    return InitErrorDetails(type=PydanticCustomError("verirag", msg), loc=tuple(loc), input=value)
-
-
-def _fail(problems: list[InitErrorDetails], title: str = "config") -> None:
-    if problems:
-        raise ValidationError.from_exception_data(title, problems)
-
-
-def _got(v: Any) -> str:
-    """A value as an error message shows it: its YAML kind and (short) repr."""
-    return "null" if v is None else f"{_kind(v)} {_show(v)}"
-
-
-def _show(v: Any) -> str:
-    s = repr(v)
-    return s if len(s) <= 60 else s[:57] + "..."
-
-
-def _kind(v: Any) -> str:
-    """What a YAML value is, in YAML words."""
-    if v is None:
-        return "null"
-    for t, word in ((bool, "true/false"), (int, "an integer"), (float, "a number"), (str, "text"),
-                    (list, "a list"), (dict, "a mapping")):
-        if isinstance(v, t):
-            return word
-    return type(v).__name__
-
-
-_MESSAGES = {  # pydantic's own error types, in the words of this file
-    "missing": "is required", "model_type": "must be a mapping (key: value)",
-    "model_attributes_type": "must be a mapping (key: value)", "dict_type": "must be a mapping (key: value)",
-    "list_type": "must be a list", "string_type": "must be text", "bool_type": "must be true or false",
-    "int_type": "must be an integer", "int_parsing": "must be an integer", "int_from_float": "must be an integer",
-    "float_type": "must be a number", "float_parsing": "must be a number",
-    "finite_number": "must be a finite number",
-}
-
-
-def _message(err: Mapping[str, Any]) -> str:
-    if err["type"] == "verirag":
-        return err["msg"]
-    if err["type"] == "missing":
-        return "is required"
-    base = _MESSAGES.get(err["type"], err["msg"])
-    return f"{base}, got {_got(err.get('input'))}"
-
-
-def _final(e: ValidationError) -> list[InitErrorDetails]:
-    """e's errors with their messages in our words, ready to be raised again."""
-    return [_problem(err["loc"], _message(err), err.get("input")) for err in e.errors()]
-
-
-def _where(loc: tuple) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "(top level)"
-
-
-# =========================================================================== value checks
-def _integer(minimum: int):
-    def check(v: Any) -> int:
-        if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
-            raise PydanticCustomError("verirag", f"must be an integer >= {minimum}, got {_show(v)}")
-        return v
-    return PlainValidator(check)
-
-
-def _number(v: Any) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-        raise PydanticCustomError("verirag", f"must be a finite number, got {_got(v)}")
-    return v
-
-
-def _between(low: float, high: float, *, closed: bool = False):
-    brackets = "[]" if closed else "()"
-
-    def check(v: Any) -> float:
-        ok = (not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
-              and (low <= v <= high if closed else low < v < high))
-        if not ok:
-            raise PydanticCustomError("verirag", f"must be a number in {brackets[0]}{low:g}, {high:g}{brackets[1]}, "
-                                                 f"got {_got(v)}")
-        return float(v)
-    return PlainValidator(check)
-
-
-def _text(v: Any) -> str:
-    if not isinstance(v, str) or not v.strip():
-        raise PydanticCustomError("verirag", f"must be non-empty text, got {_got(v)}")
-    return v.strip()
-
-
-def _plain_problem(v: Any, depth: int = 0) -> str | None:
-    """Why v is not plain data (text, numbers, true/false, null, lists, mappings with text keys)."""
-    if depth > 32:
-        return "is nested too deeply (or refers to itself)"
-    if v is None or isinstance(v, (str, bool, int)):
-        return None
-    if isinstance(v, float):
-        return None if math.isfinite(v) else f"must be a finite number, got {_show(v)}"
-    if isinstance(v, list):
-        return next((p for x in v if (p := _plain_problem(x, depth + 1))), None)
-    if isinstance(v, dict):
-        if not all(isinstance(k, str) for k in v):
-            return "mapping keys must be text"
-        return next((p for x in v.values() if (p := _plain_problem(x, depth + 1))), None)
-    return f"must be text, a number, true/false, a list or a mapping, got {_got(v)}"
-
-
-def _options(v: Any) -> dict[str, Any]:
-    """A mapping of option names to plain values; null is no options."""
-    if v is None:
-        return {}
-    if not isinstance(v, dict):
-        raise PydanticCustomError("verirag", f"must be a mapping of option: value, got {_got(v)}")
-    problems = [_problem((str(k),), "option names must be text", val) for k, val in v.items()
-                if not isinstance(k, str)]
-    problems += [_problem((k,), p, val) for k, val in v.items()
-                 if isinstance(k, str) and (p := _plain_problem(val))]
-    _fail(problems)
-    return dict(v)
-
-
-def _names(what: str):
-    """A non-empty list of distinct non-empty strings; a single string is a list of one."""
-    def check(v: Any) -> list[str]:
-        if isinstance(v, str):
-            v = [v]
-        if not isinstance(v, list) or not v:
-            raise PydanticCustomError("verirag", f"must be a non-empty list of {what}, got {_got(v)}")
-        problems, seen = [], {}
-        for i, x in enumerate(v):
-            if not isinstance(x, str) or not x.strip():
-                problems.append(_problem((i,), f"must be non-empty text, got {_got(x)}", x))
-            elif x.strip() in seen:
-                problems.append(_problem((i,), f"{x.strip()!r} appears twice (also at [{seen[x.strip()]}])", x))
-            else:
-                seen[x.strip()] = i
-        _fail(problems)
-        return [x.strip() for x in v]
-    return PlainValidator(check)
-
-
-# --------------------------------------------------------------------------- methods
-def _option_defaults(name: str) -> dict[str, Any]:
-    """Option -> constructor default, for the type check of option values (mirrors accepted_options)."""
-    from verirag.awf import registry
-    unified, gen, pred = split_name(name)
-    parts = [registry.get("method", unified)] if unified else [registry.get("predictor", pred),
-                                                                  registry.get("generator", gen)]
-    out: dict[str, Any] = {}
-    for cls in parts:
-        for p in inspect.signature(cls.__init__).parameters.values():
-            if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD):
-                out[p.name] = p.default
-    return out
-
-
-def _type_problem(value: Any, default: Any) -> str | None:
-    """The option's value must have the type of the constructor's default (when it has one)."""
-    if isinstance(default, bool):
-        ok, want = isinstance(value, bool), "true or false"
-    elif isinstance(default, int):
-        ok, want = isinstance(value, int) and not isinstance(value, bool), "an integer"
-    elif isinstance(default, float):
-        ok, want = isinstance(value, (int, float)) and not isinstance(value, bool), "a number"
-    elif isinstance(default, str):
-        ok, want = isinstance(value, str), "text"
-    else:
-        return None
-    return None if ok else f"must be {want}, got {_got(value)}"
-
-
-def _take(accepted: dict[str, Any], name: str) -> None:
-    defaults = _option_defaults(name)
-    for k in accepted_options(name):
-        accepted.setdefault(k, defaults.get(k))
-
-
-def _name_problem(name: str) -> str | None:
-    """Why build_method would not know `name`, in one short sentence."""
-    from verirag.awf import registry
-    unified, gen, pred = split_name(name)
-    if unified:
-        return None
-    if gen not in registry.names("generator"):
-        return (f"unknown method {name!r} (`verirag methods` lists them: generators "
-                f"{', '.join(registry.names('generator'))} alone or as GENERATOR+PREDICTOR, and unified methods "
-                f"{', '.join(registry.names('method'))})")
-    if pred not in registry.names("predictor"):
-        return f"unknown predictor {pred!r} in {name!r} (predictors: {', '.join(registry.names('predictor'))})"
-    return None
-
-
-def method_entry(entry: Any) -> MethodSpec:
-    """A config's method entry as a MethodSpec: "vanilla+nli" or {name, label?, OPTION: VALUE...}.
-    Raises ValidationError whose places are relative to the entry (e.g. ("famly",))."""
-    if isinstance(entry, MethodSpec):
-        return entry
-    if isinstance(entry, str):
-        name, label, opts, name_at = entry.strip(), None, {}, ()
-        if not name:
-            _fail([_problem((), "must be a method name, got empty text", entry)])
-    elif isinstance(entry, dict):
-        problems = [_problem((str(k),), "option names must be text", v) for k, v in entry.items()
-                    if not isinstance(k, str)]
-        name, label, name_at = entry.get("name"), entry.get("label"), ("name",)
-        if "name" not in entry:
-            problems.append(_problem(("name",), "is required: a method entry is {name: METHOD, OPTION: VALUE, ...}"))
-        elif not isinstance(name, str) or not name.strip():
-            problems.append(_problem(("name",), f"must be a method name, got {_got(name)}", name))
-        if label is not None and (not isinstance(label, str) or not label.strip()):
-            problems.append(_problem(("label",), f"must be non-empty text, got {_got(label)}", label))
-        opts = {k: v for k, v in entry.items() if isinstance(k, str) and k not in ("name", "label")}
-        problems += [_problem((k,), p, v) for k, v in opts.items() if (p := _plain_problem(v))]
-        _fail(problems)
-        name = name.strip()
-    else:
-        _fail([_problem((), "must be a method name or a mapping {name: METHOD, OPTION: VALUE, ...}, "
-                            f"got {_got(entry)}", entry)])
-    why = _name_problem(name)
-    if why:
-        _fail([_problem(name_at, why, name)])
-    try:
-        accepted = accepted_options(name)
-        defaults = _option_defaults(name)
-    except (InputError, KeyError) as e:
-        _fail([_problem(name_at, str(e).strip('"'), name)])
-    problems = []
-    for k, v in opts.items():
-        if k not in accepted:
-            problems.append(_problem((k,), f"method {name!r} takes no option {k!r} (it takes: "
-                                           f"{', '.join(sorted(accepted)) or 'none'})", v))
-        elif (p := _type_problem(v, defaults.get(k))):
-            problems.append(_problem((k,), p, v))
-    _fail(problems)
-    try:
-        return MethodSpec(name, opts, (label or "").strip())
-    except InputError as e:
-        _fail([_problem((), str(e), entry)])
-    raise AssertionError("unreachable")
-
-
-# =========================================================================== the schema
-class _Section(BaseModel):
-    """A mapping with known keys: unknown keys are reported with the keys that exist; keys in
-    `null_is_default` may be null (meaning: the default)."""
-
-    model_config = ConfigDict(extra="ignore", strict=True, allow_inf_nan=False, frozen=True)
-    null_is_default: ClassVar[frozenset[str]] = frozenset()
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _known_keys(cls, data: Any, handler: Callable[[Any], Any]) -> Any:
-        problems = []
-        if isinstance(data, dict):
-            allowed = list(cls.model_fields)
-            for k, v in data.items():
-                if k not in allowed:
-                    problems.append(_problem((str(k),), f"unknown key (expected one of: {', '.join(sorted(allowed))})", v))
-            data = {k: v for k, v in data.items()
-                    if k in allowed and not (v is None and k in cls.null_is_default)}
-        elif not isinstance(data, cls):
-            _fail([_problem((), f"must be a mapping (key: value), got {_got(data)}", data)])
-        try:
-            out = handler(data)
-        except ValidationError as e:
-            _fail(_final(e) + problems)
-        _fail(problems)
-        return out
-
-
-def _context(info: ValidationInfo) -> dict[str, Any]:
-    return info.context if isinstance(info.context, dict) else {}
-
-
-class _Dataset(_Section):
-    null_is_default: ClassVar[frozenset[str]] = frozenset({"seed", "options", "method_options"})
-
-    name: str
-    n: Annotated[int, _integer(1)] | None = None
-    seed: Annotated[int, _integer(0)] = 0
-    path: Annotated[str, PlainValidator(_text)] | None = None
-    options: Annotated[dict[str, Any], PlainValidator(_options)] = Field(default_factory=dict)
-    method_options: Annotated[dict[str, Any], PlainValidator(_options)] = Field(default_factory=dict)
-
-    @field_validator("name", mode="plain")
-    @classmethod
-    def _known(cls, v: Any, info: ValidationInfo) -> str:
-        from verirag.datasets import dataset_names
-        v = _text(v)
-        known = dataset_names()
-        if v not in known:
-            raise PydanticCustomError("verirag", f"unknown dataset {v!r} (known: {', '.join(sorted(known))})")
-        seen = _context(info).setdefault("datasets_seen", set())
-        if v in seen:
-            raise PydanticCustomError("verirag", f"dataset {v!r} appears twice (records are keyed by dataset name)")
-        seen.add(v)
-        return v
-
-    @field_validator("options", mode="after")
-    @classmethod
-    def _loader_options(cls, v: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
-        from verirag.datasets import dataset_info
-        name = info.data.get("name")
-        if name is None:
-            return v
-        allowed = set(dataset_info(name).options())
-        if "references_llm" in allowed:  # the config names the model; the runner loads it
-            allowed = (allowed - {"references_llm"}) | {"references_model"}
-        _fail([_problem((k,), f"dataset {name!r} takes no option {k!r} (it takes: "
-                              f"{', '.join(sorted(allowed)) or 'none'})", val)
-               for k, val in v.items() if k not in allowed])
-        return v
-
-    @field_validator("method_options", mode="after")
-    @classmethod
-    def _taken(cls, v: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
-        accepted = _context(info).get("accepted_options")  # option -> a constructor default
-        if accepted is None:  # the methods could not be read; their errors say why
-            return v
-        problems = []
-        for k, val in v.items():
-            if k not in accepted:
-                problems.append(_problem((k,), f"no method in `methods` takes option {k!r} (options they take: "
-                                               f"{', '.join(sorted(accepted)) or 'none'})", val))
-            elif (p := _type_problem(val, accepted[k])):
-                problems.append(_problem((k,), p, val))
-        _fail(problems)
-        return v
-
-
-class _Generation(_Section):
-    null_is_default: ClassVar[frozenset[str]] = frozenset({"max_tokens", "n_ctx"})
-
-    max_tokens: Annotated[int, _integer(1)] = 128
-    n_ctx: Annotated[int, _integer(256)] = 4096
-
-
-class _GroundTruth(_Section):
-    null_is_default: ClassVar[frozenset[str]] = frozenset({"match", "llm"})
-
-    match: str = "recall_or_substring"
-    llm: Annotated[str, PlainValidator(_text)] | None = None
-
-    @field_validator("match", mode="plain")
-    @classmethod
-    def _rule(cls, v: Any) -> str:
-        if v not in MATCH_RULES:
-            raise PydanticCustomError("verirag", f"must be one of {', '.join(MATCH_RULES)}, got {_show(v)}")
-        return v
-
-    @model_validator(mode="after")
-    def _judge(self) -> "_GroundTruth":
-        if self.match == "llm" and not self.llm:
-            _fail([_problem(("llm",), "match: llm needs the judge model spec in `llm`")])
-        return self
-
-
-class _Threshold(_Section):
-    value: Annotated[float, PlainValidator(_number)] | None = None
-    precision: Annotated[float, _between(0, 1)] | None = None
-    action_rate: Annotated[float, _between(0, 1, closed=True)] | None = None
-    delta: Annotated[float, _between(0, 1)] | None = None
-    method: str | None = None
-
-    @field_validator("method", mode="plain")
-    @classmethod
-    def _method(cls, v: Any) -> str | None:
-        if v is not None and v not in THRESHOLD_METHODS:
-            raise PydanticCustomError("verirag", f"must be one of {', '.join(THRESHOLD_METHODS)}, got {_show(v)}")
-        return v
-
-    @model_validator(mode="after")
-    def _one_kind(self) -> "_Threshold":
-        kinds = [k for k in ("value", "precision", "action_rate") if getattr(self, k) is not None]
-        if len(kinds) != 1:
-            _fail([_problem((), "give exactly one of value, precision, action_rate"
-                                + (f" (got {', '.join(kinds)})" if kinds else ""))])
-        from verirag.calibration import ThresholdTarget
-        try:
-            ThresholdTarget(**self.as_dict())
-        except (ValueError, TypeError) as e:
-            _fail([_problem((), str(e))])
-        return self
-
-    def as_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in self.model_dump().items() if v is not None}
-
-
-def _application_method(v: Any, info: ValidationInfo, default: str) -> MethodSpec:
-    """A method entry; a label of a configured method means that method."""
-    if v is None:
-        v = default
-    by_label: dict[str, MethodSpec] = _context(info).get("methods_by_label", {})
-    if isinstance(v, str) and v.strip() in by_label:
-        return by_label[v.strip()]
-    spec = method_entry(v)
-    other = by_label.get(spec.label)
-    if other is not None and other != spec:
-        _fail([_problem(("label",) if isinstance(v, dict) else (),
-                        f"label {spec.label!r} is already used by a method in `methods` with other options: "
-                        "give this one its own `label`", v)])
-    return spec
-
-
-def _configured_models(v: list[str], info: ValidationInfo) -> None:
-    models = _context(info).get("models")
-    if models is not None:
-        _fail([_problem((i,), f"{m!r} is not one of `models`", m)
-               for i, m in enumerate(v) if m not in models])
-
-
-class _Fallback(_Section):
-    null_is_default: ClassVar[frozenset[str]] = frozenset({"folds", "fallback_method"})
-
-    models: Annotated[list[str], _names("model specs")] | None = None
-    folds: Annotated[int, _integer(2)] = 5
-    fallback_method: Any = Field(default=None, validate_default=True)
-
-    @field_validator("models", mode="after")
-    @classmethod
-    def _in_models(cls, v: list[str] | None, info: ValidationInfo) -> list[str] | None:
-        if v is not None:
-            _configured_models(v, info)
-        return v
-
-    @field_validator("fallback_method", mode="plain")
-    @classmethod
-    def _spec(cls, v: Any, info: ValidationInfo) -> MethodSpec:
-        return _application_method(v, info, NO_RAG_METHOD)
-
-
-class _Escalate(_Section):
-    null_is_default: ClassVar[frozenset[str]] = frozenset({"small", "large_method", "rate"})
-
-    small: Annotated[str, PlainValidator(_text)] | None = None
-    large: Annotated[str, PlainValidator(_text)]
-    large_method: Any = Field(default=None, validate_default=True)
-    rate: Annotated[float, _between(0, 1)] = 0.2
-
-    @field_validator("small", mode="after")
-    @classmethod
-    def _in_models(cls, v: str | None, info: ValidationInfo) -> str | None:
-        models = _context(info).get("models")
-        if v is not None and models is not None and v not in models:
-            raise PydanticCustomError("verirag", f"{v!r} is not one of `models`")
-        return v
-
-    @field_validator("large_method", mode="plain")
-    @classmethod
-    def _spec(cls, v: Any, info: ValidationInfo) -> MethodSpec:
-        return _application_method(v, info, "vanilla")
-
-
-class _Applications(_Section):
-    no_rag_fallback: _Fallback | None = None
-    escalate: _Escalate | None = None
-
-
-class _Bootstrap(_Section):
-    null_is_default: ClassVar[frozenset[str]] = frozenset({"n_resamples", "seed"})
-
-    n_resamples: Annotated[int, _integer(1)] = 1000
-    confidence: Annotated[float, _between(0, 1)] = 0.95
-    seed: Annotated[int, _integer(0)] = 0
-
-
-class _Config(_Section):
-    # Fields are validated in this order: models and methods first, so that the fields that
-    # refer to them (applications, datasets' method_options) can check against them.
-    null_is_default: ClassVar[frozenset[str]] = frozenset(
-        {"name", "judge_model", "generation", "ground_truth", "threshold", "applications", "bootstrap",
-         "concurrency"})
-
-    name: str | None = None
-    models: Annotated[list[str], _names("model specs")]
-    methods: list[Any]  # -> list[MethodSpec]
-    datasets: list[_Dataset]
-    judge_model: Annotated[str, PlainValidator(_text)] | None = None
-    generation: _Generation = Field(default_factory=_Generation)
-    ground_truth: _GroundTruth = Field(default_factory=_GroundTruth)
-    threshold: _Threshold = Field(default_factory=lambda: _Threshold(value=0.5))
-    applications: _Applications = Field(default_factory=_Applications)
-    bootstrap: _Bootstrap = Field(default_factory=_Bootstrap)
-    concurrency: Annotated[int, _integer(1)] = 1
-
-    model_config = ConfigDict(extra="ignore", strict=True, allow_inf_nan=False, frozen=True,
-                              arbitrary_types_allowed=True)
-
-    @field_validator("name", mode="plain")
-    @classmethod
-    def _name(cls, v: Any) -> str | None:
-        if isinstance(v, bool) or not isinstance(v, (str, int, float)):
-            raise PydanticCustomError("verirag", f"must be text, got {_got(v)}")
-        return str(v).strip() or None
-
-    @field_validator("models", mode="before")
-    @classmethod
-    def _remember_models(cls, v: Any, info: ValidationInfo) -> Any:
-        # What `models` names, even if it has other problems (duplicates), for the fields that refer to it.
-        names = [v] if isinstance(v, str) else v if isinstance(v, list) else []
-        _context(info)["models"] = [x.strip() for x in names if isinstance(x, str)]
-        return v
-
-    @field_validator("methods", mode="plain")
-    @classmethod
-    def _methods(cls, v: Any, info: ValidationInfo) -> list[MethodSpec]:
-        if isinstance(v, (str, dict)):
-            v = [v]
-        if not isinstance(v, list) or not v:
-            raise PydanticCustomError("verirag", "must be a non-empty list of method names or "
-                                                 f"{{name: METHOD, OPTION: VALUE}} mappings, got {_got(v)}")
-        problems: list[InitErrorDetails] = []
-        specs: dict[int, MethodSpec] = {}
-        accepted: dict[str, Any] | None = {}  # option -> its constructor default
-        for i, entry in enumerate(v):
-            try:
-                specs[i] = method_entry(entry)
-            except ValidationError as e:
-                problems += [_problem((i, *err["loc"]), _message(err), err.get("input")) for err in e.errors()]
-                name = entry.get("name") if isinstance(entry, dict) else entry
-                if accepted is not None and isinstance(name, str) and not _name_problem(name.strip() or "?"):
-                    _take(accepted, name.strip())
-                else:
-                    accepted = None  # cannot tell which options the methods take
-                continue
-            if accepted is not None:
-                _take(accepted, specs[i].name)
-        by_label: dict[str, int] = {}
-        for i, spec in specs.items():
-            if spec.label in by_label:
-                j = by_label[spec.label]
-                same = "the same method twice" if spec == specs[j] else f"label {spec.label!r} twice"
-                problems.append(_problem((i, "label") if isinstance(v[i], dict) else (i,),
-                                         f"{same} (also methods[{j}]): entries of one method with different "
-                                         "options need distinct labels, {name: ..., label: ..., OPTION: VALUE}",
-                                         v[i]))
-            else:
-                by_label[spec.label] = i
-        ctx = _context(info)
-        ctx["accepted_options"] = accepted
-        ctx["methods_by_label"] = {spec.label: spec for i, spec in specs.items() if by_label.get(spec.label) == i}
-        _fail(problems)
-        return [specs[i] for i in range(len(v))]
-
-    @field_validator("datasets", mode="before")
-    @classmethod
-    def _named(cls, v: Any) -> Any:
-        if isinstance(v, (str, dict)):
-            v = [v]
-        if not isinstance(v, list) or not v:
-            raise PydanticCustomError("verirag", "must be a non-empty list of dataset names or "
-                                                 f"{{name: ...}} mappings, got {_got(v)}")
-        return [{"name": d} if isinstance(d, str) else d for d in v]
-
-    @field_validator("threshold", mode="before")
-    @classmethod
-    def _number_is_value(cls, v: Any) -> Any:
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
-            return {"value": v}
-        return v
-
-
 # =========================================================================== entry points
-def _build(m: _Config, raw: dict[str, Any], source_name: str) -> ExperimentConfig:
-    apps: dict[str, dict[str, Any]] = {}
-    app_methods: dict[str, MethodSpec] = {}
-    fb = m.applications.no_rag_fallback
-    if fb is not None:
-        apps["no_rag_fallback"] = {"models": list(fb.models or m.models), "folds": fb.folds,
-                                   "fallback_method": fb.fallback_method.label}
-        app_methods["no_rag_fallback"] = fb.fallback_method
-    esc = m.applications.escalate
-    if esc is not None:
-        apps["escalate"] = {"small": esc.small or m.models[0], "large": esc.large,
-                            "large_method": esc.large_method.label, "rate": float(esc.rate)}
-        app_methods["escalate"] = esc.large_method
-    return ExperimentConfig(
-        name=m.name or Path(source_name).stem,
-        datasets=[DatasetSpec(name=d.name, n=d.n, seed=d.seed, path=d.path, options=copy.deepcopy(d.options),
-                              method_options=copy.deepcopy(d.method_options)) for d in m.datasets],
-        models=list(m.models), methods=list(m.methods), judge_model=m.judge_model,
-        max_tokens=m.generation.max_tokens, n_ctx=m.generation.n_ctx,
-        match=m.ground_truth.match, match_llm=m.ground_truth.llm,
-        threshold=m.threshold.as_dict(), applications=apps,
-        bootstrap={"n_resamples": m.bootstrap.n_resamples, "confidence": m.bootstrap.confidence,
-                   "seed": m.bootstrap.seed},
-        concurrency=m.concurrency, source=copy.deepcopy(raw), application_methods=app_methods)
-
-
 def parse_config(raw: Any, *, source_name: str = "config") -> ExperimentConfig:
     """Validate a config mapping; raise one InputError listing every problem with its place."""
     if not isinstance(raw, dict):
-        raise InputError(f"{source_name}: the top level must be a mapping of {', '.join(sorted(TOP_KEYS))}, "
-                         f"got {_kind(raw)}")
+        raise InputError(f"{source_name}: the top level must be a mapping of {_listing(_Config.model_fields)}, "
+                         f"got {_got(raw)}")
     try:
         m = _Config.model_validate(raw, context={})
     except ValidationError as e:
-        items = [f"{_where(err['loc'])}: {_message(err)}" for err in e.errors()]
+        items = [_problem(err) for err in e.errors()]
         raise InputError(f"{source_name}: {len(items)} problem(s): " + "; ".join(items)) from None
-    return _build(m, raw, source_name)
+    apps: dict[str, dict[str, Any]] = {}
+    app_methods: dict[str, MethodSpec] = {}
+    if (fb := m.applications.no_rag_fallback) is not None:
+        apps["no_rag_fallback"] = {"models": list(fb.models or m.models), "folds": fb.folds,
+                                   "fallback_method": fb.fallback_method.label}
+        app_methods["no_rag_fallback"] = fb.fallback_method
+    if (esc := m.applications.escalate) is not None:
+        apps["escalate"] = {"small": esc.small or m.models[0], "large": esc.large,
+                            "large_method": esc.large_method.label, "rate": esc.rate}
+        app_methods["escalate"] = esc.large_method
+    return ExperimentConfig(
+        name=m.name or Path(source_name).stem, datasets=list(m.datasets), models=list(m.models),
+        methods=list(m.methods), judge_model=m.judge_model, max_tokens=m.generation.max_tokens,
+        n_ctx=m.generation.n_ctx, match=m.ground_truth.match, match_llm=m.ground_truth.llm,
+        threshold=m.threshold.model_dump(exclude_none=True), applications=apps,
+        bootstrap=m.bootstrap.model_dump(), concurrency=m.concurrency, application_methods=app_methods)
 
 
 def load_config(path: str | Path) -> ExperimentConfig:
@@ -787,12 +536,9 @@ def load_config(path: str | Path) -> ExperimentConfig:
                          "save the config as UTF-8") from None
     try:
         raw = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise InputError(f"{p}: not valid YAML: {e}") from None
-    except (ValueError, OverflowError, TypeError) as e:  # e.g. a date 2024-13-45, an integer of 5000 digits
-        raise InputError(f"{p}: not valid YAML: {e}") from None
-    except RecursionError:
-        raise InputError(f"{p}: not valid YAML: nested too deeply") from None
+    except (yaml.YAMLError, ValueError, OverflowError, TypeError, RecursionError) as e:  # also 2024-13-45, 10**5000
+        raise InputError(f"{p}: not valid YAML: {'nested too deeply' if isinstance(e, RecursionError) else e}") \
+            from None
     if raw is None:
         raise InputError(f"{p} is empty; a config names at least datasets, models and methods")
     return parse_config(raw, source_name=str(p))
