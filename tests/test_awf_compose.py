@@ -253,7 +253,7 @@ def test_make_policy_and_errors_never_answer():
     assert isinstance(make_policy("no-rag", StandIn(text="x")), NoRagFallbackPolicy)
     with pytest.raises(InputError, match="second model"):
         make_policy("escalate", StandIn(text="x"))
-    with pytest.raises(ValueError):
+    with pytest.raises(InputError, match="unknown fallback"):
         make_policy("pray", None)
     failed = MethodOutput(answer="25 minutes", score=0.0, error="predictor failed")
     assert AbstainPolicy().apply(Trace(QUESTION, PASSAGES), failed, 0.0).action == ABSTAINED
