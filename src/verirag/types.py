@@ -76,6 +76,7 @@ class Generation:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached: bool = False
+    token_ids: list[int] = field(default_factory=list)  # the generated ids, where the backend has them
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -88,7 +89,7 @@ class Generation:
                    finish_reason=d.get("finish_reason", "stop"), model=d.get("model", ""),
                    prompt_tokens=int(d.get("prompt_tokens", 0)),
                    completion_tokens=int(d.get("completion_tokens", 0)),
-                   cached=bool(d.get("cached", False)))
+                   cached=bool(d.get("cached", False)), token_ids=[int(t) for t in d.get("token_ids", [])])
 
 
 @dataclass

