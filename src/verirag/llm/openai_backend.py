@@ -631,6 +631,13 @@ class OpenAICompatibleLLM(LLM):
                 log.debug("tokenize endpoint failed (%s); estimating", exc)
         return super().count_tokens(text)
 
+    def count_prompt_tokens(self, prompt: Prompt) -> int:
+        """One count for the whole prompt (at most one tokenize request, not one per message);
+        ~4 template tokens a message."""
+        if isinstance(prompt, str):
+            return self.count_tokens(prompt)
+        return self.count_tokens("\n".join(m.get("content", "") for m in prompt)) + 4 * len(prompt)
+
     def close(self) -> None:
         self._client.close()
 
