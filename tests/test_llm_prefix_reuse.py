@@ -118,3 +118,65 @@ def test_a_llama_used_directly_does_not_confuse_reuse(smollm_path):
         assert llm.next_token_logprobs(prompt) == first
     finally:
         llm.close()
+
+
+# ------------------------------------------------------------- continuing a generation's conversation
+def _follow_up(messages, gen, question="Is that answer fully supported by the text? Reply Yes or No."):
+    return messages + [{"role": "assistant", "content": gen.text, "token_ids": gen.token_ids},
+                       {"role": "user", "content": question}]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["smollm2-135m", "qwen2.5-0.5b"])
+def test_a_follow_up_reads_only_its_new_tokens_and_equals_a_replay(name):
+    """After a generation, a follow-up question in the same conversation reuses the generation's
+    KV state (prompt in batches, answer ids one by one) and pays only for its own tokens; a model
+    that never saw the generation replays that path and gets bitwise the same logits."""
+    from verirag.llm.llama_cpp_backend import LlamaCppLLM
+    path = _model(name)
+    live = LlamaCppLLM(path, n_ctx=2048, n_batch=32, reuse_prefix=True, prefix_cache_mb=64)
+    cold = LlamaCppLLM(path, n_ctx=2048, n_batch=32, reuse_prefix=False)
+    try:
+        messages = [{"role": "user", "content": f"{text(120, 11)}\n\nWhat does the keeper count?"}]
+        gen = live.generate(messages, max_tokens=24)
+        assert gen.token_ids and len(gen.token_ids) == gen.completion_tokens
+        follow = _follow_up(messages, gen)
+        path_ = live._prompt_path(follow)
+        n_ids = sum(1 for c in path_ if len(c) == 1)
+        assert n_ids >= len(gen.token_ids)  # the answer is read one token at a time
+        before = live.prefix_stats()["tokens_evaluated"]
+        got = live.next_token_logprobs(follow, candidates=("Yes", "No"))
+        new = live.prefix_stats()["tokens_evaluated"] - before
+        # only the suffix: the end of the answer's turn and the follow-up question
+        assert new == sum(len(c) for c in path_) - gen.prompt_tokens - len(gen.token_ids)
+        assert new < 40, new
+        logits = live._last_logits()
+        want = cold.next_token_logprobs(follow, candidates=("Yes", "No"))
+        assert got == want and np.array_equal(logits, cold._last_logits())
+        # evicted or never seen: replayed on the same path, the same numbers
+        live.next_token_logprobs(text(80, 12))
+        live._store.clear()
+        assert live.next_token_logprobs(follow, candidates=("Yes", "No")) == want
+        # the text alone (no ids) is a different path: tokenised as text, batched
+        plain = [dict(m) for m in follow]
+        plain[-2].pop("token_ids")
+        assert len(live._prompt_path(plain)) < len(path_)
+    finally:
+        live.close()
+        cold.close()
+
+
+def test_ids_that_do_not_spell_the_answer_fall_back_to_reading_text(smollm_path):
+    from verirag.llm.llama_cpp_backend import LlamaCppLLM
+    llm = LlamaCppLLM(smollm_path, n_ctx=1024, n_batch=32)
+    try:
+        ids = llm._tokenize_continuation("Paris is the capital")
+        msgs = [{"role": "user", "content": "Capital of France?"},
+                {"role": "assistant", "content": "Paris", "token_ids": ids},  # cut text, e.g. a stop string
+                {"role": "user", "content": "Sure?"}]
+        plain = [{k: v for k, v in m.items() if k != "token_ids"} for m in msgs]
+        assert llm._prompt_path(msgs) == llm._prompt_path(plain)
+        msgs[1]["content"] = "Paris is the capital"
+        assert llm._prompt_path(msgs) != llm._prompt_path(plain)
+    finally:
+        llm.close()

@@ -42,6 +42,25 @@ def render_chat(template: str | None, messages: list[dict[str, str]], *, bos_tok
                                      bos_token=bos_token, eos_token=eos_token)
 
 
+def plain_messages(messages: list[dict]) -> list[dict[str, str]]:
+    """Messages as {role, content} only: what an endpoint or a chat template is given. Extra keys
+    (an assistant message's generated `token_ids`) guide the llama.cpp backend's evaluation path
+    and mean nothing to anyone else."""
+    return [{"role": m["role"], "content": m["content"]} for m in messages]
+
+
+def continued_message(prompt: Prompt) -> int | None:
+    """Index of the last assistant message that carries the `token_ids` its generation produced
+    (a conversation continued after a generation), or None."""
+    if isinstance(prompt, str):
+        return None
+    for i in range(len(prompt) - 1, -1, -1):
+        m = prompt[i]
+        if m.get("role") == "assistant" and m.get("token_ids"):
+            return i
+    return None
+
+
 def validate_messages(prompt: Prompt) -> None:
     """Reject malformed chat prompts early with a message that says what is wrong."""
     if isinstance(prompt, str):

@@ -37,7 +37,7 @@ from typing import Any
 from verirag.errors import CapabilityError, InputError, ModelNotFoundError
 from verirag.llm.base import (ATTENTIONS, DEFAULT_SEED, EXACT_NEXT_TOKEN, LLM, LOGPROBS, NEXT_TOKEN,
                               SCORE)
-from verirag.llm.chat_template import render_chat, validate_messages
+from verirag.llm.chat_template import plain_messages, render_chat, validate_messages
 from verirag.models.cache_dir import cache_dir
 from verirag.models.hashing import file_fingerprint
 from verirag.types import ContinuationScore, Generation, Prompt, TokenLogprob
@@ -224,13 +224,13 @@ class TransformersLLM(LLM):
         if isinstance(prompt, str):
             return prompt
         if getattr(self.tokenizer, "chat_template", None):
-            return self.tokenizer.apply_chat_template(list(prompt), tokenize=False,
+            return self.tokenizer.apply_chat_template(plain_messages(prompt), tokenize=False,
                                                       add_generation_prompt=True)
         if not self._warned_no_template:
             log.warning("%s has no chat template; rendering chat prompts as a plain "
                         "'Role: content' transcript", self.model_id)
             self._warned_no_template = True
-        return render_chat(None, list(prompt))
+        return render_chat(None, plain_messages(prompt))
 
     def _prompt_ids(self, prompt: Prompt) -> list[int]:
         text = self.render(prompt)

@@ -9,16 +9,25 @@ ourselves (greedy, or seeded sampling), so logprobs and top-k cost one log-softm
 Scoring a fixed continuation needs logits at each continuation position, so there (and only
 there) we decode a batch with logits requested for those positions.
 
-Prefix reuse (`reuse_prefix=True`; off by default until the whole suite has run with it on) keeps the KV cache of earlier requests, the live one and an LRU of
-saved states within `prefix_cache_mb`, and reuses it only for the decode batches a request's
+Prefix reuse (on by default; `reuse_prefix=False` or VERIRAG_PREFIX_REUSE=0 turns it off) keeps
+the KV cache of earlier requests, the live one and an LRU of saved sequence states within
+`prefix_cache_mb` (VERIRAG_PREFIX_CACHE_MB), and reuses it only for the decode batches a request's
 canonical path shares exactly with theirs (`verirag.llm.prefix_store`), so logits are bitwise
 those of a fresh evaluation and a request pays only for its new batches.
+
+A chat prompt may continue an earlier generation: an assistant message carrying the generated
+`token_ids` is read on the generation's own path (the prompt in batches, then those ids one at a
+time, exactly as decoding evaluated them), so a follow-up question after an answer costs only its
+new tokens when the generation's state is live or saved, and is replayed on the same path when it
+is not (the answer came from the request cache, or was evicted): a score never depends on what
+happened to be cached.
 
 This module uses two private members of `llama_cpp.Llama` (`_ctx`, `_batch`); the version of
 llama-cpp-python is pinned in pyproject.toml for that reason.
 """
 from __future__ import annotations
 
+import ctypes
 import os
 import threading
 from collections.abc import Sequence
@@ -28,13 +37,21 @@ import numpy as np
 
 from verirag.errors import BackendError, InputError, ModelNotFoundError
 from verirag.llm.base import DEFAULT_SEED, EXACT_NEXT_TOKEN, LLM, LOGPROBS, NEXT_TOKEN, SCORE
-from verirag.llm.chat_template import render_chat, validate_messages
+from verirag.llm.chat_template import continued_message, plain_messages, render_chat, validate_messages
 from verirag.llm.prefix_store import Chunk, PrefixStore, batched, n_tokens, shared_chunks, singles
 from verirag.types import ContinuationScore, Generation, Prompt, TokenLogprob
 
 
 # Shorter contexts are cheaper to recompute than to save and restore.
 MIN_SAVED_TOKENS = 64
+
+
+def reuse_default() -> bool:
+    return os.environ.get("VERIRAG_PREFIX_REUSE", "1").strip().lower() not in {"0", "false", "no", "off"}
+
+
+def prefix_cache_mb_default() -> float:
+    return float(os.environ.get("VERIRAG_PREFIX_CACHE_MB", "512"))
 
 
 def log_softmax(logits: np.ndarray) -> np.ndarray:
@@ -58,8 +75,8 @@ class LlamaCppLLM(LLM):
 
     def __init__(self, model_path: str | os.PathLike[str], *, model_id: str | None = None,
                  fingerprint: str | None = None, n_ctx: int = 4096, n_threads: int | None = None,
-                 n_batch: int = 512, n_gpu_layers: int = 0, reuse_prefix: bool = False,
-                 prefix_cache_mb: float = 512, verbose: bool = False):
+                 n_batch: int = 512, n_gpu_layers: int = 0, reuse_prefix: bool | None = None,
+                 prefix_cache_mb: float | None = None, verbose: bool = False):
         path = Path(model_path)
         if not path.is_file():
             raise ModelNotFoundError(f"GGUF model file not found: {path}")
@@ -83,10 +100,11 @@ class LlamaCppLLM(LLM):
         self._lock = threading.Lock()
         # Reuse is exact (whole decode batches of the canonical path only), so it changes no
         # result (tests/test_llm_prefix_reuse.py); reuse_prefix=False evaluates every request from scratch.
-        self.reuse_prefix = reuse_prefix
+        self.reuse_prefix = reuse_default() if reuse_prefix is None else bool(reuse_prefix)
+        prefix_cache_mb = prefix_cache_mb_default() if prefix_cache_mb is None else prefix_cache_mb
         self.n_batch = n_batch
         self._path: list[Chunk] = []  # the decode batches that built the live KV cache, in order
-        self._store = PrefixStore(int(prefix_cache_mb * 2**20)) if reuse_prefix and prefix_cache_mb > 0 else None
+        self._store = PrefixStore(int(prefix_cache_mb * 2**20)) if self.reuse_prefix and prefix_cache_mb > 0 else None
         self.tokens_evaluated = self.tokens_reused = 0
         meta = self.llama.metadata or {}
         self.chat_template = meta.get("tokenizer.chat_template")
@@ -100,7 +118,7 @@ class LlamaCppLLM(LLM):
         validate_messages(prompt)
         if isinstance(prompt, str):
             return prompt
-        return render_chat(self.chat_template, prompt, bos_token=self._bos_text,
+        return render_chat(self.chat_template, plain_messages(prompt), bos_token=self._bos_text,
                            eos_token=self._eos_text)
 
     def _tokenize_prompt(self, prompt: Prompt) -> list[int]:
@@ -109,6 +127,25 @@ class LlamaCppLLM(LLM):
         # add_bos follows the model's own metadata (llama.cpp adds BOS only if the vocab asks).
         return self.llama.tokenize(text.encode("utf-8"), add_bos=True, special=True)
 
+    def _prompt_path(self, prompt: Prompt) -> list[Chunk]:
+        """The canonical decode path of a prompt: its tokens in batches of n_batch; but a
+        conversation continued after a generation (an assistant message with `token_ids`) is read
+        as the generation read it: the prompt before that message in batches, the generated ids
+        one at a time (never re-tokenised text), then the rest in batches. Where those ids do not
+        spell the message's text (e.g. a stop string cut it), the whole prompt is read as text."""
+        i = continued_message(prompt)
+        if not i:  # None, or a conversation that starts with the continued answer
+            return batched(self._tokenize_prompt(prompt), self.n_batch)
+        ids = [int(t) for t in prompt[i]["token_ids"]]
+        head_text, full = self.render(prompt[:i]), self.render(prompt)
+        spelled = b"".join(self.piece_bytes(t) for t in ids).decode("utf-8", errors="ignore")
+        if spelled != prompt[i]["content"] or not full.startswith(head_text + spelled):
+            return batched(self._tokenize_prompt(prompt), self.n_batch)
+        head = self.llama.tokenize(head_text.encode("utf-8"), add_bos=True, special=True)
+        tail = self.llama.tokenize(full[len(head_text) + len(spelled):].encode("utf-8"),
+                                   add_bos=False, special=True)
+        return batched(head, self.n_batch) + singles(ids) + batched(tail, self.n_batch)
+
     def _tokenize_continuation(self, text: str) -> list[int]:
         return self.llama.tokenize(text.encode("utf-8"), add_bos=False, special=False)
 
@@ -116,7 +153,7 @@ class LlamaCppLLM(LLM):
         return len(self._tokenize_continuation(text))
 
     def count_prompt_tokens(self, prompt: Prompt) -> int:
-        return len(self._tokenize_prompt(prompt))
+        return n_tokens(self._prompt_path(prompt))
 
     def piece_bytes(self, token: int) -> bytes:
         """The bytes of one token as it appears in generated text (leading space included)."""
@@ -160,9 +197,8 @@ class LlamaCppLLM(LLM):
         keep = min(shared_chunks(self._path, path), limit) if self.reuse_prefix else 0
         if self._store is not None:
             saved, n = self._store.best(path)
-            if saved is not None and min(n, limit) > keep:
-                llama.load_state(saved.state)
-                self._path, keep = list(saved.path), min(n, limit)
+            if saved is not None and min(n, limit) > keep and self._restore(saved.path, saved.state):
+                keep = min(n, limit)
         self._truncate(keep)
         for chunk in path[keep:]:
             self._eval_chunk(chunk)
@@ -179,12 +215,35 @@ class LlamaCppLLM(LLM):
         self.tokens_evaluated += len(chunk)
 
     def _remember(self) -> None:
-        """Save the live KV cache for later requests, unless a saved state already holds it."""
+        """Save the live KV cache for later requests, unless a saved state already holds it.
+
+        Only the sequence's KV cells are saved (llama_state_seq_get_data), not `Llama.save_state`,
+        which also copies the logits buffer (n_batch x n_vocab floats: ~300 MB for qwen2.5) that
+        reuse never reads, since the last batch of a request is always evaluated afresh."""
         if self._store is None or n_tokens(self._path) < MIN_SAVED_TOKENS or self._store.covers(self._path):
             return
-        state = self.llama.save_state()
-        self._store.put(tuple(self._path), state,
-                        state.llama_state_size + state.scores.nbytes + state.input_ids.nbytes)
+        import llama_cpp
+        ctx = self.llama._ctx.ctx
+        size = llama_cpp.llama_state_seq_get_size(ctx, 0)
+        if size > self._store.budget_bytes:
+            return
+        buf = (ctypes.c_uint8 * size)()
+        written = llama_cpp.llama_state_seq_get_data(ctx, buf, size, 0)
+        if written:
+            self._store.put(tuple(self._path), buf, int(written))
+
+    def _restore(self, path, state) -> bool:
+        """Make a saved sequence state the live KV cache (its cells replace sequence 0's)."""
+        import llama_cpp
+        llama = self.llama
+        if not llama_cpp.llama_state_seq_set_data(llama._ctx.ctx, state, len(state), 0):
+            self._truncate(0)  # could not restore: evaluate from scratch instead
+            return False
+        self._path = list(path)
+        tokens = [t for c in self._path for t in c]
+        llama.input_ids[:len(tokens)] = tokens
+        llama.n_tokens = len(tokens)
+        return True
 
     def prefix_stats(self) -> dict[str, int]:
         """Tokens evaluated and reused, and the saved states' count, bytes and peak (budget kept)."""
@@ -223,16 +282,17 @@ class LlamaCppLLM(LLM):
                  seed: int = DEFAULT_SEED, stop: Sequence[str] | None = None,
                  logprobs: bool = False, top_logprobs: int = 0) -> Generation:
         with self._lock:
-            tokens = self._tokenize_prompt(prompt)
-            self._check_fits(len(tokens))
-            budget = min(max_tokens, self.context_window - len(tokens))
+            path = self._prompt_path(prompt)
+            n_prompt = n_tokens(path)
+            self._check_fits(n_prompt)
+            budget = min(max_tokens, self.context_window - n_prompt)
             rng = np.random.default_rng(seed)
             out_tokens: list[int] = []
             records: list[TokenLogprob] = []
             text_bytes = b""
             finish = "length"
             stop = [s for s in (stop or []) if s]
-            self._evaluate(batched(tokens, self.n_batch))
+            self._evaluate(path)
             for _ in range(budget):
                 logits = self._last_logits()
                 if temperature <= 0:
@@ -264,24 +324,26 @@ class LlamaCppLLM(LLM):
                     text = text[:cut]
                     records = _trim_records(records, len(text))
             return Generation(text=text, tokens=records, finish_reason=finish, model=self.model_id,
-                              prompt_tokens=len(tokens), completion_tokens=len(out_tokens),
+                              prompt_tokens=n_prompt, completion_tokens=len(out_tokens),
                               token_ids=out_tokens)
 
     def score(self, prompt: Prompt, continuation: str) -> ContinuationScore:
         with self._lock:
-            p = self._tokenize_prompt(prompt)
+            path = self._prompt_path(prompt)
             c = self._tokenize_continuation(continuation)
             if not c:
                 return ContinuationScore(tokens=[])
-            self._check_fits(len(p) + len(c), extra=0)
+            self._check_fits(n_tokens(path) + len(c), extra=0)
             # Logits of position i predict token i+1: evaluate the prompt without its last token
             # (prefix reuse), then the last prompt token plus all but the last continuation token.
-            # Canonical path: the prompt but its last token in batches, then the rest in batches.
-            if len(p) > 1:
-                self._evaluate(batched(p[:-1], self.n_batch))
+            # Canonical path: the prompt's path but its last token, then the rest in batches.
+            last = path[-1][-1]
+            head = path[:-1] + ([path[-1][:-1]] if len(path[-1]) > 1 else [])
+            if head:
+                self._evaluate(head)
             else:
                 self._truncate(0)
-            rows = self._eval_all_logits([p[-1]] + c[:-1])
+            rows = self._eval_all_logits([last] + c[:-1])
             self._remember()
             out = []
             for row, token in zip(rows, c):
@@ -292,9 +354,9 @@ class LlamaCppLLM(LLM):
     def next_token_logprobs(self, prompt: Prompt, *, top_k: int = 20,
                             candidates: Sequence[str] = ()) -> dict[str, float]:
         with self._lock:
-            tokens = self._tokenize_prompt(prompt)
-            self._check_fits(len(tokens))
-            self._evaluate(batched(tokens, self.n_batch))
+            path = self._prompt_path(prompt)
+            self._check_fits(n_tokens(path))
+            self._evaluate(path)
             lp = log_softmax(self._last_logits())
             self._remember()
         out = {self.piece(int(t)): float(lp[t]) for t in top_k_indices(lp, top_k)} if top_k else {}

@@ -39,7 +39,7 @@ import httpx
 
 from verirag.errors import BackendError, CapabilityError, InputError
 from verirag.llm.base import DEFAULT_SEED, LLM, LOGPROBS, NEXT_TOKEN, SCORE
-from verirag.llm.chat_template import render_chat, validate_messages
+from verirag.llm.chat_template import plain_messages, render_chat, validate_messages
 from verirag.types import ContinuationScore, Generation, Prompt, TokenLogprob
 
 log = logging.getLogger(__name__)
@@ -280,7 +280,7 @@ class OpenAICompatibleLLM(LLM):
     def _chat_payload(self, messages: list[dict[str, str]], *, max_tokens: int, temperature: float,
                       seed: int, stop: Sequence[str] | None, logprobs: bool,
                       top_logprobs: int) -> dict[str, Any]:
-        payload: dict[str, Any] = {"model": self.model, "messages": messages,
+        payload: dict[str, Any] = {"model": self.model, "messages": plain_messages(messages),
                                    "max_tokens": int(max_tokens), "temperature": float(temperature),
                                    "seed": int(seed), "stream": False, **self.extra_body}
         if stop:
@@ -424,7 +424,7 @@ class OpenAICompatibleLLM(LLM):
                 "the openai backend scores a continuation through /completions, which needs the "
                 "prompt as text: pass a string prompt, or give OpenAICompatibleLLM a chat_template "
                 "(the model's Jinja chat template) to render chat prompts")
-        return render_chat(self.chat_template, list(prompt))
+        return render_chat(self.chat_template, plain_messages(prompt))
 
     def _echo_request(self, text: str) -> dict[str, Any]:
         # max_tokens=1, not 0: llama-cpp-python reads max_tokens <= 0 as "unlimited" and would
