@@ -51,7 +51,7 @@ def test_a_backend_without_logprobs_is_refused_at_construction():
     llm = OpenAICompatibleLLM("http://127.0.0.1:9/v1", model="m", max_retries=0)
     llm.capabilities = frozenset()  # what probe() finds on a server that returns no logprobs
     needing = {"pre_answering": NEXT_TOKEN, "nli": NEXT_TOKEN, "llm_judge": NEXT_TOKEN,
-               "dual_generation": SCORE}
+               "self_check": NEXT_TOKEN, "dual_generation": SCORE}
     for name in method_names():
         parts = name.split("+")
         need = next((needing[p] for p in parts if p in needing), None)

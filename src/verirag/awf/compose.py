@@ -43,10 +43,16 @@ class ComposedMethod(AwFMethod):
         self.registry_name = f"{self.gen_name}{SEPARATOR}{self.pred_name}"
         self.needs = tuple(getattr(predictor, "needs", ()))
         self.hard = self.pred_name == "trivial"  # always exactly 1.0
+        if predictor.continues_generation and not generator.reads_passages:
+            raise InputError(f"{self.registry_name}: {self.pred_name} continues the generator's "
+                             f"conversation, and {self.gen_name} shows the model no passages to check against")
 
     def verify_key(self, trace: Trace, answer: str) -> str:
         if self.predictor.answer_independent:
             return self.predictor.quantity_key(trace)
+        if self.predictor.continues_generation:  # the generator's conversation is part of its input
+            return self.predictor.quantity_key(trace, answer=answer,
+                                               conversation=self.generator.quantity_key(trace))
         return self.predictor.quantity_key(trace, answer=answer)
 
     def run(self, trace: Trace) -> MethodOutput:
@@ -62,8 +68,8 @@ class ComposedMethod(AwFMethod):
         if ans.error:
             return MethodOutput(answer=ans.text, score=0.0, hard=self.hard, error=ans.error, details=details)
         try:
-            v: Verification = trace.get(self.verify_key(trace, ans.text), lambda: self.predictor.verify(
-                trace.question, ans.text, trace.passages))
+            v: Verification = trace.get(self.verify_key(trace, ans.text), lambda: self.predictor.verify_answer(
+                trace.question, ans, trace.passages))
         except VeriragError as e:
             return MethodOutput(answer=ans.text, score=0.0, hard=self.hard, details=details,
                                 error=f"predictor {self.pred_name} failed: {type(e).__name__}: {e}")
@@ -125,7 +131,10 @@ def build_method(name: "str | MethodSpec", llm, *, judge_llm=None, entailment=No
 
 
 def method_names() -> list[str]:
-    """Every name build_method accepts: unified methods, bare generators, and GEN+PRED pairs."""
+    """Every name build_method accepts: unified methods, bare generators, and GEN+PRED pairs
+    (but a predictor that continues the conversation after a generator that shows no passages)."""
     gens, preds = registry.names("generator"), registry.names("predictor")
     return (registry.names("method") + gens
-            + [f"{g}{SEPARATOR}{p}" for g in gens for p in preds])
+            + [f"{g}{SEPARATOR}{p}" for g in gens for p in preds
+               if registry.get("generator", g).reads_passages
+               or not registry.get("predictor", p).continues_generation])

@@ -13,12 +13,14 @@ from verirag.types import Generation, Passage
 @dataclass
 class Answer:
     """A generated answer. `error` is set (and `text` may be empty) when generation failed;
-    the raw generation is kept so that failures can be inspected, never silently dropped."""
+    the raw generation is kept so that failures can be inspected, never silently dropped.
+    `prompt` is the conversation the generator sent (a self-check continues it)."""
 
     text: str
     generation: Generation | None = None
     error: str | None = None
     meta: dict = field(default_factory=dict)
+    prompt: list[dict[str, str]] | None = None
 
 
 class AnswerGenerator(Component, ABC):
@@ -32,8 +34,8 @@ class AnswerGenerator(Component, ABC):
     def answer(self, question: str, passages: Sequence[Passage]) -> Answer:
         """Answer `question` from `passages` (ignored by generators that do not use them)."""
 
-    def _finish(self, gen: Generation) -> Answer:
+    def _finish(self, gen: Generation, prompt: list[dict[str, str]] | None = None) -> Answer:
         text = gen.text.strip()
         if not text:
-            return Answer(text="", generation=gen, error="the model returned an empty answer")
-        return Answer(text=text, generation=gen)
+            return Answer(text="", generation=gen, error="the model returned an empty answer", prompt=prompt)
+        return Answer(text=text, generation=gen, prompt=prompt)

@@ -64,7 +64,8 @@ class InstructRAGGenerator(AnswerGenerator):
         return fewshot_messages(self.prompt, self.family, question, passages)
 
     def answer(self, question: str, passages: Sequence[Passage]) -> Answer:
-        gen = self.llm.generate(self.messages(question, passages), max_tokens=self.max_tokens)
+        messages = self.messages(question, passages)
+        gen = self.llm.generate(messages, max_tokens=self.max_tokens)
         raw = gen.text
         parsed = extract_response(raw)
         meta = {"raw": raw, "parse_ok": parsed.ok, "parse_error": parsed.reason,
@@ -72,4 +73,4 @@ class InstructRAGGenerator(AnswerGenerator):
         error, warning = format_error(parsed, gen.finish_reason, "InstructRAG", strict=self.strict_format)
         if warning:
             meta["parse_warning"] = warning
-        return Answer(text=parsed.answer, generation=gen, error=error, meta=meta)
+        return Answer(text=parsed.answer, generation=gen, error=error, meta=meta, prompt=messages)

@@ -20,5 +20,5 @@ class NoContextGenerator(AnswerGenerator):
         self.prompt = load_prompt("no_context")
 
     def answer(self, question: str, passages: Sequence[Passage] = ()) -> Answer:
-        gen = self.llm.generate(self.prompt.messages(question=question), max_tokens=self.max_tokens)
-        return self._finish(gen)
+        messages = self.prompt.messages(question=question)
+        return self._finish(self.llm.generate(messages, max_tokens=self.max_tokens), messages)

@@ -16,11 +16,16 @@ class VanillaGenerator(AnswerGenerator):
         super().__init__(llm, max_tokens=max_tokens)
         self.prompt = load_prompt("vanilla")
 
+    @staticmethod
+    def prompt_messages(question: str, passages: Sequence[Passage]) -> list[dict[str, str]]:
+        prompt = load_prompt("vanilla")
+        text = format_passages(passages, with_title=prompt.extra["passage_with_title"],
+                               without_title=prompt.extra["passage"])
+        return prompt.messages(question=question, passages=text)
+
     def messages(self, question: str, passages: Sequence[Passage]) -> list[dict[str, str]]:
-        text = format_passages(passages, with_title=self.prompt.extra["passage_with_title"],
-                               without_title=self.prompt.extra["passage"])
-        return self.prompt.messages(question=question, passages=text)
+        return self.prompt_messages(question, passages)
 
     def answer(self, question: str, passages: Sequence[Passage]) -> Answer:
-        gen = self.llm.generate(self.messages(question, passages), max_tokens=self.max_tokens)
-        return self._finish(gen)
+        messages = self.messages(question, passages)
+        return self._finish(self.llm.generate(messages, max_tokens=self.max_tokens), messages)

@@ -4,7 +4,8 @@ from verirag.awf.predictors.k_precision import KPrecisionPredictor
 from verirag.awf.predictors.llm_judge import LLMJudgePredictor
 from verirag.awf.predictors.nli import PostAnsweringNLI
 from verirag.awf.predictors.pre_answering import PreAnsweringPredictor
+from verirag.awf.predictors.self_check import SelfCheckPredictor
 from verirag.awf.predictors.trivial import TrivialPredictor
 
 __all__ = ["FaithfulnessPredictor", "KPrecisionPredictor", "LLMJudgePredictor", "PostAnsweringNLI",
-           "PreAnsweringPredictor", "TrivialPredictor", "Verification"]
+           "PreAnsweringPredictor", "SelfCheckPredictor", "TrivialPredictor", "Verification"]

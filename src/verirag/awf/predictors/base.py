@@ -42,13 +42,20 @@ def invalid_input(answer: str, passages: Sequence[Passage]) -> Verification | No
 
 class FaithfulnessPredictor(Component, ABC):
     """`answer_independent`: the score does not read the answer (computed once per example and
-    shared by every generator); `uses_entailment`: judged by an entailment model (`--judge`)."""
+    shared by every generator); `uses_entailment`: judged by an entailment model (`--judge`);
+    `continues_generation`: it reads the generator's conversation, not only the answer's text
+    (self_check), so its value is keyed by the generation it continues."""
 
     kind = "predictor"
     name = ""
     answer_independent = False
     uses_entailment = False
+    continues_generation = False
 
     @abstractmethod
     def verify(self, question: str, answer: str, passages: Sequence[Passage]) -> Verification:
         """Score how well `passages` support `answer` to `question`."""
+
+    def verify_answer(self, question: str, answer, passages: Sequence[Passage]) -> Verification:
+        """Score a generator's Answer; predictors that read only its text use `verify`."""
+        return self.verify(question, answer.text, passages)

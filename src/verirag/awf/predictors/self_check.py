@@ -1,0 +1,70 @@
+"""Self-check: in-context verification, the P(True) family (Kadavath et al., 2022).
+
+After the generator has answered, the same conversation continues with one short question, "is
+your answer fully supported by the context?" (prompt `prompts/self_check.yaml`), and the score is
+P(Yes) / (P(Yes) + P(No)) of the first reply token. The passages and the answer are already in
+the model's context, so on the llama.cpp backend, where the generation's KV state is kept (prefix
+reuse), the check reads only its own ~20 new tokens; the answer's `token_ids` make the backend
+read the answer exactly as decoding did, and replay that path when the state is gone, so the
+score never depends on what happened to be cached. On an OpenAI-compatible endpoint reusing the
+prefix is the server's business (vLLM's automatic prefix caching, llama.cpp server's prompt cache).
+
+An answer that did not come from a generator of this process (`verify(question, answer,
+passages)`, e.g. another RAG system's answer) is checked in the conversation the Vanilla
+generator would have had. Needs next-token logprobs (CapabilityError at construction otherwise).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from verirag.awf.generators.base import Answer
+from verirag.awf.generators.vanilla import VanillaGenerator
+from verirag.awf.predictors._yes_no import branch_probability
+from verirag.awf.predictors.base import FaithfulnessPredictor, Verification, invalid_input
+from verirag.awf.registry import register
+from verirag.errors import VeriragError
+from verirag.llm.base import LLM, NEXT_TOKEN
+from verirag.prompts import load_prompt
+from verirag.types import Passage
+
+
+@register("predictor", "self_check")
+class SelfCheckPredictor(FaithfulnessPredictor):
+    needs: tuple[str, ...] = (NEXT_TOKEN,)
+    continues_generation = True
+
+    def __init__(self, llm: LLM, *, top_k: int = 20):
+        llm.require(*self.needs)
+        self.llm = llm
+        self.top_k = top_k
+        self.prompt = load_prompt("self_check")
+        self.name = f"self_check[{llm.model_id}]"
+
+    def messages(self, answer: Answer) -> list[dict]:
+        """The generator's conversation, its reply (with the generated ids where the backend gave
+        them), and the follow-up question."""
+        gen = answer.generation
+        reply: dict = {"role": "assistant", "content": gen.text if gen is not None else answer.text}
+        if gen is not None and gen.token_ids:
+            reply["token_ids"] = list(gen.token_ids)
+        return [*answer.prompt, reply, {"role": "user", "content": self.prompt.user}]
+
+    def verify_answer(self, question: str, answer: Answer, passages: Sequence[Passage]) -> Verification:
+        bad = invalid_input(answer.text, passages)
+        if bad is not None:
+            return bad
+        if not answer.prompt:
+            return self.verify(question, answer.text, passages)
+        try:
+            lps = self.llm.next_token_logprobs(self.messages(answer), top_k=self.top_k,
+                                               candidates=("Yes", "No"))
+        except VeriragError as e:
+            return Verification(score=math.nan, per_passage=[None] * len(passages),
+                                error=f"self-check request failed: {type(e).__name__}: {e}")
+        score, _raw, error = branch_probability(lps, ("yes",), ("no",))
+        return Verification(score=score, per_passage=[None] * len(passages), error=error)
+
+    def verify(self, question: str, answer: str, passages: Sequence[Passage]) -> Verification:
+        prompt = VanillaGenerator.prompt_messages(question, passages)
+        return self.verify_answer(question, Answer(text=answer, prompt=prompt), passages)
