@@ -46,6 +46,16 @@ def test_ask_answerable(pipe):
     assert r.model == "smollm2-135m"
 
 
+def test_ask_names_each_stage_as_it_starts(pipe):
+    stages = []
+    r = pipe.ask(questions()[2]["question"], threshold=1.0, fallback="no-rag", on_stage=stages.append)
+    assert stages[0] == "retrieving"
+    assert stages[1] == f"reading {len(r.evidence)} passages and answering (vanilla)"
+    assert any(s.startswith("verifying") for s in stages[2:])
+    if r.action == "fallback":
+        assert stages[-1] == "answering without the passages"
+
+
 def test_threshold_controls_the_action(pipe):
     q = questions()[1]["question"]
     low = pipe.ask(q, threshold=0.0)

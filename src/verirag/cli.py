@@ -123,8 +123,8 @@ def ask(question: str = typer.Argument(..., help="The question."),
         err.print(f"[yellow]skipped[/yellow] {escape(str(path))}: {escape(reason)}")
     if fitted is not None:
         _warn_fitted_mismatch(fitted, p)
-    with err.status("answering and verifying…"):
-        r = p.ask(question)
+    with err.status("answering and verifying…") as status:
+        r = p.ask(question, on_stage=lambda stage: status.update(f"{stage}…"))
     if json_out:
         print(json.dumps(r.to_dict(), ensure_ascii=False))
     else:
@@ -204,7 +204,8 @@ def demo(preset: str = typer.Option("local", help=PRESET_HELP),
                   TimeElapsedColumn(), console=err, transient=True) as bar:
         task = bar.add_task("loading the model…", total=len(questions))
         for q in questions:
-            r = p.ask(q["question"])
+            head = q["question"][:40]
+            r = p.ask(q["question"], on_stage=lambda stage: bar.update(task, description=f"{head}: {stage}…"))
             results.append(r)
             bar.update(task, advance=1, description=q["question"][:50])
             if json_out:

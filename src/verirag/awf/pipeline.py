@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -22,6 +22,18 @@ from verirag.errors import InputError
 from verirag.llm.factory import load_llm
 from verirag.llm.metered import MeteredLLM
 from verirag.types import AskResult, Evidence, Passage, ScoredPassage
+
+
+def stage_name(key: str, n_passages: int) -> str:
+    """What a user is told while a trace quantity is computed (its key's head names it)."""
+    kind, _, name = key.split("|", 1)[0].partition(":")
+    if kind == "generator":
+        if name == "no_context":
+            return "answering without the passages"
+        return f"reading {n_passages} passages and answering ({name})"
+    if kind in ("predictor", "entailment"):
+        return f"verifying ({name})"
+    return f"answering and verifying ({name or kind})"
 
 
 @dataclass(frozen=True)
@@ -160,7 +172,9 @@ class Pipeline:
         return self._index.search(question, k=k or self.config.k)
 
     def ask(self, question: str, *, k: int | None = None, threshold: float | ThresholdController | None = None,
-            fallback: str | None = None) -> AskResult:
+            fallback: str | None = None, on_stage: Callable[[str], None] | None = None) -> AskResult:
+        """Answer, verify and act. `on_stage` is told each stage as it starts ("retrieving",
+        "answering from 5 passages", "verifying (nli)", ...), e.g. to name it on a spinner."""
         question = (question or "").strip()
         if not question:
             raise InputError("the question is empty")
@@ -170,9 +184,11 @@ class Pipeline:
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
 
+        stage = on_stage or (lambda _s: None)
+        stage("retrieving")
         hits = self.retrieve(question, k)
         timings["retrieve"] = time.perf_counter() - t0
-        trace = Trace(question, [h.passage for h in hits])
+        trace = Trace(question, [h.passage for h in hits], on_compute=lambda key: stage(stage_name(key, len(hits))))
 
         # The generator's quantity is timed as generation, the rest of the method as verification;
         # a unified method's single call counts as generation.

@@ -98,6 +98,7 @@ class Trace:
     passages: Sequence[Passage]
     quantities: dict[str, Quantity] = field(default_factory=dict)
     computed: list[str] = field(default_factory=list)  # in order, for inspection and tests
+    on_compute: Callable[[str], None] | None = field(default=None, repr=False)  # told each key as it starts
     _attributions: list[Attribution] = field(default_factory=list, repr=False)
 
     def get(self, key: str, compute: Callable[[], Any]) -> Any:
@@ -106,6 +107,8 @@ class Trace:
         q = self.quantities.get(key)
         if q is None:
             q = Quantity(key)
+            if self.on_compute is not None:
+                self.on_compute(key)
             t0 = time.perf_counter()
             with metering(q.cost):
                 try:
