@@ -103,11 +103,18 @@ class MethodSpec:
         raise InputError(f"a method is a name or a mapping with `name` (and options), got {entry!r}")
 
     def routed(self) -> dict[str, dict[str, Any]]:
-        """The options per part: {"method"|"generator"|"predictor": {option: value}}."""
-        where = accepted_options(self.name)
+        """The options per part: {"method"|"generator"|"predictor": {option: value}}. An option
+        both parts of a composed method take (e.g. `layout`) goes to both."""
+        unified, gen, pred = split_name(self.name)
+        if unified:
+            return {"method": dict(self.options)} if self.options else {}
+        takes = {"generator": _keywords(registry.get("generator", gen)),
+                 "predictor": _keywords(registry.get("predictor", pred))}
         out: dict[str, dict[str, Any]] = {}
         for k, v in self.options.items():
-            out.setdefault(where[k], {})[k] = v
+            for part, keywords in takes.items():
+                if k in keywords:
+                    out.setdefault(part, {})[k] = v
         return out
 
     def with_defaults(self, defaults: Mapping[str, Any]) -> "MethodSpec":

@@ -8,6 +8,8 @@ from typing import Any
 
 import yaml
 
+from verirag.errors import InputError
+
 
 @dataclass(frozen=True)
 class PromptTemplate:
@@ -28,14 +30,40 @@ class PromptTemplate:
         return msgs
 
 
-@lru_cache(maxsize=None)
-def load_prompt(name: str) -> PromptTemplate:
-    """Load `prompts/<name>.yaml` from the installed package."""
+# Prompt layouts (issue 9): "paper" is each method's prompt as its paper gives it; "shared" puts one
+# system message and the passages first in every prompt that reads them, then the method's own
+# instruction and question, so the methods of one example share a token prefix that the llama.cpp
+# backend reads once (prefix reuse). A shared template takes `system`, `passage`, `passage_with_title`
+# and `separator` from `shared/common.yaml`, and the rest (few-shot examples, reply tokens) from the
+# paper template; prompts that read no passages (or one, like the entailment judge, whose premise
+# already comes first) have no shared version and load their paper template.
+LAYOUTS = ("paper", "shared")
+
+
+def check_layout(layout: str) -> str:
+    if layout not in LAYOUTS:
+        raise InputError(f"unknown prompt layout {layout!r}; known: {', '.join(LAYOUTS)}")
+    return layout
+
+
+def _read(relative: str) -> dict[str, Any] | None:
     try:
-        text = resources.files(__name__).joinpath(f"{name}.yaml").read_text(encoding="utf-8")
-    except FileNotFoundError as e:
-        raise KeyError(f"no prompt template named {name!r}") from e
-    data = yaml.safe_load(text)
+        text = resources.files(__name__).joinpath(relative).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    return yaml.safe_load(text)
+
+
+@lru_cache(maxsize=None)
+def load_prompt(name: str, layout: str = "paper") -> PromptTemplate:
+    """Load `prompts/<name>.yaml` from the installed package; for layout "shared", overlaid with
+    `shared/common.yaml` and `shared/<name>.yaml` where the method has a shared version."""
+    data = _read(f"{name}.yaml")
+    if data is None:
+        raise KeyError(f"no prompt template named {name!r}")
+    shared = _read(f"shared/{name}.yaml") if check_layout(layout) == "shared" else None
+    if shared is not None:  # paper template < common shared parts < the method's shared template
+        data = {**data, **_read("shared/common.yaml"), **shared}
     known = {"name", "user", "system", "source"}
     return PromptTemplate(name=data.get("name", name), user=data["user"],
                           system=data.get("system", ""), source=data.get("source", ""),

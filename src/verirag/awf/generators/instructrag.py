@@ -17,7 +17,8 @@ from verirag.awf.generators.base import Answer, AnswerGenerator
 from verirag.awf.parsing import extract_response, format_error
 from verirag.awf.registry import register
 from verirag.errors import InputError
-from verirag.prompts import PromptTemplate, load_prompt
+from verirag.awf.passages import prompt_passages
+from verirag.prompts import PromptTemplate, check_layout, load_prompt
 from verirag.types import Passage
 
 FAMILIES = ("open_domain", "multi_hop", "biomedical", "generic")
@@ -35,11 +36,7 @@ def fewshot_messages(prompt: PromptTemplate, family: str, question: str,
     shots = "\n\n".join(prompt.extra["example"].format(n=n, question=_as_question(ex["question"]),
                                                        rationale=ex["rationale"].strip())
                         for n, ex in enumerate(examples, 1))
-    docs = []
-    for i, p in enumerate(passages, 1):
-        template = prompt.extra["passage_with_title"] if p.title.strip() else prompt.extra["passage"]
-        docs.append(template.format(i=i, title=p.title.strip(), text=p.text.strip()))
-    return prompt.messages(examples=shots, passages="\n".join(docs),
+    return prompt.messages(examples=shots, passages=prompt_passages(prompt, passages),
                            question=_as_question(question))
 
 
@@ -54,9 +51,10 @@ def check_family(prompt: PromptTemplate, family: str) -> str:
 @register("generator", "instructrag")
 class InstructRAGGenerator(AnswerGenerator):
     def __init__(self, llm, *, family: str = "open_domain", max_tokens: int = 256,
-                 strict_format: bool = False):
+                 strict_format: bool = False, layout: str = "paper"):
         super().__init__(llm, max_tokens=max_tokens)
-        self.prompt = load_prompt("instructrag")
+        self.layout = check_layout(layout)
+        self.prompt = load_prompt("instructrag", layout)
         self.family = check_family(self.prompt, family)
         self.strict_format = strict_format  # see verirag.awf.parsing.format_error
 

@@ -4,27 +4,27 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from verirag.awf.generators.base import Answer, AnswerGenerator
-from verirag.awf.passages import format_passages
+from verirag.awf.passages import prompt_passages
 from verirag.awf.registry import register
-from verirag.prompts import load_prompt
+from verirag.prompts import check_layout, load_prompt
 from verirag.types import Passage
 
 
 @register("generator", "vanilla")
 class VanillaGenerator(AnswerGenerator):
-    def __init__(self, llm, *, max_tokens: int = 96):
+    def __init__(self, llm, *, max_tokens: int = 96, layout: str = "paper"):
         super().__init__(llm, max_tokens=max_tokens)
-        self.prompt = load_prompt("vanilla")
+        self.layout = check_layout(layout)
+        self.prompt = load_prompt("vanilla", layout)
 
     @staticmethod
-    def prompt_messages(question: str, passages: Sequence[Passage]) -> list[dict[str, str]]:
-        prompt = load_prompt("vanilla")
-        text = format_passages(passages, with_title=prompt.extra["passage_with_title"],
-                               without_title=prompt.extra["passage"])
-        return prompt.messages(question=question, passages=text)
+    def prompt_messages(question: str, passages: Sequence[Passage],
+                        layout: str = "paper") -> list[dict[str, str]]:
+        prompt = load_prompt("vanilla", layout)
+        return prompt.messages(question=question, passages=prompt_passages(prompt, passages))
 
     def messages(self, question: str, passages: Sequence[Passage]) -> list[dict[str, str]]:
-        return self.prompt_messages(question, passages)
+        return self.prompt_messages(question, passages, self.layout)
 
     def answer(self, question: str, passages: Sequence[Passage]) -> Answer:
         messages = self.messages(question, passages)

@@ -38,13 +38,13 @@ class DualGeneration(AwFMethod):
     hard = False
     needs = (SCORE,)
 
-    def __init__(self, llm, *, max_tokens: int = 96, temperature: float = 1.0):
+    def __init__(self, llm, *, max_tokens: int = 96, temperature: float = 1.0, layout: str = "paper"):
         llm.require(*self.needs)
         if temperature <= 0:
             raise InputError(f"temperature must be positive, got {temperature!r}")
         self.llm = llm
         self.temperature = temperature
-        self.generator = VanillaGenerator(llm, max_tokens=max_tokens)
+        self.generator = VanillaGenerator(llm, max_tokens=max_tokens, layout=layout)
         self.no_context = NoContextGenerator(llm, max_tokens=max_tokens)
 
     def run(self, trace: Trace) -> MethodOutput:

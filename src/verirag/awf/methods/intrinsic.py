@@ -15,11 +15,11 @@ from collections.abc import Sequence
 from verirag.awf.generators.base import Answer
 from verirag.awf.methods.base import AwFMethod, MethodOutput
 from verirag.awf.parsing import clean_answer, is_dont_know
-from verirag.awf.passages import format_passages
+from verirag.awf.passages import prompt_passages
 from verirag.awf.registry import register
 from verirag.awf.trace import Trace
 from verirag.metrics.abstention import is_abstention
-from verirag.prompts import load_prompt
+from verirag.prompts import check_layout, load_prompt
 from verirag.types import Passage
 
 
@@ -28,16 +28,16 @@ class IntrinsicAbstention(AwFMethod):
     hard = True
     needs = ()
 
-    def __init__(self, llm, *, max_tokens: int = 96, broad_abstention: bool = False):
+    def __init__(self, llm, *, max_tokens: int = 96, broad_abstention: bool = False,
+                 layout: str = "paper"):
         self.llm = llm
         self.max_tokens = max_tokens
         self.broad_abstention = broad_abstention
-        self.prompt = load_prompt("intrinsic")
+        self.layout = check_layout(layout)
+        self.prompt = load_prompt("intrinsic", layout)
 
     def messages(self, question: str, passages: Sequence[Passage]) -> list[dict[str, str]]:
-        text = format_passages(passages, with_title=self.prompt.extra["passage_with_title"],
-                               without_title=self.prompt.extra["passage"])
-        return self.prompt.messages(question=question, passages=text)
+        return self.prompt.messages(question=question, passages=prompt_passages(self.prompt, passages))
 
     def _answer(self, trace: Trace) -> Answer:
         gen = self.llm.generate(self.messages(trace.question, trace.passages),

@@ -11,12 +11,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from verirag.awf.predictors._yes_no import branch_probability, numbered_passages
+from verirag.awf.passages import prompt_passages
+from verirag.awf.predictors._yes_no import branch_probability
 from verirag.awf.predictors.base import FaithfulnessPredictor, Verification, invalid_input
 from verirag.awf.registry import register
 from verirag.errors import VeriragError
 from verirag.llm.base import LLM, NEXT_TOKEN
-from verirag.prompts import load_prompt
+from verirag.prompts import check_layout, load_prompt
 from verirag.types import Passage
 
 
@@ -24,16 +25,16 @@ from verirag.types import Passage
 class LLMJudgePredictor(FaithfulnessPredictor):
     needs: tuple[str, ...] = (NEXT_TOKEN,)
 
-    def __init__(self, llm: LLM, *, top_k: int = 20):
+    def __init__(self, llm: LLM, *, top_k: int = 20, layout: str = "paper"):
         llm.require(*self.needs)
         self.llm = llm
         self.top_k = top_k
-        self.prompt = load_prompt("llm_judge")
+        self.layout = check_layout(layout)
+        self.prompt = load_prompt("llm_judge", layout)
         self.name = f"llm_judge[{llm.model_id}]"
 
     def messages(self, question: str, answer: str, passages: Sequence[Passage]) -> list[dict[str, str]]:
-        text = numbered_passages(passages, with_title=self.prompt.extra["passage_with_title"],
-                                 without_title=self.prompt.extra["passage"])
+        text = prompt_passages(self.prompt, passages)
         return self.prompt.messages(question=question.strip(), answer=answer.strip(), passages=text)
 
     def verify(self, question: str, answer: str, passages: Sequence[Passage]) -> Verification:

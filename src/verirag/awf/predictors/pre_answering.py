@@ -21,12 +21,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from verirag.awf.predictors._yes_no import branch_probability, numbered_passages
+from verirag.awf.passages import prompt_passages
+from verirag.awf.predictors._yes_no import branch_probability
 from verirag.awf.predictors.base import FaithfulnessPredictor, Verification
 from verirag.awf.registry import register
 from verirag.errors import VeriragError
 from verirag.llm.base import LLM, NEXT_TOKEN
-from verirag.prompts import load_prompt
+from verirag.prompts import check_layout, load_prompt
 from verirag.types import Passage
 
 
@@ -35,18 +36,18 @@ class PreAnsweringPredictor(FaithfulnessPredictor):
     needs: tuple[str, ...] = (NEXT_TOKEN,)
     answer_independent = True  # one request per example, shared by every generator
 
-    def __init__(self, llm: LLM, *, top_k: int = 20):
+    def __init__(self, llm: LLM, *, top_k: int = 20, layout: str = "paper"):
         llm.require(*self.needs)
         self.llm = llm
         self.top_k = top_k
-        self.prompt = load_prompt("pre_answering")
+        self.layout = check_layout(layout)
+        self.prompt = load_prompt("pre_answering", layout)
         self.yes_tokens = tuple(self.prompt.extra.get("yes_tokens", ("yes",)))
         self.no_tokens = tuple(self.prompt.extra.get("no_tokens", ("i", "no")))
         self.name = f"pre_answering[{llm.model_id}]"
 
     def messages(self, question: str, passages: Sequence[Passage]) -> list[dict[str, str]]:
-        text = numbered_passages(passages, with_title=self.prompt.extra["passage_with_title"],
-                                 without_title=self.prompt.extra["passage"])
+        text = prompt_passages(self.prompt, passages)
         return self.prompt.messages(question=question.strip(), passages=text)
 
     def verify(self, question: str, answer: str = "", passages: Sequence[Passage] = ()) -> Verification:

@@ -25,7 +25,7 @@ from verirag.awf.predictors.base import FaithfulnessPredictor, Verification, inv
 from verirag.awf.registry import register
 from verirag.errors import VeriragError
 from verirag.llm.base import LLM, NEXT_TOKEN
-from verirag.prompts import load_prompt
+from verirag.prompts import check_layout, load_prompt
 from verirag.types import Passage
 
 
@@ -34,10 +34,11 @@ class SelfCheckPredictor(FaithfulnessPredictor):
     needs: tuple[str, ...] = (NEXT_TOKEN,)
     continues_generation = True
 
-    def __init__(self, llm: LLM, *, top_k: int = 20):
+    def __init__(self, llm: LLM, *, top_k: int = 20, layout: str = "paper"):
         llm.require(*self.needs)
         self.llm = llm
         self.top_k = top_k
+        self.layout = check_layout(layout)  # of the Vanilla conversation `verify` builds for an outside answer
         self.prompt = load_prompt("self_check")
         self.name = f"self_check[{llm.model_id}]"
 
@@ -66,5 +67,5 @@ class SelfCheckPredictor(FaithfulnessPredictor):
         return Verification(score=score, per_passage=[None] * len(passages), error=error)
 
     def verify(self, question: str, answer: str, passages: Sequence[Passage]) -> Verification:
-        prompt = VanillaGenerator.prompt_messages(question, passages)
+        prompt = VanillaGenerator.prompt_messages(question, passages, self.layout)
         return self.verify_answer(question, Answer(text=answer, prompt=prompt), passages)

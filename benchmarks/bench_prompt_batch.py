@@ -1,0 +1,54 @@
+"""Prompt-reading throughput against the decode batch size (n_batch), in one run.
+
+Prefix reuse is exact only at whole decode batches (see `verirag.llm.prefix_store`), so a smaller
+n_batch lets more of a shared prefix be reused; this measures what a smaller batch costs when a
+prompt is read from scratch. Prints tokens per second and the ratio to n_batch=512 (the baseline).
+
+    .venv/bin/python benchmarks/bench_prompt_batch.py [--model qwen2.5-0.5b] [--tokens 768] [--batches 32,64,128,256,512]
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+TEXT = ("The lighthouse stood on a rock at the mouth of the bay, and its keeper climbed the ninety "
+        "steps every evening to light the lamp before the fishing boats came home. ")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", default="qwen2.5-0.5b")
+    ap.add_argument("--tokens", type=int, default=768)
+    ap.add_argument("--batches", default="32,64,128,256,512")
+    ap.add_argument("--repeats", type=int, default=3)
+    args = ap.parse_args()
+
+    from verirag.llm.llama_cpp_backend import LlamaCppLLM
+    from verirag.llm.prefix_store import batched
+    from verirag.models import resolve_model
+
+    path = str(resolve_model(args.model).path)
+    sizes = [int(s) for s in args.batches.split(",")]
+    rate = {}
+    for nb in sizes:
+        llm = LlamaCppLLM(path, n_ctx=2048, n_batch=nb, reuse_prefix=False)
+        tokens = llm.llama.tokenize((TEXT * 200).encode(), add_bos=True)[:args.tokens]
+        times = []
+        for _ in range(args.repeats):
+            llm.llama.reset()
+            t = time.perf_counter()
+            for chunk in batched(tokens, nb):
+                llm.llama.eval(list(chunk))
+            times.append(time.perf_counter() - t)
+        rate[nb] = len(tokens) / statistics.median(times)
+        del llm
+    base = rate.get(512) or rate[max(rate)]
+    print(f"{args.model}, {args.tokens} prompt tokens, median of {args.repeats}")
+    print(f"{'n_batch':>8s} {'tokens/s':>9s} {'vs 512':>7s}")
+    for nb in sizes:
+        print(f"{nb:8d} {rate[nb]:9.1f} {rate[nb] / base:7.2f}")
+
+
+if __name__ == "__main__":
+    main()
