@@ -311,3 +311,30 @@ def test_http_models_run_examples_concurrently_with_per_record_usage(fixture_fil
         assert (by[(q, "vanilla")].calls, by[(q, "vanilla")].prompt_tokens) == (1, 10)
         assert (kp.calls, kp.prompt_tokens, kp.details["shared"]["calls"]) == (1, 10, 1)
         assert by[(q, "vanilla")].spent["calls"] + kp.spent["calls"] == 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("layout", ["paper", "shared"])
+def test_records_are_identical_with_prefix_reuse_on_and_off(smollm_path, fixture_file, tmp_path, layout):
+    """Prefix reuse changes what is read, never a number: the grid's records are equal with it on
+    and off (uncached backends; a small n_batch so that these short prompts share whole batches)."""
+    from verirag.experiments.runner import run_experiment
+    from verirag.llm.llama_cpp_backend import LlamaCppLLM
+    methods = ["vanilla", "vanilla+pre_answering", "vanilla+nli", "vanilla+llm_judge", "vanilla+self_check",
+               "instructrag+nli", "intrinsic", "dual_generation"]
+    cfg = config(fixture_file, methods=methods, applications=None,
+                 datasets=[{"name": "jsonl", "path": str(fixture_file), "method_options": {"layout": layout}}])
+    records, llms = {}, {}
+    for reuse in (False, True):
+        llm = LlamaCppLLM(smollm_path, model_id="smollm2-135m", n_ctx=2048, n_batch=16, reuse_prefix=reuse)
+        llms[reuse] = llm
+        out = run_experiment(cfg, tmp_path / f"reuse{reuse}", llm_factory=lambda spec, n_ctx, llm=llm: llm,
+                             progress=False)
+        assert out.written == 3 * len(methods) and not out.failures
+        records[reuse] = {r.key: (r.answer, r.score, r.error, r.details.get("decision"))
+                          for r in ResultStore(tmp_path / f"reuse{reuse}").load()}
+    assert records[True] == records[False]
+    assert llms[True].tokens_reused > 0 and llms[False].tokens_reused == 0
+    assert llms[True].tokens_evaluated < llms[False].tokens_evaluated
+    for llm in llms.values():
+        llm.close()

@@ -180,3 +180,14 @@ def test_ids_that_do_not_spell_the_answer_fall_back_to_reading_text(smollm_path)
         assert llm._prompt_path(msgs) != llm._prompt_path(plain)
     finally:
         llm.close()
+
+
+def test_decode_batch_size_is_part_of_the_fingerprint(smollm_path):
+    """Logits depend on how the prompt is batched, so the request cache must not serve a reply
+    computed with another n_batch."""
+    from verirag.llm.llama_cpp_backend import DEFAULT_N_BATCH, LlamaCppLLM
+    a = LlamaCppLLM(smollm_path, n_ctx=512, n_batch=32, fingerprint="w")
+    b = LlamaCppLLM(smollm_path, n_ctx=512, fingerprint="w")
+    assert a.fingerprint == "w|n_batch=32" and b.fingerprint == f"w|n_batch={DEFAULT_N_BATCH}"
+    a.close()
+    b.close()

@@ -34,7 +34,7 @@ def quantity_key(component: str, *, model: str = "", options: Mapping[str, Any] 
                  passages: Sequence[Passage] = (), **inputs: Any) -> str:
     """"component|model|digest": the digest covers the options, the passages read and any other
     input (e.g. the answer a predictor judged). The readable head says what computed it."""
-    body = json.dumps({"options": dict(options or {}), "passages": passages_digest(passages),
+    body = json.dumps({"model": model, "options": dict(options or {}), "passages": passages_digest(passages),
                        "inputs": inputs}, sort_keys=True, default=str, ensure_ascii=False)
     return f"{component}|{model[:16]}|{hashlib.sha256(body.encode('utf-8')).hexdigest()[:16]}"
 

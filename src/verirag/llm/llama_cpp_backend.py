@@ -44,10 +44,19 @@ from verirag.types import ContinuationScore, Generation, Prompt, TokenLogprob
 
 # Shorter contexts are cheaper to recompute than to save and restore.
 MIN_SAVED_TOKENS = 64
+# Prefix reuse is exact only at whole decode batches, so the batch is the grain of reuse: at 64
+# tokens a shared prefix loses at most 63 tokens. Reading a prompt in batches of 64 is no slower on
+# a CPU (benchmarks/bench_prompt_batch.py, 2 cores: qwen2.5-0.5b 1.24x the tokens/s of 512,
+# qwen2.5-1.5b 1.00x). Logits depend on the batching, so n_batch is part of the fingerprint.
+DEFAULT_N_BATCH = 64
 
 
 def reuse_default() -> bool:
     return os.environ.get("VERIRAG_PREFIX_REUSE", "1").strip().lower() not in {"0", "false", "no", "off"}
+
+
+def n_batch_default() -> int:
+    return int(os.environ.get("VERIRAG_N_BATCH", DEFAULT_N_BATCH))
 
 
 def prefix_cache_mb_default() -> float:
@@ -75,7 +84,7 @@ class LlamaCppLLM(LLM):
 
     def __init__(self, model_path: str | os.PathLike[str], *, model_id: str | None = None,
                  fingerprint: str | None = None, n_ctx: int = 4096, n_threads: int | None = None,
-                 n_batch: int = 512, n_gpu_layers: int = 0, reuse_prefix: bool | None = None,
+                 n_batch: int | None = None, n_gpu_layers: int = 0, reuse_prefix: bool | None = None,
                  prefix_cache_mb: float | None = None, verbose: bool = False):
         path = Path(model_path)
         if not path.is_file():
@@ -85,6 +94,9 @@ class LlamaCppLLM(LLM):
         except ImportError as e:  # pragma: no cover - dependency of the package
             raise BackendError("llama-cpp-python is not installed: pip install llama-cpp-python") from e
         threads = n_threads or os.cpu_count() or 1
+        n_batch = n_batch_default() if n_batch is None else int(n_batch)  # env VERIRAG_N_BATCH
+        if n_batch < 1:
+            raise InputError(f"n_batch must be a positive number of tokens, got {n_batch}")
         try:
             self.llama = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=threads,
                                n_threads_batch=threads, n_batch=n_batch, n_gpu_layers=n_gpu_layers,
@@ -93,7 +105,8 @@ class LlamaCppLLM(LLM):
             raise ModelNotFoundError(f"llama.cpp could not load {path}: {e}") from e
         self.model_path = path
         self.model_id = model_id or path.name
-        self.fingerprint = fingerprint or f"{path.name}:{path.stat().st_size}"
+        # The numbers depend on the weights and on how prompts are split into decode batches.
+        self.fingerprint = f"{fingerprint or f'{path.name}:{path.stat().st_size}'}|n_batch={n_batch}"
         self.capabilities = frozenset({LOGPROBS, SCORE, NEXT_TOKEN, EXACT_NEXT_TOKEN})
         self.context_window = self.llama.n_ctx()
         self.n_vocab = self.llama.n_vocab()
