@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-BENCHMARKS = ["bench_llama_decode.py", "bench_bm25.py", "bench_ask_latency.py", "bench_metrics.py",
-              "bench_awf_methods.py"]
+BENCHMARKS = ["bench_llama_decode.py", "bench_prompt_batch.py", "bench_bm25.py", "bench_ask_latency.py", "bench_metrics.py",
+              "bench_awf_methods.py", "bench_grid_reuse.py"]
 
 
 def main() -> int:
