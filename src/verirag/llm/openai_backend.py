@@ -21,6 +21,12 @@ Capabilities are declared optimistically (LOGPROBS, NEXT_TOKEN, SCORE; never EXA
 HTTP API only shows the top-k); a server that does not deliver makes the call raise CapabilityError,
 never fake numbers. `probe()` checks each with one tiny request and narrows `capabilities`.
 
+Prefix reuse is the server's business here: verirag sends whole prompts (a continued conversation,
+as `self_check` asks, goes as messages with the reply's text; generated token ids are not sent), and
+a server reads each one again unless it caches prompt prefixes itself (vLLM's automatic prefix
+caching, llama.cpp server's prompt cache). The "shared" prompt layout helps those caches as it helps
+ours. Whether a server's cached prefix gives bitwise the numbers of a fresh read is its own matter.
+
 Transport failures (connection refused, timeouts), HTTP 429 and 5xx are retried `max_retries` times
 with exponential backoff; every failure ends as a BackendError that quotes the server's message.
 """
