@@ -12,6 +12,11 @@ prefix is the server's business (vLLM's automatic prefix caching, llama.cpp serv
 An answer that did not come from a generator of this process (`verify(question, answer,
 passages)`, e.g. another RAG system's answer) is checked in the conversation the Vanilla
 generator would have had. Needs next-token logprobs (CapabilityError at construction otherwise).
+
+The score judges the passages together, so it names no passage; which passage supports the answer
+is attributed lexically, at no model cost: `per_passage` is each passage's K-Precision (the share of
+the answer's tokens it contains) and `best` the highest, so an answer still comes with the passage
+that supports it.
 """
 from __future__ import annotations
 
@@ -25,6 +30,7 @@ from verirag.awf.predictors.base import FaithfulnessPredictor, Verification, inv
 from verirag.awf.registry import register
 from verirag.errors import VeriragError
 from verirag.llm.base import LLM, NEXT_TOKEN
+from verirag.metrics.faithfulness import k_precision
 from verirag.prompts import check_layout, load_prompt
 from verirag.types import Passage
 
@@ -64,7 +70,9 @@ class SelfCheckPredictor(FaithfulnessPredictor):
             return Verification(score=math.nan, per_passage=[None] * len(passages),
                                 error=f"self-check request failed: {type(e).__name__}: {e}")
         score, _raw, error = branch_probability(lps, ("yes",), ("no",))
-        return Verification(score=score, per_passage=[None] * len(passages), error=error)
+        per = [float(k_precision(answer.text, [p])) for p in passages]
+        best = max(range(len(per)), key=lambda i: (per[i], -i))  # the first passage wins ties
+        return Verification(score=score, per_passage=per, best=best, error=error)
 
     def verify(self, question: str, answer: str, passages: Sequence[Passage]) -> Verification:
         prompt = VanillaGenerator.prompt_messages(question, passages, self.layout)
