@@ -116,3 +116,10 @@ def test_eval_config_errors_are_one_line(tmp_path):
     r = run("eval", str(cfg), "--out", str(tmp_path / "run"))
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert "datasets[0].name" in r.stderr and "methods[0]" in r.stderr
+
+
+def test_demo_reports_its_total_time_and_where_it_went():
+    r = run("demo", "--preset", "tiny")
+    assert r.returncode == 0, r.stderr
+    last = r.stdout.strip().splitlines()[-1]
+    assert "of 4 questions, in " in last and "generate " in last and "verify " in last, last

@@ -34,7 +34,7 @@ def make(monkeypatch, answers, judge, **cfg):
     monkeypatch.setattr("verirag.awf.pipeline.load_llm", lambda spec, **kw: llm)
     index = Index.build([Passage("a", "The ferry takes 25 minutes."), Passage("b", "Puffins nest in April.")],
                         kind="bm25")
-    return Pipeline(PipelineConfig(model="scripted", k=2, **cfg), index=index)
+    return Pipeline(PipelineConfig(model="scripted", k=2, **{"method": "vanilla+nli", **cfg}), index=index)
 
 
 def test_empty_answer_is_recorded_and_abstains(monkeypatch):
@@ -64,3 +64,17 @@ def test_failed_fallback_abstains_and_says_why(monkeypatch):
              fallback="no-rag")
     r = p.ask("How long is the ferry?")
     assert r.action == "abstained" and "fallback failed" in r.error
+
+
+def test_the_default_self_check_answers_and_names_the_supporting_passage(monkeypatch):
+    p = make(monkeypatch, ["25 minutes"], {"Yes": math.log(0.8), "No": math.log(0.2)},
+             method=PipelineConfig().method)
+    r = p.ask("How long is the ferry?")
+    assert r.method == "vanilla+self_check" and r.action == "answered"
+    assert r.score == pytest.approx(0.8) and r.supporting_passage.id == "a"  # lexical attribution
+
+
+def test_choosing_a_judge_chooses_the_method_that_uses_it():
+    assert Pipeline.from_preset("tiny").config.method == "vanilla+self_check"
+    assert Pipeline.from_preset("tiny", judge="llm").config.method == "vanilla+nli"
+    assert Pipeline.from_preset("tiny", judge="llm", method="instructrag+nli").config.method == "instructrag+nli"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Optional
 
@@ -107,8 +108,8 @@ def ask(question: str = typer.Argument(..., help="The question."),
         k: Optional[int] = typer.Option(None, help="Passages to retrieve (default 5)."),
         fallback: Optional[str] = typer.Option(None, help="Below the threshold: abstain (default), no-rag or escalate."),
         escalate_model: Optional[str] = typer.Option(None, help="The larger model for --fallback escalate."),
-        method: Optional[str] = typer.Option(None, help="AwF method: vanilla+nli (default), instructrag+pre_answering, "
-                                             "intrinsic, cot_hybrid, dual_generation, ... (`verirag methods`)."),
+        method: Optional[str] = typer.Option(None, help="AwF method: vanilla+self_check (default; vanilla+nli when --judge is given), "
+                                             "vanilla+nli, instructrag+pre_answering, intrinsic, ... (`verirag methods`)."),
         retrieval: Optional[str] = typer.Option(None, help="hybrid (default), bm25 or dense.")):
     """Answer QUESTION from a corpus, verify the answer, and act on the verdict."""
     if (corpus is None) == (index is None):
@@ -198,8 +199,9 @@ def demo(preset: str = typer.Option("local", help=PRESET_HELP),
     with err.status("indexing the demo corpus…"):
         p.index(demo_data.corpus_path())
     err.print(f"[dim]corpus: {demo_data.corpus_path()}  model: {p.config.model}  "
-              f"judge: {p.config.judge or 'llm'}  threshold: {p.config.threshold}[/dim]")
+              f"method: {p.config.method}  threshold: {p.config.threshold}[/dim]")
     results = []
+    started = time.perf_counter()
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                   TimeElapsedColumn(), console=err, transient=True) as bar:
         task = bar.add_task("loading the model…", total=len(questions))
@@ -214,7 +216,11 @@ def demo(preset: str = typer.Option("local", help=PRESET_HELP),
                 _print_result(r)
     if not json_out:
         answered = sum(r.action == "answered" for r in results)
-        out.print(f"{answered} answered, {len(results) - answered} not, of {len(results)} questions.")
+        n = len(results)
+        mean = {k: sum(r.timings.get(k, 0.0) for r in results) / n for k in ("generate", "verify")}
+        out.print(f"{answered} answered, {n - answered} not, of {n} questions, in "
+                  f"{time.perf_counter() - started:.0f} s (per question: generate {mean['generate']:.1f} s, "
+                  f"verify {mean['verify']:.1f} s; model loading included in the total).")
 
 
 @app.command("eval")

@@ -36,19 +36,27 @@ def stage_name(key: str, n_passages: int) -> str:
     return f"answering and verifying ({name or kind})"
 
 
+# The default verifier is the in-context self-check: on the AwF benchmarks it ranks answers as well
+# as post-answering NLI or the LLM judge (PR-AUC, configs/layout-compare.yaml) at a small fraction
+# of the time, because it reads only its own question after the answer (README, "Reading the
+# passages once"). A user who names an entailment judge (--judge) gets the method that uses one.
+DEFAULT_METHOD = "vanilla+self_check"
+JUDGED_METHOD = "vanilla+nli"
+
+
 @dataclass(frozen=True)
 class PipelineConfig:
     """Everything that defines a pipeline.
 
-    `method` is any AwF method name (`verirag.awf.compose.method_names()`): "vanilla+nli" (the
-    default), "instructrag+pre_answering", "intrinsic", ... `judge` is the entailment model of
+    `method` is any AwF method name (`verirag.awf.compose.method_names()`): "vanilla+self_check"
+    (the default), "vanilla+nli", "instructrag+pre_answering", "intrinsic", ... `judge` is the entailment model of
     predictors that use one (nli): None (default) or "llm" for the LLM yes/no judge ("same" is an
     alias), or "hf:MODEL" for an HF NLI model; set for a method without an entailment model, it is
     an InputError. `judge_model` (default `model`) runs the LLM judges. `fallback` acts below the
     threshold: abstain, no-rag, or escalate (to `escalate_model`)."""
 
     model: str = "qwen2.5-1.5b"
-    method: str = "vanilla+nli"
+    method: str = DEFAULT_METHOD
     judge: str | None = None
     judge_model: str | None = None
     escalate_model: str | None = None
@@ -98,6 +106,8 @@ class Pipeline:
         if name not in PRESETS:
             raise InputError(f"unknown pipeline preset {name!r}; known: {', '.join(PRESETS)}")
         overrides = {k: v for k, v in overrides.items() if v is not None}
+        if overrides.get("judge") and "method" not in overrides and PRESETS[name].method == DEFAULT_METHOD:
+            overrides["method"] = JUDGED_METHOD  # a judge was chosen: verify with the method that uses it
         return cls(replace(PRESETS[name], **overrides))
 
     # ---- index ----------------------------------------------------------------------------
