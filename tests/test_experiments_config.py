@@ -159,7 +159,7 @@ def test_methods_are_specs_with_labels():
 
 def test_an_unknown_method_option_names_its_field():
     msg = problems(methods=["vanilla", "vanilla+nli", {"name": "instructrag", "famly": "multi_hop"}])
-    assert "methods[2].famly: method 'instructrag' takes no option 'famly' (it takes: family, max_tokens" in msg
+    assert "methods[2].famly: method 'instructrag' takes no option 'famly' (it takes: family, layout, max_tokens" in msg
 
 
 def test_an_option_value_of_the_wrong_type_names_its_field():
