@@ -78,3 +78,12 @@ def test_choosing_a_judge_chooses_the_method_that_uses_it():
     assert Pipeline.from_preset("tiny").config.method == "vanilla+self_check"
     assert Pipeline.from_preset("tiny", judge="llm").config.method == "vanilla+nli"
     assert Pipeline.from_preset("tiny", judge="llm", method="instructrag+nli").config.method == "instructrag+nli"
+
+
+def test_a_declined_answer_is_not_called_supported(monkeypatch):
+    """A refusal may look "supported" to an in-context verifier; the pipeline acts on it instead."""
+    p = make(monkeypatch, ["The context does not provide this information."],
+             {"Yes": math.log(0.9), "No": math.log(0.1)}, method="vanilla+self_check")
+    r = p.ask("What is the wifi password?")
+    assert r.action == "abstained" and r.score == 0.0 and not r.faithful
+    assert r.retrieved_answer == "The context does not provide this information."

@@ -21,6 +21,7 @@ from verirag.awf.trace import Trace
 from verirag.errors import InputError
 from verirag.llm.factory import load_llm
 from verirag.llm.metered import MeteredLLM
+from verirag.metrics.abstention import is_abstention
 from verirag.types import AskResult, Evidence, Passage, ScoredPassage
 
 
@@ -210,6 +211,10 @@ class Pipeline:
             generated = (used.seconds(f"generator:{method.generator.registry_name}")
                          if isinstance(method, ComposedMethod) else elapsed)
             timings["generate"], timings["verify"] = generated, max(0.0, elapsed - generated)
+            if out.answer.strip() and is_abstention(out.answer):
+                # The model declined ("the context does not say"): nothing was answered, so there is
+                # nothing to call supported, whatever a verifier makes of the refusal; the policy acts.
+                out = replace(out, score=0.0)
             t = time.perf_counter()
             decision = self.policy(fallback).apply(trace, out, threshold)
         if decision.action != ANSWERED and fallback != "abstain":
