@@ -27,10 +27,10 @@ from verirag.awf.generators.base import Answer
 from verirag.awf.generators.vanilla import VanillaGenerator
 from verirag.awf.predictors._yes_no import branch_probability
 from verirag.awf.predictors.base import FaithfulnessPredictor, Verification, invalid_input
+from verirag.awf.predictors.k_precision import KPrecisionPredictor
 from verirag.awf.registry import register
 from verirag.errors import VeriragError
 from verirag.llm.base import LLM, NEXT_TOKEN
-from verirag.metrics.faithfulness import k_precision
 from verirag.prompts import check_layout, load_prompt
 from verirag.types import Passage
 
@@ -70,9 +70,8 @@ class SelfCheckPredictor(FaithfulnessPredictor):
             return Verification(score=math.nan, per_passage=[None] * len(passages),
                                 error=f"self-check request failed: {type(e).__name__}: {e}")
         score, _raw, error = branch_probability(lps, ("yes",), ("no",))
-        per = [float(k_precision(answer.text, [p])) for p in passages]
-        best = max(range(len(per)), key=lambda i: (per[i], -i))  # the first passage wins ties
-        return Verification(score=score, per_passage=per, best=best, error=error)
+        lexical = KPrecisionPredictor().verify(question, answer.text, passages)
+        return Verification(score=score, per_passage=lexical.per_passage, best=lexical.best, error=error)
 
     def verify(self, question: str, answer: str, passages: Sequence[Passage]) -> Verification:
         prompt = VanillaGenerator.prompt_messages(question, passages, self.layout)
