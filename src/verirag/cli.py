@@ -132,6 +132,54 @@ def ask(question: str = typer.Argument(..., help="The question."),
         _print_result(r)
 
 
+LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+
+
+@app.command()
+def serve(index: Optional[Path] = typer.Option(None, help="An index built by `verirag index` (needed by /v1/ask "
+                                               "and /v1/retrieve; /v1/verify needs none)."),
+          preset: str = typer.Option("local", help=PRESET_HELP),
+          model: Optional[str] = typer.Option(None, help=MODEL_HELP),
+          method: Optional[str] = typer.Option(None, help="Default AwF method (requests may name another)."),
+          judge: Optional[str] = typer.Option(None, help="Entailment model of +nli methods: llm or hf:NLI_MODEL."),
+          judge_model: Optional[str] = typer.Option(None, help="Model of the LLM judge (default: --model)."),
+          threshold: Optional[str] = typer.Option(None, help="Default verdict threshold, or a threshold file."),
+          k: Optional[int] = typer.Option(None, help="Passages to retrieve (default 5)."),
+          fallback: Optional[str] = typer.Option(None, help="Below the threshold: abstain, no-rag or escalate."),
+          escalate_model: Optional[str] = typer.Option(None, help="The larger model for --fallback escalate."),
+          retrieval: Optional[str] = typer.Option(None, help="hybrid (default), bm25 or dense (for a new index)."),
+          host: str = typer.Option("127.0.0.1", help="Address to bind; anything but loopback needs --api-key."),
+          port: int = typer.Option(8000, help="Port to bind."),
+          api_key: Optional[str] = typer.Option(None, envvar="VERIRAG_API_KEY", show_envvar=True,
+                                                help="Bearer token every data route requires."),
+          queue_size: int = typer.Option(16, help="Requests that may wait for the model; more get 429."),
+          queue_timeout: float = typer.Option(120.0, help="Seconds a request may wait for the model (then 503)."),
+          timeout: float = typer.Option(300.0, help="Seconds a request may run (then 504)."),
+          max_body: int = typer.Option(1 << 20, help="Largest request body in bytes (then 413)."),
+          log_level: str = typer.Option("info", help="uvicorn log level.")):
+    """Run verirag as an HTTP service (FastAPI + uvicorn): ask, verify, retrieve, a web page at /."""
+    if host not in LOOPBACK and not api_key:
+        raise InputError(f"binding {host} exposes the service beyond this machine: set a token with --api-key "
+                         "or VERIRAG_API_KEY")
+    if index is not None and not index.is_dir():
+        raise InputError(f"no index at {index}: build one with `verirag index PATH --out DIR`")
+    threshold_value, fitted = _threshold_option(threshold)
+    import uvicorn
+    from verirag.server import ServiceConfig, VeriragService, create_app
+    overrides = {"model": model, "method": method, "judge": judge, "judge_model": judge_model, "k": k,
+                 "fallback": fallback, "retrieval": retrieval, "escalate_model": escalate_model}
+    cfg = ServiceConfig(preset=preset, index=index, overrides={a: b for a, b in overrides.items() if b is not None},
+                        threshold=threshold_value, api_key=api_key, queue_size=queue_size,
+                        queue_timeout=queue_timeout, request_timeout=timeout, max_body_bytes=max_body)
+    service = VeriragService(cfg)
+    if fitted is not None:
+        _warn_fitted_mismatch(fitted, service.pipeline)
+    err.print(f"verirag serving on http://{host}:{port}  (web page /, API docs /docs, "
+              f"{'token required' if api_key else 'no token'}; loading {escape(service.model_id)}…)")
+    uvicorn.run(create_app(service), host=host, port=port, access_log=False, log_level=log_level,
+                timeout_graceful_shutdown=30)
+
+
 @app.command("index")
 def index_cmd(path: Path = typer.Argument(..., help="Folder of .txt/.md files, a file, or a JSONL of passages."),
               out_dir: Path = typer.Option(..., "--out", help="Where to write the index."),

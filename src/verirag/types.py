@@ -124,7 +124,7 @@ class Evidence:
     text: str
     title: str
     source: str
-    retrieval_score: float
+    retrieval_score: float | None  # None: not retrieved by verirag (Pipeline.verify)
     support_score: float | None  # None when the verifier did not judge this passage
 
     def to_dict(self) -> dict[str, Any]:
@@ -157,6 +157,34 @@ class AskResult:
     timings: dict[str, float]
     usage: dict[str, Any] = field(default_factory=dict)  # calls, cache hits, tokens of this answer
     error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["evidence"] = [e.to_dict() for e in self.evidence]
+        d["supporting_passage"] = self.supporting_passage.to_dict() if self.supporting_passage else None
+        return d
+
+
+@dataclass
+class VerifyResult:
+    """The verdict on an answer someone else produced (another RAG system's question, answer and
+    passages): the score, the verdict at `threshold`, each passage's support and the passage that
+    supports it best. `faithful` is False whenever `error` is set: a score that could not be
+    computed is no evidence of support."""
+
+    question: str
+    answer: str
+    score: float | None  # None: no passage could be judged (see error)
+    faithful: bool
+    threshold: float | None
+    evidence: list[Evidence]
+    supporting_passage: Evidence | None
+    method: str
+    judge: str
+    timings: dict[str, float]
+    usage: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

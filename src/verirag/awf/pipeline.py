@@ -6,6 +6,7 @@
 """
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
@@ -22,7 +23,8 @@ from verirag.errors import InputError
 from verirag.llm.factory import load_llm
 from verirag.llm.metered import MeteredLLM
 from verirag.metrics.abstention import is_abstention
-from verirag.types import AskResult, Evidence, Passage, ScoredPassage
+from verirag.llm.usage import metering
+from verirag.types import AskResult, Evidence, Passage, ScoredPassage, VerifyResult
 
 
 def stage_name(key: str, n_passages: int) -> str:
@@ -236,6 +238,51 @@ class Pipeline:
             retrieved_answer=out.answer, model=self.llm.model_id, method=method.registry_name,
             judge=getattr(getattr(method, "predictor", None), "name", "") or method.registry_name,
             timings={k: round(v, 4) for k, v in timings.items()}, usage=usage, error=error)
+
+    def verify(self, question: str, answer: str, passages: Sequence[Passage], *,
+               threshold: float | ThresholdController | None = None,
+               on_stage: Callable[[str], None] | None = None) -> VerifyResult:
+        """Verify an answer another system produced from `passages`: the score of this pipeline's
+        predictor (the PRED of its GEN+PRED method; self_check checks the answer in the conversation
+        Vanilla would have had), the verdict at `threshold`, and each passage's support. A method
+        that generates its own answer (a unified method, or a bare generator) cannot verify another
+        one: InputError. A predictor that fails (unparseable judge output) gives score None,
+        faithful False and the error, never an exception."""
+        from verirag.calibration.controller import ThresholdController
+        question = (question or "").strip()
+        if not question:
+            raise InputError("the question is empty")
+        if not (answer or "").strip():
+            raise InputError("the answer is empty: there is nothing to verify")
+        passages = list(passages)
+        if not passages:
+            raise InputError("no passages: an answer is verified against the passages it came from")
+        threshold = self.config.threshold if threshold is None else threshold
+        replace(self.config, threshold=threshold).validate()
+        method = self.method
+        predictor = getattr(method, "predictor", None)
+        if predictor is None or method.hard:
+            raise InputError(f"method {method.registry_name!r} scores only the answers it generates; to verify "
+                             "an answer, use a GENERATOR+PREDICTOR method such as " + DEFAULT_METHOD)
+        (on_stage or (lambda _s: None))(f"verifying ({predictor.registry_name})")
+        t0 = time.perf_counter()
+        with metering() as usage:
+            v = predictor.verify(question, answer, passages)
+        seconds = time.perf_counter() - t0
+        score = None if math.isnan(v.score) else float(v.score)
+        cut = getattr(threshold, "threshold_", threshold)
+        faithful = (v.error is None and score is not None and
+                    (threshold.decide(score) == "answer" if isinstance(threshold, ThresholdController)
+                     else score >= cut))
+        per = v.per_passage or [None] * len(passages)
+        evidence = [Evidence(id=p.id, text=p.text, title=p.title, source=p.source, retrieval_score=None,
+                             support_score=s) for p, s in zip(passages, per)]
+        return VerifyResult(
+            question=question, answer=answer, score=score, faithful=bool(faithful), threshold=cut,
+            evidence=evidence, supporting_passage=evidence[v.best] if v.best is not None else None,
+            method=method.registry_name, judge=getattr(predictor, "name", "") or predictor.registry_name,
+            timings={"verify": round(seconds, 4)}, usage=usage.to_dict(), error=v.error,
+            warnings=list(v.warnings))
 
     def describe(self) -> dict:
         return asdict(self.config)

@@ -1,0 +1,214 @@
+"""The HTTP service (FastAPI): routes, error mapping, start-up and shutdown.
+
+    app = create_app(VeriragService(ServiceConfig(index=Path("my-index"))))
+    uvicorn.run(app, host="127.0.0.1", port=8000)        # or: verirag serve --index my-index
+
+Every error is JSON, `{"error": {"code", "message", ...}, "request_id"}`, with the status that says
+whose fault it is: 401 token, 413 body, 422 request (the field named), 429 queue full (with
+Retry-After), 502 backend failed, 503 not ready or waited too long, 504 ran too long, 500 only for a
+bug of ours, never with a traceback (that goes to the log, under the request id).
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from contextlib import asynccontextmanager
+from importlib import resources
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.exceptions import HTTPException
+
+from verirag.errors import BackendError, CapabilityError, InputError, VeriragError
+from verirag.server.gateway import Gateway
+from verirag.server.schemas import AskRequest, ChatCompletionRequest, RetrieveRequest, VerifyRequest
+from verirag.server.service import VeriragService
+from verirag.server.telemetry import Telemetry, access_logger
+from verirag.server.worker import Cancelled, Overloaded, QueueTimeout, RunTimeout
+from verirag.types import Passage
+
+log = logging.getLogger("verirag.server")
+HTTP_CODES = {400: "bad_request", 401: "unauthorized", 404: "not_found", 405: "method_not_allowed",
+              413: "body_too_large", 415: "unsupported_media_type"}
+
+
+def _error(request: Request, status: int, code: str, message: str, headers: dict | None = None,
+           **extra: Any) -> JSONResponse:
+    rid = getattr(request.state, "request_id", "")
+    return JSONResponse({"error": {"code": code, "message": message, **extra}, "request_id": rid},
+                        status_code=status, headers=headers)
+
+
+def _fields(exc: RequestValidationError) -> list[dict[str, str]]:
+    # loc and message only: the offending input may be huge or binary, and is the client's own
+    return [{"field": ".".join(str(p) for p in e.get("loc", ())), "message": str(e.get("msg", "")),
+             "type": str(e.get("type", ""))} for e in exc.errors()[:20]]
+
+
+def create_app(service: VeriragService) -> FastAPI:
+    cfg = service.config
+    telemetry = Telemetry()
+    service.worker.on_change = telemetry.queue
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI):
+        if cfg.warm_up:
+            def warm() -> None:
+                try:
+                    service.warm_up()
+                except Exception:
+                    log.exception("the models could not be loaded; /readyz says why")
+            service.worker.start(warm)  # on the model thread: requests queue behind it
+        else:
+            service.ready.set()
+        yield
+        # uvicorn has stopped accepting and finished in-flight requests (graceful shutdown);
+        # let the model thread finish what it runs, so no cache write is cut in half.
+        await asyncio.get_running_loop().run_in_executor(None, service.worker.shutdown)
+
+    app = FastAPI(title="verirag", version=_version(), lifespan=lifespan,
+                  description="Retrieval-augmented answers that come verified: a faithfulness score, a verdict "
+                              "at a threshold, the supporting passage, and the action taken.")
+
+    # ---- errors --------------------------------------------------------------------------------
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError):
+        fields = _fields(exc)
+        where = ", ".join(f["field"] for f in fields[:5])
+        return _error(request, 422, "invalid_request", f"invalid request: {where}", fields=fields)
+
+    @app.exception_handler(HTTPException)
+    async def _http(request: Request, exc: HTTPException):
+        return _error(request, exc.status_code, HTTP_CODES.get(exc.status_code, "http_error"), str(exc.detail),
+                      headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(Overloaded)
+    async def _overloaded(request: Request, exc: Overloaded):
+        telemetry.rejected.labels("overloaded").inc()
+        return _error(request, 429, "overloaded", str(exc), headers={"Retry-After": str(exc.retry_after)},
+                      retry_after=exc.retry_after)
+
+    @app.exception_handler(QueueTimeout)
+    async def _queue_timeout(request: Request, exc: QueueTimeout):
+        telemetry.rejected.labels("queue_timeout").inc()
+        retry = service.worker.retry_after()
+        return _error(request, 503, "queue_timeout", str(exc), headers={"Retry-After": str(retry)})
+
+    @app.exception_handler(RunTimeout)
+    async def _run_timeout(request: Request, exc: RunTimeout):
+        telemetry.rejected.labels("run_timeout").inc()
+        return _error(request, 504, "timeout", str(exc))
+
+    @app.exception_handler(Cancelled)
+    async def _cancelled(request: Request, exc: Cancelled):
+        return _error(request, 504, "timeout", str(exc))
+
+    @app.exception_handler(VeriragError)
+    async def _verirag(request: Request, exc: VeriragError):
+        if isinstance(exc, (InputError, CapabilityError)):
+            return _error(request, 422, "invalid_request", str(exc))
+        if isinstance(exc, BackendError):
+            return _error(request, 502, "backend_error", f"the model backend failed: {exc}")
+        return _error(request, 503, "unavailable", str(exc))  # a model missing or failing its checksum
+
+    @app.exception_handler(Exception)
+    async def _bug(request: Request, exc: Exception):
+        rid = getattr(request.state, "request_id", "")
+        log.error("unhandled error", exc_info=exc, extra={"fields": {"request_id": rid}})
+        return _error(request, 500, "internal", f"internal error (request id {rid}); the server log has the details")
+
+    # ---- probes and pages ---------------------------------------------------------------------
+    @app.get("/", include_in_schema=False)
+    async def page() -> HTMLResponse:
+        return HTMLResponse(resources.files("verirag.server").joinpath("static/index.html").read_text("utf-8"))
+
+    @app.get("/healthz")
+    async def healthz() -> dict:
+        """The process is up."""
+        return {"status": "ok"}
+
+    @app.get("/readyz")
+    async def readyz():
+        """The models are loaded and requests will be answered."""
+        if service.ready.is_set():
+            return {"status": "ready", "model": service.model_id, "index": service.has_index}
+        status = "failed" if service.load_error else "loading"
+        return JSONResponse({"status": status, "error": service.load_error}, status_code=503)
+
+    @app.get("/metrics", include_in_schema=False)
+    async def metrics() -> Response:
+        return Response(generate_latest(telemetry.registry), media_type=CONTENT_TYPE_LATEST)
+
+    # ---- the API -----------------------------------------------------------------------------
+    @app.get("/v1/methods")
+    async def methods() -> dict:
+        """The methods a request may name, and the service's defaults."""
+        return service.methods()
+
+    @app.post("/v1/ask")
+    async def ask(body: AskRequest) -> dict:
+        """Retrieve, answer, verify and act: what `verirag ask --json` prints."""
+        result = await service.worker.run(lambda token: service.ask(
+            token, body.question, k=body.k, method=body.method, threshold=body.threshold, fallback=body.fallback))
+        out = result.to_dict()
+        telemetry.result("/v1/ask", out)
+        return out
+
+    @app.post("/v1/verify")
+    async def verify(body: VerifyRequest) -> dict:
+        """Verify an answer another RAG system produced from the passages it retrieved."""
+        passages = [Passage(id=p.id or f"p{i}", text=p.text, title=p.title) for i, p in enumerate(body.passages)]
+        result = await service.worker.run(lambda token: service.verify(
+            token, body.question, body.answer, passages, method=body.method, threshold=body.threshold))
+        out = result.to_dict()
+        telemetry.result("/v1/verify", out)
+        return out
+
+    @app.post("/v1/retrieve")
+    async def retrieve(body: RetrieveRequest) -> dict:
+        """The passages the index returns for a question (no model call)."""
+        hits = await service.worker.run(lambda token: service.retrieve(token, body.question, body.k))
+        return {"question": body.question, "passages": hits}
+
+    @app.post("/v1/chat/completions")
+    async def chat_completions(body: ChatCompletionRequest, request: Request) -> dict:
+        """OpenAI-compatible: the last user message is the question; the answer (or, below the
+        threshold, what the configured action gives) is the assistant message, and the verification
+        is in the `verirag` field."""
+        if body.stream:
+            raise HTTPException(400, detail="stream=true is not supported: verification needs the whole answer")
+        question = body.question().strip()
+        if not question:
+            return _error(request, 422, "invalid_request", "no user message with text: the last user message "
+                          "is the question", fields=[{"field": "body.messages", "message": "no user text"}])
+        result = await service.worker.run(lambda token: service.ask(token, question))
+        out = result.to_dict()
+        telemetry.result("/v1/chat/completions", out)
+        usage = out.get("usage") or {}
+        prompt, completion = int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0))
+        return {"id": f"chatcmpl-{request.state.request_id}", "object": "chat.completion", "created": int(time.time()),
+                "model": out["model"],
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": out["answer"]},
+                             "finish_reason": "stop", "logprobs": None}],
+                "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                          "total_tokens": prompt + completion},
+                "verirag": out}
+
+    app.add_middleware(Gateway, telemetry=telemetry, log=access_logger(), api_key=cfg.api_key,
+                       max_body_bytes=cfg.max_body_bytes, routes=app.router.routes)
+    app.state.service = service
+    app.state.telemetry = telemetry
+    return app
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+        return version("verirag")
+    except Exception:  # running from a source tree without an install
+        return "0"
+

@@ -1,0 +1,114 @@
+"""What the HTTP service does, without HTTP: ask, verify and retrieve over one index and one model.
+
+Every call runs on the model worker (`ModelWorker`), one at a time; a request may choose another
+method than the default, and gets a pipeline that shares the index and the loaded weights (models
+load once per process). Each job checks its cancel token between stages, so a request whose client
+has timed out stops at its next stage.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from verirag.awf.compose import method_names
+from verirag.awf.pipeline import Pipeline
+from verirag.errors import InputError
+from verirag.server.worker import CancelToken, ModelWorker
+from verirag.types import AskResult, Passage, VerifyResult
+
+
+@dataclass
+class ServiceConfig:
+    """How `verirag serve` runs: the pipeline (`preset` + overrides, `threshold` a number or a fitted
+    ThresholdController), the index, the queue, and the HTTP limits."""
+
+    preset: str = "local"
+    index: Path | None = None
+    overrides: dict[str, Any] = field(default_factory=dict)   # model, method, judge, k, fallback, ...
+    threshold: Any = None
+    api_key: str | None = None
+    queue_size: int = 16
+    queue_timeout: float = 120.0
+    request_timeout: float = 300.0
+    max_body_bytes: int = 1 << 20
+    max_passages: int = 64          # /v1/verify: more would take minutes to judge on a CPU
+    warm_up: bool = True            # load the models at start-up, so /readyz means ready
+
+
+class VeriragService:
+    def __init__(self, config: ServiceConfig):
+        self.config = config
+        self.pipeline = Pipeline.from_preset(config.preset, **config.overrides,
+                                             **({"threshold": config.threshold} if config.threshold is not None else {}))
+        if config.index is not None:
+            self.pipeline.load_index(config.index)
+        self.worker = ModelWorker(queue_size=config.queue_size, queue_timeout=config.queue_timeout,
+                                  run_timeout=config.request_timeout)
+        self._pipelines: dict[str, Pipeline] = {self.pipeline.config.method: self.pipeline}
+        self._lock = threading.Lock()
+        self.ready = threading.Event()
+        self.load_error: str | None = None
+
+    # ---- state -------------------------------------------------------------------------------
+    @property
+    def has_index(self) -> bool:
+        return self.pipeline.search_index is not None
+
+    @property
+    def model_id(self) -> str:
+        return self.pipeline.config.model
+
+    def warm_up(self) -> None:
+        """Load the model and the default method (on the worker's thread at start-up)."""
+        try:
+            _ = self.pipeline.method
+            self.ready.set()
+        except Exception as e:  # reported by /readyz, not raised: the process stays up to say why
+            self.load_error = f"{type(e).__name__}: {e}"
+            raise
+
+    def pipeline_for(self, method: str | None) -> Pipeline:
+        name = method or self.pipeline.config.method
+        with self._lock:
+            p = self._pipelines.get(name)
+            if p is None:
+                if name not in method_names():
+                    raise InputError(f"unknown method {name!r}; GET /v1/methods lists them")
+                p = Pipeline(replace(self.pipeline.config, method=name), index=self.pipeline.search_index)
+                self._pipelines[name] = p
+            return p
+
+    def methods(self) -> dict[str, Any]:
+        cfg = self.pipeline.config
+        return {"default": cfg.method, "methods": method_names(), "model": cfg.model,
+                "threshold": getattr(cfg.threshold, "threshold_", cfg.threshold), "fallback": cfg.fallback,
+                "k": cfg.k}
+
+    # ---- jobs (run on the worker thread) -----------------------------------------------------
+    def ask(self, token: CancelToken, question: str, *, k: int | None = None, method: str | None = None,
+            threshold: float | None = None, fallback: str | None = None) -> AskResult:
+        token.check()
+        if not self.has_index:
+            raise InputError("this service has no index to answer from: start it with `verirag serve --index DIR`, "
+                             "or send your own passages to /v1/verify")
+        return self.pipeline_for(method).ask(question, k=k, threshold=threshold, fallback=fallback,
+                                             on_stage=lambda _stage: token.check())
+
+    def verify(self, token: CancelToken, question: str, answer: str, passages: list[Passage], *,
+               method: str | None = None, threshold: float | None = None) -> VerifyResult:
+        token.check()
+        if len(passages) > self.config.max_passages:
+            raise InputError(f"{len(passages)} passages: at most {self.config.max_passages} are verified per request")
+        return self.pipeline_for(method).verify(question, answer, passages, threshold=threshold,
+                                                on_stage=lambda _stage: token.check())
+
+    def retrieve(self, token: CancelToken, question: str, k: int | None = None) -> list[dict[str, Any]]:
+        token.check()
+        if not (question or "").strip():
+            raise InputError("the question is empty")
+        if not self.has_index:
+            raise InputError("this service has no index: start it with `verirag serve --index DIR`")
+        return [{"rank": h.rank, "score": float(h.score), **h.passage.to_dict()}
+                for h in self.pipeline.retrieve(question.strip(), k)]
