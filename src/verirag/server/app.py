@@ -115,11 +115,7 @@ def create_app(service: VeriragService) -> FastAPI:
             return _error(request, 502, "backend_error", f"the model backend failed: {exc}")
         return _error(request, 503, "unavailable", str(exc))  # a model missing or failing its checksum
 
-    @app.exception_handler(Exception)
-    async def _bug(request: Request, exc: Exception):
-        rid = getattr(request.state, "request_id", "")
-        log.error("unhandled error", exc_info=exc, extra={"fields": {"request_id": rid}})
-        return _error(request, 500, "internal", f"internal error (request id {rid}); the server log has the details")
+    # A bug of ours (any other exception) is answered by the Gateway: 500, the request id, no traceback.
 
     # ---- probes and pages ---------------------------------------------------------------------
     @app.get("/", include_in_schema=False)

@@ -78,11 +78,12 @@ class Gateway:
         scope.setdefault("state", {})["request_id"] = request_id
         route = self._route(scope)
         status_seen = 500
+        started_response = False
 
         async def send_with_id(message: Message) -> None:
-            nonlocal status_seen
+            nonlocal status_seen, started_response
             if message["type"] == "http.response.start":
-                status_seen = message["status"]
+                status_seen, started_response = message["status"], True
                 message = {**message, "headers": [*message.get("headers", []),
                                                   (b"x-request-id", request_id.encode())]}
             await send(message)
@@ -117,6 +118,11 @@ class Gateway:
                 await self.app(scope, limited_receive, send_with_id)
             except BodyTooLarge:  # a route that read the body outside FastAPI's parsing
                 await self._too_large(reply, request_id)
+            except Exception as exc:  # a bug of ours: logged with its traceback, never sent
+                self.log.error("unhandled error", exc_info=exc, extra={"fields": {"request_id": request_id}})
+                if not started_response:
+                    await reply(*json_error(500, "internal", f"internal error (request id {request_id}); "
+                                            "the server log has the details", request_id))
         finally:
             if status_seen == 413:
                 self.telemetry.rejected.labels("body_too_large").inc()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 import time
 from typing import Any
 
@@ -65,10 +66,22 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(line, ensure_ascii=False)
 
 
+class _StderrHandler(logging.StreamHandler):
+    """Writes to whatever sys.stderr is at the time (not the one of the first app's creation)."""
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value) -> None:
+        pass
+
+
 def access_logger() -> logging.Logger:
     log = logging.getLogger(ACCESS_LOG)
     if not log.handlers:
-        handler = logging.StreamHandler()
+        handler = _StderrHandler()
         handler.setFormatter(JsonFormatter())
         log.addHandler(handler)
         log.setLevel(logging.INFO)
