@@ -11,7 +11,7 @@ PIP    := $(PY) -m pip --disable-pip-version-check
 # depends on torch pulls a multi-GB CUDA build.
 TORCH  ?= torch==2.13.0
 
-.PHONY: demo test install models dev bench eval-small clean-venv
+.PHONY: demo test install models dev bench eval-small serve clean-venv
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +45,11 @@ $(VENV)/.wordnet: scripts/install_wordnet.sh | $(PY)
 	bash scripts/install_wordnet.sh $(PY)
 	touch $@
 
+# Headless Chromium + chromedriver (Debian) for the web page's browser test; skipped where impossible.
+$(VENV)/.browser: scripts/install_browser.sh | $(PY)
+	bash scripts/install_browser.sh
+	touch $@
+
 install: $(VENV)/.base
 models: $(VENV)/.models
 dev: $(VENV)/.dev
@@ -52,7 +57,7 @@ dev: $(VENV)/.dev
 demo: $(VENV)/.models
 	$(VENV)/bin/verirag demo
 
-test: $(VENV)/.dev $(VENV)/.wordnet
+test: $(VENV)/.dev $(VENV)/.wordnet $(VENV)/.browser
 	$(PY) -m pytest -ra
 
 # The AwF study in small (configs/awf-small.yaml): NQ and HotpotQA from ../shared/data.
@@ -64,3 +69,8 @@ bench: $(VENV)/.dev $(VENV)/.models
 
 clean-venv:
 	rm -rf $(VENV)
+
+# The HTTP service over the demo corpus, on http://127.0.0.1:8000 (web page at /, API docs at /docs).
+serve: $(VENV)/.models
+	$(VENV)/bin/verirag index src/verirag/demo/corpus --out runs/demo-index
+	$(VENV)/bin/verirag serve --index runs/demo-index

@@ -1,0 +1,112 @@
+"""The web page in a real browser: headless Chromium (Debian's chromium + chromium-driver, which
+`make test` installs where it can) driven by Selenium against a real `verirag serve` subprocess.
+Skipped cleanly where no browser is installed."""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from server_process import start_server
+
+pytestmark = pytest.mark.slow
+
+DEMO = Path(__file__).resolve().parents[1] / "src" / "verirag" / "demo" / "corpus"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+DRIVER = shutil.which("chromedriver") or ("/usr/bin/chromedriver" if os.path.exists("/usr/bin/chromedriver") else None)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    from verirag.retrieval import Index, load_corpus
+    tmp = tmp_path_factory.mktemp("browser")
+    Index.build(load_corpus(DEMO).passages, kind="bm25").save(tmp / "index")
+    s = start_server(tmp, "--preset", "tiny", "--index", str(tmp / "index"), "--api-key", "page-token",
+                     cache_dir=tmp / "cache")
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not (CHROMIUM and DRIVER):
+        pytest.skip("no Chromium and chromedriver on this machine (make test installs Debian's where it can)")
+    webdriver = pytest.importorskip("selenium.webdriver")
+    os.environ.setdefault("SE_OFFLINE", "true")  # Selenium Manager must not try to download a driver
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1200,900"):
+        options.add_argument(arg)
+    from selenium.webdriver.chrome.service import Service
+    driver = webdriver.Chrome(service=Service(executable_path=DRIVER), options=options)
+    yield driver
+    driver.quit()
+
+
+def wait_for(driver, css: str, timeout: float = 180):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as EC
+    from selenium.webdriver.support.ui import WebDriverWait
+    return WebDriverWait(driver, timeout).until(EC.presence_of_element_located((By.CSS_SELECTOR, css)))
+
+
+def test_ask_in_the_page_shows_answer_verdict_action_and_evidence(server, browser):
+    from selenium.webdriver.common.by import By
+    browser.get(server.url + "/")
+    assert browser.title == "verirag"
+    browser.find_element(By.CSS_SELECTOR, "#token-box summary").click()
+    browser.find_element(By.ID, "token").send_keys("page-token")
+    browser.find_element(By.ID, "ask-question").send_keys("Who kept the Halvorsen lighthouse?")
+    browser.find_element(By.ID, "ask-k").send_keys("3")
+    browser.find_element(By.ID, "ask-submit").click()
+    verdict = wait_for(browser, "#verdict")
+    assert verdict.text in {"supported", "not supported"}
+    assert browser.find_element(By.ID, "answer").text.strip()
+    assert browser.find_element(By.ID, "action").text in {"answered", "abstained"}
+    float(browser.find_element(By.ID, "score").text)
+    passages = browser.find_elements(By.CSS_SELECTOR, "#evidence .passage")
+    assert len(passages) == 3
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#evidence .passage.supporting")) == 1
+
+
+def test_verify_tab_highlights_the_supporting_passage_and_shows_errors(server, browser):
+    from selenium.webdriver.common.by import By
+    browser.get(server.url + "/")
+    browser.find_element(By.CSS_SELECTOR, "#token-box summary").click()
+    token = browser.find_element(By.ID, "token")
+    token.clear()
+    token.send_keys("page-token")
+    browser.find_element(By.ID, "tab-verify").click()
+    assert browser.find_element(By.ID, "panel-ask").is_displayed() is False
+    browser.find_element(By.ID, "verify-question").send_keys("What is the capital of France?")
+    browser.find_element(By.ID, "verify-answer").send_keys("Paris")
+    browser.find_element(By.ID, "verify-passages").send_keys(
+        "Berlin is the capital of Germany.\n\nParis is the capital of France.\n\nRome is in Italy.")
+    # a threshold out of range: the service's 422 is shown, naming the field
+    browser.find_element(By.ID, "verify-threshold").send_keys("2")
+    browser.find_element(By.ID, "verify-submit").click()
+    failure = wait_for(browser, "#failure", 60)
+    assert "threshold" in failure.text
+    browser.find_element(By.ID, "verify-threshold").clear()
+    browser.find_element(By.ID, "verify-submit").click()
+    wait_for(browser, "#verdict")
+    best = browser.find_element(By.CSS_SELECTOR, "#evidence .passage.supporting")
+    assert best.get_attribute("data-id") == "p2" and "Paris" in best.text
+    # a passage that looks like markup is shown as text, never run
+    browser.find_element(By.ID, "verify-passages").send_keys("\n\n<img src=x onerror=\"document.title='owned'\">")
+    browser.find_element(By.ID, "verify-submit").click()
+    wait_for(browser, "#evidence .passage[data-id='p4']")
+    assert browser.title == "verirag"
+    assert "<img" in browser.find_element(By.CSS_SELECTOR, "#evidence .passage[data-id='p4']").text
+
+
+def test_without_the_token_the_page_says_so(server, browser):
+    from selenium.webdriver.common.by import By
+    browser.get(server.url + "/")
+    browser.execute_script("sessionStorage.clear()")
+    browser.get(server.url + "/")
+    browser.find_element(By.ID, "ask-question").send_keys("anything")
+    browser.find_element(By.ID, "ask-submit").click()
+    assert "bearer token" in wait_for(browser, "#failure", 60).text
