@@ -5,6 +5,7 @@ User errors (VeriragError) print one clear line and exit non-zero, never a trace
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -164,6 +165,9 @@ def serve(index: Optional[Path] = typer.Option(None, help="An index built by `ve
     if index is not None and not index.is_dir():
         raise InputError(f"no index at {index}: build one with `verirag index PATH --out DIR`")
     threshold_value, fitted = _threshold_option(threshold)
+    # an OpenAI-compatible backend gives up (and is retried twice) within the request's timeout,
+    # so a stalled backend frees the model thread soon after the client got its 504
+    os.environ.setdefault("VERIRAG_OPENAI_TIMEOUT", f"{max(5.0, timeout / 3):g}")
     import uvicorn
     from verirag.server import ServiceConfig, VeriragService, create_app
     overrides = {"model": model, "method": method, "judge": judge, "judge_model": judge_model, "k": k,

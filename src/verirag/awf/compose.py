@@ -60,6 +60,7 @@ class ComposedMethod(AwFMethod):
         try:
             ans = trace.answer(self.generator)
         except VeriragError as e:  # a backend failure is an output with an error, not a crash
+            details["error_type"] = type(e).__name__
             return MethodOutput(answer="", score=0.0, hard=self.hard, details=details,
                                 error=f"generator {self.gen_name} failed: {type(e).__name__}: {e}")
         for k in ("parse_ok", "parse_warning"):  # structured generators: was the format followed?

@@ -19,7 +19,7 @@ from verirag.awf.policies import ANSWERED, FALLBACKS, make_policy
 from verirag.awf.registry import create
 from verirag.awf.spec import accepted_options
 from verirag.awf.trace import Trace
-from verirag.errors import InputError
+from verirag.errors import BackendError, InputError
 from verirag.llm.factory import load_llm
 from verirag.llm.metered import MeteredLLM
 from verirag.metrics.abstention import is_abstention
@@ -213,6 +213,10 @@ class Pipeline:
             generated = (used.seconds(f"generator:{method.generator.registry_name}")
                          if isinstance(method, ComposedMethod) else elapsed)
             timings["generate"], timings["verify"] = generated, max(0.0, elapsed - generated)
+            if out.details.get("error_type") == "BackendError" and not out.answer:
+                # the model could not be reached or answered garbage: nothing was answered, and
+                # abstaining would hide an outage as a verdict
+                raise BackendError(out.error)
             if out.answer.strip() and is_abstention(out.answer):
                 # The model declined ("the context does not say"): nothing was answered, so there is
                 # nothing to call supported, whatever a verifier makes of the refusal; the policy acts.

@@ -8,6 +8,7 @@ Configuration, when not passed explicitly:
     base_url  <- $VERIRAG_OPENAI_BASE_URL, then $OPENAI_BASE_URL (a bare "http://host:port" gets "/v1")
     api_key   <- $VERIRAG_OPENAI_API_KEY, then $OPENAI_API_KEY (local servers need none)
     model     <- $VERIRAG_OPENAI_MODEL, then the first id that GET {base_url}/models lists
+    timeout   <- $VERIRAG_OPENAI_TIMEOUT (seconds per request, default 120); retries <- $VERIRAG_OPENAI_MAX_RETRIES (2)
 
 Requests:
     chat prompts   -> POST /chat/completions (logprobs=true, top_logprobs=k)
@@ -53,6 +54,8 @@ log = logging.getLogger(__name__)
 BASE_URL_ENVS = ("VERIRAG_OPENAI_BASE_URL", "OPENAI_BASE_URL")
 API_KEY_ENVS = ("VERIRAG_OPENAI_API_KEY", "OPENAI_API_KEY")
 MODEL_ENV = "VERIRAG_OPENAI_MODEL"
+TIMEOUT_ENV = "VERIRAG_OPENAI_TIMEOUT"        # seconds per HTTP request (default 120)
+RETRIES_ENV = "VERIRAG_OPENAI_MAX_RETRIES"    # retries of a failed request (default 2)
 MAX_TOP_LOGPROBS = 20          # OpenAI's limit on top_logprobs; most servers accept at least this
 DEFAULT_CONTEXT_WINDOW = 4096
 RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
@@ -165,7 +168,7 @@ class OpenAICompatibleLLM(LLM):
     backend = "openai"
 
     def __init__(self, base_url: str | None = None, model: str | None = None,
-                 api_key: str | None = None, timeout: float = 120, max_retries: int = 2,
+                 api_key: str | None = None, timeout: float | None = None, max_retries: int | None = None,
                  context_window: int | None = None, chat_template: str | None = None, *,
                  backoff: float = 0.5, transport: httpx.BaseTransport | None = None,
                  extra_body: dict[str, Any] | None = None):
@@ -175,8 +178,9 @@ class OpenAICompatibleLLM(LLM):
                              "http://127.0.0.1:8000/v1) or set VERIRAG_OPENAI_BASE_URL")
         self.base_url = normalize_base_url(base_url)
         self.api_key = api_key if api_key is not None else _env(*API_KEY_ENVS)
-        self.timeout = float(timeout)
-        self.max_retries = max(0, int(max_retries))
+        # a service in front of this backend sets them below its own request timeout (verirag serve)
+        self.timeout = float(timeout if timeout is not None else _env(TIMEOUT_ENV) or 120)
+        self.max_retries = max(0, int(max_retries if max_retries is not None else _env(RETRIES_ENV) or 2))
         self.backoff = float(backoff)
         self.chat_template = chat_template
         # Server-specific sampling fields sent with every generation request, e.g.
