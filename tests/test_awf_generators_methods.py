@@ -90,8 +90,8 @@ def test_registered():
 @pytest.mark.parametrize("family", FAMILIES)
 def test_fewshot_prompts_per_family(family):
     llm = Canned("Response: Lima")
-    for obj, abstain_expected in ((InstructRAGGenerator(llm, family=family), False),
-                                  (CoTHybrid(llm, family=family), True)):
+    for obj, abstain_expected in ((InstructRAGGenerator(llm, family=family, layout="paper"), False),
+                                  (CoTHybrid(llm, family=family, layout="paper"), True)):
         [msg] = obj.messages(QUESTION, PASSAGES)
         content = msg["content"]
         assert msg["role"] == "user"

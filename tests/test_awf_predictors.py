@@ -71,7 +71,7 @@ def test_pre_answering_reads_branch_tokens(lps, expected):
 
 def test_pre_answering_prompt_is_nomiracl_style():
     llm = StandIn({"Yes": 0.0})
-    PreAnsweringPredictor(llm).verify(QUESTION, "", PASSAGES)
+    PreAnsweringPredictor(llm, layout="paper").verify(QUESTION, "", PASSAGES)
     text = llm.requests[0][-1]["content"]
     assert '"Yes, answer is present" or "I don\'t know"' in text
     assert "[1] Ferry: The Harbour Ferry" in text and "[2] Puffins" in text and QUESTION in text
@@ -95,7 +95,7 @@ def test_pre_answering_is_memoised_independently_of_the_answer():
 
 def test_llm_judge_score_and_prompt():
     llm = StandIn({"Yes": math.log(0.3), "No": math.log(0.1)})
-    v = LLMJudgePredictor(llm).verify(QUESTION, "25 minutes", PASSAGES)
+    v = LLMJudgePredictor(llm, layout="paper").verify(QUESTION, "25 minutes", PASSAGES)
     assert v.score == pytest.approx(0.75)
     user = llm.requests[0][-1]["content"]
     assert "Answer: 25 minutes" in user and "[1]" in user and "[2]" in user

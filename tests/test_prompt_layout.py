@@ -63,12 +63,22 @@ def test_every_shared_prompt_starts_with_the_same_system_message_and_passages():
         assert "Where is Paris?" in msgs[1]["content"][len(head):], name
 
 
-def test_paper_layout_is_the_default_and_differs():
+def test_shared_layout_is_the_default_and_the_paper_layout_differs():
+    from verirag.prompts import DEFAULT_LAYOUT
+    assert DEFAULT_LAYOUT == "shared"
     llm = NoCallLLM()
-    paper = VanillaGenerator(llm).messages("Where is Paris?", PASSAGES)
-    assert paper == VanillaGenerator(llm, layout="paper").messages("Where is Paris?", PASSAGES)
-    assert paper != VanillaGenerator(llm, layout="shared").messages("Where is Paris?", PASSAGES)
-    assert paper[0]["content"] == load_prompt("vanilla").system
+    default = VanillaGenerator(llm).messages("Where is Paris?", PASSAGES)
+    assert default == VanillaGenerator(llm, layout="shared").messages("Where is Paris?", PASSAGES)
+    paper = VanillaGenerator(llm, layout="paper").messages("Where is Paris?", PASSAGES)
+    assert paper != default and paper[0]["content"] == load_prompt("vanilla").system
+    # every component that takes a layout defaults to the same one
+    import inspect
+    from verirag.awf import registry
+    for kind in ("generator", "predictor", "method"):
+        for name in registry.names(kind):
+            param = inspect.signature(registry.get(kind, name).__init__).parameters.get("layout")
+            if param is not None:
+                assert param.default == DEFAULT_LAYOUT, (kind, name)
 
 
 def test_shared_templates_keep_the_papers_examples_and_reply_tokens():
@@ -115,7 +125,7 @@ def test_shared_prompts_share_their_tokens_through_the_passages(smollm):
         common = next((i for i, (x, y) in enumerate(zip(first, t)) if x != y), min(len(first), len(t)))
         assert common >= len(head) - 3 + passages_tokens - 2, name
     paper = [smollm._tokenize_prompt(m) for m in (
-        VanillaGenerator(NoCallLLM()).messages("Where is Paris?", PASSAGES),
-        LLMJudgePredictor(NoCallLLM()).messages("Where is Paris?", "Paris is in France.", PASSAGES))]
+        VanillaGenerator(NoCallLLM(), layout="paper").messages("Where is Paris?", PASSAGES),
+        LLMJudgePredictor(NoCallLLM(), layout="paper").messages("Where is Paris?", "Paris is in France.", PASSAGES))]
     common_paper = next(i for i, (x, y) in enumerate(zip(*paper)) if x != y)
     assert common_paper < passages_tokens  # the paper's layout shares little: why "shared" exists

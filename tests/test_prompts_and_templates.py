@@ -24,7 +24,8 @@ def test_vanilla_prompt_has_the_papers_wording():
 
 
 def test_vanilla_generator_formats_passages():
-    msgs = VanillaGenerator.prompt_messages("Q?", [Passage("a", " text A ", title="Title A"), Passage("b", "text B")])
+    msgs = VanillaGenerator.prompt_messages("Q?", [Passage("a", " text A ", title="Title A"), Passage("b", "text B")],
+                                           layout="paper")
     assert msgs[1]["content"].endswith("Title A\ntext A\n\ntext B")
 
 

@@ -75,7 +75,9 @@ class RunOutcome:
 def result_fingerprint(cfg: ExperimentConfig) -> str:
     """What changes the content of a record beyond its method's options (which are part of each
     record's key); a directory holds the results of one fingerprint."""
-    parts = {"n_ctx": cfg.n_ctx, "match": cfg.match,
+    from verirag.prompts import DEFAULT_LAYOUT
+    # the prompt layout a method without a `layout` option gets (its records' keys do not name it)
+    parts = {"n_ctx": cfg.n_ctx, "match": cfg.match, "default_layout": DEFAULT_LAYOUT,
              "match_llm": cfg.match_llm, "judge_model": cfg.judge_model,
              "datasets": [{"name": d.name, "path": d.path, "options": d.options, "seed": d.seed}
                           for d in cfg.datasets]}

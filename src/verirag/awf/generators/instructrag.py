@@ -18,7 +18,7 @@ from verirag.awf.parsing import extract_response, format_error
 from verirag.awf.registry import register
 from verirag.errors import InputError
 from verirag.awf.passages import prompt_passages
-from verirag.prompts import PromptTemplate, check_layout, load_prompt
+from verirag.prompts import DEFAULT_LAYOUT, PromptTemplate, check_layout, load_prompt
 from verirag.types import Passage
 
 FAMILIES = ("open_domain", "multi_hop", "biomedical", "generic")
@@ -51,7 +51,7 @@ def check_family(prompt: PromptTemplate, family: str) -> str:
 @register("generator", "instructrag")
 class InstructRAGGenerator(AnswerGenerator):
     def __init__(self, llm, *, family: str = "open_domain", max_tokens: int = 256,
-                 strict_format: bool = False, layout: str = "paper"):
+                 strict_format: bool = False, layout: str = DEFAULT_LAYOUT):
         super().__init__(llm, max_tokens=max_tokens)
         self.layout = check_layout(layout)
         self.prompt = load_prompt("instructrag", layout)

@@ -19,7 +19,7 @@ from verirag.awf.methods.base import AwFMethod, MethodOutput
 from verirag.awf.parsing import extract_response, format_error, is_dont_know
 from verirag.awf.registry import register
 from verirag.awf.trace import Trace
-from verirag.prompts import check_layout, load_prompt
+from verirag.prompts import DEFAULT_LAYOUT, check_layout, load_prompt
 from verirag.types import Passage
 
 
@@ -29,7 +29,7 @@ class CoTHybrid(AwFMethod):
     needs = ()
 
     def __init__(self, llm, *, family: str = "open_domain", max_tokens: int = 256,
-                 strict_format: bool = False, layout: str = "paper"):
+                 strict_format: bool = False, layout: str = DEFAULT_LAYOUT):
         self.llm = llm
         self.max_tokens = max_tokens
         self.layout = check_layout(layout)

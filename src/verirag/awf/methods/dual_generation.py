@@ -24,6 +24,7 @@ from verirag.awf.registry import register
 from verirag.awf.trace import Trace
 from verirag.errors import InputError, VeriragError
 from verirag.llm.base import SCORE
+from verirag.prompts import DEFAULT_LAYOUT
 
 
 def _logistic(x: float) -> float:
@@ -38,7 +39,7 @@ class DualGeneration(AwFMethod):
     hard = False
     needs = (SCORE,)
 
-    def __init__(self, llm, *, max_tokens: int = 96, temperature: float = 1.0, layout: str = "paper"):
+    def __init__(self, llm, *, max_tokens: int = 96, temperature: float = 1.0, layout: str = DEFAULT_LAYOUT):
         llm.require(*self.needs)
         if temperature <= 0:
             raise InputError(f"temperature must be positive, got {temperature!r}")

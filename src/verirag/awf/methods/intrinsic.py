@@ -19,7 +19,7 @@ from verirag.awf.passages import prompt_passages
 from verirag.awf.registry import register
 from verirag.awf.trace import Trace
 from verirag.metrics.abstention import is_abstention
-from verirag.prompts import check_layout, load_prompt
+from verirag.prompts import DEFAULT_LAYOUT, check_layout, load_prompt
 from verirag.types import Passage
 
 
@@ -29,7 +29,7 @@ class IntrinsicAbstention(AwFMethod):
     needs = ()
 
     def __init__(self, llm, *, max_tokens: int = 96, broad_abstention: bool = False,
-                 layout: str = "paper"):
+                 layout: str = DEFAULT_LAYOUT):
         self.llm = llm
         self.max_tokens = max_tokens
         self.broad_abstention = broad_abstention

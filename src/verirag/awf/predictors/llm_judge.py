@@ -17,7 +17,7 @@ from verirag.awf.predictors.base import FaithfulnessPredictor, Verification, inv
 from verirag.awf.registry import register
 from verirag.errors import VeriragError
 from verirag.llm.base import LLM, NEXT_TOKEN
-from verirag.prompts import check_layout, load_prompt
+from verirag.prompts import DEFAULT_LAYOUT, check_layout, load_prompt
 from verirag.types import Passage
 
 
@@ -25,7 +25,7 @@ from verirag.types import Passage
 class LLMJudgePredictor(FaithfulnessPredictor):
     needs: tuple[str, ...] = (NEXT_TOKEN,)
 
-    def __init__(self, llm: LLM, *, top_k: int = 20, layout: str = "paper"):
+    def __init__(self, llm: LLM, *, top_k: int = 20, layout: str = DEFAULT_LAYOUT):
         llm.require(*self.needs)
         self.llm = llm
         self.top_k = top_k

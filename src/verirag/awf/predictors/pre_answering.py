@@ -27,7 +27,7 @@ from verirag.awf.predictors.base import FaithfulnessPredictor, Verification
 from verirag.awf.registry import register
 from verirag.errors import VeriragError
 from verirag.llm.base import LLM, NEXT_TOKEN
-from verirag.prompts import check_layout, load_prompt
+from verirag.prompts import DEFAULT_LAYOUT, check_layout, load_prompt
 from verirag.types import Passage
 
 
@@ -36,7 +36,7 @@ class PreAnsweringPredictor(FaithfulnessPredictor):
     needs: tuple[str, ...] = (NEXT_TOKEN,)
     answer_independent = True  # one request per example, shared by every generator
 
-    def __init__(self, llm: LLM, *, top_k: int = 20, layout: str = "paper"):
+    def __init__(self, llm: LLM, *, top_k: int = 20, layout: str = DEFAULT_LAYOUT):
         llm.require(*self.needs)
         self.llm = llm
         self.top_k = top_k
