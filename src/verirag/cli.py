@@ -141,7 +141,9 @@ def serve(index: Optional[Path] = typer.Option(None, help="An index built by `ve
                                                "and /v1/retrieve; /v1/verify needs none)."),
           preset: str = typer.Option("local", help=PRESET_HELP),
           model: Optional[str] = typer.Option(None, help=MODEL_HELP),
-          method: Optional[str] = typer.Option(None, help="Default AwF method (requests may name another)."),
+          method: Optional[str] = typer.Option(None, help="Default AwF method of /v1/ask (requests may name another)."),
+          verify_method: str = typer.Option("vanilla+nli", help="Default method of /v1/verify: its predictor judges "
+                                            "answers other systems produced."),
           judge: Optional[str] = typer.Option(None, help="Entailment model of +nli methods: llm or hf:NLI_MODEL."),
           judge_model: Optional[str] = typer.Option(None, help="Model of the LLM judge (default: --model)."),
           threshold: Optional[str] = typer.Option(None, help="Default verdict threshold, or a threshold file."),
@@ -173,7 +175,7 @@ def serve(index: Optional[Path] = typer.Option(None, help="An index built by `ve
     overrides = {"model": model, "method": method, "judge": judge, "judge_model": judge_model, "k": k,
                  "fallback": fallback, "retrieval": retrieval, "escalate_model": escalate_model}
     cfg = ServiceConfig(preset=preset, index=index, overrides={a: b for a, b in overrides.items() if b is not None},
-                        threshold=threshold_value, api_key=api_key, queue_size=queue_size,
+                        threshold=threshold_value, api_key=api_key, queue_size=queue_size, verify_method=verify_method,
                         queue_timeout=queue_timeout, request_timeout=timeout, max_body_bytes=max_body)
     service = VeriragService(cfg)
     if fitted is not None:

@@ -19,6 +19,14 @@ from verirag.server.worker import CancelToken, ModelWorker
 from verirag.types import AskResult, Passage, VerifyResult
 
 
+# Verifying another system's answer is not self_check's strength: it asks the model whether "your
+# answer" is supported, and a model vouches for an answer put in its mouth (benchmarks/
+# check_prompt_injection.py, qwen2.5-1.5b: 8 of 8 unsupported answers called supported, against 0
+# of 8 by per-passage NLI, which called 8 of 8 supported answers supported). So /v1/verify defaults
+# to NLI, whatever method /v1/ask uses.
+DEFAULT_VERIFY_METHOD = "vanilla+nli"
+
+
 @dataclass
 class ServiceConfig:
     """How `verirag serve` runs: the pipeline (`preset` + overrides, `threshold` a number or a fitted
@@ -34,6 +42,7 @@ class ServiceConfig:
     request_timeout: float = 300.0
     max_body_bytes: int = 1 << 20
     max_passages: int = 64          # /v1/verify: more would take minutes to judge on a CPU
+    verify_method: str = DEFAULT_VERIFY_METHOD
     warm_up: bool = True            # load the models at start-up, so /readyz means ready
 
 
@@ -82,9 +91,9 @@ class VeriragService:
 
     def methods(self) -> dict[str, Any]:
         cfg = self.pipeline.config
-        return {"default": cfg.method, "methods": method_names(), "model": cfg.model,
-                "threshold": getattr(cfg.threshold, "threshold_", cfg.threshold), "fallback": cfg.fallback,
-                "k": cfg.k}
+        return {"default": cfg.method, "verify_default": self.config.verify_method, "methods": method_names(),
+                "model": cfg.model, "threshold": getattr(cfg.threshold, "threshold_", cfg.threshold),
+                "fallback": cfg.fallback, "k": cfg.k}
 
     # ---- jobs (run on the worker thread) -----------------------------------------------------
     def ask(self, token: CancelToken, question: str, *, k: int | None = None, method: str | None = None,
@@ -101,8 +110,8 @@ class VeriragService:
         token.check()
         if len(passages) > self.config.max_passages:
             raise InputError(f"{len(passages)} passages: at most {self.config.max_passages} are verified per request")
-        return self.pipeline_for(method).verify(question, answer, passages, threshold=threshold,
-                                                on_stage=lambda _stage: token.check())
+        pipeline = self.pipeline_for(method or self.config.verify_method)
+        return pipeline.verify(question, answer, passages, threshold=threshold, on_stage=lambda _stage: token.check())
 
     def retrieve(self, token: CancelToken, question: str, k: int | None = None) -> list[dict[str, Any]]:
         token.check()
