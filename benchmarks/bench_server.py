@@ -44,10 +44,10 @@ def pct(xs: list[float], p: float) -> float:
     return xs[min(len(xs) - 1, int(round(p * (len(xs) - 1))))]
 
 
-def in_process(model: str, items) -> list[float]:
+def in_process(model: str, method: str, items) -> list[float]:
     from verirag.awf.pipeline import Pipeline
     from verirag.types import Passage
-    p = Pipeline.from_preset("local", model=model)
+    p = Pipeline.from_preset("local", model=model, method=method)
     passages = [Passage(id=x["id"], text=x["text"], title=x["title"]) for x in PASSAGES]
     p.verify("warm-up", "warm-up", passages)
     out = []
@@ -58,7 +58,7 @@ def in_process(model: str, items) -> list[float]:
     return out
 
 
-def over_http(url: str, items, clients: int) -> tuple[list[float], float]:
+def over_http(url: str, method: str, items, clients: int) -> tuple[list[float], float]:
     import httpx
 
     async def main():
@@ -69,7 +69,8 @@ def over_http(url: str, items, clients: int) -> tuple[list[float], float]:
                 while queue:
                     q, a = queue.pop(0)
                     t0 = time.perf_counter()
-                    r = await c.post("/v1/verify", json={"question": q, "answer": a, "passages": PASSAGES})
+                    r = await c.post("/v1/verify", json={"question": q, "answer": a, "passages": PASSAGES,
+                                                                "method": method})
                     r.raise_for_status()
                     lat.append(time.perf_counter() - t0)
             t0 = time.perf_counter()
@@ -83,11 +84,13 @@ def main() -> int:
     ap.add_argument("--models", nargs="*", default=["smollm2-135m", "qwen2.5-1.5b"])
     ap.add_argument("--n", type=int, default=12)
     ap.add_argument("--clients", type=int, default=4)
+    ap.add_argument("--method", default="vanilla+nli", help="the verifier, the same on both sides")
     args = ap.parse_args()
     from server_process import start_server
+    print(f"verifier {args.method}, {args.n} verifications per row, request cache off")
     print(f"{'model':14} {'path':22} {'req/s':>7} {'p50 s':>7} {'p99 s':>7} {'vs in-process':>14}")
     for model in args.models:
-        local = in_process(model, questions(args.n, 0))
+        local = in_process(model, args.method, questions(args.n, 0))
         local_rps = len(local) / sum(local)
         print(f"{model:14} {'in process':22} {local_rps:7.2f} {statistics.median(local):7.3f} {pct(local, .99):7.3f} "
               f"{'1.00x':>14}")
@@ -95,9 +98,9 @@ def main() -> int:
             server = start_server(Path(tmp), "--model", model, "--queue-size", "64",
                                   env={"VERIRAG_NO_CACHE": "1"}, ready_timeout=600)
             try:
-                over_http(server.url, [("warm-up", "warm-up")], 1)
+                over_http(server.url, args.method, [("warm-up", "warm-up")], 1)
                 for phase, clients in enumerate((1, args.clients), start=1):
-                    lat, wall = over_http(server.url, questions(args.n, phase), clients)
+                    lat, wall = over_http(server.url, args.method, questions(args.n, phase), clients)
                     rps = len(lat) / wall
                     label = f"HTTP, {clients} client{'s' if clients > 1 else ''}"
                     ratio = (statistics.median(lat) / statistics.median(local) if clients == 1
