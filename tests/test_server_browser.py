@@ -23,7 +23,9 @@ def server(tmp_path_factory):
     from verirag.retrieval import Index, load_corpus
     tmp = tmp_path_factory.mktemp("browser")
     Index.build(load_corpus(DEMO).passages, kind="bm25").save(tmp / "index")
+    # the lexical verifier for /v1/verify: which passage supports the answer is then certain
     s = start_server(tmp, "--preset", "tiny", "--index", str(tmp / "index"), "--api-key", "page-token",
+                     "--verify-method", "vanilla+k_precision",
                      cache_dir=tmp / "cache")
     yield s
     s.stop()
