@@ -111,13 +111,13 @@ class ResultStore:
         self.skipped_lines = 0
         if not self.path.exists():
             return []
-        with open(self.path, encoding="utf-8") as f:
-            for line in f:
-                if not line.strip():
+        with open(self.path, "rb") as f:
+            for raw in f:
+                if not raw.strip():
                     continue
-                try:
-                    rec = ResultRecord.from_dict(json.loads(line))
-                except (json.JSONDecodeError, TypeError, KeyError):
+                try:  # a line cut by a kill, or not a record at all (bytes, JSON of another shape)
+                    rec = ResultRecord.from_dict(json.loads(raw.decode("utf-8")))
+                except (ValueError, TypeError, KeyError, AttributeError):
                     self.skipped_lines += 1
                     continue
                 out[rec.key] = rec  # a later record of the same key wins
