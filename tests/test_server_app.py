@@ -301,3 +301,63 @@ def test_json_access_log_lines_parse(capfd):
     line = [l for l in capfd.readouterr().err.splitlines() if "trace-me" in l][0]
     rec = json.loads(line)
     assert rec["request_id"] == "trace-me" and rec["status"] == 200 and rec["route"] == "/healthz"
+
+
+def test_data_routes_wait_for_the_models_and_say_so(monkeypatch):
+    service = VeriragService(ServiceConfig(preset="tiny", warm_up=True))
+    app = create_app(service)   # no lifespan here: the models never load
+    r = _post_many(app, 1)[0]
+    assert error_of(r, 503)["code"] == "not_ready" and r.headers["retry-after"] == "5"
+    service.load_error = "ModelNotFoundError: no such model"
+    e = error_of(_post_many(app, 1)[0], 503)
+    assert e["code"] == "model_load_failed" and "no such model" in e["message"]
+
+
+def test_verify_refuses_what_cannot_verify_a_given_answer_before_queueing(monkeypatch):
+    app, service = _slow_app()
+    for method, words in (("vanilla+pre_answering", "judges the passages"), ("intrinsic", "GENERATOR+PREDICTOR"),
+                          ("nope", "unknown method")):
+        e = error_of(_post_many(app, 1, body={**VERIFY, "method": method})[0], 422)
+        assert words in e["message"], method
+    e = error_of(_post_many(app, 1, body={**VERIFY, "passages": [{"text": "x"}] * 65})[0], 422)
+    assert "at most 64" in e["message"]
+
+
+def test_a_declined_answer_is_not_called_supported():
+    app, _ = _slow_app()
+    r = _post_many(app, 1, body={**VERIFY, "answer": "I don't know.", "method": "vanilla+k_precision",
+                                 "passages": [{"text": "I don't know what the capital is."}]})[0]
+    body = r.json()
+    assert body["score"] == 0.0 and body["faithful"] is False and "declines" in body["warnings"][0]
+
+
+def test_head_on_the_probes_and_the_page():
+    app, _ = _slow_app()
+    with TestClient(app) as c:
+        for path in ("/healthz", "/readyz", "/"):
+            assert c.head(path).status_code == 200, path
+
+
+def test_a_client_that_disconnects_cancels_its_job():
+    from verirag.server.app import _run
+    service = VeriragService(ServiceConfig(preset="tiny", warm_up=False))
+    stages = []
+
+    def job(token):
+        for i in range(100):
+            token.check()
+            stages.append(i)
+            time.sleep(0.02)
+
+    class GoneClient:
+        async def is_disconnected(self):
+            return len(stages) > 3
+
+    async def main():
+        with pytest.raises(asyncio.CancelledError):
+            await _run(GoneClient(), service, job)
+        await asyncio.sleep(0.3)
+        assert (service.worker.running, service.worker.waiting) == (0, 0)
+
+    asyncio.run(main())
+    assert 3 < len(stages) < 40

@@ -128,3 +128,39 @@ def test_cancel_token_raises_once_set():
     token.event.set()
     with pytest.raises(Cancelled):
         token.check()
+
+
+def test_a_request_that_gave_up_waiting_frees_its_slot_at_once():
+    release = threading.Event()
+
+    async def main():
+        w = ModelWorker(queue_size=1, queue_timeout=0.2)
+        first = asyncio.ensure_future(w.run(lambda t: release.wait(5)))
+        await asyncio.sleep(0.05)
+        with pytest.raises(QueueTimeout):
+            await w.run(lambda t: None)
+        assert (w.running, w.waiting) == (1, 0)   # not counted while its skipped turn is pending
+        waiter = asyncio.ensure_future(w.run(lambda t: "admitted"))   # the slot is free: no 429
+        await asyncio.sleep(0.05)
+        assert w.waiting == 1
+        release.set()
+        await first
+        assert await waiter == "admitted"
+        assert (w.running, w.waiting) == (0, 0)
+        w.shutdown()
+
+    run(main())
+
+
+def test_a_timeout_error_of_the_job_itself_is_not_a_run_timeout():
+    def job(token):
+        raise TimeoutError("the backend timed out")
+
+    async def main():
+        w = ModelWorker(run_timeout=30)
+        with pytest.raises(TimeoutError, match="the backend") as e:
+            await w.run(job)
+        assert not isinstance(e.value, RunTimeout)
+        w.shutdown()
+
+    run(main())

@@ -161,6 +161,13 @@ def serve(index: Optional[Path] = typer.Option(None, help="An index built by `ve
           max_body: int = typer.Option(1 << 20, help="Largest request body in bytes (then 413)."),
           log_level: str = typer.Option("info", help="uvicorn log level.")):
     """Run verirag as an HTTP service (FastAPI + uvicorn): ask, verify, retrieve, a web page at /."""
+    for name, value in (("--queue-timeout", queue_timeout), ("--timeout", timeout), ("--max-body", max_body)):
+        if value <= 0:
+            raise InputError(f"{name} must be positive, got {value:g}")
+    if queue_size < 0:
+        raise InputError(f"--queue-size must be 0 or more, got {queue_size}")
+    if not 0 < port < 65536:
+        raise InputError(f"--port must be in 1..65535, got {port}")
     if host not in LOOPBACK and not api_key:
         raise InputError(f"binding {host} exposes the service beyond this machine: set a token with --api-key "
                          "or VERIRAG_API_KEY")
@@ -182,8 +189,9 @@ def serve(index: Optional[Path] = typer.Option(None, help="An index built by `ve
         _warn_fitted_mismatch(fitted, service.pipeline)
     err.print(f"verirag serving on http://{host}:{port}  (web page /, API docs /docs, "
               f"{'token required' if api_key else 'no token'}; loading {escape(service.model_id)}…)")
+    # on SIGTERM a request admitted last may still wait and run its full time: let it finish
     uvicorn.run(create_app(service), host=host, port=port, access_log=False, log_level=log_level,
-                timeout_graceful_shutdown=30)
+                timeout_graceful_shutdown=queue_timeout + timeout + 10)
 
 
 @app.command("index")

@@ -267,13 +267,20 @@ class Pipeline:
         predictor = getattr(method, "predictor", None)
         if predictor is None or method.hard:
             raise InputError(f"method {method.registry_name!r} scores only the answers it generates; to verify "
-                             "an answer, use a GENERATOR+PREDICTOR method such as " + DEFAULT_METHOD)
+                             "an answer, use a GENERATOR+PREDICTOR method such as " + JUDGED_METHOD)
+        if predictor.answer_independent:
+            raise InputError(f"{predictor.registry_name} judges the passages, not the answer, so it cannot verify "
+                             "a given answer; use e.g. " + JUDGED_METHOD)
         (on_stage or (lambda _s: None))(f"verifying ({predictor.registry_name})")
         t0 = time.perf_counter()
         with metering() as usage:
             v = predictor.verify(question, answer, passages)
         seconds = time.perf_counter() - t0
         score = None if math.isnan(v.score) else float(v.score)
+        warnings = list(v.warnings)
+        if score is not None and is_abstention(answer):  # as in ask: a refusal answers nothing to support
+            score = 0.0
+            warnings.append("the answer declines to answer: nothing to call supported")
         cut = getattr(threshold, "threshold_", threshold)
         faithful = (v.error is None and score is not None and
                     (threshold.decide(score) == "answer" if isinstance(threshold, ThresholdController)
@@ -285,8 +292,7 @@ class Pipeline:
             question=question, answer=answer, score=score, faithful=bool(faithful), threshold=cut,
             evidence=evidence, supporting_passage=evidence[v.best] if v.best is not None else None,
             method=method.registry_name, judge=getattr(predictor, "name", "") or predictor.registry_name,
-            timings={"verify": round(seconds, 4)}, usage=usage.to_dict(), error=v.error,
-            warnings=list(v.warnings))
+            timings={"verify": round(seconds, 4)}, usage=usage.to_dict(), error=v.error, warnings=warnings)
 
     def describe(self) -> dict:
         return asdict(self.config)

@@ -25,7 +25,7 @@ from starlette.exceptions import HTTPException
 
 from verirag.errors import BackendError, CapabilityError, InputError, VeriragError
 from verirag.server.gateway import Gateway
-from verirag.server.schemas import AskRequest, ChatCompletionRequest, RetrieveRequest, VerifyRequest
+from verirag.server.schemas import MAX_TEXT, AskRequest, ChatCompletionRequest, RetrieveRequest, VerifyRequest
 from verirag.server.service import VeriragService
 from verirag.server.telemetry import Telemetry, access_logger
 from verirag.server.worker import Cancelled, Overloaded, QueueTimeout, RunTimeout
@@ -49,6 +49,35 @@ def _fields(exc: RequestValidationError) -> list[dict[str, str]]:
              "type": str(e.get("type", ""))} for e in exc.errors()[:20]]
 
 
+async def _run(request: Request, service: VeriragService, job):
+    """Run `job` on the model worker unless the models are not ready (503 + Retry-After); if the
+    client disconnects while the job waits or runs, cancel it (its queue slot is freed, a running
+    job stops at its next stage)."""
+    if not service.ready.is_set():
+        raise NotReady(service.load_error)
+    task = asyncio.ensure_future(service.worker.run(job))
+
+    async def watch() -> None:
+        while not task.done():
+            if await request.is_disconnected():
+                task.cancel()
+                return
+            await asyncio.sleep(0.25)
+
+    watcher = asyncio.ensure_future(watch())
+    try:
+        return await task
+    finally:
+        watcher.cancel()
+
+
+class NotReady(Exception):
+    def __init__(self, load_error: str | None):
+        super().__init__(f"the models failed to load: {load_error}" if load_error
+                         else "the models are still loading; retry shortly")
+        self.failed = load_error is not None
+
+
 def create_app(service: VeriragService) -> FastAPI:
     cfg = service.config
     telemetry = Telemetry()
@@ -62,9 +91,7 @@ def create_app(service: VeriragService) -> FastAPI:
                     service.warm_up()
                 except Exception:
                     log.exception("the models could not be loaded; /readyz says why")
-            service.worker.start(warm)  # on the model thread: requests queue behind it
-        else:
-            service.ready.set()
+            service.worker.start(warm)  # on the model thread, before any request
         yield
         # uvicorn has stopped accepting and finished in-flight requests (graceful shutdown);
         # let the model thread finish what it runs, so no cache write is cut in half.
@@ -98,6 +125,11 @@ def create_app(service: VeriragService) -> FastAPI:
         retry = service.worker.retry_after()
         return _error(request, 503, "queue_timeout", str(exc), headers={"Retry-After": str(retry)})
 
+    @app.exception_handler(NotReady)
+    async def _not_ready(request: Request, exc: NotReady):
+        return _error(request, 503, "model_load_failed" if exc.failed else "not_ready", str(exc),
+                      headers=None if exc.failed else {"Retry-After": "5"})
+
     @app.exception_handler(RunTimeout)
     async def _run_timeout(request: Request, exc: RunTimeout):
         telemetry.rejected.labels("run_timeout").inc()
@@ -118,16 +150,16 @@ def create_app(service: VeriragService) -> FastAPI:
     # A bug of ours (any other exception) is answered by the Gateway: 500, the request id, no traceback.
 
     # ---- probes and pages ---------------------------------------------------------------------
-    @app.get("/", include_in_schema=False)
+    @app.api_route("/", methods=["GET", "HEAD"], include_in_schema=False)
     async def page() -> HTMLResponse:
         return HTMLResponse(resources.files("verirag.server").joinpath("static/index.html").read_text("utf-8"))
 
-    @app.get("/healthz")
+    @app.api_route("/healthz", methods=["GET", "HEAD"])
     async def healthz() -> dict:
         """The process is up."""
         return {"status": "ok"}
 
-    @app.get("/readyz")
+    @app.api_route("/readyz", methods=["GET", "HEAD"])
     async def readyz():
         """The models are loaded and requests will be answered."""
         if service.ready.is_set():
@@ -146,28 +178,31 @@ def create_app(service: VeriragService) -> FastAPI:
         return service.methods()
 
     @app.post("/v1/ask")
-    async def ask(body: AskRequest) -> dict:
+    async def ask(body: AskRequest, request: Request) -> dict:
         """Retrieve, answer, verify and act: what `verirag ask --json` prints."""
-        result = await service.worker.run(lambda token: service.ask(
+        service.check_method(body.method)  # a bad name is refused before it waits in the queue
+        result = await _run(request, service, lambda token: service.ask(
             token, body.question, k=body.k, method=body.method, threshold=body.threshold, fallback=body.fallback))
         out = result.to_dict()
         telemetry.result("/v1/ask", out)
         return out
 
     @app.post("/v1/verify")
-    async def verify(body: VerifyRequest) -> dict:
+    async def verify(body: VerifyRequest, request: Request) -> dict:
         """Verify an answer another RAG system produced from the passages it retrieved."""
+        service.check_method(body.method)
+        service.check_passages(len(body.passages))
         passages = [Passage(id=p.id or f"p{i}", text=p.text, title=p.title) for i, p in enumerate(body.passages)]
-        result = await service.worker.run(lambda token: service.verify(
+        result = await _run(request, service, lambda token: service.verify(
             token, body.question, body.answer, passages, method=body.method, threshold=body.threshold))
         out = result.to_dict()
         telemetry.result("/v1/verify", out)
         return out
 
     @app.post("/v1/retrieve")
-    async def retrieve(body: RetrieveRequest) -> dict:
+    async def retrieve(body: RetrieveRequest, request: Request) -> dict:
         """The passages the index returns for a question (no model call)."""
-        hits = await service.worker.run(lambda token: service.retrieve(token, body.question, body.k))
+        hits = await _run(request, service, lambda token: service.retrieve(token, body.question, body.k))
         return {"question": body.question, "passages": hits}
 
     @app.post("/v1/chat/completions")
@@ -178,10 +213,13 @@ def create_app(service: VeriragService) -> FastAPI:
         if body.stream:
             raise HTTPException(400, detail="stream=true is not supported: verification needs the whole answer")
         question = body.question().strip()
-        if not question:
-            return _error(request, 422, "invalid_request", "no user message with text: the last user message "
-                          "is the question", fields=[{"field": "body.messages", "message": "no user text"}])
-        result = await service.worker.run(lambda token: service.ask(token, question))
+        problem = ("no user message with text: the last user message is the question" if not question else
+                   f"the question is longer than {MAX_TEXT} characters" if len(question) > MAX_TEXT else
+                   "the question contains a NUL character" if "\x00" in question else None)
+        if problem:
+            return _error(request, 422, "invalid_request", problem,
+                          fields=[{"field": "body.messages", "message": problem}])
+        result = await _run(request, service, lambda token: service.ask(token, question))
         out = result.to_dict()
         telemetry.result("/v1/chat/completions", out)
         usage = out.get("usage") or {}

@@ -21,7 +21,7 @@ from verirag.server.telemetry import Telemetry, log_access
 
 # What needs no token: the probes, and the pages that hold no data (the web page and the API
 # schema); a browser cannot attach a bearer header to a page load. Every data route needs it.
-OPEN_PATHS = frozenset({"/healthz", "/readyz", "/", "/docs", "/docs/oauth2-redirect", "/openapi.json",
+OPEN_PATHS = frozenset({"/healthz", "/readyz", "/", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json",
                         "/favicon.ico"})
 REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
 
@@ -74,7 +74,7 @@ class Gateway:
         started = time.perf_counter()
         headers = dict(scope.get("headers", []))
         given = headers.get(b"x-request-id", b"").decode("latin-1")
-        request_id = given if REQUEST_ID.match(given) else uuid.uuid4().hex
+        request_id = given if REQUEST_ID.fullmatch(given) else uuid.uuid4().hex
         scope.setdefault("state", {})["request_id"] = request_id
         route = self._route(scope)
         status_seen = 500
@@ -117,7 +117,8 @@ class Gateway:
             try:
                 await self.app(scope, limited_receive, send_with_id)
             except BodyTooLarge:  # a route that read the body outside FastAPI's parsing
-                await self._too_large(reply, request_id)
+                if not started_response:
+                    await self._too_large(reply, request_id)
             except Exception as exc:  # a bug of ours: logged with its traceback, never sent
                 self.log.error("unhandled error", exc_info=exc, extra={"fields": {"request_id": request_id}})
                 if not started_response:

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 MAX_TEXT = 20_000      # characters of a question or an answer
 MAX_PASSAGE = 50_000   # characters of one passage
 MAX_K = 50
+MAX_PASSAGES = 1_000   # the service's own limit (ServiceConfig.max_passages, 64) is lower
 
 
 def _no_nul(text: str) -> str:
@@ -47,7 +48,7 @@ class PassageIn(Strict):
 class VerifyRequest(Strict):
     question: str = Field(..., min_length=1, max_length=MAX_TEXT)
     answer: str = Field(..., min_length=1, max_length=MAX_TEXT)
-    passages: list[PassageIn] = Field(..., min_length=1)
+    passages: list[PassageIn] = Field(..., min_length=1, max_length=MAX_PASSAGES)
     method: Optional[str] = Field(None, max_length=200, description="GEN+PRED method whose predictor verifies")
     threshold: Optional[float] = Field(None, ge=0.0, le=1.0)
 
@@ -69,7 +70,7 @@ class ChatMessage(BaseModel):
 
     def text(self) -> str:
         if isinstance(self.content, list):
-            return "\n".join(str(p.get("text", "")) for p in self.content if p.get("type") == "text")
+            return "\n".join(p["text"] for p in self.content if p.get("type") == "text" and isinstance(p.get("text"), str))
         return self.content or ""
 
 

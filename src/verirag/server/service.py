@@ -58,6 +58,8 @@ class VeriragService:
         self._pipelines: dict[str, Pipeline] = {self.pipeline.config.method: self.pipeline}
         self._lock = threading.Lock()
         self.ready = threading.Event()
+        if not config.warm_up:  # models load on the first request that needs them
+            self.ready.set()
         self.load_error: str | None = None
 
     # ---- state -------------------------------------------------------------------------------
@@ -77,6 +79,14 @@ class VeriragService:
         except Exception as e:  # reported by /readyz, not raised: the process stays up to say why
             self.load_error = f"{type(e).__name__}: {e}"
             raise
+
+    def check_method(self, method: str | None) -> None:
+        if method is not None and method not in self._pipelines and method not in method_names():
+            raise InputError(f"unknown method {method!r}; GET /v1/methods lists them")
+
+    def check_passages(self, n: int) -> None:
+        if n > self.config.max_passages:
+            raise InputError(f"{n} passages: at most {self.config.max_passages} are verified per request")
 
     def pipeline_for(self, method: str | None) -> Pipeline:
         name = method or self.pipeline.config.method
@@ -108,8 +118,7 @@ class VeriragService:
     def verify(self, token: CancelToken, question: str, answer: str, passages: list[Passage], *,
                method: str | None = None, threshold: float | None = None) -> VerifyResult:
         token.check()
-        if len(passages) > self.config.max_passages:
-            raise InputError(f"{len(passages)} passages: at most {self.config.max_passages} are verified per request")
+        self.check_passages(len(passages))
         pipeline = self.pipeline_for(method or self.config.verify_method)
         return pipeline.verify(question, answer, passages, threshold=threshold, on_stage=lambda _stage: token.check())
 

@@ -89,6 +89,8 @@ class ModelWorker:
         loop = asyncio.get_running_loop()
         token = CancelToken(threading.Event())
         started = asyncio.Event()
+        gate = threading.Lock()   # a job either starts or is abandoned, never both
+        state = {"started": False, "abandoned": False}
         self._admitted += 1
         self._changed()
 
@@ -97,17 +99,17 @@ class ModelWorker:
             started.set()
             self._changed()
 
-        def on_end(seconds: float | None) -> None:
+        def on_end(seconds: float) -> None:
             self._admitted -= 1
-            if seconds is not None:
-                self._running -= 1
-                self._seconds = seconds if not self._seconds else 0.7 * self._seconds + 0.3 * seconds
+            self._running -= 1
+            self._seconds = seconds if not self._seconds else 0.7 * self._seconds + 0.3 * seconds
             self._changed()
 
         def body() -> Any:
-            if token.event.is_set():  # its caller gave up while it waited: skip it
-                loop.call_soon_threadsafe(on_end, None)
-                raise Cancelled("the request timed out in the queue")
+            with gate:
+                if state["abandoned"]:  # its caller gave up while it waited: skip it
+                    raise Cancelled("the request was abandoned while it waited")
+                state["started"] = True
             loop.call_soon_threadsafe(on_start)
             t0 = time.perf_counter()
             try:
@@ -115,21 +117,37 @@ class ModelWorker:
             finally:
                 loop.call_soon_threadsafe(on_end, time.perf_counter() - t0)
 
+        def abandon() -> bool:
+            """Give up a job that has not started: its queue slot is free at once (not when its
+            turn would have come). False when it has started: then it ends as a running job."""
+            with gate:
+                if state["started"]:
+                    return False
+                if state["abandoned"]:
+                    return True
+                state["abandoned"] = True
+            token.event.set()
+            self._admitted -= 1
+            self._changed()
+            return True
+
         future = loop.run_in_executor(self._executor, body)
         try:
             try:
                 await asyncio.wait_for(started.wait(), timeout=self.queue_timeout)
             except asyncio.TimeoutError:
-                if not started.is_set():
-                    token.event.set()
+                if abandon():
                     raise QueueTimeout(f"the request waited more than {self.queue_timeout:g} s for the model")
-            try:
-                return await asyncio.wait_for(asyncio.shield(future), timeout=self.run_timeout)
-            except asyncio.TimeoutError:
+                await started.wait()  # it started as the wait ran out: it is a running job now
+            # asyncio.wait, not wait_for: a TimeoutError the job itself raises is its own error
+            done, _ = await asyncio.wait({future}, timeout=self.run_timeout)
+            if not done:
                 token.event.set()
-                raise RunTimeout(f"the request ran for more than {self.run_timeout:g} s") from None
+                raise RunTimeout(f"the request ran for more than {self.run_timeout:g} s")
+            return future.result()
         except BaseException:
-            token.event.set()  # the caller went away (timeout, disconnect, shutdown): stop the job
+            if not abandon():
+                token.event.set()  # the caller went away (timeout, disconnect, shutdown): stop the job
             future.add_done_callback(lambda f: f.exception() if not f.cancelled() else None)
             raise
 
