@@ -34,11 +34,12 @@ MODEL_HELP = ("Generator (and, by default, judge) model: a preset name, a .gguf 
 
 def _pipeline(preset: str, model: Optional[str], judge: Optional[str], judge_model: Optional[str],
               threshold: Optional[float], k: Optional[int], fallback: Optional[str], retrieval: Optional[str] = None,
-              method: Optional[str] = None, escalate_model: Optional[str] = None):
+              method: Optional[str] = None, escalate_model: Optional[str] = None, trust: Optional[str] = None,
+              on_untrusted: Optional[str] = None):
     from verirag.awf.pipeline import Pipeline
     return Pipeline.from_preset(preset, model=model, judge=judge, judge_model=judge_model,
                                 threshold=threshold, k=k, fallback=fallback, retrieval=retrieval,
-                                method=method, escalate_model=escalate_model)
+                                method=method, escalate_model=escalate_model, trust=trust, on_untrusted=on_untrusted)
 
 
 def _print_result(r, *, show_question: bool = True) -> None:
@@ -111,14 +112,19 @@ def ask(question: str = typer.Argument(..., help="The question."),
         escalate_model: Optional[str] = typer.Option(None, help="The larger model for --fallback escalate."),
         method: Optional[str] = typer.Option(None, help="AwF method: vanilla+self_check (default; vanilla+nli when --judge is given), "
                                              "vanilla+nli, instructrag+pre_answering, intrinsic, ... (`verirag methods`)."),
-        retrieval: Optional[str] = typer.Option(None, help="hybrid (default), bm25 or dense.")):
+        retrieval: Optional[str] = typer.Option(None, help="hybrid (default), bm25 or dense."),
+        trust: Optional[Path] = typer.Option(None, help="A conformal trust filter (`verirag calibrate-retrieval`): "
+                                             "only trusted chunks reach the model."),
+        on_untrusted: Optional[str] = typer.Option(None, help="When no chunk is trusted: abstain (default), "
+                                                   "no-context or keep-top.")):
     """Answer QUESTION from a corpus, verify the answer, and act on the verdict."""
     if (corpus is None) == (index is None):
         raise InputError("give exactly one of --corpus PATH or --index DIR")
     if not question.strip():
         raise InputError("the question is empty")
     threshold, fitted = _threshold_option(threshold)
-    p = _pipeline(preset, model, judge, judge_model, threshold, k, fallback, retrieval, method, escalate_model)
+    p = _pipeline(preset, model, judge, judge_model, threshold, k, fallback, retrieval, method, escalate_model,
+                  trust=str(trust) if trust else None, on_untrusted=on_untrusted)
     with err.status("indexing…" if corpus else "loading index…"):
         p.index(corpus) if corpus is not None else p.load_index(index)
     for path, reason in getattr(p, "skipped", []):
@@ -131,6 +137,57 @@ def ask(question: str = typer.Argument(..., help="The question."),
         print(json.dumps(r.to_dict(), ensure_ascii=False))
     else:
         _print_result(r)
+
+
+@app.command("calibrate-retrieval")
+def calibrate_retrieval_cmd(
+        data: str = typer.Argument(..., help="A dataset name (`verirag.datasets`: nq, hotpotqa, ...) or a JSONL with "
+                                   "question, references and source (the reference's document)."),
+        out_file: Path = typer.Option(..., "--out", help="Where to write the trust filter (JSON)."),
+        index: Optional[Path] = typer.Option(None, help="The index to calibrate (`verirag index`); without it, the "
+                                             "dataset's own passages are pooled into one index."),
+        retrieval: str = typer.Option("bm25", help="Without --index: the pooled index's kind (bm25, dense, hybrid)."),
+        alpha: float = typer.Option(0.1, help="Error rate: a correct chunk is trusted with probability >= 1 - alpha."),
+        beta: float = typer.Option(0.0, help="Chunk ground truth: 0 = by source only; else the beta-quantile of "
+                                   "wrong-source ROUGE-L a right-source chunk must reach (the paper: 0.99 on NQ)."),
+        k: int = typer.Option(10, help="Chunks retrieved per question (use the same k when asking)."),
+        n: Optional[int] = typer.Option(None, help="At most this many calibration questions."),
+        seed: int = typer.Option(0, help="Sampling seed with --n.")):
+    """Fit a conformal trust filter for a retriever (Geissler et al., section 3.2) and save it."""
+    from verirag.retrieval import Index
+    from verirag.retrieval.trust_calibration import calibrate_retrieval
+    examples = _calibration_examples(data, n, seed)
+    if index is not None:
+        idx = Index.load(index)
+    else:
+        pooled = {p.id: p for ex in examples for p in ex.passages}
+        if not pooled:
+            raise InputError(f"{data} has no passages to pool: give --index DIR")
+        with err.status(f"indexing {len(pooled)} pooled passages ({retrieval})…"):
+            idx = Index.build(list(pooled.values()), kind=retrieval, chunk_words=None)
+    with err.status(f"retrieving the top {k} for {len(examples)} questions…"):
+        cal = calibrate_retrieval(examples, idx, k=k, alpha=alpha, beta=beta)
+    cal.filter.save(out_file)
+    s = cal.summary()
+    out.print(f"trust filter -> {escape(str(out_file))}: {idx.kind}, K={k}, alpha={alpha:g}, beta={beta:g}; "
+              f"{s['n_questions']} questions, {s['n_correct_chunks']} correct chunks; trusted iff normalised "
+              f"score >= {s['threshold']:.4f}; on calibration m1 = {s['calibration_m1']:.3f} "
+              f"(SE {s['calibration_m1_se']:.3f}), m2 = {s['calibration_m2']:.3f}")
+    for reason, count in s["skipped"].items():
+        err.print(f"[yellow]skipped[/yellow] {count} questions: {escape(reason)}")
+    if cal.warning:
+        err.print(f"[yellow]warning:[/yellow] {escape(cal.warning)}")
+
+
+def _calibration_examples(data: str, n: Optional[int], seed: int):
+    from verirag.datasets import load_dataset
+    from verirag.datasets.registry import dataset_names
+    if data in dataset_names():
+        return load_dataset(data, n=n, seed=seed)
+    path = Path(data)
+    if not path.is_file():
+        raise InputError(f"{data!r} is neither a dataset name ({', '.join(dataset_names())}) nor a file")
+    return load_dataset("jsonl", path, n=n, seed=seed)
 
 
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}

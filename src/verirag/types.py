@@ -157,6 +157,8 @@ class AskResult:
     timings: dict[str, float]
     usage: dict[str, Any] = field(default_factory=dict)  # calls, cache hits, tokens of this answer
     error: str | None = None
+    # the conformal trust stage, when one is set: threshold, trusted chunk ids, m1, m2, empty_action
+    trust: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

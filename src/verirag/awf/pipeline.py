@@ -15,7 +15,7 @@ from pathlib import Path
 from verirag.awf.compose import ComposedMethod, build_method
 from verirag.awf.entailment.base import EntailmentModel
 from verirag.awf.methods.base import AwFMethod
-from verirag.awf.policies import ANSWERED, FALLBACKS, make_policy
+from verirag.awf.policies import ABSTAINED, ABSTENTION_TEXT, ANSWERED, FALLBACK, FALLBACKS, make_policy
 from verirag.awf.registry import create
 from verirag.awf.spec import accepted_options
 from verirag.awf.trace import Trace
@@ -43,6 +43,7 @@ def stage_name(key: str, n_passages: int) -> str:
 # as post-answering NLI or the LLM judge (PR-AUC, configs/layout-compare.yaml) at a small fraction
 # of the time, because it reads only its own question after the answer (README, "Reading the
 # passages once"). A user who names an entailment judge (--judge) gets the method that uses one.
+UNTRUSTED_ACTIONS = ("abstain", "no-context", "keep-top")
 DEFAULT_METHOD = "vanilla+self_check"
 JUDGED_METHOD = "vanilla+nli"
 
@@ -71,6 +72,10 @@ class PipelineConfig:
     max_answer_tokens: int = 64
     chunk_words: int = 200
     overlap_words: int = 20
+    # post-retrieval: a conformal trust filter (`verirag calibrate-retrieval`) keeps only trusted
+    # chunks; when none is trusted: abstain, answer with no context, or keep the top chunk
+    trust: str | None = None
+    on_untrusted: str = "abstain"
 
     def validate(self) -> "PipelineConfig":
         from verirag.calibration.controller import ThresholdController
@@ -83,6 +88,8 @@ class PipelineConfig:
             raise InputError(f"k must be at least 1, got {self.k}")
         if self.fallback not in FALLBACKS:
             raise InputError(f"fallback must be one of {', '.join(FALLBACKS)}, got {self.fallback!r}")
+        if self.on_untrusted not in UNTRUSTED_ACTIONS:
+            raise InputError(f"on_untrusted must be one of {', '.join(UNTRUSTED_ACTIONS)}, got {self.on_untrusted!r}")
         if self.fallback == "escalate" and not self.escalate_model:
             raise InputError("the escalate fallback needs a second model: set escalate_model (--escalate-model)")
         return self
@@ -103,6 +110,7 @@ class Pipeline:
         self._index = index
         self._method: AwFMethod | None = None
         self._policies: dict = {}
+        self._trust = None
 
     @classmethod
     def from_preset(cls, name: str = "local", **overrides) -> "Pipeline":
@@ -178,6 +186,32 @@ class Pipeline:
             return create("entailment", "hf_nli", judge[3:])
         raise InputError(f"unknown judge {judge!r}: use 'llm' or 'hf:MODEL_ID_OR_PATH'")
 
+    @property
+    def trust_filter(self):
+        """The conformal trust filter of `config.trust` (None without one), loaded once; a filter
+        calibrated for another retriever, corpus or K warns."""
+        if self._trust is None and self.config.trust:
+            from verirag.retrieval.conformal import ConformalTrustFilter
+            index = self._index
+            self._trust = ConformalTrustFilter.load(
+                self.config.trust, retriever=getattr(index, "kind", None),
+                corpus=getattr(index, "fingerprint", None), k=self.config.k)
+        return self._trust
+
+    def _filter_untrusted(self, hits: list[ScoredPassage]) -> tuple[list[ScoredPassage], dict | None]:
+        """The post-retrieval trust stage: (the chunks kept, what the JSON answer reports)."""
+        f = self.trust_filter
+        if f is None:
+            return hits, None
+        mask = f.trusted([h.score for h in hits]) if hits else []
+        kept = [h for h, m in zip(hits, mask) if m]
+        info = {"threshold": f.threshold_, "alpha": f.alpha, "trusted": [h.passage.id for h in kept],
+                "m1": bool(kept), "m2": len(kept) / len(hits) if hits else 0.0, "empty_action": None}
+        if not kept:
+            info["empty_action"] = self.config.on_untrusted
+            kept = hits[:1] if self.config.on_untrusted == "keep-top" else []
+        return kept, info
+
     # ---- asking ---------------------------------------------------------------------------
     def retrieve(self, question: str, k: int | None = None) -> list[ScoredPassage]:
         if self._index is None:
@@ -200,7 +234,10 @@ class Pipeline:
         stage = on_stage or (lambda _s: None)
         stage("retrieving")
         hits = self.retrieve(question, k)
+        hits, trust = self._filter_untrusted(hits)
         timings["retrieve"] = time.perf_counter() - t0
+        if trust is not None and not hits:   # no chunk is trusted: the user's chosen action
+            return self._untrusted_answer(question, trust, timings, t0, stage)
         trace = Trace(question, [h.passage for h in hits], on_compute=lambda key: stage(stage_name(key, len(hits))))
 
         # The generator's quantity is timed as generation, the rest of the method as verification;
@@ -241,7 +278,29 @@ class Pipeline:
             evidence=evidence, supporting_passage=evidence[best] if best is not None else None,
             retrieved_answer=out.answer, model=self.llm.model_id, method=method.registry_name,
             judge=getattr(getattr(method, "predictor", None), "name", "") or method.registry_name,
-            timings={k: round(v, 4) for k, v in timings.items()}, usage=usage, error=error)
+            timings={k: round(v, 4) for k, v in timings.items()}, usage=usage, error=error, trust=trust)
+
+    def _untrusted_answer(self, question: str, trust: dict, timings: dict, t0: float, stage) -> AskResult:
+        """No retrieved chunk is trusted: abstain, or answer without context (action "fallback",
+        unverified: there is nothing to verify it against)."""
+        answer, action, error = ABSTENTION_TEXT, ABSTAINED, None
+        with metering() as usage:
+            if self.config.on_untrusted == "no-context":
+                stage("answering without the passages")
+                t = time.perf_counter()
+                out = self.policy("no-rag").generator.answer(question, [])
+                timings["fallback"] = time.perf_counter() - t
+                if out.error or not out.text.strip():
+                    error = f"the answer without context failed: {out.error or 'empty answer'}"
+                else:
+                    answer, action = out.text, FALLBACK
+        timings["total"] = time.perf_counter() - t0
+        return AskResult(question=question, answer=answer, score=0.0, faithful=False, threshold=None, action=action,
+                         evidence=[], supporting_passage=None, retrieved_answer="", model=self.llm.model_id,
+                         method=self.config.method, judge="", usage=usage.to_dict(), trust=trust,
+                         timings={k: round(v, 4) for k, v in timings.items()},
+                         error=error or ("no retrieved chunk is trusted by the conformal filter"
+                                         if action == ABSTAINED else None))
 
     def verify(self, question: str, answer: str, passages: Sequence[Passage], *,
                threshold: float | ThresholdController | None = None,

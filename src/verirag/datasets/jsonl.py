@@ -76,6 +76,8 @@ def parse_line(rec: Any, lineno: int, where: str) -> Example:
     meta = rec.get("meta") or {}
     if not isinstance(meta, dict):
         raise InputError(f"{where}: `meta` must be an object")
+    if rec.get("source") not in (None, "", []):  # where the reference comes from (calibrate-retrieval)
+        meta = {**meta, "source": string_list(rec["source"], f"{where}, source")}
     return Example(id=example_id, question=question, passages=passages,
                    references=string_list(refs, f"{where}, references"), history=list(history),
                    relevance=relevance, answerable=_answerable(rec.get("answerable"), relevance, where),

@@ -111,6 +111,14 @@ class Index:
         check_k(k)
         return self.retriever.search_many(list(queries), k)
 
+    @property
+    def fingerprint(self) -> str:
+        """16 hex digits naming the indexed chunks (ids and texts): what a calibration was made on."""
+        import hashlib
+        import json
+        blob = json.dumps([[p.id, p.text] for p in self.passages], ensure_ascii=False)
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+
     def __len__(self) -> int:
         return len(self.passages)
 

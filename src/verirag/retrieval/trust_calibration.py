@@ -1,0 +1,75 @@
+"""Calibrate a conformal trust filter for a retriever from questions with reference answers and
+the source each reference comes from (`verirag calibrate-retrieval`).
+
+A question's reference sources are its `meta["source"]` (a JSONL's `source` field), else the titles
+of its passages labelled relevant (NQ-pool: the gold passage; HotpotQA: the gold paragraphs). A
+retrieved chunk comes from the right source when its title (or, failing that, its source) is one of
+them. Questions without a known source or reference are skipped and counted, never guessed.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from verirag.errors import InputError
+from verirag.retrieval.conformal import ConformalTrustFilter, label_chunks
+from verirag.types import Example, Passage
+
+
+def reference_sources(ex: Example) -> list[str]:
+    src = ex.meta.get("source") if isinstance(ex.meta, dict) else None
+    if src:
+        return [src] if isinstance(src, str) else [str(s) for s in src]
+    if ex.relevance:
+        return sorted({p.title for p, r in zip(ex.passages, ex.relevance) if r == 1 and p.title})
+    return []
+
+
+def chunk_source(p: Passage) -> str:
+    return p.title or p.source
+
+
+@dataclass
+class TrustCalibration:
+    filter: ConformalTrustFilter
+    s_thres: float
+    skipped: dict[str, int] = field(default_factory=dict)   # reason -> questions
+    warning: str | None = None
+
+    def summary(self) -> dict[str, Any]:
+        f = self.filter
+        return {"alpha": f.alpha, "beta": f.beta, "retriever": f.retriever, "k": f.k_, "q_hat": f.q_hat_,
+                "threshold": f.threshold_, "n_questions": f.n_questions_, "n_correct_chunks": f.n_correct_,
+                "s_thres": self.s_thres, **{f"calibration_{k}": v for k, v in f.calibration_.to_dict().items()},
+                "skipped": dict(self.skipped), "warning": self.warning}
+
+
+def calibrate_retrieval(examples: Sequence[Example], index, *, k: int = 10, alpha: float = 0.1,
+                        beta: float = 0.0) -> TrustCalibration:
+    """Retrieve the top `k` for each question from `index`, label the chunks (paper eq. 1) and fit."""
+    if k < 1:
+        raise InputError(f"k must be at least 1, got {k}")
+    skipped: dict[str, int] = {}
+    questions, refs, sources = [], [], []
+    for ex in examples:
+        srcs = reference_sources(ex)
+        if not srcs:
+            skipped["no reference source"] = skipped.get("no reference source", 0) + 1
+            continue
+        if not ex.references:
+            skipped["no reference answer"] = skipped.get("no reference answer", 0) + 1
+            continue
+        questions.append(ex.question_with_history())
+        refs.append(ex.references[0])
+        sources.append(srcs)
+    if not questions:
+        raise InputError("no question with both a reference answer and its source: nothing to calibrate on "
+                         f"(skipped: {skipped})")
+    hits = index.search_many(questions, k=k)
+    chunks = [[(h.passage.text, chunk_source(h.passage)) for h in hs] for hs in hits]
+    labels, s_thres = label_chunks(chunks, refs, sources, beta)
+    f = ConformalTrustFilter(alpha=alpha, beta=beta, retriever=index.kind, corpus=index.fingerprint)
+    f.fit([[h.score for h in hs] for hs in hits], labels)
+    f.k_ = k
+    return TrustCalibration(f, s_thres, skipped, f.diagnose())
