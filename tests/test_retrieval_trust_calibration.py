@@ -134,3 +134,13 @@ def test_on_untrusted_is_checked():
     from verirag.awf.pipeline import PipelineConfig
     with pytest.raises(InputError, match="on_untrusted"):
         PipelineConfig(on_untrusted="shrug").validate()
+
+
+def test_the_cli_checks_the_guarantee_on_held_out_questions(tmp_path, data_file, capsys):
+    from verirag.cli import main
+    out = tmp_path / "trust.json"
+    assert main(["calibrate-retrieval", str(data_file), "--out", str(out), "--k", "3", "--alpha", "0.2",
+                 "--holdout", "0.3"]) == 0
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "7 questions" in printed and "held out (3 questions" in printed and "95% CI" in printed
+    assert main(["calibrate-retrieval", str(data_file), "--out", str(out), "--holdout", "1.0"]) == 2

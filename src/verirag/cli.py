@@ -152,11 +152,23 @@ def calibrate_retrieval_cmd(
                                    "wrong-source ROUGE-L a right-source chunk must reach (the paper: 0.99 on NQ)."),
         k: int = typer.Option(10, help="Chunks retrieved per question (use the same k when asking)."),
         n: Optional[int] = typer.Option(None, help="At most this many calibration questions."),
-        seed: int = typer.Option(0, help="Sampling seed with --n.")):
+        seed: int = typer.Option(0, help="Sampling seed with --n and --holdout."),
+        holdout: float = typer.Option(0.0, help="Keep this share of the questions (by group) out of the fit and "
+                                      "check the guarantee on them.")):
     """Fit a conformal trust filter for a retriever (Geissler et al., section 3.2) and save it."""
     from verirag.retrieval import Index
     from verirag.retrieval.trust_calibration import calibrate_retrieval
     examples = _calibration_examples(data, n, seed)
+    if not 0.0 <= holdout < 1.0:
+        raise InputError(f"--holdout must be in [0, 1), got {holdout}")
+    held: list = []
+    if holdout:
+        import random
+        groups = sorted({ex.group or ex.id for ex in examples})
+        random.Random(seed).shuffle(groups)
+        out_groups = set(groups[:int(round(holdout * len(groups)))])
+        held = [ex for ex in examples if (ex.group or ex.id) in out_groups]
+        examples = [ex for ex in examples if (ex.group or ex.id) not in out_groups]
     if index is not None:
         idx = Index.load(index)
     else:
@@ -177,6 +189,13 @@ def calibrate_retrieval_cmd(
         err.print(f"[yellow]skipped[/yellow] {count} questions: {escape(reason)}")
     if cal.warning:
         err.print(f"[yellow]warning:[/yellow] {escape(cal.warning)}")
+    if held:
+        from verirag.retrieval.trust_calibration import held_out_check
+        h = held_out_check(cal, held, idx)
+        verdict = "holds" if h.holds(alpha) else "does NOT hold"
+        out.print(f"held out ({h.n_questions} questions, {h.n_correct} correct chunks): {h.coverage:.3f} of correct "
+                  f"chunks trusted [95% CI {h.low:.3f}, {h.high:.3f}] against 1 - alpha = {1 - alpha:.3f}: the "
+                  f"guarantee {verdict}; m1 = {h.m1:.3f} (SE {h.m1_se:.3f}), m2 = {h.m2:.3f} (SE {h.m2_se:.3f})")
 
 
 def _calibration_examples(data: str, n: Optional[int], seed: int):

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from verirag.errors import InputError
 from verirag.retrieval.conformal import ConformalTrustFilter, label_chunks
 from verirag.types import Example, Passage
@@ -45,11 +47,26 @@ class TrustCalibration:
                 "skipped": dict(self.skipped), "warning": self.warning}
 
 
-def calibrate_retrieval(examples: Sequence[Example], index, *, k: int = 10, alpha: float = 0.1,
-                        beta: float = 0.0) -> TrustCalibration:
-    """Retrieve the top `k` for each question from `index`, label the chunks (paper eq. 1) and fit."""
-    if k < 1:
-        raise InputError(f"k must be at least 1, got {k}")
+@dataclass
+class HeldOut:
+    """The filter on questions it was not fitted on: m1 / m2, and the share of correct chunks it
+    trusted (the guarantee says >= 1 - alpha) with its 95% Clopper-Pearson interval."""
+
+    coverage: float
+    low: float
+    high: float
+    n_correct: int
+    m1: float
+    m1_se: float
+    m2: float
+    m2_se: float
+    n_questions: int
+
+    def holds(self, alpha: float) -> bool:
+        return self.high >= 1.0 - alpha
+
+
+def _prepare(examples: Sequence[Example], index, k: int):
     skipped: dict[str, int] = {}
     questions, refs, sources = [], [], []
     for ex in examples:
@@ -63,11 +80,46 @@ def calibrate_retrieval(examples: Sequence[Example], index, *, k: int = 10, alph
         questions.append(ex.question_with_history())
         refs.append(ex.references[0])
         sources.append(srcs)
-    if not questions:
+    hits = index.search_many(questions, k=k) if questions else []
+    chunks = [[(h.passage.text, chunk_source(h.passage)) for h in hs] for hs in hits]
+    return skipped, hits, chunks, refs, sources
+
+
+def held_out_check(cal: "TrustCalibration", examples: Sequence[Example], index) -> HeldOut:
+    """Evaluate a fitted filter on other questions, labelling their chunks with the calibration's
+    s_thres (not one re-estimated on them)."""
+    from scipy.stats import beta as beta_dist
+    f = cal.filter
+    _, hits, chunks, refs, sources = _prepare(examples, index, f.k_)
+    if not hits:
+        raise InputError("no held-out question with a reference and its source")
+    from verirag.metrics.qa import rouge_l_batch
+    trusted = correct_trusted = n_correct = 0
+    for hs, cs, ref, srcs in zip(hits, chunks, refs, sources):
+        texts = [t for t, _ in cs]
+        h = rouge_l_batch(texts, [ref] * len(texts)) if texts else np.empty(0)
+        y = np.array([src in set(srcs) for _, src in cs], bool) & (h >= cal.s_thres)
+        mask = f.trusted([x.score for x in hs]) if hs else np.zeros(0, bool)
+        n_correct += int(y.sum())
+        correct_trusted += int((mask & y).sum())
+        trusted += int(mask.sum())
+    cov = f.coverage([[x.score for x in hs] for hs in hits], k=f.k_)
+    x, n = correct_trusted, n_correct
+    low = float(beta_dist.ppf(0.025, x, n - x + 1)) if x > 0 else 0.0
+    high = float(beta_dist.ppf(0.975, x + 1, n - x)) if x < n else 1.0
+    return HeldOut(x / n if n else float("nan"), low, high, n, cov.m1, cov.m1_se, cov.m2, cov.m2_se,
+                   cov.n_questions)
+
+
+def calibrate_retrieval(examples: Sequence[Example], index, *, k: int = 10, alpha: float = 0.1,
+                        beta: float = 0.0) -> TrustCalibration:
+    """Retrieve the top `k` for each question from `index`, label the chunks (paper eq. 1) and fit."""
+    if k < 1:
+        raise InputError(f"k must be at least 1, got {k}")
+    skipped, hits, chunks, refs, sources = _prepare(examples, index, k)
+    if not hits:
         raise InputError("no question with both a reference answer and its source: nothing to calibrate on "
                          f"(skipped: {skipped})")
-    hits = index.search_many(questions, k=k)
-    chunks = [[(h.passage.text, chunk_source(h.passage)) for h in hs] for hs in hits]
     labels, s_thres = label_chunks(chunks, refs, sources, beta)
     f = ConformalTrustFilter(alpha=alpha, beta=beta, retriever=index.kind, corpus=index.fingerprint)
     f.fit([[h.score for h in hs] for hs in hits], labels)
