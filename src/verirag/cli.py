@@ -159,6 +159,9 @@ def calibrate_retrieval_cmd(
     from verirag.retrieval import Index
     from verirag.retrieval.trust_calibration import calibrate_retrieval
     examples = _calibration_examples(data, n, seed)
+    # the pooled corpus holds every question's passages, held-out ones included: it stands for the
+    # one corpus a deployment retrieves from
+    pooled = {p.id: p for ex in examples for p in ex.passages}
     if not 0.0 <= holdout < 1.0:
         raise InputError(f"--holdout must be in [0, 1), got {holdout}")
     held: list = []
@@ -172,7 +175,6 @@ def calibrate_retrieval_cmd(
     if index is not None:
         idx = Index.load(index)
     else:
-        pooled = {p.id: p for ex in examples for p in ex.passages}
         if not pooled:
             raise InputError(f"{data} has no passages to pool: give --index DIR")
         with err.status(f"indexing {len(pooled)} pooled passages ({retrieval})…"):
