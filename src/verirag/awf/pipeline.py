@@ -19,7 +19,7 @@ from verirag.awf.policies import ABSTAINED, ABSTENTION_TEXT, ANSWERED, FALLBACK,
 from verirag.awf.registry import create
 from verirag.awf.spec import accepted_options
 from verirag.awf.trace import Trace
-from verirag.errors import BackendError, InputError
+from verirag.errors import BackendError, InputError, VeriragError
 from verirag.llm.factory import load_llm
 from verirag.llm.metered import MeteredLLM
 from verirag.metrics.abstention import is_abstention
@@ -39,11 +39,13 @@ def stage_name(key: str, n_passages: int) -> str:
     return f"answering and verifying ({name or kind})"
 
 
+# What the pipeline does when the conformal trust filter keeps no chunk (PipelineConfig.on_untrusted).
+UNTRUSTED_ACTIONS = ("abstain", "no-context", "keep-top")
+
 # The default verifier is the in-context self-check: on the AwF benchmarks it ranks answers as well
 # as post-answering NLI or the LLM judge (PR-AUC, configs/layout-compare.yaml) at a small fraction
 # of the time, because it reads only its own question after the answer (README, "Reading the
 # passages once"). A user who names an entailment judge (--judge) gets the method that uses one.
-UNTRUSTED_ACTIONS = ("abstain", "no-context", "keep-top")
 DEFAULT_METHOD = "vanilla+self_check"
 JUDGED_METHOD = "vanilla+nli"
 
@@ -288,12 +290,16 @@ class Pipeline:
             if self.config.on_untrusted == "no-context":
                 stage("answering without the passages")
                 t = time.perf_counter()
-                out = self.policy("no-rag").generator.answer(question, [])
+                try:
+                    out = self.policy("no-rag").generator.answer(question, [])
+                    text, failed = out.text, out.error
+                except VeriragError as e:  # recorded: the user sees an abstention and why
+                    text, failed = "", f"{type(e).__name__}: {e}"
                 timings["fallback"] = time.perf_counter() - t
-                if out.error or not out.text.strip():
-                    error = f"the answer without context failed: {out.error or 'empty answer'}"
+                if failed or not text.strip():
+                    error = f"the answer without context failed: {failed or 'empty answer'}"
                 else:
-                    answer, action = out.text, FALLBACK
+                    answer, action = text, FALLBACK
         timings["total"] = time.perf_counter() - t0
         return AskResult(question=question, answer=answer, score=0.0, faithful=False, threshold=None, action=action,
                          evidence=[], supporting_passage=None, retrieved_answer="", model=self.llm.model_id,
