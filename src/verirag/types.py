@@ -189,10 +189,7 @@ class VerifyResult:
     warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["evidence"] = [e.to_dict() for e in self.evidence]
-        d["supporting_passage"] = self.supporting_passage.to_dict() if self.supporting_passage else None
-        return d
+        return asdict(self)  # the Evidence records become dicts too
 
 
 @dataclass

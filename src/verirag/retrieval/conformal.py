@@ -60,12 +60,14 @@ def chunk_ground_truth(rouge: Sequence[np.ndarray], right_source: Sequence[np.nd
 
 
 def label_chunks(chunks: Sequence[Sequence[tuple[str, str]]], references: Sequence[str],
-                 sources: Sequence[Sequence[str]], beta: float) -> tuple[list[np.ndarray], float]:
+                 sources: Sequence[Sequence[str]], beta: float,
+                 s_thres: float | None = None) -> tuple[list[np.ndarray], float]:
     """`correct` for `ConformalTrustFilter.fit` from text: per question, its retrieved chunks as
     (text, source) pairs, its reference answer, and the source(s) the reference comes from (NQ: the
     gold passage's title; HotpotQA: the gold paragraphs' titles; a JSONL's `source` field).
     h = ROUGE-L F(chunk, reference) (`verirag.metrics.qa.rouge_l`, as rouge-score). Returns the labels
-    and s_thres."""
+    and s_thres: estimated from these chunks, or `s_thres` as given (held-out questions are
+    labelled with their calibration's threshold)."""
     from verirag.metrics.qa import rouge_l_batch
     if not (len(chunks) == len(references) == len(sources)):
         raise InputError(f"{len(chunks)} chunk lists, {len(references)} references, {len(sources)} source lists")
@@ -74,7 +76,9 @@ def label_chunks(chunks: Sequence[Sequence[tuple[str, str]]], references: Sequen
         texts = [t for t, _ in cs]
         rouge.append(rouge_l_batch(texts, [ref] * len(texts)) if texts else np.empty(0))
         right.append(np.array([src in set(srcs) for _, src in cs], bool))
-    return chunk_ground_truth(rouge, right, beta)
+    if s_thres is None:
+        return chunk_ground_truth(rouge, right, beta)
+    return [d & (h >= s_thres) for h, d in zip(rouge, right)], s_thres
 
 
 @dataclass

@@ -93,16 +93,12 @@ def held_out_check(cal: "TrustCalibration", examples: Sequence[Example], index) 
     _, hits, chunks, refs, sources = _prepare(examples, index, f.k_)
     if not hits:
         raise InputError("no held-out question with a reference and its source")
-    from verirag.metrics.qa import rouge_l_batch
-    trusted = correct_trusted = n_correct = 0
-    for hs, cs, ref, srcs in zip(hits, chunks, refs, sources):
-        texts = [t for t, _ in cs]
-        h = rouge_l_batch(texts, [ref] * len(texts)) if texts else np.empty(0)
-        y = np.array([src in set(srcs) for _, src in cs], bool) & (h >= cal.s_thres)
+    labels, _ = label_chunks(chunks, refs, sources, f.beta, s_thres=cal.s_thres)
+    correct_trusted = n_correct = 0
+    for hs, y in zip(hits, labels):
         mask = f.trusted([x.score for x in hs]) if hs else np.zeros(0, bool)
         n_correct += int(y.sum())
         correct_trusted += int((mask & y).sum())
-        trusted += int(mask.sum())
     cov = f.coverage([[x.score for x in hs] for hs in hits], k=f.k_)
     x, n = correct_trusted, n_correct
     low = float(beta_dist.ppf(0.025, x, n - x + 1)) if x > 0 else 0.0

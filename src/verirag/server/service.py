@@ -93,8 +93,7 @@ class VeriragService:
         with self._lock:
             p = self._pipelines.get(name)
             if p is None:
-                if name not in method_names():
-                    raise InputError(f"unknown method {name!r}; GET /v1/methods lists them")
+                self.check_method(name)
                 p = Pipeline(replace(self.pipeline.config, method=name), index=self.pipeline.search_index)
                 self._pipelines[name] = p
             return p
