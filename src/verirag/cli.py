@@ -23,6 +23,8 @@ app = typer.Typer(add_completion=False, pretty_exceptions_enable=False,
                   help="Retrieval-augmented QA that verifies its answers.")
 models_app = typer.Typer(add_completion=False, help="Model presets: list, fetch.")
 app.add_typer(models_app, name="models")
+train_app = typer.Typer(add_completion=False, help="Train learned components from an eval run.")
+app.add_typer(train_app, name="train")
 
 out = Console()
 err = Console(stderr=True)
@@ -423,6 +425,74 @@ def calibrate(run_dir: Path = typer.Argument(..., help="A run directory written 
                   "examples, so with this file every answer acts (abstain / fall back / escalate)")
     if save is not None:
         out.print(f"saved: {fitted.save(save)}")
+
+
+@train_app.command("lookback")
+def train_lookback_cmd(
+        run_dir: Path = typer.Argument(..., help="A run directory written by `verirag eval`."),
+        out_file: Path = typer.Option(..., "--out", help="Where to write the classifier (JSON)."),
+        method: str = typer.Option("vanilla", help="The run's method whose generator's answers are read."),
+        model: Optional[str] = typer.Option(None, help="The run's model (needed when the method ran with several)."),
+        attention_model: Optional[str] = typer.Option(None, help="The model whose attention is read "
+                                                      "(default: hf: + the run's model, the same weights)."),
+        variant: str = typer.Option("cw", help="cw (chunk-wise lookback ratios, the paper) or fc (full context, "
+                                               "Lookback Lens)."),
+        k: int = typer.Option(10, help="Passages in the feature layout (fewer are zero-padded)."),
+        label: str = typer.Option("faithful", help="faithful (the run's V), correct, or judge (answer "
+                                                   "consistency from the LLM faithfulness judge)."),
+        judge_model: Optional[str] = typer.Option(None, help="With --label judge: the judge's model."),
+        test_share: float = typer.Option(0.4, help="Share of example groups held out for the test AUROC."),
+        seed: int = typer.Option(0, help="Split seed."),
+        dataset: Optional[list[str]] = typer.Option(None, help="Only this dataset of the run (repeatable)."),
+        matrix: bool = typer.Option(False, help="Also print the cross-dataset AUROC matrix (train on one, "
+                                                "test on each).")):
+    """Train the lookback-ratio factuality classifier (predictor `lookback`) on a run's answers."""
+    import math
+
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from verirag.experiments import lookback_training as lt
+    from verirag.experiments.records import ResultStore
+    if variant not in ("cw", "fc"):
+        raise InputError(f"--variant must be cw or fc, got {variant!r}")
+    total = sum(1 for r in ResultStore(run_dir).load() if r.method == method
+                and (model is None or r.model == model) and (not dataset or r.dataset in dataset))
+    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                  TimeElapsedColumn(), console=err, transient=True) as bar:
+        task = bar.add_task("loading models…", total=total or None)
+        collected = lt.collect_samples(run_dir, method=method, model=model, attention_model=attention_model,
+                                     label=label, judge_model=judge_model, datasets=dataset,
+                                     on_sample=lambda s: bar.update(task, advance=1,
+                                                                    description="reading attention"))
+    samples, failed = collected.samples, collected.failed
+    for s in failed[:5]:
+        err.print(f"[yellow]skipped[/yellow] {escape(s.dataset)}/{escape(s.example_id)}: {escape(s.error or '')}")
+    if len(failed) > 5:
+        err.print(f"[yellow]… and {len(failed) - 5} more without features or label[/yellow]")
+    usable = lt.usable(samples)
+    positives = sum(s.label for s in usable)
+    out.print(f"{len(samples)} answers: {len(usable)} with features and a label ({positives} factual, "
+              f"{len(usable) - positives} not)" + (f", {len(failed)} without (listed above)." if failed else "."))
+    result = lt.train_lookback(samples, variant=variant, k=k, test_share=test_share, seed=seed)
+    meta = {"attention_model": collected.attention_model, "model_fingerprint": collected.model_fingerprint,
+            "trained_on": {"run": str(run_dir), "model": collected.model, "method": method, "label": label,
+                           "datasets": sorted({s.dataset for s in usable}), "test_share": test_share,
+                           "seed": seed},
+            "metrics": {"train_auroc": result.train_auroc, "test_auroc": result.test_auroc,
+                        "test_auroc_interval": list(result.test_interval), "n_train": result.n_train,
+                        "n_test": result.n_test, "not_usable": len(failed)}}
+    result.classifier.save(out_file, **meta)
+    lo, hi = result.test_interval
+    interval = "" if math.isnan(lo) else f" [{lo:.3f}, {hi:.3f}]"
+    out.print(f"{variant} classifier: AUROC train {result.train_auroc:.3f} ({result.n_train}), held out "
+              f"{result.test_auroc:.3f}{interval} ({result.n_test}) -> {out_file}")
+    if matrix:
+        grid = lt.cross_dataset_auroc(samples, variant=variant, k=k, test_share=test_share, seed=seed)
+        names = sorted(grid)
+        table = Table(f"{variant}: train \\ test", *names)
+        for src in names:
+            table.add_row(src, *(f"{grid[src][dst]:.3f}" for dst in names))
+        out.print(table)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,7 +17,7 @@ from verirag.awf.entailment.base import EntailmentModel
 from verirag.awf.methods.base import AwFMethod
 from verirag.awf.policies import ABSTAINED, ABSTENTION_TEXT, ANSWERED, FALLBACK, FALLBACKS, make_policy
 from verirag.awf.registry import create
-from verirag.awf.spec import accepted_options
+from verirag.awf.spec import MethodSpec, accepted_options
 from verirag.awf.trace import Trace
 from verirag.errors import BackendError, InputError, VeriragError
 from verirag.llm.factory import load_llm
@@ -164,7 +164,7 @@ class Pipeline:
         if self._method is None:
             judge_llm = self._load(self.config.judge_model) if self.config.judge_model else None
             options = {}
-            if "max_tokens" in accepted_options(self.config.method):
+            if "max_tokens" in accepted_options(MethodSpec.parse(self.config.method).name):
                 options["max_tokens"] = self.config.max_answer_tokens
             self._method = build_method(self.config.method, self.llm, judge_llm=judge_llm,
                                         entailment=self._entailment(), **options)

@@ -2,6 +2,7 @@
 
     MethodSpec("instructrag", {"family": "multi_hop", "max_tokens": 160})
     MethodSpec.parse({"name": "instructrag", "label": "instructrag-mh", "family": "multi_hop"})
+    MethodSpec.parse("vanilla+lookback(classifier=clf.json)")   # options in a name, for --method
     spec.with_defaults({"family": "multi_hop"})   # a dataset's defaults, where the method takes them
 
 Options are routed to the component whose constructor accepts them (a composed method's generator
@@ -14,9 +15,12 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+import yaml
 
 from verirag.awf import registry
 from verirag.errors import InputError
@@ -68,6 +72,48 @@ def check_name(name: str) -> None:
                          f"known predictors: {', '.join(registry.names('predictor'))}")
 
 
+_CALL = re.compile(r"^\s*([^()]+?)\s*\((.*)\)\s*$", re.S)
+
+
+def parse_call(text: str) -> tuple[str, dict[str, Any]]:
+    """"name(key=value, ...)" -> (name, options); a plain name has no options. Values are read as
+    YAML scalars (numbers, true/false, null, text); text needs no quotes unless it holds a comma."""
+    m = _CALL.match(text)
+    if m is None:
+        if "(" in text or ")" in text:
+            raise InputError(f"cannot read method {text!r}: write options as NAME(key=value, ...)")
+        return text, {}
+    options: dict[str, Any] = {}
+    for part in filter(None, (p.strip() for p in _split_top(m.group(2)))):
+        key, eq, value = part.partition("=")
+        if not eq or not key.strip().isidentifier():
+            raise InputError(f"cannot read option {part!r} of method {text!r}: write key=value")
+        try:
+            parsed = yaml.safe_load(value) if value.strip() else ""
+        except yaml.YAMLError:
+            parsed = value.strip()
+        options[key.strip()] = parsed if isinstance(parsed, (str, int, float, bool)) or parsed is None \
+            else value.strip()
+    return m.group(1), options
+
+
+def _split_top(text: str) -> list[str]:
+    """Split at commas outside quotes."""
+    parts, cur, quote = [], [], ""
+    for ch in text:
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "\"'":
+            quote = ch
+        elif ch == ",":
+            parts.append("".join(cur))
+            cur = []
+            continue
+        cur.append(ch)
+    parts.append("".join(cur))
+    return parts
+
+
 def _canonical(options: Mapping[str, Any]) -> str:
     return json.dumps(dict(options), sort_keys=True, separators=(",", ":"), default=str)
 
@@ -96,7 +142,8 @@ class MethodSpec:
         if isinstance(entry, MethodSpec):
             return entry
         if isinstance(entry, str):
-            return cls(entry)
+            name, options = parse_call(entry)
+            return cls(name, options)
         if isinstance(entry, Mapping) and isinstance(entry.get("name"), str):
             opts = {k: v for k, v in entry.items() if k not in ("name", "label")}
             return cls(entry["name"], opts, str(entry.get("label") or ""))

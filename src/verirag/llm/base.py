@@ -71,6 +71,12 @@ class LLM(ABC):
         """
         raise CapabilityError(f"backend {self.backend!r} cannot give next-token logprobs")
 
+    def lookback_ratios(self, prompt: Prompt, continuation: str, segments: Sequence[str]):
+        """Lookback ratios (`verirag.llm.lookback`) of `continuation` as the reply to `prompt`,
+        with `segments` the passages' texts in the order they occur in the prompt."""
+        raise CapabilityError(f"backend {self.backend!r} gives no attention weights; lookback ratios "
+                              "need the HF transformers backend (a model spec hf:...)")
+
     def count_tokens(self, text: str) -> int:
         """Number of tokens of `text`; backends without a tokenizer estimate it."""
         return max(1, int(len(text.split()) * 1.4))

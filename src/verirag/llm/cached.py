@@ -3,7 +3,7 @@
 Only deterministic requests are cached (temperature 0, or a fixed seed, which every call has):
 the key includes the seed and temperature, so a sampled call with another seed is a new call.
 A failed generation (finish_reason "error") is never cached, so the next run tries again.
-Everything but the three cached requests is forwarded unchanged (LLMWrapper).
+Everything but the cached requests (generate, score, next_token, lookback) is forwarded unchanged (LLMWrapper).
 """
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from verirag.llm.base import DEFAULT_SEED, LLM, NextTokenLogprobs
 from verirag.llm.cache import RequestCache, request_key
+from verirag.llm.lookback import LookbackRatios
 from verirag.llm.wrapper import LLMWrapper
 from verirag.types import ContinuationScore, Generation, Prompt
 
@@ -63,6 +64,17 @@ class CachedLLM(LLMWrapper):
             return out
         out = NextTokenLogprobs(self.inner.next_token_logprobs(prompt, top_k=top_k, candidates=candidates))
         self.cache.put(key, dict(out), op="next_token")
+        return out
+
+    def lookback_ratios(self, prompt: Prompt, continuation: str, segments: Sequence[str]) -> LookbackRatios:
+        key = self._key("lookback", prompt, continuation=continuation, segments=list(segments))
+        hit = self.cache.get(key)
+        if hit is not None:
+            out = LookbackRatios.from_dict(hit)
+            out.cached = True
+            return out
+        out = self.inner.lookback_ratios(prompt, continuation, segments)
+        self.cache.put(key, out.to_dict(), op="lookback")
         return out
 
     def describe(self):

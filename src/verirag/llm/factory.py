@@ -42,7 +42,9 @@ def _build(spec: str, n_ctx: int) -> LLM:
         from verirag.models import PRESETS, resolve_model
         if target in PRESETS:
             resolved = resolve_model(target)
-            return TransformersLLM(str(resolved.path.parent), gguf_file=resolved.path.name)
+            llm = TransformersLLM(str(resolved.path.parent), gguf_file=resolved.path.name)
+            llm.model_id = spec  # "hf:qwen2.5-0.5b" names it better than the package folder
+            return llm
         if target.endswith(".gguf") and os.path.isfile(target):
             return TransformersLLM(os.path.dirname(os.path.abspath(target)), gguf_file=os.path.basename(target))
         return TransformersLLM(target)

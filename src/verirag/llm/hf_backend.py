@@ -38,6 +38,8 @@ from verirag.errors import CapabilityError, InputError, ModelNotFoundError
 from verirag.llm.base import (ATTENTIONS, DEFAULT_SEED, EXACT_NEXT_TOKEN, LLM, LOGPROBS, NEXT_TOKEN,
                               SCORE)
 from verirag.llm.chat_template import plain_messages, render_chat, validate_messages
+from verirag.llm.lookback import (LookbackRatios, LookbackSums, char_spans, ratios_from_sums,
+                                  segment_sums, token_spans)
 from verirag.models.cache_dir import cache_dir
 from verirag.models.hashing import file_fingerprint
 from verirag.types import ContinuationScore, Generation, Prompt, TokenLogprob
@@ -415,6 +417,58 @@ class TransformersLLM(LLM):
         tokens = self._pieces(p_ids) + self._pieces(c_ids, p_ids)
         return {"attentions": arr, "tokens": tokens, "input_ids": ids,
                 "continuation_start": len(p_ids), "layers": chosen}
+
+    def lookback_sums(self, prompt: Prompt, continuation: str, segments: Sequence[str]) -> LookbackSums:
+        """Per-segment attention sums of the answer tokens (`verirag.llm.lookback`), from one
+        teacher-forced pass over prompt ids + continuation ids (tokenised separately, as `score`).
+
+        A forward hook on each layer's attention module reduces that layer's weights to the
+        answer rows' segment sums as soon as they are computed, so only one layer's weights are
+        alive at a time, never the [layers, heads, seq, seq] stack."""
+        import numpy as np
+        torch = self._torch
+        if not continuation or not continuation.strip():
+            raise InputError("lookback ratios need a non-empty answer")
+        text = self.render(prompt)
+        enc = self.tokenizer(text, add_special_tokens=isinstance(prompt, str), return_offsets_mapping=True)
+        p_ids = list(enc["input_ids"])
+        spans = token_spans(enc["offset_mapping"], char_spans(text, segments))
+        c_ids = self._continuation_ids(continuation)
+        if not c_ids:
+            raise InputError("the answer is empty after tokenisation")
+        self._check_length(len(p_ids), len(c_ids))
+        n_ctx, n_ans = len(p_ids), len(c_ids)
+        modules = [m for name, m in self.model.named_modules() if name.endswith("self_attn")]
+        if not modules:
+            raise CapabilityError(f"{self.model_id}: no attention modules named *.self_attn to read")
+        per_layer: list[tuple] = [None] * len(modules)  # type: ignore[list-item]
+
+        def reducer(layer: int):
+            def hook(_module, _args, output):
+                weights = output[1] if isinstance(output, tuple) and len(output) > 1 else None
+                if weights is None:
+                    raise CapabilityError(f"{self.model_id}: the attention module returned no weights; "
+                                          "load it with attn_implementation='eager'")
+                rows = weights[0, :, n_ctx:n_ctx + n_ans, :].double().cpu().numpy()
+                per_layer[layer] = segment_sums(rows, n_ctx, spans)
+            return hook
+
+        handles = [m.register_forward_hook(reducer(i)) for i, m in enumerate(modules)]
+        try:
+            with self._eager_attention():
+                ids = torch.tensor([p_ids + c_ids], device=self.device)
+                with torch.inference_mode():
+                    self.model.model(input_ids=ids)  # the decoder only: no logits needed
+        finally:
+            for h in handles:
+                h.remove()
+        return LookbackSums(context=np.stack([c for c, _, _ in per_layer]),
+                            output=np.stack([o for _, o, _ in per_layer]),
+                            chunks=np.stack([k for _, _, k in per_layer]),
+                            n_context=n_ctx, chunk_tokens=[b - a for a, b in spans])
+
+    def lookback_ratios(self, prompt: Prompt, continuation: str, segments: Sequence[str]) -> LookbackRatios:
+        return ratios_from_sums(self.lookback_sums(prompt, continuation, segments))
 
     def _eager_attention(self):
         """A context in which the model computes explicit attention weights."""

@@ -37,5 +37,10 @@ class MeteredLLM(LLMWrapper):
                     prompt_tokens=lambda: self.count_prompt_tokens(prompt))
         return out
 
+    def lookback_ratios(self, prompt, continuation, segments):
+        out = self.inner.lookback_ratios(prompt, continuation, segments)
+        self._count("lookback", cached=out.cached, prompt_tokens=out.n_prompt + out.n_answer)
+        return out
+
     def close(self):  # whoever built the model owns its lifetime, not the meter
         pass

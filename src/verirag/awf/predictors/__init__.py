@@ -2,10 +2,11 @@
 from verirag.awf.predictors.base import FaithfulnessPredictor, Verification
 from verirag.awf.predictors.k_precision import KPrecisionPredictor
 from verirag.awf.predictors.llm_judge import LLMJudgePredictor
+from verirag.awf.predictors.lookback import LookbackPredictor
 from verirag.awf.predictors.nli import PostAnsweringNLI
 from verirag.awf.predictors.pre_answering import PreAnsweringPredictor
 from verirag.awf.predictors.self_check import SelfCheckPredictor
 from verirag.awf.predictors.trivial import TrivialPredictor
 
-__all__ = ["FaithfulnessPredictor", "KPrecisionPredictor", "LLMJudgePredictor", "PostAnsweringNLI",
+__all__ = ["FaithfulnessPredictor", "KPrecisionPredictor", "LLMJudgePredictor", "LookbackPredictor", "PostAnsweringNLI",
            "PreAnsweringPredictor", "SelfCheckPredictor", "TrivialPredictor", "Verification"]

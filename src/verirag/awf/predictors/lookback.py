@@ -1,0 +1,102 @@
+"""Lookback: the factuality classifier over attention lookback ratios (Geissler et al., section 3.3).
+
+    vanilla+lookback(classifier=clf.json)
+
+The generator's conversation and its reply are read again in one teacher-forced pass of the
+attention model (HF transformers, eager attention); the lookback ratios of the reply
+(`verirag.llm.lookback`) go through the trained classifier (`verirag.awf.factuality_classifier`,
+`verirag train lookback`), and the score is its P(factual). The reply is read as the generator
+wrote it (the raw generation, before any answer parsing), as in training.
+
+The attention model is the answering model when that runs on the HF backend with the weights the
+classifier was trained on; otherwise the classifier's own `attention_model` (e.g.
+hf:qwen2.5-0.5b, the same GGUF that llama.cpp answers with), or `attention_model=` here. A model
+without attention weights fails at construction (CapabilityError); one with other weights than
+the classifier's fails too (InputError), since its heads mean something else.
+
+An outside answer (`verify(question, answer, passages)`) is read in the conversation the Vanilla
+generator would have had. Which passage supports the answer is attributed lexically (K-Precision),
+as self_check does.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from verirag.awf.component import fingerprint_of
+from verirag.awf.factuality_classifier import LookbackClassifier
+from verirag.awf.generators.base import Answer
+from verirag.awf.generators.vanilla import VanillaGenerator
+from verirag.awf.predictors.base import FaithfulnessPredictor, Verification, invalid_input
+from verirag.awf.predictors.k_precision import KPrecisionPredictor
+from verirag.awf.registry import register
+from verirag.errors import CapabilityError, InputError, VeriragError
+from verirag.llm.base import ATTENTIONS, LLM
+from verirag.llm.lookback import LookbackRatios
+from verirag.prompts import DEFAULT_LAYOUT, check_layout
+from verirag.types import Passage
+
+
+def attention_llm(llm: LLM, classifier: LookbackClassifier, attention_model: str | None) -> LLM:
+    """The model whose attention the classifier reads (see the module docstring)."""
+    trained_on = classifier.meta.get("model_fingerprint", "")
+    if attention_model is None and ATTENTIONS in llm.capabilities and (
+            not trained_on or fingerprint_of(llm) == trained_on):
+        return llm
+    spec = attention_model or classifier.meta.get("attention_model")
+    if not spec:
+        raise CapabilityError(f"lookback reads attention weights, which {llm.backend} model {llm.model_id!r} "
+                              "does not give; answer with an hf: model or pass attention_model=hf:...")
+    from verirag.llm.factory import load_llm
+    from verirag.llm.metered import MeteredLLM
+    att = MeteredLLM(load_llm(spec))  # its reading counts in the answer's usage
+    att.require(ATTENTIONS)
+    if trained_on and fingerprint_of(att) != trained_on:
+        raise InputError(f"the lookback classifier was trained on the attention of weights {trained_on[:12]}, "
+                         f"but {spec} has {fingerprint_of(att)[:12]}; train one for this model")
+    return att
+
+
+def reply_ratios(llm: LLM, answer: Answer, passages: Sequence[Passage]) -> LookbackRatios:
+    """The lookback ratios of a generator's raw reply in its own conversation (training and
+    inference both read them here)."""
+    reply = answer.generation.text if answer.generation is not None else answer.text
+    return llm.lookback_ratios(answer.prompt, reply, [p.text for p in passages])
+
+
+@register("predictor", "lookback")
+class LookbackPredictor(FaithfulnessPredictor):
+    needs: tuple[str, ...] = ()  # the attention model's capability, checked in attention_llm
+    continues_generation = True
+
+    def __init__(self, llm: LLM, *, classifier: str | None = None, attention_model: str | None = None,
+                 layout: str = DEFAULT_LAYOUT):
+        if not classifier:
+            raise InputError("lookback needs classifier=PATH, a classifier trained with "
+                             "`verirag train lookback RUN_DIR --out PATH`")
+        self.classifier = LookbackClassifier.load(classifier)
+        self.llm = attention_llm(llm, self.classifier, attention_model)
+        self.layout = check_layout(layout)  # of the Vanilla conversation `verify` builds for an outside answer
+        self.variant = self.classifier.variant
+        self.name = f"lookback[{self.variant}, {self.llm.model_id}]"
+
+    def ratios(self, answer: Answer, passages: Sequence[Passage]) -> LookbackRatios:
+        return reply_ratios(self.llm, answer, passages)
+
+    def verify_answer(self, question: str, answer: Answer, passages: Sequence[Passage]) -> Verification:
+        bad = invalid_input(answer.text, passages)
+        if bad is not None:
+            return bad
+        if not answer.prompt:
+            return self.verify(question, answer.text, passages)
+        try:
+            score = self.classifier.score(self.ratios(answer, passages))
+        except VeriragError as e:
+            return Verification(score=math.nan, per_passage=[None] * len(passages),
+                                error=f"lookback failed: {type(e).__name__}: {e}")
+        lexical = KPrecisionPredictor().verify(question, answer.text, passages)
+        return Verification(score=score, per_passage=lexical.per_passage, best=lexical.best)
+
+    def verify(self, question: str, answer: str, passages: Sequence[Passage]) -> Verification:
+        prompt = VanillaGenerator.prompt_messages(question, passages, self.layout)
+        return self.verify_answer(question, Answer(text=answer, prompt=prompt), passages)
