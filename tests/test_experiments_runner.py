@@ -67,9 +67,13 @@ def test_config_adds_the_runs_the_applications_need(fixture_file):
 
 def test_shipped_configs_are_valid():
     from pathlib import Path
+    import yaml
+
+    from verirag.experiments.config import load_config
+    from verirag.experiments.dependable import is_study, parse_study
     for p in (Path(__file__).resolve().parents[1] / "configs").glob("*.yaml"):
-        from verirag.experiments.config import load_config
-        load_config(p)
+        raw = yaml.safe_load(p.read_text())
+        parse_study(raw, str(p)) if is_study(raw) else load_config(p)
 
 
 # --------------------------------------------------------------------------- ground truth

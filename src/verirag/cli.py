@@ -159,28 +159,19 @@ def calibrate_retrieval_cmd(
                                       "check the guarantee on them.")):
     """Fit a conformal trust filter for a retriever (Geissler et al., section 3.2) and save it."""
     from verirag.retrieval import Index
-    from verirag.retrieval.trust_calibration import calibrate_retrieval
+    from verirag.retrieval.trust_calibration import calibrate_retrieval, pooled_passages, split_holdout
     examples = _calibration_examples(data, n, seed)
     # the pooled corpus holds every question's passages, held-out ones included: it stands for the
     # one corpus a deployment retrieves from
-    pooled = {p.id: p for ex in examples for p in ex.passages}
-    if not 0.0 <= holdout < 1.0:
-        raise InputError(f"--holdout must be in [0, 1), got {holdout}")
-    held: list = []
-    if holdout:
-        import random
-        groups = sorted({ex.group or ex.id for ex in examples})
-        random.Random(seed).shuffle(groups)
-        out_groups = set(groups[:int(round(holdout * len(groups)))])
-        held = [ex for ex in examples if (ex.group or ex.id) in out_groups]
-        examples = [ex for ex in examples if (ex.group or ex.id) not in out_groups]
+    pooled = pooled_passages(examples)
+    examples, held = split_holdout(examples, holdout, seed)
     if index is not None:
         idx = Index.load(index)
     else:
         if not pooled:
             raise InputError(f"{data} has no passages to pool: give --index DIR")
         with err.status(f"indexing {len(pooled)} pooled passages ({retrieval})…"):
-            idx = Index.build(list(pooled.values()), kind=retrieval, chunk_words=None)
+            idx = Index.build(pooled, kind=retrieval, chunk_words=None)
     with err.status(f"retrieving the top {k} for {len(examples)} questions…"):
         cal = calibrate_retrieval(examples, idx, k=k, alpha=alpha, beta=beta)
     cal.filter.save(out_file)
@@ -374,6 +365,8 @@ def eval_cmd(config: Path = typer.Argument(..., help="Experiment config (YAML); 
     """Run (or resume) an experiment grid; every record lands in OUT/results.jsonl as it completes."""
     from verirag.experiments.config import load_config
     from verirag.experiments.runner import run_experiment
+    if _run_study_if_one(config, out_dir):
+        return
     cfg = load_config(config)
     outcome = run_experiment(cfg, out_dir, executor=executor, limit=limit, progress=True)
     out.print(f"{outcome.written} records written, {outcome.skipped} already done, "
@@ -387,6 +380,33 @@ def eval_cmd(config: Path = typer.Argument(..., help="Experiment config (YAML); 
         out.print(f"report: {path}")
     if outcome.failures:
         raise typer.Exit(1)
+
+
+def _run_study_if_one(config: Path, out_dir: Path) -> bool:
+    """A config with `study: dependable` runs the dependable-RAG study instead of an AwF grid."""
+    import yaml
+
+    from verirag.experiments import dependable
+    try:
+        raw = yaml.safe_load(config.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return False  # load_config reports it
+    if not dependable.is_study(raw):
+        return False
+    cfg = dependable.parse_study(raw, str(config))
+    started = time.perf_counter()
+    with err.status("starting…") as status:
+        result = dependable.run_study(cfg, out_dir, on_stage=lambda s: status.update(escape(s) + "…"))
+    for r in result["table1a"]:
+        out.print(f"{r['dataset']}/{r['retriever']}: m1 {r['test_m1']:.3f} (SE {r['test_m1_se']:.3f}), m2 "
+                  f"{r['test_m2']:.3f}; held-out coverage {r['coverage']:.3f} [{r['coverage_low']:.3f}, "
+                  f"{r['coverage_high']:.3f}]")
+    for r in result["table1b"]:
+        if "correct_delta" in r:
+            out.print(f"{r['dataset']}/{r['retriever']}: accuracy {r['correct_all']:.3f} -> {r['correct_filtered']:.3f} "
+                      f"with the filter ({r['n']} questions)")
+    out.print(f"study done in {time.perf_counter() - started:.0f} s; report: {result['report']}")
+    return True
 
 
 @app.command("report")

@@ -38,6 +38,16 @@ class TrustCalibration:
     s_thres: float
     skipped: dict[str, int] = field(default_factory=dict)   # reason -> questions
     warning: str | None = None
+    scores: list[list[float]] = field(default_factory=list)   # per question, what it was fitted on
+    labels: list[np.ndarray] = field(default_factory=list)
+
+    def refit(self, alpha: float) -> ConformalTrustFilter:
+        """The same calibration data at another error rate (Figure 4's sweep)."""
+        f = self.filter
+        g = ConformalTrustFilter(alpha=alpha, beta=f.beta, retriever=f.retriever, corpus=f.corpus)
+        g.fit(self.scores, self.labels)
+        g.k_ = f.k_
+        return g
 
     def summary(self) -> dict[str, Any]:
         f = self.filter
@@ -64,6 +74,27 @@ class HeldOut:
 
     def holds(self, alpha: float) -> bool:
         return self.high >= 1.0 - alpha
+
+
+def split_holdout(examples: Sequence[Example], share: float, seed: int = 0
+                  ) -> tuple[list[Example], list[Example]]:
+    """(calibration, held out): about `share` of the example groups held out, each group whole
+    (HotpotQA's twin examples stay together)."""
+    import random
+    if not 0.0 <= share < 1.0:
+        raise InputError(f"the held-out share must be in [0, 1), got {share}")
+    if not share:
+        return list(examples), []
+    groups = sorted({ex.group or ex.id for ex in examples})
+    random.Random(seed).shuffle(groups)
+    out = set(groups[:int(round(share * len(groups)))])
+    return ([ex for ex in examples if (ex.group or ex.id) not in out],
+            [ex for ex in examples if (ex.group or ex.id) in out])
+
+
+def pooled_passages(examples: Sequence[Example]) -> list[Passage]:
+    """Every passage of the examples once: the one corpus a deployment would retrieve from."""
+    return list({p.id: p for ex in examples for p in ex.passages}.values())
 
 
 def _prepare(examples: Sequence[Example], index, k: int):
@@ -118,6 +149,7 @@ def calibrate_retrieval(examples: Sequence[Example], index, *, k: int = 10, alph
                          f"(skipped: {skipped})")
     labels, s_thres = label_chunks(chunks, refs, sources, beta)
     f = ConformalTrustFilter(alpha=alpha, beta=beta, retriever=index.kind, corpus=index.fingerprint)
-    f.fit([[h.score for h in hs] for hs in hits], labels)
+    scores = [[h.score for h in hs] for hs in hits]
+    f.fit(scores, labels)
     f.k_ = k
-    return TrustCalibration(f, s_thres, skipped, f.diagnose())
+    return TrustCalibration(f, s_thres, skipped, f.diagnose(), scores, list(labels))

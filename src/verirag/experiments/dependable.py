@@ -1,0 +1,285 @@
+"""The dependable-RAG study (Geissler et al.): Table 1a, Figure 4, Table 1b, Figure 5, Figure 6.
+
+    verirag eval configs/dependable-small.yaml --out runs/dependable-small
+
+A config with `study: dependable` (see configs/dependable-small.yaml) runs, per dataset:
+1. Retrieval certificates. The dataset's questions are split by group into calibration and test
+   halves; all their passages are pooled into one corpus; for each retriever (bm25, dense, hybrid)
+   the conformal trust filter is fitted on the calibration half at `alpha` (`calibrate_retrieval`)
+   and checked on the test half (`held_out_check`): m1, m2 with standard errors and the coverage
+   of correct chunks with its Clopper-Pearson interval (Table 1a); m1 and m2 on the calibration
+   half for every alpha of `alphas` (Figure 4).
+2. Answers with and without the filter. The first `generation.n` test questions are answered by
+   Vanilla from the top K, and from the trusted chunks only (an empty trusted set: the top chunk,
+   or as `on_untrusted` says); accuracy by the run's match rule, and answer consistency (the LLM
+   faithfulness judge on the passages the answer was given) when `generation.judge_model` is set
+   (Table 1b); the change against the retriever's m1 - (1 - alpha) (Figure 5).
+3. Answer certificates. The lookback ratios of the filtered answers (attention model
+   `lookback.attention_model`) train the CW and FC classifiers on each dataset's training
+   questions and are tested on each dataset's test questions (Figure 6), labels = answer
+   consistency when judged, else correctness.
+
+Everything the models compute goes through the request cache, so a killed study resumes where it
+stopped; DIR/study.json holds every number, DIR/report.html the tables and figures.
+"""
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from verirag.errors import InputError
+
+STUDY_FILE = "study.json"
+RETRIEVERS = ("bm25", "dense", "hybrid")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class StudyDataset(_Strict):
+    name: str
+    n: int | None = Field(None, ge=1)
+    seed: int = 0
+    path: str | None = None
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+class StudyGeneration(_Strict):
+    model: str = "qwen2.5-0.5b"
+    n: int = Field(40, ge=0)
+    max_tokens: int = Field(48, ge=1)
+    on_untrusted: Literal["keep-top", "no-context", "abstain"] = "keep-top"
+    judge_model: str | None = None
+    match: Literal["recall_or_substring", "recall", "substring", "em"] = "recall_or_substring"
+    n_ctx: int = Field(4096, ge=512)
+
+
+class StudyLookback(_Strict):
+    attention_model: str | None = None   # default: hf: + the generation model
+    k: int = Field(10, ge=1)
+    test_share: float = Field(0.4, gt=0, lt=1)
+
+
+class StudyConfig(_Strict):
+    study: Literal["dependable"]
+    name: str = "dependable"
+    datasets: list[StudyDataset]
+    retrievers: list[Literal["bm25", "dense", "hybrid"]] = list(RETRIEVERS)
+    k: int = Field(10, ge=1)
+    alpha: float = Field(0.1, gt=0, lt=1)
+    alphas: list[float] = Field(default_factory=lambda: [0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5])
+    beta: float = Field(0.0, ge=0, lt=1)
+    holdout: float = Field(0.5, gt=0, lt=1)
+    seed: int = 0
+    generation: StudyGeneration = Field(default_factory=StudyGeneration)
+    lookback: StudyLookback | None = Field(default_factory=StudyLookback)
+
+
+def is_study(raw: Any) -> bool:
+    return isinstance(raw, dict) and "study" in raw
+
+
+def parse_study(raw: Any, source_name: str = "config") -> StudyConfig:
+    try:
+        cfg = StudyConfig.model_validate(raw)
+    except ValidationError as e:
+        problems = "; ".join(f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors())
+        raise InputError(f"{source_name}: {len(e.errors())} problem(s): {problems}") from None
+    if any(not 0 < a < 1 for a in cfg.alphas):
+        raise InputError(f"{source_name}: alphas must lie in (0, 1)")
+    return cfg
+
+
+# ---------------------------------------------------------------------------------- the run
+def run_study(cfg: StudyConfig, out_dir: str | Path, *, progress: bool = True,
+              on_stage: Callable[[str], None] | None = None) -> dict[str, Any]:
+    from verirag.datasets import load_dataset
+    from verirag.retrieval import Index
+    from verirag.retrieval.trust_calibration import (calibrate_retrieval, held_out_check, pooled_passages,
+                                                     split_holdout)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    say = on_stage or (lambda s: None)
+    result: dict[str, Any] = {"name": cfg.name, "config": cfg.model_dump(), "table1a": [], "figure4": [],
+                              "table1b": [], "answers": [], "figure6": {}}
+    answerer = _Answerer(cfg) if cfg.generation.n else None
+    for d in cfg.datasets:
+        say(f"{d.name}: loading")
+        examples = load_dataset(d.name, d.path, n=d.n, seed=d.seed, **d.options)
+        cal, test = split_holdout(examples, cfg.holdout, cfg.seed)
+        pooled = pooled_passages(examples)
+        for kind in cfg.retrievers:
+            say(f"{d.name}: indexing {len(pooled)} passages ({kind})")
+            idx = Index.build(pooled, kind=kind, chunk_words=None)
+            say(f"{d.name}: calibrating {kind} on {len(cal)} questions")
+            calib = calibrate_retrieval(cal, idx, k=cfg.k, alpha=cfg.alpha, beta=cfg.beta)
+            held = held_out_check(calib, test, idx)
+            c = calib.filter.calibration_
+            result["table1a"].append({
+                "dataset": d.name, "retriever": kind, "alpha": cfg.alpha, "k": cfg.k,
+                "n_calibration": c.n_questions, "cal_m1": c.m1, "cal_m1_se": c.m1_se, "cal_m2": c.m2,
+                "cal_m2_se": c.m2_se, "n_test": held.n_questions, "test_m1": held.m1, "test_m1_se": held.m1_se,
+                "test_m2": held.m2, "test_m2_se": held.m2_se, "coverage": held.coverage,
+                "coverage_low": held.low, "coverage_high": held.high, "holds": held.holds(cfg.alpha),
+                "threshold": calib.filter.threshold_, "s_thres": calib.s_thres, "warning": calib.warning,
+                "skipped": calib.skipped})
+            for a in cfg.alphas:
+                cov = calib.refit(a).calibration_
+                result["figure4"].append({"dataset": d.name, "retriever": kind, "alpha": a, "m1": cov.m1,
+                                          "m1_se": cov.m1_se, "m2": cov.m2, "m2_se": cov.m2_se})
+            if answerer is not None:
+                answerable = [ex for ex in test if ex.references][:cfg.generation.n]
+                rows = answerer.answer_all(answerable, idx, calib.filter, d.name, kind, say, progress)
+                result["answers"].extend(rows)
+                result["table1b"].append(quality_row(rows, d.name, kind, calib.filter.calibration_.m1,
+                                                     cfg.alpha, cfg.seed))
+        _save(out_dir, result)
+    if answerer is not None and cfg.lookback is not None:
+        say("lookback: training the classifiers")
+        result["figure6"] = answerer.lookback_study(result["answers"], cfg)
+    _save(out_dir, result)
+    from verirag.experiments.dependable_report import build_study_report
+    result["report"] = str(build_study_report(out_dir, result))
+    return result
+
+
+def _save(out_dir: Path, result: dict[str, Any]) -> None:
+    tmp = out_dir / (STUDY_FILE + ".tmp")
+    tmp.write_text(json.dumps({k: v for k, v in result.items() if k != "ratios"}, indent=1, default=_plain),
+                   encoding="utf-8")
+    tmp.replace(out_dir / STUDY_FILE)
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, (np.floating, np.integer)):
+        return v.item()
+    if isinstance(v, np.ndarray):
+        return v.tolist()
+    return str(v)
+
+
+def quality_row(rows: list[dict[str, Any]], dataset: str, retriever: str, cal_m1: float, alpha: float,
+                seed: int) -> dict[str, Any]:
+    """Table 1b: accuracy and consistency without and with the filter, paired differences with
+    95% bootstrap intervals over questions."""
+    from verirag.metrics.stats import bootstrap_ci
+    out: dict[str, Any] = {"dataset": dataset, "retriever": retriever, "n": len(rows),
+                           "m1_gap": cal_m1 - (1 - alpha),
+                           "mean_trusted": float(np.mean([r["n_trusted"] for r in rows])) if rows else math.nan,
+                           "empty_trusted": int(sum(r["n_trusted"] == 0 for r in rows))}
+    for metric in ("correct", "consistent"):
+        pairs = [(r["all"][metric], r["filtered"][metric]) for r in rows
+                 if r["all"].get(metric) is not None and r["filtered"].get(metric) is not None]
+        if not pairs:
+            continue
+        a, f = (np.asarray(x, dtype=float) for x in zip(*pairs))
+        out[f"{metric}_all"], out[f"{metric}_filtered"] = float(a.mean()), float(f.mean())
+        out[f"{metric}_delta"] = float((f - a).mean())
+        if len(pairs) > 1:
+            ci = bootstrap_ci(lambda x, y: np.mean(y - x), a, f, n_resamples=1000, seed=seed)
+            out[f"{metric}_delta_low"], out[f"{metric}_delta_high"] = ci.low, ci.high
+        out[f"{metric}_n"] = len(pairs)
+    return out
+
+
+class _Answerer:
+    """Answers with and without the filter, judges them, and reads their lookback ratios."""
+
+    def __init__(self, cfg: StudyConfig):
+        from verirag.awf.generators.no_context import NoContextGenerator
+        from verirag.awf.generators.vanilla import VanillaGenerator
+        from verirag.llm.factory import load_llm
+        g = cfg.generation
+        self.cfg = cfg
+        self.llm = load_llm(g.model, n_ctx=g.n_ctx)
+        self.generator = VanillaGenerator(self.llm, max_tokens=g.max_tokens)
+        self.no_context = NoContextGenerator(self.llm, max_tokens=g.max_tokens)
+        self.judge = None
+        if g.judge_model:
+            from verirag.metrics.judges import FaithfulnessJudge
+            self.judge = FaithfulnessJudge(load_llm(g.judge_model, n_ctx=g.n_ctx), mode="logprobs")
+        self.ratios: dict[str, Any] = {}   # answer id -> LookbackRatios of the filtered answer
+
+    def _one(self, question: str, passages, references, *, no_context: bool = False) -> dict[str, Any]:
+        from verirag.awf.trace import Trace
+        from verirag.errors import VeriragError
+        from verirag.experiments.ground_truth import abstained, matches
+        if not passages and not no_context:  # abstain on an empty trusted set
+            return {"answer": "", "correct": 0, "consistent": None, "error": None, "abstained": True}
+        try:
+            ans = Trace(question, passages).answer(self.no_context if no_context else self.generator)
+        except VeriragError as e:
+            return {"answer": "", "correct": 0, "consistent": None, "error": f"{type(e).__name__}: {e}"}
+        text = ans.text
+        row = {"answer": text, "error": ans.error,
+               "correct": int(not abstained(text) and matches(text, list(references), self.cfg.generation.match)),
+               "consistent": None, "_answer": ans}
+        if self.judge is not None and passages and text and not ans.error:
+            v = self.judge.judge(passages, text, question)
+            row["consistent"] = None if v.verdict is None else int(v.verdict)
+            row["judge_reason"] = v.reason
+        return row
+
+    def answer_all(self, examples, idx, trust, dataset: str, retriever: str, say, progress: bool):
+        rows = []
+        on_empty = self.cfg.generation.on_untrusted
+        for i, ex in enumerate(examples):
+            say(f"{dataset}/{retriever}: answering {i + 1}/{len(examples)}")
+            question = ex.question_with_history()
+            hits = idx.search(question, k=self.cfg.k)
+            mask = trust.trusted([h.score for h in hits]) if hits else np.zeros(0, bool)
+            everything = [h.passage for h in hits]
+            trusted = [h.passage for h, m in zip(hits, mask) if m]
+            given = trusted or (everything[:1] if on_empty == "keep-top" else [])
+            unfiltered = self._one(question, everything, ex.references)
+            filtered = self._one(question, given, ex.references, no_context=not given and on_empty == "no-context")
+            row_id = f"{dataset}|{retriever}|{ex.id}"
+            ans = filtered.pop("_answer", None)
+            unfiltered.pop("_answer", None)
+            if ans is not None and given and not ans.error:
+                self.ratios[row_id] = (ans, given)
+            rows.append({"id": row_id, "dataset": dataset, "retriever": retriever, "example_id": ex.id,
+                         "group": ex.group or ex.id, "question": ex.question, "references": list(ex.references),
+                         "n_trusted": len(trusted), "all": unfiltered, "filtered": filtered})
+        return rows
+
+    def lookback_study(self, rows: list[dict[str, Any]], cfg: StudyConfig) -> dict[str, Any]:
+        from verirag.awf.predictors.lookback import reply_ratios
+        from verirag.errors import VeriragError
+        from verirag.experiments.lookback_training import LookbackSample, cross_dataset_auroc
+        from verirag.llm.base import ATTENTIONS
+        from verirag.llm.factory import load_llm
+        lb = cfg.lookback
+        spec = lb.attention_model or f"hf:{cfg.generation.model}"
+        att = load_llm(spec, n_ctx=cfg.generation.n_ctx)
+        att.require(ATTENTIONS)
+        label_of = "consistent" if self.judge is not None else "correct"
+        samples, errors = [], 0
+        for r in rows:
+            pair = self.ratios.get(r["id"])
+            if pair is None:
+                continue
+            ans, given = pair
+            label = r["filtered"].get(label_of)
+            try:
+                ratios = reply_ratios(att, ans, given)
+            except VeriragError as e:
+                errors += 1
+                r["filtered"]["lookback_error"] = f"{type(e).__name__}: {e}"
+                continue
+            # one question's answers under several retrievers stay on one side of every split
+            samples.append(LookbackSample(r["dataset"], r["id"], f"{r['dataset']}|{r['group']}",
+                                          None if label is None else int(label), ratios))
+        out = {"attention_model": spec, "label": label_of, "n_samples": len(samples), "errors": errors,
+               "positives": int(sum(s.label or 0 for s in samples))}
+        for variant in ("cw", "fc"):
+            out[variant] = cross_dataset_auroc(samples, variant=variant, k=lb.k, test_share=lb.test_share,
+                                               seed=cfg.seed)
+        return out

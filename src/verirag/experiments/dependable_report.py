@@ -1,0 +1,156 @@
+"""The dependable-RAG study's report: Table 1a/1b and Figures 4-6 from DIR/study.json.
+
+Figures (PNG in DIR/figures/): `figure4_<dataset>.png` (m1 and m2 against alpha per retriever, the
+line 1 - alpha on m1), `figure5.png` (change of answer quality with the filter against
+mean m1 - (1 - alpha), one point per dataset x retriever), `figure6.png` (held-out AUROC of the
+lookback classifiers trained on one dataset and tested on each, CW and FC heatmaps).
+"""
+from __future__ import annotations
+
+import html
+import math
+from pathlib import Path
+from typing import Any
+
+from matplotlib.figure import Figure
+
+from verirag.experiments.plots import DPI, to_png
+
+REPORT_FILE = "report.html"
+
+
+def figure4(rows: list[dict[str, Any]], dataset: str) -> Figure:
+    fig = Figure(figsize=(8, 3.4), dpi=DPI)
+    axes = fig.subplots(1, 2)
+    mine = [r for r in rows if r["dataset"] == dataset]
+    for kind in sorted({r["retriever"] for r in mine}):
+        pts = sorted((r for r in mine if r["retriever"] == kind), key=lambda r: r["alpha"])
+        a = [r["alpha"] for r in pts]
+        for ax, m in zip(axes, ("m1", "m2")):
+            ax.errorbar(a, [r[m] for r in pts], yerr=[_se(r[f"{m}_se"]) for r in pts], marker="o", ms=3,
+                        capsize=2, label=kind)
+    alphas = sorted({r["alpha"] for r in mine})
+    axes[0].plot(alphas, [1 - a for a in alphas], "k--", lw=1, label="1 - alpha")
+    for ax, m in zip(axes, ("mean m1 (some chunk trusted)", "mean m2 (share of K trusted)")):
+        ax.set_xlabel("alpha")
+        ax.set_ylabel(m)
+        ax.set_ylim(0, 1.02)
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=8)
+    fig.suptitle(f"{dataset}: trusted chunks against the error rate (calibration questions)", fontsize=10)
+    fig.subplots_adjust(left=0.08, right=0.98, bottom=0.15, top=0.88, wspace=0.25)
+    return fig
+
+
+def figure5(rows: list[dict[str, Any]]) -> Figure:
+    metrics = [m for m in ("correct", "consistent") if any(f"{m}_delta" in r for r in rows)]
+    fig = Figure(figsize=(4.2 * max(1, len(metrics)), 3.6), dpi=DPI)
+    axes = fig.subplots(1, max(1, len(metrics)), squeeze=False)[0]
+    for ax, metric in zip(axes, metrics):
+        for r in rows:
+            if f"{metric}_delta" not in r:
+                continue
+            lo, hi = r.get(f"{metric}_delta_low"), r.get(f"{metric}_delta_high")
+            d = r[f"{metric}_delta"]
+            yerr = [[d - lo], [hi - d]] if lo is not None and hi is not None else None
+            ax.errorbar([r["m1_gap"]], [d], yerr=yerr, marker="o", capsize=2)
+            ax.annotate(f"{r['dataset']}/{r['retriever']}", (r["m1_gap"], d), fontsize=7,
+                        xytext=(3, 3), textcoords="offset points")
+        ax.axhline(0, color="k", lw=0.8)
+        ax.axvline(0, color="k", lw=0.8, ls="--")
+        ax.set_xlabel("mean m1 - (1 - alpha)")
+        ax.set_ylabel({"correct": "accuracy change with the filter",
+                       "consistent": "consistency change with the filter"}[metric])
+        ax.grid(alpha=0.3)
+    fig.subplots_adjust(left=0.14, right=0.97, bottom=0.15, top=0.95, wspace=0.35)
+    return fig
+
+
+def figure6(lookback: dict[str, Any]) -> Figure:
+    fig = Figure(figsize=(8, 3.6), dpi=DPI)
+    axes = fig.subplots(1, 2)
+    for ax, variant in zip(axes, ("cw", "fc")):
+        grid = lookback.get(variant) or {}
+        names = sorted(grid)
+        values = [[grid[s].get(t, math.nan) for t in names] for s in names]
+        im = ax.imshow(values, vmin=0.3, vmax=1.0, cmap="viridis")
+        ax.set_xticks(range(len(names)), names, fontsize=8)
+        ax.set_yticks(range(len(names)), names, fontsize=8)
+        ax.set_xlabel("tested on")
+        ax.set_ylabel("trained on")
+        for i, row in enumerate(values):
+            for j, v in enumerate(row):
+                ax.text(j, i, "n/a" if math.isnan(v) else f"{v:.2f}", ha="center", va="center",
+                        color="w" if not math.isnan(v) and v < 0.7 else "k", fontsize=9)
+        ax.set_title({"cw": "chunk-wise (CW) lookback ratios", "fc": "full-context (FC) lookback ratios"}[variant],
+                     fontsize=9)
+    fig.colorbar(im, ax=list(axes), shrink=0.8, label="held-out AUROC")
+    return fig
+
+
+def _se(v: float) -> float:
+    return 0.0 if v is None or (isinstance(v, float) and math.isnan(v)) else v
+
+
+def _num(v: Any, digits: int = 3) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "–"
+    return f"{v:.{digits}f}" if isinstance(v, float) else str(v)
+
+
+def _table(headers: list[str], rows: list[list[Any]]) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(_num(c))}</td>" for c in r) + "</tr>" for r in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def build_study_report(out_dir: str | Path, result: dict[str, Any]) -> Path:
+    out_dir = Path(out_dir)
+    figs = out_dir / "figures"
+    figs.mkdir(exist_ok=True)
+    parts = [f"<h1>{html.escape(result.get('name', 'dependable'))}: dependable RAG (Geissler et al.)</h1>"]
+    t1a = result.get("table1a", [])
+    parts.append("<h2>Table 1a: trusted chunks at alpha = "
+                 f"{_num(t1a[0]['alpha'], 2) if t1a else '–'}, K = {t1a[0]['k'] if t1a else '–'}</h2>")
+    parts.append(_table(
+        ["dataset", "retriever", "cal. questions", "m1 (cal)", "SE", "m2 (cal)", "SE", "test questions",
+         "m1 (test)", "SE", "m2 (test)", "SE", "coverage (test)", "95% CI low", "high", "guarantee"],
+        [[r["dataset"], r["retriever"], r["n_calibration"], r["cal_m1"], r["cal_m1_se"], r["cal_m2"],
+          r["cal_m2_se"], r["n_test"], r["test_m1"], r["test_m1_se"], r["test_m2"], r["test_m2_se"],
+          r["coverage"], r["coverage_low"], r["coverage_high"], "holds" if r["holds"] else "fails"]
+         for r in t1a]))
+    for r in t1a:
+        if r.get("warning"):
+            parts.append(f"<p class=warn>{html.escape(r['dataset'])}/{html.escape(r['retriever'])}: "
+                         f"{html.escape(r['warning'])}</p>")
+    for ds in sorted({r["dataset"] for r in result.get("figure4", [])}):
+        name = f"figure4_{ds}.png"
+        (figs / name).write_bytes(to_png(figure4(result["figure4"], ds)))
+        parts.append(f"<h3>Figure 4 ({html.escape(ds)})</h3><img src='figures/{name}'>")
+    t1b = result.get("table1b", [])
+    if t1b:
+        parts.append("<h2>Table 1b: answers without and with the filter (paired over questions)</h2>")
+        parts.append(_table(
+            ["dataset", "retriever", "questions", "mean trusted", "none trusted", "accuracy (top K)",
+             "accuracy (trusted)", "change", "95% CI low", "high", "consistency (top K)",
+             "consistency (trusted)", "change", "95% CI low", "high", "m1 - (1 - alpha)"],
+            [[r["dataset"], r["retriever"], r["n"], r["mean_trusted"], r["empty_trusted"], r.get("correct_all"),
+              r.get("correct_filtered"), r.get("correct_delta"), r.get("correct_delta_low"),
+              r.get("correct_delta_high"), r.get("consistent_all"), r.get("consistent_filtered"),
+              r.get("consistent_delta"), r.get("consistent_delta_low"), r.get("consistent_delta_high"),
+              r["m1_gap"]] for r in t1b]))
+        (figs / "figure5.png").write_bytes(to_png(figure5(t1b)))
+        parts.append("<h3>Figure 5</h3><img src='figures/figure5.png'>")
+    lb = result.get("figure6") or {}
+    if lb.get("cw") or lb.get("fc"):
+        parts.append(f"<h2>Figure 6: lookback classifiers ({html.escape(lb['attention_model'])}, label "
+                     f"{html.escape(lb['label'])}, {lb['n_samples']} answers, {lb['positives']} positive, "
+                     f"{lb['errors']} without features)</h2>")
+        (figs / "figure6.png").write_bytes(to_png(figure6(lb)))
+        parts.append("<img src='figures/figure6.png'>")
+    style = ("<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;font-size:13px}"
+             "td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}.warn{color:#a60}</style>")
+    path = out_dir / REPORT_FILE
+    path.write_text(f"<!doctype html><meta charset=utf-8><title>{html.escape(result.get('name', ''))}</title>"
+                    f"{style}{''.join(parts)}", encoding="utf-8")
+    return path

