@@ -237,8 +237,10 @@ def hf_llm():
 
 @hf
 @pytest.mark.slow
-def test_features_equal_a_direct_computation_from_full_attention(hf_llm):
+@pytest.mark.parametrize("prefill_chunk", [256, 16])  # the prompt in one pass, or in several
+def test_features_equal_a_direct_computation_from_full_attention(hf_llm, prefill_chunk, monkeypatch):
     answer = "The bridge is green."
+    monkeypatch.setattr(hf_llm, "prefill_chunk", prefill_chunk)
     sums = hf_llm.lookback_sums(MESSAGES, answer, [p.text for p in PASSAGES])
     full = hf_llm.attentions(MESSAGES, answer)
     att, n_ctx = full["attentions"].astype(np.float64), full["continuation_start"]

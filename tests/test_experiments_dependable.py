@@ -91,6 +91,8 @@ def test_a_small_study_end_to_end(tmp_path):
     for part in ("Table 1a", "Table 1b", "figure4_jsonl.png", "figure5.png"):
         assert part in report, part
     assert (out / "figures" / "figure4_jsonl.png").stat().st_size > 1000
+    (out / "report.html").unlink()
+    assert main(["report", str(out)]) == 0 and (out / "report.html").is_file()  # rebuilt from study.json
     first = {k: study[k] for k in ("table1a", "figure4", "table1b", "answers")}
     assert main(["eval", str(config), "--out", str(out)]) == 0  # the rerun reads the cache
     again = json.loads((out / "study.json").read_text())

@@ -412,6 +412,15 @@ def _run_study_if_one(config: Path, out_dir: Path) -> bool:
 @app.command("report")
 def report_cmd(run_dir: Path = typer.Argument(..., help="A run directory written by `verirag eval`.")):
     """Rebuild summary, tables, figures and report.html from OUT/results.jsonl, without rerunning."""
+    from verirag.experiments.dependable import STUDY_FILE
+    if (run_dir / STUDY_FILE).is_file():  # a dependable-RAG study's directory
+        from verirag.experiments.dependable_report import build_study_report
+        try:
+            study = json.loads((run_dir / STUDY_FILE).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as e:
+            raise InputError(f"{run_dir / STUDY_FILE} is not readable JSON: {e}") from None
+        out.print(f"report: {build_study_report(run_dir, study)}")
+        return
     from verirag.experiments.report import build_report
     out.print(f"report: {build_report(run_dir)}")
 

@@ -13,7 +13,8 @@ A config with `study: dependable` (see configs/dependable-small.yaml) runs, per 
    Vanilla from the top K, and from the trusted chunks only (an empty trusted set: the top chunk,
    or as `on_untrusted` says); accuracy by the run's match rule, and answer consistency (the LLM
    faithfulness judge on the passages the answer was given) when `generation.judge_model` is set
-   (Table 1b); the change against the retriever's m1 - (1 - alpha) (Figure 5).
+   (Table 1b), for the retrievers of `generation.retrievers` (default: all); the change against
+   the retriever's m1 - (1 - alpha) (Figure 5).
 3. Answer certificates. The lookback ratios of the filtered answers (attention model
    `lookback.attention_model`) train the CW and FC classifiers on each dataset's training
    questions and are tested on each dataset's test questions (Figure 6), labels = answer
@@ -54,6 +55,7 @@ class StudyDataset(_Strict):
 class StudyGeneration(_Strict):
     model: str = "qwen2.5-0.5b"
     n: int = Field(40, ge=0)
+    retrievers: list[Literal["bm25", "dense", "hybrid"]] | None = None  # default: every study retriever
     max_tokens: int = Field(48, ge=1)
     on_untrusted: Literal["keep-top", "no-context", "abstain"] = "keep-top"
     judge_model: str | None = None
@@ -134,7 +136,7 @@ def run_study(cfg: StudyConfig, out_dir: str | Path, *, progress: bool = True,
                 cov = calib.refit(a).calibration_
                 result["figure4"].append({"dataset": d.name, "retriever": kind, "alpha": a, "m1": cov.m1,
                                           "m1_se": cov.m1_se, "m2": cov.m2, "m2_se": cov.m2_se})
-            if answerer is not None:
+            if answerer is not None and kind in (cfg.generation.retrievers or cfg.retrievers):
                 answerable = [ex for ex in test if ex.references][:cfg.generation.n]
                 rows = answerer.answer_all(answerable, idx, calib.filter, d.name, kind, say, progress)
                 result["answers"].extend(rows)

@@ -47,6 +47,7 @@ from verirag.types import ContinuationScore, Generation, Prompt, TokenLogprob
 log = logging.getLogger(__name__)
 
 CONVERTED_SUBDIR = "hf-converted"
+PREFILL_CHUNK = 256  # prompt tokens per pass when reading attention (bounds its memory)
 COMPLETE_MARKER = "verirag-converted.json"
 _DTYPES = {"float32": "float32", "fp32": "float32", "float": "float32",
            "float16": "float16", "fp16": "float16", "half": "float16",
@@ -118,6 +119,7 @@ class TransformersLLM(LLM):
         if self.context_window > 10_000_000:  # tokenizers use a huge sentinel for "unknown"
             self.context_window = 2048
         self.capabilities = frozenset({LOGPROBS, SCORE, NEXT_TOKEN, EXACT_NEXT_TOKEN, ATTENTIONS})
+        self.prefill_chunk = PREFILL_CHUNK
         self._warned_no_template = False
 
     # ------------------------------------------------------------------ loading
@@ -419,12 +421,14 @@ class TransformersLLM(LLM):
                 "continuation_start": len(p_ids), "layers": chosen}
 
     def lookback_sums(self, prompt: Prompt, continuation: str, segments: Sequence[str]) -> LookbackSums:
-        """Per-segment attention sums of the answer tokens (`verirag.llm.lookback`), from one
-        teacher-forced pass over prompt ids + continuation ids (tokenised separately, as `score`).
+        """Per-segment attention sums of the answer tokens (`verirag.llm.lookback`), teacher-forced
+        over prompt ids + continuation ids (tokenised separately, as `score`).
 
-        A forward hook on each layer's attention module reduces that layer's weights to the
-        answer rows' segment sums as soon as they are computed, so only one layer's weights are
-        alive at a time, never the [layers, heads, seq, seq] stack."""
+        The prompt is read into the KV cache in chunks of `prefill_chunk` tokens, then the answer
+        tokens in one pass, where a forward hook on each layer's attention module reduces that
+        layer's weights [heads, answer, seq] to segment sums as soon as they are computed. So the
+        largest attention block alive is heads x prefill_chunk x seq, never [layers, heads, seq,
+        seq] (the numbers equal a single pass's to float32 rounding, ~1e-6)."""
         import numpy as np
         torch = self._torch
         if not continuation or not continuation.strip():
@@ -449,19 +453,27 @@ class TransformersLLM(LLM):
                 if weights is None:
                     raise CapabilityError(f"{self.model_id}: the attention module returned no weights; "
                                           "load it with attn_implementation='eager'")
-                rows = weights[0, :, n_ctx:n_ctx + n_ans, :].double().cpu().numpy()
+                rows = weights[0].double().cpu().numpy()  # [heads, answer tokens, prompt + answer]
+                if rows.shape[1:] != (n_ans, n_ctx + n_ans):
+                    raise CapabilityError(f"{self.model_id}: attention weights of shape {tuple(weights.shape)}, "
+                                          f"expected rows for {n_ans} answer tokens over {n_ctx + n_ans}")
                 per_layer[layer] = segment_sums(rows, n_ctx, spans)
             return hook
 
-        handles = [m.register_forward_hook(reducer(i)) for i, m in enumerate(modules)]
-        try:
-            with self._eager_attention():
-                ids = torch.tensor([p_ids + c_ids], device=self.device)
-                with torch.inference_mode():
-                    self.model.model(input_ids=ids)  # the decoder only: no logits needed
-        finally:
-            for h in handles:
-                h.remove()
+        from transformers import DynamicCache
+        cache = DynamicCache()
+        with self._eager_attention(), torch.inference_mode():
+            # the prompt in chunks (its own attention weights are not needed), then the answer rows
+            for start in range(0, n_ctx, self.prefill_chunk):
+                chunk = torch.tensor([p_ids[start:start + self.prefill_chunk]], device=self.device)
+                self.model.model(input_ids=chunk, past_key_values=cache, use_cache=True)
+            handles = [m.register_forward_hook(reducer(i)) for i, m in enumerate(modules)]
+            try:
+                self.model.model(input_ids=torch.tensor([c_ids], device=self.device), past_key_values=cache,
+                                 use_cache=True)  # the decoder only: no logits needed
+            finally:
+                for h in handles:
+                    h.remove()
         return LookbackSums(context=np.stack([c for c, _, _ in per_layer]),
                             output=np.stack([o for _, o, _ in per_layer]),
                             chunks=np.stack([k for _, _, k in per_layer]),
