@@ -97,3 +97,14 @@ def test_a_small_study_end_to_end(tmp_path):
     assert main(["eval", str(config), "--out", str(out)]) == 0  # the rerun reads the cache
     again = json.loads((out / "study.json").read_text())
     assert {k: again[k] for k in first} == first
+
+
+def test_answered_questions_are_one_per_group():
+    from verirag.experiments.dependable import _one_per_group
+    from verirag.types import Example
+    exs = [Example(id="a1", question="q", passages=[], references=["x"], group="a"),
+           Example(id="a2", question="q", passages=[], references=["x"], group="a"),  # a HotpotQA twin
+           Example(id="b", question="r", passages=[], references=[]),                 # no reference
+           Example(id="c", question="s", passages=[], references=["y"])]
+    assert [e.id for e in _one_per_group(exs, 5)] == ["a1", "c"]
+    assert [e.id for e in _one_per_group(exs, 1)] == ["a1"]

@@ -100,7 +100,7 @@ def parse_study(raw: Any, source_name: str = "config") -> StudyConfig:
 
 
 # ---------------------------------------------------------------------------------- the run
-def run_study(cfg: StudyConfig, out_dir: str | Path, *, progress: bool = True,
+def run_study(cfg: StudyConfig, out_dir: str | Path, *,
               on_stage: Callable[[str], None] | None = None) -> dict[str, Any]:
     from verirag.datasets import load_dataset
     from verirag.retrieval import Index
@@ -137,8 +137,8 @@ def run_study(cfg: StudyConfig, out_dir: str | Path, *, progress: bool = True,
                 result["figure4"].append({"dataset": d.name, "retriever": kind, "alpha": a, "m1": cov.m1,
                                           "m1_se": cov.m1_se, "m2": cov.m2, "m2_se": cov.m2_se})
             if answerer is not None and kind in (cfg.generation.retrievers or cfg.retrievers):
-                answerable = [ex for ex in test if ex.references][:cfg.generation.n]
-                rows = answerer.answer_all(answerable, idx, calib.filter, d.name, kind, say, progress)
+                rows = answerer.answer_all(_one_per_group(test, cfg.generation.n), idx, calib.filter,
+                                           d.name, kind, say)
                 result["answers"].extend(rows)
                 result["table1b"].append(quality_row(rows, d.name, kind, calib.filter.calibration_.m1,
                                                      cfg.alpha, cfg.seed))
@@ -152,9 +152,21 @@ def run_study(cfg: StudyConfig, out_dir: str | Path, *, progress: bool = True,
     return result
 
 
+def _one_per_group(examples, n: int):
+    """The first n questions with references, one per group (HotpotQA's twins ask the same question
+    of the same pooled corpus)."""
+    seen, out = set(), []
+    for ex in examples:
+        g = ex.group or ex.id
+        if ex.references and g not in seen:
+            seen.add(g)
+            out.append(ex)
+    return out[:n]
+
+
 def _save(out_dir: Path, result: dict[str, Any]) -> None:
     tmp = out_dir / (STUDY_FILE + ".tmp")
-    tmp.write_text(json.dumps({k: v for k, v in result.items() if k != "ratios"}, indent=1, default=_plain),
+    tmp.write_text(json.dumps(result, indent=1, default=_plain),
                    encoding="utf-8")
     tmp.replace(out_dir / STUDY_FILE)
 
@@ -229,7 +241,7 @@ class _Answerer:
             row["judge_reason"] = v.reason
         return row
 
-    def answer_all(self, examples, idx, trust, dataset: str, retriever: str, say, progress: bool):
+    def answer_all(self, examples, idx, trust, dataset: str, retriever: str, say):
         rows = []
         on_empty = self.cfg.generation.on_untrusted
         for i, ex in enumerate(examples):
