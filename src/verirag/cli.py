@@ -396,7 +396,11 @@ def _run_study_if_one(config: Path, out_dir: Path) -> bool:
     cfg = dependable.parse_study(raw, str(config))
     started = time.perf_counter()
     with err.status("starting…") as status:
-        result = dependable.run_study(cfg, out_dir, on_stage=lambda s: status.update(escape(s) + "…"))
+        def stage(text: str) -> None:
+            status.update(escape(text) + "…")
+            if not err.is_terminal:  # a log file gets one line per stage instead of a spinner
+                err.print(f"[{time.perf_counter() - started:6.0f} s] {escape(text)}")
+        result = dependable.run_study(cfg, out_dir, on_stage=stage)
     for r in result["table1a"]:
         out.print(f"{r['dataset']}/{r['retriever']}: m1 {r['test_m1']:.3f} (SE {r['test_m1_se']:.3f}), m2 "
                   f"{r['test_m2']:.3f}; held-out coverage {r['coverage']:.3f} [{r['coverage_low']:.3f}, "
