@@ -77,7 +77,9 @@ def test_a_small_study_end_to_end(tmp_path):
         "lookback": {"k": 3}}))
     out = tmp_path / "run"
     assert main(["eval", str(config), "--out", str(out)]) == 0
-    study = json.loads((out / "study.json").read_text())
+    def no_constants(c):
+        raise AssertionError(f"study.json holds {c}: not strict JSON")
+    study = json.loads((out / "study.json").read_text(), parse_constant=no_constants)
     (t1a,) = study["table1a"]
     assert t1a["retriever"] == "bm25" and t1a["n_calibration"] + t1a["n_test"] == len(TOWNS)
     assert 0 <= t1a["test_m1"] <= 1 and t1a["coverage_low"] <= t1a["coverage"] <= t1a["coverage_high"]

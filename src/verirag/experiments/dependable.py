@@ -18,7 +18,7 @@ A config with `study: dependable` (see configs/dependable-small.yaml) runs, per 
 3. Answer certificates. The lookback ratios of the filtered answers (attention model
    `lookback.attention_model`) train the CW and FC classifiers on each dataset's training
    questions and are tested on each dataset's test questions (Figure 6), labels = answer
-   consistency when judged, else correctness.
+   consistency when judged, else correctness (`lookback.label`).
 
 Everything the models compute goes through the request cache, so a killed study resumes where it
 stopped; DIR/study.json holds every number, DIR/report.html the tables and figures.
@@ -65,6 +65,9 @@ class StudyGeneration(_Strict):
 
 class StudyLookback(_Strict):
     attention_model: str | None = None   # default: hf: + the generation model
+    # the classifiers' label: the judge's verdict (the paper's answer consistency), correctness,
+    # or auto (the verdict when a judge runs, else correctness)
+    label: Literal["auto", "consistent", "correct"] = "auto"
     k: int = Field(10, ge=1)
     test_share: float = Field(0.4, gt=0, lt=1)
 
@@ -166,9 +169,20 @@ def _one_per_group(examples, n: int):
 
 def _save(out_dir: Path, result: dict[str, Any]) -> None:
     tmp = out_dir / (STUDY_FILE + ".tmp")
-    tmp.write_text(json.dumps(result, indent=1, default=_plain),
+    tmp.write_text(json.dumps(_finite(result), indent=1, default=_plain, allow_nan=False),
                    encoding="utf-8")
     tmp.replace(out_dir / STUDY_FILE)
+
+
+def _finite(v: Any) -> Any:
+    """NaN and infinities as null: study.json is strict JSON (undefined AUROCs, beta 0's s_thres)."""
+    if isinstance(v, (float, np.floating)):
+        return float(v) if math.isfinite(v) else None
+    if isinstance(v, dict):
+        return {k: _finite(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_finite(x) for x in v]
+    return v
 
 
 def _plain(v: Any) -> Any:
@@ -188,7 +202,7 @@ def quality_row(rows: list[dict[str, Any]], dataset: str, retriever: str, cal_m1
                            "m1_gap": cal_m1 - (1 - alpha),
                            "mean_trusted": float(np.mean([r["n_trusted"] for r in rows])) if rows else math.nan,
                            "empty_trusted": int(sum(r["n_trusted"] == 0 for r in rows))}
-    for metric in ("correct", "consistent"):
+    for metric in ("correct", "consistent", "consistency"):
         pairs = [(r["all"][metric], r["filtered"][metric]) for r in rows
                  if r["all"].get(metric) is not None and r["filtered"].get(metric) is not None]
         if not pairs:
@@ -238,6 +252,7 @@ class _Answerer:
         if self.judge is not None and passages and text and not ans.error:
             v = self.judge.judge(passages, text, question)
             row["consistent"] = None if v.verdict is None else int(v.verdict)
+            row["consistency"] = v.score  # the judge's P(yes): a small judge's verdicts can be all "no"
             row["judge_reason"] = v.reason
         return row
 
@@ -274,7 +289,7 @@ class _Answerer:
         spec = lb.attention_model or f"hf:{cfg.generation.model}"
         att = load_llm(spec, n_ctx=cfg.generation.n_ctx)
         att.require(ATTENTIONS)
-        label_of = "consistent" if self.judge is not None else "correct"
+        label_of = lb.label if lb.label != "auto" else ("consistent" if self.judge is not None else "correct")
         samples, errors = [], 0
         for r in rows:
             pair = self.ratios.get(r["id"])

@@ -43,7 +43,7 @@ def figure4(rows: list[dict[str, Any]], dataset: str) -> Figure:
 
 
 def figure5(rows: list[dict[str, Any]]) -> Figure:
-    metrics = [m for m in ("correct", "consistent") if any(f"{m}_delta" in r for r in rows)]
+    metrics = [m for m in ("correct", "consistency") if any(f"{m}_delta" in r for r in rows)]
     fig = Figure(figsize=(4.2 * max(1, len(metrics)), 3.6), dpi=DPI)
     axes = fig.subplots(1, max(1, len(metrics)), squeeze=False)[0]
     for ax, metric in zip(axes, metrics):
@@ -60,7 +60,7 @@ def figure5(rows: list[dict[str, Any]]) -> Figure:
         ax.axvline(0, color="k", lw=0.8, ls="--")
         ax.set_xlabel("mean m1 - (1 - alpha)")
         ax.set_ylabel({"correct": "accuracy change with the filter",
-                       "consistent": "consistency change with the filter"}[metric])
+                       "consistency": "P(consistent) change with the filter"}[metric])
         ax.grid(alpha=0.3)
     fig.subplots_adjust(left=0.14, right=0.97, bottom=0.15, top=0.95, wspace=0.35)
     return fig
@@ -72,7 +72,7 @@ def figure6(lookback: dict[str, Any]) -> Figure:
     for ax, variant in zip(axes, ("cw", "fc")):
         grid = lookback.get(variant) or {}
         names = sorted(grid)
-        values = [[grid[s].get(t, math.nan) for t in names] for s in names]
+        values = [[_nan(grid[s].get(t)) for t in names] for s in names]
         im = ax.imshow(values, vmin=0.3, vmax=1.0, cmap="viridis")
         ax.set_xticks(range(len(names)), names, fontsize=8)
         ax.set_yticks(range(len(names)), names, fontsize=8)
@@ -86,6 +86,10 @@ def figure6(lookback: dict[str, Any]) -> Figure:
                      fontsize=9)
     fig.colorbar(im, ax=list(axes), shrink=0.8, label="held-out AUROC")
     return fig
+
+
+def _nan(v: Any) -> float:
+    return math.nan if v is None else float(v)
 
 
 def _se(v: float) -> float:
@@ -132,13 +136,14 @@ def build_study_report(out_dir: str | Path, result: dict[str, Any]) -> Path:
         parts.append("<h2>Table 1b: answers without and with the filter (paired over questions)</h2>")
         parts.append(_table(
             ["dataset", "retriever", "questions", "mean trusted", "none trusted", "accuracy (top K)",
-             "accuracy (trusted)", "change", "95% CI low", "high", "consistency (top K)",
-             "consistency (trusted)", "change", "95% CI low", "high", "m1 - (1 - alpha)"],
+             "accuracy (trusted)", "change", "95% CI low", "high", "consistent (top K)", "consistent (trusted)",
+             "P(consistent) (top K)", "P(consistent) (trusted)", "change", "95% CI low", "high",
+             "m1 - (1 - alpha)"],
             [[r["dataset"], r["retriever"], r["n"], r["mean_trusted"], r["empty_trusted"], r.get("correct_all"),
               r.get("correct_filtered"), r.get("correct_delta"), r.get("correct_delta_low"),
               r.get("correct_delta_high"), r.get("consistent_all"), r.get("consistent_filtered"),
-              r.get("consistent_delta"), r.get("consistent_delta_low"), r.get("consistent_delta_high"),
-              r["m1_gap"]] for r in t1b]))
+              r.get("consistency_all"), r.get("consistency_filtered"), r.get("consistency_delta"),
+              r.get("consistency_delta_low"), r.get("consistency_delta_high"), r["m1_gap"]] for r in t1b]))
         (figs / "figure5.png").write_bytes(to_png(figure5(t1b)))
         parts.append("<h3>Figure 5</h3><img src='figures/figure5.png'>")
     lb = result.get("figure6") or {}
