@@ -36,7 +36,9 @@ def test_study_configs_are_validated():
                        ({"study": "dependable", "datasets": [{"name": "nq"}], "alpha": 1.5}, "alpha"),
                        ({"study": "dependable", "datasets": [{"name": "nq"}], "retrievers": ["grep"]}, "retrievers"),
                        ({"study": "dependable", "datasets": [{"name": "nq"}], "alphas": [0.0]}, "alphas"),
-                       ({"study": "other", "datasets": []}, "study")):
+                       ({"study": "other", "datasets": []}, "study"),
+                       ({"study": "dependable", "datasets": [{"name": "nq"}], "retrievers": ["dense"],
+                         "lookback": {"n": 5}}, "lookback.retriever")):
         with pytest.raises(InputError, match=where):
             parse_study(bad)
 
@@ -74,7 +76,7 @@ def test_a_small_study_end_to_end(tmp_path):
         "study": "dependable", "name": "towns", "datasets": [{"name": "jsonl", "path": str(data)}],
         "retrievers": ["bm25"], "k": 3, "alphas": [0.1, 0.3], "generation": {"model": "smollm2-135m", "n": 4,
                                                                              "max_tokens": 12},
-        "lookback": {"k": 3}}))
+        "lookback": {"k": 3, "n": 6}}))
     out = tmp_path / "run"
     assert main(["eval", str(config), "--out", str(out)]) == 0
     def no_constants(c):
@@ -87,7 +89,10 @@ def test_a_small_study_end_to_end(tmp_path):
     (t1b,) = study["table1b"]
     assert t1b["n"] == 4 and "correct_delta" in t1b and len(study["answers"]) == 4
     assert all(a["n_trusted"] <= 3 for a in study["answers"])
-    assert study["figure6"]["n_samples"] + study["figure6"]["errors"] <= 4
+    extra = study["lookback_answers"]  # answered from the trusted chunks only, for the classifiers
+    assert extra and all(a["all"] == {} and a["retriever"] == "bm25" for a in extra)
+    assert not {a["example_id"] for a in extra} & {a["example_id"] for a in study["answers"]}
+    assert study["figure6"]["n_samples"] + study["figure6"]["errors"] == 4 + len(extra)
     assert {"cw", "fc"} <= set(study["figure6"])
     report = (out / "report.html").read_text()
     for part in ("Table 1a", "Table 1b", "figure4_jsonl.png", "figure5.png"):

@@ -15,9 +15,10 @@ A config with `study: dependable` (see configs/dependable-small.yaml) runs, per 
    faithfulness judge on the passages the answer was given) when `generation.judge_model` is set
    (Table 1b), for the retrievers of `generation.retrievers` (default: all); the change against
    the retriever's m1 - (1 - alpha) (Figure 5).
-3. Answer certificates. The lookback ratios of the filtered answers (attention model
-   `lookback.attention_model`) train the CW and FC classifiers on each dataset's training
-   questions and are tested on each dataset's test questions (Figure 6), labels = answer
+3. Answer certificates. The lookback ratios (attention model `lookback.attention_model`) of the
+   filtered answers (Table 1b's, and up to `lookback.n` test questions per dataset answered from
+   `lookback.retriever`'s trusted chunks) train the CW and FC classifiers on each dataset's
+   training questions, tested on each dataset's test questions (Figure 6); labels = answer
    consistency when judged, else correctness (`lookback.label`).
 
 Everything the models compute goes through the request cache, so a killed study resumes where it
@@ -68,6 +69,10 @@ class StudyLookback(_Strict):
     # the classifiers' label: the judge's verdict (the paper's answer consistency), correctness,
     # or auto (the verdict when a judge runs, else correctness)
     label: Literal["auto", "consistent", "correct"] = "auto"
+    # test questions per dataset answered from `retriever`'s trusted chunks for the classifiers,
+    # beyond Table 1b's (0: only Table 1b's filtered answers)
+    n: int = Field(0, ge=0)
+    retriever: Literal["bm25", "dense", "hybrid"] = "bm25"
     k: int = Field(10, ge=1)
     test_share: float = Field(0.4, gt=0, lt=1)
 
@@ -99,6 +104,9 @@ def parse_study(raw: Any, source_name: str = "config") -> StudyConfig:
         raise InputError(f"{source_name}: {len(e.errors())} problem(s): {problems}") from None
     if any(not 0 < a < 1 for a in cfg.alphas):
         raise InputError(f"{source_name}: alphas must lie in (0, 1)")
+    if cfg.lookback is not None and cfg.lookback.n and cfg.lookback.retriever not in cfg.retrievers:
+        raise InputError(f"{source_name}: lookback.retriever {cfg.lookback.retriever!r} is not one of the "
+                         f"study's retrievers ({', '.join(cfg.retrievers)})")
     return cfg
 
 
@@ -113,7 +121,7 @@ def run_study(cfg: StudyConfig, out_dir: str | Path, *,
     out_dir.mkdir(parents=True, exist_ok=True)
     say = on_stage or (lambda s: None)
     result: dict[str, Any] = {"name": cfg.name, "config": cfg.model_dump(), "table1a": [], "figure4": [],
-                              "table1b": [], "answers": [], "figure6": {}}
+                              "table1b": [], "answers": [], "lookback_answers": [], "figure6": {}}
     answerer = _Answerer(cfg) if cfg.generation.n else None
     for d in cfg.datasets:
         say(f"{d.name}: loading")
@@ -145,10 +153,17 @@ def run_study(cfg: StudyConfig, out_dir: str | Path, *,
                 result["answers"].extend(rows)
                 result["table1b"].append(quality_row(rows, d.name, kind, calib.filter.calibration_.m1,
                                                      cfg.alpha, cfg.seed))
+            lb = cfg.lookback
+            if answerer is not None and lb is not None and lb.n and kind == lb.retriever:
+                # more filtered answers for the classifiers only (Figure 6 needs hundreds)
+                done = {r["example_id"] for r in result["answers"] if r["dataset"] == d.name and r["retriever"] == kind}
+                extra = [ex for ex in _one_per_group(test, lb.n) if ex.id not in done]
+                result["lookback_answers"].extend(answerer.answer_all(extra, idx, calib.filter, d.name, kind,
+                                                                      say, unfiltered_too=False))
         _save(out_dir, result)
     if answerer is not None and cfg.lookback is not None:
         say("lookback: training the classifiers")
-        result["figure6"] = answerer.lookback_study(result["answers"], cfg)
+        result["figure6"] = answerer.lookback_study(result["answers"] + result["lookback_answers"], cfg)
     _save(out_dir, result)
     from verirag.experiments.dependable_report import build_study_report
     result["report"] = str(build_study_report(out_dir, result))
@@ -256,7 +271,8 @@ class _Answerer:
             row["judge_reason"] = v.reason
         return row
 
-    def answer_all(self, examples, idx, trust, dataset: str, retriever: str, say):
+    def answer_all(self, examples, idx, trust, dataset: str, retriever: str, say, *, unfiltered_too: bool = True):
+        """Rows of answers from the trusted chunks (and, with `unfiltered_too`, from the top K)."""
         rows = []
         on_empty = self.cfg.generation.on_untrusted
         for i, ex in enumerate(examples):
@@ -267,7 +283,7 @@ class _Answerer:
             everything = [h.passage for h in hits]
             trusted = [h.passage for h, m in zip(hits, mask) if m]
             given = trusted or (everything[:1] if on_empty == "keep-top" else [])
-            unfiltered = self._one(question, everything, ex.references)
+            unfiltered = self._one(question, everything, ex.references) if unfiltered_too else {}
             filtered = self._one(question, given, ex.references, no_context=not given and on_empty == "no-context")
             row_id = f"{dataset}|{retriever}|{ex.id}"
             ans = filtered.pop("_answer", None)
