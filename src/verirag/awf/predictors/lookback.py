@@ -20,17 +20,14 @@ as self_check does.
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 from verirag.awf.component import fingerprint_of
 from verirag.awf.factuality_classifier import LookbackClassifier
 from verirag.awf.generators.base import Answer
-from verirag.awf.generators.vanilla import VanillaGenerator
-from verirag.awf.predictors.base import FaithfulnessPredictor, Verification, invalid_input
-from verirag.awf.predictors.k_precision import KPrecisionPredictor
+from verirag.awf.predictors._conversation import ConversationPredictor
 from verirag.awf.registry import register
-from verirag.errors import CapabilityError, InputError, VeriragError
+from verirag.errors import CapabilityError, InputError
 from verirag.llm.base import ATTENTIONS, LLM
 from verirag.llm.lookback import LookbackRatios
 from verirag.prompts import DEFAULT_LAYOUT, check_layout
@@ -65,9 +62,9 @@ def reply_ratios(llm: LLM, answer: Answer, passages: Sequence[Passage]) -> Lookb
 
 
 @register("predictor", "lookback")
-class LookbackPredictor(FaithfulnessPredictor):
+class LookbackPredictor(ConversationPredictor):
     needs: tuple[str, ...] = ()  # the attention model's capability, checked in attention_llm
-    continues_generation = True
+    failure = "lookback"
 
     def __init__(self, llm: LLM, *, classifier: str | None = None, attention_model: str | None = None,
                  layout: str = DEFAULT_LAYOUT):
@@ -83,20 +80,5 @@ class LookbackPredictor(FaithfulnessPredictor):
     def ratios(self, answer: Answer, passages: Sequence[Passage]) -> LookbackRatios:
         return reply_ratios(self.llm, answer, passages)
 
-    def verify_answer(self, question: str, answer: Answer, passages: Sequence[Passage]) -> Verification:
-        bad = invalid_input(answer.text, passages)
-        if bad is not None:
-            return bad
-        if not answer.prompt:
-            return self.verify(question, answer.text, passages)
-        try:
-            score = self.classifier.score(self.ratios(answer, passages))
-        except VeriragError as e:
-            return Verification(score=math.nan, per_passage=[None] * len(passages),
-                                error=f"lookback failed: {type(e).__name__}: {e}")
-        lexical = KPrecisionPredictor().verify(question, answer.text, passages)
-        return Verification(score=score, per_passage=lexical.per_passage, best=lexical.best)
-
-    def verify(self, question: str, answer: str, passages: Sequence[Passage]) -> Verification:
-        prompt = VanillaGenerator.prompt_messages(question, passages, self.layout)
-        return self.verify_answer(question, Answer(text=answer, prompt=prompt), passages)
+    def conversation_score(self, answer: Answer, passages: Sequence[Passage]) -> tuple[float, str | None]:
+        return self.classifier.score(self.ratios(answer, passages)), None

@@ -20,25 +20,21 @@ that supports it.
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 from verirag.awf.generators.base import Answer
-from verirag.awf.generators.vanilla import VanillaGenerator
 from verirag.awf.predictors._yes_no import branch_probability
-from verirag.awf.predictors.base import FaithfulnessPredictor, Verification, invalid_input
-from verirag.awf.predictors.k_precision import KPrecisionPredictor
+from verirag.awf.predictors._conversation import ConversationPredictor
 from verirag.awf.registry import register
-from verirag.errors import VeriragError
 from verirag.llm.base import LLM, NEXT_TOKEN
 from verirag.prompts import DEFAULT_LAYOUT, check_layout, load_prompt
 from verirag.types import Passage
 
 
 @register("predictor", "self_check")
-class SelfCheckPredictor(FaithfulnessPredictor):
+class SelfCheckPredictor(ConversationPredictor):
     needs: tuple[str, ...] = (NEXT_TOKEN,)
-    continues_generation = True
+    failure = "self-check request"
 
     def __init__(self, llm: LLM, *, top_k: int = 20, layout: str = DEFAULT_LAYOUT):
         llm.require(*self.needs)
@@ -57,22 +53,7 @@ class SelfCheckPredictor(FaithfulnessPredictor):
             reply["token_ids"] = list(gen.token_ids)
         return [*answer.prompt, reply, {"role": "user", "content": self.prompt.user}]
 
-    def verify_answer(self, question: str, answer: Answer, passages: Sequence[Passage]) -> Verification:
-        bad = invalid_input(answer.text, passages)
-        if bad is not None:
-            return bad
-        if not answer.prompt:
-            return self.verify(question, answer.text, passages)
-        try:
-            lps = self.llm.next_token_logprobs(self.messages(answer), top_k=self.top_k,
-                                               candidates=("Yes", "No"))
-        except VeriragError as e:
-            return Verification(score=math.nan, per_passage=[None] * len(passages),
-                                error=f"self-check request failed: {type(e).__name__}: {e}")
+    def conversation_score(self, answer: Answer, passages: Sequence[Passage]) -> tuple[float, str | None]:
+        lps = self.llm.next_token_logprobs(self.messages(answer), top_k=self.top_k, candidates=("Yes", "No"))
         score, _raw, error = branch_probability(lps, ("yes",), ("no",))
-        lexical = KPrecisionPredictor().verify(question, answer.text, passages)
-        return Verification(score=score, per_passage=lexical.per_passage, best=lexical.best, error=error)
-
-    def verify(self, question: str, answer: str, passages: Sequence[Passage]) -> Verification:
-        prompt = VanillaGenerator.prompt_messages(question, passages, self.layout)
-        return self.verify_answer(question, Answer(text=answer, prompt=prompt), passages)
+        return score, error
