@@ -37,11 +37,12 @@ MODEL_HELP = ("Generator (and, by default, judge) model: a preset name, a .gguf 
 def _pipeline(preset: str, model: Optional[str], judge: Optional[str], judge_model: Optional[str],
               threshold: Optional[float], k: Optional[int], fallback: Optional[str], retrieval: Optional[str] = None,
               method: Optional[str] = None, escalate_model: Optional[str] = None, trust: Optional[str] = None,
-              on_untrusted: Optional[str] = None):
+              on_untrusted: Optional[str] = None, forecaster: Optional[str] = None, epsilon: Optional[float] = None):
     from verirag.awf.pipeline import Pipeline
     return Pipeline.from_preset(preset, model=model, judge=judge, judge_model=judge_model,
                                 threshold=threshold, k=k, fallback=fallback, retrieval=retrieval,
-                                method=method, escalate_model=escalate_model, trust=trust, on_untrusted=on_untrusted)
+                                method=method, escalate_model=escalate_model, trust=trust, on_untrusted=on_untrusted,
+                                forecaster=forecaster, epsilon=epsilon)
 
 
 def _print_result(r, *, show_question: bool = True) -> None:
@@ -63,6 +64,12 @@ def _print_result(r, *, show_question: bool = True) -> None:
         excerpt = flat if len(flat) < 240 else flat[:240] + "…"
         label = "evidence" if r.faithful else "closest passage"
         lines.append(f"[bold]{label}[/bold] {escape(sp.id)} (support {sp.support_score:.3f}): {escape(excerpt)}")
+    if r.forecast is not None:
+        fc = r.forecast
+        requery = (f"; below {fc['epsilon']:.2f} at first, so the query was reformulated to "
+                   f"{escape(repr(fc['query']))}" if fc.get("reformulated") else "")
+        lines.append(f"[bold]forecast[/bold] {fc['confidence']:.3f} that an answer from {escape(', '.join(fc['kept']))} "
+                     f"is right (best of {len(fc['reranked'])} reranked){requery}")
     if r.error:
         lines.append(f"[red]note:[/red] {escape(r.error)}")
     t = r.timings
@@ -118,7 +125,12 @@ def ask(question: str = typer.Argument(..., help="The question."),
         trust: Optional[Path] = typer.Option(None, help="A conformal trust filter (`verirag calibrate-retrieval`): "
                                              "only trusted chunks reach the model."),
         on_untrusted: Optional[str] = typer.Option(None, help="When no chunk is trusted: abstain (default), "
-                                                   "no-context or keep-top.")):
+                                                   "no-context or keep-top."),
+        forecaster: Optional[Path] = typer.Option(None, help="CalibRAG's forecaster (`verirag train forecaster`): "
+                                                  "rerank 20 documents by the forecast that an answer from each is "
+                                                  "right, answer from the best, show its forecast as confidence."),
+        epsilon: Optional[float] = typer.Option(None, help="With --forecaster: below this forecast (default 0.3) the "
+                                                "query is reformulated and retrieval runs once more.")):
     """Answer QUESTION from a corpus, verify the answer, and act on the verdict."""
     if (corpus is None) == (index is None):
         raise InputError("give exactly one of --corpus PATH or --index DIR")
@@ -126,7 +138,8 @@ def ask(question: str = typer.Argument(..., help="The question."),
         raise InputError("the question is empty")
     threshold, fitted = _threshold_option(threshold)
     p = _pipeline(preset, model, judge, judge_model, threshold, k, fallback, retrieval, method, escalate_model,
-                  trust=str(trust) if trust else None, on_untrusted=on_untrusted)
+                  trust=str(trust) if trust else None, on_untrusted=on_untrusted,
+                  forecaster=str(forecaster) if forecaster else None, epsilon=epsilon)
     with err.status("indexing…" if corpus else "loading index…"):
         p.index(corpus) if corpus is not None else p.load_index(index)
     for path, reason in getattr(p, "skipped", []):
@@ -526,6 +539,93 @@ def train_lookback_cmd(
         for src in names:
             table.add_row(src, *(f"{grid[src][dst]:.3f}" for dst in names))
         out.print(table)
+
+
+
+@train_app.command("forecaster")
+def train_forecaster_cmd(
+        data: str = typer.Argument(..., help="Questions with reference answers: a dataset name (`verirag.datasets`: "
+                                   "nq, hotpotqa, ...) or a JSONL (question, references, passages)."),
+        out_dir: Path = typer.Option(..., "--out", help="Where to write the forecaster (a folder)."),
+        index: Optional[Path] = typer.Option(None, help="The index to retrieve from (`verirag index`); without it, "
+                                             "the data's own passages are pooled into one index."),
+        retrieval: str = typer.Option("bm25", help="Without --index: the pooled index's kind (bm25, dense, hybrid)."),
+        k: int = typer.Option(20, help="Documents retrieved (and labelled) per question (the paper: 20)."),
+        n: Optional[int] = typer.Option(None, help="At most this many questions."),
+        seed: int = typer.Option(0, help="Sampling seed (--n) and validation split seed."),
+        model: str = typer.Option("qwen2.5-0.5b", help="The RAG model that writes the guidance: " + MODEL_HELP),
+        mode: str = typer.Option("answer", help="answer (the guidance itself is correct) or decision (the paper: a "
+                                 "surrogate user decides from guidance + confidence)."),
+        user_model: Optional[str] = typer.Option(None, help="With --mode decision: the surrogate user (default --model)."),
+        match: str = typer.Option("recall_or_substring", help="How a decision is judged: recall_or_substring, "
+                                  "recall, substring, em, or llm (the correctness judge, --judge-model)."),
+        judge_model: Optional[str] = typer.Option(None, help="With --match llm: the judge's model (default --model)."),
+        labels: Optional[Path] = typer.Option(None, help="The append-only label file (default OUT/labels.jsonl); "
+                                              "a rerun resumes from it."),
+        encoder: str = typer.Option("all-MiniLM-L6-v2", help="The cross-encoder's base model (a local folder)."),
+        epochs: int = typer.Option(3, help="Training epochs at most (early stopping on the validation NLL)."),
+        batch_size: int = typer.Option(16, help="Pairs per optimiser step."),
+        learning_rate: float = typer.Option(3e-5, help="AdamW learning rate."),
+        val_share: float = typer.Option(0.2, help="Share of the questions held out for validation."),
+        temperature: bool = typer.Option(True, help="Fit a temperature on the validation split."),
+        n_ctx: int = typer.Option(4096, help="Context window of the RAG model.")):
+    """Train CalibRAG's forecaster f(q, d) (Jang et al.): label (q, d) pairs with the RAG model, then
+    fine-tune a cross-encoder to predict them; `verirag ask --forecaster DIR` uses it."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    from verirag.experiments.forecaster_labels import MODES, label_pairs
+    from verirag.experiments.forecaster_training import train_forecaster
+    from verirag.llm.factory import load_llm
+    from verirag.retrieval import Index
+    from verirag.retrieval.forecaster import Forecaster
+    from verirag.retrieval.trust_calibration import pooled_passages
+    if mode not in MODES:
+        raise InputError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
+    forecaster = Forecaster(encoder, epochs=epochs, batch_size=batch_size, learning_rate=learning_rate,
+                            val_share=val_share, temperature=temperature, seed=seed)
+    examples = _calibration_examples(data, n, seed)
+    if index is not None:
+        idx = Index.load(index)
+    else:
+        pooled = pooled_passages(examples)
+        if not pooled:
+            raise InputError(f"{data} has no passages to pool: give --index DIR")
+        with err.status(f"indexing {len(pooled)} pooled passages ({retrieval})…"):
+            idx = Index.build(pooled, kind=retrieval, chunk_words=None)
+    with err.status(f"loading {model}…"):
+        llm = load_llm(model, n_ctx=n_ctx)
+        user_llm = load_llm(user_model, n_ctx=n_ctx) if user_model and mode == "decision" else None
+        judge_llm = load_llm(judge_model or model, n_ctx=n_ctx) if match == "llm" else None
+    out_dir.mkdir(parents=True, exist_ok=True)
+    label_file = labels or out_dir / "labels.jsonl"
+    columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+               TimeElapsedColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=err, transient=True) as bar:
+        task = bar.add_task(f"labelling pairs ({mode})", total=None)
+        ls = label_pairs(examples, idx, llm, k=k, mode=mode, user_llm=user_llm, match=match, judge_llm=judge_llm,
+                         out=label_file, progress=lambda i, t: bar.update(task, completed=i, total=t))
+    s = ls.summary()
+    out.print(f"{s['pairs']} pairs from {s['questions']} questions ({s['computed']} labelled now, the rest from "
+              f"{escape(str(label_file))}): {s['positive_share']:.1%} positive, {s['top1_positive_share']:.1%} "
+              f"of the top-1 documents; {s['failed']} failed (label null, reasons in the file)")
+    for reason, count in s["skipped"].items():
+        err.print(f"[yellow]skipped[/yellow] {count} questions: {escape(reason)}")
+    if ls.unreadable_lines:
+        err.print(f"[yellow]warning:[/yellow] {ls.unreadable_lines} unreadable lines in {escape(str(label_file))} "
+                  "(a killed run's torn line): their pairs were labelled again")
+    meta = {"data": data, "labels": str(label_file), "mode": mode, "match": match, "k": k,
+            "retriever": idx.kind, "corpus": idx.fingerprint, "model": model,
+            "model_fingerprint": getattr(llm, "fingerprint", ""), "user_model": user_model or model,
+            "label_summary": s}
+    with Progress(*columns, console=err, transient=True) as bar:
+        task = bar.add_task("training the forecaster", total=None)
+        f = train_forecaster(ls.records, forecaster=forecaster, meta=meta,
+                             progress=lambda i, t: bar.update(task, completed=i, total=t))
+    f.save(out_dir)
+    m = f.metrics_
+    out.print(f"forecaster -> {escape(str(out_dir))}: {f.n_train_} training pairs, {f.n_val_} validation pairs "
+              f"(held-out questions); best epoch {f.best_epoch_} of {len(f.history_)}, temperature "
+              f"{f.temperature_:.3f}; validation AUROC {m['auroc']:.3f}, ECE {m['ece']:.3f}, Brier {m['brier']:.3f}")
 
 
 def main(argv: list[str] | None = None) -> int:

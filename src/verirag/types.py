@@ -159,6 +159,9 @@ class AskResult:
     error: str | None = None
     # the conformal trust stage, when one is set: threshold, trusted chunk ids, m1, m2, empty_action
     trust: dict[str, Any] | None = None
+    # CalibRAG's forecaster stage, when one is set: confidence f(q, d*), epsilon, whether the query
+    # was reformulated and to what, the reranked documents with their f values, the ids kept
+    forecast: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

@@ -78,6 +78,13 @@ class PipelineConfig:
     # chunks; when none is trusted: abstain, answer with no context, or keep the top chunk
     trust: str | None = None
     on_untrusted: str = "abstain"
+    # post-retrieval: CalibRAG's forecaster (`verirag train forecaster`) scores `rerank_depth`
+    # retrieved documents, reranks them and passes the best `forecast_keep` on; below `epsilon`
+    # the query is reformulated and retrieval runs once more
+    forecaster: str | None = None
+    epsilon: float = 0.3
+    rerank_depth: int = 20
+    forecast_keep: int = 1
 
     def validate(self) -> "PipelineConfig":
         from verirag.calibration.controller import ThresholdController
@@ -92,6 +99,10 @@ class PipelineConfig:
             raise InputError(f"fallback must be one of {', '.join(FALLBACKS)}, got {self.fallback!r}")
         if self.on_untrusted not in UNTRUSTED_ACTIONS:
             raise InputError(f"on_untrusted must be one of {', '.join(UNTRUSTED_ACTIONS)}, got {self.on_untrusted!r}")
+        if not 0.0 <= self.epsilon <= 1.0:
+            raise InputError(f"epsilon must be in [0, 1], got {self.epsilon}")
+        if self.rerank_depth < 1 or self.forecast_keep < 1:
+            raise InputError("rerank_depth and forecast_keep must be at least 1")
         if self.fallback == "escalate" and not self.escalate_model:
             raise InputError("the escalate fallback needs a second model: set escalate_model (--escalate-model)")
         return self
@@ -113,6 +124,7 @@ class Pipeline:
         self._method: AwFMethod | None = None
         self._policies: dict = {}
         self._trust = None
+        self._forecaster = None
 
     @classmethod
     def from_preset(cls, name: str = "local", **overrides) -> "Pipeline":
@@ -214,6 +226,25 @@ class Pipeline:
             kept = hits[:1] if self.config.on_untrusted == "keep-top" else []
         return kept, info
 
+    @property
+    def forecaster(self):
+        """CalibRAG's forecaster of `config.forecaster` (None without one), loaded once."""
+        if self._forecaster is None and self.config.forecaster:
+            from verirag.retrieval.forecaster import Forecaster
+            self._forecaster = Forecaster.load(self.config.forecaster)
+        return self._forecaster
+
+    def _rerank(self, question: str, hits: list[ScoredPassage], stage) -> tuple[list[ScoredPassage], dict | None]:
+        """The forecaster's stages 2-3: rerank, re-query once below epsilon; (documents kept, info)."""
+        if self.forecaster is None:
+            return hits, None
+        from verirag.awf.forecast_rerank import ForecastRerank
+        c = self.config
+        step = ForecastRerank(self.forecaster, lambda q, n: self._filter_untrusted(self.retrieve(q, n))[0],
+                              self.llm, epsilon=c.epsilon, depth=c.rerank_depth, keep=c.forecast_keep)
+        r = step.run(question, hits, on_stage=stage)
+        return r.kept, r.info
+
     # ---- asking ---------------------------------------------------------------------------
     def retrieve(self, question: str, k: int | None = None) -> list[ScoredPassage]:
         if self._index is None:
@@ -235,11 +266,19 @@ class Pipeline:
 
         stage = on_stage or (lambda _s: None)
         stage("retrieving")
-        hits = self.retrieve(question, k)
+        depth = max(k or self.config.k, self.config.rerank_depth) if self.config.forecaster else k
+        hits = self.retrieve(question, depth)
         hits, trust = self._filter_untrusted(hits)
         timings["retrieve"] = time.perf_counter() - t0
         if trust is not None and not hits:   # no chunk is trusted: the user's chosen action
             return self._untrusted_answer(question, trust, timings, t0, stage)
+        forecast = None
+        if self.config.forecaster:
+            t = time.perf_counter()
+            with metering() as rerank_usage:   # the reformulation's LLM call, when there is one
+                hits, forecast = self._rerank(question, hits, stage)
+            forecast["usage"] = rerank_usage.to_dict()
+            timings["rerank"] = time.perf_counter() - t
         trace = Trace(question, [h.passage for h in hits], on_compute=lambda key: stage(stage_name(key, len(hits))))
 
         # The generator's quantity is timed as generation, the rest of the method as verification;
@@ -280,7 +319,8 @@ class Pipeline:
             evidence=evidence, supporting_passage=evidence[best] if best is not None else None,
             retrieved_answer=out.answer, model=self.llm.model_id, method=method.registry_name,
             judge=getattr(getattr(method, "predictor", None), "name", "") or method.registry_name,
-            timings={k: round(v, 4) for k, v in timings.items()}, usage=usage, error=error, trust=trust)
+            timings={k: round(v, 4) for k, v in timings.items()}, usage=usage, error=error, trust=trust,
+            forecast=forecast)
 
     def _untrusted_answer(self, question: str, trust: dict, timings: dict, t0: float, stage) -> AskResult:
         """No retrieved chunk is trusted: abstain, or answer without context (action "fallback",

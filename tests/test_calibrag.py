@@ -1,0 +1,229 @@
+"""CalibRAG (issue 11): label generation with a real model (SmolLM2), the forecaster's training,
+persistence and bad input, and the rerank / re-query stage."""
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import pytest
+
+from verirag.awf.calibrag import (LINGUISTIC_SCALE, Guidance, parse_linguistic_confidence,
+                                  parse_number_confidence, reformulate_query)
+from verirag.awf.forecast_rerank import ForecastRerank
+from verirag.errors import InputError
+from verirag.experiments.forecaster_labels import label_pairs, read_labels
+from verirag.experiments.forecaster_training import train_forecaster
+from verirag.llm.metered import MeteredLLM
+from verirag.llm.usage import metering
+from verirag.retrieval import Index
+from verirag.retrieval.forecaster import Forecaster, fit_temperature, split_by_group
+from verirag.retrieval.trust_calibration import pooled_passages
+from verirag.types import Passage, ScoredPassage
+
+from test_retrieval_trust_calibration import examples
+
+
+def toy_pairs(n_things: int = 12, per_thing: int = 8):
+    """A separable task: the document either states the thing's colour or is about bananas."""
+    colours = ["red", "blue", "green", "yellow", "purple", "orange", "black", "white"]
+    things = ["car", "house", "bird", "flower", "shirt", "boat", "lamp", "door", "cup", "kite", "hat", "ball"]
+    rng = random.Random(0)
+    q, d, y, g = [], [], [], []
+    for t in things[:n_things]:
+        for j in range(per_thing):
+            pos = j % 2 == 0
+            q.append(f"what colour is the {t} number {j}?")
+            d.append(f"The {t} number {j} is painted {rng.choice(colours)}." if pos
+                     else f"Bananas grow in warm places and taste sweet ({j}).")
+            y.append(int(pos))
+            g.append(f"{t}-{j}")
+    return q, d, y, g
+
+
+@pytest.fixture(scope="module")
+def toy_forecaster():
+    q, d, y, g = toy_pairs()
+    return Forecaster(epochs=3, learning_rate=5e-5, val_share=0.25).fit(q, d, y, g)
+
+
+# ---- the forecaster ------------------------------------------------------------------------
+def test_forecaster_learns_a_separable_task(toy_forecaster):
+    f = toy_forecaster
+    assert f.fitted and f.metrics_["auroc"] > 0.9
+    assert f.n_train_ + f.n_val_ == 96 and 0 < f.n_val_ < 96
+    # fresh pairs of the same kind, never seen in training
+    probs = f.predict_proba(["what colour is the tram number 3?", "what colour is the tram number 3?"],
+                            ["The tram number 3 is painted blue.", "Bananas grow in warm places and taste sweet."])
+    assert probs[0] > probs[1]
+    assert [h["epoch"] for h in f.history_] == list(range(1, len(f.history_) + 1))
+
+
+def test_save_load_gives_identical_scores(toy_forecaster, tmp_path):
+    q, d, _, _ = toy_pairs(3, 4)
+    toy_forecaster.save(tmp_path / "f")
+    meta = json.loads((tmp_path / "f" / "forecaster.json").read_text())
+    assert meta["format"] == "verirag-forecaster/1" and meta["data_fingerprint_"] == toy_forecaster.data_fingerprint_
+    assert not list((tmp_path / "f").rglob("*.pkl")) and not list((tmp_path / "f").rglob("*.bin"))
+    loaded = Forecaster.load(tmp_path / "f")
+    np.testing.assert_array_equal(loaded.predict_proba(q, d), toy_forecaster.predict_proba(q, d))
+    assert loaded.temperature_ == toy_forecaster.temperature_ and loaded.metrics_ == toy_forecaster.metrics_
+
+
+def test_load_rejects_what_is_not_the_saved_forecaster(toy_forecaster, tmp_path):
+    with pytest.raises(InputError, match="not a forecaster"):
+        Forecaster.load(tmp_path)
+    toy_forecaster.save(tmp_path / "f")
+    meta_path = tmp_path / "f" / "forecaster.json"
+    meta = json.loads(meta_path.read_text())
+    with pytest.raises(InputError, match="trained on encoder"):
+        Forecaster.load(tmp_path / "f", encoder="sentence-transformers/other-encoder")
+    meta_path.write_text(json.dumps({**meta, "kind": "probe"}))
+    with pytest.raises(InputError, match="not a cross_encoder forecaster"):
+        Forecaster.load(tmp_path / "f")
+    meta_path.write_text(json.dumps(meta))
+    weights = tmp_path / "f" / "encoder" / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:-8] + b"\0" * 8)
+    with pytest.raises(InputError, match="weights differ"):
+        Forecaster.load(tmp_path / "f")
+
+
+def test_bad_training_input_is_a_clear_error():
+    q, d, y, g = toy_pairs(2, 4)
+    with pytest.raises(InputError, match="both correct and incorrect"):
+        Forecaster(epochs=1).fit(q, d, [1] * len(q), g)
+    with pytest.raises(InputError, match="document is empty"):
+        Forecaster(epochs=1).fit(q, d[:-1] + ["  "], y, g)
+    with pytest.raises(InputError, match="at least two questions"):
+        Forecaster(epochs=1).fit(q, d, y, ["same"] * len(q))
+    with pytest.raises(InputError, match="not fitted"):
+        Forecaster().save("/tmp/never-written")
+
+
+def test_validation_holds_out_whole_questions():
+    groups = [f"q{i // 5}" for i in range(50)]
+    train, val = split_by_group(groups, 0.2, seed=3)
+    assert {groups[i] for i in np.flatnonzero(train)}.isdisjoint({groups[i] for i in np.flatnonzero(val)})
+    assert val.sum() == 10
+
+
+def test_temperature_scaling_against_a_grid_search():
+    rng = np.random.default_rng(0)
+    z = rng.normal(0, 4, 400)                       # overconfident logits of a true logit z / 3
+    y = (rng.random(400) < 1 / (1 + np.exp(-z / 3))).astype(int)
+    t = fit_temperature(z, y)
+    grid = np.exp(np.linspace(-2, 2, 2001))
+    nll = [np.mean(np.logaddexp(0, -z / g) * y + np.logaddexp(0, z / g) * (1 - y)) for g in grid]
+    assert t == pytest.approx(grid[int(np.argmin(nll))], rel=1e-2)
+    assert 2.0 < t < 4.5
+    assert fit_temperature(z, np.ones(400)) == 1.0
+
+
+# ---- verbalized confidence ------------------------------------------------------------------
+@pytest.mark.parametrize("text, value", [("8", 0.8), ("Certainty: 10", 1.0), ("7/10", 0.7), ("0.", 0.0),
+                                         ("I am sure", None), ("12", None)])
+def test_number_confidence(text, value):
+    assert parse_number_confidence(text) == value
+
+
+def test_linguistic_confidence_uses_the_stated_scale():
+    assert parse_linguistic_confidence("Certainty: Probable.") == LINGUISTIC_SCALE["probable"]
+    assert parse_linguistic_confidence("not sure") is None
+    assert sorted(LINGUISTIC_SCALE.values()) == list(LINGUISTIC_SCALE.values())  # listed in order of certainty
+
+
+# ---- label generation with a real model -----------------------------------------------------
+def test_labelling_resumes_with_zero_repeated_backend_calls(smollm, tmp_path):
+    exs = examples()[:4]
+    idx = Index.build(pooled_passages(exs), kind="bm25", chunk_words=None)
+    llm = MeteredLLM(smollm)  # uncached: every backend call is counted
+    out = tmp_path / "labels.jsonl"
+    with metering() as first:
+        ls = label_pairs(exs, idx, llm, k=2, mode="decision", out=out)
+    assert len(ls.records) == 8 and ls.computed == 8 and first.calls == 8 * 3
+    assert all(r.label in (0, 1) or r.error for r in ls.records)
+    assert {r.rank for r in ls.records} == {0, 1}
+    with metering() as again:
+        ls2 = label_pairs(exs, idx, llm, k=2, mode="decision", out=out)
+    assert again.calls == 0 and ls2.computed == 0
+    assert [r.key for r in ls2.records] == [r.key for r in ls.records]
+    # a killed run leaves a torn last line: only that pair is labelled again
+    lines = out.read_text().splitlines()
+    out.write_text("\n".join(lines[:-1]) + "\n" + lines[-1][: len(lines[-1]) // 2])
+    with metering() as resumed:
+        ls3 = label_pairs(exs, idx, llm, k=2, mode="decision", out=out)
+    assert resumed.calls == 3 and ls3.computed == 1 and ls3.unreadable_lines == 1
+    records, bad = read_labels(out)
+    assert bad == 1 and len({r.key for r in records}) == 8
+    # another mode is another label: nothing is reused across modes
+    with metering() as other:
+        label_pairs(exs, idx, llm, k=1, mode="answer", out=out)
+    assert other.calls == 4
+
+
+def test_labelling_records_failures_and_refuses_bad_settings(smollm, tmp_path):
+    exs = examples()[:2]
+    idx = Index.build(pooled_passages(exs), kind="bm25", chunk_words=None)
+    with pytest.raises(InputError, match="labelling mode"):
+        label_pairs(exs, idx, smollm, mode="vibes")
+    with pytest.raises(InputError, match="judge model"):
+        label_pairs(exs, idx, smollm, match="llm")
+    with pytest.raises(ValueError, match="unknown match rule"):
+        label_pairs(exs, idx, smollm, match="fuzzy")
+    with pytest.raises(InputError, match="no question with a reference"):
+        label_pairs([type(exs[0])(id="x", question="q?", references=[])], idx, smollm)
+    from verirag.experiments.forecaster_labels import _label_one
+    hit = ScoredPassage(Passage(id="blank", text="  "), 0.0, 0)  # recorded, never sent to the model
+    rec = _label_one(exs[0], ["green"], hit, "k", "answer", smollm, smollm, "recall_or_substring", None, 16)
+    assert rec.label is None and rec.error == "the document is empty"
+    with pytest.raises(InputError, match="every labelled pair has label"):
+        train_forecaster([rec.__class__(**{**rec.__dict__, "label": 1, "error": None})] * 3)
+
+
+# ---- the rerank / re-query stage ------------------------------------------------------------
+class _Retriever:
+    def __init__(self, docs):
+        self.docs, self.queries = docs, []
+
+    def __call__(self, query, k):
+        self.queries.append(query)
+        return [ScoredPassage(p, 1.0 / (i + 1), i) for i, p in enumerate(self.docs[:k])]
+
+
+def test_rerank_reorders_by_the_forecast(toy_forecaster, smollm):
+    docs = [Passage(id="banana", text="Bananas grow in warm places and taste sweet."),
+            Passage(id="tram", text="The tram number 3 is painted blue.")]
+    retrieve = _Retriever(docs)
+    step = ForecastRerank(toy_forecaster, retrieve, smollm, epsilon=0.0, depth=2)
+    r = step.run("what colour is the tram number 3?")
+    assert [d["id"] for d in r.info["reranked"]] == ["tram", "banana"]
+    assert r.info["reranked"][0]["retrieval_rank"] == 1 and r.kept[0].passage.id == "tram"
+    assert r.confidence == r.info["confidence"] == pytest.approx(r.info["reranked"][0]["f"], abs=1e-6)
+    assert not r.info["reformulated"] and retrieve.queries == ["what colour is the tram number 3?"]
+
+
+def test_requery_runs_at_most_once(toy_forecaster, smollm):
+    docs = [Passage(id="banana", text="Bananas grow in warm places and taste sweet.")]
+    retrieve = _Retriever(docs)
+    calls = []
+    llm = MeteredLLM(smollm)
+    step = ForecastRerank(toy_forecaster, retrieve, llm, epsilon=1.0, depth=1)  # nothing reaches 1.0
+    with metering() as usage:
+        r = step.run("what colour is the tram number 3?", on_stage=calls.append)
+    assert r.info["reformulated"] is True and usage.calls == 1
+    assert len(retrieve.queries) <= 2 and calls.count("reformulating the query") == 1
+    assert r.info["query"] and r.info["used"] in ("original", "reformulated")
+
+
+def test_reformulation_failure_keeps_the_question(smollm):
+    class Broken(MeteredLLM):
+        def generate(self, prompt, **kw):
+            from verirag.errors import BackendError
+            raise BackendError("the server is down")
+    q, err = reformulate_query(Broken(smollm), "who wrote hamlet?")
+    assert q == "who wrote hamlet?" and "server is down" in err
+
+
+def test_guidance_abstention_counts_as_no_answer():
+    assert Guidance("no answer.", []).no_answer and Guidance("", []).no_answer
+    assert not Guidance("Paris", []).no_answer
