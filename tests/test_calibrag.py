@@ -227,3 +227,78 @@ def test_reformulation_failure_keeps_the_question(smollm):
 def test_guidance_abstention_counts_as_no_answer():
     assert Guidance("no answer.", []).no_answer and Guidance("", []).no_answer
     assert not Guidance("Paris", []).no_answer
+
+
+# ---- the probe over the LLM's own hidden states ---------------------------------------------
+def test_probe_learns_from_hidden_states_and_refuses_another_model(smollm, smollm_path, tmp_path):
+    from verirag.llm.llama_cpp_backend import LlamaCppLLM
+    from verirag.retrieval.forecaster import load_forecaster
+    from verirag.retrieval.forecaster_probe import ProbeForecaster
+    q, d, y, g = toy_pairs(8, 6)
+    probe = ProbeForecaster(smollm, val_share=0.25).fit(q, d, y, g)
+    assert probe.metrics_["auroc"] > 0.9
+    probe.save(tmp_path / "p")
+    again = load_forecaster(tmp_path / "p", llm=smollm)
+    np.testing.assert_allclose(again.predict_proba(q[:4], d[:4]), probe.predict_proba(q[:4], d[:4]), rtol=1e-12)
+    other = LlamaCppLLM(smollm_path, model_id="other", fingerprint="other-weights", n_ctx=512)
+    try:
+        with pytest.raises(InputError, match="hidden states of smollm2-135m"):
+            load_forecaster(tmp_path / "p", llm=other)
+    finally:
+        other.close()
+    with pytest.raises(InputError, match="needs that model"):
+        load_forecaster(tmp_path / "p")
+
+
+# ---- the command line, end to end ------------------------------------------------------------
+@pytest.mark.slow
+def test_train_forecaster_then_ask_with_it(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from test_retrieval_trust_calibration import fixture_rows
+
+    data = tmp_path / "towns.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in fixture_rows()))
+    corpus = tmp_path / "passages.jsonl"
+    corpus.write_text("".join(json.dumps(p) + "\n" for r in fixture_rows() for p in r["passages"]))
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "verirag", *args], capture_output=True, text=True,
+                              timeout=600, env=os.environ.copy(), stdin=subprocess.DEVNULL)
+
+    r = run("train", "forecaster", str(data), "--out", str(tmp_path / "f"), "--k", "3", "--model",
+            "smollm2-135m", "--epochs", "1")
+    assert r.returncode == 0, r.stderr
+    assert "30 pairs from 10 questions" in r.stdout and "validation AUROC" in r.stdout
+    assert (tmp_path / "f" / "forecaster.json").is_file() and len((tmp_path / "f" / "labels.jsonl").read_text().splitlines()) == 30
+    r = run("ask", "What colour is the bridge in Kleve?", "--corpus", str(corpus), "--preset", "tiny",
+            "--retrieval", "bm25", "--forecaster", str(tmp_path / "f"), "--epsilon", "0", "--json")
+    assert r.returncode == 0, r.stderr
+    fc = json.loads(r.stdout)["forecast"]
+    fs = [d["f"] for d in fc["reranked"]]
+    assert 1 < len(fs) <= 20 and fs == sorted(fs, reverse=True)   # BM25 returns the passages that match at all
+    assert fc["kept"] == [fc["reranked"][0]["id"]] and fc["reformulated"] is False
+    assert [e["id"] for e in json.loads(r.stdout)["evidence"]] == fc["kept"]
+    r = run("train", "forecaster", str(tmp_path / "missing.jsonl"), "--out", str(tmp_path / "g"))
+    assert r.returncode != 0 and "neither a dataset name" in r.stderr and "Traceback" not in r.stderr
+
+
+# ---- the verbalized-confidence baselines as methods -----------------------------------------
+@pytest.mark.parametrize("name", ["vanilla+verbal_number", "vanilla+verbal_linguistic"])
+def test_verbal_confidence_methods_run_and_record_unreadable_replies(smollm, name):
+    from verirag.awf.compose import build_method, method_names
+    from verirag.awf.trace import Trace
+    from verirag.types import Generation
+    assert name in method_names()
+    ex = examples()[0]
+    out = build_method(name, smollm, max_tokens=16).run(Trace(ex.question, ex.passages[:1]))
+    assert 0.0 <= out.score <= 1.0 and out.answer
+    assert out.score in {i / 10 for i in range(11)} | set(LINGUISTIC_SCALE.values()) or out.error
+
+    class Evasive(MeteredLLM):   # a model that will not state a confidence
+        def generate(self, prompt, **kw):
+            return Generation(text="I would rather not say.")
+    out = build_method(name, Evasive(smollm)).run(Trace(ex.question, ex.passages[:1]))
+    assert out.score == 0.0 and "unreadable confidence" in out.error

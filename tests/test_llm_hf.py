@@ -166,3 +166,19 @@ def test_attentions_with_sdpa_switch_to_eager(llm):
 def test_count_tokens(llm):
     assert llm.count_tokens("The capital of France is Paris.") == len(
         llm.tokenizer("The capital of France is Paris.", add_special_tokens=False)["input_ids"])
+
+
+def test_hidden_state_matches_llama_cpp(llm, smollm):
+    """The probe's features: the same weights give the same direction through either backend (the
+    GGUF's quantisation makes the numbers differ a little), and the request cache keeps them."""
+    import numpy as np
+    text = "Question: where is the ferry?\nDocument: The ferry leaves from the north pier."
+    hf = np.asarray(llm.hidden_state(text))
+    cpp = np.asarray(smollm.hidden_state(text))
+    assert hf.shape == cpp.shape == (576,)
+    cos = float(hf @ cpp / np.linalg.norm(hf) / np.linalg.norm(cpp))
+    other = np.asarray(smollm.hidden_state("Bananas are yellow and grow in warm places."))
+    assert cos > 0.9 and cos > float(other @ cpp / np.linalg.norm(other) / np.linalg.norm(cpp))
+    np.testing.assert_array_equal(np.asarray(llm.hidden_state(text)), hf)
+    with pytest.raises(InputError):
+        llm.hidden_state("  ")

@@ -562,6 +562,8 @@ def train_forecaster_cmd(
         judge_model: Optional[str] = typer.Option(None, help="With --match llm: the judge's model (default --model)."),
         labels: Optional[Path] = typer.Option(None, help="The append-only label file (default OUT/labels.jsonl); "
                                               "a rerun resumes from it."),
+        kind: str = typer.Option("cross_encoder", help="cross_encoder (fine-tuned MiniLM, the default) or probe "
+                                 "(a logistic head over --model's own hidden states)."),
         encoder: str = typer.Option("all-MiniLM-L6-v2", help="The cross-encoder's base model (a local folder)."),
         epochs: int = typer.Option(3, help="Training epochs at most (early stopping on the validation NLL)."),
         batch_size: int = typer.Option(16, help="Pairs per optimiser step."),
@@ -581,8 +583,8 @@ def train_forecaster_cmd(
     from verirag.retrieval.trust_calibration import pooled_passages
     if mode not in MODES:
         raise InputError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
-    forecaster = Forecaster(encoder, epochs=epochs, batch_size=batch_size, learning_rate=learning_rate,
-                            val_share=val_share, temperature=temperature, seed=seed)
+    if kind not in ("cross_encoder", "probe"):
+        raise InputError(f"--kind must be cross_encoder or probe, got {kind!r}")
     examples = _calibration_examples(data, n, seed)
     if index is not None:
         idx = Index.load(index)
@@ -596,6 +598,12 @@ def train_forecaster_cmd(
         llm = load_llm(model, n_ctx=n_ctx)
         user_llm = load_llm(user_model, n_ctx=n_ctx) if user_model and mode == "decision" else None
         judge_llm = load_llm(judge_model or model, n_ctx=n_ctx) if match == "llm" else None
+    if kind == "probe":
+        from verirag.retrieval.forecaster_probe import ProbeForecaster
+        forecaster = ProbeForecaster(llm, val_share=val_share, temperature=temperature, seed=seed)
+    else:
+        forecaster = Forecaster(encoder, epochs=epochs, batch_size=batch_size, learning_rate=learning_rate,
+                                val_share=val_share, temperature=temperature, seed=seed)
     out_dir.mkdir(parents=True, exist_ok=True)
     label_file = labels or out_dir / "labels.jsonl"
     columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
@@ -618,13 +626,14 @@ def train_forecaster_cmd(
             "model_fingerprint": getattr(llm, "fingerprint", ""), "user_model": user_model or model,
             "label_summary": s}
     with Progress(*columns, console=err, transient=True) as bar:
-        task = bar.add_task("training the forecaster", total=None)
+        task = bar.add_task("reading hidden states" if kind == "probe" else "training the forecaster", total=None)
         f = train_forecaster(ls.records, forecaster=forecaster, meta=meta,
                              progress=lambda i, t: bar.update(task, completed=i, total=t))
     f.save(out_dir)
     m = f.metrics_
     out.print(f"forecaster -> {escape(str(out_dir))}: {f.n_train_} training pairs, {f.n_val_} validation pairs "
-              f"(held-out questions); best epoch {f.best_epoch_} of {len(f.history_)}, temperature "
+              f"(held-out questions); " + (f"best epoch {f.best_epoch_} of {len(f.history_)}, " if kind != "probe" else "")
+              + f"temperature "
               f"{f.temperature_:.3f}; validation AUROC {m['auroc']:.3f}, ECE {m['ece']:.3f}, Brier {m['brier']:.3f}")
 
 

@@ -90,8 +90,8 @@ def parse_linguistic_confidence(text: str) -> float | None:
 
 def verbal_confidence(llm: LLM, guidance: Guidance, *, scale: str = "number", max_tokens: int = 6) -> Confidence:
     """Ask, in the guidance's own conversation, how sure the model is (0..10, or a linguistic
-    term with scale="linguistic"; prompts `calibrag_confidence`, `verbal_linguistic`)."""
-    name = {"number": "calibrag_confidence", "linguistic": "verbal_linguistic"}[scale]
+    term with scale="linguistic"; prompts `verbal_number`, `verbal_linguistic`)."""
+    name = {"number": "verbal_number", "linguistic": "verbal_linguistic"}[scale]
     messages = [*guidance.messages, {"role": "user", "content": load_prompt(name).user}]
     try:
         raw = llm.generate(messages, max_tokens=max_tokens).text

@@ -230,8 +230,8 @@ class Pipeline:
     def forecaster(self):
         """CalibRAG's forecaster of `config.forecaster` (None without one), loaded once."""
         if self._forecaster is None and self.config.forecaster:
-            from verirag.retrieval.forecaster import Forecaster
-            self._forecaster = Forecaster.load(self.config.forecaster)
+            from verirag.retrieval.forecaster import load_forecaster
+            self._forecaster = load_forecaster(self.config.forecaster, llm=self.llm)
         return self._forecaster
 
     def _rerank(self, question: str, hits: list[ScoredPassage], stage) -> tuple[list[ScoredPassage], dict | None]:

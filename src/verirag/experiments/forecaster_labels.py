@@ -97,7 +97,7 @@ class LabelSet:
 def settings_digest(mode: str, llm, user_llm, match: str, judge_llm, max_tokens: int) -> str:
     """What changes a pair's label: models, mode, match rule and the prompts' wording."""
     prompts = [load_prompt(n).user + load_prompt(n).system for n in
-               ("calibrag_guidance", "calibrag_confidence", "calibrag_decision")]
+               ("calibrag_guidance", "verbal_number", "calibrag_decision")]
     parts = [mode, getattr(llm, "fingerprint", ""), getattr(user_llm, "fingerprint", "") if mode == "decision" else "",
              match, getattr(judge_llm, "fingerprint", "") if match == "llm" else "", str(max_tokens), *prompts]
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:12]

@@ -22,6 +22,7 @@ SCORE = "score"                # score(prompt, continuation)
 NEXT_TOKEN = "next_token"      # next_token_logprobs
 EXACT_NEXT_TOKEN = "exact_next_token"  # any candidate token can be looked up, not only the top-k
 ATTENTIONS = "attentions"      # attention weights (HF transformers only)
+HIDDEN_STATE = "hidden_state"  # a text's mean-pooled last-layer hidden state (probe features)
 
 DEFAULT_SEED = 0
 
@@ -29,6 +30,12 @@ DEFAULT_SEED = 0
 class NextTokenLogprobs(dict):
     """token text -> log-probability of the first reply token; `cached` tells whether the
     request cache answered (a plain dict from a backend reads as not cached)."""
+
+    cached: bool = False
+
+
+class HiddenState(list):
+    """A hidden-state vector (floats); `cached` tells whether the request cache answered."""
 
     cached: bool = False
 
@@ -76,6 +83,12 @@ class LLM(ABC):
         with `segments` the passages' texts in the order they occur in the prompt."""
         raise CapabilityError(f"backend {self.backend!r} gives no attention weights; lookback ratios "
                               "need the HF transformers backend (a model spec hf:...)")
+
+    def hidden_state(self, text: str) -> list[float]:
+        """The mean over `text`'s tokens (read as plain text, no chat template) of the model's
+        last-layer hidden state: features of the model itself for a probe."""
+        raise CapabilityError(f"backend {self.backend!r} gives no hidden states; use the local llama.cpp "
+                              "or the HF transformers backend")
 
     def count_tokens(self, text: str) -> int:
         """Number of tokens of `text`; backends without a tokenizer estimate it."""

@@ -3,13 +3,13 @@
 Only deterministic requests are cached (temperature 0, or a fixed seed, which every call has):
 the key includes the seed and temperature, so a sampled call with another seed is a new call.
 A failed generation (finish_reason "error") is never cached, so the next run tries again.
-Everything but the cached requests (generate, score, next_token, lookback) is forwarded unchanged (LLMWrapper).
+Everything but the cached requests (generate, score, next_token, lookback, hidden_state) is forwarded unchanged (LLMWrapper).
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from verirag.llm.base import DEFAULT_SEED, LLM, NextTokenLogprobs
+from verirag.llm.base import DEFAULT_SEED, LLM, HiddenState, NextTokenLogprobs
 from verirag.llm.cache import RequestCache, request_key
 from verirag.llm.lookback import LookbackRatios
 from verirag.llm.wrapper import LLMWrapper
@@ -75,6 +75,17 @@ class CachedLLM(LLMWrapper):
             return out
         out = self.inner.lookback_ratios(prompt, continuation, segments)
         self.cache.put(key, out.to_dict(), op="lookback")
+        return out
+
+    def hidden_state(self, text: str) -> list[float]:
+        key = self._key("hidden_state", text)
+        hit = self.cache.get(key)
+        if hit is not None:
+            out = HiddenState(float(x) for x in hit)
+            out.cached = True
+            return out
+        out = HiddenState(self.inner.hidden_state(text))
+        self.cache.put(key, list(out), op="hidden_state")
         return out
 
     def describe(self):

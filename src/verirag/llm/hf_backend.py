@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from verirag.errors import CapabilityError, InputError, ModelNotFoundError
-from verirag.llm.base import (ATTENTIONS, DEFAULT_SEED, EXACT_NEXT_TOKEN, LLM, LOGPROBS, NEXT_TOKEN,
-                              SCORE)
+from verirag.llm.base import (ATTENTIONS, DEFAULT_SEED, EXACT_NEXT_TOKEN, HIDDEN_STATE, LLM, LOGPROBS,
+                              NEXT_TOKEN, SCORE)
 from verirag.llm.chat_template import plain_messages, render_chat, validate_messages
 from verirag.llm.lookback import (LookbackRatios, LookbackSums, char_spans, ratios_from_sums,
                                   segment_sums, token_spans)
@@ -118,7 +118,7 @@ class TransformersLLM(LLM):
                                   or getattr(self.tokenizer, "model_max_length", 0) or 2048)
         if self.context_window > 10_000_000:  # tokenizers use a huge sentinel for "unknown"
             self.context_window = 2048
-        self.capabilities = frozenset({LOGPROBS, SCORE, NEXT_TOKEN, EXACT_NEXT_TOKEN, ATTENTIONS})
+        self.capabilities = frozenset({LOGPROBS, SCORE, NEXT_TOKEN, EXACT_NEXT_TOKEN, ATTENTIONS, HIDDEN_STATE})
         self.prefill_chunk = PREFILL_CHUNK
         self._warned_no_template = False
 
@@ -502,6 +502,16 @@ class TransformersLLM(LLM):
             finally:
                 setter(current)
         return switch()
+
+    def hidden_state(self, text: str) -> list[float]:
+        """Mean over `text`'s tokens of the last layer's hidden state (the final norm applied, as
+        the LM head reads it)."""
+        if not (text or "").strip():
+            raise InputError("hidden_state: the text is empty")
+        ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        self._check_length(len(ids), 0)
+        out = self._logits(ids, output_hidden_states=True)
+        return [float(x) for x in out.hidden_states[-1][0].float().mean(dim=0).cpu().tolist()]
 
     def count_tokens(self, text: str) -> int:
         return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])

@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from verirag.errors import BackendError, InputError, ModelNotFoundError
-from verirag.llm.base import DEFAULT_SEED, EXACT_NEXT_TOKEN, LLM, LOGPROBS, NEXT_TOKEN, SCORE
+from verirag.llm.base import DEFAULT_SEED, EXACT_NEXT_TOKEN, HIDDEN_STATE, LLM, LOGPROBS, NEXT_TOKEN, SCORE
 from verirag.llm.chat_template import continued_message, plain_messages, render_chat, validate_messages
 from verirag.llm.prefix_store import Chunk, PrefixStore, batched, n_tokens, shared_chunks, singles
 from verirag.types import ContinuationScore, Generation, Prompt, TokenLogprob
@@ -49,6 +49,10 @@ MIN_SAVED_TOKENS = 64
 # a CPU (benchmarks/bench_prompt_batch.py, 2 cores: qwen2.5-0.5b 1.24x the tokens/s of 512,
 # qwen2.5-1.5b 1.00x). Logits depend on the batching, so n_batch is part of the fingerprint.
 DEFAULT_N_BATCH = 64
+
+
+# Tokens a hidden-state request reads at once (a passage and its question fit easily).
+EMBED_CTX = 1024
 
 
 def reuse_default() -> bool:
@@ -107,8 +111,9 @@ class LlamaCppLLM(LLM):
         self.model_id = model_id or path.name
         # The numbers depend on the weights and on how prompts are split into decode batches.
         self.fingerprint = f"{fingerprint or f'{path.name}:{path.stat().st_size}'}|n_batch={n_batch}"
-        self.capabilities = frozenset({LOGPROBS, SCORE, NEXT_TOKEN, EXACT_NEXT_TOKEN})
+        self.capabilities = frozenset({LOGPROBS, SCORE, NEXT_TOKEN, EXACT_NEXT_TOKEN, HIDDEN_STATE})
         self.context_window = self.llama.n_ctx()
+        self._n_threads, self._verbose, self._embedder = threads, verbose, None
         self.n_vocab = self.llama.n_vocab()
         self._lock = threading.Lock()
         # Reuse is exact (whole decode batches of the canonical path only), so it changes no
@@ -380,7 +385,28 @@ class LlamaCppLLM(LLM):
                     out[self.piece(ids[0])] = float(lp[ids[0]])
         return out
 
+    def hidden_state(self, text: str) -> list[float]:
+        """Mean-pooled last-layer hidden state of `text`, from a second llama.cpp context in
+        embedding mode over the same (memory-mapped, so shared) weights, made on first use. The
+        whole text is one batch (pooling needs it), so it must fit EMBED_CTX tokens."""
+        from llama_cpp import LLAMA_POOLING_TYPE_MEAN, Llama
+        if not (text or "").strip():
+            raise InputError("hidden_state: the text is empty")
+        with self._lock:
+            if self._embedder is None:
+                self._embedder = Llama(model_path=str(self.model_path), embedding=True,
+                                       pooling_type=LLAMA_POOLING_TYPE_MEAN, n_ctx=EMBED_CTX, n_batch=EMBED_CTX,
+                                       n_ubatch=EMBED_CTX, n_threads=self._n_threads,
+                                       n_threads_batch=self._n_threads, verbose=self._verbose)
+            n = len(self._embedder.tokenize(text.encode("utf-8")))
+            if n > EMBED_CTX:
+                raise InputError(f"hidden_state: {n} tokens exceed the {EMBED_CTX} read at once")
+            return [float(x) for x in self._embedder.embed(text, normalize=False)]
+
     def close(self) -> None:
+        if getattr(self, "_embedder", None) is not None:
+            self._embedder.close()
+            self._embedder = None
         llama = getattr(self, "llama", None)
         if getattr(self, "_store", None) is not None:
             self._store.clear()

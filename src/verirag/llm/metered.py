@@ -42,5 +42,10 @@ class MeteredLLM(LLMWrapper):
         self._count("lookback", cached=out.cached, prompt_tokens=out.n_prompt + out.n_answer)
         return out
 
+    def hidden_state(self, text):
+        out = self.inner.hidden_state(text)
+        self._count("hidden_state", cached=bool(getattr(out, "cached", False)), prompt_tokens=lambda: self.count_tokens(text))
+        return out
+
     def close(self):  # whoever built the model owns its lifetime, not the meter
         pass

@@ -329,6 +329,23 @@ class Forecaster:
         return f
 
 
+def load_forecaster(directory: str | Path, *, llm=None, encoder: str | None = None):
+    """A saved forecaster of either kind: the cross-encoder (`Forecaster`), or the probe over an
+    LLM's hidden states (`ProbeForecaster`), which needs `llm`, the model it was trained on."""
+    meta_path = Path(directory) / META_FILE
+    if not meta_path.is_file():
+        raise InputError(f"{directory} is not a forecaster (no {META_FILE}); train one with "
+                         "`verirag train forecaster`")
+    try:
+        kind = json.loads(meta_path.read_text(encoding="utf-8")).get("kind")
+    except json.JSONDecodeError as e:
+        raise InputError(f"{meta_path} is not valid JSON: {e}") from e
+    if kind == "probe":
+        from verirag.retrieval.forecaster_probe import ProbeForecaster
+        return ProbeForecaster.load(directory, llm)
+    return Forecaster.load(directory, encoder=encoder)
+
+
 def validation_metrics(probs: np.ndarray, labels: np.ndarray) -> dict[str, float]:
     """AUROC, ECE, Brier and NLL of `probs` against `labels` (verirag.metrics.calibration)."""
     from verirag.metrics.calibration import auroc, brier, ece, nll
