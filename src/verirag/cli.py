@@ -396,32 +396,46 @@ def eval_cmd(config: Path = typer.Argument(..., help="Experiment config (YAML); 
 
 
 def _run_study_if_one(config: Path, out_dir: Path) -> bool:
-    """A config with `study: dependable` runs the dependable-RAG study instead of an AwF grid."""
+    """A config with `study: dependable` or `study: calibrag` runs that study instead of an AwF grid."""
     import yaml
 
-    from verirag.experiments import dependable
+    from verirag.experiments import calibrag_study, dependable
     try:
         raw = yaml.safe_load(config.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
         return False  # load_config reports it
     if not dependable.is_study(raw):
         return False
-    cfg = dependable.parse_study(raw, str(config))
+    calibrag = calibrag_study.is_calibrag_study(raw)
+    cfg = (calibrag_study.parse_calibrag_study if calibrag else dependable.parse_study)(raw, str(config))
     started = time.perf_counter()
     with err.status("starting…") as status:
         def stage(text: str) -> None:
             status.update(escape(text) + "…")
             if not err.is_terminal:  # a log file gets one line per stage instead of a spinner
                 err.print(f"[{time.perf_counter() - started:6.0f} s] {escape(text)}")
-        result = dependable.run_study(cfg, out_dir, on_stage=stage)
-    for r in result["table1a"]:
-        out.print(f"{r['dataset']}/{r['retriever']}: m1 {r['test_m1']:.3f} (SE {r['test_m1_se']:.3f}), m2 "
-                  f"{r['test_m2']:.3f}; held-out coverage {r['coverage']:.3f} [{r['coverage_low']:.3f}, "
-                  f"{r['coverage_high']:.3f}]")
-    for r in result["table1b"]:
-        if "correct_delta" in r:
-            out.print(f"{r['dataset']}/{r['retriever']}: accuracy {r['correct_all']:.3f} -> {r['correct_filtered']:.3f} "
-                      f"with the filter ({r['n']} questions)")
+        run = calibrag_study.run_calibrag_study if calibrag else dependable.run_study
+        result = run(cfg, out_dir, on_stage=stage)
+    if calibrag:
+        from verirag.experiments.calibrag_report import LABELS, _ci
+        for r in result["table1"]:
+            out.print(f"{r['dataset']} {LABELS.get(r['method'], r['method'])}: accuracy {_ci(r['accuracy'], 100, 1)}%, "
+                      f"AUROC {_ci(r.get('auroc'))}, ECE {_ci(r.get('ece'))}, Brier {_ci(r.get('brier'))}, "
+                      f"NLL {_ci(r.get('nll'))}, %NA {_ci(r['na'], 100, 1)} ({r['n']} questions)")
+        for r in result["table2"]:
+            out.print(f"{r['dataset']} rerank {LABELS.get(r['reranker'], r['reranker'])}: guidance accuracy "
+                      f"{_ci(r['guidance_accuracy'], 100, 1)}% (vs Base {_ci(r.get('guidance_vs_base'), 100, 1)}), "
+                      f"decision accuracy {_ci(r['decision_accuracy'], 100, 1)}% "
+                      f"(vs Base {_ci(r.get('decision_vs_base'), 100, 1)})")
+    else:
+        for r in result["table1a"]:
+            out.print(f"{r['dataset']}/{r['retriever']}: m1 {r['test_m1']:.3f} (SE {r['test_m1_se']:.3f}), m2 "
+                      f"{r['test_m2']:.3f}; held-out coverage {r['coverage']:.3f} [{r['coverage_low']:.3f}, "
+                      f"{r['coverage_high']:.3f}]")
+        for r in result["table1b"]:
+            if "correct_delta" in r:
+                out.print(f"{r['dataset']}/{r['retriever']}: accuracy {r['correct_all']:.3f} -> "
+                          f"{r['correct_filtered']:.3f} with the filter ({r['n']} questions)")
     out.print(f"study done in {time.perf_counter() - started:.0f} s; report: {result['report']}")
     return True
 
@@ -430,13 +444,15 @@ def _run_study_if_one(config: Path, out_dir: Path) -> bool:
 def report_cmd(run_dir: Path = typer.Argument(..., help="A run directory written by `verirag eval`.")):
     """Rebuild summary, tables, figures and report.html from OUT/results.jsonl, without rerunning."""
     from verirag.experiments.dependable import STUDY_FILE
-    if (run_dir / STUDY_FILE).is_file():  # a dependable-RAG study's directory
+    if (run_dir / STUDY_FILE).is_file():  # a study's directory (dependable RAG, CalibRAG)
+        from verirag.experiments.calibrag_report import build_calibrag_report
         from verirag.experiments.dependable_report import build_study_report
         try:
             study = json.loads((run_dir / STUDY_FILE).read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, ValueError) as e:
             raise InputError(f"{run_dir / STUDY_FILE} is not readable JSON: {e}") from None
-        out.print(f"report: {build_study_report(run_dir, study)}")
+        build = build_calibrag_report if study.get("config", {}).get("study") == "calibrag" else build_study_report
+        out.print(f"report: {build(run_dir, study)}")
         return
     from verirag.experiments.report import build_report
     out.print(f"report: {build_report(run_dir)}")

@@ -1,0 +1,79 @@
+"""The CalibRAG study's report: Table 1 (calibration baselines), Table 2 (rerankers) and a
+reliability diagram per test dataset (`figures/reliability_<dataset>.png`) from DIR/study.json."""
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from typing import Any
+
+from verirag.experiments.dependable_report import _num, _table
+from verirag.experiments.plots import reliability_figure
+
+REPORT_FILE = "report.html"
+LABELS = {"base": "Base", "verbal_number": "Number", "verbal_linguistic": "Linguistic", "probe": "Probe",
+          "calibrag": "CalibRAG", "calibrag_requery": "CalibRAG (re-query)", "llm_rerank": "LLM-rerank",
+          "relevance_ce": "Cross-encoder (relevance)"}
+
+
+def _ci(m: dict | None, scale: float = 1.0, digits: int = 3) -> str:
+    if not m or m.get("value") is None:
+        return "–"
+    v, lo, hi = (None if m.get(k) is None else m[k] * scale for k in ("value", "low", "high"))
+    if lo is None or hi is None:
+        return _num(v, digits)
+    return f"{v:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
+
+
+def table1_rows(rows: list[dict[str, Any]]) -> list[list[Any]]:
+    return [[r["dataset"], LABELS.get(r["method"], r["method"]), r["n"], _ci(r.get("auroc")),
+             _ci(r["accuracy"], 100, 1), _ci(r.get("ece")), _ci(r.get("brier")), _ci(r.get("nll")),
+             _ci(r["na"], 100, 1), r.get("unreadable_confidence", 0)] for r in rows]
+
+
+def table2_rows(rows: list[dict[str, Any]]) -> list[list[Any]]:
+    return [[r["dataset"], LABELS.get(r["reranker"], r["reranker"]), r["n"], _ci(r["guidance_accuracy"], 100, 1),
+             _ci(r.get("guidance_vs_base"), 100, 1), _ci(r["decision_accuracy"], 100, 1),
+             _ci(r.get("decision_vs_base"), 100, 1), _num(100 * r["top1_changed"], 1)] for r in rows]
+
+
+def build_calibrag_report(out_dir: str | Path, result: dict[str, Any]) -> Path:
+    out_dir = Path(out_dir)
+    figs = out_dir / "figures"
+    figs.mkdir(exist_ok=True)
+    cfg = result.get("config", {})
+    lab = result.get("labels", {})
+    parts = [f"<h1>{html.escape(result.get('name', 'calibrag'))}: CalibRAG (Jang et al.)</h1>",
+             f"<p>RAG model and surrogate user: {html.escape(str(cfg.get('model')))}"
+             f"{' / ' + html.escape(str(cfg['user_model'])) if cfg.get('user_model') else ''}; retriever "
+             f"{html.escape(str(cfg.get('retrieval')))}, K = {cfg.get('k')}, epsilon = {cfg.get('epsilon')}. "
+             f"Training pairs: {lab.get('pairs')} from {lab.get('questions')} questions, "
+             f"{_num(100 * (lab.get('positive_share') or 0), 1)}% positive "
+             f"({_num(100 * (lab.get('top1_positive_share') or 0), 1)}% of the top-1 documents), "
+             f"{lab.get('failed')} failed.</p>"]
+    fc = result.get("forecasters", {})
+    if fc:
+        parts.append("<h2>Forecasters (validation on held-out training questions)</h2>")
+        parts.append(_table(["forecaster", "kind", "train pairs", "val pairs", "positive share", "temperature",
+                             "AUROC", "ECE", "Brier"],
+                            [[name, f["kind"], f["n_train"], f["n_val"], f["label_balance"], f["temperature"],
+                              f["validation"].get("auroc"), f["validation"].get("ece"), f["validation"].get("brier")]
+                             for name, f in fc.items()]))
+    parts.append("<h2>Table 1: calibration baselines (zero-shot on the test questions; 95% bootstrap CIs)</h2>")
+    parts.append(_table(["dataset", "method", "questions", "AUROC", "accuracy %", "ECE", "Brier", "NLL", "%NA",
+                         "unreadable confidence"], table1_rows(result.get("table1", []))))
+    parts.append("<h2>Table 2: rerankers (the document the answer is built from; U told no confidence)</h2>")
+    parts.append(_table(["dataset", "reranker", "questions", "guidance accuracy %", "vs Base", "decision accuracy %",
+                         "vs Base", "top-1 changed %"], table2_rows(result.get("table2", []))))
+    for ds in sorted({r["dataset"] for r in result.get("table1", [])}):
+        cells = {LABELS.get(r["method"], r["method"]): (r["confidences"], r["labels"])
+                 for r in result["table1"] if r["dataset"] == ds and r.get("confidences")}
+        if cells:
+            name = f"reliability_{ds}.png"
+            (figs / name).write_bytes(reliability_figure(cells, f"{ds}: decision accuracy against stated confidence"))
+            parts.append(f"<h3>Reliability ({html.escape(ds)})</h3><img src='figures/{name}'>")
+    style = ("<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;font-size:13px}"
+             "td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}</style>")
+    path = out_dir / REPORT_FILE
+    path.write_text(f"<!doctype html><meta charset=utf-8><title>{html.escape(result.get('name', ''))}</title>"
+                    f"{style}{''.join(parts)}", encoding="utf-8")
+    return path
