@@ -302,3 +302,21 @@ def test_verbal_confidence_methods_run_and_record_unreadable_replies(smollm, nam
             return Generation(text="I would rather not say.")
     out = build_method(name, Evasive(smollm)).run(Trace(ex.question, ex.passages[:1]))
     assert out.score == 0.0 and "unreadable confidence" in out.error
+
+
+def test_calibrag_method_answers_from_the_best_forecast(toy_forecaster, smollm, tmp_path):
+    from verirag.awf.compose import build_method, method_names
+    from verirag.awf.trace import Trace
+    toy_forecaster.save(tmp_path / "f")
+    assert "calibrag" in method_names()
+    with pytest.raises(InputError, match="needs a trained forecaster"):
+        build_method("calibrag", smollm)
+    passages = [Passage(id="banana", text="Bananas grow in warm places and taste sweet."),
+                Passage(id="tram", text="The tram number 3 is painted blue.")]
+    m = build_method(f"calibrag(forecaster={tmp_path / 'f'})", smollm, max_tokens=12)
+    trace = Trace("what colour is the tram number 3?", passages)
+    out = m.run(trace)
+    assert out.details["kept"] == [1] and out.score == pytest.approx(max(out.details["forecast"]))
+    assert out.score > out.details["forecast"][0] and out.answer
+    n = len(trace.quantities)
+    assert m.run(trace).score == out.score and len(trace.quantities) == n   # computed once per trace

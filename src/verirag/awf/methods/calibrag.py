@@ -1,0 +1,59 @@
+"""CalibRAG as an AwF method (Jang et al., section 3.4, stages 2 and 4 over the example's
+passages): the forecaster f(q, d) scores every passage, the Vanilla generator answers from the
+best `keep` of them, and the score is f(q, d*), the forecast that this answer is right.
+
+    methods: ["calibrag(forecaster=runs/calibrag-small/forecaster)"]
+
+The re-query stage needs a retriever, which an experiment's fixed passages do not have; it runs
+in the pipeline (`verirag ask --forecaster`). The score is a forecast of correctness rather than
+of faithfulness, which is what makes it comparable with the AwF predictors on the same records.
+"""
+from __future__ import annotations
+
+from verirag.awf.generators.base import Answer
+from verirag.awf.generators.vanilla import VanillaGenerator
+from verirag.awf.methods.base import AwFMethod, MethodOutput
+from verirag.awf.registry import register
+from verirag.awf.trace import Trace
+from verirag.errors import InputError
+from verirag.prompts import DEFAULT_LAYOUT
+from verirag.retrieval.forecaster import load_forecaster, pair_text
+
+
+@register("method", "calibrag")
+class CalibRAGMethod(AwFMethod):
+    hard = False
+
+    def __init__(self, llm, *, forecaster: str | None = None, keep: int = 1, max_tokens: int = 96,
+                 layout: str = DEFAULT_LAYOUT):
+        if not forecaster:
+            raise InputError("calibrag needs a trained forecaster: calibrag(forecaster=DIR), from "
+                             "`verirag train forecaster`")
+        if keep < 1:
+            raise InputError("calibrag: keep must be at least 1")
+        self.llm = llm
+        self.forecaster = load_forecaster(forecaster, llm=llm)
+        self.generator = VanillaGenerator(llm, max_tokens=max_tokens, layout=layout)
+        self.keep = keep
+
+    def run(self, trace: Trace) -> MethodOutput:
+        def rank():
+            docs = [pair_text(p.title, p.text) for p in trace.passages]
+            usable = [i for i, d in enumerate(docs) if d.strip()]
+            probs = self.forecaster.predict_proba([trace.question] * len(usable), [docs[i] for i in usable])
+            f = [0.0] * len(docs)
+            for i, p in zip(usable, probs):
+                f[i] = float(p)
+            return f
+        if not trace.passages:
+            return MethodOutput(answer="", score=0.0, error="no passages to rerank")
+        # keyed by the forecaster's training data too: a folder retrained in place is another forecaster
+        f = trace.get(self.quantity_key(trace, "forecast", data=self.forecaster.data_fingerprint_), rank)
+        order = sorted(range(len(f)), key=lambda i: (-f[i], i))[:self.keep]
+        passages = [trace.passages[i] for i in order]
+        ans: Answer = trace.get(self.quantity_key(trace, "answer", kept=[p.id for p in passages]),
+                                lambda: self.generator.answer(trace.question, passages))
+        details = {"forecast": f, "kept": order, "best": order[0], "per_passage": f}
+        if ans.error:
+            return MethodOutput(answer=ans.text, score=0.0, error=ans.error, details=details)
+        return MethodOutput(answer=ans.text, score=f[order[0]], details=details)
