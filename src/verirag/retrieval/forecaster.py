@@ -228,6 +228,9 @@ class Forecaster:
         else:
             train, val = split_by_group(list(groups), self.val_share, self.seed)
         tr, va = np.flatnonzero(train), np.flatnonzero(val)
+        if len(set(y[tr])) < 2:
+            raise InputError("the training questions hold one class only (the other is all in the validation "
+                             "questions): label more questions")
         self.n_train_, self.n_val_ = len(tr), len(va)
         self.label_balance_ = float(y[tr].mean())
         self.data_fingerprint_ = data_fingerprint(queries, documents, y)
