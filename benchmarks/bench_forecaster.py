@@ -86,8 +86,8 @@ def main() -> None:
     print(f"forecaster (cross-encoder, MiniLM-L6): {n / ours:8.1f} pairs/s ({ours:.2f} s)")
     print(f"LLM-rerank ({args.model}):        {n / base:8.1f} pairs/s ({base:.2f} s)")
     print(f"throughput ours / baseline: {base / ours:.1f}x")
-    print(f"training: {train_s:.1f} s for {n_train} pairs (1 epoch) = {1000 * train_s / n_train:.0f} s per 1,000 pairs "
-          f"per epoch")
+    print(f"training: {train_s:.1f} s for one epoch over {f.n_train_} pairs plus two passes over {f.n_val_} "
+          f"validation pairs = {1000 * train_s / f.n_train_:.0f} s per 1,000 training pairs per epoch")
 
 
 if __name__ == "__main__":

@@ -37,7 +37,7 @@ def toy_pairs(n_things: int = 12, per_thing: int = 8):
             d.append(f"The {t} number {j} is painted {rng.choice(colours)}." if pos
                      else f"Bananas grow in warm places and taste sweet ({j}).")
             y.append(int(pos))
-            g.append(f"{t}-{j}")
+            g.append(t)   # one question per thing, several documents each: validation holds out whole questions
     return q, d, y, g
 
 
@@ -51,7 +51,7 @@ def toy_forecaster():
 def test_forecaster_learns_a_separable_task(toy_forecaster):
     f = toy_forecaster
     assert f.fitted and f.metrics_["auroc"] > 0.9
-    assert f.n_train_ + f.n_val_ == 96 and 0 < f.n_val_ < 96
+    assert f.n_train_ + f.n_val_ == 96 and f.n_val_ == 24   # 3 of the 12 questions, each with its 8 documents
     # fresh pairs of the same kind, never seen in training
     probs = f.predict_proba(["what colour is the tram number 3?", "what colour is the tram number 3?"],
                             ["The tram number 3 is painted blue.", "Bananas grow in warm places and taste sweet."])
@@ -154,7 +154,7 @@ def test_labelling_resumes_with_zero_repeated_backend_calls(smollm, tmp_path):
         ls3 = label_pairs(exs, idx, llm, k=2, mode="decision", out=out)
     assert resumed.calls == 3 and ls3.computed == 1 and ls3.unreadable_lines == 1
     records, bad = read_labels(out)
-    assert bad == 1 and len({r.key for r in records}) == 8
+    assert bad == 0 and len(records) == 8 and len({r.key for r in records}) == 8   # the torn line is gone
     # another mode is another label: nothing is reused across modes
     with metering() as other:
         label_pairs(exs, idx, llm, k=1, mode="answer", out=out)
@@ -320,3 +320,35 @@ def test_calibrag_method_answers_from_the_best_forecast(toy_forecaster, smollm, 
     assert out.score > out.details["forecast"][0] and out.answer
     n = len(trace.quantities)
     assert m.run(trace).score == out.score and len(trace.quantities) == n   # computed once per trace
+
+
+# ---- the study's tables, on records written by hand -------------------------------------------
+def _record(i: int, correct: int, conf: float, guidance_correct: int, na: int = 0) -> dict:
+    rows = {name: {"doc": f"d{i}", "correct": correct, "na": na, "confidence": conf,
+                   "guidance_correct": guidance_correct} for name in ("base", "verbal_number", "calibrag")}
+    rows["t2_base"] = {"doc": f"d{i}", "correct": 0, "na": na, "guidance_correct": 0}
+    rows["t2_calibrag"] = {"doc": f"e{i}" if i % 2 else f"d{i}", "correct": correct, "na": na,
+                           "guidance_correct": guidance_correct}
+    return {"id": str(i), "rows": rows}
+
+
+def test_study_tables_compute_the_papers_metrics():
+    from verirag.experiments.calibrag_study import BootstrapSpec, table1, table2
+    from verirag.metrics.calibration import auroc, brier, ece
+    recs = [_record(i, int(i % 3 == 0), 0.9 if i % 3 == 0 else 0.2, 1 - int(i % 3 == 0)) for i in range(30)]
+    recs.append({"id": "x", "rows": {}, "error": "nothing retrieved"})  # excluded, not averaged
+    t1 = {r["method"]: r for r in table1("toy", recs, BootstrapSpec(n_resamples=200))}
+    assert set(t1) == {"base", "verbal_number", "calibrag"} and "auroc" not in t1["base"]
+    c = np.array([0.9 if i % 3 == 0 else 0.2 for i in range(30)])
+    y = np.array([int(i % 3 == 0) for i in range(30)])
+    cal = t1["calibrag"]
+    assert cal["n"] == 30 and cal["accuracy"]["value"] == pytest.approx(y.mean())
+    assert cal["auroc"]["value"] == pytest.approx(auroc(c, y)) == 1.0
+    assert cal["ece"]["value"] == pytest.approx(ece(c, y, n_bins=10))
+    assert cal["brier"]["value"] == pytest.approx(brier(c, y))
+    assert cal["auroc_answer"]["value"] == pytest.approx(0.0)   # graded against the guidance: inverted here
+    assert cal["accuracy"]["low"] <= cal["accuracy"]["value"] <= cal["accuracy"]["high"]
+    t2 = {r["reranker"]: r for r in table2("toy", recs, BootstrapSpec(n_resamples=200), llm_rerank=False)}
+    assert t2["calibrag"]["decision_vs_base"]["value"] == pytest.approx(y.mean())
+    assert t2["calibrag"]["top1_changed"] == pytest.approx(0.5)
+    assert "decision_vs_base" not in t2["base"]

@@ -70,10 +70,11 @@ def test_shipped_configs_are_valid():
     import yaml
 
     from verirag.experiments.config import load_config
-    from verirag.experiments.dependable import is_study, parse_study
+    from verirag.experiments.calibrag_study import parse_any_study
+    from verirag.experiments.dependable import is_study
     for p in (Path(__file__).resolve().parents[1] / "configs").glob("*.yaml"):
         raw = yaml.safe_load(p.read_text())
-        parse_study(raw, str(p)) if is_study(raw) else load_config(p)
+        parse_any_study(raw, str(p)) if is_study(raw) else load_config(p)
 
 
 # --------------------------------------------------------------------------- ground truth

@@ -128,7 +128,7 @@ def ask(question: str = typer.Argument(..., help="The question."),
                                                    "no-context or keep-top."),
         forecaster: Optional[Path] = typer.Option(None, help="CalibRAG's forecaster (`verirag train forecaster`): "
                                                   "rerank 20 documents by the forecast that an answer from each is "
-                                                  "right, answer from the best, show its forecast as confidence."),
+                                                  "right, answer from the best, and report that forecast."),
         epsilon: Optional[float] = typer.Option(None, help="With --forecaster: below this forecast (default 0.3) the "
                                                 "query is reformulated and retrieval runs once more.")):
     """Answer QUESTION from a corpus, verify the answer, and act on the verdict."""
@@ -136,6 +136,8 @@ def ask(question: str = typer.Argument(..., help="The question."),
         raise InputError("give exactly one of --corpus PATH or --index DIR")
     if not question.strip():
         raise InputError("the question is empty")
+    if epsilon is not None and forecaster is None:
+        raise InputError("--epsilon is the forecaster's re-query threshold: give --forecaster DIR too")
     threshold, fitted = _threshold_option(threshold)
     p = _pipeline(preset, model, judge, judge_model, threshold, k, fallback, retrieval, method, escalate_model,
                   trust=str(trust) if trust else None, on_untrusted=on_untrusted,
@@ -421,7 +423,8 @@ def _run_study_if_one(config: Path, out_dir: Path) -> bool:
         for r in result["table1"]:
             out.print(f"{r['dataset']} {LABELS.get(r['method'], r['method'])}: accuracy {_ci(r['accuracy'], 100, 1)}%, "
                       f"AUROC {_ci(r.get('auroc'))}, ECE {_ci(r.get('ece'))}, Brier {_ci(r.get('brier'))}, "
-                      f"NLL {_ci(r.get('nll'))}, %NA {_ci(r['na'], 100, 1)} ({r['n']} questions)")
+                      f"NLL {_ci(r.get('nll'))}, %NA {_ci(r['na'], 100, 1)}; against the guidance itself: AUROC "
+                      f"{_ci(r.get('auroc_answer'))}, ECE {_ci(r.get('ece_answer'))} ({r['n']} questions)")
         for r in result["table2"]:
             out.print(f"{r['dataset']} rerank {LABELS.get(r['reranker'], r['reranker'])}: guidance accuracy "
                       f"{_ci(r['guidance_accuracy'], 100, 1)}% (vs Base {_ci(r.get('guidance_vs_base'), 100, 1)}), "

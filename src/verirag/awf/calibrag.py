@@ -43,15 +43,19 @@ class Guidance:
 
 @dataclass
 class Confidence:
-    """A verbalized confidence: `value` in [0, 1] (None when unreadable), the raw reply, `error`."""
+    """A verbalized confidence: `value` in [0, 1] (None when unreadable), the raw reply, `error`,
+    and `term` (the certainty term read, on the linguistic scale)."""
 
     value: float | None
     raw: str
     error: str | None = None
+    term: str | None = None
 
     def shown(self) -> str:
-        """How the confidence is written for the surrogate user."""
-        return "not stated" if self.value is None else f"{round(self.value * 10)}/10"
+        """How the confidence is written for the surrogate user: what the model said, as read."""
+        if self.value is None:
+            return "not stated"
+        return self.term.capitalize() if self.term else f"{round(self.value * 10)}/10"
 
 
 def document_text(p: Passage) -> tuple[str, str]:
@@ -79,13 +83,15 @@ def parse_number_confidence(text: str) -> float | None:
     return int(m.group(1)) / 10.0 if m else None
 
 
+def linguistic_term(text: str) -> str | None:
+    """The first term of LINGUISTIC_SCALE in a reply."""
+    return next((w for w in re.findall(r"[a-z]+", (text or "").lower()) if w in LINGUISTIC_SCALE), None)
+
+
 def parse_linguistic_confidence(text: str) -> float | None:
     """The first term of LINGUISTIC_SCALE in a reply, mapped to its number."""
-    words = re.findall(r"[a-z]+", (text or "").lower())
-    for w in words:
-        if w in LINGUISTIC_SCALE:
-            return LINGUISTIC_SCALE[w]
-    return None
+    term = linguistic_term(text)
+    return None if term is None else LINGUISTIC_SCALE[term]
 
 
 def verbal_confidence(llm: LLM, guidance: Guidance, *, scale: str = "number", max_tokens: int = 6) -> Confidence:
@@ -97,8 +103,9 @@ def verbal_confidence(llm: LLM, guidance: Guidance, *, scale: str = "number", ma
         raw = llm.generate(messages, max_tokens=max_tokens).text
     except VeriragError as e:
         return Confidence(None, "", f"{type(e).__name__}: {e}")
+    term = linguistic_term(raw) if scale == "linguistic" else None
     value = parse_number_confidence(raw) if scale == "number" else parse_linguistic_confidence(raw)
-    return Confidence(value, raw, None if value is not None else f"unreadable confidence {raw.strip()[:40]!r}")
+    return Confidence(value, raw, None if value is not None else f"unreadable confidence {raw.strip()[:40]!r}", term)
 
 
 def user_decision(llm: LLM, question: str, guidance: Guidance, confidence: Confidence | str, *,

@@ -305,6 +305,13 @@ class Pipeline:
             timings["fallback"] = time.perf_counter() - t
         timings["total"] = time.perf_counter() - t0
         usage = used.cost.to_dict()
+        if forecast is not None:   # the re-query's LLM call is part of what this answer cost
+            for k_, v in forecast["usage"].items():
+                if isinstance(v, (int, float)) and k_ in usage:
+                    usage[k_] += v
+                elif isinstance(v, dict):
+                    for name, n in v.items():
+                        usage.setdefault(k_, {})[name] = usage.get(k_, {}).get(name, 0) + n
 
         error = "; ".join(e for e in (out.error, decision.details.get("error")) if e) or None
         per = out.details.get("per_passage") or [None] * len(hits)

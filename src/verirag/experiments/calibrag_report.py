@@ -27,7 +27,8 @@ def _ci(m: dict | None, scale: float = 1.0, digits: int = 3) -> str:
 def table1_rows(rows: list[dict[str, Any]]) -> list[list[Any]]:
     return [[r["dataset"], LABELS.get(r["method"], r["method"]), r["n"], _ci(r.get("auroc")),
              _ci(r["accuracy"], 100, 1), _ci(r.get("ece")), _ci(r.get("brier")), _ci(r.get("nll")),
-             _ci(r["na"], 100, 1), r.get("unreadable_confidence", 0)] for r in rows]
+             _ci(r["na"], 100, 1), _ci(r.get("auroc_answer")), _ci(r.get("ece_answer")),
+             r.get("unreadable_confidence", 0)] for r in rows]
 
 
 def table2_rows(rows: list[dict[str, Any]]) -> list[list[Any]]:
@@ -59,8 +60,16 @@ def build_calibrag_report(out_dir: str | Path, result: dict[str, Any]) -> Path:
                               f["validation"].get("auroc"), f["validation"].get("ece"), f["validation"].get("brier")]
                              for name, f in fc.items()]))
     parts.append("<h2>Table 1: calibration baselines (zero-shot on the test questions; 95% bootstrap CIs)</h2>")
+    parts.append("<p>The decision is the surrogate user's, told the confidence; the last columns grade the "
+                 "confidence against the guidance's own correctness instead (what a forecaster trained in "
+                 "<code>answer</code> mode learned).</p>")
     parts.append(_table(["dataset", "method", "questions", "AUROC", "accuracy %", "ECE", "Brier", "NLL", "%NA",
-                         "unreadable confidence"], table1_rows(result.get("table1", []))))
+                         "AUROC (answer)", "ECE (answer)", "unreadable confidence"],
+                        table1_rows(result.get("table1", []))))
+    excluded = {ds: e for ds, e in (result.get("excluded") or {}).items() if e}
+    if excluded:
+        parts.append("<p>Test questions left out: " + html.escape("; ".join(
+            f"{ds}: " + ", ".join(f"{n} ({why})" for why, n in e.items()) for ds, e in excluded.items())) + "</p>")
     parts.append("<h2>Table 2: rerankers (the document the answer is built from; U told no confidence)</h2>")
     parts.append(_table(["dataset", "reranker", "questions", "guidance accuracy %", "vs Base", "decision accuracy %",
                          "vs Base", "top-1 changed %"], table2_rows(result.get("table2", []))))

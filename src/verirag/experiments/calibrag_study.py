@@ -99,6 +99,12 @@ def is_calibrag_study(raw: Any) -> bool:
     return isinstance(raw, dict) and raw.get("study") == "calibrag"
 
 
+def parse_any_study(raw: Any, source_name: str = "config"):
+    """The study config `raw` names (`study: dependable` or `study: calibrag`), validated."""
+    from verirag.experiments.dependable import parse_study
+    return (parse_calibrag_study if is_calibrag_study(raw) else parse_study)(raw, source_name)
+
+
 def parse_calibrag_study(raw: Any, source_name: str = "config") -> CalibragStudyConfig:
     try:
         return CalibragStudyConfig.model_validate(raw)
@@ -202,7 +208,9 @@ def run_calibrag_study(cfg: CalibragStudyConfig, out_dir: str | Path, *,
     result = {"name": cfg.name, "config": cfg.model_dump(), "labels": labels.summary(),
               "forecasters": {k: _describe(f) for k, f in forecasters.items() if f is not None},
               "table1": [], "table2": [], "questions": per_dataset,
-              "llm_rerank_failures": forecasters.get("_llm_rerank_failures", 0)}
+              "excluded": {name: _excluded(records) for name, records in per_dataset.items()},
+              "llm_rerank_failures": sum(r["rows"].get("t2_llm_rerank", {}).get("failures", 0)
+                                         for records in per_dataset.values() for r in records)}
     for name, records in per_dataset.items():
         result["table1"] += table1(name, records, cfg.bootstrap)
         result["table2"] += table2(name, records, cfg.bootstrap, llm_rerank=cfg.llm_rerank)
@@ -227,20 +235,25 @@ def train_all(cfg: CalibragStudyConfig, labels, llm, out_dir: Path, stage) -> di
 
     def trained(folder: str, labels_: list[int], make, q_=q, d_=d, g_=g):
         path = out_dir / folder
-        want = data_fingerprint(q_, d_, labels_)
+        # reused only when trained on these pairs with these settings
+        want = f"{data_fingerprint(q_, d_, labels_)}|{json.dumps(t.model_dump(), sort_keys=True)}"
         if (path / "forecaster.json").is_file():
             try:
                 f = load_forecaster(path, llm=llm)
-                if f.data_fingerprint_ == want:
-                    stage(f"loaded {folder} (trained on these pairs)")
+                if f.meta.get("study_digest") == want:
+                    stage(f"loaded {folder} (trained on these pairs with these settings)")
                     return f
             except InputError:
                 pass
         if len(set(labels_)) < 2:
             stage(f"{folder}: one class only, not trained")
             return None
-        f = make().fit(q_, d_, labels_, g_, progress=_every(stage, f"training {folder}"))
-        f.meta = {"labels": str(out_dir / "labels.jsonl"), "study": cfg.name}
+        try:
+            f = make().fit(q_, d_, labels_, g_, progress=_every(stage, f"training {folder}"))
+        except InputError as e:   # e.g. the training questions hold one class: that row is left out
+            stage(f"{folder}: not trained ({e})")
+            return None
+        f.meta = {"labels": str(out_dir / "labels.jsonl"), "study": cfg.name, "study_digest": want}
         f.save(path)
         return f
 
@@ -257,6 +270,15 @@ def train_all(cfg: CalibragStudyConfig, labels, llm, out_dir: Path, stage) -> di
         out["probe"] = trained("probe", [y[i] for i in keep],
                                lambda: ProbeForecaster(llm, val_share=t.val_share, seed=t.seed),
                                q_=[q[i] for i in keep], d_=[d[i] for i in keep], g_=[g[i] for i in keep])
+    return out
+
+
+def _excluded(records: list[dict]) -> dict[str, int]:
+    """Test questions that got no rows, by reason (nothing retrieved, no reference answer)."""
+    out: dict[str, int] = {}
+    for r in records:
+        if r.get("error"):
+            out[r["error"]] = out.get(r["error"], 0) + 1
     return out
 
 
@@ -321,9 +343,7 @@ def evaluate_question(cfg: CalibragStudyConfig, ex, index, llm, user, forecaster
     rows["base"] = row(top, None, NOT_STATED)
     for scale in ("number", "linguistic"):
         c = verbal_confidence(llm, guidance(top), scale=scale)
-        shown = NOT_STATED if c.value is None else (f"{round(c.value * 10)}/10" if scale == "number"
-                                                     else c.raw.strip().split()[0].strip(".,:;").capitalize()
-                                                     if c.raw.strip() else NOT_STATED)
+        shown = c.shown()   # "8/10", or the certainty term read ("Probable"), or "not stated"
         # an unreadable confidence is uninformative: 0.5 in the metrics, counted in `unreadable`
         rows[f"verbal_{scale}"] = row(top, 0.5 if c.value is None else c.value, shown, raw_confidence=c.raw,
                                       unreadable=int(c.value is None))
@@ -331,6 +351,8 @@ def evaluate_question(cfg: CalibragStudyConfig, ex, index, llm, user, forecaster
         p = float(forecasters["probe"].predict_proba([q], [pair_text(top.passage.title, top.passage.text)])[0])
         rows["probe"] = row(top, p, _pct(p))
     f = forecasters["calibrag"]
+    if f is None:
+        raise InputError("CalibRAG's forecaster could not be trained (see the stage log)")
     step = ForecastRerank(f, lambda query, n: index.search(query, k=n), llm, epsilon=0.0, depth=cfg.k)
     r = step.run(q, hits)
     rows["calibrag"] = row(r.kept[0], r.confidence, _pct(r.confidence))
@@ -391,6 +413,13 @@ def table1(dataset: str, records: list[dict], boot: BootstrapSpec) -> list[dict[
             entry["ece"] = _ci(_safe(lambda a: ece(a[:, 0], a[:, 1], n_bins=10)), both, boot=boot)
             entry["brier"] = _ci(_safe(lambda a: brier(a[:, 0], a[:, 1])), both, boot=boot)
             entry["nll"] = _ci(_safe(lambda a: nll(a[:, 0], a[:, 1])), both, boot=boot)
+            # against the guidance's own correctness too: what an `answer`-mode forecaster learned
+            g = np.array([x["guidance_correct"] for x in rows], dtype=float)
+            both_g = np.column_stack([c, g])
+            entry["auroc_answer"] = _ci(_safe(lambda a: auroc(a[:, 0], a[:, 1]) if 0 < a[:, 1].sum() < len(a)
+                                              else math.nan), both_g, boot=boot)
+            entry["ece_answer"] = _ci(_safe(lambda a: ece(a[:, 0], a[:, 1], n_bins=10)), both_g, boot=boot)
+            entry["answer_accuracy"] = float(g.mean())
             entry["mean_confidence"] = float(c.mean())
             entry["confidences"] = c.tolist()
             entry["labels"] = y.astype(int).tolist()

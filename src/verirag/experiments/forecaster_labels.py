@@ -13,10 +13,10 @@ is correct. Two labelling modes:
 An abstention ("no answer") is never correct. The query q is the question itself.
 
 Every pair becomes one line of an append-only JSONL file, written as soon as it is labelled; a
-rerun skips every pair whose key is present (and the request cache answers what was computed but
-not yet written), so a killed run loses at most the pair in flight. A pair whose generation
-failed keeps its line with `label` null and the `error`: it is counted and reported, never
-silently dropped.
+rerun skips every pair whose key is present with a label (and the request cache answers what was
+computed but not yet written), so a killed run loses at most the pair in flight; a torn last line
+is dropped from the file. A pair whose generation failed keeps its line with `label` null and the
+`error`: it is counted and reported, never silently dropped, and the next run tries it again.
 """
 from __future__ import annotations
 
@@ -103,6 +103,12 @@ def settings_digest(mode: str, llm, user_llm, match: str, judge_llm, max_tokens:
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:12]
 
 
+def _text_digest(p) -> str:
+    """Names the document's text in a pair's key: an index rebuilt with other text under the same
+    ids gives new pairs, never stale labels."""
+    return hashlib.sha256(f"{p.title}\x1f{p.text}".encode()).hexdigest()[:8]
+
+
 def read_labels(path: str | Path) -> tuple[list[LabelRecord], int]:
     """(records, unreadable lines) of a label file; a torn last line (a killed run) is unreadable."""
     path = Path(path)
@@ -144,7 +150,13 @@ def label_pairs(examples: Sequence[Example], index, llm, *, k: int = 20, mode: s
     digest = settings_digest(mode, llm, user_llm, match, judge_llm, max_tokens)
     path = Path(out) if out is not None else None
     existing, bad = read_labels(path) if path else ([], 0)
-    done = {r.key: r for r in existing}
+    if bad and path:  # a killed run's torn line: rewrite the file without it, once
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        tmp.write_text("".join(json.dumps(asdict(r), ensure_ascii=False) + "\n" for r in existing), encoding="utf-8")
+        tmp.replace(path)
+    # the last line of a key wins; a pair that failed (label null) is labelled again: the failure
+    # may have been the backend's, and failures are not in the request cache
+    done = {r.key: r for r in existing if r.label is not None}
 
     skipped: dict[str, int] = {}
     usable = []
@@ -165,10 +177,10 @@ def label_pairs(examples: Sequence[Example], index, llm, *, k: int = 20, mode: s
     computed = 0
     fh = open(path, "a", encoding="utf-8") if path else None
     if fh and path.stat().st_size and not path.read_bytes().endswith(b"\n"):
-        fh.write("\n")  # a killed run's torn last line stays alone on its line, unread
+        fh.write("\n")  # a last line cut right after its closing brace
     try:
         for i, (ex, refs, hit) in enumerate(plan):
-            key = f"{ex.id}|{hit.passage.id}|{digest}"
+            key = f"{ex.id}|{hit.passage.id}|{_text_digest(hit.passage)}|{digest}"
             if key in done:
                 records.append(done[key])
             else:

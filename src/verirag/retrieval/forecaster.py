@@ -139,7 +139,7 @@ def _load_cross_encoder(path: str, max_length: int, device: str | None):
 class Forecaster:
     """f(q, d) as a cross-encoder. Settings: `encoder` (a sentence-transformers or HF folder, or
     the packaged default), `max_length` (tokens of the pair), `epochs` (at most), `batch_size`,
-    `learning_rate`, `patience` (epochs without a better validation NLL before stopping),
+    `learning_rate`, `patience` (stop after this many epochs without a better validation NLL),
     `val_share` (questions held out when `fit` is given no validation groups), `temperature`
     (fit a temperature on the validation split), `seed`."""
 
@@ -239,10 +239,10 @@ class Forecaster:
         rng = random.Random(self.seed)
         model = self.model.model
         opt = torch.optim.AdamW(model.parameters(), lr=self.learning_rate, weight_decay=0.01)
-        # positives are often the minority (the paper: top-1 documents are mostly negatives): weight
-        # them so the loss does not learn "always no"
-        pos_weight = torch.tensor([(len(tr) - y[tr].sum()) / max(1, y[tr].sum())], dtype=torch.float32)
-        loss_fn = torch.nn.BCEWithLogitsLoss(pos_weight=pos_weight.to(model.device))
+        # plain binary cross-entropy, as the paper: weighting the (minority) positives would shift
+        # every logit by about log(neg / pos), a bias the temperature cannot undo, and f is read as
+        # a probability
+        loss_fn = torch.nn.BCEWithLogitsLoss()
         steps_per_epoch = math.ceil(len(tr) / self.batch_size)
         total = steps_per_epoch * self.epochs
         best, best_nll, waited, done = None, math.inf, 0, 0
@@ -269,10 +269,12 @@ class Forecaster:
                 best_nll, best, waited, self.best_epoch_ = nll, copy.deepcopy(model.state_dict()), 0, epoch + 1
             else:
                 waited += 1
-                if waited > self.patience:
+                if waited >= self.patience:
                     break
         if done < total and progress:
             progress(total, total)  # stopped early: the bar ends full
+        if best is None:
+            raise InputError("the validation loss was never finite: the training diverged (lower the learning rate)")
         model.load_state_dict(best)
         z = self.logits([queries[i] for i in va], [documents[i] for i in va])
         self.temperature_ = fit_temperature(z, y[va]) if self.temperature else 1.0

@@ -103,7 +103,7 @@ class ProbeForecaster:
         x = self.features(queries, documents, progress)
         self.mean_ = x[tr].mean(axis=0)
         self.scale_ = np.where(x[tr].std(axis=0) > 1e-8, x[tr].std(axis=0), 1.0)
-        clf = LogisticRegression(C=self.C, class_weight="balanced", max_iter=self.max_iter)
+        clf = LogisticRegression(C=self.C, max_iter=self.max_iter)
         clf.fit((x[tr] - self.mean_) / self.scale_, y[tr])
         self.coef_, self.intercept_ = clf.coef_[0].astype(np.float64), float(clf.intercept_[0])
         self.n_train_, self.n_val_ = len(tr), len(va)
