@@ -5,8 +5,8 @@
 A config with `study: calibrag` (see configs/calibrag-small.yaml) runs:
 1. Training data. `train.n` questions of `train.dataset` (split by group from that dataset's test
    questions, so no test question is trained on); every dataset's passages are pooled into one
-   corpus per dataset and indexed (`retrieval`); the top `k` documents of each training question
-   are labelled (`verirag.experiments.forecaster_labels`, mode `train.mode`) into DIR/labels.jsonl.
+   corpus per dataset and indexed (`retrieval`); the top `train.k` (default `k`) documents of each
+   training question are labelled (`verirag.experiments.forecaster_labels`, mode `train.mode`) into DIR/labels.jsonl.
 2. Forecasters, all trained on those pairs, validated on held-out training questions: CalibRAG's
    cross-encoder on the decision labels (DIR/forecaster); the same cross-encoder on relevance
    labels (the document contains a reference answer) as the reranking baseline (DIR/relevance);
@@ -65,6 +65,7 @@ class TrainSpec(_Strict):
     path: str | None = None
     options: dict[str, Any] = Field(default_factory=dict)
     mode: Literal["answer", "decision"] = "answer"
+    k: int | None = Field(None, ge=1)    # documents labelled per training question (default: the study's k)
     epochs: int = Field(3, ge=1)
     batch_size: int = Field(16, ge=1)
     learning_rate: float = Field(3e-5, gt=0)
@@ -191,7 +192,7 @@ def run_calibrag_study(cfg: CalibragStudyConfig, out_dir: str | Path, *,
                 stage(f"{what}: {i}/{total}")
         return tell
 
-    labels = label_pairs(train_ex, indexes[t.dataset], llm, k=cfg.k, mode=t.mode, user_llm=user, match=cfg.match,
+    labels = label_pairs(train_ex, indexes[t.dataset], llm, k=t.k or cfg.k, mode=t.mode, user_llm=user, match=cfg.match,
                          max_tokens=cfg.max_tokens, out=out_dir / "labels.jsonl",
                          progress=progress_stage(f"labelling {t.dataset} training pairs ({t.mode})"))
     forecasters = train_all(cfg, labels, llm, out_dir, stage)
