@@ -125,7 +125,7 @@ def _load_cross_encoder(path: str, max_length: int, device: str | None):
     # "head newly initialised" and "converting a SentenceTransformer to a CrossEncoder" are the
     # point here, not news
     hf_logging.set_verbosity_error()
-    st_logger.setLevel(logging.WARNING)
+    st_logger.setLevel(logging.ERROR)  # the conversion notice is a warning
     hf_logging.disable_progress_bar()
     try:
         return CrossEncoder(path, num_labels=1, max_length=max_length, device=device or _default_device())
