@@ -39,6 +39,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from verirag.errors import InputError
+from verirag.retrieval.forecaster import strict_json
 
 STUDY_FILE = "study.json"
 TABLE1_ROWS = ("base", "verbal_number", "verbal_linguistic", "probe", "calibrag", "calibrag_requery")
@@ -182,26 +183,16 @@ def run_calibrag_study(cfg: CalibragStudyConfig, out_dir: str | Path, *,
     llm = load_llm(cfg.model, n_ctx=cfg.n_ctx)
     user = load_llm(cfg.user_model, n_ctx=cfg.n_ctx) if cfg.user_model else llm
 
-    def progress_stage(what: str):
-        last = [-1]
-
-        def tell(i: int, total: int) -> None:
-            step = max(1, total // 20)
-            if i == total or i // step != last[0]:
-                last[0] = i // step
-                stage(f"{what}: {i}/{total}")
-        return tell
-
     labels = label_pairs(train_ex, indexes[t.dataset], llm, k=t.k or cfg.k, mode=t.mode, user_llm=user, match=cfg.match,
                          max_tokens=cfg.max_tokens, out=out_dir / "labels.jsonl",
-                         progress=progress_stage(f"labelling {t.dataset} training pairs ({t.mode})"))
+                         progress=_every(stage, f"labelling {t.dataset} training pairs ({t.mode})", 20))
     forecasters = train_all(cfg, labels, llm, out_dir, stage)
 
     stage("evaluating")
     per_dataset = {}
     for name, exs in tests.items():
         records = []
-        tell = progress_stage(f"evaluating {name}")
+        tell = _every(stage, f"evaluating {name}", 20)
         for i, ex in enumerate(exs):
             records.append(evaluate_question(cfg, ex, indexes[name], llm, user, forecasters))
             tell(i + 1, len(exs))
@@ -215,7 +206,7 @@ def run_calibrag_study(cfg: CalibragStudyConfig, out_dir: str | Path, *,
     for name, records in per_dataset.items():
         result["table1"] += table1(name, records, cfg.bootstrap)
         result["table2"] += table2(name, records, cfg.bootstrap, llm_rerank=cfg.llm_rerank)
-    (out_dir / STUDY_FILE).write_text(json.dumps(_finite(result), ensure_ascii=False, indent=1) + "\n",
+    (out_dir / STUDY_FILE).write_text(json.dumps(strict_json(result), ensure_ascii=False, indent=1) + "\n",
                                       encoding="utf-8")
     from verirag.experiments.calibrag_report import build_calibrag_report
     result["report"] = str(build_calibrag_report(out_dir, result))
@@ -283,11 +274,12 @@ def _excluded(records: list[dict]) -> dict[str, int]:
     return out
 
 
-def _every(stage, what: str):
+def _every(stage, what: str, parts: int = 10):
+    """A progress callback telling `stage` "what: i/total" about `parts` times in all."""
     last = [-1]
 
     def tell(i: int, total: int) -> None:
-        step = max(1, total // 10)
+        step = max(1, total // parts)
         if i == total or i // step != last[0]:
             last[0] = i // step
             stage(f"{what}: {i}/{total}")
@@ -453,15 +445,3 @@ def table2(dataset: str, records: list[dict], boot: BootstrapSpec, *, llm_rerank
             entry["decision_vs_base"] = _ci(lambda a: (a[:, 0] - a[:, 1]).mean(), d, boot=boot)
         out.append(entry)
     return out
-
-
-def _finite(obj):
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
-    if isinstance(obj, (np.floating, np.integer)):
-        return _finite(obj.item())
-    return obj

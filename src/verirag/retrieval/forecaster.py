@@ -75,6 +75,37 @@ def split_by_group(groups: Sequence[str], val_share: float, seed: int = 0) -> tu
 MIN_PER_CLASS_FOR_TEMPERATURE = 5
 
 
+def training_split(labels: Sequence[int], groups: Sequence[str], n_pairs: int, val_groups: Sequence[str] | None,
+                   val_share: float, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(labels as 0/1 array, training indices, validation indices) after the checks every
+    forecaster's `fit` needs: one label and group per pair, both classes, and both classes among
+    the training questions. The validation questions are `val_groups`, or `val_share` of the
+    groups drawn with `seed`."""
+    y = np.asarray([int(v) for v in labels])
+    if len(y) != n_pairs or len(groups) != n_pairs:
+        raise InputError("queries, documents, labels and groups must have one entry per pair")
+    if not len(y):
+        raise InputError("no training pairs")
+    if not np.isin(y, (0, 1)).all():
+        raise InputError("labels must be 0 or 1")
+    if y.min() == y.max():
+        raise InputError(f"every training label is {int(y[0])}: a forecaster needs both correct and "
+                         "incorrect decisions to learn from (more questions, or another labelling mode)")
+    if val_groups is not None:
+        held = set(val_groups)
+        val = np.array([g in held for g in groups])
+        train = ~val
+        if not val.any() or not train.any():
+            raise InputError("the validation groups must hold some questions, but not all")
+    else:
+        train, val = split_by_group(list(groups), val_share, seed)
+    tr, va = np.flatnonzero(train), np.flatnonzero(val)
+    if len(set(y[tr])) < 2:
+        raise InputError("the training questions hold one class only (the other is all in the validation "
+                         "questions): label more questions")
+    return y, tr, va
+
+
 def fit_temperature(logits: np.ndarray, labels: np.ndarray) -> float:
     """The temperature T minimising the NLL of sigmoid(logit / T) (Guo et al.'s temperature
     scaling, for one logit), searched in [e^-4, e^4]; 1.0 when either class has fewer than
@@ -209,28 +240,7 @@ class Forecaster:
         is told (steps done, steps in all) after each optimiser step."""
         import torch
         queries, documents = _check_pairs(queries, documents)
-        y = np.asarray([int(v) for v in labels])
-        if len(y) != len(queries) or len(groups) != len(queries):
-            raise InputError("queries, documents, labels and groups must have one entry per pair")
-        if not len(y):
-            raise InputError("no training pairs")
-        if not np.isin(y, (0, 1)).all():
-            raise InputError("labels must be 0 or 1")
-        if y.min() == y.max():
-            raise InputError(f"every training label is {int(y[0])}: a forecaster needs both correct and "
-                             "incorrect decisions to learn from (more questions, or another labelling mode)")
-        if val_groups is not None:
-            held = set(val_groups)
-            val = np.array([g in held for g in groups])
-            train = ~val
-            if not val.any() or not train.any():
-                raise InputError("the validation groups must hold some questions, but not all")
-        else:
-            train, val = split_by_group(list(groups), self.val_share, self.seed)
-        tr, va = np.flatnonzero(train), np.flatnonzero(val)
-        if len(set(y[tr])) < 2:
-            raise InputError("the training questions hold one class only (the other is all in the validation "
-                             "questions): label more questions")
+        y, tr, va = training_split(labels, groups, len(queries), val_groups, self.val_share, self.seed)
         self.n_train_, self.n_val_ = len(tr), len(va)
         self.label_balance_ = float(y[tr].mean())
         self.data_fingerprint_ = data_fingerprint(queries, documents, y)
@@ -297,7 +307,7 @@ class Forecaster:
                 "metrics_": self.metrics_, "n_train_": self.n_train_, "n_val_": self.n_val_,
                 "label_balance_": self.label_balance_, "data_fingerprint_": self.data_fingerprint_,
                 "weights_sha256": _sha256(weights), "meta": self.meta}
-        (directory / META_FILE).write_text(json.dumps(_finite(meta), indent=2, ensure_ascii=False) + "\n",
+        (directory / META_FILE).write_text(json.dumps(strict_json(meta), indent=2, ensure_ascii=False) + "\n",
                                            encoding="utf-8")
         return directory
 
@@ -389,11 +399,14 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def _finite(obj):
+def strict_json(obj):
+    """`obj` with NaN / infinities as None and numpy scalars as Python numbers: strict JSON."""
+    if isinstance(obj, (np.floating, np.integer)):
+        obj = obj.item()
     if isinstance(obj, float) and not math.isfinite(obj):
         return None
     if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
+        return {k: strict_json(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
+        return [strict_json(v) for v in obj]
     return obj

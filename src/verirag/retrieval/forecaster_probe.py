@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 
 from verirag.errors import InputError
-from verirag.retrieval.forecaster import (FORMAT, META_FILE, _check_pairs, _finite, _sigmoid, data_fingerprint,
-                                          fit_temperature, split_by_group, validation_metrics)
+from verirag.retrieval.forecaster import (FORMAT, META_FILE, _check_pairs, strict_json, _sigmoid, data_fingerprint,
+                                          fit_temperature, training_split, validation_metrics)
 
 
 def probe_text(query: str, document: str) -> str:
@@ -85,21 +85,7 @@ class ProbeForecaster:
             progress: Callable[[int, int], None] | None = None) -> "ProbeForecaster":
         from sklearn.linear_model import LogisticRegression
         queries, documents = _check_pairs(queries, documents)
-        y = np.asarray([int(v) for v in labels])
-        if len(y) != len(queries) or len(groups) != len(queries) or not len(y):
-            raise InputError("queries, documents, labels and groups must have one entry per pair (and some pairs)")
-        if y.min() == y.max():
-            raise InputError(f"every training label is {int(y[0])}: a forecaster needs both correct and "
-                             "incorrect decisions to learn from (more questions, or another labelling mode)")
-        if val_groups is not None:
-            held = set(val_groups)
-            val = np.array([g in held for g in groups])
-            train = ~val
-        else:
-            train, val = split_by_group(list(groups), self.val_share, self.seed)
-        tr, va = np.flatnonzero(train), np.flatnonzero(val)
-        if len(set(y[tr])) < 2:
-            raise InputError("the training questions hold one class only: label more questions")
+        y, tr, va = training_split(labels, groups, len(queries), val_groups, self.val_share, self.seed)
         x = self.features(queries, documents, progress)
         self.mean_ = x[tr].mean(axis=0)
         self.scale_ = np.where(x[tr].std(axis=0) > 1e-8, x[tr].std(axis=0), 1.0)
@@ -129,7 +115,7 @@ class ProbeForecaster:
                 "best_epoch_": self.best_epoch_, "metrics_": self.metrics_, "n_train_": self.n_train_,
                 "n_val_": self.n_val_, "label_balance_": self.label_balance_,
                 "data_fingerprint_": self.data_fingerprint_, "meta": self.meta}
-        (directory / META_FILE).write_text(json.dumps(_finite(meta), ensure_ascii=False) + "\n", encoding="utf-8")
+        (directory / META_FILE).write_text(json.dumps(strict_json(meta), ensure_ascii=False) + "\n", encoding="utf-8")
         return directory
 
     @classmethod
