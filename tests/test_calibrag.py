@@ -352,3 +352,27 @@ def test_study_tables_compute_the_papers_metrics():
     assert t2["calibrag"]["decision_vs_base"]["value"] == pytest.approx(y.mean())
     assert t2["calibrag"]["top1_changed"] == pytest.approx(0.5)
     assert "decision_vs_base" not in t2["base"]
+
+
+def test_study_report_writes_markdown_and_latex_tables(tmp_path):
+    from verirag.experiments.calibrag_report import build_calibrag_report
+    from verirag.experiments.calibrag_study import BootstrapSpec, table1, table2
+    recs = [_record(i, int(i % 3 == 0), 0.9 if i % 3 == 0 else 0.2, 1 - int(i % 3 == 0)) for i in range(30)]
+    boot = BootstrapSpec(n_resamples=100)
+    result = {"name": "toy", "config": {"model": "m", "retrieval": "bm25", "k": 20, "epsilon": 0.3},
+              "labels": {"pairs": 10, "questions": 2, "positive_share": 0.2, "top1_positive_share": 0.5,
+                         "failed": 0},
+              "forecasters": {"calibrag": {"kind": "cross_encoder", "n_train": 8, "n_val": 2, "label_balance": 0.25,
+                                           "temperature": 1.5, "validation": {"auroc": 0.75, "ece": 0.1,
+                                                                              "brier": 0.2}}},
+              "table1": table1("toy", recs, boot), "table2": table2("toy", recs, boot, llm_rerank=False)}
+    html_path = build_calibrag_report(tmp_path, result)
+    assert "CalibRAG" in html_path.read_text() and (tmp_path / "figures" / "reliability_toy.png").stat().st_size > 0
+    t1 = (tmp_path / "tables" / "calibrag_table1.md").read_text()
+    cal = next(r for r in result["table1"] if r["method"] == "calibrag")
+    assert f"| toy | CalibRAG | 30 | {cal['auroc']['value']:.3f} [" in t1
+    t2 = (tmp_path / "tables" / "calibrag_table2.md").read_text()
+    assert "| toy | Base | 30 | 0.0 [0.0, 0.0] |" in t2 and "\\toprule" in (tmp_path / "tables" /
+                                                                          "calibrag_table2.tex").read_text()
+    assert "| calibrag | cross_encoder | 8 | 2 | 0.250 | 1.500 | 0.750 |" in (
+        tmp_path / "tables" / "calibrag_forecasters.md").read_text()

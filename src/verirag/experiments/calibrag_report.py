@@ -1,5 +1,6 @@
 """The CalibRAG study's report: Table 1 (calibration baselines), Table 2 (rerankers) and a
-reliability diagram per test dataset (`figures/reliability_<dataset>.png`) from DIR/study.json."""
+reliability diagram per test dataset (`figures/reliability_<dataset>.png`) from DIR/study.json.
+The tables are also written as Markdown and LaTeX (`tables/calibrag_*.md|.tex`) for papers and notes."""
 from __future__ import annotations
 
 import html
@@ -8,6 +9,7 @@ from typing import Any
 
 from verirag.experiments.dependable_report import _num, _table
 from verirag.experiments.plots import reliability_figure
+from verirag.experiments.tables import Table
 
 REPORT_FILE = "report.html"
 LABELS = {"base": "Base", "verbal_number": "Number", "verbal_linguistic": "Linguistic", "probe": "Probe",
@@ -37,6 +39,35 @@ def table2_rows(rows: list[dict[str, Any]]) -> list[list[Any]]:
              _ci(r.get("decision_vs_base"), 100, 1), _num(100 * r["top1_changed"], 1)] for r in rows]
 
 
+FORECASTER_COLUMNS = ["forecaster", "kind", "train pairs", "val pairs", "positive share", "temperature",
+                      "AUROC", "ECE", "Brier"]
+TABLE1_COLUMNS = ["dataset", "method", "questions", "AUROC", "accuracy %", "ECE", "Brier", "NLL", "%NA",
+                  "AUROC (answer)", "ECE (answer)", "unreadable confidence"]
+TABLE2_COLUMNS = ["dataset", "reranker", "questions", "guidance accuracy %", "vs Base", "decision accuracy %",
+                  "vs Base", "top-1 changed %"]
+
+
+def forecaster_rows(fc: dict[str, Any]) -> list[list[Any]]:
+    return [[name, f["kind"], f["n_train"], f["n_val"], f["label_balance"], f["temperature"],
+             f["validation"].get("auroc"), f["validation"].get("ece"), f["validation"].get("brier")]
+            for name, f in fc.items()]
+
+
+def _write_tables(out_dir: Path, result: dict[str, Any]) -> None:
+    tdir = out_dir / "tables"
+    tdir.mkdir(exist_ok=True)
+    text = lambda rows: [[_num(c) if isinstance(c, float) else c for c in r] for r in rows]  # noqa: E731
+    tables = [Table("calibrag_forecasters", "Forecasters (validation on held-out training questions)",
+                    FORECASTER_COLUMNS, text(forecaster_rows(result.get("forecasters", {})))),
+              Table("calibrag_table1", "Table 1: calibration baselines (95% bootstrap CIs)", TABLE1_COLUMNS,
+                    table1_rows(result.get("table1", []))),
+              Table("calibrag_table2", "Table 2: rerankers (95% bootstrap CIs; differences paired)", TABLE2_COLUMNS,
+                    table2_rows(result.get("table2", [])))]
+    for t in tables:
+        (tdir / f"{t.name}.md").write_text(t.to_markdown(), encoding="utf-8")
+        (tdir / f"{t.name}.tex").write_text(t.to_latex(), encoding="utf-8")
+
+
 def build_calibrag_report(out_dir: str | Path, result: dict[str, Any]) -> Path:
     out_dir = Path(out_dir)
     figs = out_dir / "figures"
@@ -54,25 +85,18 @@ def build_calibrag_report(out_dir: str | Path, result: dict[str, Any]) -> Path:
     fc = result.get("forecasters", {})
     if fc:
         parts.append("<h2>Forecasters (validation on held-out training questions)</h2>")
-        parts.append(_table(["forecaster", "kind", "train pairs", "val pairs", "positive share", "temperature",
-                             "AUROC", "ECE", "Brier"],
-                            [[name, f["kind"], f["n_train"], f["n_val"], f["label_balance"], f["temperature"],
-                              f["validation"].get("auroc"), f["validation"].get("ece"), f["validation"].get("brier")]
-                             for name, f in fc.items()]))
+        parts.append(_table(FORECASTER_COLUMNS, forecaster_rows(fc)))
     parts.append("<h2>Table 1: calibration baselines (zero-shot on the test questions; 95% bootstrap CIs)</h2>")
     parts.append("<p>The decision is the surrogate user's, told the confidence; the last columns grade the "
                  "confidence against the guidance's own correctness instead (what a forecaster trained in "
                  "<code>answer</code> mode learned).</p>")
-    parts.append(_table(["dataset", "method", "questions", "AUROC", "accuracy %", "ECE", "Brier", "NLL", "%NA",
-                         "AUROC (answer)", "ECE (answer)", "unreadable confidence"],
-                        table1_rows(result.get("table1", []))))
+    parts.append(_table(TABLE1_COLUMNS, table1_rows(result.get("table1", []))))
     excluded = {ds: e for ds, e in (result.get("excluded") or {}).items() if e}
     if excluded:
         parts.append("<p>Test questions left out: " + html.escape("; ".join(
             f"{ds}: " + ", ".join(f"{n} ({why})" for why, n in e.items()) for ds, e in excluded.items())) + "</p>")
     parts.append("<h2>Table 2: rerankers (the document the answer is built from; U told no confidence)</h2>")
-    parts.append(_table(["dataset", "reranker", "questions", "guidance accuracy %", "vs Base", "decision accuracy %",
-                         "vs Base", "top-1 changed %"], table2_rows(result.get("table2", []))))
+    parts.append(_table(TABLE2_COLUMNS, table2_rows(result.get("table2", []))))
     for ds in sorted({r["dataset"] for r in result.get("table1", [])}):
         cells = {LABELS.get(r["method"], r["method"]): (r["confidences"], r["labels"])
                  for r in result["table1"] if r["dataset"] == ds and r.get("confidences")}
@@ -82,6 +106,7 @@ def build_calibrag_report(out_dir: str | Path, result: dict[str, Any]) -> Path:
             parts.append(f"<h3>Reliability ({html.escape(ds)})</h3><img src='figures/{name}'>")
     style = ("<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;font-size:13px}"
              "td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}</style>")
+    _write_tables(out_dir, result)
     path = out_dir / REPORT_FILE
     path.write_text(f"<!doctype html><meta charset=utf-8><title>{html.escape(result.get('name', ''))}</title>"
                     f"{style}{''.join(parts)}", encoding="utf-8")
