@@ -121,7 +121,9 @@ def test_temperature_scaling_against_a_grid_search():
 
 # ---- verbalized confidence ------------------------------------------------------------------
 @pytest.mark.parametrize("text, value", [("8", 0.8), ("Certainty: 10", 1.0), ("7/10", 0.7), ("0.", 0.0),
-                                         ("I am sure", None), ("12", None)])
+                                         ("I am sure", None), ("12", None), ("0.8", 0.8), ("80%", 0.8),
+                                         ("On a scale of 0 to 10: 8", 0.8), ("8 out of 10", 0.8), ("150%", None),
+                                         ("3.5", None)])
 def test_number_confidence(text, value):
     assert parse_number_confidence(text) == value
 
@@ -129,6 +131,9 @@ def test_number_confidence(text, value):
 def test_linguistic_confidence_uses_the_stated_scale():
     assert parse_linguistic_confidence("Certainty: Probable.") == LINGUISTIC_SCALE["probable"]
     assert parse_linguistic_confidence("not sure") is None
+    assert parse_linguistic_confidence("Not certain, possible.") == LINGUISTIC_SCALE["possible"]   # negation skipped
+    assert parse_linguistic_confidence("not certain") is None
+    assert list(LINGUISTIC_SCALE)[4:7] == ["probable", "likely", "possible"]    # the paper's order (appendix E)
     assert sorted(LINGUISTIC_SCALE.values()) == list(LINGUISTIC_SCALE.values())  # listed in order of certainty
 
 
@@ -348,6 +353,13 @@ def test_study_tables_compute_the_papers_metrics():
     assert cal["brier"]["value"] == pytest.approx(brier(c, y))
     assert cal["auroc_answer"]["value"] == pytest.approx(0.0)   # graded against the guidance: inverted here
     assert cal["accuracy"]["low"] <= cal["accuracy"]["value"] <= cal["accuracy"]["high"]
+    # NLL reads the confidences clipped to [0.01, 0.99]; each row is also compared with CalibRAG's, paired
+    from verirag.experiments.calibrag_study import NLL_CLIP
+    from verirag.metrics.calibration import nll
+    assert cal["nll"]["value"] == pytest.approx(nll(np.clip(c, NLL_CLIP, 1 - NLL_CLIP), y))
+    assert "ece_vs_calibrag" not in cal
+    assert t1["verbal_number"]["ece_vs_calibrag"]["value"] == pytest.approx(0.0)   # the same scores here
+    assert t1["verbal_number"]["auroc_vs_calibrag"]["value"] == pytest.approx(0.0)
     t2 = {r["reranker"]: r for r in table2("toy", recs, BootstrapSpec(n_resamples=200), llm_rerank=False)}
     assert t2["calibrag"]["decision_vs_base"]["value"] == pytest.approx(y.mean())
     assert t2["calibrag"]["top1_changed"] == pytest.approx(0.5)
@@ -376,3 +388,52 @@ def test_study_report_writes_markdown_and_latex_tables(tmp_path):
                                                                           "calibrag_table2.tex").read_text()
     assert "| calibrag | cross_encoder | 8 | 2 | 0.250 | 1.500 | 0.750 |" in (
         tmp_path / "tables" / "calibrag_forecasters.md").read_text()
+
+
+def test_paired_difference_to_calibrag_detects_a_worse_calibration():
+    from verirag.experiments.calibrag_study import BootstrapSpec, table1
+    from verirag.metrics.calibration import ece
+    recs = [_record(i, int(i % 2 == 0), 0.8 if i % 2 == 0 else 0.2, 0) for i in range(60)]
+    for r in recs:   # Number says 10/10 to everything: half of it wrong
+        r["rows"]["verbal_number"]["confidence"] = 1.0
+    t1 = {r["method"]: r for r in table1("toy", recs, BootstrapSpec(n_resamples=300))}
+    d = t1["verbal_number"]["ece_vs_calibrag"]
+    y = np.array([int(i % 2 == 0) for i in range(60)])
+    want = ece(np.ones(60), y, n_bins=10) - ece(np.where(y == 1, 0.8, 0.2), y, n_bins=10)
+    assert d["value"] == pytest.approx(want) and d["low"] > 0   # the interval excludes 0
+
+
+def test_relevance_label_matches_whole_words():
+    from verirag.experiments.calibrag_study import relevance_label
+    assert relevance_label("The bridge opened in 1889.", ["1889"]) == 1
+    assert relevance_label("The bridge opened in 2012.", ["2"]) == 0        # not inside another number
+    assert relevance_label("A party was held.", ["art"]) == 0
+    assert relevance_label("Painted by J.M.W. Turner!", ["J.M.W. Turner", "nobody"]) == 1
+    assert relevance_label("anything", [""]) == 0
+
+
+def test_a_test_entry_of_the_training_dataset_takes_trains_seed_and_options():
+    from verirag.experiments.calibrag_study import parse_calibrag_study
+    base = {"study": "calibrag", "train": {"dataset": "nq", "n": 10, "seed": 3, "options": {"k": 10}}}
+    assert parse_calibrag_study({**base, "test": [{"name": "nq", "n": 5}]}).test[0].n == 5   # unset: fine
+    with pytest.raises(InputError, match="seed must be train's"):
+        parse_calibrag_study({**base, "test": [{"name": "nq", "n": 5, "seed": 0}]})
+    with pytest.raises(InputError, match="options must be train's"):
+        parse_calibrag_study({**base, "test": [{"name": "nq", "options": {"k": 5}}]})
+    parse_calibrag_study({**base, "test": [{"name": "hotpotqa", "seed": 0}]})   # another dataset: its own
+
+
+def test_report_recomputes_the_tables_from_the_records(tmp_path):
+    from verirag.cli import main
+    from verirag.experiments.calibrag_study import retable
+    recs = [_record(i, int(i % 3 == 0), 0.9 if i % 3 == 0 else 0.2, 1 - int(i % 3 == 0)) for i in range(30)]
+    config = {"study": "calibrag", "name": "toy", "test": [{"name": "toy"}], "llm_rerank": False,
+              "bootstrap": {"n_resamples": 100}}
+    study = {"name": "toy", "config": config, "labels": {}, "forecasters": {}, "questions": {"toy": recs},
+             "table1": [{"stale": True}], "table2": []}
+    (tmp_path / "study.json").write_text(json.dumps(study))
+    assert main(["report", str(tmp_path)]) == 0
+    again = json.loads((tmp_path / "study.json").read_text())
+    want = retable({"config": config, "questions": {"toy": recs}})
+    assert again["table1"] == json.loads(json.dumps(want["table1"])) and {"stale": True} not in again["table1"]
+    assert (tmp_path / "tables" / "calibrag_table1.md").is_file()

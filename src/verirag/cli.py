@@ -454,8 +454,16 @@ def report_cmd(run_dir: Path = typer.Argument(..., help="A run directory written
             study = json.loads((run_dir / STUDY_FILE).read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, ValueError) as e:
             raise InputError(f"{run_dir / STUDY_FILE} is not readable JSON: {e}") from None
-        build = build_calibrag_report if study.get("config", {}).get("study") == "calibrag" else build_study_report
-        out.print(f"report: {build(run_dir, study)}")
+        if study.get("config", {}).get("study") == "calibrag":
+            from verirag.experiments.calibrag_study import retable
+            from verirag.retrieval.forecaster import strict_json
+            if study.get("questions"):  # the tables again from the per-question records, today's metrics
+                retable(study)
+                (run_dir / STUDY_FILE).write_text(json.dumps(strict_json(study), ensure_ascii=False, indent=1) + "\n",
+                                                  encoding="utf-8")
+            out.print(f"report: {build_calibrag_report(run_dir, study)}")
+            return
+        out.print(f"report: {build_study_report(run_dir, study)}")
         return
     from verirag.experiments.report import build_report
     out.print(f"report: {build_report(run_dir)}")

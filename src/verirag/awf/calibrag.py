@@ -18,13 +18,15 @@ from verirag.types import Passage
 
 NO_ANSWER = "no answer"
 
-# Verbalized confidence on CalibRAG's linguistic scale (appendix E table 6 lists eleven certainty
-# terms). Their order and the numbers are ours: the paper gives no mapping, so the terms are
-# spread evenly over [0, 1] in the order of certainty a reader would give them.
+# Verbalized confidence on CalibRAG's linguistic scale: appendix E table 6 lists eleven certainty
+# levels, in this order. The paper gives no numbers, so the levels are spread evenly over [0, 1] in
+# the paper's order (level i -> i / 10, as the Number scale reads 0..10), even where a reader might
+# rank two neighbours the other way (Likely before Possible).
 LINGUISTIC_SCALE: dict[str, float] = {
-    "unlikely": 0.0, "doubtful": 0.1, "uncertain": 0.2, "ambiguous": 0.3, "possible": 0.4,
-    "probable": 0.5, "likely": 0.6, "specified": 0.7, "confirmed": 0.8, "certain": 0.9, "inevitable": 1.0,
+    "unlikely": 0.0, "doubtful": 0.1, "uncertain": 0.2, "ambiguous": 0.3, "probable": 0.4,
+    "likely": 0.5, "possible": 0.6, "specified": 0.7, "confirmed": 0.8, "certain": 0.9, "inevitable": 1.0,
 }
+_NEGATIONS = {"not", "never", "hardly", "barely"}
 
 
 @dataclass
@@ -78,14 +80,30 @@ def generate_guidance(llm: LLM, question: str, passage: Passage, *, max_tokens: 
 
 
 def parse_number_confidence(text: str) -> float | None:
-    """The first whole number 0..10 of a reply ("Certainty: 8", "8/10", "8.") as value / 10."""
-    m = re.search(r"(?<![\d.])(10|[0-9])(?![\d])", text or "")
-    return int(m.group(1)) / 10.0 if m else None
+    """A stated confidence in [0, 1]: a whole number 0..10 ("Certainty: 8", "8/10", "8 out of 10"),
+    a percentage ("80%") or a probability ("0.8"). Only what follows the last colon is read, so
+    "on a scale of 0 to 10: 8" is 8. Anything else (out of range, no number) is None."""
+    t = (text or "").split(":")[-1] if ":" in (text or "") else (text or "")
+    m = re.search(r"(?<![\d.])(\d{1,3}(?:\.\d+)?)\s*%", t)
+    if m:
+        v = float(m.group(1)) / 100.0
+        return v if 0.0 <= v <= 1.0 else None
+    m = re.search(r"(?<![\d.])(10|[0-9])\s*(?:/|out of)\s*10\b", t)
+    if m:
+        return int(m.group(1)) / 10.0
+    m = re.search(r"(?<![\d.])(0?\.\d+|1\.0+|10|[0-9])(?![\d]|\.\d)", t)
+    if not m:
+        return None
+    v = float(m.group(1))
+    return v if "." in m.group(1) else v / 10.0
 
 
 def linguistic_term(text: str) -> str | None:
-    """The first term of LINGUISTIC_SCALE in a reply."""
-    return next((w for w in re.findall(r"[a-z]+", (text or "").lower()) if w in LINGUISTIC_SCALE), None)
+    """The first term of LINGUISTIC_SCALE in a reply that is not negated ("not certain" is no
+    reading of "certain")."""
+    words = re.findall(r"[a-z]+", (text or "").lower())
+    return next((w for i, w in enumerate(words) if w in LINGUISTIC_SCALE and (i == 0 or words[i - 1] not in _NEGATIONS)),
+                None)
 
 
 def parse_linguistic_confidence(text: str) -> float | None:

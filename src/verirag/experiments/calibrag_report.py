@@ -29,8 +29,9 @@ def _ci(m: dict | None, scale: float = 1.0, digits: int = 3) -> str:
 def table1_rows(rows: list[dict[str, Any]]) -> list[list[Any]]:
     return [[r["dataset"], LABELS.get(r["method"], r["method"]), r["n"], _ci(r.get("auroc")),
              _ci(r["accuracy"], 100, 1), _ci(r.get("ece")), _ci(r.get("brier")), _ci(r.get("nll")),
-             _ci(r["na"], 100, 1), _ci(r.get("auroc_answer")), _ci(r.get("ece_answer")),
-             r.get("unreadable_confidence", 0)] for r in rows]
+             _ci(r["na"], 100, 1), _ci(r.get("ece_vs_calibrag")), _ci(r.get("auroc_vs_calibrag")),
+             _ci(r.get("auroc_answer")), _ci(r.get("ece_answer")), r.get("unreadable_confidence", 0),
+             r.get("errors", 0)] for r in rows]
 
 
 def table2_rows(rows: list[dict[str, Any]]) -> list[list[Any]]:
@@ -42,7 +43,8 @@ def table2_rows(rows: list[dict[str, Any]]) -> list[list[Any]]:
 FORECASTER_COLUMNS = ["forecaster", "kind", "train pairs", "val pairs", "positive share", "temperature",
                       "AUROC", "ECE", "Brier"]
 TABLE1_COLUMNS = ["dataset", "method", "questions", "AUROC", "accuracy %", "ECE", "Brier", "NLL", "%NA",
-                  "AUROC (answer)", "ECE (answer)", "unreadable confidence"]
+                  "ECE - CalibRAG", "AUROC - CalibRAG", "AUROC (answer)", "ECE (answer)", "unreadable confidence",
+                  "errors"]
 TABLE2_COLUMNS = ["dataset", "reranker", "questions", "guidance accuracy %", "vs Base", "decision accuracy %",
                   "vs Base", "top-1 changed %"]
 
@@ -83,13 +85,18 @@ def build_calibrag_report(out_dir: str | Path, result: dict[str, Any]) -> Path:
              f"({_num(100 * (lab.get('top1_positive_share') or 0), 1)}% of the top-1 documents), "
              f"{lab.get('failed')} failed.</p>"]
     fc = result.get("forecasters", {})
+    mode = (cfg.get("train") or {}).get("mode", "answer")
     if fc:
         parts.append("<h2>Forecasters (validation on held-out training questions)</h2>")
+        parts.append("<p>Early stopping and the temperature are fitted on the same validation questions these "
+                     "figures come from, so ECE and Brier here are optimistic; the test tables below are not.</p>")
         parts.append(_table(FORECASTER_COLUMNS, forecaster_rows(fc)))
     parts.append("<h2>Table 1: calibration baselines (zero-shot on the test questions; 95% bootstrap CIs)</h2>")
-    parts.append("<p>The decision is the surrogate user's, told the confidence; the last columns grade the "
-                 "confidence against the guidance's own correctness instead (what a forecaster trained in "
-                 "<code>answer</code> mode learned).</p>")
+    parts.append("<p>The decision is the surrogate user's, told the confidence. \"- CalibRAG\": the row's ECE "
+                 "or AUROC minus CalibRAG's on the same questions (paired bootstrap). \"(answer)\" columns grade "
+                 "the confidence against the guidance's own correctness instead: what a forecaster trained in "
+                 f"<code>answer</code> mode learned (this one: <code>{html.escape(str(mode))}</code> labels). NLL "
+                 "reads confidences clipped to [0.01, 0.99]. An unreadable verbal confidence counts as 0.5.</p>")
     parts.append(_table(TABLE1_COLUMNS, table1_rows(result.get("table1", []))))
     excluded = {ds: e for ds, e in (result.get("excluded") or {}).items() if e}
     if excluded:

@@ -8,7 +8,9 @@ A config with `study: calibrag` (see configs/calibrag-small.yaml) runs:
    corpus per dataset and indexed (`retrieval`); the top `train.k` (default `k`) documents of each
    training question are labelled (`verirag.experiments.forecaster_labels`, mode `train.mode`) into DIR/labels.jsonl.
 2. Forecasters, all trained on those pairs, validated on held-out training questions: CalibRAG's
-   cross-encoder on the decision labels (DIR/forecaster); the same cross-encoder on relevance
+   cross-encoder on the labels of `train.mode` (DIR/forecaster): `decision` is the paper's (U's
+   decision is right), `answer` (the shipped config's, a third of the cost) asks only whether the
+   guidance itself is right, so Table 1 grades every confidence against both; the same cross-encoder on relevance
    labels (the document contains a reference answer) as the reranking baseline (DIR/relevance);
    the probe over the LLM's hidden states on the first `train.probe_pairs` pairs (DIR/probe). A
    folder already trained on the same pairs is loaded, not trained again.
@@ -17,7 +19,11 @@ A config with `study: calibrag` (see configs/calibrag-small.yaml) runs:
    the decision. Table 1 rows: Base (top-1 document, no confidence), Number and Linguistic
    (verbalized confidence on the top-1 document), Probe (the probe's f on the top-1 document),
    CalibRAG (f-reranked best document, f shown), CalibRAG-requery (stage 3 below `epsilon`).
-   Metrics with bootstrap intervals over questions: accuracy, AUROC, ECE, Brier, NLL, %NA.
+   Metrics with bootstrap intervals over questions: accuracy, AUROC, ECE, Brier, NLL, %NA, and
+   the paired difference of each row's ECE and AUROC to CalibRAG's on the same questions. NLL
+   reads confidences clipped to [0.01, 0.99]: a stated 0 or 10 that is wrong would otherwise cost
+   log(1e12) = 27.6 nats and the column would measure the clipping constant. An unreadable verbal
+   confidence counts as 0.5 (uninformative) and is counted in its own column.
    Table 2 rows (which document the answer is built from): Base, LLM-rerank, the relevance
    cross-encoder, CalibRAG; the guidance's own accuracy and U's accuracy without a stated
    confidence, each with its paired difference to Base.
@@ -36,7 +42,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from verirag.errors import InputError
 from verirag.retrieval.forecaster import strict_json
@@ -45,6 +51,7 @@ STUDY_FILE = "study.json"
 TABLE1_ROWS = ("base", "verbal_number", "verbal_linguistic", "probe", "calibrag", "calibrag_requery")
 TABLE2_ROWS = ("base", "llm_rerank", "relevance_ce", "calibrag")
 NOT_STATED = "not stated"
+NLL_CLIP = 0.01
 
 
 class _Strict(BaseModel):
@@ -96,6 +103,18 @@ class CalibragStudyConfig(_Strict):
     test: list[TestDataset]
     bootstrap: BootstrapSpec = Field(default_factory=BootstrapSpec)
 
+    @model_validator(mode="after")
+    def _test_of_the_training_dataset(self):
+        # its test questions are the training pool's held-out rows: loaded with train's seed and options
+        for d in self.test:
+            if d.name == self.train.dataset and d.path == self.train.path:
+                for key in ("seed", "options"):
+                    if key in d.model_fields_set and getattr(d, key) != getattr(self.train, key):
+                        raise ValueError(f"test entry {d.name!r} is the training dataset: its questions are held "
+                                         f"out of train's pool, so its {key} must be train's "
+                                         f"({getattr(self.train, key)!r}), not {getattr(d, key)!r}")
+        return self
+
 
 def is_calibrag_study(raw: Any) -> bool:
     return isinstance(raw, dict) and raw.get("study") == "calibrag"
@@ -143,9 +162,11 @@ def split_train_test(examples: list, n_train: int, seed: int) -> tuple[list, lis
 
 
 def relevance_label(doc_text: str, references: list[str]) -> int:
-    """The relevance cross-encoder's label: the document contains a reference answer."""
-    from verirag.metrics.qa import substring_match
-    return int(substring_match(doc_text, references) >= 1.0)
+    """The relevance cross-encoder's label: the document contains a reference answer as whole
+    words after normalisation (a character test would find "2" in "2012" in most documents)."""
+    from verirag.metrics.qa import normalize_answer
+    doc = f" {normalize_answer(doc_text)} "
+    return int(any(ref and f" {ref} " in doc for ref in (normalize_answer(r) for r in references)))
 
 
 # ------------------------------------------------------------------------------------ the run
@@ -170,6 +191,8 @@ def run_calibrag_study(cfg: CalibragStudyConfig, out_dir: str | Path, *,
     for d in cfg.test:
         if d.name == t.dataset and d.path == t.path:
             tests[d.name] = one_per_group(held)[:d.n]
+            if len(tests[d.name]) < d.n:
+                stage(f"{d.name}: only {len(tests[d.name])} held-out test questions (asked for {d.n})")
         else:
             exs = _load(d.name, d.n, d.seed, d.path, d.options)
             corpora[d.name] = exs
@@ -203,13 +226,22 @@ def run_calibrag_study(cfg: CalibragStudyConfig, out_dir: str | Path, *,
               "excluded": {name: _excluded(records) for name, records in per_dataset.items()},
               "llm_rerank_failures": sum(r["rows"].get("t2_llm_rerank", {}).get("failures", 0)
                                          for records in per_dataset.values() for r in records)}
-    for name, records in per_dataset.items():
-        result["table1"] += table1(name, records, cfg.bootstrap)
-        result["table2"] += table2(name, records, cfg.bootstrap, llm_rerank=cfg.llm_rerank)
+    retable(result, cfg)
     (out_dir / STUDY_FILE).write_text(json.dumps(strict_json(result), ensure_ascii=False, indent=1) + "\n",
                                       encoding="utf-8")
     from verirag.experiments.calibrag_report import build_calibrag_report
     result["report"] = str(build_calibrag_report(out_dir, result))
+    return result
+
+
+def retable(result: dict[str, Any], cfg: CalibragStudyConfig | None = None) -> dict[str, Any]:
+    """Fill result's Table 1 and Table 2 from its per-question records (`questions`), so that
+    `verirag report DIR` recomputes the tables of a finished study without running anything."""
+    cfg = cfg or CalibragStudyConfig.model_validate(result["config"])
+    result["table1"], result["table2"] = [], []
+    for name, records in (result.get("questions") or {}).items():
+        result["table1"] += table1(name, records, cfg.bootstrap)
+        result["table2"] += table2(name, records, cfg.bootstrap, llm_rerank=cfg.llm_rerank)
     return result
 
 
@@ -372,7 +404,10 @@ def evaluate_question(cfg: CalibragStudyConfig, ex, index, llm, user, forecaster
 def _ci(statistic, *arrays, boot: BootstrapSpec) -> dict[str, float]:
     from verirag.metrics.stats import bootstrap_ci
     r = bootstrap_ci(statistic, *arrays, n_resamples=boot.n_resamples, confidence=boot.confidence, seed=boot.seed)
-    return {"value": r.estimate, "low": r.low, "high": r.high}
+    out = {"value": r.estimate, "low": r.low, "high": r.high}
+    if r.n_invalid:  # resamples where the statistic is undefined (e.g. AUROC of one class) are left out: say so
+        out["invalid_resamples"] = r.n_invalid
+    return out
 
 
 def _safe(fn):
@@ -405,7 +440,8 @@ def table1(dataset: str, records: list[dict], boot: BootstrapSpec) -> list[dict[
                                  both, boot=boot)
             entry["ece"] = _ci(_safe(lambda a: ece(a[:, 0], a[:, 1], n_bins=10)), both, boot=boot)
             entry["brier"] = _ci(_safe(lambda a: brier(a[:, 0], a[:, 1])), both, boot=boot)
-            entry["nll"] = _ci(_safe(lambda a: nll(a[:, 0], a[:, 1])), both, boot=boot)
+            entry["nll"] = _ci(_safe(lambda a: nll(np.clip(a[:, 0], NLL_CLIP, 1 - NLL_CLIP), a[:, 1])), both,
+                               boot=boot)
             # against the guidance's own correctness too: what an `answer`-mode forecaster learned
             g = np.array([x["guidance_correct"] for x in rows], dtype=float)
             both_g = np.column_stack([c, g])
@@ -416,11 +452,29 @@ def table1(dataset: str, records: list[dict], boot: BootstrapSpec) -> list[dict[
             entry["mean_confidence"] = float(c.mean())
             entry["confidences"] = c.tolist()
             entry["labels"] = y.astype(int).tolist()
+        if name not in ("base", "calibrag"):
+            entry.update(_paired_to_calibrag(records, name, boot))
         if name == "calibrag_requery":
             entry["reformulated"] = sum(int(x.get("reformulated", False)) for x in rows)
             entry["reformulated_used"] = sum(int(x.get("used") == "reformulated") for x in rows)
         out.append(entry)
     return out
+
+
+def _paired_to_calibrag(records: list[dict], name: str, boot: BootstrapSpec) -> dict[str, Any]:
+    """ECE and AUROC of row `name` minus CalibRAG's, resampling the questions both rows answered."""
+    from verirag.metrics.calibration import auroc, ece
+    pairs = [(r["rows"][name], r["rows"]["calibrag"]) for r in records
+             if name in r.get("rows", {}) and "calibrag" in r.get("rows", {})]
+    if not pairs:
+        return {}
+    a = np.array([[x["confidence"], x["correct"], c["confidence"], c["correct"]] for x, c in pairs], dtype=float)
+
+    def auc(c, y):
+        return auroc(c, y) if 0 < y.sum() < len(y) else math.nan
+    return {"ece_vs_calibrag": _ci(_safe(lambda m: ece(m[:, 0], m[:, 1], n_bins=10) - ece(m[:, 2], m[:, 3], n_bins=10)),
+                                   a, boot=boot),
+            "auroc_vs_calibrag": _ci(_safe(lambda m: auc(m[:, 0], m[:, 1]) - auc(m[:, 2], m[:, 3])), a, boot=boot)}
 
 
 def table2(dataset: str, records: list[dict], boot: BootstrapSpec, *, llm_rerank: bool) -> list[dict[str, Any]]:

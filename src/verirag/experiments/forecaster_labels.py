@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -181,8 +181,8 @@ def label_pairs(examples: Sequence[Example], index, llm, *, k: int = 20, mode: s
     try:
         for i, (ex, refs, hit) in enumerate(plan):
             key = f"{ex.id}|{hit.passage.id}|{_text_digest(hit.passage)}|{digest}"
-            if key in done:
-                records.append(done[key])
+            if key in done:   # the label stands; rank and score are today's (the corpus may have grown)
+                records.append(replace(done[key], rank=hit.rank, retrieval_score=float(hit.score)))
             else:
                 rec = _label_one(ex, refs, hit, key, mode, llm, user_llm, match, judge, max_tokens)
                 records.append(rec)

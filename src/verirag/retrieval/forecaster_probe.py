@@ -4,7 +4,9 @@
 Same construct / fit / predict shape and fitted attributes as `Forecaster` (the cross-encoder),
 but nothing of the model is trained: the features are the mean-pooled last-layer hidden state
 that the llama.cpp or transformers backend gives (`LLM.hidden_state`, request-cached), scaled
-to zero mean and unit variance, and scikit-learn's LogisticRegression (class-balanced) reads them.
+to zero mean and unit variance, and scikit-learn's LogisticRegression (unweighted, like the cross-encoder's
+loss) reads them. Unlike CT-probe, which reads (question, the model's answer), it reads (q, d),
+the forecaster's own input, with CalibRAG's labels.
 
 Saved as one JSON file in the forecaster's folder (`forecaster.json`: scaler, coefficients,
 temperature, the LLM's fingerprint); loading it with another LLM is an InputError, since the
