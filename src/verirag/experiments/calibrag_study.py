@@ -10,8 +10,9 @@ A config with `study: calibrag` (see configs/calibrag-small.yaml) runs:
 2. Forecasters, all trained on those pairs, validated on held-out training questions: CalibRAG's
    cross-encoder on the labels of `train.mode` (DIR/forecaster): `decision` is the paper's (U's
    decision is right), `answer` (the shipped config's, a third of the cost) asks only whether the
-   guidance itself is right, so Table 1 grades every confidence against both; the same cross-encoder on relevance
-   labels (the document contains a reference answer) as the reranking baseline (DIR/relevance);
+   guidance itself is right, so Table 1 grades every confidence against both; the same
+   cross-encoder on relevance labels (the document contains a reference answer) as the reranking
+   baseline (DIR/relevance);
    the probe over the LLM's hidden states on the first `train.probe_pairs` pairs (DIR/probe). A
    folder already trained on the same pairs is loaded, not trained again.
 3. Evaluation, zero-shot on each test dataset (one question per group): the surrogate user U
@@ -237,7 +238,7 @@ def run_calibrag_study(cfg: CalibragStudyConfig, out_dir: str | Path, *,
 def retable(result: dict[str, Any], cfg: CalibragStudyConfig | None = None) -> dict[str, Any]:
     """Fill result's Table 1 and Table 2 from its per-question records (`questions`), so that
     `verirag report DIR` recomputes the tables of a finished study without running anything."""
-    cfg = cfg or CalibragStudyConfig.model_validate(result["config"])
+    cfg = cfg or parse_calibrag_study(result.get("config"), "study.json config")
     result["table1"], result["table2"] = [], []
     for name, records in (result.get("questions") or {}).items():
         result["table1"] += table1(name, records, cfg.bootstrap)
