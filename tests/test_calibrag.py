@@ -205,6 +205,13 @@ def test_rerank_reorders_by_the_forecast(toy_forecaster, smollm):
     assert r.info["reranked"][0]["retrieval_rank"] == 1 and r.kept[0].passage.id == "tram"
     assert r.confidence == r.info["confidence"] == pytest.approx(r.info["reranked"][0]["f"], abs=1e-6)
     assert not r.info["reformulated"] and retrieve.queries == ["what colour is the tram number 3?"]
+    assert "warning" not in r.info
+    saved = toy_forecaster.meta
+    toy_forecaster.meta = {**saved, "k": 1}   # trained on the top 1 only: scoring 2 is said
+    try:
+        assert "trained on the top 1" in step.run("what colour is the tram number 3?").info["warning"]
+    finally:
+        toy_forecaster.meta = saved
 
 
 def test_requery_runs_at_most_once(toy_forecaster, smollm):

@@ -66,6 +66,11 @@ class ForecastRerank:
         best = ranked[0][1] if ranked else 0.0
         info: dict[str, Any] = {"epsilon": self.epsilon, "reformulated": False, "query": None,
                                 "first_pass_confidence": best}
+        trained_k = (getattr(self.forecaster, "meta", None) or {}).get("k")
+        if isinstance(trained_k, int) and len(hits) > trained_k:
+            # measured (README, CalibRAG): documents below the trained depth are where a weak f picks wrongly
+            info["warning"] = (f"f scored {len(hits)} documents but was trained on the top {trained_k} of each "
+                               f"question: ranks beyond {trained_k} are outside its training data")
         if best < self.epsilon:
             stage("reformulating the query")
             query, error = reformulate_query(self.llm, question)

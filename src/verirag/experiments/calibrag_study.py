@@ -278,7 +278,8 @@ def train_all(cfg: CalibragStudyConfig, labels, llm, out_dir: Path, stage) -> di
         except InputError as e:   # e.g. the training questions hold one class: that row is left out
             stage(f"{folder}: not trained ({e})")
             return None
-        f.meta = {"labels": str(out_dir / "labels.jsonl"), "study": cfg.name, "study_digest": want}
+        f.meta = {"labels": str(out_dir / "labels.jsonl"), "study": cfg.name, "study_digest": want,
+                  "k": t.k or cfg.k}   # the depth it was trained at (ForecastRerank warns beyond it)
         f.save(path)
         return f
 
