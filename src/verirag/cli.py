@@ -455,12 +455,9 @@ def report_cmd(run_dir: Path = typer.Argument(..., help="A run directory written
         except (OSError, UnicodeDecodeError, ValueError) as e:
             raise InputError(f"{run_dir / STUDY_FILE} is not readable JSON: {e}") from None
         if study.get("config", {}).get("study") == "calibrag":
-            from verirag.experiments.calibrag_study import retable
-            from verirag.retrieval.forecaster import strict_json
+            from verirag.experiments.calibrag_study import retable, write_study
             if study.get("questions"):  # the tables again from the per-question records, today's metrics
-                retable(study)
-                (run_dir / STUDY_FILE).write_text(json.dumps(strict_json(study), ensure_ascii=False, indent=1) + "\n",
-                                                  encoding="utf-8")
+                write_study(run_dir, retable(study))
             out.print(f"report: {build_calibrag_report(run_dir, study)}")
             return
         out.print(f"report: {build_study_report(run_dir, study)}")

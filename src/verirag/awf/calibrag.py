@@ -83,7 +83,7 @@ def parse_number_confidence(text: str) -> float | None:
     """A stated confidence in [0, 1]: a whole number 0..10 ("Certainty: 8", "8/10", "8 out of 10"),
     a percentage ("80%") or a probability ("0.8"). Only what follows the last colon is read, so
     "on a scale of 0 to 10: 8" is 8. Anything else (out of range, no number) is None."""
-    t = (text or "").split(":")[-1] if ":" in (text or "") else (text or "")
+    t = (text or "").split(":")[-1]
     m = re.search(r"(?<![\d.])(\d{1,3}(?:\.\d+)?)\s*%", t)
     if m:
         v = float(m.group(1)) / 100.0

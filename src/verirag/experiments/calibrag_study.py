@@ -228,11 +228,17 @@ def run_calibrag_study(cfg: CalibragStudyConfig, out_dir: str | Path, *,
               "llm_rerank_failures": sum(r["rows"].get("t2_llm_rerank", {}).get("failures", 0)
                                          for records in per_dataset.values() for r in records)}
     retable(result, cfg)
-    (out_dir / STUDY_FILE).write_text(json.dumps(strict_json(result), ensure_ascii=False, indent=1) + "\n",
-                                      encoding="utf-8")
+    write_study(out_dir, result)
     from verirag.experiments.calibrag_report import build_calibrag_report
     result["report"] = str(build_calibrag_report(out_dir, result))
     return result
+
+
+def write_study(out_dir: Path, result: dict[str, Any]) -> None:
+    """DIR/study.json as strict JSON, replaced in one step (a killed write leaves the old file)."""
+    tmp = out_dir / (STUDY_FILE + ".tmp")
+    tmp.write_text(json.dumps(strict_json(result), ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    tmp.replace(out_dir / STUDY_FILE)
 
 
 def retable(result: dict[str, Any], cfg: CalibragStudyConfig | None = None) -> dict[str, Any]:
@@ -412,6 +418,12 @@ def _ci(statistic, *arrays, boot: BootstrapSpec) -> dict[str, float]:
     return out
 
 
+def _auroc_or_nan(confidence: np.ndarray, correct: np.ndarray) -> float:
+    """AUROC, undefined (NaN) when the sample holds one class."""
+    from verirag.metrics.calibration import auroc
+    return auroc(confidence, correct) if 0 < correct.sum() < len(correct) else math.nan
+
+
 def _safe(fn):
     def wrapped(*a):
         try:
@@ -423,7 +435,7 @@ def _safe(fn):
 
 
 def table1(dataset: str, records: list[dict], boot: BootstrapSpec) -> list[dict[str, Any]]:
-    from verirag.metrics.calibration import auroc, brier, ece, nll
+    from verirag.metrics.calibration import brier, ece, nll
     out = []
     for name in TABLE1_ROWS:
         rows = [r["rows"][name] for r in records if name in r.get("rows", {})]
@@ -438,8 +450,7 @@ def table1(dataset: str, records: list[dict], boot: BootstrapSpec) -> list[dict[
         if name != "base":
             c = np.array([x["confidence"] for x in rows], dtype=float)
             both = np.column_stack([c, y])
-            entry["auroc"] = _ci(_safe(lambda a: auroc(a[:, 0], a[:, 1]) if 0 < a[:, 1].sum() < len(a) else math.nan),
-                                 both, boot=boot)
+            entry["auroc"] = _ci(_safe(lambda a: _auroc_or_nan(a[:, 0], a[:, 1])), both, boot=boot)
             entry["ece"] = _ci(_safe(lambda a: ece(a[:, 0], a[:, 1], n_bins=10)), both, boot=boot)
             entry["brier"] = _ci(_safe(lambda a: brier(a[:, 0], a[:, 1])), both, boot=boot)
             entry["nll"] = _ci(_safe(lambda a: nll(np.clip(a[:, 0], NLL_CLIP, 1 - NLL_CLIP), a[:, 1])), both,
@@ -447,8 +458,7 @@ def table1(dataset: str, records: list[dict], boot: BootstrapSpec) -> list[dict[
             # against the guidance's own correctness too: what an `answer`-mode forecaster learned
             g = np.array([x["guidance_correct"] for x in rows], dtype=float)
             both_g = np.column_stack([c, g])
-            entry["auroc_answer"] = _ci(_safe(lambda a: auroc(a[:, 0], a[:, 1]) if 0 < a[:, 1].sum() < len(a)
-                                              else math.nan), both_g, boot=boot)
+            entry["auroc_answer"] = _ci(_safe(lambda a: _auroc_or_nan(a[:, 0], a[:, 1])), both_g, boot=boot)
             entry["ece_answer"] = _ci(_safe(lambda a: ece(a[:, 0], a[:, 1], n_bins=10)), both_g, boot=boot)
             entry["answer_accuracy"] = float(g.mean())
             entry["mean_confidence"] = float(c.mean())
@@ -465,18 +475,16 @@ def table1(dataset: str, records: list[dict], boot: BootstrapSpec) -> list[dict[
 
 def _paired_to_calibrag(records: list[dict], name: str, boot: BootstrapSpec) -> dict[str, Any]:
     """ECE and AUROC of row `name` minus CalibRAG's, resampling the questions both rows answered."""
-    from verirag.metrics.calibration import auroc, ece
+    from verirag.metrics.calibration import ece
     pairs = [(r["rows"][name], r["rows"]["calibrag"]) for r in records
              if name in r.get("rows", {}) and "calibrag" in r.get("rows", {})]
     if not pairs:
         return {}
     a = np.array([[x["confidence"], x["correct"], c["confidence"], c["correct"]] for x, c in pairs], dtype=float)
-
-    def auc(c, y):
-        return auroc(c, y) if 0 < y.sum() < len(y) else math.nan
     return {"ece_vs_calibrag": _ci(_safe(lambda m: ece(m[:, 0], m[:, 1], n_bins=10) - ece(m[:, 2], m[:, 3], n_bins=10)),
                                    a, boot=boot),
-            "auroc_vs_calibrag": _ci(_safe(lambda m: auc(m[:, 0], m[:, 1]) - auc(m[:, 2], m[:, 3])), a, boot=boot)}
+            "auroc_vs_calibrag": _ci(_safe(lambda m: _auroc_or_nan(m[:, 0], m[:, 1]) - _auroc_or_nan(m[:, 2], m[:, 3])),
+                                     a, boot=boot)}
 
 
 def table2(dataset: str, records: list[dict], boot: BootstrapSpec, *, llm_rerank: bool) -> list[dict[str, Any]]:
