@@ -434,8 +434,11 @@ def test_report_recomputes_the_tables_from_the_records(tmp_path):
     from verirag.cli import main
     from verirag.experiments.calibrag_study import retable
     recs = [_record(i, int(i % 3 == 0), 0.9 if i % 3 == 0 else 0.2, 1 - int(i % 3 == 0)) for i in range(30)]
-    config = {"study": "calibrag", "name": "toy", "test": [{"name": "toy"}], "llm_rerank": False,
-              "bootstrap": {"n_resamples": 100}}
+    from verirag.experiments.calibrag_study import parse_calibrag_study
+    # stored as the run stores it: every field dumped, a test entry of the training dataset included
+    config = parse_calibrag_study({"study": "calibrag", "name": "toy", "llm_rerank": False,
+                                   "train": {"dataset": "toy", "options": {"k": 10}},
+                                   "test": [{"name": "toy"}], "bootstrap": {"n_resamples": 100}}).model_dump()
     study = {"name": "toy", "config": config, "labels": {}, "forecasters": {}, "questions": {"toy": recs},
              "table1": [{"stale": True}], "table2": []}
     (tmp_path / "study.json").write_text(json.dumps(study))

@@ -244,11 +244,19 @@ def write_study(out_dir: Path, result: dict[str, Any]) -> None:
 def retable(result: dict[str, Any], cfg: CalibragStudyConfig | None = None) -> dict[str, Any]:
     """Fill result's Table 1 and Table 2 from its per-question records (`questions`), so that
     `verirag report DIR` recomputes the tables of a finished study without running anything."""
-    cfg = cfg or parse_calibrag_study(result.get("config"), "study.json config")
+    if cfg is not None:
+        boot, llm_rerank = cfg.bootstrap, cfg.llm_rerank
+    else:   # only what the tables read: the stored config is a full dump, not what the user wrote
+        stored = result.get("config") or {}
+        try:
+            boot = BootstrapSpec.model_validate(stored.get("bootstrap") or {})
+        except ValidationError as e:
+            raise InputError(f"study.json config: bootstrap: {e.errors()[0]['msg']}") from None
+        llm_rerank = bool(stored.get("llm_rerank", True))
     result["table1"], result["table2"] = [], []
     for name, records in (result.get("questions") or {}).items():
-        result["table1"] += table1(name, records, cfg.bootstrap)
-        result["table2"] += table2(name, records, cfg.bootstrap, llm_rerank=cfg.llm_rerank)
+        result["table1"] += table1(name, records, boot)
+        result["table2"] += table2(name, records, boot, llm_rerank=llm_rerank)
     return result
 
 
