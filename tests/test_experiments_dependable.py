@@ -47,10 +47,16 @@ def test_shipped_study_config_is_valid():
     from pathlib import Path
 
     import yaml
-    path = Path(__file__).resolve().parents[1] / "configs" / "dependable-small.yaml"
-    cfg = parse_study(yaml.safe_load(path.read_text()), str(path))
-    assert {d.name for d in cfg.datasets} == {"nq", "hotpotqa"} and cfg.k == 10 and cfg.alpha == 0.1
-    assert set(cfg.retrievers) == {"bm25", "dense", "hybrid"}
+    configs = Path(__file__).resolve().parents[1] / "configs"
+    small, bigger = (parse_study(yaml.safe_load((configs / f).read_text()), f)
+                     for f in ("dependable-small.yaml", "dependable-lookback.yaml"))
+    for cfg in (small, bigger):
+        assert {d.name for d in cfg.datasets} == {"nq", "hotpotqa"} and cfg.k == 10 and cfg.alpha == 0.1
+        assert set(cfg.retrievers) == {"bm25", "dense", "hybrid"}
+        assert cfg.generation.consistency == "k_precision" and cfg.lookback.label == "consistent"
+    # the Figure-6 config is the shipped one with more lookback answers (so it reuses its cache)
+    assert bigger.lookback.n > small.lookback.n
+    assert bigger.model_dump(exclude={"name", "lookback"}) == small.model_dump(exclude={"name", "lookback"})
 
 
 def test_quality_row_pairs_answers_and_gives_intervals():
@@ -93,6 +99,12 @@ def test_a_small_study_end_to_end(tmp_path):
     assert extra and all(a["all"] == {} and a["retriever"] == "bm25" for a in extra)
     assert not {a["example_id"] for a in extra} & {a["example_id"] for a in study["answers"]}
     assert study["figure6"]["n_samples"] + study["figure6"]["errors"] == 4 + len(extra)
+    # answer consistency by K-Precision (the default): measured for every answer with text, the
+    # classifiers' label (lookback.label auto)
+    judged = [a["filtered"] for a in study["answers"] + extra if a["filtered"].get("answer")]
+    assert judged and all(a["consistent"] in (0, 1) and 0 <= a["consistency"] <= 1 for a in judged)
+    assert "consistency_delta" in t1b and study["figure6"]["label"] == "consistent"
+    assert study["seconds"]["total"] > 0 and "jsonl/bm25/answers" in study["seconds"]
     assert {"cw", "fc"} <= set(study["figure6"])
     report = (out / "report.html").read_text()
     for part in ("Table 1a", "Table 1b", "figure4_jsonl.png", "figure5.png"):
@@ -115,3 +127,37 @@ def test_answered_questions_are_one_per_group():
            Example(id="c", question="s", passages=[], references=["y"])]
     assert [e.id for e in _one_per_group(exs, 5)] == ["a1", "c"]
     assert [e.id for e in _one_per_group(exs, 1)] == ["a1"]
+
+
+def test_consistency_is_k_precision_unless_a_judge_is_named():
+    base = {"study": "dependable", "datasets": [{"name": "nq"}]}
+    assert parse_study(base).generation.consistency == "k_precision"
+    judged = parse_study({**base, "generation": {"judge_model": "qwen2.5-1.5b"}})
+    assert judged.generation.consistency == "judge"
+    for gen, where in (({"consistency": "judge"}, "needs a judge_model"),
+                       ({"consistency": "k_precision", "judge_model": "qwen2.5-1.5b"}, "only used with"),
+                       ({"consistency_threshold": 0}, "consistency_threshold")):
+        with pytest.raises(InputError, match=where):
+            parse_study({**base, "generation": gen})
+    with pytest.raises(InputError, match="needs generation.consistency"):
+        from verirag.experiments.dependable import _Answerer
+        a = object.__new__(_Answerer)
+        a.cfg = parse_study({**base, "generation": {"consistency": "none"}, "lookback": {"label": "consistent"}})
+        a.judge, a.ratios = None, {}
+        a.lookback_study([], a.cfg)
+
+
+def test_k_precision_consistency_of_one_answer():
+    from verirag.experiments.dependable import _Answerer
+    from verirag.types import Passage
+    a = object.__new__(_Answerer)
+    a.cfg = parse_study({"study": "dependable", "datasets": [{"name": "nq"}],
+                         "generation": {"consistency_threshold": 0.75}})
+    given = [Passage(id="p", text="Paris is the capital of France.", title="France")]
+    # tokens after normalisation (articles and punctuation dropped): 4 of 5, then 3 of 5 in the passage
+    assert a._consistency("q", given, "Paris is the capital of Spain.", None) == {"consistent": 1,
+                                                                                  "consistency": 0.8}
+    assert a._consistency("q", given, "The capital is Paris, not Lyon.", None) == {"consistent": 0,
+                                                                                   "consistency": 0.6}
+    assert a._consistency("q", given, "I don't know.", None)["consistent"] == 1  # declining is consistent
+    assert a._consistency("q", [], "Paris", None) == {} and a._consistency("q", given, "x", "Boom") == {}

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from verirag.errors import InputError
+from verirag.jsonio import write_json
 from verirag.llm.lookback import LookbackRatios
 
 VARIANTS = ("cw", "fc")
@@ -127,10 +128,7 @@ class LookbackClassifier:
         self.meta.update(meta)
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(self.to_dict(), indent=1), encoding="utf-8")
-        tmp.replace(path)
-        return path
+        return write_json(path, self.to_dict())
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "LookbackClassifier":

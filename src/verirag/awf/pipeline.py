@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from verirag.awf.compose import ComposedMethod, build_method
 from verirag.awf.entailment.base import EntailmentModel
@@ -25,6 +26,9 @@ from verirag.llm.metered import MeteredLLM
 from verirag.metrics.abstention import is_abstention
 from verirag.llm.usage import metering
 from verirag.types import AskResult, Evidence, Passage, ScoredPassage, VerifyResult
+
+if TYPE_CHECKING:  # for the annotations; the code imports it where it is used
+    from verirag.calibration.controller import ThresholdController
 
 
 def stage_name(key: str, n_passages: int) -> str:

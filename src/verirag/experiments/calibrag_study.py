@@ -46,7 +46,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from verirag.errors import InputError
-from verirag.retrieval.forecaster import strict_json
+from verirag.jsonio import write_json
 
 STUDY_FILE = "study.json"
 TABLE1_ROWS = ("base", "verbal_number", "verbal_linguistic", "probe", "calibrag", "calibrag_requery")
@@ -236,9 +236,7 @@ def run_calibrag_study(cfg: CalibragStudyConfig, out_dir: str | Path, *,
 
 def write_study(out_dir: Path, result: dict[str, Any]) -> None:
     """DIR/study.json as strict JSON, replaced in one step (a killed write leaves the old file)."""
-    tmp = out_dir / (STUDY_FILE + ".tmp")
-    tmp.write_text(json.dumps(strict_json(result), ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-    tmp.replace(out_dir / STUDY_FILE)
+    write_json(out_dir / STUDY_FILE, result)
 
 
 def retable(result: dict[str, Any], cfg: CalibragStudyConfig | None = None) -> dict[str, Any]:

@@ -11,31 +11,36 @@ A config with `study: dependable` (see configs/dependable-small.yaml) runs, per 
    half for every alpha of `alphas` (Figure 4).
 2. Answers with and without the filter. The first `generation.n` test questions are answered by
    Vanilla from the top K, and from the trusted chunks only (an empty trusted set: the top chunk,
-   or as `on_untrusted` says); accuracy by the run's match rule, and answer consistency (the LLM
-   faithfulness judge on the passages the answer was given) when `generation.judge_model` is set
-   (Table 1b), for the retrievers of `generation.retrievers` (default: all); the change against
-   the retriever's m1 - (1 - alpha) (Figure 5).
+   or as `on_untrusted` says); accuracy by the run's match rule, and answer consistency with the
+   passages the answer was given (Table 1b), for the retrievers of `generation.retrievers`
+   (default: all); the change against the retriever's m1 - (1 - alpha) (Figure 5). Consistency
+   (`generation.consistency`) is K-Precision >= `consistency_threshold` (the instruct-qa paper's
+   faithfulness metric, closest to human judgement after GPT-4 there; free, and a 0.5B model's
+   own yes/no judgement does not separate right from wrong answers), or the LLM faithfulness
+   judge `judge_model` (the paper's; worth it from ~1.5B up).
 3. Answer certificates. The lookback ratios (attention model `lookback.attention_model`) of the
    filtered answers (Table 1b's, and up to `lookback.n` test questions per dataset answered from
    `lookback.retriever`'s trusted chunks) train the CW and FC classifiers on each dataset's
    training questions, tested on each dataset's test questions (Figure 6); labels = answer
-   consistency when judged, else correctness (`lookback.label`).
+   consistency (the paper's) or correctness (`lookback.label`).
 
 Everything the models compute goes through the request cache, so a killed study resumes where it
 stopped; DIR/study.json holds every number, DIR/report.html the tables and figures.
 """
 from __future__ import annotations
 
-import json
 import math
+import time
 from collections.abc import Callable
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from verirag.errors import InputError
+from verirag.jsonio import write_json
 
 STUDY_FILE = "study.json"
 RETRIEVERS = ("bm25", "dense", "hybrid")
@@ -59,15 +64,29 @@ class StudyGeneration(_Strict):
     retrievers: list[Literal["bm25", "dense", "hybrid"]] | None = None  # default: every study retriever
     max_tokens: int = Field(48, ge=1)
     on_untrusted: Literal["keep-top", "no-context", "abstain"] = "keep-top"
+    # answer consistency: k_precision (token overlap with the given passages), judge (the LLM
+    # faithfulness judge `judge_model`) or none; unset: judge when a judge_model is named
+    consistency: Literal["k_precision", "judge", "none"] | None = None
+    consistency_threshold: float = Field(0.8, gt=0, le=1)   # K-Precision at which an answer is consistent
     judge_model: str | None = None
     match: Literal["recall_or_substring", "recall", "substring", "em"] = "recall_or_substring"
     n_ctx: int = Field(4096, ge=512)
 
+    @model_validator(mode="after")
+    def _consistency_by(self):
+        if self.consistency is None:
+            self.consistency = "judge" if self.judge_model else "k_precision"
+        if self.consistency == "judge" and not self.judge_model:
+            raise ValueError("consistency: judge needs a judge_model")
+        if self.judge_model and self.consistency != "judge":
+            raise ValueError(f"judge_model is only used with consistency: judge (not {self.consistency})")
+        return self
+
 
 class StudyLookback(_Strict):
     attention_model: str | None = None   # default: hf: + the generation model
-    # the classifiers' label: the judge's verdict (the paper's answer consistency), correctness,
-    # or auto (the verdict when a judge runs, else correctness)
+    # the classifiers' label: answer consistency (the paper's), correctness, or auto (consistency
+    # when it is measured, else correctness)
     label: Literal["auto", "consistent", "correct"] = "auto"
     # test questions per dataset answered from `retriever`'s trusted chunks for the classifiers,
     # beyond Table 1b's (0: only Table 1b's filtered answers)
@@ -121,7 +140,20 @@ def run_study(cfg: StudyConfig, out_dir: str | Path, *,
     out_dir.mkdir(parents=True, exist_ok=True)
     say = on_stage or (lambda s: None)
     result: dict[str, Any] = {"name": cfg.name, "config": cfg.model_dump(), "table1a": [], "figure4": [],
-                              "table1b": [], "answers": [], "lookback_answers": [], "figure6": {}}
+                              "table1b": [], "answers": [], "lookback_answers": [], "figure6": {},
+                              "seconds": {}}
+    # this run's wall time per stage (a rerun reads the request cache: its seconds are small)
+    seconds = result["seconds"]
+
+    @contextmanager
+    def timed(stage: str):
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            seconds[stage] = round(seconds.get(stage, 0.0) + time.perf_counter() - start, 1)
+
+    started = time.perf_counter()
     answerer = _Answerer(cfg) if cfg.generation.n else None
     for d in cfg.datasets:
         say(f"{d.name}: loading")
@@ -130,10 +162,12 @@ def run_study(cfg: StudyConfig, out_dir: str | Path, *,
         pooled = pooled_passages(examples)
         for kind in cfg.retrievers:
             say(f"{d.name}: indexing {len(pooled)} passages ({kind})")
-            idx = Index.build(pooled, kind=kind, chunk_words=None)
+            with timed(f"{d.name}/{kind}/index"):
+                idx = Index.build(pooled, kind=kind, chunk_words=None)
             say(f"{d.name}: calibrating {kind} on {len(cal)} questions")
-            calib = calibrate_retrieval(cal, idx, k=cfg.k, alpha=cfg.alpha, beta=cfg.beta)
-            held = held_out_check(calib, test, idx)
+            with timed(f"{d.name}/{kind}/calibrate"):
+                calib = calibrate_retrieval(cal, idx, k=cfg.k, alpha=cfg.alpha, beta=cfg.beta)
+                held = held_out_check(calib, test, idx)
             c = calib.filter.calibration_
             result["table1a"].append({
                 "dataset": d.name, "retriever": kind, "alpha": cfg.alpha, "k": cfg.k,
@@ -148,8 +182,9 @@ def run_study(cfg: StudyConfig, out_dir: str | Path, *,
                 result["figure4"].append({"dataset": d.name, "retriever": kind, "alpha": a, "m1": cov.m1,
                                           "m1_se": cov.m1_se, "m2": cov.m2, "m2_se": cov.m2_se})
             if answerer is not None and kind in (cfg.generation.retrievers or cfg.retrievers):
-                rows = answerer.answer_all(_one_per_group(test, cfg.generation.n), idx, calib.filter,
-                                           d.name, kind, say)
+                with timed(f"{d.name}/{kind}/answers"):
+                    rows = answerer.answer_all(_one_per_group(test, cfg.generation.n), idx, calib.filter,
+                                               d.name, kind, say)
                 result["answers"].extend(rows)
                 result["table1b"].append(quality_row(rows, d.name, kind, calib.filter.calibration_.m1,
                                                      cfg.alpha, cfg.seed))
@@ -158,12 +193,15 @@ def run_study(cfg: StudyConfig, out_dir: str | Path, *,
                 # more filtered answers for the classifiers only (Figure 6 needs hundreds)
                 done = {r["example_id"] for r in result["answers"] if r["dataset"] == d.name and r["retriever"] == kind}
                 extra = [ex for ex in _one_per_group(test, lb.n) if ex.id not in done]
-                result["lookback_answers"].extend(answerer.answer_all(extra, idx, calib.filter, d.name, kind,
-                                                                      say, unfiltered_too=False))
+                with timed(f"{d.name}/{kind}/lookback_answers"):
+                    result["lookback_answers"].extend(answerer.answer_all(extra, idx, calib.filter, d.name,
+                                                                          kind, say, unfiltered_too=False))
         _save(out_dir, result)
     if answerer is not None and cfg.lookback is not None:
-        say("lookback: training the classifiers")
-        result["figure6"] = answerer.lookback_study(result["answers"] + result["lookback_answers"], cfg)
+        say("lookback: reading attention, training the classifiers")
+        with timed("lookback/features_and_classifiers"):
+            result["figure6"] = answerer.lookback_study(result["answers"] + result["lookback_answers"], cfg)
+    seconds["total"] = round(time.perf_counter() - started, 1)
     _save(out_dir, result)
     from verirag.experiments.dependable_report import build_study_report
     result["report"] = str(build_study_report(out_dir, result))
@@ -183,29 +221,7 @@ def _one_per_group(examples, n: int):
 
 
 def _save(out_dir: Path, result: dict[str, Any]) -> None:
-    tmp = out_dir / (STUDY_FILE + ".tmp")
-    tmp.write_text(json.dumps(_finite(result), indent=1, default=_plain, allow_nan=False),
-                   encoding="utf-8")
-    tmp.replace(out_dir / STUDY_FILE)
-
-
-def _finite(v: Any) -> Any:
-    """NaN and infinities as null: study.json is strict JSON (undefined AUROCs, beta 0's s_thres)."""
-    if isinstance(v, (float, np.floating)):
-        return float(v) if math.isfinite(v) else None
-    if isinstance(v, dict):
-        return {k: _finite(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_finite(x) for x in v]
-    return v
-
-
-def _plain(v: Any) -> Any:
-    if isinstance(v, (np.floating, np.integer)):
-        return v.item()
-    if isinstance(v, np.ndarray):
-        return v.tolist()
-    return str(v)
+    write_json(out_dir / STUDY_FILE, result)  # strict JSON: undefined AUROCs, beta 0's s_thres as null
 
 
 def quality_row(rows: list[dict[str, Any]], dataset: str, retriever: str, cal_m1: float, alpha: float,
@@ -245,7 +261,7 @@ class _Answerer:
         self.generator = VanillaGenerator(self.llm, max_tokens=g.max_tokens)
         self.no_context = NoContextGenerator(self.llm, max_tokens=g.max_tokens)
         self.judge = None
-        if g.judge_model:
+        if g.consistency == "judge":
             from verirag.metrics.judges import FaithfulnessJudge
             self.judge = FaithfulnessJudge(load_llm(g.judge_model, n_ctx=g.n_ctx), mode="logprobs")
         self.ratios: dict[str, Any] = {}   # answer id -> LookbackRatios of the filtered answer
@@ -264,12 +280,26 @@ class _Answerer:
         row = {"answer": text, "error": ans.error,
                "correct": int(not abstained(text) and matches(text, list(references), self.cfg.generation.match)),
                "consistent": None, "_answer": ans}
-        if self.judge is not None and passages and text and not ans.error:
-            v = self.judge.judge(passages, text, question)
-            row["consistent"] = None if v.verdict is None else int(v.verdict)
-            row["consistency"] = v.score  # the judge's P(yes): a small judge's verdicts can be all "no"
-            row["judge_reason"] = v.reason
+        row.update(self._consistency(question, passages, text, ans.error))
         return row
+
+    def _consistency(self, question: str, passages, text: str, error) -> dict[str, Any]:
+        """Answer consistency with the passages the answer was given: `consistent` (0/1) and the
+        score behind it, `consistency` (K-Precision, or the judge's P(yes))."""
+        from verirag.experiments.ground_truth import abstained
+        from verirag.metrics.faithfulness import k_precision
+        g = self.cfg.generation
+        if g.consistency == "none" or not passages or not text or error:
+            return {}
+        if g.consistency == "k_precision":
+            if abstained(text):  # declining adds nothing unsupported (the instruct-qa paper's rule)
+                return {"consistent": 1, "consistency": 1.0}
+            kp = k_precision(text, passages)
+            return {"consistent": int(kp >= g.consistency_threshold), "consistency": kp}
+        v = self.judge.judge(passages, text, question)
+        # the judge's P(yes): a small judge's verdicts can be all "no"
+        return {"consistent": None if v.verdict is None else int(v.verdict), "consistency": v.score,
+                "judge_reason": v.reason}
 
     def answer_all(self, examples, idx, trust, dataset: str, retriever: str, say, *, unfiltered_too: bool = True):
         """Rows of answers from the trusted chunks (and, with `unfiltered_too`, from the top K)."""
@@ -303,9 +333,12 @@ class _Answerer:
         from verirag.llm.factory import load_llm
         lb = cfg.lookback
         spec = lb.attention_model or f"hf:{cfg.generation.model}"
+        measured = cfg.generation.consistency != "none"
+        label_of = lb.label if lb.label != "auto" else ("consistent" if measured else "correct")
+        if label_of == "consistent" and not measured:
+            raise InputError("lookback.label: consistent needs generation.consistency (k_precision or judge)")
         att = load_llm(spec, n_ctx=cfg.generation.n_ctx)
         att.require(ATTENTIONS)
-        label_of = lb.label if lb.label != "auto" else ("consistent" if self.judge is not None else "correct")
         samples, errors = [], 0
         for r in rows:
             pair = self.ratios.get(r["id"])

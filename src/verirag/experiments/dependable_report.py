@@ -60,7 +60,7 @@ def figure5(rows: list[dict[str, Any]]) -> Figure:
         ax.axvline(0, color="k", lw=0.8, ls="--")
         ax.set_xlabel("mean m1 - (1 - alpha)")
         ax.set_ylabel({"correct": "accuracy change with the filter",
-                       "consistency": "P(consistent) change with the filter"}[metric])
+                       "consistency": "consistency score change with the filter"}[metric])
         ax.grid(alpha=0.3)
     fig.subplots_adjust(left=0.14, right=0.97, bottom=0.15, top=0.95, wspace=0.35)
     return fig
@@ -134,10 +134,18 @@ def build_study_report(out_dir: str | Path, result: dict[str, Any]) -> Path:
     t1b = result.get("table1b", [])
     if t1b:
         parts.append("<h2>Table 1b: answers without and with the filter (paired over questions)</h2>")
+        g = result.get("config", {}).get("generation", {})
+        by = g.get("consistency") or ("judge" if g.get("judge_model") else None)
+        if by == "k_precision":
+            parts.append(f"<p>Consistency: K-Precision of the answer against the passages it was given, "
+                         f"consistent from {g.get('consistency_threshold', 0.8)}.</p>")
+        elif by == "judge":
+            parts.append(f"<p>Consistency: the LLM faithfulness judge {html.escape(str(g.get('judge_model')))}"
+                         f" (score: its P(yes)).</p>")
         parts.append(_table(
             ["dataset", "retriever", "questions", "mean trusted", "none trusted", "accuracy (top K)",
              "accuracy (trusted)", "change", "95% CI low", "high", "consistent (top K)", "consistent (trusted)",
-             "P(consistent) (top K)", "P(consistent) (trusted)", "change", "95% CI low", "high",
+             "consistency score (top K)", "consistency score (trusted)", "change", "95% CI low", "high",
              "m1 - (1 - alpha)"],
             [[r["dataset"], r["retriever"], r["n"], r["mean_trusted"], r["empty_trusted"], r.get("correct_all"),
               r.get("correct_filtered"), r.get("correct_delta"), r.get("correct_delta_low"),
@@ -153,6 +161,10 @@ def build_study_report(out_dir: str | Path, result: dict[str, Any]) -> Path:
                      f"{lb['errors']} without features)</h2>")
         (figs / "figure6.png").write_bytes(to_png(figure6(lb)))
         parts.append("<img src='figures/figure6.png'>")
+    secs = result.get("seconds") or {}
+    if secs:
+        parts.append("<h2>Wall time of this run (seconds)</h2>")
+        parts.append(_table(["stage", "seconds"], [[k, v] for k, v in secs.items()]))
     style = ("<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;font-size:13px}"
              "td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}.warn{color:#a60}</style>")
     path = out_dir / REPORT_FILE

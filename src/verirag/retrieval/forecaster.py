@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from verirag.errors import InputError, ModelNotFoundError
+from verirag.jsonio import write_json
 
 FORMAT = "verirag-forecaster/1"
 META_FILE = "forecaster.json"
@@ -307,8 +308,7 @@ class Forecaster:
                 "metrics_": self.metrics_, "n_train_": self.n_train_, "n_val_": self.n_val_,
                 "label_balance_": self.label_balance_, "data_fingerprint_": self.data_fingerprint_,
                 "weights_sha256": _sha256(weights), "meta": self.meta}
-        (directory / META_FILE).write_text(json.dumps(strict_json(meta), indent=2, ensure_ascii=False) + "\n",
-                                           encoding="utf-8")
+        write_json(directory / META_FILE, meta, indent=2)
         return directory
 
     @classmethod
@@ -397,16 +397,3 @@ def _sha256(path: Path) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
-
-
-def strict_json(obj):
-    """`obj` with NaN / infinities as None and numpy scalars as Python numbers: strict JSON."""
-    if isinstance(obj, (np.floating, np.integer)):
-        obj = obj.item()
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, dict):
-        return {k: strict_json(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [strict_json(v) for v in obj]
-    return obj

@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 
 from verirag.errors import InputError
-from verirag.retrieval.forecaster import (FORMAT, META_FILE, _check_pairs, strict_json, _sigmoid, data_fingerprint,
+from verirag.jsonio import write_json
+from verirag.retrieval.forecaster import (FORMAT, META_FILE, _check_pairs, _sigmoid, data_fingerprint,
                                           fit_temperature, training_split, validation_metrics)
 
 
@@ -117,7 +118,7 @@ class ProbeForecaster:
                 "best_epoch_": self.best_epoch_, "metrics_": self.metrics_, "n_train_": self.n_train_,
                 "n_val_": self.n_val_, "label_balance_": self.label_balance_,
                 "data_fingerprint_": self.data_fingerprint_, "meta": self.meta}
-        (directory / META_FILE).write_text(json.dumps(strict_json(meta), ensure_ascii=False) + "\n", encoding="utf-8")
+        write_json(directory / META_FILE, meta, indent=None)
         return directory
 
     @classmethod
