@@ -13,8 +13,8 @@ import pytest
 from verirag.awf.factuality_classifier import LookbackClassifier, feature_vector
 from verirag.awf.spec import MethodSpec, parse_call
 from verirag.errors import CapabilityError, InputError
-from verirag.experiments.lookback_training import (LookbackSample, cross_dataset_auroc, split_groups,
-                                                   train_lookback)
+from verirag.experiments.lookback_training import (LookbackSample, cross_dataset_auroc, cross_dataset_cells,
+                                                   split_groups, train_lookback, usable)
 from verirag.llm.lookback import (LookbackRatios, LookbackSums, char_spans, ratios_from_sums,
                                   segment_sums, token_spans)
 from verirag.types import Passage
@@ -184,6 +184,19 @@ def test_training_splits_by_group_and_reports_held_out_auroc():
     assert all(0.0 <= v <= 1.0 for row in grid.values() for v in row.values())
     with pytest.raises(InputError, match="test share"):
         split_groups(samples, 1.0)
+    # the cells with intervals agree with the grids, and FC - CW is paired over one test set
+    cells = cross_dataset_cells(samples, k=4, n_resamples=200)
+    cw = cross_dataset_auroc(samples, variant="cw", k=4)
+    assert [(c["train"], c["test"]) for c in cells] == [("a", "a"), ("a", "b"), ("b", "a"), ("b", "b")]
+    for c in cells:
+        assert c["cw"] == pytest.approx(cw[c["train"]][c["test"]]) and c["fc"] == pytest.approx(grid[c["train"]][c["test"]])
+        assert c["cw_low"] <= c["cw"] <= c["cw_high"] and c["fc_low"] <= c["fc"] <= c["fc_high"]
+        assert c["fc_minus_cw"] == pytest.approx(c["fc"] - c["cw"])
+        assert c["fc_minus_cw_low"] <= c["fc_minus_cw"] <= c["fc_minus_cw_high"]
+        assert c["n_test"] == sum(1 for s in split_groups(usable([x for x in samples if x.dataset == c["test"]]),
+                                                          0.4, 0)[1])
+    one_class = [LookbackSample(s.dataset, s.example_id, s.group, 1, s.ratios) for s in samples if s.ratios is not None]
+    assert all("cw" not in c for c in cross_dataset_cells(one_class, k=4))  # no AUROC with one class
 
 
 # ------------------------------------------------------------------------------ method names with options

@@ -105,7 +105,7 @@ def test_a_small_study_end_to_end(tmp_path):
     assert judged and all(a["consistent"] in (0, 1) and 0 <= a["consistency"] <= 1 for a in judged)
     assert "consistency_delta" in t1b and study["figure6"]["label"] == "consistent"
     assert study["seconds"]["total"] > 0 and "jsonl/bm25/answers" in study["seconds"]
-    assert {"cw", "fc"} <= set(study["figure6"])
+    assert {"cw", "fc", "cells"} <= set(study["figure6"]) and len(study["figure6"]["cells"]) == 1  # one dataset
     report = (out / "report.html").read_text()
     for part in ("Table 1a", "Table 1b", "figure4_jsonl.png", "figure5.png"):
         assert part in report, part

@@ -200,7 +200,7 @@ def run_study(cfg: StudyConfig, out_dir: str | Path, *,
     if answerer is not None and cfg.lookback is not None:
         say("lookback: reading attention, training the classifiers")
         with timed("lookback/features_and_classifiers"):
-            result["figure6"] = answerer.lookback_study(result["answers"] + result["lookback_answers"], cfg)
+            result["figure6"] = answerer.lookback_study(result["answers"] + result["lookback_answers"], cfg, say)
     seconds["total"] = round(time.perf_counter() - started, 1)
     _save(out_dir, result)
     from verirag.experiments.dependable_report import build_study_report
@@ -325,10 +325,11 @@ class _Answerer:
                          "n_trusted": len(trusted), "all": unfiltered, "filtered": filtered})
         return rows
 
-    def lookback_study(self, rows: list[dict[str, Any]], cfg: StudyConfig) -> dict[str, Any]:
+    def lookback_study(self, rows: list[dict[str, Any]], cfg: StudyConfig,
+                       say: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
         from verirag.awf.predictors.lookback import reply_ratios
         from verirag.errors import VeriragError
-        from verirag.experiments.lookback_training import LookbackSample, cross_dataset_auroc
+        from verirag.experiments.lookback_training import LookbackSample, cross_dataset_auroc, cross_dataset_cells
         from verirag.llm.base import ATTENTIONS
         from verirag.llm.factory import load_llm
         lb = cfg.lookback
@@ -340,10 +341,10 @@ class _Answerer:
         att = load_llm(spec, n_ctx=cfg.generation.n_ctx)
         att.require(ATTENTIONS)
         samples, errors = [], 0
-        for r in rows:
-            pair = self.ratios.get(r["id"])
-            if pair is None:
-                continue
+        todo = [r for r in rows if r["id"] in self.ratios]
+        for i, r in enumerate(todo):
+            say(f"lookback: reading the attention of answer {i + 1}/{len(todo)}")
+            pair = self.ratios[r["id"]]
             ans, given = pair
             label = r["filtered"].get(label_of)
             try:
@@ -360,4 +361,6 @@ class _Answerer:
         for variant in ("cw", "fc"):
             out[variant] = cross_dataset_auroc(samples, variant=variant, k=lb.k, test_share=lb.test_share,
                                                seed=cfg.seed)
+        # the same cells with 95% intervals, and FC - CW paired over each cell's test answers
+        out["cells"] = cross_dataset_cells(samples, k=lb.k, test_share=lb.test_share, seed=cfg.seed)
         return out

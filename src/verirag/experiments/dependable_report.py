@@ -161,6 +161,16 @@ def build_study_report(out_dir: str | Path, result: dict[str, Any]) -> Path:
                      f"{lb['errors']} without features)</h2>")
         (figs / "figure6.png").write_bytes(to_png(figure6(lb)))
         parts.append("<img src='figures/figure6.png'>")
+        if lb.get("cells"):
+            parts.append("<p>Held-out AUROC with 95% bootstrap intervals over the test answers; FC - CW is "
+                         "paired (one resample scores both classifiers).</p>")
+            parts.append(_table(
+                ["trained on", "tested on", "train answers", "test answers", "test positives", "CW AUROC",
+                 "95% CI low", "high", "FC AUROC", "95% CI low", "high", "FC - CW", "95% CI low", "high"],
+                [[c["train"], c["test"], c["n_train"], c["n_test"], c["test_positives"], c.get("cw"),
+                  c.get("cw_low"), c.get("cw_high"), c.get("fc"), c.get("fc_low"), c.get("fc_high"),
+                  c.get("fc_minus_cw"), c.get("fc_minus_cw_low"), c.get("fc_minus_cw_high")]
+                 for c in lb["cells"]]))
     secs = result.get("seconds") or {}
     if secs:
         parts.append("<h2>Wall time of this run (seconds)</h2>")
