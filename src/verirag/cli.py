@@ -444,7 +444,10 @@ def _run_study_if_one(config: Path, out_dir: Path) -> bool:
 
 
 @app.command("report")
-def report_cmd(run_dir: Path = typer.Argument(..., help="A run directory written by `verirag eval`.")):
+def report_cmd(run_dir: Path = typer.Argument(..., help="A run directory written by `verirag eval`."),
+               compare: list[str] = typer.Option([], "--compare", help="BASELINE:METHOD, repeatable: the "
+                                                 "method minus the baseline, paired over the same examples "
+                                                 "(beside the AwF paper's questions, compared by default).")):
     """Rebuild summary, tables, figures and report.html from OUT/results.jsonl, without rerunning."""
     from verirag.experiments.dependable import STUDY_FILE
     if (run_dir / STUDY_FILE).is_file():  # a study's directory (dependable RAG, CalibRAG)
@@ -462,8 +465,13 @@ def report_cmd(run_dir: Path = typer.Argument(..., help="A run directory written
             return
         out.print(f"report: {build_study_report(run_dir, study)}")
         return
+    from verirag.experiments.comparisons import parse_pair
     from verirag.experiments.report import build_report
-    out.print(f"report: {build_report(run_dir)}")
+    try:
+        pairs = [parse_pair(c) for c in compare]
+    except ValueError as e:
+        raise InputError(str(e)) from None
+    out.print(f"report: {build_report(run_dir, pairs)}")
 
 
 @app.command()

@@ -5,6 +5,8 @@
 - spent.json: what the run spent per dataset x model (`experiments.summary.spent_by_unit`);
 - applications.json: No-RAG fallback and switch-to-larger results with their curves, when
   run.json configures them (`experiments.applications`);
+- comparisons.json: paired differences between methods (`experiments.comparisons`: the AwF
+  paper's questions by default, and the pairs of `verirag report --compare BASELINE:METHOD`);
 - tables/*.md and tables/*.tex: the tables of `experiments.tables`;
 - figures/*.png: the figures of `experiments.plots`;
 - report.html: one self-contained page (inline CSS, images as base64 data URIs, no external
@@ -22,7 +24,7 @@ import html
 import json
 import re
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,11 +32,13 @@ from typing import Any
 from verirag.errors import InputError
 from verirag.experiments import plots
 from verirag.experiments.applications import no_rag_fallback, switch_to_larger
+from verirag.experiments.comparisons import DEFAULT_PAIRS, compare_methods
 from verirag.experiments.records import RESULTS_FILE, ResultRecord, ResultStore
 from verirag.experiments.summary import (bootstrap_settings, group_records, record_arrays, spent_by_unit,
                                          summarize, write_summary)
-from verirag.experiments.tables import (Table, awf_tables, cost_table, fallback_table, method_label,
-                                        summary_table, switch_table)
+from verirag.experiments.tables import (Table, awf_tables, comparison_table, cost_table, fallback_table,
+                                        method_label, summary_table, switch_table)
+from verirag.jsonio import strict_json
 
 __all__ = ["build_report", "load_run", "REPORT_FILE", "RUN_FILE"]
 
@@ -256,8 +260,9 @@ def _run_failures(run_dir: Path) -> list[str]:
     return out
 
 
-def build_report(run_dir) -> Path:
-    """Rebuild every report file of `run_dir` (module docstring) and return report.html's path."""
+def build_report(run_dir, compare: Sequence[tuple[str, str]] = ()) -> Path:
+    """Rebuild every report file of `run_dir` (module docstring) and return report.html's path.
+    `compare`: (baseline, method) pairs for the paired comparisons, beside DEFAULT_PAIRS."""
     d = Path(run_dir)
     records, cfg, skipped = load_run(d)
     boot = bootstrap_settings(cfg)
@@ -290,7 +295,15 @@ def build_report(run_dir) -> Path:
 
     units = spent_by_unit(records)
     (d / "spent.json").write_text(json.dumps(units, indent=1) + "\n", encoding="utf-8")
+    pairs = list(dict.fromkeys([*DEFAULT_PAIRS, *compare]))
+    comparisons = compare_methods(records, pairs, boot)
+    (d / "comparisons.json").write_text(json.dumps(strict_json(comparisons), indent=1) + "\n", encoding="utf-8")
     tables = awf_tables(rows) + [summary_table(rows), cost_table(units)]
+    if any(c["n"] for c in comparisons):
+        tables.insert(len(tables) - 1, comparison_table(comparisons, boot["confidence"]))
+    missing = [f"{a}:{b}" for a, b in compare if not any(c["baseline"] == a and c["method"] == b for c in comparisons)]
+    if missing:
+        warnings.append(f"comparisons not made (a method is not in the run): {', '.join(missing)}")
     if fallbacks:
         tables.append(fallback_table([(ds, m, meth, r.to_dict()) for ds, m, meth, r in fallbacks]))
     if switches:

@@ -301,6 +301,31 @@ def cost_table(units: Sequence[Mapping[str, Any]]) -> Table:
                          "everything a method used, shared with other methods or not.")
 
 
+def comparison_table(rows: Sequence[Mapping[str, Any]], confidence: float = 0.95) -> Table:
+    """Paired differences method - baseline (experiments.comparisons), one row per pair."""
+    cols = ["Dataset", "Model", "Method", "Baseline", "n", "Best F1 (method / baseline)", "Δ best F1",
+            "PR-AUC (method / baseline)", "Δ PR-AUC", "Δ accuracy"]
+    body: list[Row] = []
+    for r in rows:
+        if not r["n"]:
+            continue
+
+        def both(m: str) -> str:
+            a, b = Num(r[f"{m}_method"]), Num(r[f"{m}_baseline"])
+            return f"{_plain(a)[0] or '—'} / {_plain(b)[0] or '—'}"
+        body.append([r["dataset"], r["model"], method_label(r["method"]), method_label(r["baseline"]), r["n"],
+                     both("best_f1"),
+                     Num(r["best_f1_diff"], r["best_f1_diff_low"], r["best_f1_diff_high"], sign=True),
+                     both("pr_auc"),
+                     Num(r["pr_auc_diff"], r["pr_auc_diff_low"], r["pr_auc_diff_high"], sign=True),
+                     Num(r["accuracy_diff"], r["accuracy_diff_low"], r["accuracy_diff_high"], sign=True)])
+    return Table(name="comparisons", title="Paired comparisons (method minus baseline, same examples)",
+                 columns=cols, rows=body,
+                 caption=f"x100. Δ: the method's value minus the baseline's on the examples both answered, "
+                         f"with a {confidence:.0%} bootstrap interval of the difference (one resample of "
+                         f"the examples scores both methods): an interval without 0 tells them apart.")
+
+
 def summary_table(summary: Sequence[Mapping[str, Any]]) -> Table:
     """Every cell's metrics at the configured threshold, with accuracy and costs."""
     cols = ["Dataset", "Model", "Method", "n", "Errors", "Accuracy", "AwF P", "AwF R", "AwF F1",
