@@ -81,3 +81,21 @@ def test_report_tables_the_default_and_the_asked_comparisons(tmp_path):
     assert "instructrag+trivial | vanilla+trivial | 30" in table
     assert "vanilla:cot_hybrid" in (tmp_path / "report.html").read_text()  # asked for, not in the run: said
     assert main(["report", str(tmp_path), "--compare", "vanilla"]) != 0
+
+
+def test_twins_are_resampled_together():
+    """Each question asked twice (HotpotQA's twins, one group): resampling groups draws both or
+    neither, so every resample is the single-copy resample doubled, and every number is the
+    single-copy one. Resampling examples would split twins and give other intervals."""
+    import dataclasses
+    single = records("vanilla", 50, signal=0.3, seed=5, hard=True) + records("vanilla+nli", 50, signal=0.6, seed=6)
+    twins = [dataclasses.replace(r, example_id=f"{r.example_id}/{t}", group=r.example_id)
+             for r in single for t in ("a", "b")]
+    pair = [("vanilla", "vanilla+nli")]
+    (one,), (two,) = compare_methods(single, pair, BOOT), compare_methods(twins, pair, BOOT)
+    assert two["n"] == 100 and one["n"] == 50
+    for k in ("best_f1_diff", "best_f1_diff_low", "best_f1_diff_high", "pr_auc_diff_low", "pr_auc_diff_high"):
+        assert two[k] == pytest.approx(one[k]), k
+    # groups of different sizes (one question without its twin) take the row-by-row path
+    (mixed,) = compare_methods(twins[:-1], pair, BOOT)  # vanilla+nli's last twin is gone
+    assert mixed["n"] == 99 and mixed["best_f1_diff_low"] <= mixed["best_f1_diff"] <= mixed["best_f1_diff_high"]
