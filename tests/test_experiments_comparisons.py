@@ -43,6 +43,18 @@ def test_the_difference_is_the_two_summaries_apart_on_the_shared_examples():
     assert row["accuracy_diff"] == 0 and row["accuracy_diff_low"] == row["accuracy_diff_high"] == 0
 
 
+def test_each_method_is_scored_on_its_own_labels():
+    a = records("vanilla", 60, signal=0.4, seed=7)
+    b = records("instructrag", 60, signal=0.4, seed=8)  # other answers: other faithful / correct labels
+    assert [r.faithful for r in a] != [r.faithful for r in b]
+    (row,) = compare_methods(a + b, [("vanilla", "instructrag")], BOOT)
+    target = threshold_target({"threshold": {"value": 0.5}})
+    sa, sb = summarize_cell(a, target, BOOT), summarize_cell(b, target, BOOT)
+    for m in ("best_f1", "pr_auc", "accuracy"):
+        assert row[f"{m}_baseline"] == pytest.approx(sa[m]) and row[f"{m}_method"] == pytest.approx(sb[m])
+        assert row[f"{m}_diff"] == pytest.approx(sb[m] - sa[m])
+
+
 def test_a_method_against_itself_is_exactly_zero_and_absent_pairs_are_skipped():
     a = records("vanilla+nli", 40, signal=0.5, seed=2)
     rows = compare_methods(a, [("vanilla+nli", "vanilla+nli"), ("vanilla", "instructrag")], BOOT)
@@ -80,6 +92,8 @@ def test_report_tables_the_default_and_the_asked_comparisons(tmp_path):
     table = (tmp_path / "tables" / "comparisons.md").read_text()
     assert "instructrag+trivial | vanilla+trivial | 30" in table
     assert "vanilla:cot_hybrid" in (tmp_path / "report.html").read_text()  # asked for, not in the run: said
+    tex = (tmp_path / "tables" / "comparisons.tex").read_text()
+    assert "Δ" not in tex and r"$\Delta$" in tex  # pdflatex takes it
     assert main(["report", str(tmp_path), "--compare", "vanilla"]) != 0
 
 

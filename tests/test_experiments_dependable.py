@@ -139,12 +139,9 @@ def test_consistency_is_k_precision_unless_a_judge_is_named():
                        ({"consistency_threshold": 0}, "consistency_threshold")):
         with pytest.raises(InputError, match=where):
             parse_study({**base, "generation": gen})
-    with pytest.raises(InputError, match="needs generation.consistency"):
-        from verirag.experiments.dependable import _Answerer
-        a = object.__new__(_Answerer)
-        a.cfg = parse_study({**base, "generation": {"consistency": "none"}, "lookback": {"label": "consistent"}})
-        a.judge, a.ratios = None, {}
-        a.lookback_study([], a.cfg)
+    with pytest.raises(InputError, match="needs generation.consistency"):  # before any answer is made
+        parse_study({**base, "generation": {"consistency": "none"}, "lookback": {"label": "consistent"}})
+    assert parse_study({**base, "generation": {"consistency": "none"}}).lookback.label == "auto"
 
 
 def test_k_precision_consistency_of_one_answer():
@@ -157,7 +154,10 @@ def test_k_precision_consistency_of_one_answer():
     # tokens after normalisation (articles and punctuation dropped): 4 of 5, then 3 of 5 in the passage
     assert a._consistency("q", given, "Paris is the capital of Spain.", None) == {"consistent": 1,
                                                                                   "consistency": 0.8}
-    assert a._consistency("q", given, "The capital is Paris, not Lyon.", None) == {"consistent": 0,
+    assert a._consistency("q", given, "Lyon is the capital, Paris said.", None) == {"consistent": 0,
                                                                                    "consistency": 0.6}
-    assert a._consistency("q", given, "I don't know.", None)["consistent"] == 1  # declining is consistent
+    assert a._consistency("q", given, "I don't know.", None) == {"consistent": 1, "consistency": 1.0}
+    # a refusal that goes on to claim something the passages lack is not consistent
+    claim = a._consistency("q", given, "The passages do not say, but it was Lyon in 1969 and 1970.", None)
+    assert claim["consistent"] == 0 and claim["consistency"] < 0.75
     assert a._consistency("q", [], "Paris", None) == {} and a._consistency("q", given, "x", "Boom") == {}

@@ -27,10 +27,23 @@ def test_write_json_is_strict_and_a_failed_write_keeps_the_old_file(tmp_path):
     path = tmp_path / "study.json"
     write_json(path, {"a": math.nan, "when": tmp_path})  # a path is written as text
     assert _strict_load(path.read_text()) == {"a": None, "when": str(tmp_path)}
+    real_write = type(path).write_text
+
+    def dies_half_way(self, text, *a, **kw):  # a killed process: half the text, then gone
+        real_write(self, text[: len(text) // 2], *a, **kw)
+        raise KeyboardInterrupt
+    import pathlib
+    pathlib.Path.write_text = dies_half_way
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            write_json(path, {"a": 2, "long": "x" * 1000})
+    finally:
+        pathlib.Path.write_text = real_write
+    assert _strict_load(path.read_text()) == {"a": None, "when": str(tmp_path)}  # the old file, whole
+
     class Unwritable:
         def __str__(self):
             raise ValueError("cannot be written")
     with pytest.raises(ValueError, match="cannot be written"):
         write_json(path, {"a": 1, "bad": Unwritable()})
     assert _strict_load(path.read_text())["a"] is None  # the old file, whole
-    assert not (tmp_path / "study.json.tmp").exists()

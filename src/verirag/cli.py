@@ -451,6 +451,8 @@ def report_cmd(run_dir: Path = typer.Argument(..., help="A run directory written
     """Rebuild summary, tables, figures and report.html from OUT/results.jsonl, without rerunning."""
     from verirag.experiments.dependable import STUDY_FILE
     if (run_dir / STUDY_FILE).is_file():  # a study's directory (dependable RAG, CalibRAG)
+        if compare:
+            raise InputError(f"--compare compares the methods of an eval run; {run_dir} holds a study")
         from verirag.experiments.calibrag_report import build_calibrag_report
         from verirag.experiments.dependable_report import build_study_report
         try:

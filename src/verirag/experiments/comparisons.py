@@ -21,7 +21,7 @@ import numpy as np
 from verirag.experiments.records import ResultRecord
 from verirag.experiments.summary import _is_hard, group_records, record_arrays
 from verirag.metrics.awf import best_f1_statistic, f1_statistic, hard_pr_auc_statistic, pr_auc_statistic
-from verirag.metrics.stats import BootstrapResult, percentile_interval, resample_indices
+from verirag.metrics.stats import group_bootstrap_intervals
 
 __all__ = ["DEFAULT_PAIRS", "compare_methods", "parse_pair"]
 
@@ -85,8 +85,8 @@ def compare_methods(records: Iterable[ResultRecord], pairs: Sequence[tuple[str, 
                     va, vb = np.asarray(fa[m](ix), dtype=np.float64), np.asarray(fb[m](ix), dtype=np.float64)
                     res[f"{m}_baseline"], res[f"{m}_method"], res[m] = va, vb, vb - va
                 return res
-            groups = [by_a[e].group or e for e in both]
-            res = _group_bootstrap(statistic, groups, **boot)
+            groups = [by_a[e].group or f"example:{e}" for e in both]  # no group: its own
+            res = group_bootstrap_intervals(statistic, groups, **boot)
             for m in METRICS:
                 row[f"{m}_baseline"], row[f"{m}_method"] = res[f"{m}_baseline"].estimate, res[f"{m}_method"].estimate
                 d = res[m]
@@ -94,31 +94,3 @@ def compare_methods(records: Iterable[ResultRecord], pairs: Sequence[tuple[str, 
                 row[f"{m}_diff_invalid"] = d.n_invalid
     return out
 
-
-def _group_bootstrap(statistic, groups: Sequence[str], *, n_resamples: int, confidence: float,
-                     seed: int) -> dict[str, BootstrapResult]:
-    """Percentile intervals of `statistic(indices)` (a (B, m) index array -> {name: B values})
-    over resamples of whole groups; NaN resamples are left out and counted."""
-    names = sorted(set(groups))
-    members = [np.flatnonzero(np.asarray(groups, dtype=object) == g) for g in names]
-    est = statistic(np.arange(len(groups))[None])
-    draws: dict[str, list[np.ndarray]] = {k: [] for k in est}
-    sizes = {len(m) for m in members}
-    for ix in resample_indices(len(names), n_resamples, seed):
-        if len(sizes) == 1:  # every group alike (NQ: 1, HotpotQA twins: 2): all rows in one go
-            rows = [np.stack([members[g] for g in row]).reshape(-1) for row in ix]
-            parts = [statistic(np.stack(rows))]
-        else:
-            parts = [statistic(np.concatenate([members[g] for g in row])[None]) for row in ix]
-        for part in parts:
-            for k, v in part.items():
-                draws[k].append(np.asarray(v, dtype=np.float64).ravel())
-    out = {}
-    for k, chunks in draws.items():
-        d = np.concatenate(chunks)
-        low, high = percentile_interval(d, confidence)
-        valid = d[~np.isnan(d)]
-        out[k] = BootstrapResult(float(np.asarray(est[k]).ravel()[0]), low, high, confidence, n_resamples,
-                                 float(valid.std(ddof=1)) if valid.size > 1 else 0.0,
-                                 n_invalid=int(d.size - valid.size))
-    return out

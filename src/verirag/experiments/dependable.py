@@ -43,6 +43,10 @@ from verirag.errors import InputError
 from verirag.jsonio import write_json
 
 STUDY_FILE = "study.json"
+# what a refusal says, read as one more passage by the K-Precision consistency
+ABSTENTION_WORDS = ("I don't know. __DONT_KNOW__ No answer. The passages, documents, context or information "
+                    "provided do not contain, mention, give, provide or state the answer to this question; "
+                    "it cannot be determined.")
 RETRIEVERS = ("bm25", "dense", "hybrid")
 
 
@@ -123,6 +127,9 @@ def parse_study(raw: Any, source_name: str = "config") -> StudyConfig:
         raise InputError(f"{source_name}: {len(e.errors())} problem(s): {problems}") from None
     if any(not 0 < a < 1 for a in cfg.alphas):
         raise InputError(f"{source_name}: alphas must lie in (0, 1)")
+    if cfg.lookback is not None and cfg.lookback.label == "consistent" and cfg.generation.consistency == "none":
+        raise InputError(f"{source_name}: lookback.label: consistent needs generation.consistency "
+                         "(k_precision or judge)")
     if cfg.lookback is not None and cfg.lookback.n and cfg.lookback.retriever not in cfg.retrievers:
         raise InputError(f"{source_name}: lookback.retriever {cfg.lookback.retriever!r} is not one of the "
                          f"study's retrievers ({', '.join(cfg.retrievers)})")
@@ -286,15 +293,15 @@ class _Answerer:
     def _consistency(self, question: str, passages, text: str, error) -> dict[str, Any]:
         """Answer consistency with the passages the answer was given: `consistent` (0/1) and the
         score behind it, `consistency` (K-Precision, or the judge's P(yes))."""
-        from verirag.experiments.ground_truth import abstained
         from verirag.metrics.faithfulness import k_precision
         g = self.cfg.generation
         if g.consistency == "none" or not passages or not text or error:
             return {}
         if g.consistency == "k_precision":
-            if abstained(text):  # declining adds nothing unsupported (the instruct-qa paper's rule)
-                return {"consistent": 1, "consistency": 1.0}
-            kp = k_precision(text, passages)
+            # declining is consistent: the words of a refusal count as one more passage (the
+            # instruct-qa paper's rule), so "I don't know" scores 1 but a refusal that goes on to
+            # claim something unsupported does not
+            kp = k_precision(text, [p.text for p in passages] + [ABSTENTION_WORDS])
             return {"consistent": int(kp >= g.consistency_threshold), "consistency": kp}
         v = self.judge.judge(passages, text, question)
         # the judge's P(yes): a small judge's verdicts can be all "no"
@@ -329,15 +336,13 @@ class _Answerer:
                        say: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
         from verirag.awf.predictors.lookback import reply_ratios
         from verirag.errors import VeriragError
-        from verirag.experiments.lookback_training import LookbackSample, cross_dataset_auroc, cross_dataset_cells
+        from verirag.experiments.lookback_training import LookbackSample, cross_dataset_cells
         from verirag.llm.base import ATTENTIONS
         from verirag.llm.factory import load_llm
         lb = cfg.lookback
         spec = lb.attention_model or f"hf:{cfg.generation.model}"
         measured = cfg.generation.consistency != "none"
         label_of = lb.label if lb.label != "auto" else ("consistent" if measured else "correct")
-        if label_of == "consistent" and not measured:
-            raise InputError("lookback.label: consistent needs generation.consistency (k_precision or judge)")
         att = load_llm(spec, n_ctx=cfg.generation.n_ctx)
         att.require(ATTENTIONS)
         samples, errors = [], 0
@@ -358,9 +363,11 @@ class _Answerer:
                                           None if label is None else int(label), ratios))
         out = {"attention_model": spec, "label": label_of, "n_samples": len(samples), "errors": errors,
                "positives": int(sum(s.label or 0 for s in samples))}
-        for variant in ("cw", "fc"):
-            out[variant] = cross_dataset_auroc(samples, variant=variant, k=lb.k, test_share=lb.test_share,
-                                               seed=cfg.seed)
-        # the same cells with 95% intervals, and FC - CW paired over each cell's test answers
+        # every train x test cell with 95% intervals, and FC - CW paired over its test answers;
+        # the heatmaps' grids are their point values
         out["cells"] = cross_dataset_cells(samples, k=lb.k, test_share=lb.test_share, seed=cfg.seed)
+        for variant in ("cw", "fc"):
+            out[variant] = {}
+            for c in out["cells"]:
+                out[variant].setdefault(c["train"], {})[c["test"]] = c.get(variant, math.nan)
         return out

@@ -143,10 +143,11 @@ def cross_dataset_auroc(samples: Sequence[LookbackSample], *, variant: str, k: i
 def cross_dataset_cells(samples: Sequence[LookbackSample], *, k: int = 10, test_share: float = TEST_SHARE,
                         seed: int = 0, n_resamples: int = 1000) -> list[dict[str, Any]]:
     """Figure 6 with intervals: per (train dataset, test dataset), the held-out AUROC of the CW and
-    the FC classifier with 95% bootstrap intervals, and FC - CW paired over the same test answers
-    (one resample of the answers scores both), so "FC beats CW" can be told from noise."""
+    the FC classifier with 95% bootstrap intervals over the test answers' question groups, and
+    FC - CW paired (one resample scores both), so "FC beats CW" can be told from noise.
+    `cross_dataset_auroc`'s grids are these cells' point values."""
     from verirag.metrics.calibration import auroc
-    from verirag.metrics.stats import bootstrap_ci
+    from verirag.metrics.stats import group_bootstrap_intervals
     by_ds = {ds: split_groups(usable([s for s in samples if s.dataset == ds]), test_share, seed)
              for ds in sorted({s.dataset for s in samples})}
     fitted = {}
@@ -163,14 +164,17 @@ def cross_dataset_cells(samples: Sequence[LookbackSample], *, k: int = 10, test_
             cells.append(cell)
             if src not in fitted or len(set(y.tolist())) < 2:
                 continue
-            p = {v: fitted[src][v].predict_proba([s.ratios for s in test]) for v in ("cw", "fc")}
-            for v in ("cw", "fc"):
-                ci = bootstrap_ci(auroc, p[v], y, n_resamples=n_resamples, seed=seed)
-                cell.update({v: float(auroc(p[v], y)), f"{v}_low": ci.low, f"{v}_high": ci.high})
-            diff = bootstrap_ci(lambda a, b, t: auroc(b, t) - auroc(a, t), p["cw"], p["fc"], y,
-                                n_resamples=n_resamples, seed=seed)
-            cell.update({"fc_minus_cw": cell["fc"] - cell["cw"], "fc_minus_cw_low": diff.low,
-                         "fc_minus_cw_high": diff.high})
+            p = {v: np.asarray(fitted[src][v].predict_proba([s.ratios for s in test])) for v in ("cw", "fc")}
+
+            def statistic(ix: np.ndarray) -> dict[str, np.ndarray]:
+                cw, fc = auroc(p["cw"][ix], y[ix]), auroc(p["fc"][ix], y[ix])
+                return {"cw": cw, "fc": fc, "fc_minus_cw": np.asarray(fc) - np.asarray(cw)}
+            # resampling whole question groups: one question's answers under several retrievers
+            # are not independent (and one resample scores both classifiers: FC - CW is paired)
+            res = group_bootstrap_intervals(statistic, [s.group for s in test], n_resamples=n_resamples, seed=seed)
+            for name, r in res.items():
+                cell.update({name: r.estimate, f"{name}_low": r.low, f"{name}_high": r.high})
+            cell["undefined_resamples"] = res["cw"].n_invalid
     return cells
 
 

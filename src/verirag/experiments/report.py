@@ -38,7 +38,7 @@ from verirag.experiments.summary import (bootstrap_settings, group_records, reco
                                          summarize, write_summary)
 from verirag.experiments.tables import (Table, awf_tables, comparison_table, cost_table, fallback_table,
                                         method_label, summary_table, switch_table)
-from verirag.jsonio import strict_json
+from verirag.jsonio import write_json
 
 __all__ = ["build_report", "load_run", "REPORT_FILE", "RUN_FILE"]
 
@@ -297,13 +297,15 @@ def build_report(run_dir, compare: Sequence[tuple[str, str]] = ()) -> Path:
     (d / "spent.json").write_text(json.dumps(units, indent=1) + "\n", encoding="utf-8")
     pairs = list(dict.fromkeys([*DEFAULT_PAIRS, *compare]))
     comparisons = compare_methods(records, pairs, boot)
-    (d / "comparisons.json").write_text(json.dumps(strict_json(comparisons), indent=1) + "\n", encoding="utf-8")
+    write_json(d / "comparisons.json", comparisons)
     tables = awf_tables(rows) + [summary_table(rows), cost_table(units)]
     if any(c["n"] for c in comparisons):
         tables.insert(len(tables) - 1, comparison_table(comparisons, boot["confidence"]))
-    missing = [f"{a}:{b}" for a, b in compare if not any(c["baseline"] == a and c["method"] == b for c in comparisons)]
+    made = {(c["baseline"], c["method"]) for c in comparisons if c["n"]}
+    missing = [f"{a}:{b}" for a, b in compare if (a, b) not in made]
     if missing:
-        warnings.append(f"comparisons not made (a method is not in the run): {', '.join(missing)}")
+        warnings.append(f"comparisons not made (a method is not in the run, or the two share no example): "
+                        f"{', '.join(missing)}")
     if fallbacks:
         tables.append(fallback_table([(ds, m, meth, r.to_dict()) for ds, m, meth, r in fallbacks]))
     if switches:

@@ -69,7 +69,7 @@ Row = Union[Sequence[Cell], Section]
 _LATEX_SPECIALS = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
                    "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
                    "\\": r"\textbackslash{}", "<": r"\textless{}", ">": r"\textgreater{}",
-                   "→": r"$\rightarrow$", "—": "---", "×": r"$\times$"}
+                   "→": r"$\rightarrow$", "Δ": r"$\Delta$", "—": "---", "×": r"$\times$"}
 _LATEX_RE = re.compile("|".join(re.escape(k) for k in _LATEX_SPECIALS))
 
 
@@ -321,9 +321,11 @@ def comparison_table(rows: Sequence[Mapping[str, Any]], confidence: float = 0.95
                      Num(r["accuracy_diff"], r["accuracy_diff_low"], r["accuracy_diff_high"], sign=True)])
     return Table(name="comparisons", title="Paired comparisons (method minus baseline, same examples)",
                  columns=cols, rows=body,
-                 caption=f"x100. Δ: the method's value minus the baseline's on the examples both answered, "
-                         f"with a {confidence:.0%} bootstrap interval of the difference (one resample of "
-                         f"the examples scores both methods): an interval without 0 tells them apart.")
+                 caption=f"x100. Δ: the method's value minus the baseline's on the examples both methods have "
+                         f"records for (errors and abstentions included), with a {confidence:.0%} bootstrap "
+                         f"interval of the difference (one resample of the question groups scores both "
+                         f"methods). An interval without 0 tells the two apart; with many comparisons, one "
+                         f"or two such intervals can be chance.")
 
 
 def summary_table(summary: Sequence[Mapping[str, Any]]) -> Table:

@@ -37,7 +37,7 @@ import numpy as np
 
 __all__ = [
     "BootstrapResult", "resample_indices", "percentile_interval", "bootstrap_intervals",
-    "bootstrap_ci", "resample_weights", "rankdata", "spearman", "kendall_tau_b", "CorrelationRow",
+    "bootstrap_ci", "group_bootstrap_intervals", "resample_weights", "rankdata", "spearman", "kendall_tau_b", "CorrelationRow",
     "CorrelationTable", "metric_human_correlation", "conformal_quantile",
 ]
 
@@ -123,6 +123,45 @@ def bootstrap_intervals(statistic: Callable[[np.ndarray], Mapping[str, Any]], n:
                                  confidence=confidence, n_resamples=n_resamples, standard_error=se,
                                  n_invalid=int(d.size - valid.size),
                                  distribution=d if keep_distribution else None)
+    return out
+
+
+def group_bootstrap_intervals(statistic: Callable[[np.ndarray], Mapping[str, Any]], groups: Sequence[Any], *,
+                              n_resamples: int = 1000, confidence: float = 0.95,
+                              seed: int | np.random.Generator | None = 0) -> dict[str, BootstrapResult]:
+    """`bootstrap_intervals` resampling whole groups (clusters) instead of examples.
+
+    `groups[i]` is example i's group; a resample draws len(set(groups)) groups with replacement
+    (`resample_indices` over the groups, in sorted order) and takes every example of each, so
+    examples that are not independent (a question's two HotpotQA twins, one question answered
+    under two retrievers) go in and out together. `statistic(indices)` as in
+    `bootstrap_intervals`; when groups differ in size, each resample is a row of its own.
+    """
+    names = sorted(set(groups), key=str)
+    if not names:
+        raise ValueError("group_bootstrap_intervals needs at least one example")
+    keys = np.asarray([str(g) for g in groups], dtype=object)
+    members = [np.flatnonzero(keys == str(g)) for g in names]
+    est = statistic(np.arange(len(groups))[None])
+    parts: dict[str, list[np.ndarray]] = {k: [] for k in est}
+    same_size = len({len(m) for m in members}) == 1
+    table = np.stack(members) if same_size else None
+    for ix in resample_indices(len(names), n_resamples, seed):
+        if same_size:  # (B, groups) -> (B, examples) in one step
+            chunks = [statistic(table[ix].reshape(len(ix), -1))]
+        else:
+            chunks = [statistic(np.concatenate([members[g] for g in row])[None]) for row in ix]
+        for c in chunks:
+            for k, v in c.items():
+                parts[k].append(np.asarray(v, dtype=np.float64).ravel())
+    out = {}
+    for k, p in parts.items():
+        d = np.concatenate(p)
+        valid = d[~np.isnan(d)]
+        se = float(valid.std(ddof=1)) if valid.size > 1 else (0.0 if valid.size else math.nan)
+        out[k] = BootstrapResult(float(np.asarray(est[k]).ravel()[0]), *percentile_interval(d, confidence),
+                                 confidence=confidence, n_resamples=n_resamples, standard_error=se,
+                                 n_invalid=int(d.size - valid.size))
     return out
 
 
