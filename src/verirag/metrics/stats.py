@@ -94,6 +94,22 @@ def percentile_interval(dist, confidence: float = 0.95, axis: int = 0) -> tuple[
     return (float(low), float(high)) if low.ndim == 0 else (low, high)
 
 
+def _results(est: Mapping[str, Any], parts: Mapping[str, list[np.ndarray]], confidence: float,
+             n_resamples: int, keep_distribution: bool = False) -> dict[str, BootstrapResult]:
+    """{name: BootstrapResult} from the sample's estimates and the resampled values (NaN left out
+    of the interval and counted)."""
+    out = {}
+    for k, p in parts.items():
+        d = np.concatenate(p)
+        valid = d[~np.isnan(d)]
+        se = float(valid.std(ddof=1)) if valid.size > 1 else (0.0 if valid.size else math.nan)
+        out[k] = BootstrapResult(float(np.asarray(est[k]).ravel()[0]), *percentile_interval(d, confidence),
+                                 confidence=confidence, n_resamples=n_resamples, standard_error=se,
+                                 n_invalid=int(d.size - valid.size),
+                                 distribution=d if keep_distribution else None)
+    return out
+
+
 def bootstrap_intervals(statistic: Callable[[np.ndarray], Mapping[str, Any]], n: int, *,
                         n_resamples: int = 1000, confidence: float = 0.95,
                         seed: int | np.random.Generator | None = 0, chunk_rows: int | None = None,
@@ -114,16 +130,7 @@ def bootstrap_intervals(statistic: Callable[[np.ndarray], Mapping[str, Any]], n:
                 raise ValueError(f"a vectorised statistic must return one value per resample "
                                  f"({ix.shape[0]}), got shape {v.shape} for {k!r}")
             parts[k].append(v)
-    out = {}
-    for k, p in parts.items():
-        d = np.concatenate(p)
-        valid = d[~np.isnan(d)]
-        se = float(valid.std(ddof=1)) if valid.size > 1 else (0.0 if valid.size else math.nan)
-        out[k] = BootstrapResult(float(np.asarray(est[k]).ravel()[0]), *percentile_interval(d, confidence),
-                                 confidence=confidence, n_resamples=n_resamples, standard_error=se,
-                                 n_invalid=int(d.size - valid.size),
-                                 distribution=d if keep_distribution else None)
-    return out
+    return _results(est, parts, confidence, n_resamples, keep_distribution)
 
 
 def group_bootstrap_intervals(statistic: Callable[[np.ndarray], Mapping[str, Any]], groups: Sequence[Any], *,
@@ -154,15 +161,7 @@ def group_bootstrap_intervals(statistic: Callable[[np.ndarray], Mapping[str, Any
         for c in chunks:
             for k, v in c.items():
                 parts[k].append(np.asarray(v, dtype=np.float64).ravel())
-    out = {}
-    for k, p in parts.items():
-        d = np.concatenate(p)
-        valid = d[~np.isnan(d)]
-        se = float(valid.std(ddof=1)) if valid.size > 1 else (0.0 if valid.size else math.nan)
-        out[k] = BootstrapResult(float(np.asarray(est[k]).ravel()[0]), *percentile_interval(d, confidence),
-                                 confidence=confidence, n_resamples=n_resamples, standard_error=se,
-                                 n_invalid=int(d.size - valid.size))
-    return out
+    return _results(est, parts, confidence, n_resamples)
 
 
 def bootstrap_ci(statistic: Callable[..., Any], *arrays, n_resamples: int = 1000,
