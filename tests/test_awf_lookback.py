@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 
 import numpy as np
 import pytest
@@ -328,7 +329,7 @@ def _colour_dataset(path):
 
 @hf
 @pytest.mark.slow
-def test_train_lookback_command_end_to_end(tmp_path):
+def test_train_lookback_command_end_to_end(tmp_path, capsys, monkeypatch):
     """`verirag eval` a tiny run with SmolLM2, then `verirag train lookback` on its answers; the
     rerun reads every answer and attention again from the request cache."""
     import sqlite3
@@ -352,6 +353,12 @@ def test_train_lookback_command_end_to_end(tmp_path):
         cached = conn.execute("SELECT COUNT(*) FROM requests WHERE op='lookback'").fetchone()[0]
     assert cached >= 12
     first = out.read_text()
-    assert main(args) == 0 and out.read_text() == first  # same features, same classifier
+    from verirag import cli
+    monkeypatch.setattr(cli.out, "width", 300)
+    capsys.readouterr()
+    assert main(args + ["--matrix"]) == 0 and out.read_text() == first  # same features, same classifier
+    printed = capsys.readouterr().out
+    n_test = clf.meta["metrics"]["n_test"]
+    assert "FC - CW" in printed and re.search(rf"jsonl -> jsonl\W+{clf.n_train_} / {n_test}\b", printed)
     assert main(["train", "lookback", str(tmp_path / "run"), "--out", str(out), "--method", "intrinsic"]) != 0
     assert main(["train", "lookback", str(tmp_path / "nowhere"), "--out", str(out)]) != 0

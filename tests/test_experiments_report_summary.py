@@ -105,6 +105,26 @@ def test_intervals_contain_estimate_and_equal_bootstrap_ci():
     assert (row["accuracy_low"], row["accuracy_high"]) == (pytest.approx(m.low), pytest.approx(m.high))
 
 
+def test_twins_are_resampled_together():
+    """A question asked twice (HotpotQA's twins share a group) is one draw of the bootstrap: every
+    resample is a single-copy resample doubled, so every interval equals the single-copy one.
+    Resampling examples would treat the twins as independent and narrow the intervals."""
+    import dataclasses
+    single = random_records(120, seed=4)
+    twins = [dataclasses.replace(r, example_id=f"{r.example_id}/{t}", group=r.example_id)
+             for r in single for t in ("a", "b")]
+    cfg = {"threshold": {"value": 0.5}, **BOOT}
+    [one], [two] = summarize(single, cfg), summarize(twins, cfg)
+    assert (one["n"], two["n"]) == (120, 240)
+    for m in CI_METRICS:
+        for k in (m, f"{m}_low", f"{m}_high"):
+            assert two[k] == pytest.approx(one[k], nan_ok=True), k
+    # the example bootstrap on the doubled records would be narrower: the test can tell
+    ungrouped = [dataclasses.replace(r, group="") for r in twins]
+    [flat] = summarize(ungrouped, cfg)
+    assert flat["accuracy_high"] - flat["accuracy_low"] < one["accuracy_high"] - one["accuracy_low"]
+
+
 def test_hard_method_uses_its_label():
     recs = random_records(200, seed=3, method="intrinsic", hard=True)
     for r in recs:

@@ -524,8 +524,8 @@ def train_lookback_cmd(
         test_share: float = typer.Option(0.4, help="Share of example groups held out for the test AUROC."),
         seed: int = typer.Option(0, help="Split seed."),
         dataset: Optional[list[str]] = typer.Option(None, help="Only this dataset of the run (repeatable)."),
-        matrix: bool = typer.Option(False, help="Also print the cross-dataset AUROC matrix (train on one, "
-                                                "test on each).")):
+        matrix: bool = typer.Option(False, help="Also print Figure 6: CW and FC held-out AUROC with intervals, trained on one "
+                                                "dataset and tested on each, and FC - CW paired.")):
     """Train the lookback-ratio factuality classifier (predictor `lookback`) on a run's answers."""
     import math
 
@@ -566,12 +566,18 @@ def train_lookback_cmd(
     interval = "" if math.isnan(lo) else f" [{lo:.3f}, {hi:.3f}]"
     out.print(f"{variant} classifier: AUROC train {result.train_auroc:.3f} ({result.n_train}), held out "
               f"{result.test_auroc:.3f}{interval} ({result.n_test}) -> {out_file}")
-    if matrix:
-        grid = lt.cross_dataset_auroc(samples, variant=variant, k=k, test_share=test_share, seed=seed)
-        names = sorted(grid)
-        table = Table(f"{variant}: train \\ test", *names)
-        for src in names:
-            table.add_row(src, *(f"{grid[src][dst]:.3f}" for dst in names))
+    if matrix:  # Figure 6: both variants, each cell with its interval and FC - CW paired
+        def ci(c: dict, name: str) -> str:
+            if name not in c or math.isnan(c[name]):
+                return "–"
+            f = "+.3f" if name == "fc_minus_cw" else ".3f"
+            return f"{c[name]:{f}} [{c[f'{name}_low']:{f}}, {c[f'{name}_high']:{f}}]"
+        cells = lt.cross_dataset_cells(samples, k=k, test_share=test_share, seed=seed)
+        table = Table("train -> test", "train / test answers", "CW AUROC", "FC AUROC", "FC - CW",
+                      title="held-out AUROC, 95% intervals resampling question groups")
+        for c in cells:
+            table.add_row(f"{c['train']} -> {c['test']}", f"{c['n_train']} / {c['n_test']}",
+                          ci(c, "cw"), ci(c, "fc"), ci(c, "fc_minus_cw"))
         out.print(table)
 
 

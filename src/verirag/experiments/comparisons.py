@@ -19,8 +19,7 @@ from typing import Any
 import numpy as np
 
 from verirag.experiments.records import ResultRecord
-from verirag.experiments.summary import _is_hard, group_records, record_arrays
-from verirag.metrics.awf import best_f1_statistic, f1_statistic, hard_pr_auc_statistic, pr_auc_statistic
+from verirag.experiments.summary import _is_hard, group_records, ranking_statistics, record_arrays
 from verirag.metrics.stats import group_bootstrap_intervals
 
 __all__ = ["DEFAULT_PAIRS", "compare_methods", "parse_pair"]
@@ -46,16 +45,6 @@ def parse_pair(text: str) -> tuple[str, str]:
     return a.strip(), b.strip()
 
 
-def _metric_fns(a: dict[str, np.ndarray], hard: bool):
-    s, V, A, C = a["score"], a["faithful"], a["answerable"], a["correct"]
-    if hard:
-        x, best, area = (s >= 0.5).astype(np.int64), f1_statistic, hard_pr_auc_statistic
-    else:
-        x, best, area = s, best_f1_statistic, pr_auc_statistic
-    return {"best_f1": lambda ix: best(x, V, A, indices=ix), "pr_auc": lambda ix: area(x, V, A, indices=ix),
-            "accuracy": lambda ix: C[ix].mean(axis=1)}
-
-
 def compare_methods(records: Iterable[ResultRecord], pairs: Sequence[tuple[str, str]],
                     boot: Mapping[str, Any]) -> list[dict[str, Any]]:
     """One row per (dataset, model, pair) where both methods ran (module docstring). Pairs absent
@@ -76,8 +65,8 @@ def compare_methods(records: Iterable[ResultRecord], pairs: Sequence[tuple[str, 
             if not both:
                 continue
             by_a = {r.example_id: r for r in ra}
-            fa = _metric_fns(record_arrays([by_a[e] for e in both]), _is_hard(ra))
-            fb = _metric_fns(record_arrays([by_b[e] for e in both]), _is_hard(rb))
+            fa = ranking_statistics(record_arrays([by_a[e] for e in both]), _is_hard(ra))
+            fb = ranking_statistics(record_arrays([by_b[e] for e in both]), _is_hard(rb))
 
             def statistic(ix: np.ndarray) -> dict[str, np.ndarray]:
                 res = {}

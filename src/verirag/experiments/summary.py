@@ -22,9 +22,11 @@ denominator, with the score 0 and the labels their record holds):
 - `spent_by_unit`: what the run spent per dataset x model (calls, cache hits, tokens read by the
   backend, tokens answered by the cache, seconds), summed over methods.
 
-Every metric has a percentile bootstrap interval (`<name>_low`, `<name>_high`; resampling
-examples, run.json "bootstrap"; one set of resamples per row, shared by its metrics and drawn by
-`verirag.metrics.stats.resample_indices`, as the report figures' bands are). The
+Every metric has a percentile bootstrap interval (`<name>_low`, `<name>_high`; run.json
+"bootstrap"; one set of resamples per row, shared by its metrics). A resample draws question
+groups, not examples (`verirag.metrics.stats.group_bootstrap_intervals`): a HotpotQA question's
+two twins go in and out together, so they are not counted as two independent examples; records
+without a group are groups of one, which is the plain example bootstrap. The
 decisions at a cross-fitted threshold are held fixed while resampling, so those intervals leave
 out the threshold's own variability. A resample where a statistic is undefined (e.g. PR-AUC with
 nothing answerable) is left out; if all are, the bounds are NaN. Caveats of a row (tiny n,
@@ -36,7 +38,7 @@ import copy
 import csv
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -46,10 +48,10 @@ from verirag.calibration import ThresholdTarget, cross_fit_target
 from verirag.experiments.records import ResultRecord
 from verirag.metrics.awf import (awf_counts, awf_scores, best_f1, best_f1_statistic, f1_statistic,
                                  hard_pr_auc_statistic, pr_auc_statistic)
-from verirag.metrics.stats import bootstrap_intervals
+from verirag.metrics.stats import group_bootstrap_intervals
 
 __all__ = ["summarize", "summarize_cell", "write_summary", "group_records", "record_arrays",
-           "threshold_target", "bootstrap_settings", "threshold_rule", "CI_METRICS",
+           "threshold_target", "bootstrap_settings", "threshold_rule", "ranking_statistics", "CI_METRICS",
            "SUMMARY_FILES"]
 
 SUMMARY_FILES = ("summary.csv", "summary.json")
@@ -155,22 +157,30 @@ def spent_by_unit(records: Iterable[ResultRecord]) -> list[dict[str, Any]]:
 
 
 # --------------------------------------------------------------------------- bootstrap
-def _cell_statistic(a: dict[str, np.ndarray], v: np.ndarray, hard: bool):
-    """indices (B, n) -> {metric: B values} for every CI_METRICS entry (B = 1 with the sample's
-    own indices gives the estimates). v: decisions at the threshold; a hard method's best F1 and
-    PR-AUC are the F1 and precision x recall of its label, a soft method's come from its curve."""
+def ranking_statistics(a: dict[str, np.ndarray], hard: bool) -> dict[str, Callable[[np.ndarray], np.ndarray]]:
+    """{"best_f1", "pr_auc", "accuracy"}: functions of resample indices (B, n) -> B values. A hard
+    method's best F1 and PR-AUC are the F1 and precision x recall of its label, a soft method's
+    come from its curve. Shared by the summary rows and the paired comparisons."""
     s, V, A, C = a["score"], a["faithful"], a["answerable"], a["correct"]
     if hard:  # hard labels are 0 / 1
         x, best, area = (s >= 0.5).astype(np.int64), f1_statistic, hard_pr_auc_statistic
     else:
         x, best, area = s, best_f1_statistic, pr_auc_statistic
+    return {"best_f1": lambda ix: best(x, V, A, indices=ix), "pr_auc": lambda ix: area(x, V, A, indices=ix),
+            "accuracy": lambda ix: C[ix].mean(axis=1)}
+
+
+def _cell_statistic(a: dict[str, np.ndarray], v: np.ndarray, hard: bool):
+    """indices (B, n) -> {metric: B values} for every CI_METRICS entry (B = 1 with the sample's
+    own indices gives the estimates). v: decisions at the threshold."""
+    V, A = a["faithful"], a["answerable"]
+    ranking = ranking_statistics(a, hard)
 
     def statistic(ix: np.ndarray) -> dict[str, np.ndarray]:
         awf, qpp = awf_counts(v, V, A, indices=ix), awf_counts(v, A, A, indices=ix)
         return {"awf_precision": awf.precision(), "awf_recall": awf.recall(), "awf_f1": awf.f1(),
-                "best_f1": best(x, V, A, indices=ix), "pr_auc": area(x, V, A, indices=ix),
                 "qpp_precision": qpp.precision(), "qpp_recall": qpp.recall(),
-                "accuracy": C[ix].mean(axis=1)}
+                **{name: f(ix) for name, f in ranking.items()}}
     return statistic
 
 
@@ -209,7 +219,7 @@ def summarize_cell(recs: list[ResultRecord], target: ThresholdTarget,
         "threshold_rule": threshold_rule(target), "threshold": thr,
         "threshold_cross_fitted": target.kind != "value", "answer_rate": float(v.mean()),
     }
-    res = bootstrap_intervals(_cell_statistic(a, v, hard), n, **boot)
+    res = group_bootstrap_intervals(_cell_statistic(a, v, hard), list(a["group"]), **boot)
     for name in CI_METRICS:
         r = res[name]
         row[name], row[f"{name}_low"], row[f"{name}_high"] = r.estimate, r.low, r.high
