@@ -187,6 +187,29 @@ def test_pr_band_brackets_the_curve():
     assert np.all((lo[ok] >= 0) & (hi[ok] <= 1) & (lo[ok] <= hi[ok]))
 
 
+def test_bands_resample_question_groups():
+    """Twins (one question asked twice, one group) are drawn together: the band and the error bars
+    of the doubled examples are those of the single copy. Without groups they would be narrower."""
+    rng = np.random.default_rng(3)
+    n = 120
+    A = (rng.random(n) < 0.7).astype(int)
+    V = A * (rng.random(n) < 0.7)
+    s = np.clip(0.4 * V + 0.6 * rng.random(n), 0, 1)
+    groups = [f"q{i:03d}" for i in range(n)]
+    two = lambda x: np.repeat(x, 2)  # noqa: E731  (e0, e0, e1, e1, ...: each twin beside its sibling)
+    one = plots.pr_band(s, V, A, n_resamples=300, groups=groups)
+    twins = plots.pr_band(two(s), two(V), two(A), n_resamples=300, groups=list(np.repeat(groups, 2)))
+    for a, b in zip(one, twins):
+        np.testing.assert_allclose(a, b)
+    flat = plots.pr_band(two(s), two(V), two(A), n_resamples=300)
+    ok = ~np.isnan(one[1]) & ~np.isnan(flat[1])
+    assert np.mean((flat[2] - flat[1])[ok]) < np.mean((one[2] - one[1])[ok])
+    v = (s >= 0.5).astype(int)
+    np.testing.assert_allclose(
+        plots.point_interval(two(v), two(V), two(A), n_resamples=200, groups=list(np.repeat(groups, 2))),
+        plots.point_interval(v, V, A, n_resamples=200, groups=groups))
+
+
 def test_point_interval_contains_estimate():
     v = np.array([1, 1, 0, 1, 0, 1, 1, 0] * 10)
     V = np.array([1, 0, 0, 1, 1, 1, 0, 0] * 10)
@@ -221,13 +244,14 @@ def test_resample_indices_do_not_depend_on_chunking():
 
 
 def test_figure_bands_use_the_summary_intervals_resamples(tmp_path, monkeypatch):
-    """build_report: every band / error bar of the PR figures resamples exactly the examples that
-    the summary's intervals of its cell resample (same run settings -> same index sets)."""
+    """build_report: every band / error bar of the PR figures resamples exactly the question groups
+    that the summary's intervals of its cell resample (same run settings -> same index sets)."""
     real, drawn = stats.resample_indices, []
 
     def recording(n, n_resamples, seed=0, **kw):
         f = sys._getframe(1)
-        while f.f_globals["__name__"] == stats.__name__:  # the caller outside metrics.stats
+        # the caller outside metrics.stats (and outside a comprehension's own frame)
+        while f.f_globals["__name__"] == stats.__name__ or f.f_code.co_name.startswith("<"):
             f = f.f_back
         rows = np.concatenate(list(real(n, n_resamples, seed, **kw)))
         drawn.append((f.f_globals["__name__"], f.f_code.co_name, rows))
@@ -241,5 +265,5 @@ def test_figure_bands_use_the_summary_intervals_resamples(tmp_path, monkeypatch)
     figure = [(fn, rows) for mod, fn, rows in drawn if mod == "verirag.experiments.plots"]
     assert summary and {fn for fn, _ in figure} == {"pr_band", "point_interval"}
     for _, rows in figure:
-        assert rows.shape == (RUN["bootstrap"]["n_resamples"], 30)
+        assert rows.shape == (RUN["bootstrap"]["n_resamples"], 15)  # 30 examples, two per group
         np.testing.assert_array_equal(rows, summary[rows.shape[1]])

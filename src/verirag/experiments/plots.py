@@ -13,8 +13,9 @@ Bands (`pr_band`): for each bootstrap resample b, its step-wise curve gives the 
 recall level r as P_b at the first (highest) threshold whose recall reaches r (the same steps
 PR-AUC sums); the band is the (1-c)/2 and (1+c)/2 percentiles over resamples, drawn where at least
 half of the resamples reach that recall (AwF recall tops out at Faithful / Answerable < 1).
-Bands and error bars resample with `verirag.metrics.stats` (`resample_indices`): with the run's
-seed they use the very resamples of the summary's intervals (the first `n_resamples` of them).
+Bands and error bars resample question groups when given them (`verirag.metrics.stats`,
+`group_resample_indices`; HotpotQA's twins go together): with the run's seed they use the very
+resamples of the summary's intervals (the first `n_resamples` of them).
 """
 from __future__ import annotations
 
@@ -27,7 +28,8 @@ from matplotlib.figure import Figure
 
 from verirag.metrics.awf import awf_counts, awf_curve, awf_curve_counts, awf_scores
 from verirag.metrics.calibration import reliability_diagram
-from verirag.metrics.stats import bootstrap_intervals, percentile_interval, resample_indices
+from verirag.metrics.stats import (bootstrap_intervals, group_bootstrap_intervals, group_resample_indices,
+                                   percentile_interval, resample_indices)
 
 __all__ = ["DPI", "method_colors", "pr_band", "point_interval", "awf_pr_figure", "fallback_figure",
            "switch_figure", "reliability_figure", "to_png"]
@@ -55,11 +57,12 @@ def to_png(fig: Figure) -> bytes:
 
 # --------------------------------------------------------------------------- bootstrap curve data
 def pr_band(scores, V, answerable, *, recall_grid=None, n_resamples: int = 1000,
-            confidence: float = 0.95, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            confidence: float = 0.95, seed: int = 0, groups=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(recall grid, low, high): percentile band of the precision at each recall level (module doc).
 
     NaN where fewer than half of the resamples reach that recall. Each chunk of resamples is
-    counted by `awf_curve_counts` (the examples are sorted once)."""
+    counted by `awf_curve_counts` (the examples are sorted once). `groups`: each example's
+    question group, resampled whole (None: examples)."""
     s = np.asarray(scores, dtype=np.float64)
     V = np.asarray(V, dtype=np.int64)
     A = np.asarray(answerable, dtype=np.int64) | V
@@ -76,16 +79,19 @@ def pr_band(scores, V, answerable, *, recall_grid=None, n_resamples: int = 1000,
         prec = np.take_along_axis(c.precision(), np.minimum(k, G - 1), axis=1)
         return np.where(k < G, prec, np.nan)
 
-    P = np.concatenate([precision_at(ix) for ix in resample_indices(len(s), n_resamples, seed)])
+    draws = (resample_indices(len(s), n_resamples, seed) if groups is None
+             else group_resample_indices(groups, n_resamples, seed))
+    P = np.concatenate([precision_at(ix) for ix in draws])
     enough = np.mean(~np.isnan(P), axis=0) >= 0.5
     lo, hi = percentile_interval(np.where(enough, P, np.nan), confidence)
     return grid, lo, hi
 
 
 def point_interval(v, V, answerable, *, n_resamples: int = 1000, confidence: float = 0.95,
-                   seed: int = 0) -> tuple[tuple[float, float], tuple[float, float]]:
+                   seed: int = 0, groups=None) -> tuple[tuple[float, float], tuple[float, float]]:
     """Percentile intervals ((p_low, p_high), (r_low, r_high)) of the AwF precision and recall
-    of hard decisions v (precision 1 when nothing is answered, recall 1 when nothing is answerable)."""
+    of hard decisions v (precision 1 when nothing is answered, recall 1 when nothing is answerable);
+    `groups` as in `pr_band`."""
     V = np.asarray(V, dtype=np.int64)
     A = np.asarray(answerable, dtype=np.int64) | V
 
@@ -93,18 +99,20 @@ def point_interval(v, V, answerable, *, n_resamples: int = 1000, confidence: flo
         c = awf_counts(v, V, A, indices=ix)
         return {"precision": c.precision(), "recall": c.recall()}
 
-    r = bootstrap_intervals(rates, len(V), n_resamples=n_resamples, confidence=confidence, seed=seed)
+    boot = {"n_resamples": n_resamples, "confidence": confidence, "seed": seed}
+    r = (bootstrap_intervals(rates, len(V), **boot) if groups is None
+         else group_bootstrap_intervals(rates, list(groups), **boot))
     return (r["precision"].low, r["precision"].high), (r["recall"].low, r["recall"].high)
 
 
 # --------------------------------------------------------------------------- figures
 def _pr_panel(ax, cells, colors, qpp: bool, boot: Mapping) -> None:
-    for method, (s, V, A, hard) in cells.items():
-        V = A if qpp else V
+    for method, (s, V, A, hard, *rest) in cells.items():
+        V, groups = (A if qpp else V), (rest[0] if rest else None)
         col = colors[method]
         if hard:
             sc = awf_scores(np.asarray(s, dtype=np.int64), V, A, strict=False)
-            (plo, phi), (rlo, rhi) = point_interval(s, V, A, **boot)
+            (plo, phi), (rlo, rhi) = point_interval(s, V, A, groups=groups, **boot)
             ax.errorbar([sc.recall], [sc.precision], xerr=[[sc.recall - rlo], [rhi - sc.recall]],
                         yerr=[[sc.precision - plo], [phi - sc.precision]], fmt="s", color=col,
                         ms=5, capsize=2, label=method)
@@ -112,7 +120,7 @@ def _pr_panel(ax, cells, colors, qpp: bool, boot: Mapping) -> None:
         c = awf_curve(s, V, A, strict=False)
         ax.step(np.r_[0.0, c.recall], np.r_[1.0, c.precision], where="pre", color=col, lw=1.4,
                 label=method)
-        grid, lo, hi = pr_band(s, V, A, **boot)
+        grid, lo, hi = pr_band(s, V, A, groups=groups, **boot)
         ax.fill_between(grid, lo, hi, color=col, alpha=0.15, lw=0, step="pre")
     kind = "QPP" if qpp else "AwF"
     ax.set_xlabel(f"{kind}-Recall")
@@ -124,7 +132,8 @@ def _pr_panel(ax, cells, colors, qpp: bool, boot: Mapping) -> None:
 
 def awf_pr_figure(cells: Mapping[str, tuple], title: str, *, colors: Mapping[str, tuple] | None = None,
                   n_resamples: int = 1000, confidence: float = 0.95, seed: int = 0) -> bytes:
-    """AwF (left) and QPP (right) precision-recall curves; `cells`: {method: (scores, V, A, hard)}."""
+    """AwF (left) and QPP (right) precision-recall curves; `cells`: {method: (scores, V, A, hard)}
+    or (scores, V, A, hard, groups) to resample question groups."""
     colors = colors or method_colors(list(cells))
     boot = {"n_resamples": n_resamples, "confidence": confidence, "seed": seed}
     fig = Figure(figsize=(10, 4.2))

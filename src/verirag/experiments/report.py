@@ -149,7 +149,7 @@ def _figures(cells: Cells, fallbacks, switches, rate: float, boot: Mapping[str, 
                 continue
             a = record_arrays(recs)
             hard = all(r.hard for r in recs)
-            pr[method_label(meth)] = (a["score"], a["faithful"], a["answerable"], hard)
+            pr[method_label(meth)] = (a["score"], a["faithful"], a["answerable"], hard, list(a["group"]))
             if not hard:
                 rel[method_label(meth)] = (a["score"], a["faithful"])
         figs.append((f"awf_pr_{_slug(ds, model)}.png", f"AwF and QPP precision-recall, {ds}, {model}",

@@ -37,7 +37,7 @@ import numpy as np
 
 __all__ = [
     "BootstrapResult", "resample_indices", "percentile_interval", "bootstrap_intervals",
-    "bootstrap_ci", "group_bootstrap_intervals", "resample_weights", "rankdata", "spearman", "kendall_tau_b", "CorrelationRow",
+    "bootstrap_ci", "group_resample_indices", "group_bootstrap_intervals", "resample_weights", "rankdata", "spearman", "kendall_tau_b", "CorrelationRow",
     "CorrelationTable", "metric_human_correlation", "conformal_quantile",
 ]
 
@@ -133,34 +133,43 @@ def bootstrap_intervals(statistic: Callable[[np.ndarray], Mapping[str, Any]], n:
     return _results(est, parts, confidence, n_resamples, keep_distribution)
 
 
+def group_resample_indices(groups: Sequence[Any], n_resamples: int,
+                           seed: int | np.random.Generator | None = 0) -> Iterator[np.ndarray]:
+    """The bootstrap resamples of whole groups (clusters), as example indices in chunks of rows.
+
+    `groups[i]` is example i's group; a resample draws len(set(groups)) groups with replacement
+    (`resample_indices` over the groups, in sorted order) and takes every example of each. When
+    all groups have one size, a chunk is (B, examples); otherwise each resample is a (1, m) chunk
+    of its own, m being the number of examples it drew."""
+    names = sorted(set(groups), key=str)
+    if not names:
+        raise ValueError("a group bootstrap needs at least one example")
+    keys = np.asarray([str(g) for g in groups], dtype=object)
+    members = [np.flatnonzero(keys == str(g)) for g in names]
+    if len({len(m) for m in members}) == 1:  # (B, groups) -> (B, examples) in one step
+        table = np.stack(members)
+        for ix in resample_indices(len(names), n_resamples, seed):
+            yield table[ix].reshape(len(ix), -1)
+        return
+    for ix in resample_indices(len(names), n_resamples, seed):
+        for row in ix:
+            yield np.concatenate([members[g] for g in row])[None]
+
+
 def group_bootstrap_intervals(statistic: Callable[[np.ndarray], Mapping[str, Any]], groups: Sequence[Any], *,
                               n_resamples: int = 1000, confidence: float = 0.95,
                               seed: int | np.random.Generator | None = 0) -> dict[str, BootstrapResult]:
-    """`bootstrap_intervals` resampling whole groups (clusters) instead of examples.
-
-    `groups[i]` is example i's group; a resample draws len(set(groups)) groups with replacement
-    (`resample_indices` over the groups, in sorted order) and takes every example of each, so
-    examples that are not independent (a question's two HotpotQA twins, one question answered
-    under two retrievers) go in and out together. `statistic(indices)` as in
-    `bootstrap_intervals`; when groups differ in size, each resample is a row of its own.
-    """
-    names = sorted(set(groups), key=str)
-    if not names:
+    """`bootstrap_intervals` resampling whole groups (clusters) instead of examples
+    (`group_resample_indices`), so examples that are not independent (a question's two HotpotQA
+    twins, one question answered under two retrievers) go in and out together.
+    `statistic(indices)` as in `bootstrap_intervals`."""
+    if not len(groups):
         raise ValueError("group_bootstrap_intervals needs at least one example")
-    keys = np.asarray([str(g) for g in groups], dtype=object)
-    members = [np.flatnonzero(keys == str(g)) for g in names]
     est = statistic(np.arange(len(groups))[None])
     parts: dict[str, list[np.ndarray]] = {k: [] for k in est}
-    same_size = len({len(m) for m in members}) == 1
-    table = np.stack(members) if same_size else None
-    for ix in resample_indices(len(names), n_resamples, seed):
-        if same_size:  # (B, groups) -> (B, examples) in one step
-            chunks = [statistic(table[ix].reshape(len(ix), -1))]
-        else:
-            chunks = [statistic(np.concatenate([members[g] for g in row])[None]) for row in ix]
-        for c in chunks:
-            for k, v in c.items():
-                parts[k].append(np.asarray(v, dtype=np.float64).ravel())
+    for ix in group_resample_indices(groups, n_resamples, seed):
+        for k, v in statistic(ix).items():
+            parts[k].append(np.asarray(v, dtype=np.float64).ravel())
     return _results(est, parts, confidence, n_resamples)
 
 
