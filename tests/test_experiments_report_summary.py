@@ -125,6 +125,18 @@ def test_twins_are_resampled_together():
     assert flat["accuracy_high"] - flat["accuracy_low"] < one["accuracy_high"] - one["accuracy_low"]
 
 
+def test_pr_auc_no_skill_is_the_floor_of_a_score_that_knows_nothing():
+    recs = random_records(400, seed=7)
+    [row] = summarize(recs, {"threshold": {"value": 0.5}, **BOOT})
+    V = np.array([r.faithful for r in recs])
+    A = np.array([r.answerable for r in recs]) | V
+    assert row["pr_auc_no_skill"] == pytest.approx((V.sum() / len(V)) * (V.sum() / A.sum()))
+    rng = np.random.default_rng(0)  # random scores average about the same
+    random_auc = np.mean([pr_auc(rng.random(len(V)), V, A) for _ in range(200)])
+    assert random_auc == pytest.approx(row["pr_auc_no_skill"], rel=0.05)
+    assert row["pr_auc"] > row["pr_auc_no_skill"] + 0.05  # these scores carry signal
+
+
 def test_hard_method_uses_its_label():
     recs = random_records(200, seed=3, method="intrinsic", hard=True)
     for r in recs:

@@ -13,6 +13,10 @@ denominator, with the score 0 and the labels their record holds):
   decisions did not use it.
 - best F1 (max over thresholds; a hard-label method has one decision, its F1) and PR-AUC
   (step-wise area; hard-label methods: precision x recall, as in `metrics.awf.pr_auc`).
+  `pr_auc_no_skill` is the PR-AUC of a score that knows nothing (a constant: answer everything),
+  (Faithful / n) x (Faithful / F-Answerable); a random score has about that in expectation. AwF
+  PR-AUC is bounded by the generator's answering recall, so a verifier is judged against this
+  floor of its own generator, not against 0.5.
 - accuracy = mean(correct); abstention rate = mean(abstained); error rate = mean(error is set);
   seconds, calls and tokens (prompt + completion) per question = their means. Calls and tokens are
   the method's full cost (every quantity it used, shared or not, cached or not: records.py);
@@ -47,7 +51,7 @@ import numpy as np
 from verirag.calibration import ThresholdTarget, cross_fit_target
 from verirag.experiments.records import ResultRecord
 from verirag.metrics.awf import (awf_counts, awf_scores, best_f1, best_f1_statistic, f1_statistic,
-                                 hard_pr_auc_statistic, pr_auc_statistic)
+                                 hard_pr_auc_statistic, pr_auc, pr_auc_statistic)
 from verirag.metrics.stats import group_bootstrap_intervals
 
 __all__ = ["summarize", "summarize_cell", "write_summary", "group_records", "record_arrays",
@@ -230,6 +234,7 @@ def summarize_cell(recs: list[ResultRecord], target: ThresholdTarget,
           else best_f1(s, V, A, strict=False))
     row["best_f1_precision"], row["best_f1_recall"] = bp.precision, bp.recall
     row["best_f1_threshold"] = 0.5 if hard else bp.threshold
+    row["pr_auc_no_skill"] = pr_auc(np.zeros(n), V, A, strict=False) if A.sum() else math.nan
     if A.sum() == 0:
         notes.append("nothing answerable: recall is 1 by convention, PR-AUC undefined")
     if n < 10:
