@@ -58,8 +58,8 @@ def test_awf_table_shape():
     assert "—" in t2.to_markdown()
     # a generator's section names the no-skill PR-AUC of its answers, per dataset
     t3 = awf_tables([srow("nq", "vanilla", pr_auc_no_skill=0.123), srow("nq", "vanilla+nli", pr_auc_no_skill=0.123),
-                     srow("hq", "vanilla", pr_auc_no_skill=float("nan"))])[0]
-    assert [r.label for r in t3.rows if isinstance(r, Section)] == ["vanilla (no-skill PR-AUC: nq 12.3)"]
+                     srow("hq", "vanilla", pr_auc_no_skill=float("nan")), srow("nq", "intrinsic", pr_auc_no_skill=0.2)])[0]
+    assert [r.label for r in t3.rows if isinstance(r, Section)] == ["unified", "vanilla (no-skill PR-AUC: nq 12.3)"]
 
 
 def _unescaped(tex: str, ch: str) -> list[str]:

@@ -226,10 +226,11 @@ def awf_tables(summary: Sequence[Mapping[str, Any]]) -> list[Table]:
         body: list[Row] = []
         for gen, methods in _method_order([r["method"] for r in rows_m]):
             # the PR-AUC of a score that knows nothing: the floor each of this generator's
-            # verifiers is to be judged against (its methods share its answers, hence V and A)
-            floors = [f"{d} {100 * r['pr_auc_no_skill']:.1f}" for d in datasets
-                      for r in [cell.get((d, methods[0]))] if r is not None
-                      and r.get("pr_auc_no_skill") is not None and not math.isnan(r["pr_auc_no_skill"])]
+            # verifiers is to be judged against (its methods share its answers, hence V and A;
+            # unified methods each answer for themselves, so they have no common floor)
+            floors = [] if gen == "unified" else [
+                f"{d} {100 * r['pr_auc_no_skill']:.1f}" for d in datasets for r in [cell.get((d, methods[0]))]
+                if r is not None and r.get("pr_auc_no_skill") is not None and not math.isnan(r["pr_auc_no_skill"])]
             body.append(Section(gen + (f" (no-skill PR-AUC: {', '.join(floors)})" if floors else "")))
             for m in methods:
                 line: list[Cell] = [method_label(m)]
@@ -251,7 +252,8 @@ def awf_tables(summary: Sequence[Mapping[str, Any]]) -> list[Table]:
                     "precision x recall. Avg F1: harmonic mean of the mean precision and mean recall "
                     "at each dataset's best-F1 point. No-skill PR-AUC: that of a constant score "
                     "(answer everything), (faithful / n) x (faithful / answerable), the floor a "
-                    "verifier of that generator's answers is to be judged against."))
+                    "verifier of that generator's answers is to be judged against (a unified method's "
+                    "own is in summary.json)."))
     return tables
 
 
