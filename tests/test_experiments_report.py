@@ -210,6 +210,29 @@ def test_bands_resample_question_groups():
         plots.point_interval(v, V, A, n_resamples=200, groups=groups))
 
 
+def test_error_bars_resample_groups_of_any_size():
+    """point_interval with groups of 1, 2 and 3 examples (their labels differ) against a
+    brute-force cluster bootstrap on the same draws of groups."""
+    rng = np.random.default_rng(5)
+    sizes = [1, 2, 3] * 20
+    groups = [f"q{g:02d}" for g, k in enumerate(sizes) for _ in range(k)]
+    n = len(groups)
+    A = (rng.random(n) < 0.8).astype(int)
+    V = A * (rng.random(n) < 0.6)
+    v = (rng.random(n) < np.where(V == 1, 0.8, 0.3)).astype(int)
+    (plo, phi), (rlo, rhi) = plots.point_interval(v, V, A, n_resamples=300, seed=2, groups=groups)
+    members = [[i for i, g in enumerate(groups) if g == name] for name in sorted(set(groups))]
+    P, R = [], []
+    for chunk in stats.resample_indices(len(members), 300, 2):
+        for draw in chunk:
+            ix = [i for g in draw for i in members[g]]
+            tp = int((v[ix] * V[ix]).sum())
+            P.append(tp / v[ix].sum() if v[ix].sum() else 1.0)
+            R.append(tp / A[ix].sum() if A[ix].sum() else 1.0)
+    assert (plo, phi) == pytest.approx(stats.percentile_interval(P))
+    assert (rlo, rhi) == pytest.approx(stats.percentile_interval(R))
+
+
 def test_point_interval_contains_estimate():
     v = np.array([1, 1, 0, 1, 0, 1, 1, 0] * 10)
     V = np.array([1, 0, 0, 1, 1, 1, 0, 0] * 10)

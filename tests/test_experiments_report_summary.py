@@ -12,7 +12,7 @@ from verirag.calibration import ThresholdTarget, cross_fit_target
 from verirag.experiments.records import ResultRecord
 from verirag.experiments.summary import (CI_METRICS, group_records, summarize, write_summary)
 from verirag.metrics.awf import (awf_scores, best_f1, best_f1_statistic, pr_auc, qpp_precision,
-                                 qpp_recall)
+                                 qpp_recall, random_pr_auc)
 from verirag.metrics.stats import bootstrap_ci
 
 BOOT = {"bootstrap": {"n_resamples": 300, "confidence": 0.95, "seed": 0}}
@@ -106,35 +106,59 @@ def test_intervals_contain_estimate_and_equal_bootstrap_ci():
 
 
 def test_twins_are_resampled_together():
-    """A question asked twice (HotpotQA's twins share a group) is one draw of the bootstrap: every
-    resample is a single-copy resample doubled, so every interval equals the single-copy one.
-    Resampling examples would treat the twins as independent and narrow the intervals."""
+    """A question asked twice (HotpotQA's twins share a group, and their labels differ) is one
+    draw of the bootstrap: the intervals are those of a brute-force cluster bootstrap on the same
+    draws of groups, and differ from the example bootstrap's."""
     import dataclasses
-    single = random_records(120, seed=4)
+
+    from verirag.metrics.stats import percentile_interval, resample_indices
+    first, second = random_records(80, seed=4), random_records(80, seed=9)
     twins = [dataclasses.replace(r, example_id=f"{r.example_id}/{t}", group=r.example_id)
-             for r in single for t in ("a", "b")]
+             for a, b in zip(first, second) for t, r in (("a", a), ("b", b))]
     cfg = {"threshold": {"value": 0.5}, **BOOT}
-    [one], [two] = summarize(single, cfg), summarize(twins, cfg)
-    assert (one["n"], two["n"]) == (120, 240)
-    for m in CI_METRICS:
-        for k in (m, f"{m}_low", f"{m}_high"):
-            assert two[k] == pytest.approx(one[k], nan_ok=True), k
-    # the example bootstrap on the doubled records would be narrower: the test can tell
-    ungrouped = [dataclasses.replace(r, group="") for r in twins]
-    [flat] = summarize(ungrouped, cfg)
-    assert flat["accuracy_high"] - flat["accuracy_low"] < one["accuracy_high"] - one["accuracy_low"]
+    [row] = summarize(twins, cfg)
+    # brute force: groups in sorted order, each draw takes both twins
+    C = np.array([r.correct for r in twins], dtype=float)
+    brute = [C[[2 * g + k for g in draw for k in (0, 1)]].mean()
+             for chunk in resample_indices(80, BOOT["bootstrap"]["n_resamples"], 0) for draw in chunk]
+    assert (row["accuracy_low"], row["accuracy_high"]) == pytest.approx(percentile_interval(brute))
+    s = np.array([r.score for r in twins])
+    V = np.array([r.faithful for r in twins])
+    A = np.array([r.answerable for r in twins]) | V
+    areas = [pr_auc(s[ix], V[ix], A[ix]) for chunk in resample_indices(80, BOOT["bootstrap"]["n_resamples"], 0)
+             for draw in chunk for ix in [[2 * g + k for g in draw for k in (0, 1)]]]
+    assert (row["pr_auc_low"], row["pr_auc_high"]) == pytest.approx(percentile_interval(areas))
+    ungrouped = summarize([dataclasses.replace(r, group="") for r in twins], cfg)[0]
+    assert (ungrouped["accuracy_low"], ungrouped["accuracy_high"]) != pytest.approx(
+        (row["accuracy_low"], row["accuracy_high"]))
 
 
-def test_pr_auc_no_skill_is_the_floor_of_a_score_that_knows_nothing():
-    recs = random_records(400, seed=7)
+@pytest.mark.parametrize("n, F, A", [(50, 5, 10), (12, 3, 3), (400, 190, 280), (30, 1, 20)])
+def test_random_pr_auc_is_the_mean_over_random_scores(n, F, A):
+    """The closed form against simulation, small classes included (where it is well above the
+    constant score's (F / n)(F / A))."""
+    V = np.zeros(n, dtype=int)
+    V[:F] = 1
+    Aa = np.zeros(n, dtype=int)
+    Aa[:A] = 1
+    rng = np.random.default_rng(0)
+    sim = np.mean([pr_auc(rng.random(n), V, Aa) for _ in range(4000)])
+    assert random_pr_auc(F, A, n) == pytest.approx(sim, rel=0.03)
+    assert random_pr_auc(F, A, n) >= (F / n) * (F / A) - 1e-12
+
+
+def test_random_pr_auc_edge_cases_and_summary_column():
+    assert math.isnan(random_pr_auc(0, 0, 5)) and random_pr_auc(0, 4, 5) == 0.0
+    assert random_pr_auc(1, 1, 1) == 1.0
+    recs = random_records(200, seed=7)
     [row] = summarize(recs, {"threshold": {"value": 0.5}, **BOOT})
-    V = np.array([r.faithful for r in recs])
-    A = np.array([r.answerable for r in recs]) | V
-    assert row["pr_auc_no_skill"] == pytest.approx((V.sum() / len(V)) * (V.sum() / A.sum()))
-    rng = np.random.default_rng(0)  # random scores average about the same
-    random_auc = np.mean([pr_auc(rng.random(len(V)), V, A) for _ in range(200)])
-    assert random_auc == pytest.approx(row["pr_auc_no_skill"], rel=0.05)
-    assert row["pr_auc"] > row["pr_auc_no_skill"] + 0.05  # these scores carry signal
+    F, A = row["n_faithful"], row["n_answerable"]
+    assert row["pr_auc_random"] == pytest.approx(random_pr_auc(F, A, 200))
+    assert row["pr_auc"] > row["pr_auc_random"] + 0.05  # these scores carry signal
+    [hard] = summarize(random_records(40, seed=8, hard=True), {"threshold": {"value": 0.5}, **BOOT})
+    assert hard["pr_auc_random"] == pytest.approx(random_pr_auc(hard["n_faithful"], hard["n_answerable"], 40))
+    nothing = [rec(i, 0.5, 0, 0) for i in range(5)]
+    assert math.isnan(summarize(nothing, {"threshold": {"value": 0.5}, **BOOT})[0]["pr_auc_random"])
 
 
 def test_hard_method_uses_its_label():

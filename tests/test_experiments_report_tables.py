@@ -57,9 +57,12 @@ def test_awf_table_shape():
     t2 = awf_tables([srow("nq", "vanilla"), srow("hq", "vanilla+nli")])[0]
     assert "—" in t2.to_markdown()
     # a generator's section names the no-skill PR-AUC of its answers, per dataset
-    t3 = awf_tables([srow("nq", "vanilla", pr_auc_no_skill=0.123), srow("nq", "vanilla+nli", pr_auc_no_skill=0.123),
-                     srow("hq", "vanilla", pr_auc_no_skill=float("nan")), srow("nq", "intrinsic", pr_auc_no_skill=0.2)])[0]
-    assert [r.label for r in t3.rows if isinstance(r, Section)] == ["unified", "vanilla (no-skill PR-AUC: nq 12.3)"]
+    # (from the first of its methods with a row there; none for the unified methods)
+    t3 = awf_tables([srow("nq", "vanilla", pr_auc_random=0.123), srow("nq", "vanilla+nli", pr_auc_random=0.123),
+                     srow("hq", "vanilla", pr_auc_random=float("nan")), srow("xq", "vanilla+nli", pr_auc_random=0.05),
+                     srow("nq", "intrinsic", pr_auc_random=0.2)])[0]
+    assert [r.label for r in t3.rows if isinstance(r, Section)] == [
+        "unified", "vanilla (random-score PR-AUC: nq 12.3, xq 5.0)"]
 
 
 def _unescaped(tex: str, ch: str) -> list[str]:

@@ -35,7 +35,7 @@ import numpy as np
 
 from verirag.calibration import cv_threshold
 from verirag.experiments.records import ResultRecord
-from verirag.metrics.stats import bootstrap_ci
+from verirag.metrics.stats import group_bootstrap_intervals
 
 __all__ = ["Pairing", "pair_records", "FallbackResult", "no_rag_fallback", "SwitchResult",
            "switch_to_larger"]
@@ -100,7 +100,8 @@ class FallbackResult:
     oracle_accuracy = mean(max(c_rag, c_norag)) (a perfect chooser). best_*: the in-sample
     maximum of the curve (optimistic). cv_*: the cross-validated operating point; cv_gain_* =
     its accuracy minus rag_accuracy, on all examples and on the answerable / unanswerable ones
-    (the paper's Table 4 "relevant" / "irrelevant"), with a bootstrap interval on all examples.
+    (the paper's Table 4 "relevant" / "irrelevant"), with a bootstrap interval on all examples
+    (resampling question groups).
     """
 
     n: int
@@ -180,8 +181,9 @@ def no_rag_fallback(rag_records: list[ResultRecord], norag_records: list[ResultR
         final = np.where(cv.kept, cr, cn)
         diff = final - cr                       # per-example gain over RAG-only
         cv_acc, cv_rate, cv_t, n_folds = cv.gain, 1.0 - cv.kept_rate, cv.fold_thresholds, len(cv.folds)
-        r = bootstrap_ci(lambda d: d.mean(axis=-1), diff, n_resamples=n_resamples,
-                         confidence=confidence, seed=seed, vectorized=True)
+        # question groups resampled whole (HotpotQA's twins together), as the summary's intervals
+        r = group_bootstrap_intervals(lambda ix: {"gain": diff[ix].mean(axis=1)}, list(groups),
+                                      n_resamples=n_resamples, confidence=confidence, seed=seed)["gain"]
         gain, g_lo, g_hi = r.estimate, r.low, r.high
         g_ans = float(diff[ans].mean()) if ans.any() else math.nan
         g_un = float(diff[~ans].mean()) if (~ans).any() else math.nan

@@ -65,7 +65,8 @@ def compare_methods(records: Iterable[ResultRecord], pairs: Sequence[tuple[str, 
             if not both:
                 continue
             by_a = {r.example_id: r for r in ra}
-            fa = ranking_statistics(record_arrays([by_a[e] for e in both]), _is_hard(ra))
+            arrays_a = record_arrays([by_a[e] for e in both])
+            fa = ranking_statistics(arrays_a, _is_hard(ra))
             fb = ranking_statistics(record_arrays([by_b[e] for e in both]), _is_hard(rb))
 
             def statistic(ix: np.ndarray) -> dict[str, np.ndarray]:
@@ -74,8 +75,8 @@ def compare_methods(records: Iterable[ResultRecord], pairs: Sequence[tuple[str, 
                     va, vb = np.asarray(fa[m](ix), dtype=np.float64), np.asarray(fb[m](ix), dtype=np.float64)
                     res[f"{m}_baseline"], res[f"{m}_method"], res[m] = va, vb, vb - va
                 return res
-            groups = [by_a[e].group or f"example:{e}" for e in both]  # no group: its own
-            res = group_bootstrap_intervals(statistic, groups, **boot)
+            # the summary's groups (no group: the example's own), so the same draws as its intervals
+            res = group_bootstrap_intervals(statistic, list(arrays_a["group"]), **boot)
             for m in METRICS:
                 row[f"{m}_baseline"], row[f"{m}_method"] = res[f"{m}_baseline"].estimate, res[f"{m}_method"].estimate
                 d = res[m]

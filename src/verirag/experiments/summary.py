@@ -13,10 +13,13 @@ denominator, with the score 0 and the labels their record holds):
   decisions did not use it.
 - best F1 (max over thresholds; a hard-label method has one decision, its F1) and PR-AUC
   (step-wise area; hard-label methods: precision x recall, as in `metrics.awf.pr_auc`).
-  `pr_auc_no_skill` is the PR-AUC of a score that knows nothing (a constant: answer everything),
-  (Faithful / n) x (Faithful / F-Answerable); a random score has about that in expectation. AwF
-  PR-AUC is bounded by the generator's answering recall, so a verifier is judged against this
-  floor of its own generator, not against 0.5.
+  `pr_auc_random` is the expected PR-AUC of a score that knows nothing (a random order of the
+  n answers, F of them faithful): (F / F-Answerable) x [H_n / n + (F - 1) / (n - 1) x (1 - H_n / n)],
+  H_n the n-th harmonic number (the expected average precision of a random ranking, times the
+  answering recall F / F-Answerable that bounds AwF recall). It tends to (F / n)(F / F-Answerable),
+  the PR-AUC of a constant score, as n grows, and is above it for small n. AwF PR-AUC is bounded
+  by the generator's answers, so a verifier is judged against this chance level of its own
+  generator, not against 0.5.
 - accuracy = mean(correct); abstention rate = mean(abstained); error rate = mean(error is set);
   seconds, calls and tokens (prompt + completion) per question = their means. Calls and tokens are
   the method's full cost (every quantity it used, shared or not, cached or not: records.py);
@@ -27,10 +30,11 @@ denominator, with the score 0 and the labels their record holds):
   backend, tokens answered by the cache, seconds), summed over methods.
 
 Every metric has a percentile bootstrap interval (`<name>_low`, `<name>_high`; run.json
-"bootstrap"; one set of resamples per row, shared by its metrics). A resample draws question
-groups, not examples (`verirag.metrics.stats.group_bootstrap_intervals`): a HotpotQA question's
-two twins go in and out together, so they are not counted as two independent examples; records
-without a group are groups of one, which is the plain example bootstrap. The
+"bootstrap"; one set of resamples per row, shared by its metrics). A resample draws the records'
+groups, not examples (`verirag.metrics.stats.group_bootstrap_intervals`; a group is what the
+dataset says belongs together: a HotpotQA question's two twins, a SQuAD2 passage's questions), so
+they are not counted as independent examples; records without a group are groups of one, which
+is the plain example bootstrap. The
 decisions at a cross-fitted threshold are held fixed while resampling, so those intervals leave
 out the threshold's own variability. A resample where a statistic is undefined (e.g. PR-AUC with
 nothing answerable) is left out; if all are, the bounds are NaN. Caveats of a row (tiny n,
@@ -51,7 +55,7 @@ import numpy as np
 from verirag.calibration import ThresholdTarget, cross_fit_target
 from verirag.experiments.records import ResultRecord
 from verirag.metrics.awf import (awf_counts, awf_scores, best_f1, best_f1_statistic, f1_statistic,
-                                 hard_pr_auc_statistic, pr_auc, pr_auc_statistic)
+                                 hard_pr_auc_statistic, pr_auc_statistic, random_pr_auc)
 from verirag.metrics.stats import group_bootstrap_intervals
 
 __all__ = ["summarize", "summarize_cell", "write_summary", "group_records", "record_arrays",
@@ -162,7 +166,7 @@ def spent_by_unit(records: Iterable[ResultRecord]) -> list[dict[str, Any]]:
 
 # --------------------------------------------------------------------------- bootstrap
 def ranking_statistics(a: dict[str, np.ndarray], hard: bool) -> dict[str, Callable[[np.ndarray], np.ndarray]]:
-    """{"best_f1", "pr_auc", "accuracy"}: functions of resample indices (B, n) -> B values. A hard
+    """{"best_f1", "pr_auc", "accuracy"}: functions of resample indices (B, m) -> B values. A hard
     method's best F1 and PR-AUC are the F1 and precision x recall of its label, a soft method's
     come from its curve. Shared by the summary rows and the paired comparisons."""
     s, V, A, C = a["score"], a["faithful"], a["answerable"], a["correct"]
@@ -175,8 +179,9 @@ def ranking_statistics(a: dict[str, np.ndarray], hard: bool) -> dict[str, Callab
 
 
 def _cell_statistic(a: dict[str, np.ndarray], v: np.ndarray, hard: bool):
-    """indices (B, n) -> {metric: B values} for every CI_METRICS entry (B = 1 with the sample's
-    own indices gives the estimates). v: decisions at the threshold."""
+    """indices (B, m) -> {metric: B values} for every CI_METRICS entry (B = 1 with the sample's
+    own indices gives the estimates; a group resample draws m examples, n when groups are of one
+    size). v: decisions at the threshold."""
     V, A = a["faithful"], a["answerable"]
     ranking = ranking_statistics(a, hard)
 
@@ -234,7 +239,7 @@ def summarize_cell(recs: list[ResultRecord], target: ThresholdTarget,
           else best_f1(s, V, A, strict=False))
     row["best_f1_precision"], row["best_f1_recall"] = bp.precision, bp.recall
     row["best_f1_threshold"] = 0.5 if hard else bp.threshold
-    row["pr_auc_no_skill"] = pr_auc(np.zeros(n), V, A, strict=False) if A.sum() else math.nan
+    row["pr_auc_random"] = random_pr_auc(int(V.sum()), int(A.sum()), n)
     if A.sum() == 0:
         notes.append("nothing answerable: recall is 1 by convention, PR-AUC undefined")
     if n < 10:

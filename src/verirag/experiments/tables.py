@@ -212,6 +212,16 @@ def _avg_f1(rows: Sequence[Mapping[str, Any]]) -> float:
     return harmonic_f1(sum(p) / len(p), sum(q) / len(q))
 
 
+def _chance(cell: Mapping[tuple[str, str], Mapping[str, Any]], dataset: str, methods: Sequence[str]) -> float:
+    """The random-score PR-AUC of a generator's answers on `dataset`, from the first of its methods
+    with a row there (NaN if none has one)."""
+    for m in methods:
+        x = (cell.get((dataset, m)) or {}).get("pr_auc_random")
+        if x is not None and not math.isnan(x):
+            return float(x)
+    return math.nan
+
+
 def awf_tables(summary: Sequence[Mapping[str, Any]]) -> list[Table]:
     """One table per model: rows = methods grouped by generator, columns = per dataset best F1
     and PR-AUC (x100, 95% CI), plus Avg F1 when there are several datasets."""
@@ -225,13 +235,12 @@ def awf_tables(summary: Sequence[Mapping[str, Any]]) -> list[Table]:
             cols.append("Avg F1")
         body: list[Row] = []
         for gen, methods in _method_order([r["method"] for r in rows_m]):
-            # the PR-AUC of a score that knows nothing: the floor each of this generator's
-            # verifiers is to be judged against (its methods share its answers, hence V and A;
-            # unified methods each answer for themselves, so they have no common floor)
-            floors = [] if gen == "unified" else [
-                f"{d} {100 * r['pr_auc_no_skill']:.1f}" for d in datasets for r in [cell.get((d, methods[0]))]
-                if r is not None and r.get("pr_auc_no_skill") is not None and not math.isnan(r["pr_auc_no_skill"])]
-            body.append(Section(gen + (f" (no-skill PR-AUC: {', '.join(floors)})" if floors else "")))
+            # the PR-AUC of a random score: the chance level each of this generator's verifiers is
+            # to be judged against (its methods share its answers, hence V and A; unified methods
+            # each answer for themselves, so they have no common one)
+            chance = [] if gen == "unified" else [f"{d} {100 * x:.1f}" for d in datasets
+                                                  if not math.isnan(x := _chance(cell, d, methods))]
+            body.append(Section(gen + (f" (random-score PR-AUC: {', '.join(chance)})" if chance else "")))
             for m in methods:
                 line: list[Cell] = [method_label(m)]
                 for d in datasets:
@@ -250,10 +259,9 @@ def awf_tables(summary: Sequence[Mapping[str, Any]]) -> list[Table]:
             caption="x100, 95% bootstrap intervals in brackets. Best F1: maximum over thresholds "
                     "(hard-label methods: the F1 of their label). PR-AUC of hard-label methods: "
                     "precision x recall. Avg F1: harmonic mean of the mean precision and mean recall "
-                    "at each dataset's best-F1 point. No-skill PR-AUC: that of a constant score "
-                    "(answer everything), (faithful / n) x (faithful / answerable), the floor a "
-                    "verifier of that generator's answers is to be judged against (a unified method's "
-                    "own is in summary.json)."))
+                    "at each dataset's best-F1 point. Random-score PR-AUC: the expected PR-AUC of a score "
+                    "that knows nothing about that generator's answers, the chance level its "
+                    "verifiers are to be judged against (a unified method's own is in summary.json)."))
     return tables
 
 

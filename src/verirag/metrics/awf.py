@@ -41,7 +41,7 @@ import numpy as np
 __all__ = [
     "AwFCounts", "AwFScores", "AwFCurve", "BestF1", "awf_counts", "awf_curve_counts", "harmonic_f1",
     "awf_precision", "awf_recall", "awf_f1", "awf_scores", "recall_decomposition", "qpp_precision",
-    "qpp_recall", "qpp_f1", "awf_curve", "qpp_curve", "best_f1", "pr_auc", "AwFStatistic",
+    "qpp_recall", "qpp_f1", "awf_curve", "qpp_curve", "best_f1", "pr_auc", "random_pr_auc", "AwFStatistic",
     "best_f1_statistic", "pr_auc_statistic", "hard_pr_auc_statistic", "f1_statistic",
 ]
 
@@ -307,6 +307,22 @@ def pr_auc(scores, V, answerable, *, hard: bool = False, strict: bool = True) ->
     if c.n_answerable == 0:
         return float("nan")
     return float(np.sum(np.diff(c.recall, prepend=0.0) * c.precision))
+
+
+def random_pr_auc(faithful: int, answerable: int, n: int) -> float:
+    """Expected PR-AUC (step-wise, as `pr_auc`) of a random order of n answers, `faithful` of them
+    faithful, `answerable` questions answerable: the expected average precision of a random
+    ranking, H_n / n + (F - 1) / (n - 1) (1 - H_n / n) with H_n the n-th harmonic number, times the
+    answering recall F / F-Answerable that bounds AwF recall. The chance level of a verifier of
+    these answers; it tends to (F / n)(F / F-Answerable), a constant score's PR-AUC, as n grows.
+    NaN when nothing is answerable, 0 when nothing is faithful."""
+    if answerable == 0 or n == 0:
+        return float("nan")
+    if faithful == 0:
+        return 0.0
+    h = float(np.sum(1.0 / np.arange(1, n + 1)))
+    ap = 1.0 if n == 1 else h / n + (faithful - 1) / (n - 1) * (1.0 - h / n)
+    return faithful / answerable * ap
 
 
 # --------------------------------------------------------------------------- bootstrap statistics

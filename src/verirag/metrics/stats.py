@@ -4,8 +4,11 @@ Bootstrap protocol
 ------------------
 `resample_indices(n, n_resamples, seed)` draws every resample in verirag: (B, n) index arrays,
 idx[b, i] ~ Uniform{0..n-1} (arrays are resampled jointly, by example), in chunks that bound
-memory without changing a row. One seed thus gives one set of resamples everywhere: a figure's
-band and the interval in the table beside it come from the same draws. `bootstrap_intervals`
+memory without changing a row. Where examples come in groups that are not independent (a
+HotpotQA question's two twins), `group_resample_indices` draws the groups with
+`resample_indices` and expands each draw into its examples. One seed thus gives one set of
+resamples everywhere: a figure's band and the interval in the table beside it come from the same
+draws. `bootstrap_intervals`
 evaluates several statistics, `statistic(indices) -> {name: B values}`, on one set of resamples;
 `bootstrap_ci(statistic, *arrays, n_resamples, confidence, seed, vectorized=...)` evaluates one
 statistic of arrays in one of three ways:
@@ -138,20 +141,28 @@ def group_resample_indices(groups: Sequence[Any], n_resamples: int,
     """The bootstrap resamples of whole groups (clusters), as example indices in chunks of rows.
 
     `groups[i]` is example i's group; a resample draws len(set(groups)) groups with replacement
-    (`resample_indices` over the groups, in sorted order) and takes every example of each. When
-    all groups have one size, a chunk is (B, examples); otherwise each resample is a (1, m) chunk
-    of its own, m being the number of examples it drew."""
-    names = sorted(set(groups), key=str)
-    if not names:
-        raise ValueError("a group bootstrap needs at least one example")
+    (`resample_indices` over the groups, numbered in the sorted order of str(group)) and takes
+    every example of each. When all groups have one size, a chunk is (B, examples); otherwise each
+    resample is a (1, m) chunk of its own, m being the number of examples it drew. Groups of one
+    give the example bootstrap's draws when the examples are in that sorted order (else another,
+    equally valid, set of draws)."""
     keys = np.asarray([str(g) for g in groups], dtype=object)
-    members = [np.flatnonzero(keys == str(g)) for g in names]
+    if not len(keys):
+        raise ValueError("a group bootstrap needs at least one example")
+    names, inverse = np.unique(keys, return_inverse=True)  # sorted, as sorted(key=str)
+    sizes = np.bincount(inverse)
+    members = np.split(np.argsort(inverse, kind="stable"), np.cumsum(sizes)[:-1])
+    return _group_draws(members, len(keys), n_resamples, seed)
+
+
+def _group_draws(members: list[np.ndarray], n_examples: int, n_resamples: int, seed) -> Iterator[np.ndarray]:
     if len({len(m) for m in members}) == 1:  # (B, groups) -> (B, examples) in one step
         table = np.stack(members)
-        for ix in resample_indices(len(names), n_resamples, seed):
+        rows = max(1, 2_000_000 // n_examples)  # bound a chunk by its examples, not its groups
+        for ix in resample_indices(len(members), n_resamples, seed, chunk_rows=rows):
             yield table[ix].reshape(len(ix), -1)
         return
-    for ix in resample_indices(len(names), n_resamples, seed):
+    for ix in resample_indices(len(members), n_resamples, seed):
         for row in ix:
             yield np.concatenate([members[g] for g in row])[None]
 
@@ -169,7 +180,11 @@ def group_bootstrap_intervals(statistic: Callable[[np.ndarray], Mapping[str, Any
     parts: dict[str, list[np.ndarray]] = {k: [] for k in est}
     for ix in group_resample_indices(groups, n_resamples, seed):
         for k, v in statistic(ix).items():
-            parts[k].append(np.asarray(v, dtype=np.float64).ravel())
+            v = np.asarray(v, dtype=np.float64)
+            if v.shape != ix.shape[:1]:
+                raise ValueError(f"a vectorised statistic must return one value per resample "
+                                 f"({ix.shape[0]}), got shape {v.shape} for {k!r}")
+            parts[k].append(v)
     return _results(est, parts, confidence, n_resamples)
 
 
