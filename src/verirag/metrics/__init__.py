@@ -17,6 +17,7 @@ from verirag.metrics.abstention import abstention_mask, is_abstention, p_g, p_ir
 from verirag.metrics.awf import (
     AwFCurve, AwFScores, BestF1, awf_curve, awf_f1, awf_precision, awf_recall, awf_scores, best_f1,
     best_f1_statistic, f1_statistic, hard_pr_auc_statistic, pr_auc, pr_auc_statistic, qpp_curve,
+    random_pr_auc,
     qpp_f1, qpp_precision, qpp_recall, recall_decomposition,
 )
 from verirag.metrics.calibration import (
@@ -33,7 +34,7 @@ from verirag.metrics.qa import (
     token_metrics_batch, token_precision, token_precision_batch, token_recall, token_recall_batch,
 )
 from verirag.metrics.stats import (
-    BootstrapResult, CorrelationTable, bootstrap_ci, conformal_quantile, kendall_tau_b,
+    BootstrapResult, CorrelationTable, bootstrap_ci, conformal_quantile, group_bootstrap_intervals, kendall_tau_b,
     metric_human_correlation, rankdata, spearman,
 )
 
