@@ -46,10 +46,11 @@ def stage_name(key: str, n_passages: int) -> str:
 # What the pipeline does when the conformal trust filter keeps no chunk (PipelineConfig.on_untrusted).
 UNTRUSTED_ACTIONS = ("abstain", "no-context", "keep-top")
 
-# The default verifier is the in-context self-check: on the AwF benchmarks it ranks answers as well
-# as post-answering NLI or the LLM judge (PR-AUC, configs/layout-compare.yaml) at a small fraction
-# of the time, because it reads only its own question after the answer (README, "Reading the
-# passages once"). A user who names an entailment judge (--judge) gets the method that uses one.
+# The default verifier is the in-context self-check: with the default model it ranks answers as
+# well as post-answering NLI or the LLM judge (PR-AUC on 120 NQ questions, configs/verifier-choice.yaml)
+# at a quarter of the judge's time and 1/34 of NLI's, because it reads only its own question after
+# the answer (README, "Which verifier"). A user who names an entailment judge (--judge) gets the
+# method that uses one.
 DEFAULT_METHOD = "vanilla+self_check"
 JUDGED_METHOD = "vanilla+nli"
 
