@@ -32,7 +32,7 @@ statistic is NaN (e.g. an undefined ratio) are left out and counted in `n_invali
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -124,9 +124,16 @@ def bootstrap_intervals(statistic: Callable[[np.ndarray], Mapping[str, Any]], n:
     the distributions its values on `resample_indices(n, n_resamples, seed, chunk_rows=...)`.
     NaN values are left out of the percentile interval and counted in `n_invalid`.
     """
+    return _evaluate(statistic, n, resample_indices(n, n_resamples, seed, chunk_rows=chunk_rows),
+                     confidence, n_resamples, keep_distribution)
+
+
+def _evaluate(statistic: Callable[[np.ndarray], Mapping[str, Any]], n: int, draws: Iterable[np.ndarray],
+              confidence: float, n_resamples: int, keep_distribution: bool = False) -> dict[str, BootstrapResult]:
+    """The statistic on the sample (its n examples) and on every chunk of `draws`, as results."""
     est = statistic(np.arange(n)[None])
     parts: dict[str, list[np.ndarray]] = {k: [] for k in est}
-    for ix in resample_indices(n, n_resamples, seed, chunk_rows=chunk_rows):
+    for ix in draws:
         for k, v in statistic(ix).items():
             v = np.asarray(v, dtype=np.float64)
             if v.shape != ix.shape[:1]:
@@ -149,7 +156,7 @@ def group_resample_indices(groups: Sequence[Any], n_resamples: int,
     keys = np.asarray([str(g) for g in groups], dtype=object)
     if not len(keys):
         raise ValueError("a group bootstrap needs at least one example")
-    names, inverse = np.unique(keys, return_inverse=True)  # sorted, as sorted(key=str)
+    _, inverse = np.unique(keys, return_inverse=True)  # numbered in sorted order, as sorted(key=str)
     sizes = np.bincount(inverse)
     members = np.split(np.argsort(inverse, kind="stable"), np.cumsum(sizes)[:-1])
     return _group_draws(members, len(keys), n_resamples, seed)
@@ -176,16 +183,8 @@ def group_bootstrap_intervals(statistic: Callable[[np.ndarray], Mapping[str, Any
     `statistic(indices)` as in `bootstrap_intervals`."""
     if not len(groups):
         raise ValueError("group_bootstrap_intervals needs at least one example")
-    est = statistic(np.arange(len(groups))[None])
-    parts: dict[str, list[np.ndarray]] = {k: [] for k in est}
-    for ix in group_resample_indices(groups, n_resamples, seed):
-        for k, v in statistic(ix).items():
-            v = np.asarray(v, dtype=np.float64)
-            if v.shape != ix.shape[:1]:
-                raise ValueError(f"a vectorised statistic must return one value per resample "
-                                 f"({ix.shape[0]}), got shape {v.shape} for {k!r}")
-            parts[k].append(v)
-    return _results(est, parts, confidence, n_resamples)
+    return _evaluate(statistic, len(groups), group_resample_indices(groups, n_resamples, seed),
+                     confidence, n_resamples)
 
 
 def bootstrap_ci(statistic: Callable[..., Any], *arrays, n_resamples: int = 1000,
