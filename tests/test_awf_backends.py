@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from verirag.awf.compose import build_method, method_names
+from verirag.awf.compose import build_method
+from verirag.awf.spec import method_names
 from verirag.awf.trace import Trace
 from verirag.errors import CapabilityError
 from verirag.llm.base import NEXT_TOKEN, SCORE

@@ -6,7 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from verirag.awf.compose import ComposedMethod, build_method, method_names
+from verirag.awf.compose import ComposedMethod, build_method
+from verirag.awf.spec import method_names
 from verirag.awf.methods.base import MethodOutput
 from verirag.awf.policies import (ABSTAINED, ABSTENTION_TEXT, ANSWERED, ESCALATED, FALLBACK,
                                   AbstainPolicy, EscalatePolicy, NoRagFallbackPolicy, ThresholdTarget,

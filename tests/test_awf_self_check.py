@@ -5,7 +5,8 @@ import math
 
 import pytest
 
-from verirag.awf.compose import build_method, method_names
+from verirag.awf.compose import build_method
+from verirag.awf.spec import method_names
 from verirag.awf.trace import Trace
 from verirag.errors import CapabilityError, InputError
 from verirag.llm.base import EXACT_NEXT_TOKEN, LLM, NEXT_TOKEN

@@ -300,7 +300,8 @@ def test_train_forecaster_then_ask_with_it(tmp_path):
 # ---- the verbalized-confidence baselines as methods -----------------------------------------
 @pytest.mark.parametrize("name", ["vanilla+verbal_number", "vanilla+verbal_linguistic"])
 def test_verbal_confidence_methods_run_and_record_unreadable_replies(smollm, name):
-    from verirag.awf.compose import build_method, method_names
+    from verirag.awf.compose import build_method
+    from verirag.awf.spec import method_names
     from verirag.awf.trace import Trace
     from verirag.types import Generation
     assert name in method_names()
@@ -317,7 +318,8 @@ def test_verbal_confidence_methods_run_and_record_unreadable_replies(smollm, nam
 
 
 def test_calibrag_method_answers_from_the_best_forecast(toy_forecaster, smollm, tmp_path):
-    from verirag.awf.compose import build_method, method_names
+    from verirag.awf.compose import build_method
+    from verirag.awf.spec import method_names
     from verirag.awf.trace import Trace
     toy_forecaster.save(tmp_path / "f")
     assert "calibrag" in method_names()

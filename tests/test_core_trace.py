@@ -215,11 +215,29 @@ def test_method_spec_routes_options_and_rejects_unknown_ones():
     with pytest.raises(InputError, match="unknown dataset family"):
         build_method("instructrag", Probe(), family="medieval")
     a = MethodSpec("instructrag", {"family": "multi_hop"})
-    assert a.digest != MethodSpec("instructrag").digest
-    assert a.digest == MethodSpec("instructrag", {"family": "multi_hop"}, label="x").digest
     assert MethodSpec("vanilla").with_defaults({"family": "multi_hop", "max_tokens": 9}).options == {"max_tokens": 9}
     m = build_method(MethodSpec("instructrag", {"family": "multi_hop"}), Probe())
     assert m.generator.family == "multi_hop" and m.spec == a
+
+
+def test_one_identity_names_options_with_defaults_prompts_and_the_model(monkeypatch):
+    from verirag.awf.generators import vanilla
+    from verirag.prompts import load_prompt
+    base = build_method("instructrag", Probe())
+    assert build_method("instructrag", Probe(), max_tokens=256).digest == base.digest  # the default, written out
+    assert build_method("instructrag", Probe(), family="multi_hop").digest != base.digest
+    assert build_method("instructrag", Probe(), max_tokens=64).digest != base.digest
+    assert build_method("instructrag", Probe("other-weights")).digest != base.digest
+    assert build_method(MethodSpec("instructrag", label="x"), Probe()).digest == base.digest  # a label is no identity
+    before = build_method("vanilla+nli", Probe())
+    trace = Trace("q?", PASSAGES)
+    key = before.generator.quantity_key(trace)
+    edited = load_prompt("vanilla", "shared")
+    monkeypatch.setattr(vanilla, "load_prompt", lambda *a, **k: type(edited)(
+        edited.name, edited.user + " Be brief.", edited.system, edited.source, edited.extra))
+    after = build_method("vanilla+nli", Probe())
+    assert after.digest != before.digest and after.generator.quantity_key(trace) != key
+    assert after.predictor.digest == before.predictor.digest   # only what reads the prompt changed
 
 
 def test_judge_applies_only_to_methods_with_an_entailment_model():
@@ -239,8 +257,8 @@ def _index():
 def test_a_failing_endpoint_is_asked_once_per_question(fake):  # noqa: F811
     fake.add("/v1/chat/completions", 400, {"error": {"message": "prompt too long"}}, repeat=5)
     p = Pipeline(PipelineConfig(model=f"{fake.url}#fake-model", k=2), index=_index())
-    r = p.ask(QUESTION)
-    assert r.action == "abstained" and "HTTP 400" in r.error
+    with pytest.raises(BackendError, match="HTTP 400"):   # an outage, never a verdict
+        p.ask(QUESTION)
     assert fake.count("/v1/chat/completions") == 1
 
 

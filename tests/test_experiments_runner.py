@@ -236,14 +236,36 @@ def test_a_directory_of_another_setup_is_refused(fixture_file, tmp_path):
         prepare_dir(config(fixture_file, generation={"n_ctx": 1024}), run)
 
 
-def test_changed_method_options_give_new_record_keys(fixture_file):
-    # options are part of each record's identity: a resumed run with other options recomputes
-    from verirag.experiments.runner import load_examples, plan
+@pytest.mark.slow
+def test_changed_method_options_give_new_record_keys(smollm, fixture_file):
+    # a record's key names its built method's identity: other options give other keys
+    from verirag.experiments.runner import UnitRunner, load_examples, plan
     a, b = config(fixture_file), config(fixture_file, generation={"max_tokens": 99})
-    ua, ub = (plan(c, load_examples(c, None))[0] for c in (a, b))
-    ex = ua.examples[0]
-    assert {ua.key(m, ex) for m in ua.methods}.isdisjoint({ub.key(m, ex) for m in ub.methods})
-    assert [m.label for m in ua.methods] == [m.label for m in ub.methods]
+    ra, rb = (UnitRunner(c, plan(c, load_examples(c, None))[0], lambda spec, n_ctx: smollm) for c in (a, b))
+    ex = ra.unit.examples[0]
+    assert {ra.key(m, ex) for m in ra.methods}.isdisjoint({rb.key(m, ex) for m in rb.methods})
+    assert list(ra.methods) == list(rb.methods)
+
+
+@pytest.mark.slow
+def test_a_resumed_run_after_a_prompt_edit_recomputes_what_reads_that_prompt(smollm, fixture_file, tmp_path,
+                                                                             monkeypatch):
+    from verirag.awf.generators import vanilla
+    from verirag.experiments.runner import run_experiment
+    from verirag.prompts import load_prompt
+    cfg = config(fixture_file, applications=None)
+    _, factory = factory_for(smollm, tmp_path / "cache.sqlite")
+    assert run_experiment(cfg, tmp_path / "run", llm_factory=factory, progress=False).written == 9
+    edited = load_prompt("vanilla", "shared")
+    monkeypatch.setattr(vanilla, "load_prompt", lambda *a, **k: type(edited)(
+        edited.name, edited.user + " Answer in a few words.", edited.system, edited.source, edited.extra))
+    out = run_experiment(cfg, tmp_path / "run", llm_factory=factory, progress=False)
+    # vanilla and vanilla+k_precision read the edited prompt; intrinsic does not
+    assert (out.recomputed, out.written, out.skipped) == (6, 6, 3)
+    recs = ResultStore(tmp_path / "run").load()
+    assert len(recs) == 9   # the latest record of each slot, not both
+    again = run_experiment(cfg, tmp_path / "run", llm_factory=factory, progress=False)
+    assert (again.written, again.skipped) == (0, 9)
 
 
 @pytest.mark.slow

@@ -300,7 +300,7 @@ def index_cmd(path: Path = typer.Argument(..., help="Folder of .txt/.md files, a
 @app.command()
 def methods():
     """List the AwF methods `--method` accepts (unified methods, generators, GENERATOR+PREDICTOR)."""
-    from verirag.awf.compose import method_names
+    from verirag.awf.spec import method_names
     for name in method_names():
         out.print(name)
 
@@ -386,6 +386,9 @@ def eval_cmd(config: Path = typer.Argument(..., help="Experiment config (YAML); 
     outcome = run_experiment(cfg, out_dir, executor=executor, limit=limit, progress=True)
     out.print(f"{outcome.written} records written, {outcome.skipped} already done, "
               f"{outcome.record_errors} with an error (kept, counted as unsupported).")
+    if outcome.recomputed:
+        out.print(f"{outcome.recomputed} records recomputed: their method's identity changed since they were "
+                  "written (an option, a default, a prompt's text or the model).")
     for f in outcome.failures:
         err.print(f"[red]failed:[/red] {escape(f['dataset'])} / {escape(f['model'])} / {escape(f['method'])}: "
                   f"{escape(f['error'])}")

@@ -33,6 +33,16 @@ class CapabilityError(VeriragError):
 
 
 class BackendError(VeriragError):
-    """An LLM backend failed to answer (HTTP error, empty or malformed response)."""
+    """An LLM backend failed to answer (unreachable, HTTP error, empty or malformed response).
+
+    An outage, never a verdict: wherever it happens on the answer path (the generator, the
+    verifier, a fallback), `ask` exits with it, the service answers 502, and an experiment record
+    counts it as an error. Parts that record a failure carry the exception itself (`failure`), so
+    this is decided by type, never by a name in a string."""
 
     exit_code = 5
+
+
+def is_outage(failure: BaseException | None) -> bool:
+    """Whether a recorded failure is an outage of a backend (see BackendError)."""
+    return isinstance(failure, BackendError)

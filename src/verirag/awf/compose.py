@@ -13,11 +13,13 @@ generator. A bare generator name means GEN+trivial (the generator alone, v = 1).
 
 Failures are recorded, never dropped: a generator error gives MethodOutput(score=0, error=...);
 a predictor error (NaN score) gives score 0 with the predictor's error. Only errors a user or a
-backend can cause (VeriragError) are recorded so; a programming error propagates.
+backend can cause (VeriragError) are recorded so, with the exception in `failure` (an outage is
+a BackendError there, never a verdict); a programming error propagates.
 """
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -57,26 +59,32 @@ class ComposedMethod(AwFMethod):
 
     def run(self, trace: Trace) -> MethodOutput:
         details: dict[str, Any] = {"generator": self.gen_name, "predictor": self.pred_name}
+        t0 = time.perf_counter()
         try:
             ans = trace.answer(self.generator)
-        except VeriragError as e:  # a backend failure is an output with an error, not a crash
-            details["error_type"] = type(e).__name__
-            return MethodOutput(answer="", score=0.0, hard=self.hard, details=details,
+        except VeriragError as e:  # an output with an error and its exception, not a crash
+            return MethodOutput(answer="", score=0.0, hard=self.hard, details=details, failure=e,
                                 error=f"generator {self.gen_name} failed: {type(e).__name__}: {e}")
+        finally:  # the method reports its own split of the time (a shared generation counts 0)
+            details["timings"] = {"generate": time.perf_counter() - t0}
         for k in ("parse_ok", "parse_warning"):  # structured generators: was the format followed?
             if k in ans.meta:
                 details[k] = ans.meta[k]
         if ans.error:
             return MethodOutput(answer=ans.text, score=0.0, hard=self.hard, error=ans.error, details=details)
+        t0 = time.perf_counter()
         try:
             v: Verification = trace.get(self.verify_key(trace, ans.text), lambda: self.predictor.verify_answer(
-                trace.question, ans, trace.passages))
+                trace.question, ans, trace.passages), stage=self.predictor.stage_text(len(trace.passages)))
         except VeriragError as e:
-            return MethodOutput(answer=ans.text, score=0.0, hard=self.hard, details=details,
+            return MethodOutput(answer=ans.text, score=0.0, hard=self.hard, details=details, failure=e,
                                 error=f"predictor {self.pred_name} failed: {type(e).__name__}: {e}")
+        finally:
+            details["timings"]["verify"] = time.perf_counter() - t0
         details.update(per_passage=v.per_passage, best=v.best, warnings=list(v.warnings))
         score = 0.0 if math.isnan(v.score) else min(1.0, max(0.0, float(v.score)))
-        return MethodOutput(answer=ans.text, score=score, hard=self.hard, error=v.error, details=details)
+        return MethodOutput(answer=ans.text, score=score, hard=self.hard, error=v.error, details=details,
+                            failure=v.failure)
 
 
 def entailment_predictors() -> list[str]:
@@ -129,13 +137,3 @@ def build_method(name: "str | MethodSpec", llm, *, judge_llm=None, entailment=No
                                                       routed.get("predictor", {})))
     method.spec = spec
     return method
-
-
-def method_names() -> list[str]:
-    """Every name build_method accepts: unified methods, bare generators, and GEN+PRED pairs
-    (but a predictor that continues the conversation after a generator that shows no passages)."""
-    gens, preds = registry.names("generator"), registry.names("predictor")
-    return (registry.names("method") + gens
-            + [f"{g}{SEPARATOR}{p}" for g in gens for p in preds
-               if registry.get("generator", g).reads_passages
-               or not registry.get("predictor", p).continues_generation])

@@ -1,4 +1,4 @@
-"""The pipeline: retrieve -> generate -> verify -> act.
+"""The pipeline: retrieve -> post-retrieval stages -> generate + verify -> act.
 
     p = Pipeline.from_preset("local")
     p.index("docs/")                 # or p.load_index("my-index/")
@@ -13,14 +13,16 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from verirag.awf.compose import ComposedMethod, build_method
+from verirag.awf.calibrag import reformulate_query
+from verirag.awf.compose import build_method
 from verirag.awf.entailment.base import EntailmentModel
-from verirag.awf.methods.base import AwFMethod
-from verirag.awf.policies import ABSTAINED, ABSTENTION_TEXT, ANSWERED, FALLBACK, FALLBACKS, make_policy
+from verirag.awf.methods.base import AwFMethod, MethodOutput
+from verirag.awf.policies import ANSWERED, FALLBACKS, make_policy, threshold_value
 from verirag.awf.registry import create
 from verirag.awf.spec import MethodSpec, accepted_options
+from verirag.awf.stages import UNTRUSTED_ACTIONS, ForecastRerankStage, TrustFilterStage, run_stages
 from verirag.awf.trace import Trace
-from verirag.errors import BackendError, InputError, VeriragError
+from verirag.errors import InputError, is_outage
 from verirag.llm.factory import load_llm
 from verirag.llm.metered import MeteredLLM
 from verirag.metrics.abstention import is_abstention
@@ -30,21 +32,6 @@ from verirag.types import AskResult, Evidence, Passage, ScoredPassage, VerifyRes
 if TYPE_CHECKING:  # for the annotations; the code imports it where it is used
     from verirag.calibration.controller import ThresholdController
 
-
-def stage_name(key: str, n_passages: int) -> str:
-    """What a user is told while a trace quantity is computed (its key's head names it)."""
-    kind, _, name = key.split("|", 1)[0].partition(":")
-    if kind == "generator":
-        if name == "no_context":
-            return "answering without the passages"
-        return f"reading {n_passages} passages and answering ({name})"
-    if kind in ("predictor", "entailment"):
-        return f"verifying ({name})"
-    return f"answering and verifying ({name or kind})"
-
-
-# What the pipeline does when the conformal trust filter keeps no chunk (PipelineConfig.on_untrusted).
-UNTRUSTED_ACTIONS = ("abstain", "no-context", "keep-top")
 
 # The default verifier is the in-context self-check: with the default model it ranks answers as
 # well as post-answering NLI or the LLM judge (PR-AUC on 120 NQ questions, configs/verifier-choice.yaml)
@@ -76,7 +63,7 @@ class PipelineConfig:
     threshold: float = 0.5
     fallback: str = "abstain"
     n_ctx: int = 4096
-    max_answer_tokens: int = 64
+    max_answer_tokens: int | None = None   # None: each method's own answer length
     chunk_words: int = 200
     overlap_words: int = 20
     # post-retrieval: a conformal trust filter (`verirag calibrate-retrieval`) keeps only trusted
@@ -98,6 +85,8 @@ class PipelineConfig:
                 raise InputError(f"the threshold {self.threshold!r} is not fitted")
         elif not 0.0 <= self.threshold <= 1.0:
             raise InputError(f"threshold must be in [0, 1], got {self.threshold}")
+        if self.max_answer_tokens is not None and self.max_answer_tokens < 1:
+            raise InputError(f"max_answer_tokens must be at least 1, got {self.max_answer_tokens}")
         if self.k < 1:
             raise InputError(f"k must be at least 1, got {self.k}")
         if self.fallback not in FALLBACKS:
@@ -130,6 +119,8 @@ class Pipeline:
         self._policies: dict = {}
         self._trust = None
         self._forecaster = None
+        self._stages: list | None = None
+        self._llms: dict[str, MeteredLLM] = {}
 
     @classmethod
     def from_preset(cls, name: str = "local", **overrides) -> "Pipeline":
@@ -169,20 +160,28 @@ class Pipeline:
 
     # ---- components (loaded lazily, once) -------------------------------------------------
     def _load(self, spec: str):
-        """A model, metered: what each answer costs is counted (AskResult.usage)."""
-        return MeteredLLM(load_llm(spec, n_ctx=self.config.n_ctx))
+        """A model, metered (what each answer costs is counted: AskResult.usage), wrapped once."""
+        if spec not in self._llms:
+            self._llms[spec] = MeteredLLM(load_llm(spec, n_ctx=self.config.n_ctx))
+        return self._llms[spec]
 
     @property
     def llm(self):
         return self._load(self.config.model)
 
+    def _answer_length(self) -> dict:
+        """max_tokens for the parts that answer, only when the user set one: each method's own
+        default stands otherwise (InstructRAG's rationale needs its 256, Vanilla's answer 96)."""
+        n = self.config.max_answer_tokens
+        return {} if n is None else {"max_tokens": n}
+
     @property
     def method(self) -> AwFMethod:
         if self._method is None:
             judge_llm = self._load(self.config.judge_model) if self.config.judge_model else None
-            options = {}
-            if "max_tokens" in accepted_options(MethodSpec.parse(self.config.method).name):
-                options["max_tokens"] = self.config.max_answer_tokens
+            options = self._answer_length()
+            if "max_tokens" not in accepted_options(MethodSpec.parse(self.config.method).name):
+                options = {}
             self._method = build_method(self.config.method, self.llm, judge_llm=judge_llm,
                                         entailment=self._entailment(), **options)
         return self._method
@@ -191,7 +190,7 @@ class Pipeline:
         if fallback not in self._policies:
             escalate = self._load(self.config.escalate_model) if fallback == "escalate" else None
             self._policies[fallback] = make_policy(fallback, self.llm, escalate_llm=escalate,
-                                                   max_tokens=self.config.max_answer_tokens)
+                                                   **self._answer_length())
         return self._policies[fallback]
 
     def _entailment(self) -> EntailmentModel | None:
@@ -217,20 +216,6 @@ class Pipeline:
                 corpus=getattr(index, "fingerprint", None), k=self.config.k)
         return self._trust
 
-    def _filter_untrusted(self, hits: list[ScoredPassage]) -> tuple[list[ScoredPassage], dict | None]:
-        """The post-retrieval trust stage: (the chunks kept, what the JSON answer reports)."""
-        f = self.trust_filter
-        if f is None:
-            return hits, None
-        mask = f.trusted([h.score for h in hits]) if hits else []
-        kept = [h for h, m in zip(hits, mask) if m]
-        info = {"threshold": f.threshold_, "alpha": f.alpha, "trusted": [h.passage.id for h in kept],
-                "m1": bool(kept), "m2": len(kept) / len(hits) if hits else 0.0, "empty_action": None}
-        if not kept:
-            info["empty_action"] = self.config.on_untrusted
-            kept = hits[:1] if self.config.on_untrusted == "keep-top" else []
-        return kept, info
-
     @property
     def forecaster(self):
         """CalibRAG's forecaster of `config.forecaster` (None without one), loaded once."""
@@ -239,16 +224,15 @@ class Pipeline:
             self._forecaster = load_forecaster(self.config.forecaster, llm=self.llm)
         return self._forecaster
 
-    def _rerank(self, question: str, hits: list[ScoredPassage], stage) -> tuple[list[ScoredPassage], dict | None]:
-        """The forecaster's stages 2-3: rerank, re-query once below epsilon; (documents kept, info)."""
-        if self.forecaster is None:
-            return hits, None
-        from verirag.awf.forecast_rerank import ForecastRerank
-        c = self.config
-        step = ForecastRerank(self.forecaster, lambda q, n: self._filter_untrusted(self.retrieve(q, n))[0],
-                              self.llm, epsilon=c.epsilon, depth=c.rerank_depth, keep=c.forecast_keep)
-        r = step.run(question, hits, on_stage=stage)
-        return r.kept, r.info
+    @property
+    def stages(self) -> list:
+        """The post-retrieval stages in order: the trust filter, then the forecast rerank."""
+        if self._stages is None:
+            c = self.config
+            self._stages = ([TrustFilterStage(self.trust_filter, c.on_untrusted)] if c.trust else []) + \
+                ([ForecastRerankStage(self.forecaster, epsilon=c.epsilon, keep=c.forecast_keep)]
+                 if c.forecaster else [])
+        return self._stages
 
     # ---- asking ---------------------------------------------------------------------------
     def retrieve(self, question: str, k: int | None = None) -> list[ScoredPassage]:
@@ -258,65 +242,71 @@ class Pipeline:
 
     def ask(self, question: str, *, k: int | None = None, threshold: float | ThresholdController | None = None,
             fallback: str | None = None, on_stage: Callable[[str], None] | None = None) -> AskResult:
-        """Answer, verify and act. `on_stage` is told each stage as it starts ("retrieving",
-        "answering from 5 passages", "verifying (nli)", ...), e.g. to name it on a spinner."""
+        """Answer, verify and act: retrieve -> post-retrieval stages (trust filter, forecast
+        rerank, one re-query when a stage asks) -> generate + verify -> act. `on_stage` is told
+        each stage as it starts ("retrieving", "reading 5 passages and answering (vanilla)",
+        "verifying (self_check)", ...), e.g. to name it on a spinner. A backend outage anywhere
+        on this path raises BackendError: it is never turned into a verdict."""
         question = (question or "").strip()
         if not question:
             raise InputError("the question is empty")
         threshold = self.config.threshold if threshold is None else threshold
         fallback = fallback or self.config.fallback
         replace(self.config, threshold=threshold, fallback=fallback).validate()
+        say = on_stage or (lambda _s: None)
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
 
-        stage = on_stage or (lambda _s: None)
-        stage("retrieving")
+        # retrieve and post-retrieval stages
+        say("retrieving")
         depth = max(k or self.config.k, self.config.rerank_depth) if self.config.forecaster else k
-        hits = self.retrieve(question, depth)
-        hits, trust = self._filter_untrusted(hits)
+        with metering() as stage_usage:   # a re-query's reformulation is an LLM call
+            got = run_stages(question, lambda q: self.retrieve(q, depth), self.stages, say,
+                             reformulate=lambda q: reformulate_query(self.llm, q))
+        hits = got.hits
         timings["retrieve"] = time.perf_counter() - t0
-        if trust is not None and not hits:   # no chunk is trusted: the user's chosen action
-            return self._untrusted_answer(question, trust, timings, t0, stage)
+        trust = got.results["trust"].info if "trust" in got.results else None
         forecast = None
-        if self.config.forecaster:
-            t = time.perf_counter()
-            with metering() as rerank_usage:   # the reformulation's LLM call, when there is one
-                hits, forecast = self._rerank(question, hits, stage)
-            forecast["usage"] = rerank_usage.to_dict()
-            timings["rerank"] = time.perf_counter() - t
-        trace = Trace(question, [h.passage for h in hits], on_compute=lambda key: stage(stage_name(key, len(hits))))
+        if "forecast" in got.results:
+            forecast = {**got.results["forecast"].info, "reformulated": got.requery is not None,
+                        "query": (got.requery or {}).get("query"), "usage": stage_usage.to_dict()}
+            if got.requery is not None:
+                forecast.update(used=got.requery["used"], first_pass_confidence=got.requery["first_pass_confidence"])
+                if "error" in got.requery:
+                    forecast["reformulate_error"] = got.requery["error"]
 
-        # The generator's quantity is timed as generation, the rest of the method as verification;
-        # a unified method's single call counts as generation.
+        # generate + verify (the method reports its own split of the time)
+        trace = Trace(question, [h.passage for h in hits], on_compute=say)
         method = self.method
+        untrusted = trust is not None and not hits
         t = time.perf_counter()
         with trace.attribute() as used:
-            out = method.run(trace)
+            if untrusted:   # no chunk is trusted: nothing to answer from, the user's action decides
+                out = MethodOutput(answer="", score=0.0, error="no retrieved chunk is trusted by the conformal filter")
+            else:
+                out = method.run(trace)
             elapsed = time.perf_counter() - t
-            generated = (used.seconds(f"generator:{method.generator.registry_name}")
-                         if isinstance(method, ComposedMethod) else elapsed)
-            timings["generate"], timings["verify"] = generated, max(0.0, elapsed - generated)
-            if out.details.get("error_type") == "BackendError" and not out.answer:
-                # the model could not be reached or answered garbage: nothing was answered, and
-                # abstaining would hide an outage as a verdict
-                raise BackendError(out.error)
+            split = out.details.get("timings") or {}
+            timings["generate"] = split.get("generate", elapsed)
+            timings["verify"] = split.get("verify", max(0.0, elapsed - timings["generate"]))
+            if out.outage:   # the model could not be reached: abstaining would hide it as a verdict
+                raise out.failure
             if out.answer.strip() and is_abstention(out.answer):
                 # The model declined ("the context does not say"): nothing was answered, so there is
                 # nothing to call supported, whatever a verifier makes of the refusal; the policy acts.
                 out = replace(out, score=0.0)
+
+            # act
             t = time.perf_counter()
-            decision = self.policy(fallback).apply(trace, out, threshold)
-        if decision.action != ANSWERED and fallback != "abstain":
+            policy = self.policy(self._untrusted_fallback() if untrusted else fallback)
+            decision = policy.apply(trace, out, threshold)
+            if decision.outage:
+                raise decision.failure
+        if decision.action != ANSWERED and policy.name != "abstain":
             timings["fallback"] = time.perf_counter() - t
         timings["total"] = time.perf_counter() - t0
-        usage = used.cost.to_dict()
-        if forecast is not None:   # the re-query's LLM call is part of what this answer cost
-            for k_, v in forecast["usage"].items():
-                if isinstance(v, (int, float)) and k_ in usage:
-                    usage[k_] += v
-                elif isinstance(v, dict):
-                    for name, n in v.items():
-                        usage.setdefault(k_, {})[name] = usage.get(k_, {}).get(name, 0) + n
+        usage = used.cost
+        usage += stage_usage   # the re-query's LLM call is part of what this answer cost
 
         error = "; ".join(e for e in (out.error, decision.details.get("error")) if e) or None
         per = out.details.get("per_passage") or [None] * len(hits)
@@ -327,38 +317,16 @@ class Pipeline:
         return AskResult(
             question=question, answer=decision.final_answer, score=float(out.score),
             faithful=decision.action == ANSWERED, action=decision.action,
-            threshold=getattr(threshold, "threshold_", threshold),  # None: a controller not certified
+            threshold=None if untrusted else threshold_value(threshold),  # None: not certified / nothing to verify
             evidence=evidence, supporting_passage=evidence[best] if best is not None else None,
             retrieved_answer=out.answer, model=self.llm.model_id, method=method.registry_name,
-            judge=getattr(getattr(method, "predictor", None), "name", "") or method.registry_name,
-            timings={k: round(v, 4) for k, v in timings.items()}, usage=usage, error=error, trust=trust,
+            judge="" if untrusted else (getattr(getattr(method, "predictor", None), "name", "") or method.registry_name),
+            timings={k: round(v, 4) for k, v in timings.items()}, usage=usage.to_dict(), error=error, trust=trust,
             forecast=forecast)
 
-    def _untrusted_answer(self, question: str, trust: dict, timings: dict, t0: float, stage) -> AskResult:
-        """No retrieved chunk is trusted: abstain, or answer without context (action "fallback",
-        unverified: there is nothing to verify it against)."""
-        answer, action, error = ABSTENTION_TEXT, ABSTAINED, None
-        with metering() as usage:
-            if self.config.on_untrusted == "no-context":
-                stage("answering without the passages")
-                t = time.perf_counter()
-                try:
-                    out = self.policy("no-rag").generator.answer(question, [])
-                    text, failed = out.text, out.error
-                except VeriragError as e:  # recorded: the user sees an abstention and why
-                    text, failed = "", f"{type(e).__name__}: {e}"
-                timings["fallback"] = time.perf_counter() - t
-                if failed or not text.strip():
-                    error = f"the answer without context failed: {failed or 'empty answer'}"
-                else:
-                    answer, action = text, FALLBACK
-        timings["total"] = time.perf_counter() - t0
-        return AskResult(question=question, answer=answer, score=0.0, faithful=False, threshold=None, action=action,
-                         evidence=[], supporting_passage=None, retrieved_answer="", model=self.llm.model_id,
-                         method=self.config.method, judge="", usage=usage.to_dict(), trust=trust,
-                         timings={k: round(v, 4) for k, v in timings.items()},
-                         error=error or ("no retrieved chunk is trusted by the conformal filter"
-                                         if action == ABSTAINED else None))
+    def _untrusted_fallback(self) -> str:
+        """The policy for "no chunk is trusted": abstain, or answer without context (no-rag)."""
+        return "no-rag" if self.config.on_untrusted == "no-context" else "abstain"
 
     def verify(self, question: str, answer: str, passages: Sequence[Passage], *,
                threshold: float | ThresholdController | None = None,
@@ -392,6 +360,8 @@ class Pipeline:
         t0 = time.perf_counter()
         with metering() as usage:
             v = predictor.verify(question, answer, passages)
+        if is_outage(v.failure):   # the verifier could not be reached: not a verdict of "unsupported"
+            raise v.failure
         seconds = time.perf_counter() - t0
         score = None if math.isnan(v.score) else float(v.score)
         warnings = list(v.warnings)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from verirag.calibration.thresholds import ThresholdTarget  # re-exported: policies take one
-from verirag.errors import InputError, VeriragError
+from verirag.errors import InputError, VeriragError, is_outage
 
 ANSWERED = "answered"
 ABSTAINED = "abstained"
@@ -41,9 +41,14 @@ class PolicyDecision:
     action: str
     final_answer: str
     details: dict[str, Any] = field(default_factory=dict)
+    failure: VeriragError | None = None   # the second answer's exception (an outage: raised by the pipeline)
+
+    @property
+    def outage(self) -> bool:
+        return is_outage(self.failure)
 
 
-def _threshold(threshold) -> float | None:
+def threshold_value(threshold) -> float | None:
     """The number a threshold compares with: a float as given; a fitted ThresholdController's
     `threshold_`, None when it is not certified (no threshold reaches its target)."""
     if isinstance(threshold, ThresholdTarget):
@@ -62,12 +67,12 @@ def _supported(output, threshold) -> bool:
         return False
     if isinstance(threshold, ThresholdTarget):
         return threshold.decide(output.score) == "answer"
-    return not math.isnan(output.score) and output.score >= _threshold(threshold)
+    return not math.isnan(output.score) and output.score >= threshold_value(threshold)
 
 
 def _base_details(output, threshold) -> dict[str, Any]:
     # "threshold" is None for a controller whose target could not be certified
-    return {"score": output.score, "threshold": _threshold(threshold), "original_answer": output.answer,
+    return {"score": output.score, "threshold": threshold_value(threshold), "original_answer": output.answer,
             "method_error": output.error}
 
 
@@ -93,15 +98,16 @@ class _ReanswerPolicy:
         d = _base_details(output, threshold)
         if _supported(output, threshold):
             return PolicyDecision(ANSWERED, output.answer, d)
+        failure = None
         try:
             second = self._second(trace)
             err, text = second.error, second.text
-        except VeriragError as e:  # recorded: the user sees an abstention and why
-            err, text = f"{type(e).__name__}: {e}", ""
+        except VeriragError as e:  # recorded: the user sees an abstention and why (an outage is raised)
+            err, text, failure = f"{type(e).__name__}: {e}", "", e
         d["second_answer"] = text
         if err or not text.strip():
             d["error"] = f"{self.name} failed: {err or 'empty answer'}"
-            return PolicyDecision(ABSTAINED, ABSTENTION_TEXT, d)
+            return PolicyDecision(ABSTAINED, ABSTENTION_TEXT, d, failure)
         return PolicyDecision(self.action, text, d)
 
 
@@ -113,9 +119,9 @@ class NoRagFallbackPolicy(_ReanswerPolicy):
     name = "no_rag_fallback"
     action = FALLBACK
 
-    def __init__(self, llm, *, max_tokens: int = 96):
+    def __init__(self, llm, **generator_kw):
         from verirag.awf.registry import create
-        self.generator = create("generator", "no_context", llm, max_tokens=max_tokens)
+        self.generator = create("generator", "no_context", llm, **generator_kw)
 
     def _second(self, trace):
         return trace.answer(self.generator)
@@ -138,14 +144,15 @@ class EscalatePolicy(_ReanswerPolicy):
         return trace.answer(self.generator)
 
 
-def make_policy(fallback: str, llm, *, escalate_llm=None, max_tokens: int = 96):
-    """The policy named by the pipeline's `fallback` option (one of FALLBACKS)."""
+def make_policy(fallback: str, llm, *, escalate_llm=None, **generator_kw):
+    """The policy named by the pipeline's `fallback` option (one of FALLBACKS); `generator_kw`
+    (e.g. max_tokens) go to the generator that answers again, whose defaults stand otherwise."""
     if fallback == "abstain":
         return AbstainPolicy()
     if fallback == "no-rag":
-        return NoRagFallbackPolicy(llm, max_tokens=max_tokens)
+        return NoRagFallbackPolicy(llm, **generator_kw)
     if fallback == "escalate":
         if escalate_llm is None:
             raise InputError("the escalate fallback needs a second model (escalate_model)")
-        return EscalatePolicy(escalate_llm, max_tokens=max_tokens)
+        return EscalatePolicy(escalate_llm, **generator_kw)
     raise InputError(f"unknown fallback {fallback!r}; choose one of {', '.join(FALLBACKS)}")

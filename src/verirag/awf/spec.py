@@ -7,14 +7,12 @@
 
 Options are routed to the component whose constructor accepts them (a composed method's generator
 or predictor, or the unified method), so an option no part of the method takes is a clear error,
-not silently ignored. `digest` names the options: it is part of a record's identity, so a run
-resumed with other options recomputes instead of reusing.
+not silently ignored. What identifies a built method (its options with their defaults, its
+prompts' text, its models) is the method's `digest` (`verirag.awf.component`), not the spec's.
 """
 from __future__ import annotations
 
-import hashlib
 import inspect
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -23,11 +21,10 @@ from typing import Any
 import yaml
 
 from verirag.awf import registry
+from verirag.awf.component import WIRING
 from verirag.errors import InputError
 
 SEPARATOR = "+"
-# Constructor parameters that are wiring, not options a user sets.
-_WIRING = {"self", "llm", "entailment"}
 
 
 def split_name(name: str) -> tuple[str | None, str | None, str | None]:
@@ -44,7 +41,7 @@ def split_name(name: str) -> tuple[str | None, str | None, str | None]:
 def _keywords(cls: type) -> dict[str, Any]:
     params = inspect.signature(cls.__init__).parameters.values()
     return {p.name: p.default for p in params
-            if p.name not in _WIRING and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
+            if p.name not in WIRING and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
 
 
 def accepted_options(name: str) -> dict[str, str]:
@@ -64,12 +61,21 @@ def check_name(name: str) -> None:
     if unified:
         return
     if gen not in registry.names("generator"):
-        from verirag.awf.compose import method_names
         raise InputError(f"unknown method {name!r}: {gen!r} is not a generator; "
                          f"known methods: {', '.join(method_names())}")
     if pred not in registry.names("predictor"):
         raise InputError(f"unknown predictor {pred!r} in {name!r}; "
                          f"known predictors: {', '.join(registry.names('predictor'))}")
+
+
+def method_names() -> list[str]:
+    """Every name build_method accepts: unified methods, bare generators, and GEN+PRED pairs
+    (but a predictor that continues the conversation after a generator that shows no passages)."""
+    gens, preds = registry.names("generator"), registry.names("predictor")
+    return (registry.names("method") + gens
+            + [f"{g}{SEPARATOR}{p}" for g in gens for p in preds
+               if registry.get("generator", g).reads_passages
+               or not registry.get("predictor", p).continues_generation])
 
 
 _CALL = re.compile(r"^\s*([^()]+?)\s*\((.*)\)\s*$", re.S)
@@ -112,10 +118,6 @@ def _split_top(text: str) -> list[str]:
         cur.append(ch)
     parts.append("".join(cur))
     return parts
-
-
-def _canonical(options: Mapping[str, Any]) -> str:
-    return json.dumps(dict(options), sort_keys=True, separators=(",", ":"), default=str)
 
 
 @dataclass(frozen=True)
@@ -170,12 +172,6 @@ class MethodSpec:
         merged = {k: v for k, v in defaults.items() if k in accepted}
         merged.update(self.options)
         return MethodSpec(self.name, merged, self.label)
-
-    @property
-    def digest(self) -> str:
-        """12 hex digits naming (name, options): equal options give equal digests."""
-        blob = json.dumps({"name": self.name, "options": _canonical(self.options)}, sort_keys=True)
-        return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "label": self.label, "options": dict(self.options)}

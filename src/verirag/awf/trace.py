@@ -30,11 +30,12 @@ def passages_digest(passages: Sequence[Passage]) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
 
 
-def quantity_key(component: str, *, model: str = "", options: Mapping[str, Any] | None = None,
+def quantity_key(component: str, *, model: str = "", identity: str = "",
                  passages: Sequence[Passage] = (), **inputs: Any) -> str:
-    """"component|model|digest": the digest covers the options, the passages read and any other
-    input (e.g. the answer a predictor judged). The readable head says what computed it."""
-    body = json.dumps({"model": model, "options": dict(options or {}), "passages": passages_digest(passages),
+    """"component|model|digest": the digest covers the component's identity (options, prompts,
+    model: `Component.digest`), the passages read and any other input (e.g. the answer a
+    predictor judged). The readable head says what computed it."""
+    body = json.dumps({"model": model, "identity": identity, "passages": passages_digest(passages),
                        "inputs": inputs}, sort_keys=True, default=str, ensure_ascii=False)
     return f"{component}|{model[:16]}|{hashlib.sha256(body.encode('utf-8')).hexdigest()[:16]}"
 
@@ -98,17 +99,18 @@ class Trace:
     passages: Sequence[Passage]
     quantities: dict[str, Quantity] = field(default_factory=dict)
     computed: list[str] = field(default_factory=list)  # in order, for inspection and tests
-    on_compute: Callable[[str], None] | None = field(default=None, repr=False)  # told each key as it starts
+    on_compute: Callable[[str], None] | None = field(default=None, repr=False)  # told each stage as it starts
     _attributions: list[Attribution] = field(default_factory=list, repr=False)
 
-    def get(self, key: str, compute: Callable[[], Any]) -> Any:
+    def get(self, key: str, compute: Callable[[], Any], *, stage: str = "") -> Any:
         """The value of `key`, computing it with `compute()` only the first time; an error
-        raised by `compute` is raised again on every later request, without recomputing."""
+        raised by `compute` is raised again on every later request, without recomputing.
+        `on_compute` is told `stage` (what a user sees; the key when there is none) as it starts."""
         q = self.quantities.get(key)
         if q is None:
             q = Quantity(key)
             if self.on_compute is not None:
-                self.on_compute(key)
+                self.on_compute(stage or key)
             t0 = time.perf_counter()
             with metering(q.cost):
                 try:
@@ -133,8 +135,7 @@ class Trace:
 
     def answer(self, generator) -> Any:
         """The Answer of `generator` (an AnswerGenerator) for this example, generated once."""
-        return self.get(generator.quantity_key(self),
-                        lambda: generator.answer(self.question, self.passages))
+        return generator.compute(self, lambda: generator.answer(self.question, self.passages))
 
     @contextmanager
     def attribute(self) -> Iterator[Attribution]:

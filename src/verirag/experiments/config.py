@@ -13,7 +13,7 @@
       - {name: instructrag, label: instructrag-mh, family: multi_hop}
       - intrinsic
     judge_model: null               # LLM for nli / llm_judge (default: the answering model)
-    generation: {max_tokens: 128, n_ctx: 4096}    # max_tokens: for methods that do not set their own
+    generation: {max_tokens: 128, n_ctx: 4096}    # max_tokens: for every method (default: each its own)
     ground_truth: {match: recall_or_substring}    # or recall, substring, em, llm (+ llm: SPEC)
     threshold: {value: 0.5}         # or {precision: 0.9, delta: 0.1} or {action_rate: 0.2}
     applications:
@@ -307,7 +307,8 @@ class DatasetSpec(_Section):
 
 
 class _Generation(_Section):
-    max_tokens: int = Field(128, ge=1)
+    # None: each method answers at its own length (InstructRAG's rationale needs more than Vanilla's answer)
+    max_tokens: int | None = Field(None, ge=1)
     n_ctx: int = Field(4096, ge=256)
 
 
@@ -434,7 +435,7 @@ class ExperimentConfig:
     models: list[str]
     methods: list[MethodSpec]  # as configured; method_specs(dataset) adds the defaults
     judge_model: str | None = None
-    max_tokens: int = 128
+    max_tokens: int | None = None
     n_ctx: int = 4096
     match: str = "recall_or_substring"
     match_llm: str | None = None
@@ -453,7 +454,8 @@ class ExperimentConfig:
 
     def method_defaults(self, dataset: str | None = None) -> dict[str, Any]:
         """Generation max_tokens, then `dataset`'s method_options (a method takes those it has; its own win)."""
-        return {"max_tokens": self.max_tokens, **(self.dataset(dataset).method_options if dataset is not None else {})}
+        length = {} if self.max_tokens is None else {"max_tokens": self.max_tokens}
+        return {**length, **(self.dataset(dataset).method_options if dataset is not None else {})}
 
     def method_specs(self, dataset: str | None = None) -> list[MethodSpec]:
         """The configured methods with complete options for `dataset` (None: generation defaults only)."""

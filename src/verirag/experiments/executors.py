@@ -23,21 +23,19 @@ def _load_failure(unit, err: BaseException) -> dict[str, Any]:
 
 
 class LocalExecutor:
-    def run(self, cfg, units, done, llm_factory, emit, advance, failures) -> None:
-        from verirag.experiments.runner import UnitRunner, examples_todo
+    def run(self, cfg, units, done, llm_factory, emit, skip, advance, failures) -> None:
+        from verirag.experiments.runner import UnitRunner
         for unit in units:
-            todo = list(examples_todo(unit, done))
-            if not todo:
-                continue
-            try:
+            try:  # built even when all looks done: a record is done only under its method's identity
                 runner = UnitRunner(cfg, unit, llm_factory)
             except VeriragError as e:  # a missing model fails its unit, not the whole grid
                 failures.append(_load_failure(unit, e))
-                advance(unit.pending(done))
+                advance(unit.size)
                 continue
             failures.extend(runner.failures)
-            lost = [m for m in unit.methods if m.label not in runner.methods]
-            advance(unit.pending(done, methods=lost))
+            advance(runner.lost)
+            todo, finished = runner.todo(done)
+            skip(finished)
             if runner.concurrency > 1:
                 lock = threading.Lock()
 
@@ -46,7 +44,6 @@ class LocalExecutor:
                     with lock:
                         for r in recs:
                             emit(r)
-                            advance(1)
 
                 with ThreadPoolExecutor(runner.concurrency) as pool:
                     for f in [pool.submit(one, ex) for ex in todo]:
@@ -55,18 +52,19 @@ class LocalExecutor:
                 for ex in todo:
                     for r in runner.run_example(ex, done):
                         emit(r)
-                        advance(1)
 
 
 def _ray_work(cfg, unit, done, llm_factory):
-    """Runs inside a Ray worker: the same UnitRunner, records returned as dicts."""
-    from verirag.experiments.runner import UnitRunner, examples_todo
+    """Runs inside a Ray worker: the same UnitRunner; (records as dicts, failures, records done,
+    records lost to methods that could not be built)."""
+    from verirag.experiments.runner import UnitRunner
     try:
         runner = UnitRunner(cfg, unit, llm_factory)
     except VeriragError as e:
-        return [], [_load_failure(unit, e)]
-    recs = [r.to_dict() for ex in examples_todo(unit, done) for r in runner.run_example(ex, done)]
-    return recs, runner.failures
+        return [], [_load_failure(unit, e)], 0, unit.size
+    todo, finished = runner.todo(done)
+    recs = [r.to_dict() for ex in todo for r in runner.run_example(ex, done)]
+    return recs, runner.failures, finished, runner.lost
 
 
 class RayExecutor:
@@ -79,12 +77,12 @@ class RayExecutor:
     def __init__(self, chunk_size: int = 8, num_cpus: int | None = None):
         self.chunk_size, self.num_cpus = chunk_size, num_cpus
 
-    def run(self, cfg, units, done, llm_factory, emit, advance, failures) -> None:
+    def run(self, cfg, units, done, llm_factory, emit, skip, advance, failures) -> None:
         try:
             import ray
         except ImportError:
             raise InputError("--executor ray needs Ray: pip install 'verirag[ray]'") from None
-        from verirag.experiments.runner import WorkUnit, examples_todo
+        from verirag.experiments.runner import WorkUnit
         started = not ray.is_initialized()
         if started:
             os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # never phone home, never prompt
@@ -95,21 +93,19 @@ class RayExecutor:
                      runtime_env={"env_vars": env} if env else None)
         try:
             work = ray.remote(_ray_work)
-            futures, sizes = [], {}
-            for unit in units:
-                todo = list(examples_todo(unit, done))
-                for i in range(0, len(todo), self.chunk_size):
-                    chunk = WorkUnit(unit.dataset, unit.model, unit.methods, todo[i:i + self.chunk_size])
-                    f = work.remote(cfg, chunk, done, llm_factory)
-                    futures.append(f)
-                    sizes[f] = chunk.pending(done)
+            futures = []
+            for unit in units:   # the workers tell which records are done (they know the identities)
+                for i in range(0, len(unit.examples), self.chunk_size):
+                    chunk = WorkUnit(unit.dataset, unit.model, unit.methods, unit.examples[i:i + self.chunk_size])
+                    futures.append(work.remote(cfg, chunk, done, llm_factory))
             while futures:
                 ready, futures = ray.wait(futures, num_returns=1)
-                recs, fails = ray.get(ready[0])
+                recs, fails, finished, lost = ray.get(ready[0])
                 for d in recs:
                     emit(ResultRecord.from_dict(d))
                 failures.extend(f for f in fails if f not in failures)
-                advance(sizes[ready[0]])
+                skip(finished)
+                advance(lost)
         finally:
             if started:
                 ray.shutdown()

@@ -4,8 +4,11 @@ The records are the experiment's single source of truth and its resume cache (a 
 key already present); summaries, tables, figures and the HTML report are rebuilt from them alone.
 
 Fields:
-- key: "dataset|model|method|example_id|options", unique within a run; `options` is the digest of
-  the method's options (`method_digest`), so a run resumed with other options recomputes.
+- key: "dataset|model|method|example_id|digest", unique within a run; `digest` (`method_digest`) is
+  the built method's identity (`Component.digest`: its options with their defaults, the text of its
+  prompts, its models' fingerprints), the same digest its trace keys and threshold files name. A
+  run resumed after any of those changed recomputes the record (and says how many); the latest
+  record of a (dataset, model, method, example) is the one every summary reads.
 - method: the method's label (its name unless the config gives a label); `method_spec` its name,
   label and every option it ran with (defaults of the dataset and the generation settings included).
 - answer, score (in [0, 1]; for hard-label methods 0 or 1), hard.
@@ -28,9 +31,10 @@ Fields:
   answered (cached_prompt_tokens, cached_completion_tokens), so the tokens the backend really
   read are prompt_tokens - cached_prompt_tokens.
 
-Records written before 2026-11-23 (no `method_digest`) have keys without the options part, count
-calls and tokens only for what the method computed itself (0 for a generation shared with an
-earlier method) and have no `spent`.
+Records written before 2026-11-24 have a `method_digest` of their explicit options only (before
+2026-11-23 none): a resumed run recomputes them. Those before 2026-11-23 count calls and tokens only
+for what the method computed itself (0 for a generation shared with an earlier method) and have
+no `spent`.
 """
 from __future__ import annotations
 
@@ -79,6 +83,11 @@ class ResultRecord:
     def key(self) -> str:
         return record_key(self.dataset, self.model, self.method, self.example_id, self.method_digest)
 
+    @property
+    def slot(self) -> str:
+        """(dataset, model, method, example): what a record answers, whatever its method's identity."""
+        return record_key(self.dataset, self.model, self.method, self.example_id)
+
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["key"] = self.key
@@ -98,7 +107,8 @@ class ResultStore:
     """Append-only JSONL of ResultRecords; each line is flushed and fsynced as it completes.
 
     A run killed mid-line leaves a truncated last line: `load` ignores it (and reports how many
-    lines it skipped in `skipped_lines`), and the next append starts on a fresh line.
+    lines it skipped in `skipped_lines`), and the next append starts on a fresh line. Of several
+    records of one slot (a method recomputed after its identity changed), the last one is loaded.
     """
 
     def __init__(self, directory: str | os.PathLike):
@@ -120,7 +130,7 @@ class ResultStore:
                 except (ValueError, TypeError, KeyError, AttributeError):
                     self.skipped_lines += 1
                     continue
-                out[rec.key] = rec  # a later record of the same key wins
+                out[rec.slot] = rec  # a later record of the same slot wins
         return list(out.values())
 
     def keys(self) -> set[str]:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from verirag.errors import InputError, VeriragError
+from verirag.errors import InputError, VeriragError, is_outage
 from verirag.experiments.config import ExperimentConfig
 from verirag.experiments.ground_truth import GroundTruth
 from verirag.awf.spec import MethodSpec
@@ -54,13 +54,9 @@ class WorkUnit:
     methods: list[MethodSpec]
     examples: list[Example]
 
-    def key(self, spec: MethodSpec, example: Example) -> str:
-        return record_key(self.dataset, self.model, spec.label, example.id, spec.digest)
-
-    def pending(self, done: set[str], examples: Iterable[Example] | None = None,
-                methods: Iterable[MethodSpec] | None = None) -> int:
-        return sum(1 for e in (self.examples if examples is None else examples)
-                   for m in (self.methods if methods is None else methods) if self.key(m, e) not in done)
+    @property
+    def size(self) -> int:
+        return len(self.examples) * len(self.methods)
 
 
 @dataclass
@@ -68,6 +64,7 @@ class RunOutcome:
     out_dir: Path
     written: int = 0
     skipped: int = 0
+    recomputed: int = 0   # records written again because their method's identity changed
     record_errors: int = 0
     failures: list[dict[str, Any]] = field(default_factory=list)
 
@@ -122,7 +119,8 @@ def dataset_defaults(cfg: ExperimentConfig, dataset: str) -> dict[str, Any]:
     """Options every method of `dataset` gets unless it sets them: the generation settings, then
     the dataset's `method_options` (e.g. HotpotQA's multi-hop demonstrations)."""
     spec = next(d for d in cfg.datasets if d.name == dataset)
-    return {"max_tokens": cfg.max_tokens, **getattr(spec, "method_options", {})}
+    length = {} if cfg.max_tokens is None else {"max_tokens": cfg.max_tokens}
+    return {**length, **getattr(spec, "method_options", {})}
 
 
 def plan(cfg: ExperimentConfig, examples: dict[str, list[Example]]) -> list[WorkUnit]:
@@ -148,7 +146,7 @@ class UnitRunner:
         self.metered_judge = MeteredLLM(judge) if judge is not None else None
         self.concurrency = cfg.concurrency if llm.backend == "openai" else 1
         self.methods: dict[str, tuple[MethodSpec, Any]] = {}
-        self.failures = []
+        self.failures: list[dict[str, Any]] = []
         for spec in unit.methods:
             try:
                 self.methods[spec.label] = (spec, build_method(spec, self.metered, judge_llm=self.metered_judge))
@@ -161,20 +159,43 @@ class UnitRunner:
             correctness_judge = CorrectnessJudge(llm_factory(cfg.match_llm, cfg.n_ctx))
         self.truth = GroundTruth(cfg.match, correctness_judge)
 
+    def key(self, label: str, ex: Example) -> str:
+        """The record key: its slot and the built method's identity (`Component.digest`)."""
+        return record_key(self.unit.dataset, self.unit.model, label, ex.id, self.methods[label][1].digest)
+
+    def todo(self, done: set[str]) -> tuple[list[Example], int]:
+        """(the examples with a method whose record is missing or stale, the records already done)."""
+        todo, finished = [], 0
+        for ex in self.unit.examples:
+            n = sum(self.key(label, ex) in done for label in self.methods)
+            finished += n
+            if n < len(self.methods):
+                todo.append(ex)
+        return todo, finished
+
+    @property
+    def lost(self) -> int:
+        """Records this unit cannot write: its methods that could not be built."""
+        return len(self.unit.examples) * (len(self.unit.methods) - len(self.methods))
+
     def run_example(self, ex: Example, done: set[str]) -> list[ResultRecord]:
         from verirag.awf.trace import Trace
         trace = Trace(ex.question_with_history(), ex.passages)
         records = []
         for label, (spec, method) in self.methods.items():
-            if self.unit.key(spec, ex) in done:
+            if self.key(label, ex) in done:
                 continue
             t0 = time.perf_counter()
             with trace.attribute() as used:
                 try:
                     out = method.run(trace)
                     answer, score, hard, error, details = out.answer, out.score, out.hard, out.error, out.details
+                    if out.outage:   # counted as an error like any other, and named as an outage
+                        details = {**details, "outage": True}
                 except VeriragError as e:  # a user or backend failure is this example's error
                     answer, score, hard, error, details = "", 0.0, method.hard, f"{type(e).__name__}: {e}", {}
+                    if is_outage(e):
+                        details = {"outage": True}
             seconds = time.perf_counter() - t0
             cost, shared = used.cost, used.shared
             truth = self.truth.label(ex, answer)
@@ -188,7 +209,7 @@ class UnitRunner:
                 details={**_jsonable(details), **truth.details, "cache_hits": cost.cache_hits,
                          "shared": {"calls": shared.calls, "prompt_tokens": shared.prompt_tokens,
                                     "completion_tokens": shared.completion_tokens}},
-                method_digest=spec.digest, method_spec=_jsonable(spec.to_dict()),
+                method_digest=method.digest, method_spec=_jsonable(spec.to_dict()),
                 spent=used.spent.to_dict()))
         return records
 
@@ -208,24 +229,29 @@ def run_experiment(cfg: ExperimentConfig, out_dir: str | Path, *, executor: str 
     llm_factory = llm_factory or default_llm_factory
     prepare_dir(cfg, out_dir)
     store = ResultStore(out_dir)
-    done = store.keys()
+    stored = store.load()
+    done, slots = {r.key for r in stored}, {r.slot for r in stored}
     examples = load_examples(cfg, llm_factory)
     if limit is not None:
         examples = {k: v[:limit] for k, v in examples.items()}
     units = plan(cfg, examples)
     outcome = RunOutcome(out_dir=out_dir)
-    total = sum(len(u.examples) * len(u.methods) for u in units)
-
-    def emit(rec: ResultRecord) -> None:
-        store.append(rec)
-        outcome.written += 1
-        outcome.record_errors += rec.error is not None
+    total = sum(u.size for u in units)
 
     from verirag.experiments.executors import get_executor
     with _progress(progress, total) as advance:
-        outcome.skipped = sum(len(u.examples) * len(u.methods) - u.pending(done) for u in units)
-        advance(outcome.skipped)
-        get_executor(executor).run(cfg, units, done, llm_factory, emit, advance, outcome.failures)
+        def emit(rec: ResultRecord) -> None:
+            store.append(rec)
+            outcome.written += 1
+            outcome.record_errors += rec.error is not None
+            outcome.recomputed += rec.slot in slots   # present, but of another identity
+            advance(1)
+
+        def skip(n: int) -> None:
+            outcome.skipped += n
+            advance(n)
+
+        get_executor(executor).run(cfg, units, done, llm_factory, emit, skip, advance, outcome.failures)
     for f in outcome.failures:
         _append_failure(out_dir, f)
     return outcome
@@ -257,9 +283,3 @@ class _progress:
         if self.enabled:
             self.p.__exit__(*exc)
         return False
-
-
-def examples_todo(unit: WorkUnit, done: set[str]) -> Iterable[Example]:
-    for e in unit.examples:
-        if any(unit.key(m, e) not in done for m in unit.methods):
-            yield e

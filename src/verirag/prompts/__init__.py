@@ -1,6 +1,8 @@
 """Prompt templates, stored as data files (one YAML per method) so their wording is reviewable."""
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -20,6 +22,12 @@ class PromptTemplate:
     system: str = ""
     source: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def digest(self) -> str:
+        """12 hex digits naming the wording (part of a component's identity)."""
+        blob = json.dumps([self.system, self.user, self.extra], sort_keys=True, default=str, ensure_ascii=False)
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:12]
 
     def messages(self, **fields: str) -> list[dict[str, str]]:
         """Chat messages with the fields filled in (`str.format`; braces in values are safe)."""

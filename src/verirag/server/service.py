@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from verirag.awf.compose import method_names
+from verirag.awf.spec import method_names
 from verirag.awf.pipeline import Pipeline
 from verirag.errors import InputError
 from verirag.server.worker import CancelToken, ModelWorker

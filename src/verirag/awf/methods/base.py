@@ -8,6 +8,7 @@ from typing import Any
 
 from verirag.awf.component import Component
 from verirag.awf.trace import Trace
+from verirag.errors import VeriragError, is_outage
 
 
 @dataclass
@@ -16,8 +17,10 @@ class MethodOutput:
 
     `score` is in [0, 1]; for hard-label methods (`hard=True`) it is exactly 0.0 or 1.0.
     `error` says why a part failed (e.g. unparseable output); such outputs still count in every
-    denominator: their score is 0.0 and `answer` keeps whatever text there was. `details` holds
-    method-specific intermediate values (raw text, per-passage scores, perplexities, ...).
+    denominator: their score is 0.0 and `answer` keeps whatever text there was. `failure` is the
+    exception when a request failed; a BackendError there is an outage (`outage`), which the
+    pipeline raises instead of acting on the score. `details` holds method-specific intermediate
+    values (raw text, per-passage scores, perplexities, ...).
     """
 
     answer: str
@@ -25,6 +28,11 @@ class MethodOutput:
     hard: bool = False
     error: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
+    failure: VeriragError | None = None
+
+    @property
+    def outage(self) -> bool:
+        return is_outage(self.failure)
 
     def __post_init__(self):
         if math.isnan(self.score):

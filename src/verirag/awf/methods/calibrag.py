@@ -48,11 +48,11 @@ class CalibRAGMethod(AwFMethod):
         if not trace.passages:
             return MethodOutput(answer="", score=0.0, error="no passages to rerank")
         # keyed by the forecaster's training data too: a folder retrained in place is another forecaster
-        f = trace.get(self.quantity_key(trace, "forecast", data=self.forecaster.data_fingerprint_), rank)
+        f = self.compute(trace, rank, "forecast", data=self.forecaster.data_fingerprint_)
         order = sorted(range(len(f)), key=lambda i: (-f[i], i))[:self.keep]
         passages = [trace.passages[i] for i in order]
-        ans: Answer = trace.get(self.quantity_key(trace, "answer", kept=[p.id for p in passages]),
-                                lambda: self.generator.answer(trace.question, passages))
+        ans: Answer = self.compute(trace, lambda: self.generator.answer(trace.question, passages), "answer",
+                                   kept=[p.id for p in passages])
         details = {"forecast": f, "kept": order, "best": order[0], "per_passage": f}
         if ans.error:
             return MethodOutput(answer=ans.text, score=0.0, error=ans.error, details=details)

@@ -52,7 +52,7 @@ class CoTHybrid(AwFMethod):
         return Answer(text=parsed.answer, generation=gen, error=error, meta=meta)
 
     def run(self, trace: Trace) -> MethodOutput:
-        ans = trace.get(self.quantity_key(trace), lambda: self._answer(trace))
+        ans = self.compute(trace, lambda: self._answer(trace))
         details = {"raw": ans.meta.get("raw", ans.text), "parse_ok": ans.meta.get("parse_ok", False),
                    "parse_error": ans.meta.get("parse_error"), "parse_warning": ans.meta.get("parse_warning")}
         if ans.error:

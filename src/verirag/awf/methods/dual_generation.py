@@ -55,12 +55,12 @@ class DualGeneration(AwFMethod):
                                 details={"decision": None})
         text = ans.text
         try:
-            ctx = trace.get(self.quantity_key(trace, "score_ctx", answer=text), lambda: self.llm.score(
-                self.generator.messages(trace.question, trace.passages), text))
-            noctx = trace.get(self.quantity_key(trace, "score_noctx", answer=text), lambda: self.llm.score(
-                self.no_context.prompt.messages(question=trace.question), text))
+            ctx = self.compute(trace, lambda: self.llm.score(
+                self.generator.messages(trace.question, trace.passages), text), "score_ctx", answer=text)
+            noctx = self.compute(trace, lambda: self.llm.score(
+                self.no_context.prompt.messages(question=trace.question), text), "score_noctx", answer=text)
         except VeriragError as e:  # a backend failure is recorded, the example still counts
-            return MethodOutput(answer=text, score=0.0, error=f"scoring failed: {e}",
+            return MethodOutput(answer=text, score=0.0, error=f"scoring failed: {e}", failure=e,
                                 details={"decision": None})
         if not ctx.tokens or not noctx.tokens:
             return MethodOutput(answer=text, score=0.0, error="the backend scored no tokens",

@@ -49,7 +49,7 @@ class IntrinsicAbstention(AwFMethod):
         return Answer(text=clean_answer(raw) or raw, generation=gen, meta={"raw": gen.text})
 
     def run(self, trace: Trace) -> MethodOutput:
-        ans = trace.get(self.quantity_key(trace), lambda: self._answer(trace))
+        ans = self.compute(trace, lambda: self._answer(trace))
         raw = ans.meta.get("raw", ans.text)
         details = {"raw": raw}
         if ans.error:

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from verirag.awf.generators.base import Answer
 from verirag.awf.generators.vanilla import VanillaGenerator
-from verirag.awf.predictors.base import FaithfulnessPredictor, Verification, invalid_input
+from verirag.awf.predictors.base import FaithfulnessPredictor, Verification, failed_request, invalid_input
 from verirag.awf.predictors.k_precision import KPrecisionPredictor
 from verirag.errors import VeriragError
 from verirag.types import Passage
@@ -16,7 +16,7 @@ from verirag.types import Passage
 
 class ConversationPredictor(FaithfulnessPredictor):
     continues_generation = True
-    failure = "request"  # names what failed in the recorded error
+    request_name = "request"  # names what failed in the recorded error
     layout: str
 
     def conversation_score(self, answer: Answer, passages: Sequence[Passage]) -> tuple[float, str | None]:
@@ -32,8 +32,7 @@ class ConversationPredictor(FaithfulnessPredictor):
         try:
             score, error = self.conversation_score(answer, passages)
         except VeriragError as e:
-            return Verification(score=math.nan, per_passage=[None] * len(passages),
-                                error=f"{self.failure} failed: {type(e).__name__}: {e}")
+            return failed_request(self.request_name, e, len(passages))
         lexical = KPrecisionPredictor().verify(question, answer.text, passages)
         return Verification(score=score, per_passage=lexical.per_passage, best=lexical.best, error=error)
 

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from verirag.awf.component import Component
+from verirag.errors import VeriragError
 from verirag.types import Passage
 
 
@@ -16,7 +17,8 @@ class Verification:
 
     `per_passage[i]` is the support score of passage i (None where it could not be judged),
     `best` the index of the most supportive passage. `score` is NaN and `error` set when no
-    passage could be judged at all; `warnings` lists partial failures.
+    passage could be judged at all; `failure` is the exception when a request failed (an outage
+    when it is a BackendError: `verirag.errors.is_outage`); `warnings` lists partial failures.
     """
 
     score: float
@@ -24,6 +26,7 @@ class Verification:
     best: int | None = None
     error: str | None = None
     warnings: list[str] = field(default_factory=list)
+    failure: VeriragError | None = None
 
     @property
     def ok(self) -> bool:
@@ -38,6 +41,12 @@ def invalid_input(answer: str, passages: Sequence[Passage]) -> Verification | No
         return Verification(score=math.nan, per_passage=[None] * len(passages),
                             error="empty answer: nothing to verify")
     return None
+
+
+def failed_request(what: str, error: VeriragError, n_passages: int) -> Verification:
+    """The recorded failure of a predictor's request: no score, the message, the exception."""
+    return Verification(score=math.nan, per_passage=[None] * n_passages,
+                        error=f"{what} failed: {type(error).__name__}: {error}", failure=error)
 
 
 class FaithfulnessPredictor(Component, ABC):

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from verirag.awf.passages import prompt_passages
 from verirag.awf.predictors._yes_no import branch_probability
-from verirag.awf.predictors.base import FaithfulnessPredictor, Verification, invalid_input
+from verirag.awf.predictors.base import FaithfulnessPredictor, Verification, failed_request, invalid_input
 from verirag.awf.registry import register
 from verirag.errors import VeriragError
 from verirag.llm.base import LLM, NEXT_TOKEN
@@ -45,7 +45,6 @@ class LLMJudgePredictor(FaithfulnessPredictor):
             lps = self.llm.next_token_logprobs(self.messages(question, answer, passages),
                                                top_k=self.top_k, candidates=("Yes", "No"))
         except VeriragError as e:
-            return Verification(score=math.nan, per_passage=[None] * len(passages),
-                                error=f"judge request failed: {type(e).__name__}: {e}")
+            return failed_request("judge request", e, len(passages))
         score, _raw, error = branch_probability(lps, ("yes",), ("no",))
         return Verification(score=score, per_passage=[None] * len(passages), error=error)

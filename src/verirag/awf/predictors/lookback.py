@@ -64,7 +64,7 @@ def reply_ratios(llm: LLM, answer: Answer, passages: Sequence[Passage]) -> Lookb
 @register("predictor", "lookback")
 class LookbackPredictor(ConversationPredictor):
     needs: tuple[str, ...] = ()  # the attention model's capability, checked in attention_llm
-    failure = "lookback"
+    request_name = "lookback"
 
     def __init__(self, llm: LLM, *, classifier: str | None = None, attention_model: str | None = None,
                  layout: str = DEFAULT_LAYOUT):

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 from verirag.awf.passages import prompt_passages
 from verirag.awf.predictors._yes_no import branch_probability
-from verirag.awf.predictors.base import FaithfulnessPredictor, Verification
+from verirag.awf.predictors.base import FaithfulnessPredictor, Verification, failed_request
 from verirag.awf.registry import register
 from verirag.errors import VeriragError
 from verirag.llm.base import LLM, NEXT_TOKEN
@@ -57,9 +57,8 @@ class PreAnsweringPredictor(FaithfulnessPredictor):
         try:
             lps = self.llm.next_token_logprobs(self.messages(question, passages), top_k=self.top_k,
                                                candidates=("Yes", "I", "No"))
-        except VeriragError as e:  # a backend failure (e.g. prompt too long) is recorded, not raised
-            return Verification(score=math.nan, per_passage=[None] * len(passages),
-                                error=f"pre-answering request failed: {type(e).__name__}: {e}")
+        except VeriragError as e:  # recorded (e.g. prompt too long); an outage is carried, not scored
+            return failed_request("pre-answering request", e, len(passages))
         score, _raw, error = branch_probability(lps, self.yes_tokens, self.no_tokens)
         return Verification(score=score, per_passage=[None] * len(passages), error=error)
 

@@ -34,7 +34,7 @@ from verirag.types import Passage
 @register("predictor", "self_check")
 class SelfCheckPredictor(ConversationPredictor):
     needs: tuple[str, ...] = (NEXT_TOKEN,)
-    failure = "self-check request"
+    request_name = "self-check request"
 
     def __init__(self, llm: LLM, *, top_k: int = 20, layout: str = DEFAULT_LAYOUT):
         llm.require(*self.needs)

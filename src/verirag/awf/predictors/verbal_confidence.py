@@ -27,7 +27,7 @@ from verirag.types import Passage
 
 class _VerbalConfidence(ConversationPredictor):
     scale = ""
-    failure = "confidence request"
+    request_name = "confidence request"
 
     def __init__(self, llm: LLM, *, max_tokens: int = 6, layout: str = DEFAULT_LAYOUT):
         self.llm = llm
