@@ -45,11 +45,11 @@ def child(model: str, size: int, mode: str) -> None:
         r = llm.lookback_ratios(messages, ANSWER, ps)
         n_prompt = r.n_prompt
     else:
-        ids = llm._prompt_ids(messages) + llm._continuation_ids(ANSWER)
-        with llm._eager_attention(), torch.inference_mode():
+        ids = llm.prompt_ids(messages) + llm.continuation_ids(ANSWER)
+        with llm.eager_attention(), torch.inference_mode():
             out = llm.model(input_ids=torch.tensor([ids]), output_attentions=True)
         kept = [a[0].float() for a in out.attentions]  # what a full-tensor extraction holds on to
-        n_prompt = len(ids) - len(llm._continuation_ids(ANSWER))
+        n_prompt = len(ids) - len(llm.continuation_ids(ANSWER))
         del kept
     seconds = time.perf_counter() - t0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

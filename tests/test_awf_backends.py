@@ -51,7 +51,7 @@ def test_every_method_runs_on_transformers(hf_llm):
 
 
 def test_a_backend_without_logprobs_is_refused_at_construction():
-    from verirag.llm.openai_backend import OpenAICompatibleLLM
+    from verirag.llm.openai.backend import OpenAICompatibleLLM
     llm = OpenAICompatibleLLM("http://127.0.0.1:9/v1", model="m", max_retries=0)
     llm.capabilities = frozenset()  # what probe() finds on a server that returns no logprobs
     needing = {"pre_answering": NEXT_TOKEN, "nli": NEXT_TOKEN, "llm_judge": NEXT_TOKEN,

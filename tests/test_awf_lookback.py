@@ -219,7 +219,7 @@ def test_method_names_carry_options():
 
 def test_lookback_without_attention_fails_at_construction(tmp_path):
     from verirag.awf.compose import build_method
-    from verirag.llm.openai_backend import OpenAICompatibleLLM
+    from verirag.llm.openai.backend import OpenAICompatibleLLM
     rng = np.random.default_rng(5)
     clf = LookbackClassifier(k=4).fit([fake_ratios(rng) for _ in range(6)], [0, 1] * 3)
     path = clf.save(tmp_path / "clf.json")  # no attention model recorded

@@ -17,7 +17,8 @@ import numpy as np  # noqa: E402
 
 from verirag.errors import InputError, ModelNotFoundError  # noqa: E402
 from verirag.llm.base import ATTENTIONS, EXACT_NEXT_TOKEN, LOGPROBS, NEXT_TOKEN, SCORE  # noqa: E402
-from verirag.llm.hf_backend import COMPLETE_MARKER, TransformersLLM, converted_dir_for  # noqa: E402
+from verirag.llm.hf.backend import TransformersLLM  # noqa: E402
+from verirag.llm.hf.load import COMPLETE_MARKER, converted_dir_for  # noqa: E402
 
 pytestmark = pytest.mark.slow
 

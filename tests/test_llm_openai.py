@@ -25,8 +25,9 @@ httpx = pytest.importorskip("httpx")
 
 from verirag.errors import BackendError, CapabilityError, InputError  # noqa: E402
 from verirag.llm.base import LOGPROBS, NEXT_TOKEN, SCORE  # noqa: E402
-from verirag.llm.openai_backend import (OpenAICompatibleLLM, normalize_base_url,  # noqa: E402
-                                        parse_chat_logprobs, parse_legacy_logprobs)
+from verirag.llm.openai.backend import OpenAICompatibleLLM  # noqa: E402
+from verirag.llm.openai.client import normalize_base_url  # noqa: E402
+from verirag.llm.openai.logprobs import parse_chat_logprobs, parse_legacy_logprobs  # noqa: E402
 
 CHAT = [{"role": "user", "content": "What is the capital of France? Answer in one word."}]
 
@@ -307,7 +308,7 @@ def test_score_when_nothing_was_generated_probes_once(fake):
     fake.add("/v1/completions", body=honest)  # the probe: a token was generated and has a logprob
     sc = llm.score("The capital of France", " is")
     assert [t.token for t in sc.tokens] == [" is"] and sc.total_logprob == pytest.approx(-0.4)
-    assert fake.count("/v1/completions") == 2 and llm._echo_aligned is True
+    assert fake.count("/v1/completions") == 2 and llm.scorer.aligned is True
 
 
 def test_score_aligns_byte_tokens_by_text_offset(fake):

@@ -29,15 +29,15 @@ def cache_enabled() -> bool:
 
 def _build(spec: str, n_ctx: int) -> LLM:
     if spec == "openai" or spec.startswith("openai:"):
-        from verirag.llm.openai_backend import OpenAICompatibleLLM
+        from verirag.llm.openai.backend import OpenAICompatibleLLM
         model = spec.split(":", 1)[1] if ":" in spec else None
         return OpenAICompatibleLLM(model=model or None)
     if spec.startswith(("http://", "https://")):
-        from verirag.llm.openai_backend import OpenAICompatibleLLM
+        from verirag.llm.openai.backend import OpenAICompatibleLLM
         url, _, model = spec.partition("#")
         return OpenAICompatibleLLM(base_url=url, model=model or None)
     if spec.startswith("hf:"):
-        from verirag.llm.hf_backend import TransformersLLM
+        from verirag.llm.hf.backend import TransformersLLM
         target = spec[3:]
         from verirag.models import PRESETS, resolve_model
         if target in PRESETS:

@@ -4,10 +4,11 @@ from verirag.models.assemble import assemble_parts, build_file
 from verirag.models.cache_dir import cache_dir, models_dir
 from verirag.models.hashing import (cached_fingerprint, dir_fingerprint, file_fingerprint,
                                     record_fingerprint, sha256_file)
+from verirag.models.hub import downloads_allowed
 from verirag.models.presets import (DEFAULT_EMBEDDER, DEFAULT_MODEL, PRESETS, TEST_MODEL,
-                                    ModelPreset, PyPISource, preset_env_var)
-from verirag.models.resolve import (ResolvedModel, downloads_allowed, get_preset, list_models,
-                                    model_status, resolve_embedder_path, resolve_model)
+                                    ModelPreset, PyPISource, get_preset, preset_env_var)
+from verirag.models.resolve import list_models, model_status, resolve_embedder_path, resolve_model
+from verirag.models.source import ResolvedModel
 
 __all__ = [
     "DEFAULT_EMBEDDER", "DEFAULT_MODEL", "PRESETS", "TEST_MODEL",

@@ -14,7 +14,6 @@ Both:
 """
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import shutil
@@ -24,7 +23,8 @@ from pathlib import Path
 from filelock import FileLock
 
 from verirag.errors import ChecksumError, VeriragError
-from verirag.models.hashing import CHUNK, Progress, file_fingerprint, record_fingerprint, sha256_file
+from verirag.models.hashing import (CHUNK, Progress, file_fingerprint, hash_copy, record_fingerprint,
+                                    sha256_file)
 
 log = logging.getLogger(__name__)
 
@@ -149,24 +149,10 @@ def assemble_parts(part_paths: Sequence[str | os.PathLike[str]], dest: str | os.
             f"{expected_size:,}: a part is missing, truncated or from another version")
 
     def write(tmp: Path) -> str:
-        h = hashlib.sha256()
-        buf = bytearray(chunk_size)
-        view = memoryview(buf)
-        done = 0
         with open(tmp, "wb") as out:
-            for part in parts:
-                with open(part, "rb", buffering=0) as src:
-                    while True:
-                        n = src.readinto(buf)
-                        if not n:
-                            break
-                        h.update(view[:n])
-                        out.write(view[:n])
-                        done += n
-                        if progress is not None:
-                            progress(done, total)
+            digest = hash_copy(parts, out, chunk_size, progress)
             out.flush()
             os.fsync(out.fileno())
-        return h.hexdigest()
+        return digest
 
     return build_file(dest, write, expected_sha256, expected_size)

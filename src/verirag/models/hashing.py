@@ -1,4 +1,4 @@
-"""sha256 of model files, computed once per file version.
+"""sha256 of model files, computed once per file version, and the check of a file against its preset.
 
 `sha256_file` always reads the whole file. `file_fingerprint` returns the same digest but keeps it in
 a small JSON store (``cache_dir()/fingerprints.json``) keyed by the file's absolute path and checked
@@ -12,13 +12,15 @@ import hashlib
 import json
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from filelock import FileLock, Timeout
 
+from verirag.errors import ChecksumError
 from verirag.models.cache_dir import cache_dir
+from verirag.models.presets import ModelPreset
 
 log = logging.getLogger(__name__)
 
@@ -29,25 +31,32 @@ STORE_VERSION = 1
 Progress = Callable[[int, int], None]  # (bytes done, bytes total)
 
 
-def sha256_file(path: str | os.PathLike[str], chunk: int = CHUNK,
-                progress: Progress | None = None) -> str:
-    """Hex sha256 of the file's bytes, read `chunk` bytes at a time."""
-    path = Path(path)
-    total = path.stat().st_size
+def hash_copy(sources: Sequence[str | os.PathLike[str]], out: BinaryIO | None = None, chunk: int = CHUNK,
+              progress: Progress | None = None) -> str:
+    """Hex sha256 of the files' bytes read in order, `chunk` bytes at a time, written on to `out`
+    as well when given (assembling split parts)."""
+    paths = [Path(p) for p in sources]
+    total = sum(p.stat().st_size for p in paths)
     h = hashlib.sha256()
     buf = bytearray(chunk)
     view = memoryview(buf)
     done = 0
-    with open(path, "rb", buffering=0) as f:
-        while True:
-            n = f.readinto(buf)
-            if not n:
-                break
-            h.update(view[:n])
-            done += n
-            if progress is not None:
-                progress(done, total)
+    for path in paths:
+        with open(path, "rb", buffering=0) as f:
+            while n := f.readinto(buf):
+                h.update(view[:n])
+                if out is not None:
+                    out.write(view[:n])
+                done += n
+                if progress is not None:
+                    progress(done, total)
     return h.hexdigest()
+
+
+def sha256_file(path: str | os.PathLike[str], chunk: int = CHUNK,
+                progress: Progress | None = None) -> str:
+    """Hex sha256 of the file's bytes, read `chunk` bytes at a time."""
+    return hash_copy([path], chunk=chunk, progress=progress)
 
 
 def _store_path() -> Path:
@@ -136,3 +145,21 @@ def dir_fingerprint(path: str | os.PathLike[str]) -> str:
             continue
         h.update(f"{rel.as_posix()}\0{file.stat().st_size}\0{file_fingerprint(file)}\n".encode())
     return h.hexdigest()
+
+
+def check_preset_file(path: Path, preset: ModelPreset, origin: str, progress: Progress | None) -> str:
+    """sha256 of `path` if it is the preset's file; ChecksumError naming both digests if not."""
+    if preset.size is not None:
+        size = path.stat().st_size
+        if size != preset.size:
+            raise ChecksumError(
+                f"{origin} {path} has {size:,} bytes, but preset {preset.name!r} is "
+                f"{preset.filename} with {preset.size:,} bytes (sha256 {preset.sha256}). "
+                f"To use a different file pass its path directly (--model PATH).")
+    actual = file_fingerprint(path, progress=progress)
+    if preset.sha256 is not None and actual != preset.sha256:
+        raise ChecksumError(
+            f"{origin} {path} has sha256 {actual}, but preset {preset.name!r} expects "
+            f"{preset.sha256} ({preset.filename}). To use a different file pass its path "
+            f"directly (--model PATH).")
+    return actual

