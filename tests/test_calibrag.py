@@ -10,7 +10,7 @@ import pytest
 
 from verirag.awf.calibrag import (LINGUISTIC_SCALE, Guidance, parse_linguistic_confidence,
                                   parse_number_confidence, reformulate_query)
-from verirag.awf.forecast_rerank import ForecastRerank
+from verirag.awf.stages import ForecastRerankStage, run_stages
 from verirag.errors import InputError
 from verirag.experiments.forecaster_labels import label_pairs, read_labels
 from verirag.experiments.forecaster_training import train_forecaster
@@ -195,21 +195,20 @@ class _Retriever:
         return [ScoredPassage(p, 1.0 / (i + 1), i) for i, p in enumerate(self.docs[:k])]
 
 
-def test_rerank_reorders_by_the_forecast(toy_forecaster, smollm):
+def test_rerank_reorders_by_the_forecast(toy_forecaster):
     docs = [Passage(id="banana", text="Bananas grow in warm places and taste sweet."),
             Passage(id="tram", text="The tram number 3 is painted blue.")]
-    retrieve = _Retriever(docs)
-    step = ForecastRerank(toy_forecaster, retrieve, smollm, epsilon=0.0, depth=2)
-    r = step.run("what colour is the tram number 3?")
+    q = "what colour is the tram number 3?"
+    step = ForecastRerankStage(toy_forecaster, epsilon=0.0)
+    r = step.run(q, _Retriever(docs)(q, 2), lambda _s: None)
     assert [d["id"] for d in r.info["reranked"]] == ["tram", "banana"]
     assert r.info["reranked"][0]["retrieval_rank"] == 1 and r.kept[0].passage.id == "tram"
     assert r.confidence == r.info["confidence"] == pytest.approx(r.info["reranked"][0]["f"], abs=1e-6)
-    assert not r.info["reformulated"] and retrieve.queries == ["what colour is the tram number 3?"]
-    assert "warning" not in r.info
+    assert not r.requery and "warning" not in r.info
     saved = toy_forecaster.meta
     toy_forecaster.meta = {**saved, "k": 1}   # trained on the top 1 only: scoring 2 is said
     try:
-        assert "trained on the top 1" in step.run("what colour is the tram number 3?").info["warning"]
+        assert "trained on the top 1" in step.run(q, _Retriever(docs)(q, 2), lambda _s: None).info["warning"]
     finally:
         toy_forecaster.meta = saved
 
@@ -219,12 +218,13 @@ def test_requery_runs_at_most_once(toy_forecaster, smollm):
     retrieve = _Retriever(docs)
     calls = []
     llm = MeteredLLM(smollm)
-    step = ForecastRerank(toy_forecaster, retrieve, llm, epsilon=1.0, depth=1)  # nothing reaches 1.0
+    stages = [ForecastRerankStage(toy_forecaster, epsilon=1.0)]   # nothing reaches 1.0: asks for a re-query
     with metering() as usage:
-        r = step.run("what colour is the tram number 3?", on_stage=calls.append)
-    assert r.info["reformulated"] is True and usage.calls == 1
+        r = run_stages("what colour is the tram number 3?", lambda q: retrieve(q, 1), stages, calls.append,
+                       reformulate=lambda q: reformulate_query(llm, q))
+    assert r.requery is not None and usage.calls == 1
     assert len(retrieve.queries) <= 2 and calls.count("reformulating the query") == 1
-    assert r.info["query"] and r.info["used"] in ("original", "reformulated")
+    assert r.requery["query"] and r.requery["used"] in ("original", "reformulated")
 
 
 def test_reformulation_failure_keeps_the_question(smollm):

@@ -21,8 +21,10 @@ class ScriptedLLM(LLM):
     def __init__(self, answers, judge):
         self.answers = list(answers)
         self.judge = judge
+        self.max_tokens: list[int] = []
 
     def generate(self, prompt, **kw):
+        self.max_tokens.append(kw.get("max_tokens"))
         return Generation(text=self.answers.pop(0), model=self.model_id)
 
     def next_token_logprobs(self, prompt, *, top_k=20, candidates=()):
@@ -87,3 +89,20 @@ def test_a_declined_answer_is_not_called_supported(monkeypatch):
     r = p.ask("What is the wifi password?")
     assert r.action == "abstained" and r.score == 0.0 and not r.faithful
     assert r.retrieved_answer == "The context does not provide this information."
+
+
+RATIONALE = "The ferry crosses the bay; the passage gives its time.\nResponse: 25 minutes"
+
+
+def test_a_method_answers_at_its_own_length_unless_the_user_sets_one(monkeypatch):
+    """InstructRAG writes a rationale before its answer: the pipeline must not cut it to another
+    method's length (the README's `--method instructrag+pre_answering`)."""
+    p = make(monkeypatch, [RATIONALE, "ferry"], {"Yes": math.log(0.2), "No": math.log(0.8)},
+             method="instructrag+pre_answering", fallback="no-rag")
+    r = p.ask("How long is the ferry?")
+    own = p.method.generator.max_tokens
+    assert own == 256 and r.retrieved_answer == "25 minutes"
+    assert p.llm.inner.max_tokens == [own, 96]   # the no-rag fallback at no_context's own length
+    q = make(monkeypatch, [RATIONALE], {"Yes": 0.0}, method="instructrag+pre_answering", max_answer_tokens=300)
+    q.ask("How long is the ferry?")
+    assert q.method.generator.max_tokens == 300 and q.llm.inner.max_tokens == [300]

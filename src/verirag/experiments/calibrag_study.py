@@ -291,7 +291,7 @@ def train_all(cfg: CalibragStudyConfig, labels, llm, out_dir: Path, stage) -> di
             stage(f"{folder}: not trained ({e})")
             return None
         f.meta = {"labels": str(out_dir / "labels.jsonl"), "study": cfg.name, "study_digest": want,
-                  "k": t.k or cfg.k}   # the depth it was trained at (ForecastRerank warns beyond it)
+                  "k": t.k or cfg.k}   # the depth it was trained at (ForecastRerankStage warns beyond it)
         f.save(path)
         return f
 
@@ -345,8 +345,8 @@ def _pct(p: float) -> str:
 
 def evaluate_question(cfg: CalibragStudyConfig, ex, index, llm, user, forecasters: dict) -> dict[str, Any]:
     """Every Table 1 and Table 2 row for one test question."""
-    from verirag.awf.calibrag import generate_guidance, user_decision, verbal_confidence
-    from verirag.awf.forecast_rerank import ForecastRerank
+    from verirag.awf.calibrag import generate_guidance, reformulate_query, user_decision, verbal_confidence
+    from verirag.awf.stages import ForecastRerankStage, run_stages
     from verirag.awf.llm_rerank import LLMRerank
     from verirag.experiments.ground_truth import abstained, matches
     from verirag.retrieval.forecaster import pair_text
@@ -392,20 +392,21 @@ def evaluate_question(cfg: CalibragStudyConfig, ex, index, llm, user, forecaster
     f = forecasters["calibrag"]
     if f is None:
         raise InputError("CalibRAG's forecaster could not be trained (see the stage log)")
-    step = ForecastRerank(f, lambda query, n: index.search(query, k=n), llm, epsilon=0.0, depth=cfg.k)
-    r = step.run(q, hits)
+    quiet = lambda _stage: None  # noqa: E731
+    r = ForecastRerankStage(f, epsilon=0.0).run(q, hits, quiet)
     rows["calibrag"] = row(r.kept[0], r.confidence, _pct(r.confidence))
     rows["calibrag"]["reranked"] = r.info["reranked"][:5]
-    requery = ForecastRerank(f, lambda query, n: index.search(query, k=n), llm, epsilon=cfg.epsilon, depth=cfg.k)
-    r2 = requery.run(q, hits)
-    rows["calibrag_requery"] = row(r2.kept[0], r2.confidence, _pct(r2.confidence),
-                                   reformulated=bool(r2.info["reformulated"]), query=r2.info.get("query"),
-                                   used=r2.info.get("used"))
+    # the pipeline's loop: below epsilon, one reformulated retrieval, the better pass kept
+    r2 = run_stages(q, lambda query: index.search(query, k=cfg.k), [ForecastRerankStage(f, epsilon=cfg.epsilon)],
+                    quiet, reformulate=lambda question: reformulate_query(llm, question))
+    c2, requery = r2.results["forecast"].confidence, r2.requery or {}
+    rows["calibrag_requery"] = row(r2.hits[0], c2, _pct(c2), reformulated=r2.requery is not None,
+                                   query=requery.get("query"), used=requery.get("used"))
     # Table 2: which document; U is told no confidence, so only the choice of document differs
     rows["t2_base"] = row(top, None, NOT_STATED)
     rows["t2_calibrag"] = row(r.kept[0], None, NOT_STATED)
     if forecasters.get("relevance_ce") is not None:
-        ranked = ForecastRerank(forecasters["relevance_ce"], None, llm, epsilon=0.0, depth=cfg.k).score(q, hits)
+        ranked = ForecastRerankStage(forecasters["relevance_ce"], epsilon=0.0).score(q, hits)
         rows["t2_relevance_ce"] = row(ranked[0][0], None, NOT_STATED)
     if cfg.llm_rerank:
         rr = LLMRerank(llm)
