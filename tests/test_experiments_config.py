@@ -140,7 +140,9 @@ def test_each_mistake_names_its_field(over, place):
 def test_null_means_the_default_where_there_is_one():
     c = cfg(generation=None, threshold=None, bootstrap={"confidence": 0.9, "seed": None}, concurrency=None,
             datasets=[{"name": "nq", "n": None, "seed": None, "options": None}], applications=None)
-    assert (c.max_tokens, c.n_ctx, c.threshold, c.concurrency) == (128, 4096, {"value": 0.5}, 1)
+    # no generation length: each method answers at its own (InstructRAG's rationale needs 256 tokens)
+    assert (c.max_tokens, c.n_ctx, c.threshold, c.concurrency) == (None, 4096, {"value": 0.5}, 1)
+    assert "max_tokens" not in c.method_defaults()
     assert c.bootstrap == {"n_resamples": 1000, "confidence": 0.9, "seed": 0}
     assert c.datasets[0].n is None and c.datasets[0].seed == 0 and c.applications == {}
 

@@ -77,6 +77,15 @@ class Component:
         return {"component": f"{self.kind}:{self.display_name}", "options": self.options,
                 "model": self.model_fingerprint(), "prompts": prompts, "parts": parts}
 
+    def resolved_options(self) -> dict[str, Any]:
+        """Its options and its parts' (defaults included), flat: what a user would compare."""
+        options = dict(self.options)
+        for value in vars(self).values():
+            if isinstance(value, Component):
+                for k, v in value.resolved_options().items():
+                    options.setdefault(k, v)
+        return options
+
     @functools.cached_property
     def digest(self) -> str:
         """12 hex digits naming `identity()`: equal identities, equal digests."""

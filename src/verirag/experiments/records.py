@@ -10,7 +10,9 @@ Fields:
   run resumed after any of those changed recomputes the record (and says how many); the latest
   record of a (dataset, model, method, example) is the one every summary reads.
 - method: the method's label (its name unless the config gives a label); `method_spec` its name,
-  label and every option it ran with (defaults of the dataset and the generation settings included).
+  label and the options the config gave it (defaults of the dataset and the generation settings
+  included), and `resolved_options`: every option of the built method and its parts, the
+  constructors' defaults included (what a threshold file records and `ask` compares).
 - answer, score (in [0, 1]; for hard-label methods 0 or 1), hard.
 - answerable (A): the passages support a reference answer (relevance labels when the dataset has
   them, otherwise a normalised reference substring in some passage).

@@ -209,7 +209,8 @@ class UnitRunner:
                 details={**_jsonable(details), **truth.details, "cache_hits": cost.cache_hits,
                          "shared": {"calls": shared.calls, "prompt_tokens": shared.prompt_tokens,
                                     "completion_tokens": shared.completion_tokens}},
-                method_digest=method.digest, method_spec=_jsonable(spec.to_dict()),
+                method_digest=method.digest,
+                method_spec=_jsonable({**spec.to_dict(), "resolved_options": method.resolved_options()}),
                 spent=used.spent.to_dict()))
         return records
 
