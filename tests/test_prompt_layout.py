@@ -103,8 +103,10 @@ def test_layout_option_reaches_both_parts_of_a_composed_method():
     assert spec.routed() == {"generator": {"layout": "shared"}, "predictor": {"layout": "shared"}}
     method = build_method(spec, NoCallLLM())
     assert method.generator.layout == method.predictor.layout == "shared"
-    # the option is part of the method's identity: records and trace keys differ by layout
-    assert spec.digest != MethodSpec("vanilla+llm_judge").digest
+    # the option is part of the method's identity (records and trace keys differ by layout); the
+    # default written out is the same identity as the default left out
+    assert method.digest == build_method("vanilla+llm_judge", NoCallLLM()).digest
+    assert method.digest != build_method("vanilla+llm_judge", NoCallLLM(), layout="paper").digest
     # a predictor that does not take it leaves it to the generator
     assert MethodSpec("vanilla+k_precision", {"layout": "shared"}).routed() == {"generator": {"layout": "shared"}}
     assert MethodSpec("intrinsic", {"layout": "shared"}).with_defaults({"family": "multi_hop"}).options == {"layout": "shared"}
