@@ -9,7 +9,7 @@ import json
 import pytest
 
 from verirag.errors import InputError
-from verirag.experiments.dependable import is_study, parse_study, quality_row
+from verirag.experiments.studies.dependable import is_study, parse_study, quality_row
 
 TOWNS = ["Varnholt", "Ostby", "Kleve", "Marden", "Sundal", "Trelle", "Haldor", "Brekka", "Lunde", "Vik",
          "Askel", "Borre", "Dalen", "Frey", "Gimle", "Hov"]
@@ -119,7 +119,7 @@ def test_a_small_study_end_to_end(tmp_path):
 
 
 def test_answered_questions_are_one_per_group():
-    from verirag.experiments.dependable import _one_per_group
+    from verirag.experiments.studies.dependable import _one_per_group
     from verirag.types import Example
     exs = [Example(id="a1", question="q", passages=[], references=["x"], group="a"),
            Example(id="a2", question="q", passages=[], references=["x"], group="a"),  # a HotpotQA twin
@@ -145,7 +145,7 @@ def test_consistency_is_k_precision_unless_a_judge_is_named():
 
 
 def test_k_precision_consistency_of_one_answer():
-    from verirag.experiments.dependable import _Answerer
+    from verirag.experiments.studies.dependable import _Answerer
     from verirag.types import Passage
     a = object.__new__(_Answerer)
     a.cfg = parse_study({"study": "dependable", "datasets": [{"name": "nq"}],

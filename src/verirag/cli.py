@@ -378,8 +378,8 @@ def eval_cmd(config: Path = typer.Argument(..., help="Experiment config (YAML); 
              limit: Optional[int] = typer.Option(None, help="At most this many examples per dataset (a quick look)."),
              report: bool = typer.Option(True, help="Build the report when the run ends.")):
     """Run (or resume) an experiment grid; every record lands in OUT/results.jsonl as it completes."""
-    from verirag.experiments.config import load_config
-    from verirag.experiments.runner import run_experiment
+    from verirag.experiments.grid.config import load_config
+    from verirag.experiments.grid.runner import run_experiment
     if _run_study_if_one(config, out_dir):
         return
     cfg = load_config(config)
@@ -390,7 +390,7 @@ def eval_cmd(config: Path = typer.Argument(..., help="Experiment config (YAML); 
         err.print(f"[red]failed:[/red] {escape(f['dataset'])} / {escape(f['model'])} / {escape(f['method'])}: "
                   f"{escape(f['error'])}")
     if report:
-        from verirag.experiments.report import build_report
+        from verirag.experiments.report.awf import build_report
         path = build_report(out_dir)
         out.print(f"report: {path}")
     if outcome.failures:
@@ -401,7 +401,7 @@ def _run_study_if_one(config: Path, out_dir: Path) -> bool:
     """A config with `study: dependable` or `study: calibrag` runs that study instead of an AwF grid."""
     import yaml
 
-    from verirag.experiments import calibrag_study, dependable
+    from verirag.experiments.studies import calibrag as calibrag_study, dependable
     try:
         raw = yaml.safe_load(config.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
@@ -419,7 +419,7 @@ def _run_study_if_one(config: Path, out_dir: Path) -> bool:
         run = calibrag_study.run_calibrag_study if calibrag else dependable.run_study
         result = run(cfg, out_dir, on_stage=stage)
     if calibrag:
-        from verirag.experiments.calibrag_report import LABELS, _ci
+        from verirag.experiments.report.calibrag import LABELS, _ci
         for r in result["table1"]:
             out.print(f"{r['dataset']} {LABELS.get(r['method'], r['method'])}: accuracy {_ci(r['accuracy'], 100, 1)}%, "
                       f"AUROC {_ci(r.get('auroc'))}, ECE {_ci(r.get('ece'))}, Brier {_ci(r.get('brier'))}, "
@@ -449,26 +449,26 @@ def report_cmd(run_dir: Path = typer.Argument(..., help="A run directory written
                                                  "method minus the baseline, paired over the same examples "
                                                  "(beside the AwF paper's questions, compared by default).")):
     """Rebuild summary, tables, figures and report.html from OUT/results.jsonl, without rerunning."""
-    from verirag.experiments.dependable import STUDY_FILE
+    from verirag.experiments.studies.dependable import STUDY_FILE
     if (run_dir / STUDY_FILE).is_file():  # a study's directory (dependable RAG, CalibRAG)
         if compare:
             raise InputError(f"--compare compares the methods of an eval run; {run_dir} holds a study")
-        from verirag.experiments.calibrag_report import build_calibrag_report
-        from verirag.experiments.dependable_report import build_study_report
+        from verirag.experiments.report.calibrag import build_calibrag_report
+        from verirag.experiments.report.dependable import build_study_report
         try:
             study = json.loads((run_dir / STUDY_FILE).read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, ValueError) as e:
             raise InputError(f"{run_dir / STUDY_FILE} is not readable JSON: {e}") from None
         if study.get("config", {}).get("study") == "calibrag":
-            from verirag.experiments.calibrag_study import retable, write_study
+            from verirag.experiments.studies.calibrag import retable, write_study
             if study.get("questions"):  # the tables again from the per-question records, today's metrics
                 write_study(run_dir, retable(study))
             out.print(f"report: {build_calibrag_report(run_dir, study)}")
             return
         out.print(f"report: {build_study_report(run_dir, study)}")
         return
-    from verirag.experiments.comparisons import parse_pair
-    from verirag.experiments.report import build_report
+    from verirag.experiments.grid.comparisons import parse_pair
+    from verirag.experiments.report.awf import build_report
     try:
         pairs = [parse_pair(c) for c in compare]
     except ValueError as e:
@@ -489,7 +489,7 @@ def calibrate(run_dir: Path = typer.Argument(..., help="A run directory written 
                                                              "`verirag ask --threshold FILE`.")):
     """Fit the faithfulness threshold for a target precision or action rate on an eval run's labels."""
     from verirag.calibration import ThresholdController
-    from verirag.experiments.operating_point import fit_threshold
+    from verirag.experiments.grid.operating_point import fit_threshold
     if (precision is None) == (action_rate is None):
         raise InputError("give exactly one of --precision P or --action-rate R")
     try:
@@ -532,7 +532,7 @@ def train_lookback_cmd(
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from verirag.experiments import lookback_training as lt
-    from verirag.experiments.records import ResultStore
+    from verirag.experiments.grid.records import ResultStore
     if variant not in ("cw", "fc"):
         raise InputError(f"--variant must be cw or fc, got {variant!r}")
     total = sum(1 for r in ResultStore(run_dir).load() if r.method == method

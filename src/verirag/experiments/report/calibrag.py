@@ -7,9 +7,9 @@ import html
 from pathlib import Path
 from typing import Any
 
-from verirag.experiments.dependable_report import _num, _table
-from verirag.experiments.plots import reliability_figure
-from verirag.experiments.tables import Table
+from verirag.experiments.report.dependable import _num, _table
+from verirag.experiments.report.plots import reliability_figure
+from verirag.experiments.report.tables import Table
 
 REPORT_FILE = "report.html"
 LABELS = {"base": "Base", "verbal_number": "Number", "verbal_linguistic": "Linguistic", "probe": "Probe",

@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from verirag.errors import InputError, VeriragError
-from verirag.experiments.records import ResultRecord
+from verirag.experiments.grid.records import ResultRecord
 
 EXECUTORS = ("local", "ray")
 
@@ -24,7 +24,7 @@ def _load_failure(unit, err: BaseException) -> dict[str, Any]:
 
 class LocalExecutor:
     def run(self, cfg, units, done, llm_factory, emit, advance, failures) -> None:
-        from verirag.experiments.runner import UnitRunner, examples_todo
+        from verirag.experiments.grid.runner import UnitRunner, examples_todo
         for unit in units:
             todo = list(examples_todo(unit, done))
             if not todo:
@@ -60,7 +60,7 @@ class LocalExecutor:
 
 def _ray_work(cfg, unit, done, llm_factory):
     """Runs inside a Ray worker: the same UnitRunner, records returned as dicts."""
-    from verirag.experiments.runner import UnitRunner, examples_todo
+    from verirag.experiments.grid.runner import UnitRunner, examples_todo
     try:
         runner = UnitRunner(cfg, unit, llm_factory)
     except VeriragError as e:
@@ -84,7 +84,7 @@ class RayExecutor:
             import ray
         except ImportError:
             raise InputError("--executor ray needs Ray: pip install 'verirag[ray]'") from None
-        from verirag.experiments.runner import WorkUnit, examples_todo
+        from verirag.experiments.grid.runner import WorkUnit, examples_todo
         started = not ray.is_initialized()
         if started:
             os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # never phone home, never prompt

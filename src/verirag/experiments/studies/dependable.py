@@ -210,7 +210,7 @@ def run_study(cfg: StudyConfig, out_dir: str | Path, *,
             result["figure6"] = answerer.lookback_study(result["answers"] + result["lookback_answers"], cfg, say)
     seconds["total"] = round(time.perf_counter() - started, 1)
     _save(out_dir, result)
-    from verirag.experiments.dependable_report import build_study_report
+    from verirag.experiments.report.dependable import build_study_report
     result["report"] = str(build_study_report(out_dir, result))
     return result
 

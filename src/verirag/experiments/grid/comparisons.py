@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from verirag.experiments.records import ResultRecord
-from verirag.experiments.summary import _is_hard, group_records, ranking_statistics, record_arrays
+from verirag.experiments.grid.records import ResultRecord
+from verirag.experiments.grid.summary import _is_hard, group_records, ranking_statistics, record_arrays
 from verirag.metrics.stats import group_bootstrap_intervals
 
 __all__ = ["DEFAULT_PAIRS", "compare_methods", "parse_pair"]

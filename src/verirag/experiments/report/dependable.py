@@ -14,7 +14,7 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from verirag.experiments.plots import DPI, to_png
+from verirag.experiments.report.plots import DPI, to_png
 
 REPORT_FILE = "report.html"
 

@@ -53,7 +53,7 @@ from typing import Any
 import numpy as np
 
 from verirag.calibration import ThresholdTarget, cross_fit_target
-from verirag.experiments.records import ResultRecord
+from verirag.experiments.grid.records import ResultRecord
 from verirag.metrics.awf import (awf_counts, awf_scores, best_f1, best_f1_statistic, f1_statistic,
                                  hard_pr_auc_statistic, pr_auc_statistic, random_pr_auc)
 from verirag.metrics.stats import group_bootstrap_intervals

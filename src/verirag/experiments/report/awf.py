@@ -30,13 +30,13 @@ from typing import Any
 
 
 from verirag.errors import InputError
-from verirag.experiments import plots
-from verirag.experiments.applications import no_rag_fallback, switch_to_larger
-from verirag.experiments.comparisons import DEFAULT_PAIRS, compare_methods
-from verirag.experiments.records import RESULTS_FILE, ResultRecord, ResultStore
-from verirag.experiments.summary import (bootstrap_settings, group_records, record_arrays, spent_by_unit,
+from verirag.experiments.report import plots
+from verirag.experiments.grid.applications import no_rag_fallback, switch_to_larger
+from verirag.experiments.grid.comparisons import DEFAULT_PAIRS, compare_methods
+from verirag.experiments.grid.records import RESULTS_FILE, ResultRecord, ResultStore
+from verirag.experiments.grid.summary import (bootstrap_settings, group_records, record_arrays, spent_by_unit,
                                          summarize, write_summary)
-from verirag.experiments.tables import (Table, awf_tables, comparison_table, cost_table, fallback_table,
+from verirag.experiments.report.tables import (Table, awf_tables, comparison_table, cost_table, fallback_table,
                                         method_label, summary_table, switch_table)
 from verirag.jsonio import write_json
 

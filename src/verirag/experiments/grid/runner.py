@@ -13,7 +13,7 @@ Failures never vanish:
 
 Examples of one model run one after another on llama.cpp (one model instance is not thread-safe,
 and it already uses every core); HTTP backends run `concurrency` examples in flight. Ray takes the
-same work units with `executor="ray"` (verirag.experiments.executors).
+same work units with `executor="ray"` (verirag.experiments.grid.executors).
 """
 from __future__ import annotations
 
@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from verirag.errors import InputError, VeriragError
-from verirag.experiments.config import ExperimentConfig
+from verirag.experiments.grid.config import ExperimentConfig
 from verirag.experiments.ground_truth import GroundTruth
 from verirag.awf.spec import MethodSpec
-from verirag.experiments.records import ResultRecord, ResultStore, record_key
+from verirag.experiments.grid.records import ResultRecord, ResultStore, record_key
 from verirag.llm.metered import MeteredLLM
 from verirag.types import Example
 
@@ -221,7 +221,7 @@ def run_experiment(cfg: ExperimentConfig, out_dir: str | Path, *, executor: str 
         outcome.written += 1
         outcome.record_errors += rec.error is not None
 
-    from verirag.experiments.executors import get_executor
+    from verirag.experiments.grid.executors import get_executor
     with _progress(progress, total) as advance:
         outcome.skipped = sum(len(u.examples) * len(u.methods) - u.pending(done) for u in units)
         advance(outcome.skipped)

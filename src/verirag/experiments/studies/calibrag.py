@@ -123,7 +123,7 @@ def is_calibrag_study(raw: Any) -> bool:
 
 def parse_any_study(raw: Any, source_name: str = "config"):
     """The study config `raw` names (`study: dependable` or `study: calibrag`), validated."""
-    from verirag.experiments.dependable import parse_study
+    from verirag.experiments.studies.dependable import parse_study
     return (parse_calibrag_study if is_calibrag_study(raw) else parse_study)(raw, source_name)
 
 
@@ -229,7 +229,7 @@ def run_calibrag_study(cfg: CalibragStudyConfig, out_dir: str | Path, *,
                                          for records in per_dataset.values() for r in records)}
     retable(result, cfg)
     write_study(out_dir, result)
-    from verirag.experiments.calibrag_report import build_calibrag_report
+    from verirag.experiments.report.calibrag import build_calibrag_report
     result["report"] = str(build_calibrag_report(out_dir, result))
     return result
 
