@@ -8,13 +8,24 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any
 
 from verirag.errors import InputError, VeriragError
 from verirag.experiments.grid.records import ResultRecord
+from verirag.types import Example
 
 EXECUTORS = ("local", "ray")
+# Executors get `make_runner(unit)` (a UnitRunner for one WorkUnit) from the runner, so they never
+# import it: the runner imports them.
+
+
+def examples_todo(unit, done: set[str]) -> Iterable[Example]:
+    for e in unit.examples:
+        if any(unit.key(m, e) not in done for m in unit.methods):
+            yield e
 
 
 def _load_failure(unit, err: BaseException) -> dict[str, Any]:
@@ -23,14 +34,13 @@ def _load_failure(unit, err: BaseException) -> dict[str, Any]:
 
 
 class LocalExecutor:
-    def run(self, cfg, units, done, llm_factory, emit, advance, failures) -> None:
-        from verirag.experiments.grid.runner import UnitRunner, examples_todo
+    def run(self, units, done, make_runner, emit, advance, failures) -> None:
         for unit in units:
             todo = list(examples_todo(unit, done))
             if not todo:
                 continue
             try:
-                runner = UnitRunner(cfg, unit, llm_factory)
+                runner = make_runner(unit)
             except VeriragError as e:  # a missing model fails its unit, not the whole grid
                 failures.append(_load_failure(unit, e))
                 advance(unit.pending(done))
@@ -58,11 +68,10 @@ class LocalExecutor:
                         advance(1)
 
 
-def _ray_work(cfg, unit, done, llm_factory):
+def _ray_work(make_runner, unit, done):
     """Runs inside a Ray worker: the same UnitRunner, records returned as dicts."""
-    from verirag.experiments.grid.runner import UnitRunner, examples_todo
     try:
-        runner = UnitRunner(cfg, unit, llm_factory)
+        runner = make_runner(unit)
     except VeriragError as e:
         return [], [_load_failure(unit, e)]
     recs = [r.to_dict() for ex in examples_todo(unit, done) for r in runner.run_example(ex, done)]
@@ -79,12 +88,11 @@ class RayExecutor:
     def __init__(self, chunk_size: int = 8, num_cpus: int | None = None):
         self.chunk_size, self.num_cpus = chunk_size, num_cpus
 
-    def run(self, cfg, units, done, llm_factory, emit, advance, failures) -> None:
+    def run(self, units, done, make_runner, emit, advance, failures) -> None:
         try:
             import ray
         except ImportError:
             raise InputError("--executor ray needs Ray: pip install 'verirag[ray]'") from None
-        from verirag.experiments.grid.runner import WorkUnit, examples_todo
         started = not ray.is_initialized()
         if started:
             os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # never phone home, never prompt
@@ -99,8 +107,8 @@ class RayExecutor:
             for unit in units:
                 todo = list(examples_todo(unit, done))
                 for i in range(0, len(todo), self.chunk_size):
-                    chunk = WorkUnit(unit.dataset, unit.model, unit.methods, todo[i:i + self.chunk_size])
-                    f = work.remote(cfg, chunk, done, llm_factory)
+                    chunk = replace(unit, examples=todo[i:i + self.chunk_size])
+                    f = work.remote(make_runner, chunk, done)
                     futures.append(f)
                     sizes[f] = chunk.pending(done)
             while futures:

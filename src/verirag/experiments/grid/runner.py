@@ -22,11 +22,13 @@ import json
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from verirag.errors import InputError, VeriragError
 from verirag.experiments.grid.config import ExperimentConfig
+from verirag.experiments.grid.executors import get_executor
 from verirag.experiments.ground_truth import GroundTruth
 from verirag.awf.spec import MethodSpec
 from verirag.experiments.grid.records import ResultRecord, ResultStore, record_key
@@ -221,11 +223,11 @@ def run_experiment(cfg: ExperimentConfig, out_dir: str | Path, *, executor: str 
         outcome.written += 1
         outcome.record_errors += rec.error is not None
 
-    from verirag.experiments.grid.executors import get_executor
     with _progress(progress, total) as advance:
         outcome.skipped = sum(len(u.examples) * len(u.methods) - u.pending(done) for u in units)
         advance(outcome.skipped)
-        get_executor(executor).run(cfg, units, done, llm_factory, emit, advance, outcome.failures)
+        get_executor(executor).run(units, done, partial(UnitRunner, cfg, llm_factory=llm_factory), emit, advance,
+                                   outcome.failures)
     for f in outcome.failures:
         _append_failure(out_dir, f)
     return outcome
@@ -258,8 +260,3 @@ class _progress:
             self.p.__exit__(*exc)
         return False
 
-
-def examples_todo(unit: WorkUnit, done: set[str]) -> Iterable[Example]:
-    for e in unit.examples:
-        if any(unit.key(m, e) not in done for m in unit.methods):
-            yield e
