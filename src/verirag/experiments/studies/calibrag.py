@@ -1,4 +1,5 @@
-"""The CalibRAG study (Jang et al., "Calibrated decision-making through LLM-assisted retrieval"): Table 1 (calibration baselines) and Table 2 (rerankers).
+"""The CalibRAG study (Jang et al., "Calibrated Decision-Making through LLM-Assisted Retrieval"):
+Table 1 (calibration baselines) and Table 2 (rerankers).
 
     verirag eval configs/calibrag-small.yaml --out runs/calibrag-small
 
@@ -146,8 +147,7 @@ def run_calibrag_study(cfg: CalibragStudyConfig, out_dir: str | Path, *,
                        on_stage: Callable[[str], None] | None = None) -> dict[str, Any]:
     from verirag.experiments.forecaster_labels import label_pairs
     from verirag.llm.factory import load_llm
-    from verirag.retrieval import Index
-    from verirag.retrieval.trust_calibration import pooled_passages
+    from verirag.retrieval.index import index_or_pooled
     stage = on_stage or (lambda _s: None)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -172,7 +172,7 @@ def run_calibrag_study(cfg: CalibragStudyConfig, out_dir: str | Path, *,
     indexes = {}
     for name, exs in corpora.items():
         stage(f"indexing {name} ({cfg.retrieval})")
-        indexes[name] = Index.build(pooled_passages(exs), kind=cfg.retrieval, chunk_words=None)
+        indexes[name] = index_or_pooled(exs, kind=cfg.retrieval, source=name)
 
     stage(f"loading {cfg.model}")
     llm = load_llm(cfg.model, n_ctx=cfg.n_ctx)

@@ -1,5 +1,6 @@
-"""The dependable-RAG study (Geissler et al., "Towards dependable RAG": conformal trust filter of
-retrieved chunks, lookback-ratio factuality classifiers): Table 1a, Figure 4, Table 1b, Figures 5, 6.
+"""The dependable-RAG study (Geissler et al., "Towards Dependable RAG Using Factual Confidence
+Prediction": the conformal trust filter of retrieved chunks and the lookback-ratio factuality
+classifiers): Table 1a, Figure 4, Table 1b, Figure 5, Figure 6.
 
     verirag eval configs/dependable-small.yaml --out runs/dependable-small
 
@@ -128,9 +129,8 @@ def parse_dependable_study(raw: Any, source_name: str = "config") -> DependableS
 def run_dependable_study(cfg: DependableStudyConfig, out_dir: str | Path, *,
               on_stage: Callable[[str], None] | None = None) -> dict[str, Any]:
     from verirag.datasets import load_dataset
-    from verirag.retrieval import Index
-    from verirag.retrieval.trust_calibration import (calibrate_retrieval, held_out_check, pooled_passages,
-                                                     split_holdout)
+    from verirag.retrieval.index import index_or_pooled
+    from verirag.retrieval.trust_calibration import calibrate_retrieval, held_out_check, split_holdout
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     say = on_stage or (lambda s: None)
@@ -154,11 +154,10 @@ def run_dependable_study(cfg: DependableStudyConfig, out_dir: str | Path, *,
         say(f"{d.name}: loading")
         examples = load_dataset(d.name, d.path, n=d.n, seed=d.seed, **d.options)
         cal, test = split_holdout(examples, cfg.holdout, cfg.seed)
-        pooled = pooled_passages(examples)
         for kind in cfg.retrievers:
-            say(f"{d.name}: indexing {len(pooled)} passages ({kind})")
+            say(f"{d.name}: indexing the pooled passages ({kind})")
             with timed(f"{d.name}/{kind}/index"):
-                idx = Index.build(pooled, kind=kind, chunk_words=None)
+                idx = index_or_pooled(examples, kind=kind, source=d.name)
             say(f"{d.name}: calibrating {kind} on {len(cal)} questions")
             with timed(f"{d.name}/{kind}/calibrate"):
                 calib = calibrate_retrieval(cal, idx, k=cfg.k, alpha=cfg.alpha, beta=cfg.beta)

@@ -67,14 +67,11 @@ def test_config_adds_the_runs_the_applications_need(fixture_file):
 
 def test_shipped_configs_are_valid():
     from pathlib import Path
-    import yaml
 
+    from verirag.experiments.commands import load_study
     from verirag.experiments.grid.config import load_config
-    from verirag.experiments.studies.calibrag import parse_any_study
-    from verirag.experiments.studies.dependable import is_study
     for p in (Path(__file__).resolve().parents[1] / "configs").glob("*.yaml"):
-        raw = yaml.safe_load(p.read_text())
-        parse_any_study(raw, str(p)) if is_study(raw) else load_config(p)
+        load_study(p) or load_config(p)
 
 
 # --------------------------------------------------------------------------- ground truth
