@@ -1,15 +1,15 @@
-"""The report of one run directory, rebuilt from DIR/results.jsonl and DIR/run.json alone.
+"""The AwF grid's report of one run directory, rebuilt from DIR/results.jsonl and DIR/run.json alone.
 
 `build_report(DIR)` writes into DIR:
-- summary.csv, summary.json: one row per dataset x model x method (`experiments.summary`);
-- spent.json: what the run spent per dataset x model (`experiments.summary.spent_by_unit`);
+- summary.csv, summary.json: one row per dataset x model x method (`grid.summary`);
+- spent.json: what the run spent per dataset x model (`grid.summary.spent_by_unit`);
 - applications.json: No-RAG fallback and switch-to-larger results with their curves, when
-  run.json configures them (`experiments.applications`);
-- comparisons.json: paired differences between methods (`experiments.comparisons`: the AwF
+  run.json configures them (`grid.applications`);
+- comparisons.json: paired differences between methods (`grid.comparisons`: the AwF
   paper's questions by default, and the pairs of `verirag report --compare BASELINE:METHOD`);
-- tables/*.md and tables/*.tex: the tables of `experiments.tables`;
-- figures/*.png: the figures of `experiments.plots`;
-- report.html: one self-contained page (inline CSS, images as base64 data URIs, no external
+- tables/*.md and tables/*.tex: the tables of `report.tables`;
+- figures/*.png: the figures of `report.plots`;
+- report.html: one self-contained page (`report.page`: inline CSS, images as data URIs, no external
   URL) with the run name, counts, an error summary, the tables and the figures.
 
 run.json keys, all optional (defaults in brackets): name [the directory name], threshold

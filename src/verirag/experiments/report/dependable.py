@@ -14,7 +14,7 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from verirag.experiments.report.page import REPORT_FILE, html_table, save_figure, num, write_page
+from verirag.experiments.report.page import REPORT_FILE, html_table, num, save_figure, write_page
 from verirag.experiments.report.plots import DPI, to_png
 
 

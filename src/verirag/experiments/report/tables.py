@@ -321,7 +321,7 @@ def switch_table(results: Sequence[tuple[str, str, str, str, Mapping[str, Any]]]
 
 
 def cost_table(units: Sequence[Mapping[str, Any]]) -> Table:
-    """What the run spent per dataset x model (`experiments.summary.spent_by_unit`)."""
+    """What the run spent per dataset x model (`grid.summary.spent_by_unit`)."""
     cols = ["Dataset", "Model", "Records", "Calls", "Cache hits", "Tokens read", "Tokens from cache", "Seconds"]
     body: list[Row] = [[u["dataset"], u["model"], u["records"], u["calls"], u["cache_hits"],
                         Num(u["tokens_read"], scale=1, digits=0), Num(u["tokens_from_cache"], scale=1, digits=0),
@@ -334,7 +334,7 @@ def cost_table(units: Sequence[Mapping[str, Any]]) -> Table:
 
 
 def comparison_table(rows: Sequence[Mapping[str, Any]], confidence: float = 0.95) -> Table:
-    """Paired differences method - baseline (experiments.comparisons), one row per pair."""
+    """Paired differences method - baseline (grid.comparisons), one row per pair."""
     cols = ["Dataset", "Model", "Method", "Baseline", "n", "Best F1 (method / baseline)", "Δ best F1",
             "PR-AUC (method / baseline)", "Δ PR-AUC", "Δ accuracy"]
     body: list[Row] = []
