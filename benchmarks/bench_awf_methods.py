@@ -40,9 +40,9 @@ def main() -> None:
     if not DATA.is_dir():
         raise SystemExit(f"{DATA} not found: this benchmark reads ../shared/data")
 
-    from verirag.experiments.config import parse_config
-    from verirag.experiments.records import ResultStore
-    from verirag.experiments.runner import run_experiment
+    from verirag.experiments.grid.config import parse_config
+    from verirag.experiments.grid.records import ResultStore
+    from verirag.experiments.grid.runner import run_experiment
     from verirag.metrics.awf import best_f1, pr_auc
 
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]

@@ -42,9 +42,9 @@ def child(args) -> None:
     """Run one setting; print one JSON line of measurements."""
     import resource
 
-    from verirag.experiments.config import parse_config
-    from verirag.experiments.records import ResultStore
-    from verirag.experiments.runner import run_experiment
+    from verirag.experiments.grid.config import parse_config
+    from verirag.experiments.grid.records import ResultStore
+    from verirag.experiments.grid.runner import run_experiment
     from verirag.llm import factory
 
     cfg = parse_config({

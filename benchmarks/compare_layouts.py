@@ -24,7 +24,7 @@ def main() -> None:
     ap.add_argument("--resamples", type=int, default=1000)
     args = ap.parse_args()
 
-    from verirag.experiments.records import ResultStore
+    from verirag.experiments.grid.records import ResultStore
     from verirag.metrics.awf import best_f1, pr_auc
     from verirag.metrics.stats import percentile_interval
 

@@ -335,8 +335,8 @@ def test_train_lookback_command_end_to_end(tmp_path, capsys, monkeypatch):
     import sqlite3
 
     from verirag.cli import main
-    from verirag.experiments.config import parse_config
-    from verirag.experiments.runner import run_experiment
+    from verirag.experiments.grid.config import parse_config
+    from verirag.experiments.grid.runner import run_experiment
     from verirag.llm.cache import default_cache_path
     data = _colour_dataset(tmp_path / "colours.jsonl")
     cfg = parse_config({"name": "lb", "datasets": [{"name": "jsonl", "path": str(data)}],

@@ -275,8 +275,8 @@ def test_pipeline_judge_option_is_checked(monkeypatch):
 # ------------------------------------------------------------------------------------- runner
 @pytest.mark.slow
 def test_warm_rerun_reports_the_same_costs_all_from_the_cache(tmp_path, smollm):
-    from verirag.experiments.config import parse_config
-    from verirag.experiments.runner import run_experiment
+    from verirag.experiments.grid.config import parse_config
+    from verirag.experiments.grid.runner import run_experiment
     data = tmp_path / "qa.jsonl"
     data.write_text("\n".join(json.dumps({"id": f"q{i}", "question": q, "references": [a],
                                           "passages": [{"id": "p", "text": PASSAGES[0].text}]})

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from verirag.errors import InputError
-from verirag.experiments.dependable import is_study, parse_study, quality_row
+from verirag.experiments.studies.dependable import parse_dependable_study, quality_row
 
 TOWNS = ["Varnholt", "Ostby", "Kleve", "Marden", "Sundal", "Trelle", "Haldor", "Brekka", "Lunde", "Vik",
          "Askel", "Borre", "Dalen", "Frey", "Gimle", "Hov"]
@@ -29,8 +29,7 @@ def rows():
 
 
 def test_study_configs_are_validated():
-    assert is_study({"study": "dependable"}) and not is_study({"name": "awf"})
-    cfg = parse_study({"study": "dependable", "datasets": [{"name": "nq", "n": 10}]})
+    cfg = parse_dependable_study({"study": "dependable", "datasets": [{"name": "nq", "n": 10}]})
     assert cfg.retrievers == ["bm25", "dense", "hybrid"] and cfg.k == 10 and cfg.alpha == 0.1
     for bad, where in (({"study": "dependable", "datasets": [], "colour": 1}, "colour"),
                        ({"study": "dependable", "datasets": [{"name": "nq"}], "alpha": 1.5}, "alpha"),
@@ -40,7 +39,21 @@ def test_study_configs_are_validated():
                        ({"study": "dependable", "datasets": [{"name": "nq"}], "retrievers": ["dense"],
                          "lookback": {"n": 5}}, "lookback.retriever")):
         with pytest.raises(InputError, match=where):
-            parse_study(bad)
+            parse_dependable_study(bad)
+
+
+def test_study_config_errors_name_their_place_like_the_grid_configs(tmp_path):
+    from verirag.experiments.commands import load_study
+    with pytest.raises(InputError, match=r"2 problem\(s\): datasets\[0\]\.n: must be an integer >= 1, got 0; "
+                       r"generation\.colour: unknown key \(expected one of: .*consistency"):
+        parse_dependable_study({"study": "dependable", "datasets": [{"name": "nq", "n": 0}],
+                                "generation": {"colour": 1}})
+    grid, other = tmp_path / "grid.yaml", tmp_path / "other.yaml"
+    grid.write_text("models: [m]\n")
+    other.write_text("study: depandable\n")
+    assert load_study(grid) is None   # an AwF grid config
+    with pytest.raises(InputError, match="study: must be one of calibrag, dependable, got text 'depandable'"):
+        load_study(other)
 
 
 def test_shipped_study_config_is_valid():
@@ -48,7 +61,7 @@ def test_shipped_study_config_is_valid():
 
     import yaml
     configs = Path(__file__).resolve().parents[1] / "configs"
-    small, bigger = (parse_study(yaml.safe_load((configs / f).read_text()), f)
+    small, bigger = (parse_dependable_study(yaml.safe_load((configs / f).read_text()), f)
                      for f in ("dependable-small.yaml", "dependable-lookback.yaml"))
     for cfg in (small, bigger):
         assert {d.name for d in cfg.datasets} == {"nq", "hotpotqa"} and cfg.k == 10 and cfg.alpha == 0.1
@@ -119,36 +132,36 @@ def test_a_small_study_end_to_end(tmp_path):
 
 
 def test_answered_questions_are_one_per_group():
-    from verirag.experiments.dependable import _one_per_group
+    from verirag.experiments.studies.dependable import questions_with_references
     from verirag.types import Example
     exs = [Example(id="a1", question="q", passages=[], references=["x"], group="a"),
            Example(id="a2", question="q", passages=[], references=["x"], group="a"),  # a HotpotQA twin
            Example(id="b", question="r", passages=[], references=[]),                 # no reference
            Example(id="c", question="s", passages=[], references=["y"])]
-    assert [e.id for e in _one_per_group(exs, 5)] == ["a1", "c"]
-    assert [e.id for e in _one_per_group(exs, 1)] == ["a1"]
+    assert [e.id for e in questions_with_references(exs, 5)] == ["a1", "c"]
+    assert [e.id for e in questions_with_references(exs, 1)] == ["a1"]
 
 
 def test_consistency_is_k_precision_unless_a_judge_is_named():
     base = {"study": "dependable", "datasets": [{"name": "nq"}]}
-    assert parse_study(base).generation.consistency == "k_precision"
-    judged = parse_study({**base, "generation": {"judge_model": "qwen2.5-1.5b"}})
+    assert parse_dependable_study(base).generation.consistency == "k_precision"
+    judged = parse_dependable_study({**base, "generation": {"judge_model": "qwen2.5-1.5b"}})
     assert judged.generation.consistency == "judge"
     for gen, where in (({"consistency": "judge"}, "needs a judge_model"),
                        ({"consistency": "k_precision", "judge_model": "qwen2.5-1.5b"}, "only used with"),
                        ({"consistency_threshold": 0}, "consistency_threshold")):
         with pytest.raises(InputError, match=where):
-            parse_study({**base, "generation": gen})
+            parse_dependable_study({**base, "generation": gen})
     with pytest.raises(InputError, match="needs generation.consistency"):  # before any answer is made
-        parse_study({**base, "generation": {"consistency": "none"}, "lookback": {"label": "consistent"}})
-    assert parse_study({**base, "generation": {"consistency": "none"}}).lookback.label == "auto"
+        parse_dependable_study({**base, "generation": {"consistency": "none"}, "lookback": {"label": "consistent"}})
+    assert parse_dependable_study({**base, "generation": {"consistency": "none"}}).lookback.label == "auto"
 
 
 def test_k_precision_consistency_of_one_answer():
-    from verirag.experiments.dependable import _Answerer
+    from verirag.experiments.studies.dependable import _Answerer
     from verirag.types import Passage
     a = object.__new__(_Answerer)
-    a.cfg = parse_study({"study": "dependable", "datasets": [{"name": "nq"}],
+    a.cfg = parse_dependable_study({"study": "dependable", "datasets": [{"name": "nq"}],
                          "generation": {"consistency_threshold": 0.75}})
     given = [Passage(id="p", text="Paris is the capital of France.", title="France")]
     # tokens after normalisation (articles and punctuation dropped): 4 of 5, then 3 of 5 in the passage

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from verirag.errors import InputError
-from verirag.experiments import plots
-from verirag.experiments.records import ResultRecord, ResultStore
-from verirag.experiments.report import build_report
+from verirag.experiments.report import plots
+from verirag.experiments.grid.records import ResultRecord, ResultStore
+from verirag.experiments.report.awf import build_report
 from verirag.metrics.awf import awf_curve
 from verirag.metrics import stats
 
@@ -244,7 +244,7 @@ def test_point_interval_contains_estimate():
 def test_figures_are_png_and_never_import_pyplot():
     code = (
         "import sys, numpy as np\n"
-        "from verirag.experiments import plots\n"
+        "from verirag.experiments.report import plots\n"
         "s = np.linspace(0, 1, 20); y = (s > 0.5).astype(int)\n"
         "b = plots.reliability_figure({'m': (s, y)}, 't')\n"
         "b2 = plots.awf_pr_figure({'m': (s, y, y, False), 'h': ((s > .3).astype(float), y, y, True)}, 't',"
@@ -284,8 +284,8 @@ def test_figure_bands_use_the_summary_intervals_resamples(tmp_path, monkeypatch)
     monkeypatch.setattr(plots, "resample_indices", recording)
     write_run(tmp_path, make_records(n=30, datasets=("nq",)))
     build_report(tmp_path)
-    summary = {rows.shape[1]: rows for mod, _, rows in drawn if mod == "verirag.experiments.summary"}
-    figure = [(fn, rows) for mod, fn, rows in drawn if mod == "verirag.experiments.plots"]
+    summary = {rows.shape[1]: rows for mod, _, rows in drawn if mod == "verirag.experiments.grid.summary"}
+    figure = [(fn, rows) for mod, fn, rows in drawn if mod == "verirag.experiments.report.plots"]
     assert summary and {fn for fn, _ in figure} == {"pr_band", "point_interval"}
     for _, rows in figure:
         assert rows.shape == (RUN["bootstrap"]["n_resamples"], 15)  # 30 examples, two per group

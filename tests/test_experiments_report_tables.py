@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 import re
 
-from verirag.experiments.tables import (Num, Section, Table, awf_tables, fallback_table, generator_of,
+from verirag.experiments.report.tables import (Num, Section, Table, awf_tables, fallback_table, generator_of,
                                         latex_escape, method_label, summary_table, switch_table)
 
 

@@ -63,7 +63,7 @@ def test_corpus_loader(tmp_path, data, suffix):
                                                        "generation", "applications", "bootstrap"]),
                                       json_values, max_size=6).map(lambda d: json.dumps(d).encode())))
 def test_experiment_config_loader(tmp_path, data):
-    from verirag.experiments.config import load_config
+    from verirag.experiments.grid.config import load_config
     p = tmp_path / "config.yaml"
     p.write_bytes(data)
     loads_or_says_why(load_config, p)

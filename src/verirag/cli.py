@@ -377,10 +377,24 @@ def eval_cmd(config: Path = typer.Argument(..., help="Experiment config (YAML); 
              executor: str = typer.Option("local", help="local (default) or ray (RAY_ADDRESS, or a local cluster)."),
              limit: Optional[int] = typer.Option(None, help="At most this many examples per dataset (a quick look)."),
              report: bool = typer.Option(True, help="Build the report when the run ends.")):
-    """Run (or resume) an experiment grid; every record lands in OUT/results.jsonl as it completes."""
-    from verirag.experiments.config import load_config
-    from verirag.experiments.runner import run_experiment
-    if _run_study_if_one(config, out_dir):
+    """Run (or resume) an experiment grid, or a paper study (a config with `study:`); every grid record
+    lands in OUT/results.jsonl as it completes."""
+    from verirag.experiments.commands import load_study, run_study, study_summary
+    from verirag.experiments.grid.config import load_config
+    from verirag.experiments.grid.runner import run_experiment
+    from verirag.experiments.report.awf import build_report
+    study = load_study(config)
+    if study is not None:
+        started = time.perf_counter()
+        with err.status("starting…") as status:
+            def stage(text: str) -> None:
+                status.update(escape(text) + "…")
+                if not err.is_terminal:  # a log file gets one line per stage instead of a spinner
+                    err.print(f"[{time.perf_counter() - started:6.0f} s] {escape(text)}")
+            result = run_study(study, out_dir, on_stage=stage)
+        for line in study_summary(result):
+            out.print(escape(line))
+        out.print(f"study done in {time.perf_counter() - started:.0f} s; report: {result['report']}")
         return
     cfg = load_config(config)
     outcome = run_experiment(cfg, out_dir, executor=executor, limit=limit, progress=True)
@@ -393,57 +407,9 @@ def eval_cmd(config: Path = typer.Argument(..., help="Experiment config (YAML); 
         err.print(f"[red]failed:[/red] {escape(f['dataset'])} / {escape(f['model'])} / {escape(f['method'])}: "
                   f"{escape(f['error'])}")
     if report:
-        from verirag.experiments.report import build_report
-        path = build_report(out_dir)
-        out.print(f"report: {path}")
+        out.print(f"report: {build_report(out_dir)}")
     if outcome.failures:
         raise typer.Exit(1)
-
-
-def _run_study_if_one(config: Path, out_dir: Path) -> bool:
-    """A config with `study: dependable` or `study: calibrag` runs that study instead of an AwF grid."""
-    import yaml
-
-    from verirag.experiments import calibrag_study, dependable
-    try:
-        raw = yaml.safe_load(config.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        return False  # load_config reports it
-    if not dependable.is_study(raw):
-        return False
-    calibrag = calibrag_study.is_calibrag_study(raw)
-    cfg = (calibrag_study.parse_calibrag_study if calibrag else dependable.parse_study)(raw, str(config))
-    started = time.perf_counter()
-    with err.status("starting…") as status:
-        def stage(text: str) -> None:
-            status.update(escape(text) + "…")
-            if not err.is_terminal:  # a log file gets one line per stage instead of a spinner
-                err.print(f"[{time.perf_counter() - started:6.0f} s] {escape(text)}")
-        run = calibrag_study.run_calibrag_study if calibrag else dependable.run_study
-        result = run(cfg, out_dir, on_stage=stage)
-    if calibrag:
-        from verirag.experiments.calibrag_report import LABELS, _ci
-        for r in result["table1"]:
-            out.print(f"{r['dataset']} {LABELS.get(r['method'], r['method'])}: accuracy {_ci(r['accuracy'], 100, 1)}%, "
-                      f"AUROC {_ci(r.get('auroc'))}, ECE {_ci(r.get('ece'))}, Brier {_ci(r.get('brier'))}, "
-                      f"NLL {_ci(r.get('nll'))}, %NA {_ci(r['na'], 100, 1)}; against the guidance itself: AUROC "
-                      f"{_ci(r.get('auroc_answer'))}, ECE {_ci(r.get('ece_answer'))} ({r['n']} questions)")
-        for r in result["table2"]:
-            out.print(f"{r['dataset']} rerank {LABELS.get(r['reranker'], r['reranker'])}: guidance accuracy "
-                      f"{_ci(r['guidance_accuracy'], 100, 1)}% (vs Base {_ci(r.get('guidance_vs_base'), 100, 1)}), "
-                      f"decision accuracy {_ci(r['decision_accuracy'], 100, 1)}% "
-                      f"(vs Base {_ci(r.get('decision_vs_base'), 100, 1)})")
-    else:
-        for r in result["table1a"]:
-            out.print(f"{r['dataset']}/{r['retriever']}: m1 {r['test_m1']:.3f} (SE {r['test_m1_se']:.3f}), m2 "
-                      f"{r['test_m2']:.3f}; held-out coverage {r['coverage']:.3f} [{r['coverage_low']:.3f}, "
-                      f"{r['coverage_high']:.3f}]")
-        for r in result["table1b"]:
-            if "correct_delta" in r:
-                out.print(f"{r['dataset']}/{r['retriever']}: accuracy {r['correct_all']:.3f} -> "
-                          f"{r['correct_filtered']:.3f} with the filter ({r['n']} questions)")
-    out.print(f"study done in {time.perf_counter() - started:.0f} s; report: {result['report']}")
-    return True
 
 
 @app.command("report")
@@ -451,32 +417,10 @@ def report_cmd(run_dir: Path = typer.Argument(..., help="A run directory written
                compare: list[str] = typer.Option([], "--compare", help="BASELINE:METHOD, repeatable: the "
                                                  "method minus the baseline, paired over the same examples "
                                                  "(beside the AwF paper's questions, compared by default).")):
-    """Rebuild summary, tables, figures and report.html from OUT/results.jsonl, without rerunning."""
-    from verirag.experiments.dependable import STUDY_FILE
-    if (run_dir / STUDY_FILE).is_file():  # a study's directory (dependable RAG, CalibRAG)
-        if compare:
-            raise InputError(f"--compare compares the methods of an eval run; {run_dir} holds a study")
-        from verirag.experiments.calibrag_report import build_calibrag_report
-        from verirag.experiments.dependable_report import build_study_report
-        try:
-            study = json.loads((run_dir / STUDY_FILE).read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError) as e:
-            raise InputError(f"{run_dir / STUDY_FILE} is not readable JSON: {e}") from None
-        if study.get("config", {}).get("study") == "calibrag":
-            from verirag.experiments.calibrag_study import retable, write_study
-            if study.get("questions"):  # the tables again from the per-question records, today's metrics
-                write_study(run_dir, retable(study))
-            out.print(f"report: {build_calibrag_report(run_dir, study)}")
-            return
-        out.print(f"report: {build_study_report(run_dir, study)}")
-        return
-    from verirag.experiments.comparisons import parse_pair
-    from verirag.experiments.report import build_report
-    try:
-        pairs = [parse_pair(c) for c in compare]
-    except ValueError as e:
-        raise InputError(str(e)) from None
-    out.print(f"report: {build_report(run_dir, pairs)}")
+    """Rebuild summary, tables, figures and report.html from OUT/results.jsonl (or a study's OUT/study.json),
+    without rerunning."""
+    from verirag.experiments.commands import rebuild_report
+    out.print(f"report: {rebuild_report(run_dir, compare)}")
 
 
 @app.command()
@@ -492,7 +436,7 @@ def calibrate(run_dir: Path = typer.Argument(..., help="A run directory written 
                                                              "`verirag ask --threshold FILE`.")):
     """Fit the faithfulness threshold for a target precision or action rate on an eval run's labels."""
     from verirag.calibration import ThresholdController
-    from verirag.experiments.operating_point import fit_threshold
+    from verirag.experiments.grid.operating_point import fit_threshold
     if (precision is None) == (action_rate is None):
         raise InputError("give exactly one of --precision P or --action-rate R")
     try:
@@ -535,7 +479,7 @@ def train_lookback_cmd(
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from verirag.experiments import lookback_training as lt
-    from verirag.experiments.records import ResultStore
+    from verirag.experiments.grid.records import ResultStore
     if variant not in ("cw", "fc"):
         raise InputError(f"--variant must be cw or fc, got {variant!r}")
     total = sum(1 for r in ResultStore(run_dir).load() if r.method == method

@@ -198,7 +198,7 @@ def collect_samples(run_dir: str | Path, *, method: str = "vanilla", model: str 
     from verirag.awf.compose import ComposedMethod, build_method
     from verirag.awf.spec import MethodSpec
     from verirag.datasets import load_dataset
-    from verirag.experiments.records import ResultStore
+    from verirag.experiments.grid.records import ResultStore
     from verirag.llm.factory import load_llm
 
     if label not in LABELS:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Union
 
 from ..errors import InputError
-from ..types import Passage, ScoredPassage
+from ..types import Example, Passage, ScoredPassage
 from . import chunking
 from .base import check_k
 from .bm25 import BM25Retriever
@@ -299,3 +299,21 @@ def _read_passages(path: Path) -> list[Passage]:
     except (OSError, UnicodeDecodeError) as e:
         raise InputError(f"cannot read index file {path} ({e})") from e
     return passages
+
+
+def pooled_passages(examples: Sequence[Example]) -> list[Passage]:
+    """Every passage of the examples once: the one corpus a deployment would retrieve from."""
+    return list({p.id: p for ex in examples for p in ex.passages}.values())
+
+
+def index_or_pooled(examples: Sequence[Example], index: str | os.PathLike[str] | None = None, *,
+                    kind: str = "bm25", source: str = "the data") -> Index:
+    """The index saved at `index`, or else one of `kind` over the examples' pooled passages, unchunked
+    (the pool holds every question's passages, held-out ones included: it stands for the one corpus
+    a deployment retrieves from). `source` names the examples in the error when none has a passage."""
+    if index is not None:
+        return Index.load(index)
+    pooled = pooled_passages(examples)
+    if not pooled:
+        raise InputError(f"{source} has no passages to pool: give an index (`verirag index`)")
+    return Index.build(pooled, kind=kind, chunk_words=None)

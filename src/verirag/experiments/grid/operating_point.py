@@ -12,7 +12,7 @@ import numpy as np
 from verirag.calibration import ThresholdController
 from verirag.calibration.threshold_file import FittedThreshold
 from verirag.errors import InputError
-from verirag.experiments.records import ResultStore
+from verirag.experiments.grid.records import ResultStore
 
 
 def fit_threshold(run_dir: str | Path, *, model: str, method: str, dataset: str | None = None,

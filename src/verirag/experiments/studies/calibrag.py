@@ -1,4 +1,5 @@
-"""The CalibRAG study (Jang et al.): Table 1 (calibration baselines) and Table 2 (rerankers).
+"""The CalibRAG study (Jang et al., "Calibrated Decision-Making through LLM-Assisted Retrieval"):
+Table 1 (calibration baselines) and Table 2 (rerankers).
 
     verirag eval configs/calibrag-small.yaml --out runs/calibrag-small
 
@@ -43,23 +44,18 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, model_validator
 
 from verirag.errors import InputError
-from verirag.jsonio import write_json
-
-STUDY_FILE = "study.json"
+from verirag.experiments.schema import StrictModel, validate_config
+from verirag.experiments.studies.common import one_per_group, write_study
 TABLE1_ROWS = ("base", "verbal_number", "verbal_linguistic", "probe", "calibrag", "calibrag_requery")
 TABLE2_ROWS = ("base", "llm_rerank", "relevance_ce", "calibrag")
 NOT_STATED = "not stated"
 NLL_CLIP = 0.01
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class TestDataset(_Strict):
+class TestDataset(StrictModel):
     name: str
     n: int = Field(50, ge=1)
     seed: int = 0
@@ -67,7 +63,7 @@ class TestDataset(_Strict):
     options: dict[str, Any] = Field(default_factory=dict)
 
 
-class TrainSpec(_Strict):
+class TrainSpec(StrictModel):
     dataset: str = "nq"
     n: int = Field(100, ge=2)
     seed: int = 0
@@ -82,13 +78,13 @@ class TrainSpec(_Strict):
     probe_pairs: int = Field(400, ge=0)   # 0: no probe row
 
 
-class BootstrapSpec(_Strict):
+class BootstrapSpec(StrictModel):
     n_resamples: int = Field(1000, ge=10)
     confidence: float = Field(0.95, gt=0, lt=1)
     seed: int = 0
 
 
-class CalibragStudyConfig(_Strict):
+class CalibragStudyConfig(StrictModel):
     study: Literal["calibrag"]
     name: str = "calibrag"
     model: str = "qwen2.5-0.5b"
@@ -117,38 +113,14 @@ class CalibragStudyConfig(_Strict):
         return self
 
 
-def is_calibrag_study(raw: Any) -> bool:
-    return isinstance(raw, dict) and raw.get("study") == "calibrag"
-
-
-def parse_any_study(raw: Any, source_name: str = "config"):
-    """The study config `raw` names (`study: dependable` or `study: calibrag`), validated."""
-    from verirag.experiments.dependable import parse_study
-    return (parse_calibrag_study if is_calibrag_study(raw) else parse_study)(raw, source_name)
-
-
 def parse_calibrag_study(raw: Any, source_name: str = "config") -> CalibragStudyConfig:
-    try:
-        return CalibragStudyConfig.model_validate(raw)
-    except ValidationError as e:
-        problems = "; ".join(f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors())
-        raise InputError(f"{source_name}: {len(e.errors())} problem(s): {problems}") from None
+    return validate_config(CalibragStudyConfig, raw, source_name)
 
 
 # ------------------------------------------------------------------------------------ data
 def _load(name: str, n: int | None, seed: int, path: str | None, options: dict) -> list:
     from verirag.datasets import load_dataset
     return load_dataset(name, path, n=n, seed=seed, **options)
-
-
-def one_per_group(examples: list) -> list:
-    seen, out = set(), []
-    for ex in examples:
-        g = ex.group or ex.id
-        if g not in seen:
-            seen.add(g)
-            out.append(ex)
-    return out
 
 
 def split_train_test(examples: list, n_train: int, seed: int) -> tuple[list, list]:
@@ -175,8 +147,7 @@ def run_calibrag_study(cfg: CalibragStudyConfig, out_dir: str | Path, *,
                        on_stage: Callable[[str], None] | None = None) -> dict[str, Any]:
     from verirag.experiments.forecaster_labels import label_pairs
     from verirag.llm.factory import load_llm
-    from verirag.retrieval import Index
-    from verirag.retrieval.trust_calibration import pooled_passages
+    from verirag.retrieval.index import index_or_pooled
     stage = on_stage or (lambda _s: None)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -201,7 +172,7 @@ def run_calibrag_study(cfg: CalibragStudyConfig, out_dir: str | Path, *,
     indexes = {}
     for name, exs in corpora.items():
         stage(f"indexing {name} ({cfg.retrieval})")
-        indexes[name] = Index.build(pooled_passages(exs), kind=cfg.retrieval, chunk_words=None)
+        indexes[name] = index_or_pooled(exs, kind=cfg.retrieval, source=name)
 
     stage(f"loading {cfg.model}")
     llm = load_llm(cfg.model, n_ctx=cfg.n_ctx)
@@ -229,14 +200,9 @@ def run_calibrag_study(cfg: CalibragStudyConfig, out_dir: str | Path, *,
                                          for records in per_dataset.values() for r in records)}
     retable(result, cfg)
     write_study(out_dir, result)
-    from verirag.experiments.calibrag_report import build_calibrag_report
+    from verirag.experiments.report.calibrag import build_calibrag_report
     result["report"] = str(build_calibrag_report(out_dir, result))
     return result
-
-
-def write_study(out_dir: Path, result: dict[str, Any]) -> None:
-    """DIR/study.json as strict JSON, replaced in one step (a killed write leaves the old file)."""
-    write_json(out_dir / STUDY_FILE, result)
 
 
 def retable(result: dict[str, Any], cfg: CalibragStudyConfig | None = None) -> dict[str, Any]:
@@ -246,10 +212,7 @@ def retable(result: dict[str, Any], cfg: CalibragStudyConfig | None = None) -> d
         boot, llm_rerank = cfg.bootstrap, cfg.llm_rerank
     else:   # only what the tables read: the stored config is a full dump, not what the user wrote
         stored = result.get("config") or {}
-        try:
-            boot = BootstrapSpec.model_validate(stored.get("bootstrap") or {})
-        except ValidationError as e:
-            raise InputError(f"study.json config: bootstrap: {e.errors()[0]['msg']}") from None
+        boot = validate_config(BootstrapSpec, stored.get("bootstrap") or {}, "study.json config: bootstrap")
         llm_rerank = bool(stored.get("llm_rerank", True))
     result["table1"], result["table2"] = [], []
     for name, records in (result.get("questions") or {}).items():

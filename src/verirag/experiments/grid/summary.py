@@ -53,7 +53,7 @@ from typing import Any
 import numpy as np
 
 from verirag.calibration import ThresholdTarget, cross_fit_target
-from verirag.experiments.records import ResultRecord
+from verirag.experiments.grid.records import ResultRecord
 from verirag.metrics.awf import (awf_counts, awf_scores, best_f1, best_f1_statistic, f1_statistic,
                                  hard_pr_auc_statistic, pr_auc_statistic, random_pr_auc)
 from verirag.metrics.stats import group_bootstrap_intervals
@@ -194,7 +194,8 @@ def _cell_statistic(a: dict[str, np.ndarray], v: np.ndarray, hard: bool):
 
 
 # --------------------------------------------------------------------------- one row
-def _is_hard(recs: list[ResultRecord]) -> bool:
+def is_hard(recs: list[ResultRecord]) -> bool:
+    """Every record of the cell is a hard-label method's (0 / 1 scores): scored by its label, not by a curve."""
     return bool(recs) and all(r.hard for r in recs)
 
 
@@ -219,7 +220,7 @@ def summarize_cell(recs: list[ResultRecord], target: ThresholdTarget,
     """The summary row of one (dataset, model, method) cell; see the module docstring."""
     r0 = recs[0]
     a = record_arrays(recs)
-    n, hard = len(recs), _is_hard(recs)
+    n, hard = len(recs), is_hard(recs)
     s, V, A = a["score"], a["faithful"], a["answerable"]
     v, thr, notes = _decisions(target, a, boot["seed"])
     row: dict[str, Any] = {

@@ -1,15 +1,15 @@
-"""The report of one run directory, rebuilt from DIR/results.jsonl and DIR/run.json alone.
+"""The AwF grid's report of one run directory, rebuilt from DIR/results.jsonl and DIR/run.json alone.
 
 `build_report(DIR)` writes into DIR:
-- summary.csv, summary.json: one row per dataset x model x method (`experiments.summary`);
-- spent.json: what the run spent per dataset x model (`experiments.summary.spent_by_unit`);
+- summary.csv, summary.json: one row per dataset x model x method (`grid.summary`);
+- spent.json: what the run spent per dataset x model (`grid.summary.spent_by_unit`);
 - applications.json: No-RAG fallback and switch-to-larger results with their curves, when
-  run.json configures them (`experiments.applications`);
-- comparisons.json: paired differences between methods (`experiments.comparisons`: the AwF
+  run.json configures them (`grid.applications`);
+- comparisons.json: paired differences between methods (`grid.comparisons`: the AwF
   paper's questions by default, and the pairs of `verirag report --compare BASELINE:METHOD`);
-- tables/*.md and tables/*.tex: the tables of `experiments.tables`;
-- figures/*.png: the figures of `experiments.plots`;
-- report.html: one self-contained page (inline CSS, images as base64 data URIs, no external
+- tables/*.md and tables/*.tex: the tables of `report.tables`;
+- figures/*.png: the figures of `report.plots`;
+- report.html: one self-contained page (`report.page`: inline CSS, images as data URIs, no external
   URL) with the run name, counts, an error summary, the tables and the figures.
 
 run.json keys, all optional (defaults in brackets): name [the directory name], threshold
@@ -19,10 +19,8 @@ run.json keys, all optional (defaults in brackets): name [the directory name], t
 """
 from __future__ import annotations
 
-import base64
 import html
 import json
-import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -30,29 +28,25 @@ from typing import Any
 
 
 from verirag.errors import InputError
-from verirag.experiments import plots
-from verirag.experiments.applications import no_rag_fallback, switch_to_larger
-from verirag.experiments.comparisons import DEFAULT_PAIRS, compare_methods
-from verirag.experiments.records import RESULTS_FILE, ResultRecord, ResultStore
-from verirag.experiments.summary import (bootstrap_settings, group_records, record_arrays, spent_by_unit,
-                                         summarize, write_summary)
-from verirag.experiments.tables import (Table, awf_tables, comparison_table, cost_table, fallback_table,
-                                        method_label, summary_table, switch_table)
+from verirag.experiments.report import plots
+from verirag.experiments.grid.applications import no_rag_fallback, switch_to_larger
+from verirag.experiments.grid.comparisons import DEFAULT_PAIRS, compare_methods
+from verirag.experiments.grid.records import RESULTS_FILE, ResultRecord, ResultStore
+from verirag.experiments.grid.summary import (bootstrap_settings, group_records, is_hard, record_arrays,
+                                              spent_by_unit, summarize, write_summary)
+from verirag.experiments.report.page import REPORT_FILE, save_figure, write_page
+from verirag.experiments.report.tables import (Table, awf_tables, comparison_table, cost_table, fallback_table,
+                                               method_label, slug, summary_table, switch_table, write_tables)
 from verirag.jsonio import write_json
 
 __all__ = ["build_report", "load_run", "REPORT_FILE", "RUN_FILE"]
 
-REPORT_FILE = "report.html"
 RUN_FILE = "run.json"
 # bootstrap resamples behind the figures' bands: enough for a visual 95% band, and it keeps a
 # report of ~20k records within seconds (the tables use the configured number)
 FIGURE_RESAMPLES = 200
 
 Cells = dict[tuple[str, str, str], list[ResultRecord]]
-
-
-def _slug(*parts: str) -> str:
-    return "_".join(re.sub(r"[^A-Za-z0-9.+-]+", "-", p).strip("-") or "x" for p in parts)
 
 
 # --------------------------------------------------------------------------- input
@@ -148,46 +142,28 @@ def _figures(cells: Cells, fallbacks, switches, rate: float, boot: Mapping[str, 
             if (d, m) != (ds, model):
                 continue
             a = record_arrays(recs)
-            hard = all(r.hard for r in recs)
+            hard = is_hard(recs)
             pr[method_label(meth)] = (a["score"], a["faithful"], a["answerable"], hard, list(a["group"]))
             if not hard:
                 rel[method_label(meth)] = (a["score"], a["faithful"])
-        figs.append((f"awf_pr_{_slug(ds, model)}.png", f"AwF and QPP precision-recall, {ds}, {model}",
+        figs.append((f"awf_pr_{slug(ds, model)}.png", f"AwF and QPP precision-recall, {ds}, {model}",
                      plots.awf_pr_figure(pr, f"{ds} · {model}", colors=colors, **fb_boot)))
         if rel:
-            figs.append((f"reliability_{_slug(ds, model)}.png", f"Reliability of the scores, {ds}, {model}",
+            figs.append((f"reliability_{slug(ds, model)}.png", f"Reliability of the scores, {ds}, {model}",
                          plots.reliability_figure(rel, f"Reliability · {ds} · {model}", colors=colors)))
     for ds, model in sorted({(d, m) for d, m, _, _ in fallbacks}):
         res = {method_label(meth): r for d, m, meth, r in fallbacks if (d, m) == (ds, model)}
-        figs.append((f"fallback_{_slug(ds, model)}.png", f"No-RAG fallback, {ds}, {model}",
+        figs.append((f"fallback_{slug(ds, model)}.png", f"No-RAG fallback, {ds}, {model}",
                      plots.fallback_figure(res, f"No-RAG fallback · {ds} · {model}", colors=colors)))
     for ds in sorted({d for d, *_ in switches}):
         res = {method_label(meth): r for d, _, _, meth, r in switches if d == ds}
         small, large = next((s, lg) for d, s, lg, _, _ in switches if d == ds)
-        figs.append((f"switch_{_slug(ds)}.png", f"Switch {small} → {large}, {ds}",
+        figs.append((f"switch_{slug(ds)}.png", f"Switch {small} → {large}, {ds}",
                      plots.switch_figure(res, rate, f"Switch {small} → {large} · {ds}", colors=colors)))
     return figs
 
 
 # --------------------------------------------------------------------------- HTML
-_CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em auto;
-max-width:1200px;padding:0 1em;color:#222;line-height:1.4}
-h1{font-size:1.6em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}
-h3{font-size:1.05em}
-table.t{border-collapse:collapse;font-size:.82em;margin:.5em 0}
-table.t th,table.t td{border-bottom:1px solid #e3e3e3;padding:.25em .6em;text-align:left}
-table.t th{border-bottom:2px solid #555;background:#f6f6f6}
-table.t td.n{text-align:right;white-space:nowrap}
-table.t tr.sec td{font-style:italic;background:#fafafa;font-weight:600}
-.ci{color:#777;font-size:.85em}.cap{color:#555;font-size:.85em;max-width:60em}
-.warn{background:#fff6e0;border-left:4px solid #e0a000;padding:.4em .8em}
-figure{margin:1em 0}figure img{max-width:100%;border:1px solid #eee}
-figcaption{color:#555;font-size:.85em}
-code{background:#f3f3f3;padding:0 .2em}
-"""
-
-
 def _error_summary(records: list[ResultRecord], n_first: int = 3) -> Table:
     by: dict[tuple[str, str], list[ResultRecord]] = defaultdict(list)
     for r in records:
@@ -204,7 +180,7 @@ def _error_summary(records: list[ResultRecord], n_first: int = 3) -> Table:
                  rows=rows, caption="A record with an error keeps score 0 and stays in every denominator.")
 
 
-def _html_page(cfg, records, skipped, tables: list[Table], figs, warnings: list[str]) -> str:
+def _page_parts(cfg, records, skipped, tables: list[Table], figs, warnings: list[str], fig_dir: Path) -> list[str]:
     esc = html.escape
     name = str(cfg.get("name", "run"))
     datasets = defaultdict(set)
@@ -213,9 +189,7 @@ def _html_page(cfg, records, skipped, tables: list[Table], figs, warnings: list[
     models = sorted({r.model for r in records})
     methods = sorted({r.method for r in records})
     n_err = sum(1 for r in records if r.error)
-    parts = [f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>verirag report: "
-             f"{esc(name)}</title><style>{_CSS}</style></head><body>",
-             f"<h1>verirag report: {esc(name)}</h1>", "<h2>Run</h2><ul>",
+    parts = [f"<h1>verirag report: {esc(name)}</h1>", "<h2>Run</h2><ul>",
              f"<li>{len(records)} result records; {len(datasets)} dataset(s): "
              + ", ".join(f"{esc(d)} ({len(ids)} examples)" for d, ids in sorted(datasets.items())) + "</li>",
              f"<li>models: {', '.join(esc(m) for m in models)}</li>",
@@ -232,12 +206,8 @@ def _html_page(cfg, records, skipped, tables: list[Table], figs, warnings: list[
     parts.append("<h2>Tables</h2>")
     parts += [t.to_html() for t in tables]
     parts.append("<h2>Figures</h2>")
-    for fname, caption, png in figs:
-        data = base64.b64encode(png).decode("ascii")
-        parts.append(f'<figure><img alt="{esc(caption)}" src="data:image/png;base64,{data}">'
-                     f"<figcaption>{esc(caption)} ({esc(fname)})</figcaption></figure>")
-    parts.append("</body></html>\n")
-    return "\n".join(parts)
+    parts += [save_figure(fig_dir, fname, caption, png) for fname, caption, png in figs]
+    return parts
 
 
 # --------------------------------------------------------------------------- entry point
@@ -310,18 +280,9 @@ def build_report(run_dir, compare: Sequence[tuple[str, str]] = ()) -> Path:
         tables.append(fallback_table([(ds, m, meth, r.to_dict()) for ds, m, meth, r in fallbacks]))
     if switches:
         tables.append(switch_table([(ds, s, lg, meth, r.to_dict()) for ds, s, lg, meth, r in switches]))
-    tdir = d / "tables"
-    tdir.mkdir(exist_ok=True)
-    for t in tables:
-        (tdir / f"{_slug(t.name)}.md").write_text(t.to_markdown(), encoding="utf-8")
-        (tdir / f"{_slug(t.name)}.tex").write_text(t.to_latex(), encoding="utf-8")
+    write_tables(d, tables)
 
     figs = _figures(cells, fallbacks, switches, rate, boot)
-    fdir = d / "figures"
-    fdir.mkdir(exist_ok=True)
-    for fname, _, png in figs:
-        (fdir / fname).write_bytes(png)
 
-    out = d / REPORT_FILE
-    out.write_text(_html_page(cfg, records, skipped, tables, figs, warnings), encoding="utf-8")
-    return out
+    return write_page(d / REPORT_FILE, f"verirag report: {cfg.get('name', 'run')}",
+                      _page_parts(cfg, records, skipped, tables, figs, warnings, d / "figures"))

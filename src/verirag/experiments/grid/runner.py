@@ -13,7 +13,7 @@ Failures never vanish:
 
 Examples of one model run one after another on llama.cpp (one model instance is not thread-safe,
 and it already uses every core); HTTP backends run `concurrency` examples in flight. Ray takes the
-same work units with `executor="ray"` (verirag.experiments.executors).
+same work units with `executor="ray"` (verirag.experiments.grid.executors).
 """
 from __future__ import annotations
 
@@ -22,14 +22,16 @@ import json
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from verirag.errors import InputError, VeriragError, is_outage
-from verirag.experiments.config import ExperimentConfig
+from verirag.experiments.grid.config import ExperimentConfig
+from verirag.experiments.grid.executors import get_executor
 from verirag.experiments.ground_truth import GroundTruth
 from verirag.awf.spec import MethodSpec
-from verirag.experiments.records import ResultRecord, ResultStore, record_key
+from verirag.experiments.grid.records import ResultRecord, ResultStore, record_key
 from verirag.llm.metered import MeteredLLM
 from verirag.types import Example
 
@@ -239,7 +241,6 @@ def run_experiment(cfg: ExperimentConfig, out_dir: str | Path, *, executor: str 
     outcome = RunOutcome(out_dir=out_dir)
     total = sum(u.size for u in units)
 
-    from verirag.experiments.executors import get_executor
     with _progress(progress, total) as advance:
         def emit(rec: ResultRecord) -> None:
             store.append(rec)
@@ -252,7 +253,8 @@ def run_experiment(cfg: ExperimentConfig, out_dir: str | Path, *, executor: str 
             outcome.skipped += n
             advance(n)
 
-        get_executor(executor).run(cfg, units, done, llm_factory, emit, skip, advance, outcome.failures)
+        get_executor(executor).run(units, done, partial(UnitRunner, cfg, llm_factory=llm_factory), emit, skip,
+                                   advance, outcome.failures)
     for f in outcome.failures:
         _append_failure(out_dir, f)
     return outcome

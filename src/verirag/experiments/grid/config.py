@@ -30,20 +30,17 @@ that dataset's `method_options` and the generation `max_tokens` where they take 
 from __future__ import annotations
 
 import copy
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, get_args
 
-import yaml
-from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints,
-                      ValidationError, ValidationInfo, field_validator, model_validator)
-from pydantic.fields import FieldInfo
-from pydantic_core import InitErrorDetails, PydanticCustomError
+from pydantic import (AfterValidator, BeforeValidator, ConfigDict, Field, StringConstraints, ValidationError,
+                      ValidationInfo, field_validator, model_validator)
 
 from verirag.awf.spec import MethodSpec, _keywords, check_name, split_name
 from verirag.errors import InputError
+from verirag.experiments.schema import StrictModel, fail, listing, read_yaml, shown, validate_config
 
 MatchRule = Literal["recall_or_substring", "recall", "substring", "em", "llm"]
 MATCH_RULES = get_args(MatchRule)
@@ -51,81 +48,7 @@ NO_RAG_METHOD = "no_context"
 THRESHOLD_METHODS = ("bonferroni", "fixed_sequence")
 
 
-# =========================================================================== messages
-def _fail(problems: list[tuple[tuple, str, Any]]) -> None:
-    """Raise [(place, message, value)] as one ValidationError, placed under the field validated."""
-    if problems:
-        raise ValidationError.from_exception_data("config", [
-            InitErrorDetails(type=PydanticCustomError("verirag", msg), loc=tuple(loc), input=v)
-            for loc, msg, v in problems])
-
-
-def _got(v: Any) -> str:
-    """A value as a message shows it: null, true, 0.5, text 'x', a list [1]."""
-    if v is None or isinstance(v, bool):
-        return json.dumps(v)
-    s = repr(v) if len(repr(v)) <= 60 else repr(v)[:57] + "..."
-    if isinstance(v, (int, float)):
-        return s
-    return f"{ {str: 'text', list: 'a list', dict: 'a mapping'}.get(type(v), type(v).__name__)} {s}"
-
-
-def _listing(names: Any) -> str:
-    return ", ".join(sorted(names)) or "none"
-
-
-def _schema_at(loc: tuple) -> tuple[type[BaseModel] | None, FieldInfo | None]:
-    """The model that holds the last key of `loc`, and that key's field (None where unknown)."""
-    def model_in(tp: Any) -> type[BaseModel] | None:
-        if isinstance(tp, type) and issubclass(tp, BaseModel):
-            return tp
-        return next(filter(None, map(model_in, get_args(tp))), None)
-    model, parent, info = _Config, None, None
-    for part in (p for p in loc if isinstance(p, str)):
-        parent, info = model, model.model_fields.get(part) if model else None
-        model = model_in(info.annotation) if info else None
-    return parent, info
-
-
-def _bounds(info: FieldInfo | None) -> str | None:
-    """What a bounded number field takes (this schema bounds integers below, numbers on both sides)."""
-    b = {k: getattr(m, k) for m in (info.metadata if info else ()) for k in ("gt", "ge", "lt", "le")
-         if getattr(m, k, None) is not None}
-    if set(b) == {"ge"}:
-        return f"must be an integer >= {b['ge']}"
-    if len(b) == 2:
-        return (f"must be a number in {'(' if 'gt' in b else '['}{b.get('gt', b.get('ge')):g}, "
-                f"{b.get('lt', b.get('le')):g}{')' if 'lt' in b else ']'}")
-    return None
-
-
-_SAY = {"model_type": "must be a mapping (key: value)", "dict_type": "must be a mapping (key: value)",
-        "list_type": "must be a non-empty list",
-        "string_type": "must be non-empty text", "string_too_short": "must be non-empty text",
-        "int_type": "must be an integer", "float_type": "must be a number", "finite_number": "must be a finite number"}
-
-
-def _problem(err: dict[str, Any]) -> str:
-    """One pydantic error as "place: message", in the words of this file."""
-    loc, kind, got = err["loc"], err["type"], f", got {_got(err['input'])}"
-    if kind == "verirag":
-        msg, got = err["msg"], ""
-    elif kind == "value_error":
-        msg, got = str(err["ctx"]["error"]), ""
-    elif kind == "missing":
-        msg, got = "is required", ""
-    elif kind == "extra_forbidden":
-        msg, got = f"unknown key (expected one of: {_listing(_schema_at(loc)[0].model_fields)})", ""
-    elif kind == "invalid_key" or loc[-1:] == ("[key]",):  # a mapping's key that is not text
-        loc, msg = loc[:-1] if kind == "invalid_key" else loc[:-2], "keys must be text"
-    elif kind == "literal_error":
-        msg = "must be one of " + err["ctx"]["expected"].replace("'", "").replace(" or ", ", ")
-    else:
-        msg = _bounds(_schema_at(loc)[1]) or _SAY.get(kind, err["msg"])
-    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc)[1:]  # datasets[1].n
-    return f"{where or '(top level)'}: {msg}{got}"
-
-
+# =========================================================================== validation context
 def _ctx(info: ValidationInfo) -> dict[str, Any]:
     """What fields validated earlier (models, methods) left for the fields that refer to them."""
     return info.context if isinstance(info.context, dict) else {}
@@ -137,14 +60,14 @@ def _plain_problem(v: Any, depth: int = 0) -> str | None:
     if depth > 32:
         return "is nested too deeply (or refers to itself)"
     if isinstance(v, float) and not math.isfinite(v):
-        return f"must be a finite number, got {_got(v)}"
+        return f"must be a finite number, got {shown(v)}"
     if isinstance(v, dict) and not all(isinstance(k, str) for k in v):
         return "mapping keys must be text"
     if isinstance(v, (list, dict)):
         return next(filter(None, (_plain_problem(x, depth + 1) for x in (v.values() if isinstance(v, dict) else v))),
                     None)
     ok = v is None or isinstance(v, (str, int, float))
-    return None if ok else f"must be text, a number, true/false, a list or a mapping, got {_got(v)}"
+    return None if ok else f"must be text, a number, true/false, a list or a mapping, got {shown(v)}"
 
 
 def _option_defaults(name: str) -> dict[str, Any]:
@@ -163,9 +86,9 @@ def _option_problems(opts: dict[str, Any], defaults: dict[str, Any], unknown: st
         for t, want in ((bool, "true or false"), (int, "an integer"), (float, "a number"), (str, "text")):
             if isinstance(d, t):
                 ok = isinstance(v, (int, float) if t is float else t) and (t is bool or not isinstance(v, bool))
-                return None if ok else f"must be {want}, got {_got(v)}"
+                return None if ok else f"must be {want}, got {shown(v)}"
         return None
-    _fail([((k,), f"{unknown} {k!r} ({takes}: {_listing(defaults)})", v) for k, v in opts.items() if k not in defaults]
+    fail([((k,), f"{unknown} {k!r} ({takes}: {listing(defaults)})", v) for k, v in opts.items() if k not in defaults]
           + [((k,), p, v) for k, v in opts.items() if k in defaults and (p := wrong(v, defaults[k]))])
 
 
@@ -177,7 +100,7 @@ def method_entry(entry: Any) -> MethodSpec:
     at = () if isinstance(entry, str) else ("name",)  # where a problem with the name is
     entry = {"name": entry} if isinstance(entry, str) else entry
     if not isinstance(entry, dict):
-        _fail([((), f"must be a method name or a mapping {{name: METHOD, OPTION: VALUE, ...}}, got {_got(entry)}",
+        fail([((), f"must be a method name or a mapping {{name: METHOD, OPTION: VALUE, ...}}, got {shown(entry)}",
                 entry)])
     name, label = entry.get("name"), entry.get("label")
     opts = {k: v for k, v in entry.items() if k not in ("name", "label")}
@@ -186,15 +109,15 @@ def method_entry(entry: Any) -> MethodSpec:
     if "name" not in entry:
         problems.append((at, "is required: a method entry is {name: METHOD, OPTION: VALUE, ...}", None))
     elif not isinstance(name, str) or not name.strip():
-        problems.append((at, f"must be a method name, got {_got(name)}", name))
+        problems.append((at, f"must be a method name, got {shown(name)}", name))
     if label is not None and (not isinstance(label, str) or not label.strip()):
-        problems.append((("label",), f"must be non-empty text, got {_got(label)}", label))
-    _fail(problems)
+        problems.append((("label",), f"must be non-empty text, got {shown(label)}", label))
+    fail(problems)
     name = name.strip()
     try:
         defaults = _option_defaults(name)
     except InputError as e:
-        _fail([(at, str(e), name)])
+        fail([(at, str(e), name)])
     _option_problems(opts, defaults, f"method {name!r} takes no option")
     return MethodSpec(name, opts, (label or "").strip())
 
@@ -206,7 +129,7 @@ def _application_method(v: Any, info: ValidationInfo) -> MethodSpec:
         return by_label[v.strip()]
     spec = method_entry(v)
     if by_label.get(spec.label, spec) != spec:
-        _fail([(("label",) if isinstance(v, dict) else (), f"label {spec.label!r} is already used by a method "
+        fail([(("label",) if isinstance(v, dict) else (), f"label {spec.label!r} is already used by a method "
                 "in `methods` with other options: give this one its own `label`", v)])
     return spec
 
@@ -214,7 +137,7 @@ def _application_method(v: Any, info: ValidationInfo) -> MethodSpec:
 # =========================================================================== the schema
 def _distinct(v: list[str]) -> list[str]:
     first: dict[str, int] = {}
-    _fail([((i,), f"{x!r} appears twice (also at [{first[x]}])", x)
+    fail([((i,), f"{x!r} appears twice (also at [{first[x]}])", x)
            for i, x in enumerate(v) if first.setdefault(x, i) != i])
     return v
 
@@ -223,13 +146,13 @@ def _in_models(v: Any, info: ValidationInfo) -> Any:
     """Model specs (one, or a list) that must be among the config's `models`."""
     models = _ctx(info).get("models")
     if models is not None:
-        _fail([((i,) if isinstance(v, list) else (), f"{m!r} is not one of `models`", m)
+        fail([((i,) if isinstance(v, list) else (), f"{m!r} is not one of `models`", m)
                for i, m in enumerate(v if isinstance(v, list) else [v]) if m not in models])
     return v
 
 
 def _plain_options(v: dict[str, Any]) -> dict[str, Any]:
-    _fail([((k,), p, x) for k, x in v.items() if (p := _plain_problem(x))])
+    fail([((k,), p, x) for k, x in v.items() if (p := _plain_problem(x))])
     return copy.deepcopy(v)
 
 
@@ -238,7 +161,7 @@ def _listed(kinds: tuple[type, ...], what: str, each: Any = lambda x: x) -> Befo
     def check(v: Any) -> Any:
         v = [v] if isinstance(v, kinds) else v
         if not isinstance(v, list) or not v:
-            raise ValueError(f"must be a non-empty list of {what}, got {_got(v)}")
+            raise ValueError(f"must be a non-empty list of {what}, got {shown(v)}")
         return [each(x) for x in v]
     return BeforeValidator(check)
 
@@ -249,10 +172,10 @@ Options = Annotated[dict[str, Any], AfterValidator(_plain_options)]
 AppMethod = Annotated[Any, AfterValidator(_application_method)]
 
 
-class _Section(BaseModel):
+class _Section(StrictModel):
     """A mapping with known keys; null stands for a key's default (except the `null_is_error` keys)."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, allow_inf_nan=False)
+    model_config = ConfigDict(strict=True, frozen=True, allow_inf_nan=False)
     null_is_error: ClassVar[frozenset[str]] = frozenset()
 
     @model_validator(mode="before")
@@ -280,7 +203,7 @@ class DatasetSpec(_Section):
         from verirag.datasets import dataset_names
         seen = _ctx(info).setdefault("datasets", set())
         if v not in dataset_names():
-            raise ValueError(f"unknown dataset {v!r} (known: {_listing(dataset_names())})")
+            raise ValueError(f"unknown dataset {v!r} (known: {listing(dataset_names())})")
         if v in seen:
             raise ValueError(f"dataset {v!r} appears twice (records are keyed by dataset name)")
         seen.add(v)
@@ -319,7 +242,7 @@ class _GroundTruth(_Section):
     @model_validator(mode="after")
     def _judge(self) -> _GroundTruth:
         if self.match == "llm" and not self.llm:
-            _fail([(("llm",), "match: llm needs the judge model spec in `llm`", None)])
+            fail([(("llm",), "match: llm needs the judge model spec in `llm`", None)])
         return self
 
 
@@ -387,7 +310,7 @@ class _Config(_Section):
     @classmethod
     def _name(cls, v: Any) -> str | None:
         if isinstance(v, bool) or not isinstance(v, (str, int, float)):
-            raise ValueError(f"must be text, got {_got(v)}")
+            raise ValueError(f"must be text, got {shown(v)}")
         return str(v).strip() or None
 
     @field_validator("models", mode="before")
@@ -421,7 +344,7 @@ class _Config(_Section):
                                  f"{what} (also methods[{j}]): entries of one method with different options "
                                  "need distinct labels, {name: ..., label: ..., OPTION: VALUE}", entry))
         _ctx(info).update(accepted_options=accepted, methods_by_label={k: s for k, (_, s) in first.items()})
-        _fail(problems)
+        fail(problems)
         return specs
 
 
@@ -493,14 +416,7 @@ class ExperimentConfig:
 # =========================================================================== entry points
 def parse_config(raw: Any, *, source_name: str = "config") -> ExperimentConfig:
     """Validate a config mapping; raise one InputError listing every problem with its place."""
-    if not isinstance(raw, dict):
-        raise InputError(f"{source_name}: the top level must be a mapping of {_listing(_Config.model_fields)}, "
-                         f"got {_got(raw)}")
-    try:
-        m = _Config.model_validate(raw, context={})
-    except ValidationError as e:
-        items = [_problem(err) for err in e.errors()]
-        raise InputError(f"{source_name}: {len(items)} problem(s): " + "; ".join(items)) from None
+    m = validate_config(_Config, raw, source_name, context={})
     apps: dict[str, dict[str, Any]] = {}
     app_methods: dict[str, MethodSpec] = {}
     if (fb := m.applications.no_rag_fallback) is not None:
@@ -521,26 +437,4 @@ def parse_config(raw: Any, *, source_name: str = "config") -> ExperimentConfig:
 
 def load_config(path: str | Path) -> ExperimentConfig:
     """Read and validate a YAML config; every way the file can be wrong is an InputError."""
-    p = Path(path)
-    try:
-        if p.is_dir():
-            raise InputError(f"{p} is a directory; give the config's YAML file")
-        if not p.is_file():
-            raise InputError(f"config file not found: {p}")
-        data = p.read_bytes()
-    except (OSError, ValueError) as e:
-        raise InputError(f"cannot read config {p}: {getattr(e, 'strerror', None) or e}") from None
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        line = data[:e.start].count(b"\n") + 1
-        raise InputError(f"{p}: not UTF-8 text (byte {e.start}, line {line}: {data[e.start:e.start + 1]!r}); "
-                         "save the config as UTF-8") from None
-    try:
-        raw = yaml.safe_load(text)
-    except (yaml.YAMLError, ValueError, OverflowError, TypeError, RecursionError) as e:  # also 2024-13-45, 10**5000
-        raise InputError(f"{p}: not valid YAML: {'nested too deeply' if isinstance(e, RecursionError) else e}") \
-            from None
-    if raw is None:
-        raise InputError(f"{p} is empty; a config names at least datasets, models and methods")
-    return parse_config(raw, source_name=str(p))
+    return parse_config(read_yaml(path), source_name=str(Path(path)))

@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from verirag.experiments.records import ResultRecord
-from verirag.experiments.summary import _is_hard, group_records, ranking_statistics, record_arrays
+from verirag.experiments.grid.records import ResultRecord
+from verirag.experiments.grid.summary import is_hard, group_records, ranking_statistics, record_arrays
 from verirag.metrics.stats import group_bootstrap_intervals
 
 __all__ = ["DEFAULT_PAIRS", "compare_methods", "parse_pair"]
@@ -66,8 +66,8 @@ def compare_methods(records: Iterable[ResultRecord], pairs: Sequence[tuple[str, 
                 continue
             by_a = {r.example_id: r for r in ra}
             arrays_a = record_arrays([by_a[e] for e in both])
-            fa = ranking_statistics(arrays_a, _is_hard(ra))
-            fb = ranking_statistics(record_arrays([by_b[e] for e in both]), _is_hard(rb))
+            fa = ranking_statistics(arrays_a, is_hard(ra))
+            fb = ranking_statistics(record_arrays([by_b[e] for e in both]), is_hard(rb))
 
             def statistic(ix: np.ndarray) -> dict[str, np.ndarray]:
                 res = {}

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from verirag.calibration import ThresholdTarget, cross_fit_target
-from verirag.experiments.records import ResultRecord
-from verirag.experiments.summary import (CI_METRICS, group_records, summarize, write_summary)
+from verirag.experiments.grid.records import ResultRecord
+from verirag.experiments.grid.summary import (CI_METRICS, group_records, summarize, write_summary)
 from verirag.metrics.awf import (awf_scores, best_f1, best_f1_statistic, pr_auc, qpp_precision,
                                  qpp_recall, random_pr_auc)
 from verirag.metrics.stats import bootstrap_ci
@@ -239,7 +239,7 @@ def test_write_summary(tmp_path):
 
 
 def test_costs_full_shared_and_spent():
-    from verirag.experiments.summary import spent_by_unit
+    from verirag.experiments.grid.summary import spent_by_unit
     a, b = rec(0, 0.9, 1, 1, method="vanilla", pt=100, ct=5), rec(0, 0.9, 1, 1, method="vanilla+llm_judge", pt=200, ct=5)
     # vanilla generated (half of it from the request cache); the judge method found that generation
     a.spent = {"calls": 1, "cache_hits": 1, "prompt_tokens": 100, "completion_tokens": 5,

@@ -1,4 +1,6 @@
-"""The dependable-RAG study (Geissler et al.): Table 1a, Figure 4, Table 1b, Figure 5, Figure 6.
+"""The dependable-RAG study (Geissler et al., "Towards Dependable RAG Using Factual Confidence
+Prediction": the conformal trust filter of retrieved chunks and the lookback-ratio factuality
+classifiers): Table 1a, Figure 4, Table 1b, Figure 5, Figure 6.
 
     verirag eval configs/dependable-small.yaml --out runs/dependable-small
 
@@ -37,12 +39,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, model_validator
 
 from verirag.errors import InputError
-from verirag.jsonio import write_json
-
-STUDY_FILE = "study.json"
+from verirag.experiments.schema import StrictModel, validate_config
+from verirag.experiments.studies.common import one_per_group, write_study
 # what a refusal says, read as one more passage by the K-Precision consistency
 ABSTENTION_WORDS = ("I don't know. __DONT_KNOW__ No answer. The passages, documents, context or information "
                     "provided do not contain, mention, give, provide or state the answer to this question; "
@@ -50,11 +51,7 @@ ABSTENTION_WORDS = ("I don't know. __DONT_KNOW__ No answer. The passages, docume
 RETRIEVERS = ("bm25", "dense", "hybrid")
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class StudyDataset(_Strict):
+class StudyDataset(StrictModel):
     name: str
     n: int | None = Field(None, ge=1)
     seed: int = 0
@@ -62,7 +59,7 @@ class StudyDataset(_Strict):
     options: dict[str, Any] = Field(default_factory=dict)
 
 
-class StudyGeneration(_Strict):
+class StudyGeneration(StrictModel):
     model: str = "qwen2.5-0.5b"
     n: int = Field(40, ge=0)
     retrievers: list[Literal["bm25", "dense", "hybrid"]] | None = None  # default: every study retriever
@@ -87,7 +84,7 @@ class StudyGeneration(_Strict):
         return self
 
 
-class StudyLookback(_Strict):
+class StudyLookback(StrictModel):
     attention_model: str | None = None   # default: hf: + the generation model
     # the classifiers' label: answer consistency (the paper's), correctness, or auto (consistency
     # when it is measured, else correctness)
@@ -100,7 +97,7 @@ class StudyLookback(_Strict):
     test_share: float = Field(0.4, gt=0, lt=1)
 
 
-class StudyConfig(_Strict):
+class DependableStudyConfig(StrictModel):
     study: Literal["dependable"]
     name: str = "dependable"
     datasets: list[StudyDataset]
@@ -115,16 +112,8 @@ class StudyConfig(_Strict):
     lookback: StudyLookback | None = Field(default_factory=StudyLookback)
 
 
-def is_study(raw: Any) -> bool:
-    return isinstance(raw, dict) and "study" in raw
-
-
-def parse_study(raw: Any, source_name: str = "config") -> StudyConfig:
-    try:
-        cfg = StudyConfig.model_validate(raw)
-    except ValidationError as e:
-        problems = "; ".join(f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors())
-        raise InputError(f"{source_name}: {len(e.errors())} problem(s): {problems}") from None
+def parse_dependable_study(raw: Any, source_name: str = "config") -> DependableStudyConfig:
+    cfg = validate_config(DependableStudyConfig, raw, source_name)
     if any(not 0 < a < 1 for a in cfg.alphas):
         raise InputError(f"{source_name}: alphas must lie in (0, 1)")
     if cfg.lookback is not None and cfg.lookback.label == "consistent" and cfg.generation.consistency == "none":
@@ -137,12 +126,11 @@ def parse_study(raw: Any, source_name: str = "config") -> StudyConfig:
 
 
 # ---------------------------------------------------------------------------------- the run
-def run_study(cfg: StudyConfig, out_dir: str | Path, *,
+def run_dependable_study(cfg: DependableStudyConfig, out_dir: str | Path, *,
               on_stage: Callable[[str], None] | None = None) -> dict[str, Any]:
     from verirag.datasets import load_dataset
-    from verirag.retrieval import Index
-    from verirag.retrieval.trust_calibration import (calibrate_retrieval, held_out_check, pooled_passages,
-                                                     split_holdout)
+    from verirag.retrieval.index import index_or_pooled
+    from verirag.retrieval.trust_calibration import calibrate_retrieval, held_out_check, split_holdout
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     say = on_stage or (lambda s: None)
@@ -166,11 +154,10 @@ def run_study(cfg: StudyConfig, out_dir: str | Path, *,
         say(f"{d.name}: loading")
         examples = load_dataset(d.name, d.path, n=d.n, seed=d.seed, **d.options)
         cal, test = split_holdout(examples, cfg.holdout, cfg.seed)
-        pooled = pooled_passages(examples)
         for kind in cfg.retrievers:
-            say(f"{d.name}: indexing {len(pooled)} passages ({kind})")
+            say(f"{d.name}: indexing the pooled passages ({kind})")
             with timed(f"{d.name}/{kind}/index"):
-                idx = Index.build(pooled, kind=kind, chunk_words=None)
+                idx = index_or_pooled(examples, kind=kind, source=d.name)
             say(f"{d.name}: calibrating {kind} on {len(cal)} questions")
             with timed(f"{d.name}/{kind}/calibrate"):
                 calib = calibrate_retrieval(cal, idx, k=cfg.k, alpha=cfg.alpha, beta=cfg.beta)
@@ -190,7 +177,7 @@ def run_study(cfg: StudyConfig, out_dir: str | Path, *,
                                           "m1_se": cov.m1_se, "m2": cov.m2, "m2_se": cov.m2_se})
             if answerer is not None and kind in (cfg.generation.retrievers or cfg.retrievers):
                 with timed(f"{d.name}/{kind}/answers"):
-                    rows = answerer.answer_all(_one_per_group(test, cfg.generation.n), idx, calib.filter,
+                    rows = answerer.answer_all(questions_with_references(test, cfg.generation.n), idx, calib.filter,
                                                d.name, kind, say)
                 result["answers"].extend(rows)
                 result["table1b"].append(quality_row(rows, d.name, kind, calib.filter.calibration_.m1,
@@ -199,36 +186,25 @@ def run_study(cfg: StudyConfig, out_dir: str | Path, *,
             if answerer is not None and lb is not None and lb.n and kind == lb.retriever:
                 # more filtered answers for the classifiers only (Figure 6 needs hundreds)
                 done = {r["example_id"] for r in result["answers"] if r["dataset"] == d.name and r["retriever"] == kind}
-                extra = [ex for ex in _one_per_group(test, lb.n) if ex.id not in done]
+                extra = [ex for ex in questions_with_references(test, lb.n) if ex.id not in done]
                 with timed(f"{d.name}/{kind}/lookback_answers"):
                     result["lookback_answers"].extend(answerer.answer_all(extra, idx, calib.filter, d.name,
                                                                           kind, say, unfiltered_too=False))
-        _save(out_dir, result)
+        write_study(out_dir, result)
     if answerer is not None and cfg.lookback is not None:
         say("lookback: reading attention, training the classifiers")
         with timed("lookback/features_and_classifiers"):
             result["figure6"] = answerer.lookback_study(result["answers"] + result["lookback_answers"], cfg, say)
     seconds["total"] = round(time.perf_counter() - started, 1)
-    _save(out_dir, result)
-    from verirag.experiments.dependable_report import build_study_report
-    result["report"] = str(build_study_report(out_dir, result))
+    write_study(out_dir, result)
+    from verirag.experiments.report.dependable import build_dependable_report
+    result["report"] = str(build_dependable_report(out_dir, result))
     return result
 
 
-def _one_per_group(examples, n: int):
-    """The first n questions with references, one per group (HotpotQA's twins ask the same question
-    of the same pooled corpus)."""
-    seen, out = set(), []
-    for ex in examples:
-        g = ex.group or ex.id
-        if ex.references and g not in seen:
-            seen.add(g)
-            out.append(ex)
-    return out[:n]
-
-
-def _save(out_dir: Path, result: dict[str, Any]) -> None:
-    write_json(out_dir / STUDY_FILE, result)  # strict JSON: undefined AUROCs, beta 0's s_thres as null
+def questions_with_references(examples, n: int) -> list:
+    """The first n questions with references, one per group."""
+    return one_per_group([ex for ex in examples if ex.references])[:n]
 
 
 def quality_row(rows: list[dict[str, Any]], dataset: str, retriever: str, cal_m1: float, alpha: float,
@@ -258,7 +234,7 @@ def quality_row(rows: list[dict[str, Any]], dataset: str, retriever: str, cal_m1
 class _Answerer:
     """Answers with and without the filter, judges them, and reads their lookback ratios."""
 
-    def __init__(self, cfg: StudyConfig):
+    def __init__(self, cfg: DependableStudyConfig):
         from verirag.awf.generators.no_context import NoContextGenerator
         from verirag.awf.generators.vanilla import VanillaGenerator
         from verirag.llm.factory import load_llm
@@ -332,7 +308,7 @@ class _Answerer:
                          "n_trusted": len(trusted), "all": unfiltered, "filtered": filtered})
         return rows
 
-    def lookback_study(self, rows: list[dict[str, Any]], cfg: StudyConfig,
+    def lookback_study(self, rows: list[dict[str, Any]], cfg: DependableStudyConfig,
                        say: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
         from verirag.awf.predictors.lookback import reply_ratios
         from verirag.errors import VeriragError

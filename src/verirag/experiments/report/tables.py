@@ -20,12 +20,13 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Union
 
 from verirag.metrics.awf import harmonic_f1
 
 __all__ = ["Num", "Section", "Table", "latex_escape", "generator_of", "method_label", "awf_tables",
-           "fallback_table", "switch_table", "summary_table"]
+           "fallback_table", "switch_table", "summary_table", "slug", "write_tables"]
 
 UNIFIED_METHODS = ("intrinsic", "cot_hybrid", "dual_generation")
 
@@ -179,6 +180,20 @@ class Table:
         return bool(body) and all(isinstance(r[i], (Num, int, float)) or r[i] is None for r in body)
 
 
+def slug(*parts: str) -> str:
+    """A file name from its parts: "nq", "qwen2.5-0.5b" -> "nq_qwen2.5-0.5b"."""
+    return "_".join(re.sub(r"[^A-Za-z0-9.+-]+", "-", p).strip("-") or "x" for p in parts)
+
+
+def write_tables(out_dir: str | Path, tables: Sequence[Table]) -> None:
+    """Each table as DIR/tables/NAME.md and NAME.tex (names are file names: `slug`)."""
+    tdir = Path(out_dir) / "tables"
+    tdir.mkdir(exist_ok=True)
+    for t in tables:
+        (tdir / f"{t.name}.md").write_text(t.to_markdown(), encoding="utf-8")
+        (tdir / f"{t.name}.tex").write_text(t.to_latex(), encoding="utf-8")
+
+
 # --------------------------------------------------------------------------- method names
 def generator_of(method: str) -> str:
     """The answer generator of a method name: "vanilla+nli" -> "vanilla"; unified methods
@@ -255,7 +270,7 @@ def awf_tables(summary: Sequence[Mapping[str, Any]]) -> list[Table]:
                     line.append(Num(_avg_f1(present) if len(present) == len(datasets) else None))
                 body.append(line)
         tables.append(Table(
-            name=f"awf-{model}", title=f"AwF best F1 and PR-AUC, model {model}", columns=cols, rows=body,
+            name=slug(f"awf-{model}"), title=f"AwF best F1 and PR-AUC, model {model}", columns=cols, rows=body,
             caption="x100, 95% bootstrap intervals in brackets. Best F1: maximum over thresholds "
                     "(hard-label methods: the F1 of their label). PR-AUC of hard-label methods: "
                     "precision x recall. Avg F1: harmonic mean of the mean precision and mean recall "
@@ -306,7 +321,7 @@ def switch_table(results: Sequence[tuple[str, str, str, str, Mapping[str, Any]]]
 
 
 def cost_table(units: Sequence[Mapping[str, Any]]) -> Table:
-    """What the run spent per dataset x model (`experiments.summary.spent_by_unit`)."""
+    """What the run spent per dataset x model (`grid.summary.spent_by_unit`)."""
     cols = ["Dataset", "Model", "Records", "Calls", "Cache hits", "Tokens read", "Tokens from cache", "Seconds"]
     body: list[Row] = [[u["dataset"], u["model"], u["records"], u["calls"], u["cache_hits"],
                         Num(u["tokens_read"], scale=1, digits=0), Num(u["tokens_from_cache"], scale=1, digits=0),
@@ -319,7 +334,7 @@ def cost_table(units: Sequence[Mapping[str, Any]]) -> Table:
 
 
 def comparison_table(rows: Sequence[Mapping[str, Any]], confidence: float = 0.95) -> Table:
-    """Paired differences method - baseline (experiments.comparisons), one row per pair."""
+    """Paired differences method - baseline (grid.comparisons), one row per pair."""
     cols = ["Dataset", "Model", "Method", "Baseline", "n", "Best F1 (method / baseline)", "Δ best F1",
             "PR-AUC (method / baseline)", "Δ PR-AUC", "Δ accuracy"]
     body: list[Row] = []

@@ -1,4 +1,4 @@
-"""The dependable-RAG study's report: Table 1a/1b and Figures 4-6 from DIR/study.json.
+"""The dependable-RAG study's report (Geissler et al.): Table 1a/1b and Figures 4-6 from DIR/study.json.
 
 Figures (PNG in DIR/figures/): `figure4_<dataset>.png` (m1 and m2 against alpha per retriever, the
 line 1 - alpha on m1), `figure5.png` (change of answer quality with the filter against
@@ -14,9 +14,8 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from verirag.experiments.plots import DPI, to_png
-
-REPORT_FILE = "report.html"
+from verirag.experiments.report.page import REPORT_FILE, html_table, num, save_figure, write_page
+from verirag.experiments.report.plots import DPI, to_png
 
 
 def figure4(rows: list[dict[str, Any]], dataset: str) -> Figure:
@@ -96,27 +95,14 @@ def _se(v: float) -> float:
     return 0.0 if v is None or (isinstance(v, float) and math.isnan(v)) else v
 
 
-def _num(v: Any, digits: int = 3) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "–"
-    return f"{v:.{digits}f}" if isinstance(v, float) else str(v)
-
-
-def _table(headers: list[str], rows: list[list[Any]]) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(_num(c))}</td>" for c in r) + "</tr>" for r in rows)
-    return f"<table><tr>{head}</tr>{body}</table>"
-
-
-def build_study_report(out_dir: str | Path, result: dict[str, Any]) -> Path:
+def build_dependable_report(out_dir: str | Path, result: dict[str, Any]) -> Path:
     out_dir = Path(out_dir)
     figs = out_dir / "figures"
-    figs.mkdir(exist_ok=True)
     parts = [f"<h1>{html.escape(result.get('name', 'dependable'))}: dependable RAG (Geissler et al.)</h1>"]
     t1a = result.get("table1a", [])
     parts.append("<h2>Table 1a: trusted chunks at alpha = "
-                 f"{_num(t1a[0]['alpha'], 2) if t1a else '–'}, K = {t1a[0]['k'] if t1a else '–'}</h2>")
-    parts.append(_table(
+                 f"{num(t1a[0]['alpha'], 2) if t1a else '–'}, K = {t1a[0]['k'] if t1a else '–'}</h2>")
+    parts.append(html_table(
         ["dataset", "retriever", "cal. questions", "m1 (cal)", "SE", "m2 (cal)", "SE", "test questions",
          "m1 (test)", "SE", "m2 (test)", "SE", "coverage (test)", "95% CI low", "high", "guarantee"],
         [[r["dataset"], r["retriever"], r["n_calibration"], r["cal_m1"], r["cal_m1_se"], r["cal_m2"],
@@ -125,12 +111,13 @@ def build_study_report(out_dir: str | Path, result: dict[str, Any]) -> Path:
          for r in t1a]))
     for r in t1a:
         if r.get("warning"):
-            parts.append(f"<p class=warn>{html.escape(r['dataset'])}/{html.escape(r['retriever'])}: "
+            parts.append(f"<p class=\"warn\">{html.escape(r['dataset'])}/{html.escape(r['retriever'])}: "
                          f"{html.escape(r['warning'])}</p>")
     for ds in sorted({r["dataset"] for r in result.get("figure4", [])}):
         name = f"figure4_{ds}.png"
-        (figs / name).write_bytes(to_png(figure4(result["figure4"], ds)))
-        parts.append(f"<h3>Figure 4 ({html.escape(ds)})</h3><img src='figures/{name}'>")
+        png = to_png(figure4(result["figure4"], ds))
+        parts.append(f"<h3>Figure 4 ({html.escape(ds)})</h3>"
+                     + save_figure(figs, name, f"m1 and m2 against alpha, {ds}", png))
     t1b = result.get("table1b", [])
     if t1b:
         parts.append("<h2>Table 1b: answers without and with the filter (paired over questions)</h2>")
@@ -142,7 +129,7 @@ def build_study_report(out_dir: str | Path, result: dict[str, Any]) -> Path:
         elif by == "judge":
             parts.append(f"<p>Consistency: the LLM faithfulness judge {html.escape(str(g.get('judge_model')))}"
                          f" (score: its P(yes)).</p>")
-        parts.append(_table(
+        parts.append(html_table(
             ["dataset", "retriever", "questions", "mean trusted", "none trusted", "accuracy (top K)",
              "accuracy (trusted)", "change", "95% CI low", "high", "consistent (top K)", "consistent (trusted)",
              "consistency score (top K)", "consistency score (trusted)", "change", "95% CI low", "high",
@@ -152,19 +139,19 @@ def build_study_report(out_dir: str | Path, result: dict[str, Any]) -> Path:
               r.get("correct_delta_high"), r.get("consistent_all"), r.get("consistent_filtered"),
               r.get("consistency_all"), r.get("consistency_filtered"), r.get("consistency_delta"),
               r.get("consistency_delta_low"), r.get("consistency_delta_high"), r["m1_gap"]] for r in t1b]))
-        (figs / "figure5.png").write_bytes(to_png(figure5(t1b)))
-        parts.append("<h3>Figure 5</h3><img src='figures/figure5.png'>")
+        parts.append("<h3>Figure 5</h3>" + save_figure(figs, "figure5.png", "answer quality change against "
+                                                       "m1 - (1 - alpha)", to_png(figure5(t1b))))
     lb = result.get("figure6") or {}
     if lb.get("cw") or lb.get("fc"):
         parts.append(f"<h2>Figure 6: lookback classifiers ({html.escape(lb['attention_model'])}, label "
                      f"{html.escape(lb['label'])}, {lb['n_samples']} answers, {lb['positives']} positive, "
                      f"{lb['errors']} without features)</h2>")
-        (figs / "figure6.png").write_bytes(to_png(figure6(lb)))
-        parts.append("<img src='figures/figure6.png'>")
+        parts.append(save_figure(figs, "figure6.png", "held-out AUROC of the CW and FC classifiers",
+                                 to_png(figure6(lb))))
         if lb.get("cells"):
             parts.append("<p>Held-out AUROC with 95% bootstrap intervals over the test answers; FC - CW is "
                          "paired (one resample scores both classifiers).</p>")
-            parts.append(_table(
+            parts.append(html_table(
                 ["trained on", "tested on", "train answers", "test answers", "test positives", "CW AUROC",
                  "95% CI low", "high", "FC AUROC", "95% CI low", "high", "FC - CW", "95% CI low", "high"],
                 [[c["train"], c["test"], c["n_train"], c["n_test"], c["test_positives"], c.get("cw"),
@@ -174,10 +161,15 @@ def build_study_report(out_dir: str | Path, result: dict[str, Any]) -> Path:
     secs = result.get("seconds") or {}
     if secs:
         parts.append("<h2>Wall time of this run (seconds)</h2>")
-        parts.append(_table(["stage", "seconds"], [[k, v] for k, v in secs.items()]))
-    style = ("<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;font-size:13px}"
-             "td,th{border:1px solid #ccc;padding:3px 6px;text-align:right}.warn{color:#a60}</style>")
-    path = out_dir / REPORT_FILE
-    path.write_text(f"<!doctype html><meta charset=utf-8><title>{html.escape(result.get('name', ''))}</title>"
-                    f"{style}{''.join(parts)}", encoding="utf-8")
-    return path
+        parts.append(html_table(["stage", "seconds"], [[k, v] for k, v in secs.items()]))
+    return write_page(out_dir / REPORT_FILE, result.get("name", ""), parts)
+
+
+def summary_lines(result: dict[str, Any]) -> list[str]:
+    """Tables 1a and 1b in a few lines, for the terminal when a study ends."""
+    lines = [f"{r['dataset']}/{r['retriever']}: m1 {r['test_m1']:.3f} (SE {r['test_m1_se']:.3f}), m2 "
+             f"{r['test_m2']:.3f}; held-out coverage {r['coverage']:.3f} [{r['coverage_low']:.3f}, "
+             f"{r['coverage_high']:.3f}]" for r in result["table1a"]]
+    return lines + [f"{r['dataset']}/{r['retriever']}: accuracy {r['correct_all']:.3f} -> "
+                    f"{r['correct_filtered']:.3f} with the filter ({r['n']} questions)"
+                    for r in result["table1b"] if "correct_delta" in r]

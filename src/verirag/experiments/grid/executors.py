@@ -9,12 +9,15 @@ from __future__ import annotations
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any
 
 from verirag.errors import InputError, VeriragError
-from verirag.experiments.records import ResultRecord
+from verirag.experiments.grid.records import ResultRecord
 
 EXECUTORS = ("local", "ray")
+# Executors get `make_runner(unit)` (a UnitRunner for one WorkUnit) from the runner, so they never
+# import it: the runner imports them.
 
 
 def _load_failure(unit, err: BaseException) -> dict[str, Any]:
@@ -23,11 +26,10 @@ def _load_failure(unit, err: BaseException) -> dict[str, Any]:
 
 
 class LocalExecutor:
-    def run(self, cfg, units, done, llm_factory, emit, skip, advance, failures) -> None:
-        from verirag.experiments.runner import UnitRunner
+    def run(self, units, done, make_runner, emit, skip, advance, failures) -> None:
         for unit in units:
             try:  # built even when all looks done: a record is done only under its method's identity
-                runner = UnitRunner(cfg, unit, llm_factory)
+                runner = make_runner(unit)
             except VeriragError as e:  # a missing model fails its unit, not the whole grid
                 failures.append(_load_failure(unit, e))
                 advance(unit.size)
@@ -54,12 +56,11 @@ class LocalExecutor:
                         emit(r)
 
 
-def _ray_work(cfg, unit, done, llm_factory):
+def _ray_work(make_runner, unit, done):
     """Runs inside a Ray worker: the same UnitRunner; (records as dicts, failures, records done,
     records lost to methods that could not be built)."""
-    from verirag.experiments.runner import UnitRunner
     try:
-        runner = UnitRunner(cfg, unit, llm_factory)
+        runner = make_runner(unit)
     except VeriragError as e:
         return [], [_load_failure(unit, e)], 0, unit.size
     todo, finished = runner.todo(done)
@@ -77,12 +78,11 @@ class RayExecutor:
     def __init__(self, chunk_size: int = 8, num_cpus: int | None = None):
         self.chunk_size, self.num_cpus = chunk_size, num_cpus
 
-    def run(self, cfg, units, done, llm_factory, emit, skip, advance, failures) -> None:
+    def run(self, units, done, make_runner, emit, skip, advance, failures) -> None:
         try:
             import ray
         except ImportError:
             raise InputError("--executor ray needs Ray: pip install 'verirag[ray]'") from None
-        from verirag.experiments.runner import WorkUnit
         started = not ray.is_initialized()
         if started:
             os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # never phone home, never prompt
@@ -96,8 +96,8 @@ class RayExecutor:
             futures = []
             for unit in units:   # the workers tell which records are done (they know the identities)
                 for i in range(0, len(unit.examples), self.chunk_size):
-                    chunk = WorkUnit(unit.dataset, unit.model, unit.methods, unit.examples[i:i + self.chunk_size])
-                    futures.append(work.remote(cfg, chunk, done, llm_factory))
+                    chunk = replace(unit, examples=unit.examples[i:i + self.chunk_size])
+                    futures.append(work.remote(make_runner, chunk, done))
             while futures:
                 ready, futures = ray.wait(futures, num_returns=1)
                 recs, fails, finished, lost = ray.get(ready[0])

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from verirag.calibration import cv_threshold
-from verirag.experiments.records import ResultRecord
+from verirag.experiments.grid.records import ResultRecord
 from verirag.metrics.stats import group_bootstrap_intervals
 
 __all__ = ["Pairing", "pair_records", "FallbackResult", "no_rag_fallback", "SwitchResult",
