@@ -38,7 +38,7 @@ def split_name(name: str) -> tuple[str | None, str | None, str | None]:
     return None, name, "trivial"
 
 
-def _keywords(cls: type) -> dict[str, Any]:
+def option_defaults(cls: type) -> dict[str, Any]:
     params = inspect.signature(cls.__init__).parameters.values()
     return {p.name: p.default for p in params
             if p.name not in WIRING and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
@@ -49,9 +49,9 @@ def accepted_options(name: str) -> dict[str, str]:
     unified, gen, pred = split_name(name)
     check_name(name)
     if unified:
-        return {k: "method" for k in _keywords(registry.get("method", unified))}
-    out = {k: "predictor" for k in _keywords(registry.get("predictor", pred))}
-    out.update({k: "generator" for k in _keywords(registry.get("generator", gen))})
+        return {k: "method" for k in option_defaults(registry.get("method", unified))}
+    out = {k: "predictor" for k in option_defaults(registry.get("predictor", pred))}
+    out.update({k: "generator" for k in option_defaults(registry.get("generator", gen))})
     return out
 
 
@@ -157,8 +157,8 @@ class MethodSpec:
         unified, gen, pred = split_name(self.name)
         if unified:
             return {"method": dict(self.options)} if self.options else {}
-        takes = {"generator": _keywords(registry.get("generator", gen)),
-                 "predictor": _keywords(registry.get("predictor", pred))}
+        takes = {"generator": option_defaults(registry.get("generator", gen)),
+                 "predictor": option_defaults(registry.get("predictor", pred))}
         out: dict[str, dict[str, Any]] = {}
         for k, v in self.options.items():
             for part, keywords in takes.items():

@@ -38,7 +38,7 @@ from typing import Annotated, Any, ClassVar, Literal, get_args
 from pydantic import (AfterValidator, BeforeValidator, ConfigDict, Field, StringConstraints, ValidationError,
                       ValidationInfo, field_validator, model_validator)
 
-from verirag.awf.spec import MethodSpec, _keywords, check_name, split_name
+from verirag.awf.spec import MethodSpec, option_defaults, check_name, split_name
 from verirag.errors import InputError
 from verirag.experiments.schema import StrictModel, fail, listing, read_yaml, shown, validate_config
 
@@ -76,7 +76,7 @@ def _option_defaults(name: str) -> dict[str, Any]:
     check_name(name)
     unified, gen, pred = split_name(name)
     parts = [("method", unified)] if unified else [("predictor", pred), ("generator", gen)]
-    return {k: d for kind, part in parts for k, d in _keywords(registry.get(kind, part)).items()}
+    return {k: d for kind, part in parts for k, d in option_defaults(registry.get(kind, part)).items()}
 
 
 def _option_problems(opts: dict[str, Any], defaults: dict[str, Any], unknown: str, takes: str = "it takes") -> None:
