@@ -39,6 +39,7 @@ def split_name(name: str) -> tuple[str | None, str | None, str | None]:
 
 
 def option_defaults(cls: type) -> dict[str, Any]:
+    """A component class's options (constructor keywords that are not wiring) with their defaults."""
     params = inspect.signature(cls.__init__).parameters.values()
     return {p.name: p.default for p in params
             if p.name not in WIRING and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
