@@ -11,10 +11,10 @@ import re
 import numpy as np
 import pytest
 
-from verirag.awf.factuality_classifier import LookbackClassifier, feature_vector
+from verirag.learned.lookback_classifier import LookbackClassifier, feature_vector
 from verirag.awf.spec import MethodSpec, parse_call
 from verirag.errors import CapabilityError, InputError
-from verirag.experiments.lookback_training import (LookbackSample, cross_dataset_auroc, cross_dataset_cells,
+from verirag.train.lookback import (LookbackSample, cross_dataset_auroc, cross_dataset_cells,
                                                    split_groups, train_lookback, usable)
 from verirag.llm.lookback import (LookbackRatios, LookbackSums, char_spans, ratios_from_sums,
                                   segment_sums, token_spans)

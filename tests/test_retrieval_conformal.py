@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from verirag.errors import InputError
-from verirag.retrieval.conformal import ConformalTrustFilter, chunk_ground_truth, wrong_source_threshold
+from verirag.learned.trust_filter import ConformalTrustFilter, chunk_ground_truth, wrong_source_threshold
 
 
 def test_hand_computed_example():
@@ -134,7 +134,7 @@ def test_bad_calibration_data_is_refused_with_a_reason():
 
 def test_label_chunks_from_text_uses_rouge_l_and_the_source():
     from verirag.metrics.qa import rouge_l
-    from verirag.retrieval.conformal import label_chunks
+    from verirag.learned.trust_filter import label_chunks
     chunks = [[("The bridge in Varnholt is painted green.", "Varnholt"), ("Green hills.", "Hills"),
                ("Rain in the valley.", "Varnholt")],
               [("Three mills stand by the river.", "Mills"), ("The market opens on Saturday.", "Market")]]

@@ -9,8 +9,8 @@ import pytest
 
 from verirag.errors import InputError
 from verirag.retrieval import Index
-from verirag.retrieval.conformal import ConformalTrustFilter
-from verirag.retrieval.trust_calibration import calibrate_retrieval, reference_sources
+from verirag.learned.trust_filter import ConformalTrustFilter
+from verirag.train.trust_calibration import calibrate_retrieval, reference_sources
 from verirag.types import Example, Passage
 
 TOWNS = ["Varnholt", "Ostby", "Kleve", "Marden", "Sundal", "Trelle", "Haldor", "Brekka", "Lunde", "Vik"]

@@ -36,3 +36,10 @@ class BackendError(VeriragError):
     """An LLM backend failed to answer (HTTP error, empty or malformed response)."""
 
     exit_code = 5
+
+
+class NotFittedError(VeriragError):
+    """A learned part (threshold, trust filter, classifier, forecaster) used before it was fitted
+    or loaded; the message names what fits it."""
+
+    exit_code = 2

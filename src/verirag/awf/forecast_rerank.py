@@ -19,7 +19,6 @@ from typing import Any
 
 from verirag.awf.calibrag import reformulate_query
 from verirag.errors import InputError
-from verirag.retrieval.forecaster import pair_text
 from verirag.types import ScoredPassage
 
 
@@ -34,7 +33,7 @@ class Reranked:
 
 
 class ForecastRerank:
-    """`forecaster` has `predict_proba(queries, documents)`; `retrieve(query, k)` returns the
+    """`forecaster` is a fitted `verirag.learned.forecaster` kind; `retrieve(query, k)` returns the
     retriever's top k; `llm` rewrites the query. `depth` documents are retrieved and scored,
     `keep` of them (best first) reach the generator (the paper: 1, d*)."""
 
@@ -49,12 +48,7 @@ class ForecastRerank:
 
     def score(self, question: str, hits: list[ScoredPassage]) -> list[tuple[ScoredPassage, float]]:
         """(document, f(q, d)) best first; documents without text cannot help and score 0."""
-        texts = [pair_text(h.passage.title, h.passage.text) for h in hits]
-        idx = [i for i, t in enumerate(texts) if t.strip()]
-        probs = [0.0] * len(hits)
-        if idx:
-            for i, p in zip(idx, self.forecaster.predict_proba([question] * len(idx), [texts[i] for i in idx])):
-                probs[i] = float(p)
+        probs = self.forecaster.score_passages(question, [h.passage for h in hits])
         return sorted(zip(hits, probs), key=lambda hp: (-hp[1], hp[0].rank))
 
     def run(self, question: str, hits: list[ScoredPassage] | None = None,
@@ -66,7 +60,7 @@ class ForecastRerank:
         best = ranked[0][1] if ranked else 0.0
         info: dict[str, Any] = {"epsilon": self.epsilon, "reformulated": False, "query": None,
                                 "first_pass_confidence": best}
-        trained_k = (getattr(self.forecaster, "meta", None) or {}).get("k")
+        trained_k = self.forecaster.provenance.get("k")
         if isinstance(trained_k, int) and len(hits) > trained_k:
             # measured (README, CalibRAG): documents below the trained depth are where a weak f picks wrongly
             info["warning"] = (f"f scored {len(hits)} documents but was trained on the top {trained_k} of each "

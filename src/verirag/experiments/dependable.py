@@ -141,7 +141,7 @@ def run_study(cfg: StudyConfig, out_dir: str | Path, *,
               on_stage: Callable[[str], None] | None = None) -> dict[str, Any]:
     from verirag.datasets import load_dataset
     from verirag.retrieval import Index
-    from verirag.retrieval.trust_calibration import (calibrate_retrieval, held_out_check, pooled_passages,
+    from verirag.train.trust_calibration import (calibrate_retrieval, held_out_check, pooled_passages,
                                                      split_holdout)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -276,7 +276,7 @@ class _Answerer:
     def _one(self, question: str, passages, references, *, no_context: bool = False) -> dict[str, Any]:
         from verirag.awf.trace import Trace
         from verirag.errors import VeriragError
-        from verirag.experiments.ground_truth import abstained, matches
+        from verirag.train.ground_truth import abstained, matches
         if not passages and not no_context:  # abstain on an empty trusted set
             return {"answer": "", "correct": 0, "consistent": None, "error": None, "abstained": True}
         try:
@@ -336,7 +336,7 @@ class _Answerer:
                        say: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
         from verirag.awf.predictors.lookback import reply_ratios
         from verirag.errors import VeriragError
-        from verirag.experiments.lookback_training import LookbackSample, cross_dataset_cells
+        from verirag.train.lookback import LookbackSample, cross_dataset_cells
         from verirag.llm.base import ATTENTIONS
         from verirag.llm.factory import load_llm
         lb = cfg.lookback

@@ -27,7 +27,7 @@ from typing import Any
 
 from verirag.errors import InputError, VeriragError
 from verirag.experiments.config import ExperimentConfig
-from verirag.experiments.ground_truth import GroundTruth
+from verirag.train.ground_truth import GroundTruth
 from verirag.awf.spec import MethodSpec
 from verirag.experiments.records import ResultRecord, ResultStore, record_key
 from verirag.llm.metered import MeteredLLM

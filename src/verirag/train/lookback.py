@@ -30,8 +30,9 @@ from typing import Any
 
 import numpy as np
 
-from verirag.awf.factuality_classifier import LookbackClassifier
 from verirag.errors import InputError, VeriragError
+from verirag.learned.lookback_classifier import LookbackClassifier
+from verirag.learned.splits import split_by_group
 from verirag.llm.base import ATTENTIONS
 from verirag.llm.lookback import LookbackRatios
 
@@ -79,11 +80,8 @@ def split_groups(samples: Sequence[LookbackSample], test_share: float = TEST_SHA
     """(train, test) with every group wholly on one side; about `test_share` of the groups test."""
     if not 0 < test_share < 1:
         raise InputError(f"the test share must lie in (0, 1), got {test_share}")
-    groups = sorted({s.group for s in samples})
-    rng = np.random.default_rng(seed)
-    rng.shuffle(groups)
-    test = set(groups[:int(round(len(groups) * test_share))])
-    return [s for s in samples if s.group not in test], [s for s in samples if s.group in test]
+    train, test = split_by_group([s.group for s in samples], test_share, seed)
+    return [s for s, t in zip(samples, train) if t], [s for s, t in zip(samples, test) if t]
 
 
 def usable(samples: Sequence[LookbackSample]) -> list[LookbackSample]:
