@@ -12,7 +12,7 @@ from verirag.awf.policies import (ABSTAINED, ABSTENTION_TEXT, ANSWERED, ESCALATE
                                   AbstainPolicy, EscalatePolicy, NoRagFallbackPolicy, make_policy)
 from verirag.awf.registry import register
 from verirag.awf.trace import Trace
-from verirag.errors import BackendError, InputError
+from verirag.errors import BackendError, InputError, NotFittedError
 from verirag.learned.threshold import ThresholdController
 from verirag.llm.base import EXACT_NEXT_TOKEN, LLM, NEXT_TOKEN
 from verirag.types import Generation, Passage
@@ -202,7 +202,7 @@ def test_action_rate_gives_the_right_share():
 def test_target_validation():
     with pytest.raises(ValueError):
         ThresholdController(value=0.5, precision=0.9)
-    with pytest.raises(RuntimeError, match="not fitted"):
+    with pytest.raises(NotFittedError, match="not fitted"):
         float(ThresholdController(action_rate=0.2))
 
 
