@@ -533,12 +533,13 @@ def train_lookback_cmd(
     from verirag.experiments.records import ResultStore
     if variant not in ("cw", "fc"):
         raise InputError(f"--variant must be cw or fc, got {variant!r}")
-    total = sum(1 for r in ResultStore(run_dir).load() if r.method == method
+    records = ResultStore(run_dir).load()
+    total = sum(1 for r in records if r.method == method
                 and (model is None or r.model == model) and (not dataset or r.dataset in dataset))
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                   TimeElapsedColumn(), console=err, transient=True) as bar:
         task = bar.add_task("loading models…", total=total or None)
-        collected = lt.collect_samples(run_dir, method=method, model=model, attention_model=attention_model,
+        collected = lt.collect_samples(run_dir, records, method=method, model=model, attention_model=attention_model,
                                      label=label, judge_model=judge_model, datasets=dataset,
                                      on_sample=lambda s: bar.update(task, advance=1,
                                                                     description="reading attention"))
