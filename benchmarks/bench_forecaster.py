@@ -47,7 +47,7 @@ def main() -> None:
 
     from verirag.awf.llm_rerank import LLMRerank
     from verirag.llm.factory import load_llm
-    from verirag.retrieval.forecaster import Forecaster, pair_text
+    from verirag.learned.forecaster import Forecaster, pair_text
 
     questions, docs = corpus(args.questions, args.k)
     q_pairs = [q for q, hs in zip(questions, docs) for _ in hs]

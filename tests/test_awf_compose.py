@@ -10,11 +10,11 @@ from verirag.awf.compose import ComposedMethod, build_method
 from verirag.awf.spec import method_names
 from verirag.awf.methods.base import MethodOutput
 from verirag.awf.policies import (ABSTAINED, ABSTENTION_TEXT, ANSWERED, ESCALATED, FALLBACK,
-                                  AbstainPolicy, EscalatePolicy, NoRagFallbackPolicy, ThresholdTarget,
-                                  make_policy)
+                                  AbstainPolicy, EscalatePolicy, NoRagFallbackPolicy, make_policy)
 from verirag.awf.registry import register
 from verirag.awf.trace import Trace
-from verirag.errors import BackendError, InputError
+from verirag.errors import BackendError, InputError, NotFittedError
+from verirag.learned.threshold import ThresholdController
 from verirag.llm.base import EXACT_NEXT_TOKEN, LLM, NEXT_TOKEN
 from verirag.types import Generation, Passage
 
@@ -160,7 +160,7 @@ def simulate(n, rng):
 
 
 def test_fixed_threshold():
-    t = ThresholdTarget.fixed(0.4)
+    t = ThresholdController(value=0.4)
     assert t.threshold_ == 0.4 and t.fit([0.1, 0.9]) is t and float(t) == 0.4
 
 
@@ -168,43 +168,43 @@ def test_target_precision_met_on_held_out_data():
     rng = np.random.default_rng(0)
     met = 0
     for _ in range(20):
-        t = ThresholdTarget.target_precision(0.8, delta=0.1).fit(*simulate(1000, rng))
-        assert t.valid_ and 0.6 <= t.threshold_ < 1.0  # the exact threshold is 0.6 (conservative)
+        t = ThresholdController(precision=0.8, delta=0.1).fit(*simulate(1000, rng))
+        assert t.certified_ and 0.6 <= t.threshold_ < 1.0  # the exact threshold is 0.6 (conservative)
         s, y = simulate(20000, rng)
         met += y[s >= t.threshold_].mean() >= 0.8
     assert met >= 18  # guaranteed with probability >= 0.9 per run
 
 
 def test_target_precision_unreachable_acts_on_everything():
-    t = ThresholdTarget.target_precision(0.9).fit([0.5] * 20, [0, 1] * 10)
-    assert not t.valid_ and not t.certified_ and t.threshold_ is None
+    t = ThresholdController(precision=0.9).fit([0.5] * 20, [0, 1] * 10)
+    assert not t.certified_ and not t.certified_ and t.threshold_ is None
     assert t.decide(1.0) == "act"
 
 
 def test_target_precision_needs_labels():
     with pytest.raises(ValueError, match="labels"):
-        ThresholdTarget.target_precision(0.8).fit([0.5, 0.6])
+        ThresholdController(precision=0.8).fit([0.5, 0.6])
 
 
 def test_action_rate_gives_the_right_share():
     rng = np.random.default_rng(1)
     s = rng.uniform(0, 1, 1000)
-    t = ThresholdTarget.max_action_rate(0.2).fit(s)
+    t = ThresholdController(action_rate=0.2).fit(s)
     assert (s < t.threshold_).mean() == pytest.approx(0.2, abs=0.001) and t.fit_action_rate_ <= 0.2
     held = rng.uniform(0, 1, 50000)
     assert (held < t.threshold_).mean() == pytest.approx(0.2, abs=0.03)
     # ties are answered, NaN always acts and uses the budget
-    assert ThresholdTarget.max_action_rate(0.5).fit([0.3, 0.3, 0.3, 0.9]).fit_action_rate_ == 0.0
-    t2 = ThresholdTarget.max_action_rate(0.5).fit([math.nan, 0.1, 0.2, 0.3])
+    assert ThresholdController(action_rate=0.5).fit([0.3, 0.3, 0.3, 0.9]).fit_action_rate_ == 0.0
+    t2 = ThresholdController(action_rate=0.5).fit([math.nan, 0.1, 0.2, 0.3])
     assert t2.threshold_ == 0.2 and t2.fit_action_rate_ == 0.5
-    assert ThresholdTarget.max_action_rate(0.0).fit([0.2, 0.5]).fit_action_rate_ == 0.0
+    assert ThresholdController(action_rate=0.0).fit([0.2, 0.5]).fit_action_rate_ == 0.0
 
 
 def test_target_validation():
     with pytest.raises(ValueError):
-        ThresholdTarget(value=0.5, precision=0.9)
-    with pytest.raises(RuntimeError, match="not fitted"):
-        float(ThresholdTarget.max_action_rate(0.2))
+        ThresholdController(value=0.5, precision=0.9)
+    with pytest.raises(NotFittedError, match="not fitted"):
+        float(ThresholdController(action_rate=0.2))
 
 
 # --------------------------------------------------------------------------- policies
@@ -215,7 +215,7 @@ def out(answer="25 minutes", score=0.3, error=None):
 def test_abstain_policy():
     tr = Trace(QUESTION, PASSAGES)
     assert AbstainPolicy().apply(tr, out(score=0.9), 0.5).action == ANSWERED
-    d = AbstainPolicy().apply(tr, out(score=0.3), ThresholdTarget.fixed(0.5))
+    d = AbstainPolicy().apply(tr, out(score=0.3), ThresholdController(value=0.5))
     assert d.action == ABSTAINED and d.final_answer == ABSTENTION_TEXT
     assert d.details["original_answer"] == "25 minutes" and d.details["threshold"] == 0.5
     assert AbstainPolicy().apply(tr, out(answer="", score=0.0, error="empty"), 0.0).action == ABSTAINED

@@ -11,11 +11,11 @@ import re
 import numpy as np
 import pytest
 
-from verirag.awf.factuality_classifier import LookbackClassifier, feature_vector
 from verirag.awf.spec import MethodSpec, parse_call
-from verirag.errors import CapabilityError, InputError
-from verirag.experiments.lookback_training import (LookbackSample, cross_dataset_auroc, cross_dataset_cells,
-                                                   split_groups, train_lookback, usable)
+from verirag.errors import CapabilityError, InputError, NotFittedError
+from verirag.learned.lookback_classifier import LookbackClassifier, feature_vector
+from verirag.train.lookback import (LookbackSample, cross_dataset_auroc, cross_dataset_cells, split_groups,
+                                    train_lookback, usable)
 from verirag.llm.lookback import (LookbackRatios, LookbackSums, char_spans, ratios_from_sums,
                                   segment_sums, token_spans)
 from verirag.types import Passage
@@ -132,10 +132,12 @@ def test_classifier_matches_scikit_learn_and_round_trips(tmp_path, variant):
     reference = LogisticRegression(class_weight="balanced", max_iter=1000).fit(clf.features(ratios), labels)
     np.testing.assert_allclose(clf.predict_proba(ratios), reference.predict_proba(clf.features(ratios))[:, 1],
                                rtol=1e-10)
-    path = clf.save(tmp_path / "clf.json", attention_model="hf:x", model_fingerprint="abc")
-    again = LookbackClassifier.load(path)
+    clf.fingerprints["model"] = "abc"
+    path = clf.save(tmp_path / "clf.json", attention_model="hf:x")
+    again = LookbackClassifier.load(path, expect={"model": "abc"})
     np.testing.assert_array_equal(again.predict_proba(ratios), clf.predict_proba(ratios))
-    assert again.meta == {"attention_model": "hf:x", "model_fingerprint": "abc"} and again.variant == variant
+    assert again.provenance["attention_model"] == "hf:x" and again.fingerprints == {"model": "abc"}
+    assert again.variant == variant
     assert "pickle" not in path.read_text() and json.loads(path.read_text())["format"].startswith("verirag")
 
 
@@ -146,21 +148,21 @@ def test_classifier_bad_input(tmp_path):
         LookbackClassifier().fit(ratios, [1] * 6)
     with pytest.raises(InputError, match="labels"):
         LookbackClassifier().fit(ratios, [1, 0])
-    with pytest.raises(InputError, match="not fitted"):
+    with pytest.raises(NotFittedError, match="verirag train lookback"):
         LookbackClassifier().predict_proba(ratios)
     with pytest.raises(InputError, match="k must be"):
         LookbackClassifier(k=0)
     clf = LookbackClassifier(k=4).fit(ratios, [0, 1] * 3)
     with pytest.raises(InputError, match="layers x"):
         clf.predict_proba([fake_ratios(rng, layers=5)])
-    with pytest.raises(InputError, match="not found"):
+    with pytest.raises(InputError, match="no lookback classifier at .*verirag train lookback"):
         LookbackClassifier.load(tmp_path / "none.json")
     bad = tmp_path / "bad.json"
     bad.write_text("{}")
     with pytest.raises(InputError, match="not a lookback classifier"):
         LookbackClassifier.load(bad)
-    d = clf.to_dict()
-    d["coef"] = d["coef"][:-1]
+    d = json.loads(clf.save(bad).read_text())
+    d["state"]["coef_"] = d["state"]["coef_"][:-1]
     bad.write_text(json.dumps(d))
     with pytest.raises(InputError, match="coefficients"):
         LookbackClassifier.load(bad)
@@ -292,8 +294,8 @@ def test_lookback_predictor_on_transformers(hf_llm, tmp_path):
     rng = np.random.default_rng(6)
     layers, heads = hf_llm.model.config.num_hidden_layers, hf_llm.model.config.num_attention_heads
     ratios = [fake_ratios(rng, layers=layers, heads=heads, k=3, signal=0.5 * (i % 2)) for i in range(12)]
-    path = LookbackClassifier("cw", k=3).fit(ratios, [i % 2 for i in range(12)]).save(
-        tmp_path / "clf.json", attention_model="hf:smollm2-135m", model_fingerprint=hf_llm.fingerprint)
+    path = LookbackClassifier("cw", k=3, fingerprints={"model": hf_llm.fingerprint}).fit(
+        ratios, [i % 2 for i in range(12)]).save(tmp_path / "clf.json", attention_model="hf:smollm2-135m")
     m = build_method(f"vanilla+lookback(classifier={path})", hf_llm, max_tokens=12)
     out = m.run(Trace("What colour is the Varnholt bridge?", PASSAGES))
     assert out.error is None and 0.0 <= out.score <= 1.0 and out.answer
@@ -305,8 +307,9 @@ def test_lookback_predictor_on_transformers(hf_llm, tmp_path):
     assert v.ok and 0.0 <= v.score <= 1.0
     # weights other than the classifier's are refused
     other = LookbackClassifier.load(path)
-    other.save(tmp_path / "other.json", model_fingerprint="0" * 64)
-    with pytest.raises(InputError, match="trained on the attention"):
+    other.fingerprints["model"] = "0" * 64
+    other.save(tmp_path / "other.json")
+    with pytest.raises(InputError, match="fitted for model '0000.*verirag train lookback"):
         build_method(f"vanilla+lookback(classifier={tmp_path / 'other.json'})", load_llm("smollm2-135m"))
 
 
@@ -347,18 +350,18 @@ def test_train_lookback_command_end_to_end(tmp_path, capsys, monkeypatch):
             "--test-share", "0.5", "--seed", "1"]
     assert main(args) == 0
     clf = LookbackClassifier.load(out)
-    assert clf.meta["attention_model"] == "hf:smollm2-135m" and clf.variant == "cw"
-    assert clf.meta["trained_on"]["method"] == "vanilla" and clf.n_train_ + clf.meta["metrics"]["n_test"] == 12
+    assert clf.provenance["attention_model"] == "hf:smollm2-135m" and clf.variant == "cw"
+    assert clf.provenance["trained_on"]["method"] == "vanilla" and clf.n_train_ + clf.provenance["metrics"]["n_test"] == 12
     with sqlite3.connect(default_cache_path()) as conn:
         cached = conn.execute("SELECT COUNT(*) FROM requests WHERE op='lookback'").fetchone()[0]
     assert cached >= 12
-    first = out.read_text()
+    first = json.loads(out.read_text())["state"]
     from verirag import cli
     monkeypatch.setattr(cli.out, "width", 300)
     capsys.readouterr()
-    assert main(args + ["--matrix"]) == 0 and out.read_text() == first  # same features, same classifier
+    assert main(args + ["--matrix"]) == 0 and json.loads(out.read_text())["state"] == first  # same features, same classifier
     printed = capsys.readouterr().out
-    n_test = clf.meta["metrics"]["n_test"]
+    n_test = clf.provenance["metrics"]["n_test"]
     assert "FC - CW" in printed and re.search(rf"jsonl -> jsonl\W+{clf.n_train_} / {n_test}\b", printed)
     assert main(["train", "lookback", str(tmp_path / "run"), "--out", str(out), "--method", "intrinsic"]) != 0
     assert main(["train", "lookback", str(tmp_path / "nowhere"), "--out", str(out)]) != 0

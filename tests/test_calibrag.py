@@ -11,17 +11,18 @@ import pytest
 from verirag.awf.calibrag import (LINGUISTIC_SCALE, Guidance, parse_linguistic_confidence,
                                   parse_number_confidence, reformulate_query)
 from verirag.awf.stages import ForecastRerankStage, run_stages
-from verirag.errors import InputError
-from verirag.experiments.forecaster_labels import label_pairs, read_labels
-from verirag.experiments.forecaster_training import train_forecaster
+from verirag.errors import InputError, NotFittedError
+from verirag.learned.forecaster import Forecaster, fit_temperature, load_forecaster
+from verirag.learned.splits import split_by_group
+from verirag.train.forecaster import train_forecaster
+from verirag.train.forecaster_labels import label_pairs, read_labels
 from verirag.llm.metered import MeteredLLM
 from verirag.llm.usage import metering
 from verirag.retrieval import Index
-from verirag.retrieval.forecaster import Forecaster, fit_temperature, split_by_group
-from verirag.retrieval.trust_calibration import pooled_passages
+from verirag.retrieval.index import pooled_passages
 from verirag.types import Passage, ScoredPassage
 
-from test_retrieval_trust_calibration import examples
+from test_train_trust_calibration import examples
 
 
 def toy_pairs(n_things: int = 12, per_thing: int = 8):
@@ -63,23 +64,26 @@ def test_save_load_gives_identical_scores(toy_forecaster, tmp_path):
     q, d, _, _ = toy_pairs(3, 4)
     toy_forecaster.save(tmp_path / "f")
     meta = json.loads((tmp_path / "f" / "forecaster.json").read_text())
-    assert meta["format"] == "verirag-forecaster/1" and meta["data_fingerprint_"] == toy_forecaster.data_fingerprint_
+    assert meta["format"] == "verirag.learned.forecaster/2"
+    assert meta["fingerprints"]["data"] == toy_forecaster.fingerprints["data"]
     assert not list((tmp_path / "f").rglob("*.pkl")) and not list((tmp_path / "f").rglob("*.bin"))
-    loaded = Forecaster.load(tmp_path / "f")
+    loaded = load_forecaster(tmp_path / "f")
     np.testing.assert_array_equal(loaded.predict_proba(q, d), toy_forecaster.predict_proba(q, d))
     assert loaded.temperature_ == toy_forecaster.temperature_ and loaded.metrics_ == toy_forecaster.metrics_
 
 
 def test_load_rejects_what_is_not_the_saved_forecaster(toy_forecaster, tmp_path):
-    with pytest.raises(InputError, match="not a forecaster"):
+    with pytest.raises(InputError, match="no forecaster at .*verirag train forecaster"):
         Forecaster.load(tmp_path)
+    with pytest.raises(InputError, match="not a forecaster"):
+        load_forecaster(tmp_path)
     toy_forecaster.save(tmp_path / "f")
     meta_path = tmp_path / "f" / "forecaster.json"
     meta = json.loads(meta_path.read_text())
-    with pytest.raises(InputError, match="trained on encoder"):
-        Forecaster.load(tmp_path / "f", encoder="sentence-transformers/other-encoder")
-    meta_path.write_text(json.dumps({**meta, "kind": "probe"}))
-    with pytest.raises(InputError, match="not a cross_encoder forecaster"):
+    with pytest.raises(InputError, match="fitted for encoder 'all-MiniLM-L6-v2'.*verirag train forecaster"):
+        load_forecaster(tmp_path / "f", encoder="sentence-transformers/other-encoder")
+    meta_path.write_text(json.dumps({**meta, "format": "verirag.learned.forecaster_probe/2"}))
+    with pytest.raises(InputError, match="not a forecaster of format verirag.learned.forecaster/2"):
         Forecaster.load(tmp_path / "f")
     meta_path.write_text(json.dumps(meta))
     weights = tmp_path / "f" / "encoder" / "model.safetensors"
@@ -96,13 +100,13 @@ def test_bad_training_input_is_a_clear_error():
         Forecaster(epochs=1).fit(q, d[:-1] + ["  "], y, g)
     with pytest.raises(InputError, match="at least two questions"):
         Forecaster(epochs=1).fit(q, d, y, ["same"] * len(q))
-    with pytest.raises(InputError, match="not fitted"):
+    with pytest.raises(NotFittedError, match="Forecaster is not fitted"):
         Forecaster().save("/tmp/never-written")
 
 
 def test_validation_holds_out_whole_questions():
     groups = [f"q{i // 5}" for i in range(50)]
-    train, val = split_by_group(groups, 0.2, seed=3)
+    train, val = split_by_group(groups, 0.2, seed=3)   # 10 questions: 2 held out
     assert {groups[i] for i in np.flatnonzero(train)}.isdisjoint({groups[i] for i in np.flatnonzero(val)})
     assert val.sum() == 10
 
@@ -177,7 +181,7 @@ def test_labelling_records_failures_and_refuses_bad_settings(smollm, tmp_path):
         label_pairs(exs, idx, smollm, match="fuzzy")
     with pytest.raises(InputError, match="no question with a reference"):
         label_pairs([type(exs[0])(id="x", question="q?", references=[])], idx, smollm)
-    from verirag.experiments.forecaster_labels import _label_one
+    from verirag.train.forecaster_labels import _label_one
     hit = ScoredPassage(Passage(id="blank", text="  "), 0.0, 0)  # recorded, never sent to the model
     rec = _label_one(exs[0], ["green"], hit, "k", "answer", smollm, smollm, "recall_or_substring", None, 16)
     assert rec.label is None and rec.error == "the document is empty"
@@ -205,12 +209,12 @@ def test_rerank_reorders_by_the_forecast(toy_forecaster):
     assert r.info["reranked"][0]["retrieval_rank"] == 1 and r.kept[0].passage.id == "tram"
     assert r.confidence == r.info["confidence"] == pytest.approx(r.info["reranked"][0]["f"], abs=1e-6)
     assert not r.requery and "warning" not in r.info
-    saved = toy_forecaster.meta
-    toy_forecaster.meta = {**saved, "k": 1}   # trained on the top 1 only: scoring 2 is said
+    saved = toy_forecaster.provenance
+    toy_forecaster.provenance = {**saved, "k": 1}   # trained on the top 1 only: scoring 2 is said
     try:
         assert "trained on the top 1" in step.run(q, _Retriever(docs)(q, 2), lambda _s: None).info["warning"]
     finally:
-        toy_forecaster.meta = saved
+        toy_forecaster.provenance = saved
 
 
 def test_requery_runs_at_most_once(toy_forecaster, smollm):
@@ -243,9 +247,8 @@ def test_guidance_abstention_counts_as_no_answer():
 
 # ---- the probe over the LLM's own hidden states ---------------------------------------------
 def test_probe_learns_from_hidden_states_and_refuses_another_model(smollm, smollm_path, tmp_path):
+    from verirag.learned.forecaster import ProbeForecaster
     from verirag.llm.llama_cpp_backend import LlamaCppLLM
-    from verirag.retrieval.forecaster import load_forecaster
-    from verirag.retrieval.forecaster_probe import ProbeForecaster
     q, d, y, g = toy_pairs(8, 6)
     probe = ProbeForecaster(smollm, val_share=0.25).fit(q, d, y, g)
     assert probe.metrics_["auroc"] > 0.9
@@ -254,11 +257,11 @@ def test_probe_learns_from_hidden_states_and_refuses_another_model(smollm, smoll
     np.testing.assert_allclose(again.predict_proba(q[:4], d[:4]), probe.predict_proba(q[:4], d[:4]), rtol=1e-12)
     other = LlamaCppLLM(smollm_path, model_id="other", fingerprint="other-weights", n_ctx=512)
     try:
-        with pytest.raises(InputError, match="hidden states of smollm2-135m"):
+        with pytest.raises(InputError, match="fitted for model .*--kind probe"):
             load_forecaster(tmp_path / "p", llm=other)
     finally:
         other.close()
-    with pytest.raises(InputError, match="needs that model"):
+    with pytest.raises(InputError, match="needs the model it was trained on"):
         load_forecaster(tmp_path / "p")
 
 
@@ -269,7 +272,7 @@ def test_train_forecaster_then_ask_with_it(tmp_path):
     import subprocess
     import sys
 
-    from test_retrieval_trust_calibration import fixture_rows
+    from test_train_trust_calibration import fixture_rows
 
     data = tmp_path / "towns.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in fixture_rows()))

@@ -1,4 +1,4 @@
-"""Paired method comparisons (experiments.comparisons) and their place in the report."""
+"""Paired method comparisons (experiments.grid.comparisons) and their place in the report."""
 from __future__ import annotations
 
 import json

@@ -7,7 +7,7 @@ import pytest
 
 from verirag.errors import InputError
 from verirag.experiments.grid.config import parse_config
-from verirag.experiments.ground_truth import GroundTruth, answerable
+from verirag.train.ground_truth import GroundTruth, answerable
 from verirag.experiments.grid.records import ResultRecord, ResultStore
 from verirag.llm.wrapper import LLMWrapper
 from verirag.types import Example, Passage

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from verirag.calibration import ThresholdTarget, cross_fit_target
+from verirag.learned.threshold import ThresholdController, cross_fit_target
 from verirag.experiments.grid.records import ResultRecord
 from verirag.experiments.grid.summary import (CI_METRICS, group_records, summarize, write_summary)
 from verirag.metrics.awf import (awf_scores, best_f1, best_f1_statistic, pr_auc, qpp_precision,
@@ -187,12 +187,12 @@ def test_fitted_target_is_cross_fitted():
     s = np.array([r.score for r in recs])
     V = np.array([r.faithful for r in recs])
     A = np.array([r.answerable for r in recs])
-    kept = cross_fit_target(ThresholdTarget(action_rate=0.3), s, V, groups=[r.group for r in recs], seed=0)
+    kept = cross_fit_target(ThresholdController(action_rate=0.3), s, V, groups=[r.group for r in recs], seed=0)
     assert row["threshold_cross_fitted"] is True
     assert row["answer_rate"] == pytest.approx(kept.mean())
     assert row["awf_precision"] == pytest.approx(awf_scores(kept, V, A).precision)
     # the reported threshold is the fit on all rows, for deployment
-    assert row["threshold"] == ThresholdTarget(action_rate=0.3).fit(s).threshold_
+    assert row["threshold"] == ThresholdController(action_rate=0.3).fit(s).threshold_
     assert row["threshold_rule"] == "action rate <= 0.3"
 
 

@@ -72,7 +72,7 @@ def test_experiment_config_loader(tmp_path, data):
 @FILES
 @given(data=st.one_of(st.binary(max_size=300), json_values.map(lambda v: json.dumps(v).encode())))
 def test_threshold_file_loader(tmp_path, data):
-    from verirag.calibration.threshold_file import parse_threshold
+    from verirag.learned.threshold import parse_threshold
     p = tmp_path / "threshold.json"
     p.write_bytes(data)
     loads_or_says_why(parse_threshold, str(p))

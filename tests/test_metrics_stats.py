@@ -1,4 +1,4 @@
-"""Bootstrap, rank correlations, conformal quantile. (Learn then Test: test_calibration_controller.py.)"""
+"""Bootstrap, rank correlations, conformal quantile. (Learn then Test: test_learned_threshold.py.)"""
 from __future__ import annotations
 
 import math

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from verirag.calibration.ltt import precision_guarantee_threshold
+from verirag.learned.threshold import precision_guarantee_threshold
 from verirag.metrics.qa import rouge_l, rouge_l_batch
 
 rouge_scorer = pytest.importorskip("rouge_score.rouge_scorer")

@@ -79,10 +79,10 @@ def _print_result(r, *, show_question: bool = True) -> None:
 
 
 def _threshold_option(text: Optional[str]):
-    """--threshold: (a float or a fitted ThresholdController, the threshold file's record or None).
+    """--threshold: (a float or a fitted ThresholdController, the threshold file's controller or None).
     An uncertified file gives a controller that makes every answer act; `_warn_fitted_mismatch`
     says so once the fallback is known."""
-    from verirag.calibration.threshold_file import parse_threshold
+    from verirag.learned.threshold import parse_threshold
     return parse_threshold(text)
 
 
@@ -93,15 +93,20 @@ def _target_text(fitted) -> str:
 
 def _warn_fitted_mismatch(fitted, p) -> None:
     """Warnings about a threshold file: not certified (every answer acts), or fitted for another
-    model or method."""
+    model, method or method identity (`ThresholdController.warn_on`), naming the options that differ."""
     cfg = p.config
-    if not fitted.certified:
+    if not fitted.certified_:
         err.print(f"[yellow]warning:[/yellow] the target {_target_text(fitted)} could not be certified "
-                  f"on {fitted.n_fit} examples: every answer acts ({escape(cfg.fallback)})")
-    for what, want, have in (("model", fitted.model, cfg.model), ("method", fitted.method, cfg.method)):
-        if want != have:
-            err.print(f"[yellow]warning:[/yellow] the threshold was fitted for {what} {escape(want)!s}, "
-                      f"but this run uses {escape(str(have))}")
+                  f"on {fitted.n_fit_} examples: every answer acts ({escape(cfg.fallback)})")
+    method = p.method
+    for msg in fitted.mismatches({"model": cfg.model, "method": cfg.method, "method_digest": method.digest})[1]:
+        err.print(f"[yellow]warning:[/yellow] {escape(msg)}")
+    then, now = fitted.provenance.get("method_options") or {}, method.resolved_options()
+    changed = [f"{k} {then[k]!r} (fitted) vs {now[k]!r} (now)" for k in sorted(then)
+               if k in now and str(then[k]) != str(now[k])]
+    if changed:
+        err.print(f"[yellow]warning:[/yellow] the threshold was fitted on answers made with other options: "
+                  f"{escape('; '.join(changed))}")
 
 
 @app.command()
@@ -173,20 +178,12 @@ def calibrate_retrieval_cmd(
         holdout: float = typer.Option(0.0, help="Keep this share of the questions (by group) out of the fit and "
                                       "check the guarantee on them.")):
     """Fit a conformal trust filter for a retriever (Geissler et al., section 3.2) and save it."""
-    from verirag.retrieval import Index
-    from verirag.retrieval.trust_calibration import calibrate_retrieval, pooled_passages, split_holdout
+    from verirag.retrieval.index import index_or_pooled
+    from verirag.train.trust_calibration import calibrate_retrieval, split_holdout
     examples = _calibration_examples(data, n, seed)
-    # the pooled corpus holds every question's passages, held-out ones included: it stands for the
-    # one corpus a deployment retrieves from
-    pooled = pooled_passages(examples)
+    with err.status("indexing the pooled passages…" if index is None else "loading the index…"):
+        idx = index_or_pooled(examples, index, kind=retrieval, source=str(data))   # held-out questions' too
     examples, held = split_holdout(examples, holdout, seed)
-    if index is not None:
-        idx = Index.load(index)
-    else:
-        if not pooled:
-            raise InputError(f"{data} has no passages to pool: give --index DIR")
-        with err.status(f"indexing {len(pooled)} pooled passages ({retrieval})…"):
-            idx = Index.build(pooled, kind=retrieval, chunk_words=None)
     with err.status(f"retrieving the top {k} for {len(examples)} questions…"):
         cal = calibrate_retrieval(examples, idx, k=k, alpha=alpha, beta=beta)
     cal.filter.save(out_file)
@@ -200,7 +197,7 @@ def calibrate_retrieval_cmd(
     if cal.warning:
         err.print(f"[yellow]warning:[/yellow] {escape(cal.warning)}")
     if held:
-        from verirag.retrieval.trust_calibration import held_out_check
+        from verirag.train.trust_calibration import held_out_check
         h = held_out_check(cal, held, idx)
         verdict = "holds" if h.holds(alpha) else "does NOT hold"
         out.print(f"held out ({h.n_questions} questions, {h.n_correct} correct chunks): {h.coverage:.3f} of correct "
@@ -435,7 +432,7 @@ def calibrate(run_dir: Path = typer.Argument(..., help="A run directory written 
               save: Optional[Path] = typer.Option(None, help="Write the fitted threshold here, for "
                                                              "`verirag ask --threshold FILE`.")):
     """Fit the faithfulness threshold for a target precision or action rate on an eval run's labels."""
-    from verirag.calibration import ThresholdController
+    from verirag.learned.threshold import ThresholdController
     from verirag.experiments.grid.operating_point import fit_threshold
     if (precision is None) == (action_rate is None):
         raise InputError("give exactly one of --precision P or --action-rate R")
@@ -445,13 +442,13 @@ def calibrate(run_dir: Path = typer.Argument(..., help="A run directory written 
     except ValueError as e:
         raise InputError(str(e)) from None
     fitted = fit_threshold(run_dir, model=model, method=method, dataset=dataset, target=target)
-    if fitted.certified:
-        out.print(f"threshold {fitted.threshold:.4g} for {_target_text(fitted)} on {fitted.n_fit} examples")
+    if fitted.certified_:
+        out.print(f"threshold {fitted.threshold_:.4g} for {_target_text(fitted)} on {fitted.n_fit_} examples")
     else:
-        out.print(f"not certified: no threshold reaches the target {_target_text(fitted)} on {fitted.n_fit} "
+        out.print(f"not certified: no threshold reaches the target {_target_text(fitted)} on {fitted.n_fit_} "
                   "examples, so with this file every answer acts (abstain / fall back / escalate)")
     if save is not None:
-        out.print(f"saved: {fitted.save(save)}")
+        out.print(f"saved: {fitted.save(save, command='verirag calibrate')}")
 
 
 @train_app.command("lookback")
@@ -478,16 +475,17 @@ def train_lookback_cmd(
 
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from verirag.experiments import lookback_training as lt
+    from verirag.train import lookback as lt
     from verirag.experiments.grid.records import ResultStore
     if variant not in ("cw", "fc"):
         raise InputError(f"--variant must be cw or fc, got {variant!r}")
-    total = sum(1 for r in ResultStore(run_dir).load() if r.method == method
+    records = ResultStore(run_dir).load()
+    total = sum(1 for r in records if r.method == method
                 and (model is None or r.model == model) and (not dataset or r.dataset in dataset))
     with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                   TimeElapsedColumn(), console=err, transient=True) as bar:
         task = bar.add_task("loading models…", total=total or None)
-        collected = lt.collect_samples(run_dir, method=method, model=model, attention_model=attention_model,
+        collected = lt.collect_samples(run_dir, records, method=method, model=model, attention_model=attention_model,
                                      label=label, judge_model=judge_model, datasets=dataset,
                                      on_sample=lambda s: bar.update(task, advance=1,
                                                                     description="reading attention"))
@@ -501,14 +499,14 @@ def train_lookback_cmd(
     out.print(f"{len(samples)} answers: {len(usable)} with features and a label ({positives} factual, "
               f"{len(usable) - positives} not)" + (f", {len(failed)} without (listed above)." if failed else "."))
     result = lt.train_lookback(samples, variant=variant, k=k, test_share=test_share, seed=seed)
-    meta = {"attention_model": collected.attention_model, "model_fingerprint": collected.model_fingerprint,
-            "trained_on": {"run": str(run_dir), "model": collected.model, "method": method, "label": label,
-                           "datasets": sorted({s.dataset for s in usable}), "test_share": test_share,
-                           "seed": seed},
-            "metrics": {"train_auroc": result.train_auroc, "test_auroc": result.test_auroc,
-                        "test_auroc_interval": list(result.test_interval), "n_train": result.n_train,
-                        "n_test": result.n_test, "not_usable": len(failed)}}
-    result.classifier.save(out_file, **meta)
+    result.classifier.fingerprints["model"] = collected.model_fingerprint
+    result.classifier.save(
+        out_file, command="verirag train lookback", attention_model=collected.attention_model,
+        trained_on={"run": str(run_dir), "model": collected.model, "method": method, "label": label,
+                    "datasets": sorted({s.dataset for s in usable}), "test_share": test_share, "seed": seed},
+        metrics={"train_auroc": result.train_auroc, "test_auroc": result.test_auroc,
+                 "test_auroc_interval": list(result.test_interval), "n_train": result.n_train,
+                 "n_test": result.n_test, "not_usable": len(failed)})
     lo, hi = result.test_interval
     interval = "" if math.isnan(lo) else f" [{lo:.3f}, {hi:.3f}]"
     out.print(f"{variant} classifier: AUROC train {result.train_auroc:.3f} ({result.n_train}), held out "
@@ -562,31 +560,24 @@ def train_forecaster_cmd(
     fine-tune a cross-encoder to predict them; `verirag ask --forecaster DIR` uses it."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-    from verirag.experiments.forecaster_labels import MODES, label_pairs
-    from verirag.experiments.forecaster_training import train_forecaster
+    from verirag.train.forecaster_labels import MODES, label_pairs
+    from verirag.train.forecaster import train_forecaster
     from verirag.llm.factory import load_llm
-    from verirag.retrieval import Index
-    from verirag.retrieval.forecaster import Forecaster
-    from verirag.retrieval.trust_calibration import pooled_passages
+    from verirag.learned.forecaster import Forecaster
+    from verirag.retrieval.index import index_or_pooled
     if mode not in MODES:
         raise InputError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
     if kind not in ("cross_encoder", "probe"):
         raise InputError(f"--kind must be cross_encoder or probe, got {kind!r}")
     examples = _calibration_examples(data, n, seed)
-    if index is not None:
-        idx = Index.load(index)
-    else:
-        pooled = pooled_passages(examples)
-        if not pooled:
-            raise InputError(f"{data} has no passages to pool: give --index DIR")
-        with err.status(f"indexing {len(pooled)} pooled passages ({retrieval})…"):
-            idx = Index.build(pooled, kind=retrieval, chunk_words=None)
+    with err.status("indexing the pooled passages…" if index is None else "loading the index…"):
+        idx = index_or_pooled(examples, index, kind=retrieval, source=str(data))
     with err.status(f"loading {model}…"):
         llm = load_llm(model, n_ctx=n_ctx)
         user_llm = load_llm(user_model, n_ctx=n_ctx) if user_model and mode == "decision" else None
         judge_llm = load_llm(judge_model or model, n_ctx=n_ctx) if match == "llm" else None
     if kind == "probe":
-        from verirag.retrieval.forecaster_probe import ProbeForecaster
+        from verirag.learned.forecaster import ProbeForecaster
         forecaster = ProbeForecaster(llm, val_share=val_share, temperature=temperature, seed=seed)
     else:
         forecaster = Forecaster(encoder, epochs=epochs, batch_size=batch_size, learning_rate=learning_rate,
@@ -608,13 +599,12 @@ def train_forecaster_cmd(
     if ls.unreadable_lines:
         err.print(f"[yellow]warning:[/yellow] {ls.unreadable_lines} unreadable lines in {escape(str(label_file))} "
                   "(a killed run's torn line): their pairs were labelled again")
-    meta = {"data": data, "labels": str(label_file), "mode": mode, "match": match, "k": k,
-            "retriever": idx.kind, "corpus": idx.fingerprint, "model": model,
-            "model_fingerprint": getattr(llm, "fingerprint", ""), "user_model": user_model or model,
-            "label_summary": s}
+    provenance = {"command": "verirag train forecaster", "data": data, "labels": str(label_file), "mode": mode,
+                  "match": match, "k": k, "model": model, "user_model": user_model or model, "label_summary": s}
+    fingerprints = {"model": getattr(llm, "fingerprint", ""), "retriever": idx.kind, "corpus": idx.fingerprint}
     with Progress(*columns, console=err, transient=True) as bar:
         task = bar.add_task("reading hidden states" if kind == "probe" else "training the forecaster", total=None)
-        f = train_forecaster(ls.records, forecaster=forecaster, meta=meta,
+        f = train_forecaster(ls.records, forecaster=forecaster, fingerprints=fingerprints, provenance=provenance,
                              progress=lambda i, t: bar.update(task, completed=i, total=t))
     f.save(out_dir)
     m = f.metrics_

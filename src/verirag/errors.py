@@ -46,3 +46,10 @@ class BackendError(VeriragError):
 def is_outage(failure: BaseException | None) -> bool:
     """Whether a recorded failure is an outage of a backend (see BackendError)."""
     return isinstance(failure, BackendError)
+
+
+class NotFittedError(VeriragError):
+    """A learned part (threshold, trust filter, classifier, forecaster) used before it was fitted
+    or loaded; the message names what fits it."""
+
+    exit_code = 2

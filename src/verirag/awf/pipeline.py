@@ -11,26 +11,23 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from verirag.awf.calibrag import reformulate_query
 from verirag.awf.compose import build_method
 from verirag.awf.entailment.base import EntailmentModel
 from verirag.awf.methods.base import AwFMethod, MethodOutput
-from verirag.awf.policies import ANSWERED, FALLBACKS, make_policy, threshold_value
+from verirag.awf.policies import ANSWERED, FALLBACKS, make_policy
 from verirag.awf.registry import create
 from verirag.awf.spec import MethodSpec, accepted_options
 from verirag.awf.stages import UNTRUSTED_ACTIONS, ForecastRerankStage, TrustFilterStage, run_stages
 from verirag.awf.trace import Trace
 from verirag.errors import InputError, is_outage
+from verirag.learned.threshold import ANSWER, ThresholdController, as_controller
 from verirag.llm.factory import load_llm
 from verirag.llm.metered import MeteredLLM
 from verirag.metrics.abstention import is_abstention
 from verirag.llm.usage import metering
 from verirag.types import AskResult, Evidence, Passage, ScoredPassage, VerifyResult
-
-if TYPE_CHECKING:  # for the annotations; the code imports it where it is used
-    from verirag.calibration.controller import ThresholdController
 
 
 # The default verifier is the in-context self-check: with the default model it ranks answers as
@@ -79,11 +76,8 @@ class PipelineConfig:
     forecast_keep: int = 1
 
     def validate(self) -> "PipelineConfig":
-        from verirag.calibration.controller import ThresholdController
-        if isinstance(self.threshold, ThresholdController):  # fitted: an uncertified one acts on all
-            if not self.threshold.fitted:
-                raise InputError(f"the threshold {self.threshold!r} is not fitted")
-        elif not 0.0 <= self.threshold <= 1.0:
+        threshold = as_controller(self.threshold)   # a controller must be fitted; an uncertified one acts on all
+        if threshold.kind == "value" and not 0.0 <= threshold.threshold_ <= 1.0:
             raise InputError(f"threshold must be in [0, 1], got {self.threshold}")
         if self.max_answer_tokens is not None and self.max_answer_tokens < 1:
             raise InputError(f"max_answer_tokens must be at least 1, got {self.max_answer_tokens}")
@@ -209,18 +203,18 @@ class Pipeline:
         """The conformal trust filter of `config.trust` (None without one), loaded once; a filter
         calibrated for another retriever, corpus or K warns."""
         if self._trust is None and self.config.trust:
-            from verirag.retrieval.conformal import ConformalTrustFilter
+            from verirag.learned.trust_filter import ConformalTrustFilter
             index = self._index
-            self._trust = ConformalTrustFilter.load(
-                self.config.trust, retriever=getattr(index, "kind", None),
-                corpus=getattr(index, "fingerprint", None), k=self.config.k)
+            self._trust = ConformalTrustFilter.load(self.config.trust, expect={
+                "retriever": getattr(index, "kind", None), "corpus": getattr(index, "fingerprint", None),
+                "k": self.config.k})
         return self._trust
 
     @property
     def forecaster(self):
         """CalibRAG's forecaster of `config.forecaster` (None without one), loaded once."""
         if self._forecaster is None and self.config.forecaster:
-            from verirag.retrieval.forecaster import load_forecaster
+            from verirag.learned.forecaster import load_forecaster
             self._forecaster = load_forecaster(self.config.forecaster, llm=self.llm)
         return self._forecaster
 
@@ -317,7 +311,7 @@ class Pipeline:
         return AskResult(
             question=question, answer=decision.final_answer, score=float(out.score),
             faithful=decision.action == ANSWERED, action=decision.action,
-            threshold=None if untrusted else threshold_value(threshold),  # None: not certified / nothing to verify
+            threshold=None if untrusted else as_controller(threshold).threshold_,  # None: not certified / nothing to verify
             evidence=evidence, supporting_passage=evidence[best] if best is not None else None,
             retrieved_answer=out.answer, model=self.llm.model_id, method=method.registry_name,
             judge="" if untrusted else (getattr(getattr(method, "predictor", None), "name", "") or method.registry_name),
@@ -337,7 +331,6 @@ class Pipeline:
         that generates its own answer (a unified method, or a bare generator) cannot verify another
         one: InputError. A predictor that fails (unparseable judge output) gives score None,
         faithful False and the error, never an exception."""
-        from verirag.calibration.controller import ThresholdController
         question = (question or "").strip()
         if not question:
             raise InputError("the question is empty")
@@ -368,10 +361,8 @@ class Pipeline:
         if score is not None and is_abstention(answer):  # as in ask: a refusal answers nothing to support
             score = 0.0
             warnings.append("the answer declines to answer: nothing to call supported")
-        cut = getattr(threshold, "threshold_", threshold)
-        faithful = (v.error is None and score is not None and
-                    (threshold.decide(score) == "answer" if isinstance(threshold, ThresholdController)
-                     else score >= cut))
+        cut = as_controller(threshold).threshold_
+        faithful = v.error is None and score is not None and as_controller(threshold).decide(score) == ANSWER
         per = v.per_passage or [None] * len(passages)
         evidence = [Evidence(id=p.id, text=p.text, title=p.title, source=p.source, retrieval_score=None,
                              support_score=s) for p, s in zip(passages, per)]

@@ -1,18 +1,17 @@
 """What to do with an answer once its faithfulness score is known (AwF, section 6).
 
 The policies (AbstainPolicy, NoRagFallbackPolicy, EscalatePolicy) act on any AwF method's output
-with a threshold that is a float or a fitted ThresholdController (alias ThresholdTarget: fixed,
-target precision, or target action rate); a controller whose target could not be certified
+with a threshold that is a float or a fitted ThresholdController (fixed, target precision, or
+target action rate); a controller whose target could not be certified
 makes every answer act. `make_policy` builds one from the pipeline's `fallback` option.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from verirag.calibration.thresholds import ThresholdTarget  # re-exported: policies take one
 from verirag.errors import InputError, VeriragError, is_outage
+from verirag.learned.threshold import ANSWER, as_controller
 
 ANSWERED = "answered"
 ABSTAINED = "abstained"
@@ -48,31 +47,19 @@ class PolicyDecision:
         return is_outage(self.failure)
 
 
-def threshold_value(threshold) -> float | None:
-    """The number a threshold compares with: a float as given; a fitted ThresholdController's
-    `threshold_`, None when it is not certified (no threshold reaches its target)."""
-    if isinstance(threshold, ThresholdTarget):
-        if not threshold.fitted:
-            raise RuntimeError(f"{threshold!r} is not fitted: call fit(scores, labels) first")
-        return threshold.threshold_
-    return float(threshold)
-
-
 def _supported(output, threshold) -> bool:
-    """Answered when score >= threshold (a float, or a fitted ThresholdController's decision:
-    an uncertified controller answers nothing, so every answer acts). An output with an error
+    """Answered when the threshold (a float, or a fitted ThresholdController: an uncertified one
+    answers nothing, so every answer acts) decides "answer" for the score. An output with an error
     (no answer, unparseable text, a predictor that could not score) never is, whatever the
     threshold: its score is not evidence."""
     if output.error or not (output.answer or "").strip():
         return False
-    if isinstance(threshold, ThresholdTarget):
-        return threshold.decide(output.score) == "answer"
-    return not math.isnan(output.score) and output.score >= threshold_value(threshold)
+    return as_controller(threshold).decide(output.score) == ANSWER
 
 
 def _base_details(output, threshold) -> dict[str, Any]:
     # "threshold" is None for a controller whose target could not be certified
-    return {"score": output.score, "threshold": threshold_value(threshold), "original_answer": output.answer,
+    return {"score": output.score, "threshold": as_controller(threshold).threshold_, "original_answer": output.answer,
             "method_error": output.error}
 
 

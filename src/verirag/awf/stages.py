@@ -68,6 +68,7 @@ class ForecastRerankStage:
     name = "forecast"
 
     def __init__(self, forecaster, *, epsilon: float = 0.3, keep: int = 1):
+        """`forecaster`: a fitted forecaster of `verirag.learned.forecaster`."""
         if not 0.0 <= epsilon <= 1.0:
             raise InputError(f"epsilon must be in [0, 1], got {epsilon}")
         if keep < 1:
@@ -76,13 +77,7 @@ class ForecastRerankStage:
 
     def score(self, question: str, hits: Sequence[ScoredPassage]) -> list[tuple[ScoredPassage, float]]:
         """(document, f(q, d)) best first; documents without text cannot help and score 0."""
-        from verirag.retrieval.forecaster import pair_text
-        texts = [pair_text(h.passage.title, h.passage.text) for h in hits]
-        idx = [i for i, t in enumerate(texts) if t.strip()]
-        probs = [0.0] * len(hits)
-        if idx:
-            for i, p in zip(idx, self.forecaster.predict_proba([question] * len(idx), [texts[i] for i in idx])):
-                probs[i] = float(p)
+        probs = self.forecaster.score_passages(question, [h.passage for h in hits])
         return sorted(zip(hits, probs), key=lambda hp: (-hp[1], hp[0].rank))
 
     def run(self, question: str, hits: list[ScoredPassage], say: Say) -> StageResult:
@@ -94,7 +89,7 @@ class ForecastRerankStage:
             "epsilon": self.epsilon, "confidence": best, "kept": [h.passage.id for h in kept],
             "reranked": [{"id": h.passage.id, "f": round(p, 6), "retrieval_rank": h.rank,
                           "retrieval_score": float(h.score)} for h, p in ranked]}
-        trained_k = (getattr(self.forecaster, "meta", None) or {}).get("k")
+        trained_k = self.forecaster.provenance.get("k")
         if isinstance(trained_k, int) and len(hits) > trained_k:
             # measured (README, CalibRAG): documents below the trained depth are where a weak f picks wrongly
             info["warning"] = (f"f scored {len(hits)} documents but was trained on the top {trained_k} of each "

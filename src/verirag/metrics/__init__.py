@@ -8,7 +8,7 @@
 - `calibration`: ECE, Brier, NLL, AUROC, reliability diagrams, %NA.
 - `stats`: bootstrap intervals, Spearman / Kendall tau-b, metric-human correlation tables,
   conformal quantile. (The precision-guarantee threshold, Learn then Test, lives in
-  `verirag.calibration.ltt`: metrics depend on nothing of ours.)
+  `verirag.learned.threshold`: metrics depend on nothing of ours.)
 - `judges`: LLM judges of correctness and faithfulness (need an LLM; prompts in data files).
 
 Each function states its formula in its docstring.

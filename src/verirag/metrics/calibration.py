@@ -13,7 +13,14 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["ece", "brier", "nll", "auroc", "reliability_diagram", "ReliabilityDiagram",
-           "abstention_rate"]
+           "abstention_rate", "sigmoid"]
+
+
+def sigmoid(z):
+    """The logistic function 1 / (1 + e^-z), elementwise, written e^-log(1 + e^-z) so that no
+    z overflows. A float for a scalar, else an array."""
+    r = np.exp(-np.logaddexp(0.0, -np.asarray(z, dtype=np.float64)))
+    return float(r) if np.ndim(r) == 0 else r
 
 
 def _py(p, y) -> tuple[np.ndarray, np.ndarray]:

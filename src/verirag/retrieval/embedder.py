@@ -51,7 +51,7 @@ class Embedder:
             raise InputError("embedder name is empty")
         if name in _MINILM_ALIASES:
             name = DEFAULT_EMBEDDER
-        device = device or _default_device()
+        device = device or default_device()
         key = (name, device)
         # The lock makes concurrent first calls load once instead of racing.
         with _CACHE_LOCK:
@@ -77,7 +77,7 @@ class Embedder:
         return f"Embedder(name={self.name!r}, dim={self.dim}, device={self.device!r})"
 
 
-def _default_device() -> str:
+def default_device() -> str:
     try:
         import torch
     except ImportError:  # sentence-transformers will report the real problem

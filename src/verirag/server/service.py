@@ -15,6 +15,7 @@ from typing import Any
 from verirag.awf.spec import method_names
 from verirag.awf.pipeline import Pipeline
 from verirag.errors import InputError
+from verirag.learned.threshold import as_controller
 from verirag.server.worker import CancelToken, ModelWorker
 from verirag.types import AskResult, Passage, VerifyResult
 
@@ -101,7 +102,7 @@ class VeriragService:
     def methods(self) -> dict[str, Any]:
         cfg = self.pipeline.config
         return {"default": cfg.method, "verify_default": self.config.verify_method, "methods": method_names(),
-                "model": cfg.model, "threshold": getattr(cfg.threshold, "threshold_", cfg.threshold),
+                "model": cfg.model, "threshold": as_controller(cfg.threshold).threshold_,
                 "fallback": cfg.fallback, "k": cfg.k}
 
     # ---- jobs (run on the worker thread) -----------------------------------------------------

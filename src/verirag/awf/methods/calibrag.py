@@ -17,7 +17,7 @@ from verirag.awf.registry import register
 from verirag.awf.trace import Trace
 from verirag.errors import InputError
 from verirag.prompts import DEFAULT_LAYOUT
-from verirag.retrieval.forecaster import load_forecaster, pair_text
+from verirag.learned.forecaster import load_forecaster
 
 
 @register("method", "calibrag")
@@ -37,18 +37,11 @@ class CalibRAGMethod(AwFMethod):
         self.keep = keep
 
     def run(self, trace: Trace) -> MethodOutput:
-        def rank():
-            docs = [pair_text(p.title, p.text) for p in trace.passages]
-            usable = [i for i, d in enumerate(docs) if d.strip()]
-            probs = self.forecaster.predict_proba([trace.question] * len(usable), [docs[i] for i in usable])
-            f = [0.0] * len(docs)
-            for i, p in zip(usable, probs):
-                f[i] = float(p)
-            return f
         if not trace.passages:
             return MethodOutput(answer="", score=0.0, error="no passages to rerank")
         # keyed by the forecaster's training data too: a folder retrained in place is another forecaster
-        f = self.compute(trace, rank, "forecast", data=self.forecaster.data_fingerprint_)
+        f = self.compute(trace, lambda: self.forecaster.score_passages(trace.question, trace.passages), "forecast",
+                         data=self.forecaster.fingerprints.get("data", ""))
         order = sorted(range(len(f)), key=lambda i: (-f[i], i))[:self.keep]
         passages = [trace.passages[i] for i in order]
         ans: Answer = self.compute(trace, lambda: self.generator.answer(trace.question, passages), "answer",

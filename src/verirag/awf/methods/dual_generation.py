@@ -24,14 +24,8 @@ from verirag.awf.registry import register
 from verirag.awf.trace import Trace
 from verirag.errors import InputError, VeriragError
 from verirag.llm.base import SCORE
+from verirag.metrics.calibration import sigmoid
 from verirag.prompts import DEFAULT_LAYOUT
-
-
-def _logistic(x: float) -> float:
-    if x >= 0:
-        return 1.0 / (1.0 + math.exp(-x))
-    z = math.exp(x)
-    return z / (1.0 + z)
 
 
 @register("method", "dual_generation")
@@ -67,7 +61,7 @@ class DualGeneration(AwFMethod):
                                 details={"decision": None})
         lp_ctx, lp_noctx = ctx.mean_logprob, noctx.mean_logprob
         decision = lp_ctx - lp_noctx  # = log ppl_noctx - log ppl_ctx
-        return MethodOutput(answer=text, score=_logistic(decision / self.temperature), details={
+        return MethodOutput(answer=text, score=sigmoid(decision / self.temperature), details={
             "decision": decision,
             "ppl_ctx": math.exp(-lp_ctx), "ppl_noctx": math.exp(-lp_noctx),
             "mean_logprob_ctx": lp_ctx, "mean_logprob_noctx": lp_noctx,

@@ -3,7 +3,6 @@ checks, failure recording, the Vanilla conversation for an outside answer, and l
 of the supporting passage (the score itself names no passage)."""
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 from verirag.awf.generators.base import Answer

@@ -8,7 +8,6 @@ per-passage support (all passages are judged at once), so `per_passage` is all N
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 from verirag.awf.passages import prompt_passages

@@ -4,7 +4,7 @@
 
 The generator's conversation and its reply are read again in one teacher-forced pass of the
 attention model (HF transformers, eager attention); the lookback ratios of the reply
-(`verirag.llm.lookback`) go through the trained classifier (`verirag.awf.factuality_classifier`,
+(`verirag.llm.lookback`) go through the trained classifier (`verirag.learned.lookback_classifier`,
 `verirag train lookback`), and the score is its P(factual). The reply is read as the generator
 wrote it (the raw generation, before any answer parsing), as in training.
 
@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from verirag.awf.component import fingerprint_of
-from verirag.awf.factuality_classifier import LookbackClassifier
+from verirag.learned.lookback_classifier import LookbackClassifier
 from verirag.awf.generators.base import Answer
 from verirag.awf.predictors._conversation import ConversationPredictor
 from verirag.awf.registry import register
@@ -36,11 +36,11 @@ from verirag.types import Passage
 
 def attention_llm(llm: LLM, classifier: LookbackClassifier, attention_model: str | None) -> LLM:
     """The model whose attention the classifier reads (see the module docstring)."""
-    trained_on = classifier.meta.get("model_fingerprint", "")
+    trained_on = classifier.fingerprints.get("model", "")
     if attention_model is None and ATTENTIONS in llm.capabilities and (
             not trained_on or fingerprint_of(llm) == trained_on):
         return llm
-    spec = attention_model or classifier.meta.get("attention_model")
+    spec = attention_model or classifier.provenance.get("attention_model")
     if not spec:
         raise CapabilityError(f"lookback reads attention weights, which {llm.backend} model {llm.model_id!r} "
                               "does not give; answer with an hf: model or pass attention_model=hf:...")
@@ -48,9 +48,7 @@ def attention_llm(llm: LLM, classifier: LookbackClassifier, attention_model: str
     from verirag.llm.metered import MeteredLLM
     att = MeteredLLM(load_llm(spec))  # its reading counts in the answer's usage
     att.require(ATTENTIONS)
-    if trained_on and fingerprint_of(att) != trained_on:
-        raise InputError(f"the lookback classifier was trained on the attention of weights {trained_on[:12]}, "
-                         f"but {spec} has {fingerprint_of(att)[:12]}; train one for this model")
+    classifier.check_expected({"model": fingerprint_of(att)}, where=spec)
     return att
 
 

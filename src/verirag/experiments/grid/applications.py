@@ -11,7 +11,7 @@ s >= t, else with the no-RAG answer of the same model. With c_rag, c_norag in {0
     fallback rate(t) = mean_i( s_i < t )
 
 swept over the thresholds t in {distinct scores} + {inf} (rate 0 ... rate 1). The operating point
-is chosen by K-fold cross-validation (`verirag.calibration.cv_threshold`, gains c_rag / c_norag),
+is chosen by K-fold cross-validation (`verirag.learned.threshold.cv_threshold`, gains c_rag / c_norag),
 so its accuracy is out-of-fold; the in-sample maximum of the curve is reported as an optimistic
 reference only.
 
@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from verirag.calibration import cv_threshold
+from verirag.learned.threshold import cv_threshold
 from verirag.experiments.grid.records import ResultRecord
 from verirag.metrics.stats import group_bootstrap_intervals
 

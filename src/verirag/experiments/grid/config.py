@@ -260,7 +260,7 @@ class _Threshold(_Section):
 
     @model_validator(mode="after")
     def _one_target(self) -> _Threshold:
-        from verirag.calibration import ThresholdController
+        from verirag.learned.threshold import ThresholdController
         ThresholdController(**self.model_dump(exclude_none=True))  # ValueError unless exactly one target
         return self
 

@@ -9,17 +9,17 @@ from pathlib import Path
 
 import numpy as np
 
-from verirag.calibration import ThresholdController
-from verirag.calibration.threshold_file import FittedThreshold
 from verirag.errors import InputError
 from verirag.experiments.grid.records import ResultStore
+from verirag.learned.threshold import ThresholdController
 
 
 def fit_threshold(run_dir: str | Path, *, model: str, method: str, dataset: str | None = None,
-                  target: ThresholdController) -> FittedThreshold:
-    """Fit `target` (a ThresholdController, fitted in place) on the run's records of (model,
-    method[, dataset]) and describe it for a threshold file. A target that cannot be certified
-    gives `certified` False and no threshold: every answer acts."""
+                  target: ThresholdController) -> ThresholdController:
+    """Fit `target` (fitted in place) on the run's records of (model, method[, dataset]), and
+    record what it was fitted for: fingerprints model, method, the records' method_digest and
+    dataset; provenance the method's options and the run. A target that cannot be certified
+    gives `certified_` False and no threshold: every answer acts."""
     records = [r for r in ResultStore(run_dir).load()
                if r.model == model and r.method == method and (dataset is None or r.dataset == dataset)]
     if not records:
@@ -28,5 +28,9 @@ def fit_threshold(run_dir: str | Path, *, model: str, method: str, dataset: str 
     scores = np.array([0.0 if r.error else r.score for r in records])
     labels = np.array([r.faithful for r in records])
     target.fit(scores, labels)
-    return FittedThreshold.from_controller(target, model=model, method=method, dataset=dataset or "*",
-                                           n_fit=len(records))
+    digests = {r.method_digest for r in records}
+    target.fingerprints.update(model=model, method=method, dataset=dataset or "*",
+                               method_digest=digests.pop() if len(digests) == 1 else "")
+    spec = records[0].method_spec   # resolved_options: every option, defaults included (older runs: those given)
+    target.provenance.update(run=str(run_dir), method_options=spec.get("resolved_options") or spec.get("options") or {})
+    return target

@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -29,7 +29,7 @@ from typing import Any
 from verirag.errors import InputError, VeriragError, is_outage
 from verirag.experiments.grid.config import ExperimentConfig
 from verirag.experiments.grid.executors import get_executor
-from verirag.experiments.ground_truth import GroundTruth
+from verirag.train.ground_truth import GroundTruth
 from verirag.awf.spec import MethodSpec
 from verirag.experiments.grid.records import ResultRecord, ResultStore, record_key
 from verirag.llm.metered import MeteredLLM

@@ -6,7 +6,7 @@ denominator, with the score 0 and the labels their record holds):
 - AwF precision / recall / F1 and QPP precision / recall of the decisions v_i = 1[s_i >= t] at
   the configured threshold (run.json "threshold"; `verirag.metrics.awf` for the formulas).
   A fixed value is applied directly. A fitted target (target precision, action rate) is
-  cross-fitted (`verirag.calibration.cross_fit_target`, 5 group-aware folds): each example's
+  cross-fitted (`verirag.learned.threshold.cross_fit_target`, 5 group-aware folds): each example's
   decision uses a threshold fitted on the other folds only, so the threshold is never fitted on
   the rows it is scored on. `threshold` then reports the fit on all rows (what one would deploy;
   NaN, with a note, when the target cannot be certified on them: every answer acts); the scored
@@ -52,7 +52,7 @@ from typing import Any
 
 import numpy as np
 
-from verirag.calibration import ThresholdTarget, cross_fit_target
+from verirag.learned.threshold import ThresholdController, cross_fit_target
 from verirag.experiments.grid.records import ResultRecord
 from verirag.metrics.awf import (awf_counts, awf_scores, best_f1, best_f1_statistic, f1_statistic,
                                  hard_pr_auc_statistic, pr_auc_statistic, random_pr_auc)
@@ -70,14 +70,14 @@ CV_FOLDS = 5
 
 
 # --------------------------------------------------------------------------- config
-def threshold_target(run_config: Mapping[str, Any]) -> ThresholdTarget:
-    """The ThresholdTarget of run.json "threshold" (default: the fixed value 0.5)."""
+def threshold_target(run_config: Mapping[str, Any]) -> ThresholdController:
+    """The ThresholdController of run.json "threshold" (default: the fixed value 0.5)."""
     th = dict(run_config.get("threshold") or {"value": 0.5})
     kw = {k: th[k] for k in ("value", "precision", "action_rate", "delta", "method") if k in th}
-    return ThresholdTarget(**kw)
+    return ThresholdController(**kw)
 
 
-def threshold_rule(target: ThresholdTarget) -> str:
+def threshold_rule(target: ThresholdController) -> str:
     """A short human description: "s >= 0.5", "precision >= 0.9 (delta 0.1)", "action rate <= 0.2"."""
     if target.kind == "value":
         return f"s >= {target.value:g}"
@@ -199,7 +199,7 @@ def is_hard(recs: list[ResultRecord]) -> bool:
     return bool(recs) and all(r.hard for r in recs)
 
 
-def _decisions(target: ThresholdTarget, a: dict[str, np.ndarray], seed: int) -> tuple[np.ndarray, float, list[str]]:
+def _decisions(target: ThresholdController, a: dict[str, np.ndarray], seed: int) -> tuple[np.ndarray, float, list[str]]:
     """(v, threshold reported, notes): fixed value directly, fitted targets cross-fitted."""
     s, V = a["score"], a["faithful"]
     if target.kind == "value":
@@ -215,7 +215,7 @@ def _decisions(target: ThresholdTarget, a: dict[str, np.ndarray], seed: int) -> 
     return v, float(full.threshold_), []
 
 
-def summarize_cell(recs: list[ResultRecord], target: ThresholdTarget,
+def summarize_cell(recs: list[ResultRecord], target: ThresholdController,
                    boot: Mapping[str, Any]) -> dict[str, Any]:
     """The summary row of one (dataset, model, method) cell; see the module docstring."""
     r0 = recs[0]

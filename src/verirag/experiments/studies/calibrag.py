@@ -7,7 +7,7 @@ A config with `study: calibrag` (see configs/calibrag-small.yaml) runs:
 1. Training data. `train.n` questions of `train.dataset` (split by group from that dataset's test
    questions, so no test question is trained on); every dataset's passages are pooled into one
    corpus per dataset and indexed (`retrieval`); the top `train.k` (default `k`) documents of each
-   training question are labelled (`verirag.experiments.forecaster_labels`, mode `train.mode`) into DIR/labels.jsonl.
+   training question are labelled (`verirag.train.forecaster_labels`, mode `train.mode`) into DIR/labels.jsonl.
 2. Forecasters, all trained on those pairs, validated on held-out training questions: CalibRAG's
    cross-encoder on the labels of `train.mode` (DIR/forecaster): `decision` is the paper's (U's
    decision is right), `answer` (the shipped config's, a third of the cost) asks only whether the
@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import json
 import math
-import random
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
@@ -49,6 +48,7 @@ from pydantic import Field, model_validator
 from verirag.errors import InputError
 from verirag.experiments.schema import StrictModel, validate_config
 from verirag.experiments.studies.common import one_per_group, write_study
+from verirag.learned.splits import split_by_group
 TABLE1_ROWS = ("base", "verbal_number", "verbal_linguistic", "probe", "calibrag", "calibrag_requery")
 TABLE2_ROWS = ("base", "llm_rerank", "relevance_ce", "calibrag")
 NOT_STATED = "not stated"
@@ -125,13 +125,11 @@ def _load(name: str, n: int | None, seed: int, path: str | None, options: dict) 
 
 def split_train_test(examples: list, n_train: int, seed: int) -> tuple[list, list]:
     """(train, test) by group: `n_train` groups for training, the rest for testing."""
-    groups = sorted({ex.group or ex.id for ex in examples})
-    if len(groups) <= n_train:
-        raise InputError(f"{len(groups)} questions cannot give {n_train} training questions and a test split")
-    random.Random(seed).shuffle(groups)
-    train = set(groups[:n_train])
-    return ([ex for ex in examples if (ex.group or ex.id) in train],
-            [ex for ex in examples if (ex.group or ex.id) not in train])
+    groups = [ex.group or ex.id for ex in examples]
+    if len(set(groups)) <= n_train:
+        raise InputError(f"{len(set(groups))} questions cannot give {n_train} training questions and a test split")
+    test, train = split_by_group(groups, seed=seed, count=n_train)
+    return [ex for ex, t in zip(examples, train) if t], [ex for ex, t in zip(examples, test) if t]
 
 
 def relevance_label(doc_text: str, references: list[str]) -> int:
@@ -145,7 +143,7 @@ def relevance_label(doc_text: str, references: list[str]) -> int:
 # ------------------------------------------------------------------------------------ the run
 def run_calibrag_study(cfg: CalibragStudyConfig, out_dir: str | Path, *,
                        on_stage: Callable[[str], None] | None = None) -> dict[str, Any]:
-    from verirag.experiments.forecaster_labels import label_pairs
+    from verirag.train.forecaster_labels import label_pairs
     from verirag.llm.factory import load_llm
     from verirag.retrieval.index import index_or_pooled
     stage = on_stage or (lambda _s: None)
@@ -224,8 +222,8 @@ def retable(result: dict[str, Any], cfg: CalibragStudyConfig | None = None) -> d
 def train_all(cfg: CalibragStudyConfig, labels, llm, out_dir: Path, stage) -> dict[str, Any]:
     """CalibRAG's forecaster, the relevance cross-encoder and the probe (loaded when a folder
     holds one trained on the same pairs)."""
-    from verirag.experiments.forecaster_training import pairs
-    from verirag.retrieval.forecaster import Forecaster, data_fingerprint, load_forecaster
+    from verirag.train.forecaster import pairs
+    from verirag.learned.forecaster import Forecaster, data_fingerprint, load_forecaster
     t = cfg.train
     q, d, y, g = pairs(labels.records)
     if len(set(y)) < 2:
@@ -240,7 +238,7 @@ def train_all(cfg: CalibragStudyConfig, labels, llm, out_dir: Path, stage) -> di
         if (path / "forecaster.json").is_file():
             try:
                 f = load_forecaster(path, llm=llm)
-                if f.meta.get("study_digest") == want:
+                if f.provenance.get("study_digest") == want:
                     stage(f"loaded {folder} (trained on these pairs with these settings)")
                     return f
             except InputError:
@@ -253,9 +251,8 @@ def train_all(cfg: CalibragStudyConfig, labels, llm, out_dir: Path, stage) -> di
         except InputError as e:   # e.g. the training questions hold one class: that row is left out
             stage(f"{folder}: not trained ({e})")
             return None
-        f.meta = {"labels": str(out_dir / "labels.jsonl"), "study": cfg.name, "study_digest": want,
-                  "k": t.k or cfg.k}   # the depth it was trained at (ForecastRerankStage warns beyond it)
-        f.save(path)
+        f.save(path, labels=str(out_dir / "labels.jsonl"), study=cfg.name, study_digest=want,
+               k=t.k or cfg.k)   # the depth it was trained at (ForecastRerankStage warns beyond it)
         return f
 
     kw = dict(epochs=t.epochs, batch_size=t.batch_size, learning_rate=t.learning_rate, val_share=t.val_share,
@@ -264,7 +261,7 @@ def train_all(cfg: CalibragStudyConfig, labels, llm, out_dir: Path, stage) -> di
                            "relevance_ce": trained("relevance", rel, lambda: Forecaster(**kw))}
     out["probe"] = None
     if t.probe_pairs:
-        from verirag.retrieval.forecaster_probe import ProbeForecaster
+        from verirag.learned.forecaster import ProbeForecaster
         ranks = [r.rank for r in labels.records if r.label is not None]
         order = sorted(range(len(y)), key=lambda i: (ranks[i], i))   # the top ranks of every question first
         keep = sorted(order[:t.probe_pairs])
@@ -297,8 +294,8 @@ def _every(stage, what: str, parts: int = 10):
 
 def _describe(f) -> dict[str, Any]:
     return {"kind": f.kind, "n_train": f.n_train_, "n_val": f.n_val_, "label_balance": f.label_balance_,
-            "temperature": f.temperature_, "best_epoch": f.best_epoch_, "validation": f.metrics_,
-            "history": f.history_}
+            "temperature": f.temperature_, "best_epoch": getattr(f, "best_epoch_", None), "validation": f.metrics_,
+            "history": getattr(f, "history_", [])}   # the probe is one closed fit: no epochs
 
 
 # ------------------------------------------------------------------------------------ one question
@@ -311,8 +308,9 @@ def evaluate_question(cfg: CalibragStudyConfig, ex, index, llm, user, forecaster
     from verirag.awf.calibrag import generate_guidance, reformulate_query, user_decision, verbal_confidence
     from verirag.awf.stages import ForecastRerankStage, run_stages
     from verirag.awf.llm_rerank import LLMRerank
-    from verirag.experiments.ground_truth import abstained, matches
-    from verirag.retrieval.forecaster import pair_text
+    from verirag.train.ground_truth import matches
+    from verirag.metrics.abstention import is_abstention
+    from verirag.learned.forecaster import pair_text
     q = ex.question_with_history()
     refs = [r for r in ex.references if r.strip()]
     hits = index.search(q, k=cfg.k)
@@ -328,14 +326,14 @@ def evaluate_question(cfg: CalibragStudyConfig, ex, index, llm, user, forecaster
         return guidances[hit.passage.id]
 
     def correct(text: str) -> int:
-        return 0 if abstained(text) else int(matches(text, refs, cfg.match))
+        return 0 if is_abstention(text) else int(matches(text, refs, cfg.match))
 
     def row(hit, confidence: float | None, shown: str, **extra) -> dict[str, Any]:
         g = guidance(hit)
         decision, error = user_decision(user, q, g, shown)
         out = {"doc": hit.passage.id, "retrieval_rank": hit.rank, "guidance": g.text,
                "guidance_correct": correct(g.text), "decision": decision, "correct": correct(decision),
-               "na": int(abstained(decision)), "confidence": confidence, "shown": shown, **extra}
+               "na": int(is_abstention(decision)), "confidence": confidence, "shown": shown, **extra}
         if error or g.error:
             out["error"] = "; ".join(e for e in (g.error, error) if e)
         return out

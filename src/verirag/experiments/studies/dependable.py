@@ -130,7 +130,7 @@ def run_dependable_study(cfg: DependableStudyConfig, out_dir: str | Path, *,
               on_stage: Callable[[str], None] | None = None) -> dict[str, Any]:
     from verirag.datasets import load_dataset
     from verirag.retrieval.index import index_or_pooled
-    from verirag.retrieval.trust_calibration import calibrate_retrieval, held_out_check, split_holdout
+    from verirag.train.trust_calibration import calibrate_retrieval, held_out_check, split_holdout
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     say = on_stage or (lambda s: None)
@@ -252,7 +252,8 @@ class _Answerer:
     def _one(self, question: str, passages, references, *, no_context: bool = False) -> dict[str, Any]:
         from verirag.awf.trace import Trace
         from verirag.errors import VeriragError
-        from verirag.experiments.ground_truth import abstained, matches
+        from verirag.metrics.abstention import is_abstention
+        from verirag.train.ground_truth import matches
         if not passages and not no_context:  # abstain on an empty trusted set
             return {"answer": "", "correct": 0, "consistent": None, "error": None, "abstained": True}
         try:
@@ -261,7 +262,7 @@ class _Answerer:
             return {"answer": "", "correct": 0, "consistent": None, "error": f"{type(e).__name__}: {e}"}
         text = ans.text
         row = {"answer": text, "error": ans.error,
-               "correct": int(not abstained(text) and matches(text, list(references), self.cfg.generation.match)),
+               "correct": int(not is_abstention(text) and matches(text, list(references), self.cfg.generation.match)),
                "consistent": None, "_answer": ans}
         row.update(self._consistency(question, passages, text, ans.error))
         return row
@@ -312,7 +313,7 @@ class _Answerer:
                        say: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
         from verirag.awf.predictors.lookback import reply_ratios
         from verirag.errors import VeriragError
-        from verirag.experiments.lookback_training import LookbackSample, cross_dataset_cells
+        from verirag.train.lookback import LookbackSample, cross_dataset_cells
         from verirag.llm.base import ATTENTIONS
         from verirag.llm.factory import load_llm
         lb = cfg.lookback

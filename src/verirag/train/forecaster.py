@@ -1,12 +1,14 @@
-"""Train CalibRAG's forecaster f(q, d) from labelled pairs (`forecaster_labels`): the pairs with a
-label, validation on held-out questions, provenance in the saved forecaster's `meta`."""
+"""Train CalibRAG's forecaster f(q, d) from labelled pairs (`verirag.train.forecaster_labels`):
+the pairs with a label, validation on held-out questions, what it was fitted for in the saved
+forecaster's fingerprints and provenance."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from verirag.errors import InputError
-from verirag.experiments.forecaster_labels import LabelRecord
-from verirag.retrieval.forecaster import Forecaster, pair_text
+from verirag.learned.forecaster import Forecaster, ForecasterBase, pair_text
+from verirag.train.forecaster_labels import LabelRecord
 
 
 def pairs(records: Sequence[LabelRecord]) -> tuple[list[str], list[str], list[int], list[str]]:
@@ -16,8 +18,9 @@ def pairs(records: Sequence[LabelRecord]) -> tuple[list[str], list[str], list[in
             [int(r.label) for r in rs], [r.group for r in rs])
 
 
-def train_forecaster(records: Sequence[LabelRecord], *, forecaster: Forecaster | None = None,
-                     meta: dict | None = None, progress: Callable[[int, int], None] | None = None) -> Forecaster:
+def train_forecaster(records: Sequence[LabelRecord], *, forecaster: ForecasterBase | None = None,
+                     fingerprints: dict[str, Any] | None = None, provenance: dict[str, Any] | None = None,
+                     progress: Callable[[int, int], None] | None = None) -> ForecasterBase:
     """Fit `forecaster` (default settings when None) on the records' labelled pairs. One class
     only, or fewer than two questions, is an InputError that says what to do."""
     q, d, y, g = pairs(records)
@@ -27,5 +30,6 @@ def train_forecaster(records: Sequence[LabelRecord], *, forecaster: Forecaster |
         raise InputError(f"every labelled pair has label {y[0]}: a forecaster needs both correct and incorrect "
                          "decisions (label more questions, raise k, or use the other labelling mode)")
     f = forecaster or Forecaster()
-    f.meta = dict(meta or {})
+    f.fingerprints.update({k: v for k, v in (fingerprints or {}).items() if v})
+    f.provenance = dict(provenance or {})
     return f.fit(q, d, y, g, progress=progress)

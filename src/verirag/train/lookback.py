@@ -1,6 +1,7 @@
 """Train and evaluate the lookback factuality classifier from an eval run's records.
 
-    samples = collect_samples("runs/dependable-small", method="vanilla", attention_model="hf:qwen2.5-0.5b")
+    records = ResultStore("runs/dependable-small").load()      # verirag.experiments.grid.records
+    samples = collect_samples("runs/dependable-small", records, method="vanilla", attention_model="hf:qwen2.5-0.5b")
     result = train_lookback(samples, variant="cw", k=10)          # fit on 60% of the groups
     result.classifier.save("clf.json", **result.meta)
     matrix = cross_dataset_auroc(samples, variant="fc", k=10)      # Figure 6 shape
@@ -30,8 +31,9 @@ from typing import Any
 
 import numpy as np
 
-from verirag.awf.factuality_classifier import LookbackClassifier
 from verirag.errors import InputError, VeriragError
+from verirag.learned.lookback_classifier import LookbackClassifier
+from verirag.learned.splits import split_by_group
 from verirag.llm.base import ATTENTIONS
 from verirag.llm.lookback import LookbackRatios
 
@@ -79,11 +81,8 @@ def split_groups(samples: Sequence[LookbackSample], test_share: float = TEST_SHA
     """(train, test) with every group wholly on one side; about `test_share` of the groups test."""
     if not 0 < test_share < 1:
         raise InputError(f"the test share must lie in (0, 1), got {test_share}")
-    groups = sorted({s.group for s in samples})
-    rng = np.random.default_rng(seed)
-    rng.shuffle(groups)
-    test = set(groups[:int(round(len(groups) * test_share))])
-    return [s for s in samples if s.group not in test], [s for s in samples if s.group in test]
+    train, test = split_by_group([s.group for s in samples], test_share, seed)
+    return [s for s, t in zip(samples, train) if t], [s for s, t in zip(samples, test) if t]
 
 
 def usable(samples: Sequence[LookbackSample]) -> list[LookbackSample]:
@@ -189,26 +188,26 @@ def _run_config(run_dir: Path) -> dict[str, Any]:
         raise InputError(f"{path} is not readable JSON: {e}") from None
 
 
-def collect_samples(run_dir: str | Path, *, method: str = "vanilla", model: str | None = None,
+def collect_samples(run_dir: str | Path, run_records: Sequence[Any], *, method: str = "vanilla", model: str | None = None,
                     attention_model: str | None = None, label: str = "faithful",
                     judge_model: str | None = None, datasets: Sequence[str] | None = None,
                     n_ctx: int = 4096, on_sample: Callable[[LookbackSample], None] | None = None
                     ) -> Samples:
-    """One LookbackSample per record of `method` (its generator answers) in the run."""
+    """One LookbackSample per record of `method` (its generator answers) among the run's records
+    (`run_records`, the run directory's ResultStore)."""
     from verirag.awf.compose import ComposedMethod, build_method
     from verirag.awf.spec import MethodSpec
     from verirag.datasets import load_dataset
-    from verirag.experiments.grid.records import ResultStore
     from verirag.llm.factory import load_llm
 
     if label not in LABELS:
         raise InputError(f"label must be one of {', '.join(LABELS)}, got {label!r}")
     run_dir = Path(run_dir)
     cfg = _run_config(run_dir)
-    records = [r for r in ResultStore(run_dir).load() if r.method == method
+    records = [r for r in run_records if r.method == method
                and (model is None or r.model == model) and (not datasets or r.dataset in datasets)]
     if not records:
-        known = sorted({r.method for r in ResultStore(run_dir).load()})
+        known = sorted({r.method for r in run_records})
         raise InputError(f"{run_dir} has no records of method {method!r}"
                          + (f" and model {model!r}" if model else "") + f"; it has: {', '.join(known) or 'none'}")
     models = sorted({r.model for r in records})

@@ -16,23 +16,25 @@ top K), and `diagnose` says so.
 
     f = ConformalTrustFilter(alpha=0.1).fit(scores, correct)     # lists of per-question arrays
     mask = f.trusted(new_scores)                                 # boolean, one per chunk
-    f.save("trust.json"); ConformalTrustFilter.load("trust.json", retriever="bm25", k=10)
+    f.save("trust.json"); ConformalTrustFilter.load("trust.json", expect={"retriever": "bm25", "k": 10})
+
+Saved as one JSON file (`verirag.learned.base`). Loading it for another retriever refuses (the
+min-max normalisation is of that retriever's scores); another corpus or K warns: the filter still
+works, but its coverage guarantee does not carry over.
 """
 from __future__ import annotations
 
-import json
 import math
-import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from verirag.errors import InputError
-
-FORMAT = "verirag.conformal_trust_filter/1"
+from verirag.learned.base import LearnedPart
+from verirag.metrics.stats import conformal_quantile
 
 
 def wrong_source_threshold(rouge: Sequence[np.ndarray], right_source: Sequence[np.ndarray], beta: float) -> float:
@@ -97,7 +99,7 @@ class Coverage:
                 "n_questions": self.n_questions}
 
 
-class ConformalTrustFilter:
+class ConformalTrustFilter(LearnedPart):
     """Construct, `fit(scores, correct)`, then `trusted(scores)`. Fitted state:
 
     - `n1_`, `n2_`: the smallest and largest raw calibration score (the min-max normalisation);
@@ -105,18 +107,28 @@ class ConformalTrustFilter:
       ceil((n+1)(1-alpha)) > n: too few correct chunks for this alpha, every chunk is trusted);
     - `n_correct_`: n, the number of correct calibration chunks; `n_questions_`; `k_`: chunks per question;
     - `calibration_`: m1 / m2 on the calibration questions themselves.
+    `fingerprints`: "retriever" (the index kind), "corpus" (the index fingerprint), "k".
     """
 
-    def __init__(self, alpha: float = 0.1, beta: float = 0.0, *, retriever: str = "", corpus: str = ""):
+    format_name = "trust_filter"
+    title = "trust filter"
+    fitted_attribute = "q_hat_"
+    fit_command = "verirag calibrate-retrieval DATA --out FILE"
+    refuse_on = ("retriever",)
+    warn_on = ("corpus", "k")
+
+    def __init__(self, alpha: float = 0.1, beta: float = 0.0, *, fingerprints: dict[str, Any] | None = None):
+        super().__init__(fingerprints)
         if not 0.0 < alpha < 1.0:
             raise InputError(f"alpha must be in (0, 1), got {alpha}")
         if not 0.0 <= beta <= 1.0:
             raise InputError(f"beta must be in [0, 1], got {beta}")
         self.alpha, self.beta = float(alpha), float(beta)
-        self.retriever, self.corpus = retriever, corpus
 
     # ---- fitting --------------------------------------------------------------------------------
-    def fit(self, scores: Sequence[Sequence[float]], correct: Sequence[Sequence[bool]]) -> "ConformalTrustFilter":
+    def fit(self, scores: Sequence[Sequence[float]], correct: Sequence[Sequence[bool]],
+            k: int | None = None) -> "ConformalTrustFilter":
+        """`k`: the chunks retrieved per question (default: the most any question has)."""
         if len(scores) != len(correct):
             raise InputError(f"{len(scores)} score arrays but {len(correct)} label arrays")
         if not scores:
@@ -133,24 +145,15 @@ class ConformalTrustFilter:
             raise InputError("the calibration questions retrieved no chunks")
         self.n1_, self.n2_ = float(flat.min()), float(flat.max())
         nonconformity = 1.0 - self.normalize(np.concatenate([a[b] for a, b in zip(s, y)]))
-        n = int(nonconformity.size)
-        if n == 0:
+        if nonconformity.size == 0:
             raise InputError("no correct chunk in the calibration data: the retriever never found the right "
                              "source in its top K, so there is nothing to calibrate on")
-        rank = math.ceil((n + 1) * (1.0 - self.alpha))   # the rank-th smallest, 1-based
-        self.q_hat_ = math.inf if rank > n else float(np.sort(nonconformity)[rank - 1])
-        self.n_correct_, self.n_questions_ = n, len(s)
-        self.k_ = int(max(a.size for a in s))
+        self.q_hat_ = conformal_quantile(nonconformity, self.alpha)
+        self.n_correct_, self.n_questions_ = int(nonconformity.size), len(s)
+        self.k_ = int(k or max(a.size for a in s))
+        self.fingerprints["k"] = self.k_
         self.calibration_ = self.coverage(s)
         return self
-
-    @property
-    def fitted(self) -> bool:
-        return hasattr(self, "q_hat_")
-
-    def _check(self) -> None:
-        if not self.fitted:
-            raise RuntimeError("ConformalTrustFilter is not fitted: call fit(scores, correct) first")
 
     # ---- inference ------------------------------------------------------------------------------
     def normalize(self, scores) -> np.ndarray:
@@ -162,17 +165,17 @@ class ConformalTrustFilter:
     @property
     def threshold_(self) -> float:
         """The normalised score a chunk needs: 1 - q_hat_."""
-        self._check()
+        self.check_fitted()
         return 1.0 - self.q_hat_
 
     def trusted(self, scores) -> np.ndarray:
         """The boolean mask of trusted chunks among one question's raw scores."""
-        self._check()
+        self.check_fitted()
         return self.normalize(scores) >= self.threshold_
 
     def coverage(self, scores: Sequence[Sequence[float]], k: int | None = None) -> Coverage:
         """m1 and m2 over questions (each question's raw scores); K defaults to each question's own count."""
-        self._check()
+        self.check_fitted()
         kept = [int(self.trusted(a).sum()) for a in scores]
         m1 = np.array([c > 0 for c in kept], float)
         m2 = np.array([c / (k or max(1, len(a))) for c, a in zip(kept, scores)], float)
@@ -192,47 +195,22 @@ class ConformalTrustFilter:
                     "missing from the top K)")
         return None
 
-    # ---- persistence (JSON, never pickle) --------------------------------------------------------
-    def to_dict(self) -> dict[str, Any]:
-        self._check()
-        return {"format": FORMAT, "alpha": self.alpha, "beta": self.beta, "retriever": self.retriever,
-                "corpus": self.corpus, "k": self.k_, "n1": self.n1_, "n2": self.n2_,
-                "q_hat": None if math.isinf(self.q_hat_) else self.q_hat_, "n_correct": self.n_correct_,
-                "n_questions": self.n_questions_, "calibration": self.calibration_.to_dict()}
+    # ---- saved form -------------------------------------------------------------------------------
+    def state(self) -> dict[str, Any]:
+        return {**super().state(), "calibration_": asdict(self.calibration_)}
 
-    def save(self, path: str | Path) -> Path:
-        path = Path(path)
-        path.write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
-        return path
+    def restore(self, state: dict[str, Any], path: Path) -> None:
+        super().restore(state, path)
+        self.q_hat_ = math.inf if self.q_hat_ is None else float(self.q_hat_)   # inf is written as null
+        self.calibration_ = Coverage(**{k: math.nan if v is None else v for k, v in self.calibration_.items()})
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "ConformalTrustFilter":
-        if not isinstance(d, dict) or d.get("format") != FORMAT:
-            raise InputError(f"not a conformal trust filter (expected format {FORMAT!r})")
-        try:
-            f = cls(alpha=float(d["alpha"]), beta=float(d["beta"]), retriever=str(d.get("retriever", "")),
-                    corpus=str(d.get("corpus", "")))
-            f.k_, f.n1_, f.n2_ = int(d["k"]), float(d["n1"]), float(d["n2"])
-            f.q_hat_ = math.inf if d["q_hat"] is None else float(d["q_hat"])
-            f.n_correct_, f.n_questions_ = int(d["n_correct"]), int(d["n_questions"])
-            f.calibration_ = Coverage(**{k: float(v) if k != "n_questions" else int(v)
-                                         for k, v in d["calibration"].items()})
-        except (KeyError, TypeError, ValueError) as e:
-            raise InputError(f"a malformed conformal trust filter: {type(e).__name__}: {e}") from None
-        return f
-
-    @classmethod
-    def load(cls, path: str | Path, *, retriever: str | None = None, corpus: str | None = None,
-             k: int | None = None) -> "ConformalTrustFilter":
-        """Load a saved filter; warn when it was calibrated for another retriever, corpus or K."""
-        try:
-            d = json.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise InputError(f"cannot read the trust filter {path}: {e}") from None
-        f = cls.from_dict(d)
-        for what, want, have in (("retriever", f.retriever, retriever), ("corpus", f.corpus, corpus),
-                                 ("K", f.k_, k)):
-            if have is not None and want and have != want:
-                warnings.warn(f"the trust filter {path} was calibrated for {what} {want!r}, not {have!r}: "
-                              "its guarantee does not carry over", stacklevel=2)
-        return f
+    def upgrade(cls, d: dict[str, Any], path: Path) -> dict[str, Any]:
+        """A filter of the first format ("verirag.conformal_trust_filter/1")."""
+        if d.get("format") != "verirag.conformal_trust_filter/1":
+            return super().upgrade(d, path)
+        return {"settings": {"alpha": d["alpha"], "beta": d["beta"]},
+                "fingerprints": {"retriever": d.get("retriever"), "corpus": d.get("corpus"), "k": d["k"]},
+                "state": {"k_": d["k"], "n1_": d["n1"], "n2_": d["n2"], "q_hat_": d["q_hat"],
+                          "n_correct_": d["n_correct"], "n_questions_": d["n_questions"],
+                          "calibration_": d["calibration"]}}

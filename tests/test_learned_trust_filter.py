@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from verirag.errors import InputError
-from verirag.retrieval.conformal import ConformalTrustFilter, chunk_ground_truth, wrong_source_threshold
+from verirag.errors import InputError, NotFittedError
+from verirag.learned.trust_filter import ConformalTrustFilter, chunk_ground_truth, wrong_source_threshold
 
 
 def test_hand_computed_example():
@@ -91,24 +91,35 @@ def test_diagnose_flags_a_retriever_that_keeps_nothing_too_often():
     assert ok.diagnose() is None
 
 
-def test_json_round_trip_and_mismatch_warnings(tmp_path):
-    f = ConformalTrustFilter(alpha=0.2, beta=0.5, retriever="bm25", corpus="abc123").fit(
+def test_json_round_trip_and_mismatch_rule(tmp_path):
+    f = ConformalTrustFilter(alpha=0.2, beta=0.5, fingerprints={"retriever": "bm25", "corpus": "abc123"}).fit(
         [[3.0, 1.0, 0.0], [2.0, 2.5, 0.5]], [[True, False, False], [False, True, False]])
     path = f.save(tmp_path / "trust.json")
-    assert "pickle" not in path.read_text() and json.loads(path.read_text())["retriever"] == "bm25"
-    g = ConformalTrustFilter.load(path, retriever="bm25", corpus="abc123", k=3)
-    assert g.to_dict() == f.to_dict()
+    saved = json.loads(path.read_text())
+    assert saved["format"] == "verirag.learned.trust_filter/2" and saved["fingerprints"]["retriever"] == "bm25"
+    g = ConformalTrustFilter.load(path, expect={"retriever": "bm25", "corpus": "abc123", "k": 3})
+    assert g.state() == f.state() and g.settings() == f.settings() and g.fingerprints == f.fingerprints
     assert g.trusted([3.0, 0.2]).tolist() == f.trusted([3.0, 0.2]).tolist()
-    with pytest.warns(UserWarning, match="retriever 'bm25'"):
-        ConformalTrustFilter.load(path, retriever="dense")
+    with pytest.raises(InputError, match="retriever 'bm25', not 'dense'.*verirag calibrate-retrieval"):
+        ConformalTrustFilter.load(path, expect={"retriever": "dense"})   # its scores mean something else
     with pytest.warns(UserWarning, match="corpus"):
-        ConformalTrustFilter.load(path, corpus="other")
+        ConformalTrustFilter.load(path, expect={"corpus": "other"})    # the guarantee weakens
     (tmp_path / "bad.json").write_text('{"format": "something else"}')
-    with pytest.raises(InputError, match="not a conformal trust filter"):
+    with pytest.raises(InputError, match="not a trust filter"):
         ConformalTrustFilter.load(tmp_path / "bad.json")
     (tmp_path / "cut.json").write_text(path.read_text()[:40])
-    with pytest.raises(InputError, match="cannot read"):
+    with pytest.raises(InputError, match="not a trust filter file"):
         ConformalTrustFilter.load(tmp_path / "cut.json")
+
+
+def test_a_first_format_file_still_loads(tmp_path):
+    old = {"format": "verirag.conformal_trust_filter/1", "alpha": 0.2, "beta": 0.0, "retriever": "bm25",
+           "corpus": "abc", "k": 3, "n1": 0.0, "n2": 3.0, "q_hat": 0.5, "n_correct": 2, "n_questions": 2,
+           "calibration": {"m1": 1.0, "m1_se": 0.0, "m2": 0.5, "m2_se": 0.1, "n_questions": 2}}
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    f = ConformalTrustFilter.load(tmp_path / "old.json", expect={"retriever": "bm25", "k": 3})
+    assert f.threshold_ == 0.5 and f.k_ == 3 and f.calibration_.m2 == 0.5 and f.fingerprints["corpus"] == "abc"
+    assert f.trusted([3.0, 1.0]).tolist() == [True, False]
 
 
 @pytest.mark.parametrize("alpha", [0.0, 1.0, -0.1, 1.5])
@@ -128,13 +139,13 @@ def test_bad_calibration_data_is_refused_with_a_reason():
         ConformalTrustFilter().fit([], [])
     with pytest.raises(InputError, match="wrong source"):
         wrong_source_threshold([np.array([0.5])], [np.array([True])], 0.9)
-    with pytest.raises(RuntimeError, match="not fitted"):
+    with pytest.raises(NotFittedError, match="ConformalTrustFilter is not fitted"):
         ConformalTrustFilter().trusted([1.0])
 
 
 def test_label_chunks_from_text_uses_rouge_l_and_the_source():
     from verirag.metrics.qa import rouge_l
-    from verirag.retrieval.conformal import label_chunks
+    from verirag.learned.trust_filter import label_chunks
     chunks = [[("The bridge in Varnholt is painted green.", "Varnholt"), ("Green hills.", "Hills"),
                ("Rain in the valley.", "Varnholt")],
               [("Three mills stand by the river.", "Mills"), ("The market opens on Saturday.", "Market")]]

@@ -25,8 +25,6 @@ from verirag.metrics.abstention import is_abstention
 from verirag.metrics.qa import exact_match, substring_match, token_recall
 from verirag.types import Example
 
-DONT_KNOW = "__DONT_KNOW__"
-
 
 @dataclass
 class Truth:
@@ -48,10 +46,6 @@ def answerable(example: Example) -> int:
     if example.relevance is not None and any(r is not None for r in example.relevance):
         return int(any(r == 1 for r in example.relevance))
     return int(passages_support_reference(example))
-
-
-def abstained(answer: str) -> bool:
-    return DONT_KNOW.lower() in (answer or "").lower() or is_abstention(answer)
 
 
 def matches(answer: str, references: list[str], rule: str) -> bool:
@@ -76,7 +70,7 @@ class GroundTruth:
 
     def label(self, example: Example, answer: str) -> Truth:
         A = answerable(example)
-        gave_up = abstained(answer) or not (answer or "").strip()
+        gave_up = is_abstention(answer)   # empty included
         refs = [r for r in example.references if r.strip()]
         details: dict[str, Any] = {"match_rule": self.rule if refs else "no_references"}
         if gave_up:

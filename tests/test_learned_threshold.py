@@ -12,11 +12,10 @@ import numpy as np
 import pytest
 import scipy.stats
 
-from verirag.calibration import (ACT, ANSWER, ThresholdController, ThresholdTarget, cross_fit_target,
-                                 precision_guarantee_threshold)
-from verirag.calibration import ltt
-from verirag.calibration.threshold_file import FittedThreshold, load_threshold_file, parse_threshold
-from verirag.errors import InputError
+from verirag.errors import InputError, NotFittedError
+from verirag.learned import threshold as ltt
+from verirag.learned.threshold import (ACT, ANSWER, ThresholdController, as_controller, cross_fit_target,
+                                       parse_threshold, precision_guarantee_threshold)
 
 
 def simulate(n, rng):
@@ -26,11 +25,9 @@ def simulate(n, rng):
 
 
 # --------------------------------------------------------------------------- the controller
-def test_alias_and_constructors():
-    assert ThresholdTarget is ThresholdController
-    assert ThresholdTarget.fixed(0.3).kind == "value"
-    assert ThresholdTarget.target_precision(0.9, delta=0.05).delta == 0.05
-    assert ThresholdTarget.max_action_rate(0.2).action_rate == 0.2
+def test_constructors():
+    assert ThresholdController(value=0.3).kind == "value"
+    assert as_controller(0.3).threshold_ == 0.3 and as_controller(0.3).decide(0.3) == ANSWER
     for bad in ({}, {"value": 0.5, "precision": 0.9}, {"precision": 1.0}, {"action_rate": 1.5},
                 {"precision": 0.9, "method": "holm"}, {"precision": 0.9, "delta": 0.0}):
         with pytest.raises(ValueError):
@@ -50,7 +47,7 @@ def test_certified_precision_target():
     rng = np.random.default_rng(0)
     s, y = simulate(2000, rng)
     c = ThresholdController(precision=0.8, delta=0.1).fit(s, y)
-    assert c.certified_ and c.valid_ and 0.6 <= c.threshold_ < 1.0   # exact: 0.6 (conservative)
+    assert c.certified_ and 0.6 <= c.threshold_ < 1.0   # exact: 0.6 (conservative)
     assert c.n_fit_ == 2000 and c.result_.valid and c.result_.threshold == c.threshold_
     assert c.fit_action_rate_ == pytest.approx((s < c.threshold_).mean())
     held_s, held_y = simulate(20000, rng)
@@ -106,26 +103,22 @@ def test_unfitted_controller_refuses_to_decide():
     c = ThresholdController(precision=0.9)
     assert not c.fitted
     for f in (lambda: c.decide(0.5), lambda: c.keep([0.5]), lambda: float(c)):
-        with pytest.raises(RuntimeError, match="not fitted"):
+        with pytest.raises(NotFittedError, match="ThresholdController is not fitted.*verirag calibrate"):
             f()
 
 
-def test_dict_round_trip():
+def test_saved_round_trip(tmp_path):
     rng = np.random.default_rng(4)
     s, y = simulate(500, rng)
     for c in (ThresholdController(value=0.5), ThresholdController(precision=0.7, delta=0.05).fit(s, y),
               ThresholdController(precision=0.99, method="fixed_sequence").fit(s[:20], y[:20]),
-              ThresholdController(action_rate=0.25).fit(s), ThresholdController(action_rate=1.0).fit(s),
-              ThresholdController(action_rate=0.1)):
-        d = json.loads(json.dumps(c.to_dict()))
-        back = ThresholdController.from_dict(d)
-        assert back.to_dict() == d
-        assert back.fitted == c.fitted
-        if c.fitted:
-            assert back.certified_ == c.certified_ and back.threshold_ == c.threshold_
-            assert back.keep(s).tolist() == c.keep(s).tolist()
+              ThresholdController(action_rate=0.25).fit(s), ThresholdController(action_rate=1.0).fit(s)):
+        back = ThresholdController.load(c.save(tmp_path / "t.json"))
+        assert back.settings() == c.settings() and back.certified_ == c.certified_
+        assert back.threshold_ == c.threshold_ and back.keep(s).tolist() == c.keep(s).tolist()
     unc = ThresholdController(precision=0.99, method="fixed_sequence").fit(s[:20], y[:20])
-    assert unc.to_dict()["threshold"] is None and unc.to_dict()["certified"] is False
+    state = json.loads(unc.save(tmp_path / "u.json").read_text())["state"]
+    assert state["threshold_"] is None and state["certified_"] is False
 
 
 # --------------------------------------------------------------------------- cross-fitting
@@ -137,7 +130,7 @@ def test_cross_fit_uncertified_folds_keep_nothing():
     y2 = y.copy()
     y2[:60] = 0
     kept = cross_fit_target(ThresholdController(precision=0.8), s, y2, n_folds=5, seed=0)
-    from verirag.calibration import kfold_indices
+    from verirag.learned.threshold import kfold_indices
     for train, test in kfold_indices(300, 5, seed=0):
         t = ThresholdController(precision=0.8).fit(s[train], y2[train])
         assert kept[test].tolist() == t.keep(s[test]).tolist()
@@ -218,47 +211,46 @@ def _fitted(**kw):
 
 
 def test_threshold_file_round_trip(tmp_path):
-    c = ThresholdController(action_rate=0.34).fit([0.1, 0.4, 0.8])
-    f = FittedThreshold.from_controller(c, model="m", method="vanilla+nli", dataset="*")
-    back = load_threshold_file(f.save(tmp_path / "t.json"))
-    assert back == f and back.certified and back.threshold == 0.4
+    c = ThresholdController(action_rate=0.34, fingerprints={"model": "m", "method": "vanilla+nli"}).fit([0.1, 0.4, 0.8])
+    c.save(tmp_path / "t.json")
     value, fitted = parse_threshold(str(tmp_path / "t.json"))
-    assert isinstance(value, ThresholdController) and value.threshold_ == 0.4 and fitted == f
+    assert isinstance(value, ThresholdController) and value.threshold_ == 0.4 and fitted is value
+    assert json.loads((tmp_path / "t.json").read_text())["format"] == "verirag.learned.threshold/2"
+    assert fitted.fingerprints == {"model": "m", "method": "vanilla+nli"} and fitted.n_fit_ == 3
     assert parse_threshold("0.3") == (0.3, None) and parse_threshold(None) == (None, None)
 
 
 def test_uncertified_threshold_file_says_so(tmp_path):
     c = ThresholdController(precision=0.9).fit([0.5] * 20, [0, 1] * 10)
-    f = FittedThreshold.from_controller(c, model="m", method="vanilla+nli", dataset="*")
-    path = f.save(tmp_path / "t.json")
-    raw = json.loads(path.read_text())
-    assert raw["threshold"] is None and raw["certified"] is False and "inf" not in path.read_text()
+    path = c.save(tmp_path / "t.json")
+    assert "inf" not in path.read_text()
     value, fitted = parse_threshold(str(path))
-    assert not fitted.certified and fitted.threshold is None
-    assert value.fitted and not value.certified_ and value.decide(1.0) == ACT
+    assert value.fitted and not value.certified_ and value.threshold_ is None and value.decide(1.0) == ACT
 
 
 def test_old_inf_file_loads_as_uncertified(tmp_path):
     old = tmp_path / "old.json"
     old.write_text(json.dumps({**_fitted(), "threshold": "inf", "valid": False, "fit_action_rate": 1.0}))
-    f = load_threshold_file(old)
-    assert not f.certified and not f.valid and f.threshold is None
-    c = f.controller()
+    c = ThresholdController.load(old)
     assert not c.certified_ and c.threshold_ is None and c.decide(0.99) == ACT
-    # an old certified file
+    assert c.fingerprints["model"] == "smollm2-135m" and c.n_fit_ == 3
+    # an old certified file, and an old action rate of 1 ("inf", certified)
     ok = tmp_path / "ok.json"
     ok.write_text(json.dumps({**_fitted(), "threshold": 0.62, "valid": True, "fit_action_rate": 0.3}))
-    c = load_threshold_file(ok).controller()
+    c = ThresholdController.load(ok)
     assert c.certified_ and c.threshold_ == 0.62 and c.decide(0.62) == ANSWER
+    ok.write_text(json.dumps({**_fitted(kind="action_rate", target=1.0), "threshold": "inf", "certified": True}))
+    c = ThresholdController.load(ok)
+    assert c.certified_ and c.threshold_ == math.inf and c.decide(0.99) == ACT
 
 
 def test_bad_threshold_files_are_input_errors(tmp_path):
-    with pytest.raises(InputError, match="not found"):
-        load_threshold_file(tmp_path / "missing.json")
+    with pytest.raises(InputError, match="no threshold file at .*verirag calibrate"):
+        ThresholdController.load(tmp_path / "missing.json")
     for text in ("{", "[]", json.dumps({"threshold": 0.5}), json.dumps({**_fitted(kind="nope"), "threshold": 0.5})):
         (tmp_path / "bad.json").write_text(text)
         with pytest.raises(InputError, match="not a threshold file"):
-            load_threshold_file(tmp_path / "bad.json")
+            ThresholdController.load(tmp_path / "bad.json")
 
 
 # --------------------------------------------------------------------------- policies and pipeline
@@ -274,7 +266,7 @@ def test_policies_with_an_uncertified_controller():
     ok = ThresholdController(action_rate=0.5).fit([0.2, 0.4, 0.6, 0.8])
     d = AbstainPolicy().apply(tr, MethodOutput(answer="x", score=0.6), ok)
     assert d.action == ANSWERED and d.details["threshold"] == 0.6
-    with pytest.raises(RuntimeError, match="not fitted"):
+    with pytest.raises(NotFittedError, match="not fitted"):
         AbstainPolicy().apply(tr, MethodOutput(answer="x", score=0.6), ThresholdController(action_rate=0.5))
 
 
@@ -285,7 +277,7 @@ def test_pipeline_config_accepts_fitted_controllers():
     unc = ThresholdController(precision=0.9).fit([0.5] * 20, [0, 1] * 10)
     replace(PRESETS["tiny"], threshold=unc).validate()
     replace(PRESETS["tiny"], threshold=0.7).validate()
-    with pytest.raises(InputError, match="not fitted"):
+    with pytest.raises(NotFittedError, match="not fitted"):
         replace(PRESETS["tiny"], threshold=ThresholdController(precision=0.9)).validate()
     with pytest.raises(InputError, match=r"\[0, 1\]"):
         replace(PRESETS["tiny"], threshold=1.5).validate()
@@ -318,8 +310,10 @@ def test_calibrate_an_uncertified_target_says_every_answer_acts_and_saves(tmp_pa
     text = " ".join(capsys.readouterr().out.split())
     assert code == 0
     assert "not certified" in text and "every answer acts" in text and "inf" not in text
-    f = load_threshold_file(tmp_path / "t.json")
-    assert not f.certified and f.threshold is None and f.n_fit == 12 and f.kind == "precision"
+    f = ThresholdController.load(tmp_path / "t.json")
+    assert not f.certified_ and f.threshold_ is None and f.n_fit_ == 12 and f.kind == "precision"
+    assert f.fingerprints["method"] == "vanilla+nli" and f.provenance["command"] == "verirag calibrate"
+    assert "method_options" in f.provenance
     code = cli.main(["calibrate", str(tmp_path / "run"), "--model", "m", "--method", "vanilla+nli",
                      "--action-rate", "0.25"])
     assert code == 0 and "threshold 0.8 for action rate 0.25 on 12 examples" in capsys.readouterr().out

@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 
 from verirag.errors import InputError
-from verirag.retrieval.conformal import ConformalTrustFilter, label_chunks
+from verirag.learned.splits import split_by_group
+from verirag.learned.trust_filter import ConformalTrustFilter, label_chunks
 from verirag.types import Example, Passage
 
 
@@ -44,14 +45,12 @@ class TrustCalibration:
     def refit(self, alpha: float) -> ConformalTrustFilter:
         """The same calibration data at another error rate (Figure 4's sweep)."""
         f = self.filter
-        g = ConformalTrustFilter(alpha=alpha, beta=f.beta, retriever=f.retriever, corpus=f.corpus)
-        g.fit(self.scores, self.labels)
-        g.k_ = f.k_
-        return g
+        return ConformalTrustFilter(alpha=alpha, beta=f.beta, fingerprints=f.fingerprints).fit(
+            self.scores, self.labels, k=f.k_)
 
     def summary(self) -> dict[str, Any]:
         f = self.filter
-        return {"alpha": f.alpha, "beta": f.beta, "retriever": f.retriever, "k": f.k_, "q_hat": f.q_hat_,
+        return {"alpha": f.alpha, "beta": f.beta, "retriever": f.fingerprints.get("retriever"), "k": f.k_, "q_hat": f.q_hat_,
                 "threshold": f.threshold_, "n_questions": f.n_questions_, "n_correct_chunks": f.n_correct_,
                 "s_thres": self.s_thres, **{f"calibration_{k}": v for k, v in f.calibration_.to_dict().items()},
                 "skipped": dict(self.skipped), "warning": self.warning}
@@ -80,21 +79,10 @@ def split_holdout(examples: Sequence[Example], share: float, seed: int = 0
                   ) -> tuple[list[Example], list[Example]]:
     """(calibration, held out): about `share` of the example groups held out, each group whole
     (HotpotQA's twin examples stay together)."""
-    import random
     if not 0.0 <= share < 1.0:
         raise InputError(f"the held-out share must be in [0, 1), got {share}")
-    if not share:
-        return list(examples), []
-    groups = sorted({ex.group or ex.id for ex in examples})
-    random.Random(seed).shuffle(groups)
-    out = set(groups[:int(round(share * len(groups)))])
-    return ([ex for ex in examples if (ex.group or ex.id) not in out],
-            [ex for ex in examples if (ex.group or ex.id) in out])
-
-
-def pooled_passages(examples: Sequence[Example]) -> list[Passage]:
-    """Every passage of the examples once: the one corpus a deployment would retrieve from."""
-    return list({p.id: p for ex in examples for p in ex.passages}.values())
+    keep, out = split_by_group([ex.group or ex.id for ex in examples], share, seed)
+    return ([ex for ex, k in zip(examples, keep) if k], [ex for ex, o in zip(examples, out) if o])
 
 
 def _prepare(examples: Sequence[Example], index, k: int):
@@ -148,8 +136,7 @@ def calibrate_retrieval(examples: Sequence[Example], index, *, k: int = 10, alph
         raise InputError("no question with both a reference answer and its source: nothing to calibrate on "
                          f"(skipped: {skipped})")
     labels, s_thres = label_chunks(chunks, refs, sources, beta)
-    f = ConformalTrustFilter(alpha=alpha, beta=beta, retriever=index.kind, corpus=index.fingerprint)
+    f = ConformalTrustFilter(alpha=alpha, beta=beta, fingerprints={"retriever": index.kind, "corpus": index.fingerprint})
     scores = [[h.score for h in hs] for hs in hits]
-    f.fit(scores, labels)
-    f.k_ = k
+    f.fit(scores, labels, k=k)
     return TrustCalibration(f, s_thres, skipped, f.diagnose(), scores, list(labels))

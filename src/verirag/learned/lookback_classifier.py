@@ -2,8 +2,9 @@
 
     clf = LookbackClassifier(variant="cw", k=10).fit(ratios_list, labels)   # labels: 1 = factual
     p = clf.score(ratios)                  # P(factual) of one answer's LookbackRatios
-    clf.save("clf.json", attention_model="hf:qwen2.5-0.5b", model_fingerprint=...)
-    clf = LookbackClassifier.load("clf.json")
+    clf.fingerprints["model"] = attention_llm.fingerprint
+    clf.save("clf.json", attention_model="hf:qwen2.5-0.5b")
+    clf = LookbackClassifier.load("clf.json", expect={"model": attention_llm.fingerprint})
 
 Feature vector (paper, "Factuality classifier"):
 - cw (chunk-wise): the time-averaged ratios LR^{l,h}(c_i) of the passages in the prompt, min-max
@@ -13,14 +14,14 @@ Feature vector (paper, "Factuality classifier"):
 A sample whose values are all equal scales to zeros.
 
 Classifier: scikit-learn LogisticRegression(class_weight="balanced", max_iter=1000), the paper's
-settings. Saved as JSON (coefficients, intercept, layout, the attention model and its fingerprint,
-training summary); loading rebuilds the same probabilities with numpy, no pickle.
+settings. Saved as one JSON file (`verirag.learned.base`: coefficients, intercept, layout, the
+attention model's fingerprint, the training summary in the provenance); loading rebuilds the same
+probabilities with numpy, no pickle. Another attention model (other weights) is refused: its heads
+mean something else.
 """
 from __future__ import annotations
 
-import json
 import math
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -28,11 +29,11 @@ from typing import Any
 import numpy as np
 
 from verirag.errors import InputError
-from verirag.jsonio import write_json
+from verirag.learned.base import LearnedPart
 from verirag.llm.lookback import LookbackRatios
+from verirag.metrics.calibration import sigmoid
 
 VARIANTS = ("cw", "fc")
-FORMAT = "verirag-lookback-classifier/1"
 
 
 def feature_vector(ratios: LookbackRatios, variant: str, k: int) -> np.ndarray:
@@ -59,20 +60,29 @@ def _minmax(values: np.ndarray) -> np.ndarray:
     return (values - lo) / (hi - lo) if hi > lo else np.zeros_like(values)
 
 
-class LookbackClassifier:
+class LookbackClassifier(LearnedPart):
     """Logistic regression from lookback-ratio features to P(factual).
 
     Fitted attributes: coef_ (n_features,), intercept_, layers_, heads_, n_train_, positive_rate_.
-    `meta` carries what `save` was told (attention model, fingerprint, training data, metrics).
+    `fingerprints["model"]`: the attention model's weights; `provenance` carries what `save` was
+    told (attention model, training data, metrics).
     """
 
-    def __init__(self, variant: str = "cw", k: int = 10, *, max_iter: int = 1000, C: float = 1.0):
+    format_name = "lookback_classifier"
+    title = "lookback classifier"
+    fitted_attribute = "coef_"
+    fit_command = "verirag train lookback RUN_DIR --out FILE"
+    refuse_on = ("model",)
+    arrays = ("coef_",)
+
+    def __init__(self, variant: str = "cw", k: int = 10, *, max_iter: int = 1000, C: float = 1.0,
+                 fingerprints: dict[str, Any] | None = None):
+        super().__init__(fingerprints)
         if variant not in VARIANTS:
             raise InputError(f"variant must be one of {', '.join(VARIANTS)}, got {variant!r}")
         if k < 1:
             raise InputError(f"k must be >= 1, got {k}")
         self.variant, self.k, self.max_iter, self.C = variant, int(k), int(max_iter), float(C)
-        self.meta: dict[str, Any] = {}
 
     def features(self, ratios: Sequence[LookbackRatios]) -> np.ndarray:
         return np.stack([feature_vector(r, self.variant, self.k) for r in ratios])
@@ -98,60 +108,34 @@ class LookbackClassifier:
         self.positive_rate_ = float(y.mean())
         return self
 
-    def _check_fitted(self) -> None:
-        if not hasattr(self, "coef_"):
-            raise InputError("the lookback classifier is not fitted: call fit() or load()")
-
     def predict_proba(self, ratios: Sequence[LookbackRatios]) -> np.ndarray:
         """P(factual) of each sample."""
-        self._check_fitted()
+        self.check_fitted()
         for r in ratios:
             if (r.layers, r.heads) != (self.layers_, self.heads_):
                 raise InputError(f"lookback ratios of a model with {r.layers} layers x {r.heads} heads, but the "
                                  f"classifier was trained on {self.layers_} x {self.heads_}: use the "
                                  "attention model it was trained with")
         z = self.features(ratios) @ self.coef_ + self.intercept_
-        return 1.0 / (1.0 + np.exp(-z))
+        return sigmoid(z)
 
     def score(self, ratios: LookbackRatios) -> float:
         return float(self.predict_proba([ratios])[0])
 
-    # ------------------------------------------------------------------ persistence
-    def to_dict(self) -> dict[str, Any]:
-        self._check_fitted()
-        return {"format": FORMAT, "variant": self.variant, "k": self.k, "max_iter": self.max_iter,
-                "C": self.C, "layers": self.layers_, "heads": self.heads_, "n_train": self.n_train_,
-                "positive_rate": self.positive_rate_, "intercept": self.intercept_,
-                "coef": self.coef_.tolist(), "meta": self.meta}
-
-    def save(self, path: str | os.PathLike, **meta: Any) -> Path:
-        self.meta.update(meta)
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return write_json(path, self.to_dict())
+    # ---- saved form -------------------------------------------------------------------------------
+    def restore(self, state: dict[str, Any], path: Path) -> None:
+        super().restore(state, path)
+        width = self.layers_ * self.heads_ * (self.k if self.variant == "cw" else 1)
+        if self.coef_.shape != (width,) or not np.all(np.isfinite(self.coef_)):
+            raise ValueError(f"{self.coef_.size} coefficients, expected {width} finite values")
 
     @classmethod
-    def load(cls, path: str | os.PathLike) -> "LookbackClassifier":
-        path = Path(path)
-        try:
-            d = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise InputError(f"lookback classifier not found: {path} (train one with "
-                             "`verirag train lookback RUN_DIR --out FILE`)") from None
-        except (OSError, UnicodeDecodeError, ValueError) as e:
-            raise InputError(f"{path} is not a lookback classifier file: {e}") from None
-        if not isinstance(d, dict) or d.get("format") != FORMAT:
-            raise InputError(f"{path} is not a lookback classifier file (format {FORMAT!r})")
-        try:
-            clf = cls(d["variant"], int(d["k"]), max_iter=int(d["max_iter"]), C=float(d["C"]))
-            clf.layers_, clf.heads_ = int(d["layers"]), int(d["heads"])
-            clf.coef_ = np.asarray(d["coef"], dtype=np.float64)
-            clf.intercept_ = float(d["intercept"])
-            clf.n_train_, clf.positive_rate_ = int(d["n_train"]), float(d["positive_rate"])
-            clf.meta = dict(d.get("meta") or {})
-        except (KeyError, TypeError, ValueError) as e:
-            raise InputError(f"{path}: a lookback classifier field is missing or malformed: {e}") from None
-        width = clf.layers_ * clf.heads_ * (clf.k if clf.variant == "cw" else 1)
-        if clf.coef_.shape != (width,) or not np.all(np.isfinite(clf.coef_)):
-            raise InputError(f"{path}: {clf.coef_.size} coefficients, expected {width} finite values")
-        return clf
+    def upgrade(cls, d: dict[str, Any], path: Path) -> dict[str, Any]:
+        """A classifier of the first format ("verirag-lookback-classifier/1")."""
+        if d.get("format") != "verirag-lookback-classifier/1":
+            return super().upgrade(d, path)
+        meta = dict(d.get("meta") or {})
+        return {"settings": {"variant": d["variant"], "k": d["k"], "max_iter": d["max_iter"], "C": d["C"]},
+                "fingerprints": {"model": meta.pop("model_fingerprint", None)}, "provenance": meta,
+                "state": {"coef_": d["coef"], "intercept_": d["intercept"], "layers_": d["layers"],
+                          "heads_": d["heads"], "n_train_": d["n_train"], "positive_rate_": d["positive_rate"]}}

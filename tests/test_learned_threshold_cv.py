@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from verirag.calibration import (ThresholdTarget, best_threshold, cross_fit_target, cv_threshold,
+from verirag.learned.threshold import (ThresholdController, best_threshold, cross_fit_target, cv_threshold,
                                  kfold_indices)
 
 
@@ -117,13 +117,13 @@ def test_cv_threshold_perfect_separation_recovers_oracle():
 # --------------------------------------------------------------------------- cross-fitted targets
 def test_cross_fit_fixed_value_is_plain_threshold():
     s = np.array([0.1, 0.5, 0.7, np.nan])
-    kept = cross_fit_target(ThresholdTarget(value=0.5), s, None)
+    kept = cross_fit_target(ThresholdController(value=0.5), s, None)
     assert kept.tolist() == [False, True, True, False]
 
 
 def test_cross_fit_action_rate_never_sees_the_scored_fold():
     s = np.arange(10) / 10.0
-    target = ThresholdTarget(action_rate=0.5)
+    target = ThresholdController(action_rate=0.5)
     kept = cross_fit_target(target, s, None, n_folds=2, seed=0)
     assert not target.fitted  # the caller's target is not fitted by cross-fitting
     folds = kfold_indices(10, 2, seed=0)
@@ -138,10 +138,10 @@ def test_cross_fit_precision_target_uses_labels():
     rng = np.random.default_rng(1)
     s = rng.random(1000)
     y = (rng.random(1000) < s).astype(int)  # calibrated: P(y=1 | s) = s
-    kept = cross_fit_target(ThresholdTarget(precision=0.8, delta=0.1), s, y, n_folds=5, seed=0)
+    kept = cross_fit_target(ThresholdController(precision=0.8, delta=0.1), s, y, n_folds=5, seed=0)
     assert 0 < kept.sum() < 1000
     assert y[kept].mean() >= 0.8
     # nothing certifiable (all labels wrong): no certified threshold in any fold, nothing kept
-    assert not cross_fit_target(ThresholdTarget(precision=0.8), s, np.zeros(1000, int)).any()
+    assert not cross_fit_target(ThresholdController(precision=0.8), s, np.zeros(1000, int)).any()
     with pytest.raises(ValueError):
-        cross_fit_target(ThresholdTarget(precision=0.8), s, None)
+        cross_fit_target(ThresholdController(precision=0.8), s, None)

@@ -9,8 +9,8 @@ import pytest
 
 from verirag.errors import InputError
 from verirag.retrieval import Index
-from verirag.retrieval.conformal import ConformalTrustFilter
-from verirag.retrieval.trust_calibration import calibrate_retrieval, reference_sources
+from verirag.learned.trust_filter import ConformalTrustFilter
+from verirag.train.trust_calibration import calibrate_retrieval, reference_sources
 from verirag.types import Example, Passage
 
 TOWNS = ["Varnholt", "Ostby", "Kleve", "Marden", "Sundal", "Trelle", "Haldor", "Brekka", "Lunde", "Vik"]
@@ -57,7 +57,7 @@ def test_calibration_on_a_pooled_bm25_index():
     idx = pooled_index()
     cal = calibrate_retrieval(examples(), idx, k=3, alpha=0.2)
     f = cal.filter
-    assert f.retriever == "bm25" and f.corpus == idx.fingerprint and f.k_ == 3
+    assert f.fingerprints["retriever"] == "bm25" and f.fingerprints["corpus"] == idx.fingerprint and f.k_ == 3
     assert f.n_questions_ == 10 and f.n_correct_ >= 10     # the bridge chunk of each town is of its source
     assert 0.0 < f.calibration_.m1 <= 1.0 and 0.0 < f.calibration_.m2 <= 1.0
     # the top chunk of every question is its own town's bridge: trusted, and what is kept is a subset
@@ -75,7 +75,7 @@ def test_the_cli_writes_a_filter_that_ask_loads(tmp_path, data_file, capsys):
     printed = capsys.readouterr().out
     assert "10 questions" in printed and "m1 =" in printed
     f = ConformalTrustFilter.load(out)
-    assert f.alpha == 0.2 and f.retriever == "bm25"
+    assert f.alpha == 0.2 and f.fingerprints["retriever"] == "bm25"
     assert main(["calibrate-retrieval", str(tmp_path / "none.jsonl"), "--out", str(out)]) == 2
     assert main(["calibrate-retrieval", str(data_file), "--out", str(out), "--alpha", "1.5"]) == 2
 
