@@ -5,7 +5,7 @@
 """
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from verirag.version import __version__
 __all__ = ["Pipeline", "PipelineConfig", "__version__"]
 
 

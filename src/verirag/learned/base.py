@@ -93,7 +93,7 @@ class LearnedPart:
     def save(self, path: str | Path, **provenance: Any) -> Path:
         """Write the part to `path` (a folder for folder kinds, else one JSON file); `provenance`
         adds to what is recorded (command, data, metrics). Returns `path`."""
-        from verirag import __version__
+        from verirag.version import __version__
         self.check_fitted()
         path = Path(path)
         (path if self.folder else path.parent).mkdir(parents=True, exist_ok=True)
