@@ -433,7 +433,8 @@ def calibrate(run_dir: Path = typer.Argument(..., help="A run directory written 
                                                              "`verirag ask --threshold FILE`.")):
     """Fit the faithfulness threshold for a target precision or action rate on an eval run's labels."""
     from verirag.learned.threshold import ThresholdController
-    from verirag.experiments.grid.operating_point import fit_threshold
+    from verirag.experiments.grid.records import ResultStore
+    from verirag.train.threshold import fit_threshold
     if (precision is None) == (action_rate is None):
         raise InputError("give exactly one of --precision P or --action-rate R")
     try:
@@ -441,7 +442,8 @@ def calibrate(run_dir: Path = typer.Argument(..., help="A run directory written 
                   else ThresholdController(action_rate=action_rate))
     except ValueError as e:
         raise InputError(str(e)) from None
-    fitted = fit_threshold(run_dir, model=model, method=method, dataset=dataset, target=target)
+    fitted = fit_threshold(ResultStore(run_dir).load(), model=model, method=method, dataset=dataset, target=target,
+                           run=str(run_dir))
     if fitted.certified_:
         out.print(f"threshold {fitted.threshold_:.4g} for {_target_text(fitted)} on {fitted.n_fit_} examples")
     else:
