@@ -306,4 +306,7 @@ def test_warm_rerun_reports_the_same_costs_all_from_the_cache(tmp_path, smollm):
     assert judge["calls"] == 2 and judge["prompt_tokens"] > plain["prompt_tokens"] > 0
     assert judge["details"]["shared"]["calls"] == 1 and judge["spent"]["calls"] == 1
     short = [k for k, r in cold.items() if r["method"] == "vanilla-short"]
-    assert all(k.endswith(MethodSpec("vanilla", {"max_tokens": 8}).digest) for k in short)
+    assert all(k.endswith(cold[k]["method_digest"]) and cold[k]["method_spec"]["resolved_options"]["max_tokens"] == 8
+               for k in short)
+    assert {cold[k]["method_digest"] for k in short}.isdisjoint(
+        r["method_digest"] for r in cold.values() if r["method"] == "vanilla")

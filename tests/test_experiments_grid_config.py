@@ -220,14 +220,19 @@ def test_a_dataset_default_no_method_takes_is_an_error():
 
 
 def test_digests_differ_with_options():
+    # a record's identity is its built method's digest: the options with their defaults (a
+    # dataset's method_options and the generation length included), the prompts, the model
+    from test_prompt_layout import NoCallLLM
+    from verirag.awf.compose import build_method
+    digest = lambda spec: build_method(spec, NoCallLLM()).digest  # noqa: E731
     a, b = MethodSpec("instructrag"), MethodSpec("instructrag", {"family": "multi_hop"})
-    assert a.digest != b.digest
-    assert b.digest == MethodSpec("instructrag", {"family": "multi_hop"}, "other-label").digest
+    assert digest(a) != digest(b)
+    assert digest(b) == digest(MethodSpec("instructrag", {"family": "multi_hop"}, "other-label"))
     c = cfg()
-    hp = {s.label: s.digest for s in c.method_specs("hotpotqa")}
-    nq = {s.label: s.digest for s in c.method_specs("nq")}
+    hp = {s.label: digest(s) for s in c.method_specs("hotpotqa")}
+    nq = {s.label: digest(s) for s in c.method_specs("nq")}
     assert hp["instructrag"] != nq["instructrag"] and hp["vanilla"] == nq["vanilla"]
-    assert cfg(generation={"max_tokens": 65}).method_specs("nq")[0].digest != nq["vanilla"]
+    assert digest(cfg(generation={"max_tokens": 65}).method_specs("nq")[0]) != nq["vanilla"]
 
 
 def test_runs_add_the_application_methods_as_specs():
