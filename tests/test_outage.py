@@ -95,6 +95,14 @@ def test_ask_exits_non_zero_with_the_backend_message(endpoint_factory, capsys, s
     assert e.posts == ok_posts + 1   # the no-rag fallback never called the dead endpoint again
 
 
+@pytest.mark.parametrize("method", ["vanilla+llm_judge", "vanilla+pre_answering"])
+def test_a_verifier_outage_is_no_verdict_whatever_the_method(endpoint_factory, capsys, method):
+    e = endpoint_factory(500, 1)   # the answer comes; the verifier's request fails
+    code = main(["ask", QUESTION, "--corpus", str(DEMO), "--retrieval", "bm25", "--model", f"{e.url}#m",
+                 "--method", method, "--json"])
+    assert code == BackendError.exit_code and "HTTP 500" in capsys.readouterr().err
+
+
 @pytest.fixture()
 def client_for(endpoint_factory, tmp_path):
     from verirag.retrieval import Index, load_corpus
@@ -117,9 +125,11 @@ def test_the_service_answers_502_to_ask(client_for, status, ok_posts):
 
 
 @pytest.mark.parametrize("status", [500, 401])
-def test_the_service_answers_502_to_verify(client_for, status):
+@pytest.mark.parametrize("method", ["vanilla+nli", "vanilla+self_check", "vanilla+llm_judge"])
+def test_the_service_answers_502_to_verify(client_for, status, method):
+    # self_check and llm_judge record a failed request; an outage must still be one
     r = client_for(status, 0).post("/v1/verify", json={
-        "question": QUESTION, "answer": "Ola Halvorsen designed it.",
+        "question": QUESTION, "answer": "Ola Halvorsen designed it.", "method": method,
         "passages": [{"id": "a", "text": "The lighthouse was designed by Ola Halvorsen in 1871."}]})
     assert r.status_code == 502, r.text
     assert f"HTTP {status}" in r.json()["error"]["message"]
