@@ -112,3 +112,22 @@ def test_other_methods_and_escalation():
     r2 = q.ask(questions()[1]["question"])
     assert r2.method == "vanilla+k_precision" and 0.0 <= r2.score <= 1.0
     assert all(e.support_score is None or 0.0 <= e.support_score <= 1.0 for e in r2.evidence)
+
+
+def test_verify_and_act_acts_on_another_systems_answer_by_the_asks_policies():
+    p = Pipeline.from_preset("tiny", method="vanilla+nli")
+    passages = [Passage(id="fr", text="Paris is the capital of France."), Passage(id="de", text="Berlin is in Germany.")]
+    q, a = "What is the capital of France?", "Paris"
+    v = p.verify(q, a, passages)
+    low = p.verify_and_act(q, a, passages, threshold=0.0)
+    assert low.action == "answered" and low.answer == low.retrieved_answer == a and low.score == v.score
+    assert low.supporting_passage.id == v.supporting_passage.id
+    high = p.verify_and_act(q, a, passages, threshold=1.0)
+    assert high.action == "abstained" and high.answer != a and high.retrieved_answer == a
+    stages = []
+    fb = p.verify_and_act(q, a, passages, threshold=1.0, fallback="no-rag", on_stage=stages.append)
+    assert fb.action == "fallback" and fb.answer == p.policy("no-rag").generator.answer(q).text
+    assert "fallback" in fb.timings and fb.usage["calls"] >= 1
+    assert stages[0].startswith("verifying") and stages[-1] == "answering without the passages"
+    with pytest.raises(InputError, match="fallback"):
+        p.verify_and_act(q, a, passages, fallback="pray")

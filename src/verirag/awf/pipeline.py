@@ -26,7 +26,7 @@ from verirag.learned.threshold import ANSWER, ThresholdController, as_controller
 from verirag.llm.factory import load_llm
 from verirag.llm.metered import MeteredLLM
 from verirag.metrics.abstention import is_abstention
-from verirag.llm.usage import metering
+from verirag.llm.usage import Usage, metering
 from verirag.types import AskResult, Evidence, Passage, ScoredPassage, VerifyResult
 
 
@@ -371,6 +371,37 @@ class Pipeline:
             evidence=evidence, supporting_passage=evidence[v.best] if v.best is not None else None,
             method=method.registry_name, judge=getattr(predictor, "name", "") or predictor.registry_name,
             timings={"verify": round(seconds, 4)}, usage=usage.to_dict(), error=v.error, warnings=warnings)
+
+    def verify_and_act(self, question: str, answer: str, passages: Sequence[Passage], *,
+                       threshold: float | ThresholdController | None = None, fallback: str | None = None,
+                       on_stage: Callable[[str], None] | None = None) -> AskResult:
+        """Verify another system's answer (as `verify`), then act on it by the policy `ask` uses
+        (`fallback`: abstain, no-rag or escalate): what a framework integration needs to put
+        verirag after its own chain. The result is an AskResult whose `retrieved_answer` is the
+        given answer and `answer` what the user should see; an outage raises as in `ask`."""
+        threshold = self.config.threshold if threshold is None else threshold
+        fallback = fallback or self.config.fallback
+        replace(self.config, threshold=threshold, fallback=fallback).validate()
+        passages = list(passages)
+        v = self.verify(question, answer, passages, threshold=threshold, on_stage=on_stage)
+        t = time.perf_counter()
+        out = MethodOutput(answer=answer, score=0.0 if v.score is None else v.score, error=v.error)
+        trace = Trace(v.question, passages, on_compute=on_stage)
+        with trace.attribute() as used:
+            decision = self.policy(fallback).apply(trace, out, threshold)
+        if decision.outage:
+            raise decision.failure
+        timings = dict(v.timings)
+        if decision.action != ANSWERED and fallback != "abstain":
+            timings["fallback"] = round(time.perf_counter() - t, 4)
+        usage = Usage(**v.usage)
+        usage += used.cost   # the fallback's calls count in what this answer cost
+        error = "; ".join(e for e in (v.error, decision.details.get("error")) if e) or None
+        return AskResult(
+            question=v.question, answer=decision.final_answer, score=out.score, faithful=decision.action == ANSWERED,
+            threshold=v.threshold, action=decision.action, evidence=v.evidence,
+            supporting_passage=v.supporting_passage, retrieved_answer=answer, model=self.llm.model_id,
+            method=v.method, judge=v.judge, timings=timings, usage=usage.to_dict(), error=error)
 
     def describe(self) -> dict:
         return asdict(self.config)
