@@ -124,10 +124,14 @@ def test_openai_chat_completions_facade(client):
     assert msg["role"] == "assistant" and msg["content"] == body["verirag"]["answer"] == from_ask["answer"]
     assert body["verirag"]["question"] == "Who kept the Halvorsen lighthouse?"
     assert body["usage"]["total_tokens"] == body["usage"]["prompt_tokens"] + body["usage"]["completion_tokens"]
-    error_of(client.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "q"}],
-                                                      "stream": True}), 400)
-    e = error_of(client.post("/v1/chat/completions", json={"messages": [{"role": "system", "content": "x"}]}), 422)
-    assert "user message" in e["message"]
+    for no_question in ([{"role": "system", "content": "x"}], [{"role": "user", "content": " \n"}],
+                        [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]):
+        e = error_of(client.post("/v1/chat/completions", json={"messages": no_question}), 422)
+        assert "user message" in e["fields"][0]["message"], no_question
+    # the question is the last user message with text
+    later = client.post("/v1/chat/completions", json={"messages": [
+        {"role": "user", "content": "Who kept the Halvorsen lighthouse?"}, {"role": "user", "content": "  "}]}).json()
+    assert later["verirag"]["question"] == "Who kept the Halvorsen lighthouse?"
 
 
 @pytest.mark.slow
@@ -278,8 +282,10 @@ def test_backend_failures_are_502_and_bugs_are_500_without_a_traceback(monkeypat
 
 def test_ask_without_an_index_says_how_to_give_one():
     app, _ = _slow_app()
-    e = error_of(_post_many(app, 1, "/v1/ask", {"question": "q"})[0], 422)
-    assert "--index" in e["message"]
+    for path, body in (("/v1/ask", {"question": "q"}), ("/v1/retrieve", {"question": "q"}),
+                       ("/v1/chat/completions", {"messages": [{"role": "user", "content": "q"}]})):
+        e = error_of(_post_many(app, 1, path, body)[0], 409)   # well formed: this service cannot serve it
+        assert e["code"] == "no_index" and "--index" in e["message"], path
 
 
 def _fake_verify():

@@ -39,6 +39,19 @@ DEFAULT_METHOD = "vanilla+self_check"
 JUDGED_METHOD = "vanilla+nli"
 
 
+def why_it_cannot_verify(method: AwFMethod) -> str | None:
+    """Why `method` cannot verify an answer it did not generate (None when it can): only the
+    predictor of a GENERATOR+PREDICTOR method that reads the answer can."""
+    predictor = getattr(method, "predictor", None)
+    if predictor is None or method.hard:
+        return (f"method {method.registry_name!r} scores only the answers it generates; to verify "
+                "an answer, use a GENERATOR+PREDICTOR method such as " + JUDGED_METHOD)
+    if predictor.answer_independent:
+        return (f"{predictor.registry_name} judges the passages, not the answer, so it cannot verify "
+                "a given answer; use e.g. " + JUDGED_METHOD)
+    return None
+
+
 @dataclass(frozen=True)
 class PipelineConfig:
     """Everything that defines a pipeline.
@@ -342,13 +355,10 @@ class Pipeline:
         threshold = self.config.threshold if threshold is None else threshold
         replace(self.config, threshold=threshold).validate()
         method = self.method
-        predictor = getattr(method, "predictor", None)
-        if predictor is None or method.hard:
-            raise InputError(f"method {method.registry_name!r} scores only the answers it generates; to verify "
-                             "an answer, use a GENERATOR+PREDICTOR method such as " + JUDGED_METHOD)
-        if predictor.answer_independent:
-            raise InputError(f"{predictor.registry_name} judges the passages, not the answer, so it cannot verify "
-                             "a given answer; use e.g. " + JUDGED_METHOD)
+        refusal = why_it_cannot_verify(method)
+        if refusal:
+            raise InputError(refusal)
+        predictor = method.predictor
         (on_stage or (lambda _s: None))(f"verifying ({predictor.registry_name})")
         t0 = time.perf_counter()
         with metering() as usage:

@@ -4,7 +4,8 @@
     uvicorn.run(app, host="127.0.0.1", port=8000)        # or: verirag serve --index my-index
 
 Every error is JSON, `{"error": {"code", "message", ...}, "request_id"}`, with the status that says
-whose fault it is: 401 token, 413 body, 422 request (the field named), 429 queue full (with
+whose fault it is: 401 token, 404 no such model, 409 no index to retrieve from, 413 body, 422
+request (the field named), 429 queue full (with
 Retry-After), 502 backend failed, 503 not ready or waited too long, 504 ran too long, 500 only for a
 bug of ours, never with a traceback (that goes to the log, under the request id).
 """
@@ -19,17 +20,21 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.exceptions import HTTPException
 
 from verirag.errors import BackendError, CapabilityError, InputError, VeriragError
+from verirag.server import openai_compat
+from verirag.server.contract import ON_THE_WORKER, WITH_BODY, errors
+from verirag.server.contract import install as install_contract
 from verirag.server.gateway import Gateway
-from verirag.server.schemas import MAX_TEXT, AskRequest, ChatCompletionRequest, RetrieveRequest, VerifyRequest
-from verirag.server.service import VeriragService
+from verirag.server.schemas import (AskRequest, ChatCompletion, ChatCompletionRequest, ModelCard, ModelList, Readiness,
+                                    RetrieveRequest, RetrieveResponse, VerifyRequest)
+from verirag.server.service import NoIndex, VeriragService
 from verirag.server.telemetry import Telemetry, access_logger
 from verirag.server.worker import Cancelled, Overloaded, QueueTimeout, RunTimeout
-from verirag.types import Passage
+from verirag.types import AskResult, Passage, VerifyResult
 
 log = logging.getLogger("verirag.server")
 HTTP_CODES = {400: "bad_request", 401: "unauthorized", 404: "not_found", 405: "method_not_allowed",
@@ -110,8 +115,11 @@ def create_app(service: VeriragService) -> FastAPI:
 
     @app.exception_handler(HTTPException)
     async def _http(request: Request, exc: HTTPException):
+        headers = getattr(exc, "headers", None)
+        if exc.status_code == 405:   # Starlette names the methods of the first route of the path only
+            headers = {**(headers or {}), "Allow": ", ".join(_methods_of(app, request.url.path))}
         return _error(request, exc.status_code, HTTP_CODES.get(exc.status_code, "http_error"), str(exc.detail),
-                      headers=getattr(exc, "headers", None))
+                      headers=headers)
 
     @app.exception_handler(Overloaded)
     async def _overloaded(request: Request, exc: Overloaded):
@@ -139,6 +147,10 @@ def create_app(service: VeriragService) -> FastAPI:
     async def _cancelled(request: Request, exc: Cancelled):
         return _error(request, 504, "timeout", str(exc))
 
+    @app.exception_handler(NoIndex)
+    async def _no_index(request: Request, exc: NoIndex):
+        return _error(request, 409, "no_index", str(exc))
+
     @app.exception_handler(VeriragError)
     async def _verirag(request: Request, exc: VeriragError):
         if isinstance(exc, (InputError, CapabilityError)):
@@ -154,12 +166,16 @@ def create_app(service: VeriragService) -> FastAPI:
     async def page() -> HTMLResponse:
         return HTMLResponse(resources.files("verirag.server").joinpath("static/index.html").read_text("utf-8"))
 
-    @app.api_route("/healthz", methods=["GET", "HEAD"])
+    @app.get("/healthz", responses=errors())
+    @app.head("/healthz", responses=errors())
     async def healthz() -> dict:
         """The process is up."""
         return {"status": "ok"}
 
-    @app.api_route("/readyz", methods=["GET", "HEAD"])
+    @app.get("/readyz", responses=(readiness := {
+        200: {"model": Readiness}, 503: {"model": Readiness, "description": "The models are loading or failed to load."},
+        **errors()}))
+    @app.head("/readyz", responses=readiness)
     async def readyz():
         """The models are loaded and requests will be answered."""
         if service.ready.is_set():
@@ -172,12 +188,15 @@ def create_app(service: VeriragService) -> FastAPI:
         return Response(generate_latest(telemetry.registry), media_type=CONTENT_TYPE_LATEST)
 
     # ---- the API -----------------------------------------------------------------------------
-    @app.get("/v1/methods")
+    worker_errors = errors(*ON_THE_WORKER)
+
+    @app.get("/v1/methods", responses=errors())
     async def methods() -> dict:
-        """The methods a request may name, and the service's defaults."""
+        """The methods a request may name (those this service can run, and those that verify a
+        given answer), and the service's defaults."""
         return service.methods()
 
-    @app.post("/v1/ask")
+    @app.post("/v1/ask", responses={200: {"model": AskResult}, **errors(409, *WITH_BODY, *ON_THE_WORKER)})
     async def ask(body: AskRequest, request: Request) -> dict:
         """Retrieve, answer, verify and act: what `verirag ask --json` prints."""
         service.check_method(body.method)  # a bad name is refused before it waits in the queue
@@ -187,7 +206,7 @@ def create_app(service: VeriragService) -> FastAPI:
         telemetry.result("/v1/ask", out)
         return out
 
-    @app.post("/v1/verify")
+    @app.post("/v1/verify", responses={200: {"model": VerifyResult}, **errors(*WITH_BODY, *ON_THE_WORKER)})
     async def verify(body: VerifyRequest, request: Request) -> dict:
         """Verify an answer another RAG system produced from the passages it retrieved."""
         service.check_method(body.method)
@@ -199,44 +218,62 @@ def create_app(service: VeriragService) -> FastAPI:
         telemetry.result("/v1/verify", out)
         return out
 
-    @app.post("/v1/retrieve")
+    @app.post("/v1/retrieve", responses={200: {"model": RetrieveResponse},
+                                         **errors(409, *WITH_BODY, *ON_THE_WORKER)})
     async def retrieve(body: RetrieveRequest, request: Request) -> dict:
         """The passages the index returns for a question (no model call)."""
         hits = await _run(request, service, lambda token: service.retrieve(token, body.question, body.k))
         return {"question": body.question, "passages": hits}
 
-    @app.post("/v1/chat/completions")
-    async def chat_completions(body: ChatCompletionRequest, request: Request) -> dict:
-        """OpenAI-compatible: the last user message is the question; the answer (or, below the
-        threshold, what the configured action gives) is the assistant message, and the verification
-        is in the `verirag` field."""
-        if body.stream:
-            raise HTTPException(400, detail="stream=true is not supported: verification needs the whole answer")
-        question = body.question().strip()
-        problem = ("no user message with text: the last user message is the question" if not question else
-                   f"the question is longer than {MAX_TEXT} characters" if len(question) > MAX_TEXT else
-                   "the question contains a NUL character" if "\x00" in question else None)
-        if problem:
-            return _error(request, 422, "invalid_request", problem,
-                          fields=[{"field": "body.messages", "message": problem}])
+    # ---- OpenAI-compatible -------------------------------------------------------------------
+    started = int(time.time())
+
+    @app.get("/v1/models", responses={200: {"model": ModelList}, **errors()})
+    async def models() -> dict:
+        """OpenAI-compatible: the one model this service answers with."""
+        return openai_compat.model_list(service.model_id, created=started)
+
+    @app.get("/v1/models/{model}", responses={200: {"model": ModelCard}, **errors(404)})
+    async def model(model: str) -> dict:
+        if model != service.model_id:
+            raise HTTPException(404, detail=f"no model {model!r}: this service answers with {service.model_id!r}")
+        return openai_compat.model_card(model, created=started)
+
+    @app.post("/v1/chat/completions", responses={
+        200: {"model": ChatCompletion, "description": "The verified answer; with `stream: true`, the same as "
+              "server-sent `chat.completion.chunk` events ending with `data: [DONE]`.",
+              "content": {"text/event-stream": {}}},   # each event's schema: contract.py
+        **errors(409, *WITH_BODY, *ON_THE_WORKER)})
+    async def chat_completions(body: ChatCompletionRequest, request: Request):
+        """OpenAI-compatible: the last user message with text is the question; the answer (or,
+        below the threshold, what the configured action gives) is the assistant message, and the
+        verification is in the `verirag` field. Streaming sends the answer once it is verified."""
+        question = body.question()
         result = await _run(request, service, lambda token: service.ask(token, question))
         out = result.to_dict()
         telemetry.result("/v1/chat/completions", out)
-        usage = out.get("usage") or {}
-        prompt, completion = int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0))
-        return {"id": f"chatcmpl-{request.state.request_id}", "object": "chat.completion", "created": int(time.time()),
-                "model": out["model"],
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": out["answer"]},
-                             "finish_reason": "stop", "logprobs": None}],
-                "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
-                          "total_tokens": prompt + completion},
-                "verirag": out}
+        ids = {"completion_id": f"chatcmpl-{request.state.request_id}", "created": int(time.time())}
+        if not body.stream:
+            return openai_compat.completion(out, **ids)
+        include_usage = bool(body.stream_options and body.stream_options.include_usage)
+        events = openai_compat.chunks(out, include_usage=include_usage, **ids)
+        return StreamingResponse(openai_compat.server_sent_events(events), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-cache"})
 
     app.add_middleware(Gateway, telemetry=telemetry, log=access_logger(), api_key=cfg.api_key,
                        max_body_bytes=cfg.max_body_bytes, routes=app.router.routes)
+    install_contract(app, service)
     app.state.service = service
     app.state.telemetry = telemetry
     return app
+
+
+def _methods_of(app: FastAPI, path: str) -> list[str]:
+    methods: set[str] = set()
+    for route in app.router.routes:
+        if getattr(route, "path_regex", None) is not None and route.path_regex.match(path):
+            methods |= set(getattr(route, "methods", None) or ())
+    return sorted(methods)
 
 
 def _version() -> str:

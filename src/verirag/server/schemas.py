@@ -1,20 +1,29 @@
 """The HTTP service's requests and responses (pydantic): what clients may send, and the limits.
 
+The schema is the contract (`/openapi.json`): every rule the code enforces on a request is stated
+in it where JSON Schema can say it (lengths, ranges, "not blank", "no NUL", a user message with
+text; the method names and the passage limit are filled in from the running service by
+`verirag.server.contract`), so a request valid by the schema is never refused as invalid.
 Requests forbid unknown fields (a misspelt `treshold` is a 422 naming it, not silently ignored),
 except the OpenAI-compatible request, which must accept whatever an OpenAI client sends.
-Responses are the library's own records (`AskResult.to_dict()`, `VerifyResult.to_dict()`), so the
-service answers exactly what `verirag ask --json` prints.
+Responses are the library's own records (`AskResult`, `VerifyResult`), so the service answers
+exactly what `verirag ask --json` prints.
 """
 from __future__ import annotations
 
-from typing import Any, Literal, Optional, Union
+from typing import Annotated, Any, Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 MAX_TEXT = 20_000      # characters of a question or an answer
 MAX_PASSAGE = 50_000   # characters of one passage
 MAX_K = 50
-MAX_PASSAGES = 1_000   # the service's own limit (ServiceConfig.max_passages, 64) is lower
+MAX_PASSAGES = 1_000   # the schema states the service's own limit (ServiceConfig.max_passages, 64)
+
+# The schema's patterns are read by Python's `re` in the fuzzers that honour them; `\s` there is
+# what str.strip() strips, which is what the validators below check.
+NO_NUL = r"^[^\x00]*$"
+NOT_BLANK = r"^[^\x00]*[^\s\x00][^\x00]*$"
 
 
 def _no_nul(text: str) -> str:
@@ -23,69 +32,214 @@ def _no_nul(text: str) -> str:
     return text
 
 
+def _not_blank(text: str) -> str:
+    if not _no_nul(text).strip():
+        raise ValueError("must contain a character other than white space")
+    return text
+
+
+def _json_number(value: Any) -> Any:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError("must be a number")
+    return value
+
+
+# The JSON types the schema states, without pydantic's coercions (false as 0.0, "3" as 3, 0 as
+# false): a request the schema calls invalid is refused. An integral 3.0 is a JSON integer.
+Threshold = Annotated[float, Field(ge=0.0, le=1.0), BeforeValidator(_json_number)]
+Count = Annotated[int, Field(ge=1, le=MAX_K), BeforeValidator(_json_number)]
+Flag = Annotated[bool, Field(strict=True)]
+
+
+def _text(max_length: int, *, blank: bool = False, min_length: int = 1, **kw):
+    return Annotated[str, Field(min_length=min_length, max_length=max_length,
+                                json_schema_extra={"pattern": NO_NUL if blank else NOT_BLANK}, **kw),
+                     AfterValidator(_no_nul if blank else _not_blank)]
+
+
+Question = _text(MAX_TEXT, description="the question (not blank)")
+
+
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
 class AskRequest(Strict):
-    question: str = Field(..., min_length=1, max_length=MAX_TEXT)
-    k: Optional[int] = Field(None, ge=1, le=MAX_K, description="passages to retrieve")
+    question: Question
+    k: Optional[Count] = Field(None, description="passages to retrieve")
     method: Optional[str] = Field(None, max_length=200, description="an AwF method (GET /v1/methods)")
-    threshold: Optional[float] = Field(None, ge=0.0, le=1.0, description="verdict threshold on the score")
+    threshold: Optional[Threshold] = Field(None, description="verdict threshold on the score")
     fallback: Optional[Literal["abstain", "no-rag", "escalate"]] = None
-
-    _text = field_validator("question")(_no_nul)
 
 
 class PassageIn(Strict):
-    id: Optional[str] = Field(None, max_length=500)
-    title: str = Field("", max_length=2_000)
-    text: str = Field(..., min_length=1, max_length=MAX_PASSAGE)
-
-    _text = field_validator("text", "title")(_no_nul)
+    id: Optional[_text(500, blank=True, min_length=0)] = None
+    title: _text(2_000, blank=True, min_length=0) = ""
+    text: _text(MAX_PASSAGE)
 
 
 class VerifyRequest(Strict):
-    question: str = Field(..., min_length=1, max_length=MAX_TEXT)
-    answer: str = Field(..., min_length=1, max_length=MAX_TEXT)
+    question: Question
+    answer: _text(MAX_TEXT, description="the answer to verify (not blank)")
     passages: list[PassageIn] = Field(..., min_length=1, max_length=MAX_PASSAGES)
     method: Optional[str] = Field(None, max_length=200, description="GEN+PRED method whose predictor verifies")
-    threshold: Optional[float] = Field(None, ge=0.0, le=1.0)
-
-    _text = field_validator("question", "answer")(_no_nul)
+    threshold: Optional[Threshold] = None
 
 
 class RetrieveRequest(Strict):
-    question: str = Field(..., min_length=1, max_length=MAX_TEXT)
-    k: Optional[int] = Field(None, ge=1, le=MAX_K)
+    question: Question
+    k: Optional[Count] = None
 
-    _text = field_validator("question")(_no_nul)
+
+# ---- the OpenAI-compatible request --------------------------------------------------------------
+class ContentPart(BaseModel):
+    """One of OpenAI's content parts; only {"type": "text", "text": ...} is read."""
+
+    model_config = ConfigDict(extra="allow")
+    type: str = Field(..., max_length=50)
+    text: Optional[_text(MAX_TEXT, blank=True, min_length=0)] = None
+
+
+# A user message whose text is not blank, as JSON Schema says it: `messages` must contain one.
+USER_MESSAGE_WITH_TEXT = {
+    "type": "object", "required": ["role", "content"],
+    "properties": {"role": {"const": "user"}, "content": {"anyOf": [
+        {"type": "string", "pattern": NOT_BLANK},
+        {"type": "array", "contains": {"type": "object", "required": ["type", "text"],
+                                       "properties": {"type": {"const": "text"},
+                                                      "text": {"type": "string", "pattern": NOT_BLANK}}}}]}}}
 
 
 class ChatMessage(BaseModel):
     model_config = ConfigDict(extra="allow")
     role: str = Field(..., max_length=50)
     # a string, or OpenAI's list of content parts ({"type": "text", "text": ...})
-    content: Union[str, list[dict[str, Any]], None] = None
+    content: Union[_text(MAX_TEXT, blank=True, min_length=0), list[ContentPart], None] = Field(None)
 
     def text(self) -> str:
         if isinstance(self.content, list):
-            return "\n".join(p["text"] for p in self.content if p.get("type") == "text" and isinstance(p.get("text"), str))
+            return "\n".join(p.text for p in self.content if p.type == "text" and p.text)
         return self.content or ""
 
 
+class StreamOptions(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    include_usage: Flag = False
+
+
 class ChatCompletionRequest(BaseModel):
-    """OpenAI's chat request. Honoured: `messages` (the last user message is the question) and
-    `stream` (false only). Everything else an OpenAI client sends (model, temperature, max_tokens,
-    ...) is accepted and ignored: the service's own model, method and settings answer."""
+    """OpenAI's chat request. Honoured: `messages` (the question is the last user message with
+    text), `stream` (server-sent chunks, once the answer is verified) and
+    `stream_options.include_usage`. Everything else an OpenAI client sends (model, temperature,
+    max_tokens, ...) is accepted and ignored: the service's own model, method and settings answer."""
 
     model_config = ConfigDict(extra="allow")
-    messages: list[ChatMessage] = Field(..., min_length=1, max_length=1_000)
+    messages: list[ChatMessage] = Field(..., min_length=1, max_length=1_000,
+                                        json_schema_extra={"contains": USER_MESSAGE_WITH_TEXT})
     model: Optional[str] = Field(None, max_length=500)
-    stream: bool = False
+    stream: Optional[Flag] = False
+    stream_options: Optional[StreamOptions] = None
+
+    @model_validator(mode="after")
+    def _a_user_message_with_text(self) -> "ChatCompletionRequest":
+        if not self.question():
+            raise ValueError("no user message with text: the last user message with text is the question")
+        return self
 
     def question(self) -> str:
         for m in reversed(self.messages):
-            if m.role == "user":
-                return m.text()
+            if m.role == "user" and m.text().strip():
+                return m.text().strip()
         return ""
+
+
+# ---- responses (documented in /openapi.json; the routes return plain dicts) -------------------
+class ErrorDetail(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    code: str = Field(..., description="bad_request, unauthorized, not_found, body_too_large, invalid_request, "
+                                       "no_index, overloaded, backend_error, not_ready, model_load_failed, "
+                                       "queue_timeout, unavailable, timeout, internal, ...")
+    message: str
+    fields: Optional[list[dict[str, str]]] = Field(None, description="422: each invalid field and why")
+    retry_after: Optional[int] = None
+
+
+class ErrorResponse(BaseModel):
+    error: ErrorDetail
+    request_id: str
+
+
+class ModelCard(BaseModel):
+    id: str
+    object: Literal["model"] = "model"
+    created: int
+    owned_by: str
+
+
+class ModelList(BaseModel):
+    object: Literal["list"] = "list"
+    data: list[ModelCard]
+
+
+class Usage(BaseModel):
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+
+
+class AssistantMessage(BaseModel):
+    role: Literal["assistant"] = "assistant"
+    content: str
+
+
+class Choice(BaseModel):
+    index: int
+    message: AssistantMessage
+    finish_reason: str
+    logprobs: None = None
+
+
+class ChatCompletion(BaseModel):
+    id: str
+    object: Literal["chat.completion"] = "chat.completion"
+    created: int
+    model: str
+    choices: list[Choice]
+    usage: Usage
+    verirag: dict[str, Any] = Field(..., description="the verified result, as POST /v1/ask answers it")
+
+
+class Readiness(BaseModel):
+    status: Literal["ready", "loading", "failed"]
+    model: Optional[str] = None
+    index: Optional[bool] = None
+    error: Optional[str] = None
+
+
+class Delta(BaseModel):
+    role: Optional[Literal["assistant"]] = None
+    content: Optional[str] = None
+
+
+class ChunkChoice(BaseModel):
+    index: int
+    delta: Delta
+    finish_reason: Optional[str] = None
+    logprobs: None = None
+
+
+class ChatCompletionChunk(BaseModel):
+    """One server-sent event of a streamed answer (`data: {...}`); the stream ends `data: [DONE]`."""
+
+    id: str
+    object: Literal["chat.completion.chunk"] = "chat.completion.chunk"
+    created: int
+    model: str
+    choices: list[ChunkChoice]
+    usage: Optional[Usage] = None
+    verirag: Optional[dict[str, Any]] = Field(None, description="on the finishing chunk: the verified result")
+
+
+class RetrieveResponse(BaseModel):
+    question: str
+    passages: list[dict[str, Any]]

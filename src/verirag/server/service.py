@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from verirag.awf.spec import method_names
-from verirag.awf.pipeline import Pipeline
-from verirag.errors import InputError
+from verirag.awf.pipeline import Pipeline, why_it_cannot_verify
+from verirag.errors import InputError, VeriragError
 from verirag.learned.threshold import as_controller
 from verirag.server.worker import CancelToken, ModelWorker
 from verirag.types import AskResult, Passage, VerifyResult
@@ -26,6 +26,11 @@ from verirag.types import AskResult, Passage, VerifyResult
 # of 8 by per-passage NLI, which called 8 of 8 supported answers supported). So /v1/verify defaults
 # to NLI, whatever method /v1/ask uses.
 DEFAULT_VERIFY_METHOD = "vanilla+nli"
+
+
+class NoIndex(InputError):
+    """A route that retrieves, on a service started without an index: the request is well formed,
+    the service cannot serve it (409, not 422)."""
 
 
 @dataclass
@@ -62,6 +67,7 @@ class VeriragService:
         if not config.warm_up:  # models load on the first request that needs them
             self.ready.set()
         self.load_error: str | None = None
+        self._runnable: list[str] | None = None
 
     # ---- state -------------------------------------------------------------------------------
     @property
@@ -85,6 +91,25 @@ class VeriragService:
         if method is not None and method not in self._pipelines and method not in method_names():
             raise InputError(f"unknown method {method!r}; GET /v1/methods lists them")
 
+    def runnable_methods(self) -> list[str]:
+        """The method names this service can build: a method that needs a trained file it was
+        not given (calibrag's forecaster, lookback's classifier) is left out. Building is cheap
+        (no model call); the result is what /openapi.json offers."""
+        if self._runnable is None:
+            runnable = []
+            for name in method_names():
+                try:
+                    _ = self.pipeline_for(name).method
+                except VeriragError:
+                    continue
+                runnable.append(name)
+            self._runnable = runnable
+        return self._runnable
+
+    def verifying_methods(self) -> list[str]:
+        """Of the runnable methods, those whose predictor can verify a given answer (/v1/verify)."""
+        return [n for n in self.runnable_methods() if why_it_cannot_verify(self.pipeline_for(n).method) is None]
+
     def check_passages(self, n: int) -> None:
         if n > self.config.max_passages:
             raise InputError(f"{n} passages: at most {self.config.max_passages} are verified per request")
@@ -101,7 +126,8 @@ class VeriragService:
 
     def methods(self) -> dict[str, Any]:
         cfg = self.pipeline.config
-        return {"default": cfg.method, "verify_default": self.config.verify_method, "methods": method_names(),
+        return {"default": cfg.method, "verify_default": self.config.verify_method, "methods": self.runnable_methods(),
+                "verify_methods": self.verifying_methods(),
                 "model": cfg.model, "threshold": as_controller(cfg.threshold).threshold_,
                 "fallback": cfg.fallback, "k": cfg.k}
 
@@ -110,8 +136,8 @@ class VeriragService:
             threshold: float | None = None, fallback: str | None = None) -> AskResult:
         token.check()
         if not self.has_index:
-            raise InputError("this service has no index to answer from: start it with `verirag serve --index DIR`, "
-                             "or send your own passages to /v1/verify")
+            raise NoIndex("this service has no index to answer from: start it with `verirag serve --index DIR`, "
+                          "or send your own passages to /v1/verify")
         return self.pipeline_for(method).ask(question, k=k, threshold=threshold, fallback=fallback,
                                              on_stage=lambda _stage: token.check())
 
@@ -127,6 +153,6 @@ class VeriragService:
         if not (question or "").strip():
             raise InputError("the question is empty")
         if not self.has_index:
-            raise InputError("this service has no index: start it with `verirag serve --index DIR`")
+            raise NoIndex("this service has no index: start it with `verirag serve --index DIR`")
         return [{"rank": h.rank, "score": float(h.score), **h.passage.to_dict()}
                 for h in self.pipeline.retrieve(question.strip(), k)]

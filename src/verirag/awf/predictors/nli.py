@@ -10,7 +10,8 @@ import math
 from collections.abc import Sequence
 
 from verirag.awf.entailment.base import EntailmentModel
-from verirag.awf.predictors.base import FaithfulnessPredictor, Verification, invalid_input
+from verirag.awf.predictors.base import FaithfulnessPredictor, Verification, failed_request, invalid_input
+from verirag.errors import InputError
 from verirag.awf.registry import register
 from verirag.prompts import load_prompt
 from verirag.retrieval.chunking import chunk_words
@@ -37,14 +38,17 @@ class PostAnsweringNLI(FaithfulnessPredictor):
         if bad is not None:
             return bad
         hyp = self.hypothesis(question, answer)
-        max_words = self.entailment.max_premise_words(hyp)
-        pairs, owner = [], []
-        for i, p in enumerate(passages):
-            for chunk in chunk_words(p.text, max_words=max_words,
-                                     overlap_words=min(self.overlap_words, max_words - 1)):
-                pairs.append((chunk, hyp))
-                owner.append(i)
-        judgements = self.entailment.judge(pairs)
+        try:
+            max_words = self.entailment.max_premise_words(hyp)
+            pairs, owner = [], []
+            for i, p in enumerate(passages):
+                for chunk in chunk_words(p.text, max_words=max_words,
+                                         overlap_words=min(self.overlap_words, max_words - 1)):
+                    pairs.append((chunk, hyp))
+                    owner.append(i)
+            judgements = self.entailment.judge(pairs)
+        except InputError as e:   # e.g. an answer too long for the judge's window even beside one word
+            return failed_request("the entailment judge", e, len(passages))
         per: list[float | None] = [None] * len(passages)
         warnings = []
         for i, j in zip(owner, judgements):
