@@ -1,0 +1,1 @@
+"""verirag inside the RAG frameworks users already run (optional extras: langchain, llamaindex)."""
