@@ -37,6 +37,12 @@ from verirag.types import AskResult, Evidence, Passage, ScoredPassage, VerifyRes
 # method that uses one.
 DEFAULT_METHOD = "vanilla+self_check"
 JUDGED_METHOD = "vanilla+nli"
+# Verifying another system's answer is not self_check's strength: it asks the model whether "your
+# answer" is supported, and a model vouches for an answer put in its mouth (benchmarks/
+# check_prompt_injection.py, qwen2.5-1.5b: 8 of 8 unsupported answers called supported, against 0
+# of 8 by per-passage NLI, which called 8 of 8 supported answers supported). So verifying a given
+# answer (/v1/verify, `verirag verify`) defaults to NLI, whatever method `ask` uses.
+DEFAULT_VERIFY_METHOD = JUDGED_METHOD
 
 
 @dataclass(frozen=True)
@@ -342,13 +348,7 @@ class Pipeline:
         threshold = self.config.threshold if threshold is None else threshold
         replace(self.config, threshold=threshold).validate()
         method = self.method
-        predictor = getattr(method, "predictor", None)
-        if predictor is None or method.hard:
-            raise InputError(f"method {method.registry_name!r} scores only the answers it generates; to verify "
-                             "an answer, use a GENERATOR+PREDICTOR method such as " + JUDGED_METHOD)
-        if predictor.answer_independent:
-            raise InputError(f"{predictor.registry_name} judges the passages, not the answer, so it cannot verify "
-                             "a given answer; use e.g. " + JUDGED_METHOD)
+        predictor = self.answer_verifier()
         (on_stage or (lambda _s: None))(f"verifying ({predictor.registry_name})")
         t0 = time.perf_counter()
         with metering() as usage:
@@ -371,6 +371,19 @@ class Pipeline:
             evidence=evidence, supporting_passage=evidence[v.best] if v.best is not None else None,
             method=method.registry_name, judge=getattr(predictor, "name", "") or predictor.registry_name,
             timings={"verify": round(seconds, 4)}, usage=usage.to_dict(), error=v.error, warnings=warnings)
+
+    def answer_verifier(self):
+        """The predictor that `verify` scores a given answer with; InputError when this pipeline's
+        method cannot verify an answer it did not generate (so a batch can refuse before it starts)."""
+        method = self.method
+        predictor = getattr(method, "predictor", None)
+        if predictor is None or method.hard:
+            raise InputError(f"method {method.registry_name!r} scores only the answers it generates; to verify "
+                             "an answer, use a GENERATOR+PREDICTOR method such as " + JUDGED_METHOD)
+        if predictor.answer_independent:
+            raise InputError(f"{predictor.registry_name} judges the passages, not the answer, so it cannot verify "
+                             "a given answer; use e.g. " + JUDGED_METHOD)
+        return predictor
 
     def verify_and_act(self, question: str, answer: str, passages: Sequence[Passage], *,
                        threshold: float | ThresholdController | None = None, fallback: str | None = None,
