@@ -30,6 +30,7 @@ from verirag.errors import InputError
 from verirag.types import Passage
 
 CONTEXT_TEXT_KEYS = ("text", "page_content", "content", "contents")
+EXCERPT_BYTES = 300
 LABEL_WORDS = {"supported": 1, "unsupported": 0, "true": 1, "false": 0, "yes": 1, "no": 0, "1": 1, "0": 0}
 
 
@@ -71,6 +72,7 @@ class LogEntry:
     warnings: list[str] = field(default_factory=list)
     error: str | None = None
     raw_digest: str = ""   # of the line's bytes: what a malformed line's record is keyed by
+    raw_excerpt: str = ""  # a malformed line's start, to show which line it is
 
     @property
     def ok(self) -> bool:
@@ -257,7 +259,8 @@ def read_answer_log(path: str | Path, *, question_field: str | None = None, answ
         except MalformedLine as e:
             entry_id = obj.get("id") if isinstance(obj, dict) else None
             usable = isinstance(entry_id, (str, int)) and not isinstance(entry_id, bool) and str(entry_id).strip()
-            entry = LogEntry(line=line, id=str(entry_id).strip() if usable else f"line-{line}", error=str(e))
+            entry = LogEntry(line=line, id=str(entry_id).strip() if usable else f"line-{line}", error=str(e),
+                             raw_excerpt=raw.strip()[:EXCERPT_BYTES].decode("utf-8", "replace"))
         entry.raw_digest = digest
         entries.append(entry)
     return AnswerLog(path=path, fields=fields, entries=entries)

@@ -78,6 +78,12 @@ def _verdict(r: dict[str, Any]) -> str:
     return '<span class="badge ok">supported</span>' if r["supported"] else '<span class="badge bad">unsupported</span>'
 
 
+def _texts(r: dict[str, Any]) -> str:
+    if r["status"] == "malformed":
+        return f"<code>{html.escape(r.get('line_text') or '')}</code>"
+    return f"<b>Q:</b> {html.escape(r['question'])}<br><b>A:</b> {html.escape(r['answer'])}"
+
+
 def _row(r: dict[str, Any], label: int | None) -> str:
     e = html.escape
     sp = r.get("supporting_passage")
@@ -93,8 +99,14 @@ def _row(r: dict[str, Any], label: int | None) -> str:
     label_text = {1: "supported", 0: "unsupported"}.get(label, "–")
     return (f"<tr><td>{e(str(r['id']))}<br><span class=\"cap\">line {r['line']}</span></td>"
             f"<td>{_verdict(r)}<br>{num(r['score'])}</td><td>{e(label_text)}</td>"
-            f"<td><b>Q:</b> {e(r.get('question') or '')}<br><b>A:</b> {e(r.get('answer') or '')}"
-            f"{passage}{''.join(notes)}</td></tr>")
+            f"<td>{_texts(r)}{passage}{''.join(notes)}</td></tr>")
+
+
+def _fields_text(fields: dict[str, Any]) -> str:
+    named = ", ".join(f"{k} {fields[k]!r}" for k in ("question", "answer", "contexts") if fields.get(k))
+    extra = [f"references {' | '.join(fields['references'])!r}"] if fields.get("references") else []
+    extra += [f"label {fields['label']!r}"] if fields.get("label") else []
+    return f"format {fields['format']}: " + ", ".join([named, *extra])
 
 
 def _summary_table(summary: dict[str, Any]) -> str:
@@ -130,7 +142,7 @@ def write_report(out_dir: str | Path, summary: dict[str, Any], records: Sequence
     cut = summary["verifier"].get("threshold")
     png = score_histogram([r["score"] for r, _ in verified], [y for _, y in verified], cut)
     parts = [f"<style>{ROW_CSS}</style>", f"<h1>verirag verify: {html.escape(Path(summary['log']).name)}</h1>",
-             f'<p class="cap">Log {html.escape(summary["log"])}, fields {html.escape(str(summary["fields"]))}.</p>',
+             f'<p class="cap">Log {html.escape(summary["log"])}; {html.escape(_fields_text(summary["fields"]))}.</p>',
              _summary_table(summary),
              save_figure(out_dir / FIGURES_DIR, "score_histogram.png", "Faithfulness scores of the verified answers",
                          png)]

@@ -8,7 +8,7 @@ none; an answer whose log line or verifier changed gets a new line (the latest o
 
 Record fields: key, id, line, status ("verified", "failed": the verifier could not judge it, with
 `error`; "malformed": the log line cannot be verified, with `error`), question, answer, score (None
-unless verified), supported (the verdict at `threshold`), threshold, supporting_passage (id, title,
+unless verified), line_text (a malformed line's start), supported (the verdict at `threshold`), threshold, supporting_passage (id, title,
 text, support_score: the best supported context; the closest one when unsupported), support_scores
 (each context's id and score), method, judge, model, warnings, seconds, usage. A recorded failure
 is remembered like a verdict. An outage of the model backend (BackendError) or a backend without a
@@ -106,7 +106,8 @@ def verify_entry(pipeline, entry: LogEntry, threshold: float | ThresholdControll
     """The record of one entry (module doc); raises only for an outage or a missing capability."""
     base = {"key": key, "id": entry.id, "line": entry.line, "question": entry.question, "answer": entry.answer}
     if not entry.ok:
-        return {**base, "status": "malformed", "score": None, "supported": False, "error": entry.error}
+        return {**base, "status": "malformed", "score": None, "supported": False, "error": entry.error,
+                "line_text": entry.raw_excerpt}
     t0 = time.perf_counter()
     try:
         v = pipeline.verify(entry.question, entry.answer, entry.passages, threshold=threshold)
