@@ -234,6 +234,9 @@ def test_log_summary_with_labels_auroc_and_intervals(labelled_run, capsys):
     assert again["labels"]["source"] == "reference" and again["labels"]["labelled"] == 6
     assert again["labels"]["positives"] == 3   # the right answers name the colour their context gives
     assert len(read_results(out)) == 8
+    assert main(["verify", str(log), "--out", str(out), "--preset", "tiny", "--limit", "3", "--json"]) == 0
+    first_three = json.loads(capsys.readouterr().out)
+    assert (first_three["lines"], first_three["answers"], first_three["malformed"]) == (3, 3, 0)
 
 
 @pytest.mark.slow

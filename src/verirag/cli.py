@@ -166,7 +166,8 @@ def _print_verified(v) -> None:
     verdict = "supported" if v.faithful else ("not verified" if v.score is None else "not supported")
     lines = [f"[bold]Q:[/bold] {escape(v.question)}", f"[bold]A:[/bold] {escape(v.answer)}",
              f"[bold]faithfulness[/bold] {'–' if v.score is None else f'{v.score:.3f}'} "
-             f"([{colour}]{verdict}[/{colour}] at threshold {v.threshold:.2f})"]
+             f"([{colour}]{verdict}[/{colour}]"
+             + (f" at threshold {v.threshold:.2f})" if v.threshold is not None else ": no threshold is certified)")]
     if v.supporting_passage is not None:
         sp = v.supporting_passage
         flat = " ".join(sp.text.split())
@@ -220,13 +221,15 @@ def verify(log: Optional[Path] = typer.Argument(None, help="A JSONL log of your 
     if single:
         if not (question and answer and passages):
             raise InputError("one answer needs --question, --answer and --passages FILE")
+        if out_dir is not None:
+            raise InputError("--out is where a log's results go; one answer is printed (--json for JSON)")
         found, skipped = al.read_passages(passages)
         for path, reason in skipped:
             err.print(f"[yellow]skipped[/yellow] {escape(str(path))}: {escape(reason)}")
     else:
         if out_dir is None:
             raise InputError("give --out DIR: where the results, summary and report of the log go")
-        entries = al.read_answer_log(log, question_field=question_field, answer_field=answer_field,
+        logged = al.read_answer_log(log, question_field=question_field, answer_field=answer_field,
                                      contexts_field=contexts_field, reference_field=reference_field,
                                      label_field=label_field)
     p = _pipeline(preset, model, judge, None, threshold, None, None, method=method or DEFAULT_VERIFY_METHOD)
@@ -241,24 +244,24 @@ def verify(log: Optional[Path] = typer.Argument(None, help="A JSONL log of your 
             _print_verified(v)
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-    n = len(entries.entries) if limit is None else min(limit, len(entries.entries))
+    n = len(logged.logged) if limit is None else min(limit, len(logged.logged))
     try:
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=err, transient=True) as bar:
             task = bar.add_task("loading the model…", total=n)
-            run = al.run_log(p, entries, out_dir, limit=limit,
+            run = al.run_log(p, logged, out_dir, limit=limit,
                              on_progress=lambda i, _n, _r: bar.update(task, completed=i, description="verifying"))
     except BackendError:
         err.print(f"the answers verified so far are kept in {escape(str(out_dir / al.RESULTS_FILE))}: "
                   "the same command resumes")
         raise
-    summary, report = al.write_summary(entries, run.records, out_dir)
+    summary, report = al.write_summary(logged, run.records, out_dir)
     if json_out:
         print(json.dumps(strict_json(summary), ensure_ascii=False))
         return
     out.print(f"{run.written} answers verified now, {run.already_done} already done"
               + (f", {run.unreadable_lines} torn lines of a killed run ignored" if run.unreadable_lines else "")
-              + f" (format {escape(entries.fields.format)}).")
+              + f" (format {escape(logged.fields.format)}).")
     for line in al.summary_lines(summary):
         out.print(escape(line))
     out.print(f"results: {escape(str(out_dir / al.RESULTS_FILE))}; report: {escape(str(report))}")

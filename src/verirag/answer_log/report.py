@@ -151,7 +151,7 @@ def write_report(out_dir: str | Path, summary: dict[str, Any], records: Sequence
     order = flagged_first(records)
     flagged = sum(1 for r in records if r["status"] != "verified" or not r["supported"])
     parts += [f"<h2>Answers, flagged first ({flagged} flagged of {len(records)})</h2>",
-              '<table class="answers"><tr><th>id</th><th>verdict, score</th><th>label</th>'
-              "<th>question, answer, passage</th></tr>",
+              ('<table class="answers"><tr><th>id</th><th>verdict, score</th><th>label</th>'
+               "<th>question, answer, passage</th></tr>"),
               *(_row(records[i], labels[i]) for i in order), "</table>"]
     return write_page(out_dir / REPORT_FILE, "verirag verify report", parts)

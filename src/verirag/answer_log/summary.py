@@ -81,7 +81,7 @@ def labelled_metrics(scores, verdicts, labels, *, confidence: float = 0.95, n_re
 
     results = bootstrap_intervals(statistic, len(s), n_resamples=n_resamples, confidence=confidence, seed=seed)
     out: dict[str, Any] = {name: r.to_dict() for name, r in results.items()}
-    out.update(n=int(len(s)), positives=int(y.sum()), confidence=confidence, n_resamples=n_resamples,
+    out.update(n=len(s), positives=int(y.sum()), confidence=confidence, n_resamples=n_resamples,
                chance_pr_auc=float(y.mean()) if len(y) else None)
     return out
 
