@@ -244,7 +244,7 @@ def verify(log: Optional[Path] = typer.Argument(None, help="A JSONL log of your 
             _print_verified(v)
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-    n = len(logged.logged) if limit is None else min(limit, len(logged.logged))
+    n = len(logged.entries) if limit is None else min(limit, len(logged.entries))
     try:
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=err, transient=True) as bar:
