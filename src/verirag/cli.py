@@ -161,6 +161,112 @@ def ask(question: str = typer.Argument(..., help="The question."),
         _print_result(r)
 
 
+def _print_verified(v) -> None:
+    colour = "green" if v.faithful else ("red" if v.error is None else "yellow")
+    verdict = "supported" if v.faithful else ("not verified" if v.score is None else "not supported")
+    lines = [f"[bold]Q:[/bold] {escape(v.question)}", f"[bold]A:[/bold] {escape(v.answer)}",
+             f"[bold]faithfulness[/bold] {'–' if v.score is None else f'{v.score:.3f}'} "
+             f"([{colour}]{verdict}[/{colour}]"
+             + (f" at threshold {v.threshold:.2f})" if v.threshold is not None else ": no threshold is certified)")]
+    if v.supporting_passage is not None:
+        sp = v.supporting_passage
+        flat = " ".join(sp.text.split())
+        label = "evidence" if v.faithful else "closest passage"
+        support = "–" if sp.support_score is None else f"{sp.support_score:.3f}"
+        lines.append(f"[bold]{label}[/bold] {escape(sp.id)} (support {support}): "
+                     f"{escape(flat if len(flat) < 240 else flat[:240] + '…')}")
+    for note in ([v.error] if v.error else []) + v.warnings:
+        lines.append(f"[red]note:[/red] {escape(note)}")
+    lines.append("[dim]" + "  ".join(f"{k} {t:.2f}s" for k, t in v.timings.items())
+                 + f"  method {escape(v.method)}  judge {escape(v.judge)}[/dim]")
+    out.print(Panel("\n".join(lines), border_style=colour))
+
+
+@app.command()
+def verify(log: Optional[Path] = typer.Argument(None, help="A JSONL log of your system's questions, answers and "
+                                                "retrieved contexts, in RAGAS or DeepEval field names (or mapped)."),
+           out_dir: Optional[Path] = typer.Option(None, "--out", help="With LOG: results.jsonl (one line per answer, "
+                                                  "resumable), summary.json, report.html."),
+           question: Optional[str] = typer.Option(None, help="One answer's question (with --answer, --passages)."),
+           answer: Optional[str] = typer.Option(None, help="The answer to verify."),
+           passages: list[Path] = typer.Option([], "--passages", help="The answer's passages: a text file per passage "
+                                               "(repeatable), a folder of them, or a JSONL of passages."),
+           json_out: bool = typer.Option(False, "--json", help="Print one JSON object (the result, or the summary)."),
+           preset: str = typer.Option("local", help=PRESET_HELP),
+           model: Optional[str] = typer.Option(None, help=MODEL_HELP),
+           method: Optional[str] = typer.Option(None, help="A GENERATOR+PREDICTOR method whose predictor verifies "
+                                                "(default vanilla+nli, as /v1/verify; `verirag methods`)."),
+           judge: Optional[str] = typer.Option(None, help="Entailment model of +nli: llm (default) or hf:NLI_MODEL."),
+           threshold: Optional[str] = typer.Option(None, help="Verdict threshold on the score (default 0.5), or a "
+                                                   "threshold file written by `verirag calibrate`."),
+           question_field: Optional[str] = typer.Option(None, help="The log's question field (default: detected)."),
+           answer_field: Optional[str] = typer.Option(None, help="The log's answer field."),
+           contexts_field: Optional[str] = typer.Option(None, help="The log's retrieved contexts field."),
+           reference_field: Optional[str] = typer.Option(None, help="The log's reference (gold) answer field."),
+           label_field: Optional[str] = typer.Option(None, help="A human label field (true/false, 0/1, "
+                                                     "supported/unsupported): AUROC and precision/recall against it."),
+           limit: Optional[int] = typer.Option(None, help="Only the first N lines of the log (a quick look).")):
+    """Verify another system's answers: one (--question, --answer, --passages) or a whole log
+    (LOG --out DIR), against the contexts each was answered from."""
+    from verirag.awf.pipeline import DEFAULT_VERIFY_METHOD
+    from verirag import answer_log as al
+    from verirag.errors import BackendError
+    from verirag.jsonio import strict_json
+    single = question is not None or answer is not None or bool(passages)
+    if (log is None) == (not single):
+        raise InputError("give a LOG.jsonl (with --out DIR), or one answer with --question, --answer and --passages")
+    if limit is not None and limit < 1:
+        raise InputError(f"--limit must be at least 1, got {limit}")
+    threshold, fitted = _threshold_option(threshold)
+    if single:
+        if not (question and answer and passages):
+            raise InputError("one answer needs --question, --answer and --passages FILE")
+        if out_dir is not None:
+            raise InputError("--out is where a log's results go; one answer is printed (--json for JSON)")
+        found, skipped = al.read_passages(passages)
+        for path, reason in skipped:
+            err.print(f"[yellow]skipped[/yellow] {escape(str(path))}: {escape(reason)}")
+    else:
+        if out_dir is None:
+            raise InputError("give --out DIR: where the results, summary and report of the log go")
+        logged = al.read_answer_log(log, question_field=question_field, answer_field=answer_field,
+                                     contexts_field=contexts_field, reference_field=reference_field,
+                                     label_field=label_field)
+    p = _pipeline(preset, model, judge, None, threshold, None, None, method=method or DEFAULT_VERIFY_METHOD)
+    if fitted is not None:
+        _warn_fitted_mismatch(fitted, p)
+    if single:
+        with err.status("verifying…") as status:
+            v = p.verify(question, answer, found, on_stage=lambda stage: status.update(f"{stage}…"))
+        if json_out:
+            print(json.dumps(strict_json(v.to_dict()), ensure_ascii=False))
+        else:
+            _print_verified(v)
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    n = len(logged.entries) if limit is None else min(limit, len(logged.entries))
+    try:
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      console=err, transient=True) as bar:
+            task = bar.add_task("loading the model…", total=n)
+            run = al.run_log(p, logged, out_dir, limit=limit,
+                             on_progress=lambda i, _n, _r: bar.update(task, completed=i, description="verifying"))
+    except BackendError:
+        err.print(f"the answers verified so far are kept in {escape(str(out_dir / al.RESULTS_FILE))}: "
+                  "the same command resumes")
+        raise
+    summary, report = al.write_summary(logged, run.records, out_dir)
+    if json_out:
+        print(json.dumps(strict_json(summary), ensure_ascii=False))
+        return
+    out.print(f"{run.written} answers verified now, {run.already_done} already done"
+              + (f", {run.unreadable_lines} torn lines of a killed run ignored" if run.unreadable_lines else "")
+              + f" (format {escape(logged.fields.format)}).")
+    for line in al.summary_lines(summary):
+        out.print(escape(line))
+    out.print(f"results: {escape(str(out_dir / al.RESULTS_FILE))}; report: {escape(str(report))}")
+
+
 @app.command("calibrate-retrieval")
 def calibrate_retrieval_cmd(
         data: str = typer.Argument(..., help="A dataset name (`verirag.datasets`: nq, hotpotqa, ...) or a JSONL with "
@@ -225,7 +331,7 @@ def serve(index: Optional[Path] = typer.Option(None, help="An index built by `ve
           preset: str = typer.Option("local", help=PRESET_HELP),
           model: Optional[str] = typer.Option(None, help=MODEL_HELP),
           method: Optional[str] = typer.Option(None, help="Default AwF method of /v1/ask (requests may name another)."),
-          verify_method: str = typer.Option("vanilla+nli", help="Default method of /v1/verify: its predictor judges "
+          verify_method: str = typer.Option(DEFAULT_VERIFY_METHOD, help="Default method of /v1/verify: its predictor judges "
                                             "answers other systems produced."),
           judge: Optional[str] = typer.Option(None, help="Entailment model of +nli methods: llm or hf:NLI_MODEL."),
           judge_model: Optional[str] = typer.Option(None, help="Model of the LLM judge (default: --model)."),

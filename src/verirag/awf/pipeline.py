@@ -37,6 +37,12 @@ from verirag.types import AskResult, Evidence, Passage, ScoredPassage, VerifyRes
 # method that uses one.
 DEFAULT_METHOD = "vanilla+self_check"
 JUDGED_METHOD = "vanilla+nli"
+# Verifying another system's answer is not self_check's strength: it asks the model whether "your
+# answer" is supported, and a model vouches for an answer put in its mouth (benchmarks/
+# check_prompt_injection.py, qwen2.5-1.5b: 8 of 8 unsupported answers called supported, against 0
+# of 8 by per-passage NLI, which called 8 of 8 supported answers supported). So verifying a given
+# answer (/v1/verify, `verirag verify`) defaults to NLI, whatever method `ask` uses.
+DEFAULT_VERIFY_METHOD = JUDGED_METHOD
 
 
 def why_it_cannot_verify(method: AwFMethod) -> str | None:
@@ -355,10 +361,7 @@ class Pipeline:
         threshold = self.config.threshold if threshold is None else threshold
         replace(self.config, threshold=threshold).validate()
         method = self.method
-        refusal = why_it_cannot_verify(method)
-        if refusal:
-            raise InputError(refusal)
-        predictor = method.predictor
+        predictor = self.answer_verifier()
         (on_stage or (lambda _s: None))(f"verifying ({predictor.registry_name})")
         t0 = time.perf_counter()
         with metering() as usage:
@@ -381,6 +384,14 @@ class Pipeline:
             evidence=evidence, supporting_passage=evidence[v.best] if v.best is not None else None,
             method=method.registry_name, judge=getattr(predictor, "name", "") or predictor.registry_name,
             timings={"verify": round(seconds, 4)}, usage=usage.to_dict(), error=v.error, warnings=warnings)
+
+    def answer_verifier(self):
+        """The predictor that `verify` scores a given answer with; InputError when this pipeline's
+        method cannot verify an answer it did not generate (so a batch can refuse before it starts)."""
+        refusal = why_it_cannot_verify(self.method)
+        if refusal:
+            raise InputError(refusal)
+        return self.method.predictor
 
     def verify_and_act(self, question: str, answer: str, passages: Sequence[Passage], *,
                        threshold: float | ThresholdController | None = None, fallback: str | None = None,

@@ -13,19 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from verirag.awf.spec import method_names
-from verirag.awf.pipeline import Pipeline, why_it_cannot_verify
+from verirag.awf.pipeline import DEFAULT_VERIFY_METHOD, Pipeline, why_it_cannot_verify
 from verirag.errors import InputError, VeriragError
 from verirag.learned.threshold import as_controller
 from verirag.server.worker import CancelToken, ModelWorker
 from verirag.types import AskResult, Passage, VerifyResult
-
-
-# Verifying another system's answer is not self_check's strength: it asks the model whether "your
-# answer" is supported, and a model vouches for an answer put in its mouth (benchmarks/
-# check_prompt_injection.py, qwen2.5-1.5b: 8 of 8 unsupported answers called supported, against 0
-# of 8 by per-passage NLI, which called 8 of 8 supported answers supported). So /v1/verify defaults
-# to NLI, whatever method /v1/ask uses.
-DEFAULT_VERIFY_METHOD = "vanilla+nli"
 
 
 class NoIndex(InputError):

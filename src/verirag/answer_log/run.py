@@ -1,0 +1,170 @@
+"""Verify every answer of a log, one JSON line per answer in OUT/results.jsonl as soon as it is done.
+
+The file is the run's resume cache (the grid's pattern): a line's `key` is the entry's id and a
+digest of what its verdict depends on (question, answer, contexts, the verifier's identity - the
+predictor's component digest: options, prompts, model fingerprint - and the threshold), so a
+killed run started again with the same command skips every answer already written and recomputes
+none; an answer whose log line or verifier changed gets a new line (the latest one counts).
+
+Record fields: key, id, line, status ("verified", "failed": the verifier could not judge it, with
+`error`; "malformed": the log line cannot be verified, with `error`), question, answer, score (None
+unless verified), line_text (a malformed line's start), supported (the verdict at `threshold`), threshold, supporting_passage (id, title,
+text, support_score: the best supported context; the closest one when unsupported), support_scores
+(each context's id and score), method, judge, model, warnings, seconds, usage. A recorded failure
+is remembered like a verdict. An outage of the model backend (BackendError) or a backend without a
+capability the verifier needs (CapabilityError) is no verdict: it stops the run, the lines written
+so far stay, and the same command resumes.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from verirag.answer_log.formats import AnswerLog, LogEntry
+from verirag.errors import BackendError, CapabilityError
+from verirag.jsonio import strict_json
+from verirag.learned.threshold import ThresholdController, as_controller
+
+RESULTS_FILE = "results.jsonl"
+
+
+def verifier_identity(pipeline, threshold: float | ThresholdController) -> dict[str, Any]:
+    """What a verdict depends on besides the entry (loads the model: its fingerprint is part of it)."""
+    predictor = pipeline.answer_verifier()
+    return {"method": pipeline.config.method, "predictor": predictor.digest,
+            "threshold": as_controller(threshold).threshold_}
+
+
+def entry_key(entry: LogEntry, identity: dict[str, Any]) -> str:
+    """"id|digest" of the entry's question, answer and contexts and the verifier's identity; a
+    malformed line's digest is of its bytes and line number."""
+    if not entry.ok:
+        content: Any = {"malformed": entry.raw_digest, "line": entry.line}
+    else:
+        content = {"question": entry.question, "answer": entry.answer,
+                   "contexts": [[p.id, p.title, p.text] for p in entry.passages], "verifier": identity}
+    blob = json.dumps(content, sort_keys=True, ensure_ascii=False, default=str)
+    return f"{entry.id}|{hashlib.sha256(blob.encode('utf-8')).hexdigest()[:16]}"
+
+
+class ResultsFile:
+    """OUT/results.jsonl: appended one flushed, fsynced line at a time; a line torn by a kill is
+    skipped on reading (counted in `unreadable_lines`) and the next write starts a fresh line."""
+
+    def __init__(self, out_dir: str | Path):
+        self.path = Path(out_dir) / RESULTS_FILE
+        self.unreadable_lines = 0
+
+    def load(self) -> dict[str, dict[str, Any]]:
+        """{key: record}; of two lines with one key, the later."""
+        records: dict[str, dict[str, Any]] = {}
+        self.unreadable_lines = 0
+        if not self.path.exists():
+            return records
+        with open(self.path, "rb") as f:
+            for raw in f:
+                if not raw.strip():
+                    continue
+                try:
+                    rec = json.loads(raw.decode("utf-8"))
+                    records[rec["key"]] = rec
+                except (ValueError, TypeError, KeyError):
+                    self.unreadable_lines += 1
+        return records
+
+    def __enter__(self) -> "ResultsFile":
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._f = open(self.path, "a+b")
+        self._f.seek(0, os.SEEK_END)
+        if self._f.tell() > 0:
+            self._f.seek(-1, os.SEEK_END)
+            if self._f.read(1) != b"\n":  # the last run died mid-line
+                self._f.write(b"\n")
+        return self
+
+    def append(self, record: dict[str, Any]) -> None:
+        line = json.dumps(strict_json(record), ensure_ascii=False, allow_nan=False)
+        self._f.write(line.encode("utf-8") + b"\n")
+        self._f.flush()
+        os.fsync(self._f.fileno())
+
+    def __exit__(self, *exc) -> None:
+        self._f.close()
+
+
+def _passage_dict(e) -> dict[str, Any]:
+    return {"id": e.id, "title": e.title, "text": e.text, "support_score": e.support_score}
+
+
+def verify_entry(pipeline, entry: LogEntry, threshold: float | ThresholdController, key: str) -> dict[str, Any]:
+    """The record of one entry (module doc); raises only for an outage or a missing capability."""
+    base = {"key": key, "id": entry.id, "line": entry.line, "question": entry.question, "answer": entry.answer}
+    if not entry.ok:
+        return {**base, "status": "malformed", "score": None, "supported": False, "error": entry.error,
+                "line_text": entry.raw_excerpt}
+    t0 = time.perf_counter()
+    try:
+        v = pipeline.verify(entry.question, entry.answer, entry.passages, threshold=threshold)
+    except (BackendError, CapabilityError):
+        raise
+    except Exception as e:  # noqa: BLE001 - this answer could not be verified: a recorded error, not a stop
+        return {**base, "status": "failed", "score": None, "supported": False, "error": f"{type(e).__name__}: {e}",
+                "warnings": entry.warnings, "seconds": round(time.perf_counter() - t0, 4)}
+    return {**base, "status": "failed" if v.score is None else "verified", "score": v.score,
+            "supported": v.faithful, "threshold": v.threshold,
+            "supporting_passage": _passage_dict(v.supporting_passage) if v.supporting_passage else None,
+            "support_scores": [{"id": e.id, "support_score": e.support_score} for e in v.evidence],
+            "method": v.method, "judge": v.judge, "model": pipeline.config.model, "error": v.error,
+            "warnings": entry.warnings + v.warnings, "seconds": v.timings.get("verify"), "usage": v.usage}
+
+
+@dataclass
+class LogRun:
+    """What a run did: `records` are the current log's, in log order (`limit` applied)."""
+
+    records: list[dict[str, Any]] = field(default_factory=list)
+    written: int = 0
+    already_done: int = 0
+    unreadable_lines: int = 0
+    stale_lines: int = 0   # lines of an earlier log or verifier, not read by the summary
+
+    def count(self, status: str) -> int:
+        return sum(r["status"] == status for r in self.records)
+
+
+def run_log(pipeline, log: AnswerLog, out_dir: str | Path, *, threshold: float | ThresholdController | None = None,
+            limit: int | None = None,
+            on_progress: Callable[[int, int, dict[str, Any] | None], None] | None = None) -> LogRun:
+    """Verify the entries of `log` (the first `limit`) into OUT/results.jsonl, skipping those done.
+    `on_progress(done, total, record)` after each entry (record None when it was already done)."""
+    threshold = pipeline.config.threshold if threshold is None else threshold
+    entries = log.entries if limit is None else log.entries[:max(limit, 0)]
+    identity = verifier_identity(pipeline, threshold)   # InputError first, for a method that cannot verify
+    results = ResultsFile(out_dir)
+    done = results.load()
+    run = LogRun(unreadable_lines=results.unreadable_lines)
+    keys = [entry_key(e, identity) for e in entries]
+    run.stale_lines = len(set(done) - set(keys))
+    with results:
+        for i, (entry, key) in enumerate(zip(entries, keys), start=1):
+            record = done.get(key)
+            if record is not None:
+                run.already_done += 1
+                run.records.append(record)
+                if on_progress:
+                    on_progress(i, len(entries), None)
+                continue
+            record = verify_entry(pipeline, entry, threshold, key)
+            results.append(record)
+            done[key] = record
+            run.written += 1
+            run.records.append(record)
+            if on_progress:
+                on_progress(i, len(entries), record)
+    return run
