@@ -331,7 +331,7 @@ def serve(index: Optional[Path] = typer.Option(None, help="An index built by `ve
           preset: str = typer.Option("local", help=PRESET_HELP),
           model: Optional[str] = typer.Option(None, help=MODEL_HELP),
           method: Optional[str] = typer.Option(None, help="Default AwF method of /v1/ask (requests may name another)."),
-          verify_method: str = typer.Option(DEFAULT_VERIFY_METHOD, help="Default method of /v1/verify: its predictor judges "
+          verify_method: str = typer.Option("vanilla+nli", help="Default method of /v1/verify: its predictor judges "
                                             "answers other systems produced."),
           judge: Optional[str] = typer.Option(None, help="Entailment model of +nli methods: llm or hf:NLI_MODEL."),
           judge_model: Optional[str] = typer.Option(None, help="Model of the LLM judge (default: --model)."),
