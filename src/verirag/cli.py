@@ -340,6 +340,8 @@ def serve(index: Optional[Path] = typer.Option(None, help="An index built by `ve
           fallback: Optional[str] = typer.Option(None, help="Below the threshold: abstain, no-rag or escalate."),
           escalate_model: Optional[str] = typer.Option(None, help="The larger model for --fallback escalate."),
           retrieval: Optional[str] = typer.Option(None, help="hybrid (default), bm25 or dense (for a new index)."),
+          max_answer_tokens: Optional[int] = typer.Option(None, help="Longest answer in tokens (default: each "
+                                                          "method's own); a cap bounds each request's time."),
           host: str = typer.Option("127.0.0.1", help="Address to bind; anything but loopback needs --api-key."),
           port: int = typer.Option(8000, help="Port to bind."),
           api_key: Optional[str] = typer.Option(None, envvar="VERIRAG_API_KEY", show_envvar=True,
@@ -369,7 +371,8 @@ def serve(index: Optional[Path] = typer.Option(None, help="An index built by `ve
     import uvicorn
     from verirag.server import ServiceConfig, VeriragService, create_app
     overrides = {"model": model, "method": method, "judge": judge, "judge_model": judge_model, "k": k,
-                 "fallback": fallback, "retrieval": retrieval, "escalate_model": escalate_model}
+                 "fallback": fallback, "retrieval": retrieval, "escalate_model": escalate_model,
+                 "max_answer_tokens": max_answer_tokens}
     cfg = ServiceConfig(preset=preset, index=index, overrides={a: b for a, b in overrides.items() if b is not None},
                         threshold=threshold_value, api_key=api_key, queue_size=queue_size, verify_method=verify_method,
                         queue_timeout=queue_timeout, request_timeout=timeout, max_body_bytes=max_body)

@@ -188,8 +188,6 @@ def create_app(service: VeriragService) -> FastAPI:
         return Response(generate_latest(telemetry.registry), media_type=CONTENT_TYPE_LATEST)
 
     # ---- the API -----------------------------------------------------------------------------
-    worker_errors = errors(*ON_THE_WORKER)
-
     @app.get("/v1/methods", responses=errors())
     async def methods() -> dict:
         """The methods a request may name (those this service can run, and those that verify a
