@@ -36,7 +36,7 @@ pytestmark = pytest.mark.slow
 QUESTION = "Who designed Halvorsen Lighthouse?"
 ANSWER = "Maren Solberg designed Halvorsen Lighthouse."
 
-README_SNIPPET = '''
+README_SNIPPET = r'''
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.runnables import RunnablePassthrough
 from verirag import Pipeline
@@ -46,14 +46,25 @@ from verirag.integrations.langchain import VeriragRetriever, VeriragVerifier
 pipe = Pipeline.from_preset("local", method="vanilla+nli")   # verifies in process
 pipe.index(corpus_path())                                     # the demo corpus; or your folder
 retriever = VeriragRetriever(index=pipe.search_index, k=3)    # or any LangChain retriever
-prompt = ChatPromptTemplate.from_template("Answer from the context.\\n{context}\\n\\nQuestion: {input}")
-rag = RunnablePassthrough.assign(context=(lambda x: x["input"]) | retriever).assign(answer=prompt | llm)
+prompt = ChatPromptTemplate.from_template("Answer from the context.\n{context}\n\nQuestion: {input}")
+stuff = lambda x: {**x, "context": "\n\n".join(d.page_content for d in x["context"])}
+rag = RunnablePassthrough.assign(context=(lambda x: x["input"]) | retriever).assign(answer=stuff | prompt | llm)
 chain = rag | VeriragVerifier(pipeline=pipe, threshold=0.5, fallback="abstain")
 # or VeriragVerifier(service_url="http://127.0.0.1:8000"): `verirag serve` verifies, this client abstains
 
 out = chain.invoke({"input": "Who designed Halvorsen Lighthouse?"})
 print(out["action"], round(out["score"], 2), out["answer"])
 print(out["supporting_document"].metadata["source"] if out["supporting_document"] else None)
+'''
+
+README_TRUST_SNIPPET = '''
+from verirag.integrations.langchain import TrustFilterCompressor
+
+# trust.json: `verirag calibrate-retrieval` for this index; retriever: the VeriragRetriever above
+trusted = TrustFilterCompressor.load("trust.json", retriever=retriever)
+question = "When was the light automated?"
+docs = trusted.compress_documents(retriever.invoke(question), question)   # [] when none is trusted
+# in langchain: ContextualCompressionRetriever(base_compressor=trusted, base_retriever=retriever)
 '''
 
 
@@ -101,26 +112,26 @@ def test_ainvoke_abstains_at_threshold_one_without_blocking_the_event_loop(pipe)
     chain = rag_chain(top, answer) | VeriragVerifier(pipeline=pipe, threshold=1.0)
 
     async def run():
-        ticks = 0
+        ticks = [time.perf_counter()]
 
         async def tick():
-            nonlocal ticks
             while True:
-                await asyncio.sleep(0.01)
-                ticks += 1
+                await asyncio.sleep(0.005)
+                ticks.append(time.perf_counter())
 
         ticker = asyncio.create_task(tick())
-        t0 = time.perf_counter()
         out = await chain.ainvoke({"input": QUESTION})
-        seconds = time.perf_counter() - t0
+        ticks.append(time.perf_counter())
         ticker.cancel()
-        return out, ticks, seconds
+        return out, ticks
 
-    out, ticks, seconds = asyncio.run(run())
+    out, ticks = asyncio.run(run())
     assert (out["action"], out["faithful"], out["answer"]) == ("abstained", False, ABSTENTION_TEXT)
     assert out["verirag"]["retrieved_answer"] == answer
     assert out["score"] == pytest.approx(direct(pipe, QUESTION, answer, out["context"]).score)
-    assert seconds > 0.3 and ticks >= 10, (seconds, ticks)   # the loop kept running while the model did
+    # the loop kept ticking while the model ran: a loop blocked by it would stand still that long
+    seconds, longest_pause = ticks[-1] - ticks[0], max(b - a for a, b in zip(ticks, ticks[1:]))
+    assert longest_pause < seconds / 2, (seconds, longest_pause)
 
 
 def test_no_rag_fallback_answers_again_without_the_documents(pipe, retriever):
@@ -218,13 +229,20 @@ def test_the_service_verifies_and_this_client_abstains(pipe, retriever, server):
         VeriragVerifier(service_url=server.url, method="no-such-method").invoke(row)
 
 
-def test_an_unreachable_service_is_an_outage_not_a_verdict(retriever):
+def test_an_outage_is_an_error_not_a_verdict(retriever, monkeypatch):
     row = {"input": QUESTION, "answer": ANSWER, "context": retriever.invoke(QUESTION)}
     down = VeriragVerifier(service_url=f"http://127.0.0.1:{free_port()}", timeout=5)
-    with pytest.raises(BackendError, match="cannot be reached"):
+    with pytest.raises(BackendError, match="service cannot be reached"):
         down.invoke(row)
-    with pytest.raises(BackendError, match="cannot be reached"):
+    with pytest.raises(BackendError, match="service cannot be reached"):
         asyncio.run(down.ainvoke(row))
+    # in process, a verifier model behind an OpenAI-compatible URL that is down
+    monkeypatch.setenv("VERIRAG_OPENAI_MAX_RETRIES", "0")
+    dead = Pipeline.from_preset("tiny", method="vanilla+nli", model=f"http://127.0.0.1:{free_port()}/v1#m")
+    with pytest.raises(BackendError, match="cannot reach the server"):
+        VeriragVerifier(pipeline=dead, threshold=0.0).invoke(row)
+    with pytest.raises(BackendError, match="cannot reach the server"):
+        asyncio.run(VeriragVerifier(pipeline=dead, threshold=0.0).ainvoke(row))
 
 
 CALIBRATION = [   # demo questions, each with the file that answers it
@@ -243,7 +261,7 @@ CALIBRATION = [   # demo questions, each with the file that answers it
 ]
 
 
-def test_the_trust_filter_keeps_the_documents_it_trusts(retriever, tmp_path):
+def test_the_trust_filter_keeps_the_documents_it_trusts(retriever, tmp_path, monkeypatch):
     scores, correct = [], []
     for question, source in CALIBRATION:
         docs = retriever.invoke(question)
@@ -261,6 +279,10 @@ def test_the_trust_filter_keeps_the_documents_it_trusts(retriever, tmp_path):
     assert kept[0] is docs[0]
     assert asyncio.run(compressor.acompress_documents(docs, question)) == kept
     assert compressor.compress_documents([], question) == []
+    monkeypatch.chdir(tmp_path)   # where the README's trust.json is
+    namespace = {"retriever": retriever}
+    exec(compile(README_TRUST_SNIPPET, "README-langchain-trust", "exec"), namespace)
+    assert namespace["docs"] == kept
 
     with pytest.raises(InputError, match=r"document 0 has no retrieval score in metadata\['score'\]"):
         compressor.compress_documents([Document(page_content="text without a score")], question)
