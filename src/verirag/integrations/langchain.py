@@ -9,9 +9,8 @@
 - `TrustFilterCompressor`: the conformal trust filter (`verirag calibrate-retrieval`) as a document
   compressor (e.g. in a ContextualCompressionRetriever): keeps the Documents it trusts.
 
-    verify = VeriragVerifier(pipeline=Pipeline.from_preset("local", method="vanilla+nli"), threshold=0.5)
-    out = (rag_chain | verify).invoke({"input": "Who designed the lighthouse?"})
-    out["answer"], out["action"], out["score"], out["supporting_document"].metadata
+    verified = rag_chain | VeriragVerifier(pipeline=Pipeline.from_preset("local", method="vanilla+nli"))
+    out = verified.invoke({"input": "Who designed the lighthouse?"})   # out["answer"], ["action"], ["score"]
 """
 from __future__ import annotations
 
@@ -21,6 +20,11 @@ from pathlib import Path
 from typing import Any, Optional
 
 import httpx
+
+try:
+    import langchain_core  # noqa: F401
+except ImportError as e:   # the extra is not installed: say which one
+    raise ImportError("verirag.integrations.langchain needs langchain-core: pip install 'verirag[langchain]'") from e
 from langchain_core.callbacks import CallbackManagerForRetrieverRun, Callbacks
 from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.messages import BaseMessage
@@ -44,8 +48,9 @@ class VeriragVerifier(RunnableSerializable[dict, dict]):
     dict with the answer replaced by what the user should see (the answer, the abstention text or
     the fallback's answer), plus `score`, `faithful`, `action` ("answered", "abstained",
     "fallback", "escalated"), `supporting_document` (the retrieved Document, metadata and all,
-    that supports the answer best; None when none was judged) and `verirag` (the full result:
-    `AskResult.to_dict()`; `retrieved_answer` is the chain's own answer).
+    that supports the answer best; None when none was judged) and `verirag`, the full result
+    (`AskResult.to_dict()`; through the service the VerifyResult with `action`, `answer` and
+    `retrieved_answer` added, and `score` None when no passage could be judged).
 
     One backend: `pipeline`, a verirag Pipeline run in process (its method must verify a given
     answer: a GENERATOR+PREDICTOR method such as "vanilla+nli"; `threshold` and `fallback`
