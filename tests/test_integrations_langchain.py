@@ -29,6 +29,7 @@ from verirag.integrations.langchain import TrustFilterCompressor, VeriragRetriev
 from verirag.learned.trust_filter import ConformalTrustFilter  # noqa: E402
 from verirag.types import Passage  # noqa: E402
 
+from readme import python_block  # noqa: E402
 from server_process import free_port, start_server  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -36,36 +37,9 @@ pytestmark = pytest.mark.slow
 QUESTION = "Who designed Halvorsen Lighthouse?"
 ANSWER = "Maren Solberg designed Halvorsen Lighthouse."
 
-README_SNIPPET = r'''
-from langchain_core.prompts import ChatPromptTemplate
-from langchain_core.runnables import RunnablePassthrough
-from verirag import Pipeline
-from verirag.demo import corpus_path
-from verirag.integrations.langchain import VeriragRetriever, VeriragVerifier
-
-pipe = Pipeline.from_preset("local", method="vanilla+nli")   # verifies in process
-pipe.index(corpus_path())                                     # the demo corpus; or your folder
-retriever = VeriragRetriever(index=pipe.search_index, k=3)    # or any LangChain retriever
-prompt = ChatPromptTemplate.from_template("Answer from the context.\n{context}\n\nQuestion: {input}")
-stuff = lambda x: {**x, "context": "\n\n".join(d.page_content for d in x["context"])}
-rag = RunnablePassthrough.assign(context=(lambda x: x["input"]) | retriever).assign(answer=stuff | prompt | llm)
-chain = rag | VeriragVerifier(pipeline=pipe, threshold=0.5, fallback="abstain")
-# or VeriragVerifier(service_url="http://127.0.0.1:8000"): `verirag serve` verifies, this client abstains
-
-out = chain.invoke({"input": "Who designed Halvorsen Lighthouse?"})
-print(out["action"], round(out["score"], 2), out["answer"])
-print(out["supporting_document"].metadata["source"] if out["supporting_document"] else None)
-'''
-
-README_TRUST_SNIPPET = '''
-from verirag.integrations.langchain import TrustFilterCompressor
-
-# trust.json: `verirag calibrate-retrieval` for this index; retriever: the VeriragRetriever above
-trusted = TrustFilterCompressor.load("trust.json", retriever=retriever)
-question = "When was the light automated?"
-docs = trusted.compress_documents(retriever.invoke(question), question)   # [] when none is trusted
-# in langchain: ContextualCompressionRetriever(base_compressor=trusted, base_retriever=retriever)
-'''
+# the README's snippets, as users copy them
+README_SNIPPET = python_block("VeriragVerifier(pipeline=pipe")
+README_TRUST_SNIPPET = python_block("TrustFilterCompressor.load(")
 
 
 @pytest.fixture(scope="module")

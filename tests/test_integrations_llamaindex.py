@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import re
 import socket
-from pathlib import Path
 
 import pytest
 
@@ -18,6 +17,7 @@ from llama_index.core.evaluation import BatchEvalRunner
 from llama_index.core.llms import CompletionResponse, CustomLLM, LLMMetadata
 from llama_index.core.llms.callbacks import llm_completion_callback
 from llama_index.core.postprocessor import SimilarityPostprocessor
+from readme import python_block
 from server_process import free_port, start_server
 from test_outage import Endpoint
 
@@ -29,29 +29,9 @@ from verirag.types import Passage
 
 pytestmark = pytest.mark.slow
 
-README = Path(__file__).resolve().parents[1] / "README.md"
 QUESTION = "What is the capital of France?"
 CONTEXTS = ["Paris is the capital of France.", "Berlin is the capital of Germany."]
 SUPPORTED, UNSUPPORTED = "Paris", "The capital of France is Rome."
-
-# The README's LlamaIndex snippet; the test runs the README's copy once it is there.
-PROPOSED_SNIPPET = '''\
-from verirag import Pipeline
-from verirag.integrations.llamaindex import VerifiedQueryEngine, VeriragEvaluator
-from verirag.types import Passage
-
-pipeline = Pipeline.from_preset("local", method="vanilla+nli")   # verifies in this process
-evaluator = VeriragEvaluator(pipeline, threshold=0.5)            # or VeriragEvaluator(url="http://127.0.0.1:8000")
-result = evaluator.evaluate(query="What is the capital of France?", response="Paris",
-                            contexts=["Paris is the capital of France.", "Berlin is the capital of Germany."])
-print(result.passing, result.score, result.feedback)
-
-# query_engine: your engine, e.g. index.as_query_engine(); below the threshold the wrapper abstains
-engine = VerifiedQueryEngine(query_engine, pipeline, threshold=0.5, fallback="abstain")
-response = engine.query("What is the capital of France?")
-print(response, response.metadata["verirag"]["action"], response.metadata["verirag"]["score"])
-'''
-
 
 @pytest.fixture(autouse=True)
 def loopback_only(monkeypatch):
@@ -247,8 +227,7 @@ def test_evaluator_through_the_service(tmp_path, pipeline):
 
 
 def test_readme_snippet_runs(pipeline, capsys):
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text("utf-8"), re.DOTALL)
-    snippet = next((b for b in blocks if "verirag.integrations.llamaindex" in b), PROPOSED_SNIPPET)
+    snippet = python_block("verirag.integrations.llamaindex")
     namespace = {"query_engine": query_engine(SUPPORTED)}
     exec(snippet.replace('from_preset("local"', 'from_preset("tiny"'), namespace)
     result, response = namespace["result"], namespace["response"]

@@ -90,3 +90,12 @@ def test_a_request_the_service_refuses_is_an_openai_error(client):
     with pytest.raises(openai.UnprocessableEntityError) as e:
         client.chat.completions.create(model="x", messages=[{"role": "system", "content": "no question"}])
     assert e.value.body["code"] == "invalid_request"
+
+
+def test_the_readme_snippet_runs(server, capsys):
+    from readme import python_block
+    snippet = python_block("from openai import OpenAI")
+    exec(snippet.replace("http://127.0.0.1:8000/v1", server.url + "/v1").replace('api_key="unused"', 'api_key="k"'),
+         {})
+    printed = capsys.readouterr().out
+    assert printed.startswith("['smollm2-135m']") and ("answered" in printed or "abstained" in printed)
