@@ -141,6 +141,11 @@ def test_support_reports_each_sentence_and_finds_evidence_at_the_end_of_a_long_p
     found = trained.support(q, a, [f"{long} {evidence}"])
     missing = trained.support(q, a, [long])
     assert found.sentences[0].chunk.endswith(evidence) and found.score > missing.score
+    trained.read_top = 2   # the evidence is among the 2 chunks closest in words: the same verdict, 2 pairs read
+    try:
+        assert trained.support(q, a, [f"{long} {evidence}"]).score == pytest.approx(found.score, abs=1e-6)
+    finally:
+        trained.read_top = None
     two = trained.support(q, f"{a} It was bought in Paris.", [FILLER, f"{FILLER} {evidence}"])
     assert [s.text for s in two.sentences] == [a, "It was bought in Paris."]
     assert two.score == pytest.approx(min(s.score for s in two.sentences))

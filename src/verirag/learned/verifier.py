@@ -154,7 +154,8 @@ class TrainedVerifier(LearnedPart):
     """Settings: `encoder` (a name `encoder_dir` knows, or a folder), `max_length` (tokens of a
     pair; None: the encoder's own window), `train_layers` (top layers fine-tuned), `epochs` (at
     most), `batch_size` (examples per step), `learning_rate` (the layers') and
-    `head_learning_rate`, `candidates` (chunks per claim in training), `overlap_words` (between
+    `head_learning_rate`, `candidates` (chunks per claim in training), `read_top` (chunks per
+    claim when scoring, the lexically closest; None: every chunk), `overlap_words` (between
     chunks), `val_share` (groups held out when `fit` gets no validation groups), `patience`
     (epochs without a better validation AUROC before stopping), `temperature` (fit one), `seed`."""
 
@@ -168,19 +169,20 @@ class TrainedVerifier(LearnedPart):
 
     def __init__(self, encoder: str = DEFAULT_ENCODER, *, max_length: int | None = None, train_layers: int = 1,
                  epochs: int = 2, batch_size: int = 8, learning_rate: float = 1e-4, head_learning_rate: float = 2e-3,
-                 candidates: int = 2, overlap_words: int = 30, val_share: float = 0.2, patience: int = 1,
+                 candidates: int = 2, read_top: int | None = None, overlap_words: int = 30, val_share: float = 0.2, patience: int = 1,
                  temperature: bool = True, seed: int = 0, device: str | None = None,
                  fingerprints: dict[str, Any] | None = None):
         super().__init__(fingerprints)
-        if epochs < 1 or batch_size < 1 or candidates < 1 or patience < 1:
-            raise InputError("epochs, batch_size, candidates and patience must be at least 1")
+        if epochs < 1 or batch_size < 1 or candidates < 1 or patience < 1 or (read_top is not None and read_top < 1):
+            raise InputError("epochs, batch_size, candidates, read_top and patience must be at least 1")
         if max_length is not None and max_length < 32:
             raise InputError(f"max_length must be at least 32 tokens, got {max_length}")
         if not 0.0 < val_share < 1.0:
             raise InputError(f"the validation share must be in (0, 1), got {val_share}")
         self.encoder, self.max_length, self.train_layers, self.epochs = encoder, max_length, train_layers, epochs
         self.batch_size, self.learning_rate, self.head_learning_rate = batch_size, learning_rate, head_learning_rate
-        self.candidates, self.overlap_words, self.val_share = candidates, overlap_words, val_share
+        self.candidates, self.read_top = candidates, read_top
+        self.overlap_words, self.val_share = overlap_words, val_share
         self.patience, self.temperature, self.seed, self.device = patience, temperature, seed, device
         self._scorer = self._tokenizer = self._reader = None
         self._trainable: list[str] = []
@@ -237,18 +239,24 @@ class TrainedVerifier(LearnedPart):
         return out
 
     def _tables(self, readings: Sequence[Reading]) -> list[np.ndarray]:
-        """Per reading, its (claims x chunks) logit table, scored in shared batches."""
-        claims, chunks, shapes = [], [], []
+        """Per reading, its (claims x chunks) logit table, scored in shared batches; with
+        `read_top`, a claim reads only its `read_top` lexically closest chunks (-inf elsewhere)."""
+        claims, chunks, cells, shapes = [], [], [], []
         for r in readings:
-            for c in r.claims:
-                claims += [c] * len(r.chunks)
-                chunks += list(r.chunks)
+            read = (lexical_candidates(r.claims, r.chunks, r.question, self.read_top) if self.read_top
+                    else [range(len(r.chunks))] * len(r.claims))
+            cells.append([(s, c) for s, cs in enumerate(read) for c in cs])
+            claims += [r.claims[s] for s, _ in cells[-1]]
+            chunks += [r.chunks[c] for _, c in cells[-1]]
             shapes.append((len(r.claims), len(r.chunks)))
         flat = self._pair_logits(claims, chunks) if claims else np.zeros(0)
         out, at = [], 0
-        for s, c in shapes:
-            out.append(flat[at:at + s * c].reshape(s, c))
-            at += s * c
+        for shape, read in zip(shapes, cells):
+            table = np.full(shape, -np.inf)
+            for (s, c), z in zip(read, flat[at:at + len(read)]):
+                table[s, c] = z
+            out.append(table)
+            at += len(read)
         return out
 
     @staticmethod

@@ -64,6 +64,7 @@ class Reading:
     """One answer as pairs: `claims[s]` belongs to answer sentence `sentence_of[s]`; `chunks[c]`
     to passage `passage_of[c]`. Every claim is paired with every chunk."""
 
+    question: str
     sentences: tuple[str, ...]
     claims: tuple[str, ...]
     sentence_of: tuple[int, ...]
@@ -125,7 +126,7 @@ class PairReader:
                 passage_of.append(i)
         if not chunks:
             raise InputError("no passage has any text to verify the answer against")
-        return Reading(tuple(sentences), tuple(claims), tuple(owner), tuple(chunks), tuple(passage_of))
+        return Reading(question, tuple(sentences), tuple(claims), tuple(owner), tuple(chunks), tuple(passage_of))
 
 
 def lexical_candidates(claims: Sequence[str], chunks: Sequence[str], question: str, k: int) -> list[list[int]]:

@@ -1,6 +1,7 @@
 """The trained verifier as a faithfulness predictor (issue 27): no LLM, a small cross-encoder.
 
     vanilla+verifier(verifier=DIR)        # DIR: made by `verirag train verifier`
+    vanilla+verifier(verifier=DIR, read_top=2)   # each sentence reads its 2 lexically closest chunks
 
 The answer is split into sentences; each is judged against every chunk of every passage
 (`verirag.learned.verifier.TrainedVerifier.support`). The score is the weakest sentence's support,
@@ -23,12 +24,16 @@ from verirag.types import Passage
 class TrainedVerifierPredictor(FaithfulnessPredictor):
     needs: tuple[str, ...] = ()
 
-    def __init__(self, llm=None, *, verifier: str | None = None):
+    def __init__(self, llm=None, *, verifier: str | None = None, read_top: int | None = None):
         from verirag.learned.verifier import TrainedVerifier
         if not verifier:
             raise InputError("the verifier predictor needs verifier=DIR, a verifier trained with "
                              f"`{TrainedVerifier.fit_command}`")
         self.model = TrainedVerifier.load(verifier)
+        if read_top is not None:   # cheaper: each sentence reads only its closest chunks
+            if read_top < 1:
+                raise InputError(f"read_top must be at least 1, got {read_top}")
+            self.model.read_top = read_top
         self.name = f"verifier[{self.model.encoder}]"
 
     def model_fingerprint(self) -> str:
