@@ -78,9 +78,12 @@ def predictor(name: str, model: str, verifier: str | None):
 
 def child(args) -> None:
     """One predictor in this process: JSON with its timings and peak memory on stdout."""
-    import torch
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    threads = None
+    if args.only.startswith("verifier"):   # the LLM predictors' processes never import torch
+        import torch
+        if args.threads:
+            torch.set_num_threads(args.threads)
+        threads = torch.get_num_threads()
     t0 = time.perf_counter()
     pred = predictor(args.only, args.model, args.verifier)
     load = time.perf_counter() - t0
@@ -92,7 +95,7 @@ def child(args) -> None:
     seconds = (time.perf_counter() - t0) / args.answers
     print(json.dumps({"name": args.only if args.only.startswith("verifier") else pred.name, "seconds_per_answer": seconds, "load_seconds": load,
                       "peak_rss_mb": peak_rss_mb(),
-                      "failed": sum(s != s for s in scores), "torch_threads": torch.get_num_threads()}))
+                      "failed": sum(s != s for s in scores), "torch_threads": threads}))
 
 
 def main() -> None:
