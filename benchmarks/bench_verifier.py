@@ -131,15 +131,13 @@ def main() -> None:
     for r in rows.values():
         print(f"{r['name']:34} {r['seconds_per_answer']:9.3f} {r['load_seconds']:7.1f} {r['peak_rss_mb']:8.0f} "
               f"{r['failed']:6d}")
+    for ours in ("verifier", "verifier(read_top=2)"):
+        for name in ("vanilla+nli", "vanilla+llm_judge"):
+            if ours in rows and name in rows:
+                print(f"{name} / {ours}: {rows[name]['seconds_per_answer'] / rows[ours]['seconds_per_answer']:.1f}x")
     if "verifier" in rows:
-        ours = rows["verifier"]["seconds_per_answer"]
-        if "verifier(read_top=2)" in rows:
-            print(f"verifier / verifier(read_top=2): {ours / rows['verifier(read_top=2)']['seconds_per_answer']:.1f}x")
         print(f"(verifier on {rows['verifier']['torch_threads']} torch threads; read_top=2: each sentence reads "
               "its 2 lexically closest chunks)")
-        for name in ("vanilla+nli", "vanilla+llm_judge"):
-            if name in rows:
-                print(f"{name} / verifier: {rows[name]['seconds_per_answer'] / ours:.1f}x the verifier's time")
 
 
 if __name__ == "__main__":

@@ -119,6 +119,15 @@ def test_a_long_sentence_is_read_in_pieces_and_a_long_question_refused():
         reader.claims(" ".join(["why"] * 200) + "?", "Yes.")
 
 
+def test_an_encoder_is_found_by_name_where_installed(monkeypatch):
+    from verirag.errors import ModelNotFoundError
+    from verirag.learned.verifier import encoder_dir, encoder_fingerprint
+    with pytest.raises(ModelNotFoundError, match="VERIRAG_MODEL_PATH_ALL_MPNET_BASE_V2"):
+        encoder_dir("all-mpnet-base-v2")
+    monkeypatch.setenv("VERIRAG_MODEL_PATH_ALL_MPNET_BASE_V2", str(encoder_dir("all-MiniLM-L6-v2")))
+    assert encoder_fingerprint("all-mpnet-base-v2") == encoder_fingerprint("all-MiniLM-L6-v2")
+
+
 # ---- training ---------------------------------------------------------------------------------
 def test_not_fitted_before_fit():
     with pytest.raises(NotFittedError, match="TrainedVerifier is not fitted.*verirag train verifier"):
@@ -262,6 +271,7 @@ def test_train_verifier_takes_any_reader(tmp_path):
 
 
 # ---- the predictor ----------------------------------------------------------------------------
+@pytest.mark.slow   # loads the tiny preset's model (the pipeline's generator)
 def test_the_verifier_predictor_builds_and_verifies_through_the_pipeline(trained, tmp_path):
     from verirag.awf.compose import build_method
     from verirag.awf.pipeline import Pipeline

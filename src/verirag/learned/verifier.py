@@ -191,12 +191,9 @@ class TrainedVerifier(LearnedPart):
     # ---- the network --------------------------------------------------------------------------
     def _load_base(self) -> None:
         """The installed encoder with a fresh head (its window resolved)."""
-        import torch
-
         from verirag.learned.verifier_model import load_scorer
         from verirag.retrieval.embedder import default_device
         folder = encoder_dir(self.encoder)
-        torch.manual_seed(self.seed)   # the head's initialisation
         self._scorer, self._tokenizer = load_scorer(folder, self.device or default_device())
         window = getattr(self, "window_", None) or self._encoder_window(folder)
         self.window_ = int(window)
@@ -372,6 +369,7 @@ class TrainedVerifier(LearnedPart):
         tr, va = self._split(examples, val_groups)
         self.best_epoch_ = None
         self.window_ = None
+        torch.manual_seed(self.seed)   # the head's initialisation and the dropout
         self._load_base()   # a fresh head over the installed encoder
         self.fingerprints.update(encoder=encoder_fingerprint(self.encoder), data=examples_fingerprint(examples))
         self._trainable = select_trainable(self._scorer, self.train_layers)
