@@ -176,6 +176,9 @@ def test_bad_training_input_is_a_clear_error():
         TrainedVerifier().fit([])
     with pytest.raises(InputError, match="train_layers must be between 0 and 6"):
         TrainedVerifier(train_layers=9, epochs=1).fit(toy_examples(4), val_groups=["toy:0"])
+    bad = [*toy_examples(4), VerifierExample("q?", "...", ("p",), 0, "real", "toy:9", source="labels.jsonl:7")]
+    with pytest.raises(InputError, match="example labels.jsonl:7: the answer has no sentence"):
+        TrainedVerifier(epochs=1).fit(bad, val_groups=["toy:0"])
     with pytest.raises(InputError, match="max_length"):
         TrainedVerifier(max_length=8)
 

@@ -299,7 +299,10 @@ class TrainedVerifier(LearnedPart):
 
     # ---- training -----------------------------------------------------------------------------
     def _prepare(self, e) -> Prepared:
-        r = self.reader.read(e.question, e.answer, list(e.passages))
+        try:
+            r = self.reader.read(e.question, e.answer, list(e.passages))
+        except InputError as err:   # which example, so the labels can be fixed
+            raise InputError(f"example {e.source or e.group}: {err}") from None
         sentence_labels = tuple(int(v) for v in e.sentence_labels) if e.sentence_labels is not None else None
         if sentence_labels is not None and len(sentence_labels) != len(r.sentences):
             sentence_labels = None
