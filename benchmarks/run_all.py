@@ -12,7 +12,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 BENCHMARKS = ["bench_llama_decode.py", "bench_prompt_batch.py", "bench_bm25.py", "bench_ask_latency.py", "bench_metrics.py",
               "bench_awf_methods.py", "bench_grid_reuse.py", "bench_server.py", "bench_lookback_features.py",
-              "bench_forecaster.py"]
+              "bench_forecaster.py", "bench_verifier.py"]
 
 
 def main() -> int:

@@ -17,7 +17,10 @@ from verirag.learned.forecaster import Forecaster, ProbeForecaster, load_forecas
 from verirag.learned.lookback_classifier import LookbackClassifier
 from verirag.learned.threshold import ThresholdController
 from verirag.learned.trust_filter import ConformalTrustFilter
+from verirag.learned.verifier import TrainedVerifier
 from verirag.llm.lookback import LookbackRatios
+
+from test_learned_verifier import toy_examples
 
 
 def pairs(n_questions: int = 6):
@@ -103,6 +106,13 @@ def forecaster_case():
                     "history_": j["state"]["history_"], "best_epoch_": j["state"]["best_epoch_"]}))
 
 
+def verifier_case():   # no earlier format to read
+    exs, held = toy_examples(12), toy_examples(4, start=100)
+    return Case(lambda: TrainedVerifier(epochs=1, val_share=0.34), lambda v: v.fit(exs),
+                lambda v: v.predict_proba([e.question for e in held], [e.answer for e in held],
+                                          [e.passages for e in held]))
+
+
 def probe_case(llm):
     q, d, y, g = pairs(8)
     return Case(lambda: ProbeForecaster(llm, val_share=0.25), lambda f: f.fit(q, d, y, g),
@@ -112,7 +122,7 @@ def probe_case(llm):
                 runtime={"llm": llm})
 
 
-CASES = ["threshold", "trust_filter", "lookback_classifier", "forecaster",
+CASES = ["threshold", "trust_filter", "lookback_classifier", "forecaster", "verifier",
          pytest.param("forecaster_probe", marks=pytest.mark.slow)]
 
 
@@ -122,7 +132,7 @@ def case(request):
     if name == "forecaster_probe":
         return probe_case(request.getfixturevalue("smollm"))
     return {"threshold": threshold_case, "trust_filter": trust_case, "lookback_classifier": lookback_case,
-            "forecaster": forecaster_case}[name]()
+            "forecaster": forecaster_case, "verifier": verifier_case}[name]()
 
 
 @pytest.mark.parametrize("case", CASES, indirect=True)
@@ -159,6 +169,8 @@ def test_every_learned_part_keeps_the_contract(case, tmp_path):
         with pytest.warns(UserWarning, match=f"fitted for {key} "):
             cls.load(path, expect={key: "another"}, **case.runtime)
 
+    if case.old is None:
+        return
     old = tmp_path / "old"
     if cls.folder:
         shutil.copytree(path, old)

@@ -725,6 +725,51 @@ def train_forecaster_cmd(
               f"{f.temperature_:.3f}; validation AUROC {m['auroc']:.3f}, ECE {m['ece']:.3f}, Brier {m['brier']:.3f}")
 
 
+@train_app.command("verifier")
+def train_verifier_cmd(
+        labels: Path = typer.Argument(..., help="Labelled examples: a JSONL of resolved examples (question, answer, "
+                                      "passages, label, recipe, group, sentence_labels; see verirag.train.verifier)."),
+        out_dir: Path = typer.Option(..., "--out", help="Where to write the verifier (a folder)."),
+        encoder: str = typer.Option("all-MiniLM-L6-v2", help="The packaged encoder to fine-tune, or a model folder."),
+        epochs: int = typer.Option(2, help="Training epochs at most (the best validation AUROC is kept)."),
+        max_examples: Optional[int] = typer.Option(None, help="Train on a seeded sample of at most this many examples."),
+        train_layers: int = typer.Option(1, help="Top encoder layers fine-tuned (the saved adapter holds them)."),
+        batch_size: int = typer.Option(8, help="Examples per optimiser step."),
+        learning_rate: float = typer.Option(1e-4, help="AdamW learning rate of the encoder layers."),
+        max_length: Optional[int] = typer.Option(None, help="Tokens of a (claim, chunk) pair (default: the encoder's)."),
+        val_share: float = typer.Option(0.2, help="Share of the question groups held out for validation."),
+        seed: int = typer.Option(0, help="Sampling, split and initialisation seed.")):
+    """Train the verifier (predictor `verifier`): a cross-encoder over a packaged sentence encoder
+    that judges each answer sentence against the passages' chunks."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    from verirag.learned.verifier import TrainedVerifier
+    from verirag.train.verifier import train_verifier
+    v = TrainedVerifier(encoder, epochs=epochs, train_layers=train_layers, batch_size=batch_size,
+                        learning_rate=learning_rate, max_length=max_length, val_share=val_share, seed=seed)
+    columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+               TimeElapsedColumn(), TimeRemainingColumn())
+
+    def epoch_line(h: dict) -> None:
+        out.print(f"epoch {h['epoch']}: training loss {h['train_loss']:.4f}, validation loss {h['val_loss']:.4f}, "
+                  f"validation AUROC {h['val_auroc']:.3f}")
+
+    with Progress(*columns, console=err, transient=True) as bar:
+        task = bar.add_task("reading the examples and the encoder", total=None)
+        v = train_verifier(labels, verifier=v, max_examples=max_examples, on_epoch=epoch_line,
+                           progress=lambda i, t: bar.update(task, completed=i, total=t, description="training"),
+                           provenance={"command": "verirag train verifier"})
+    s = v.provenance["label_summary"]
+    v.save(out_dir)
+    m = v.metrics_
+    out.print(f"{s['examples']} examples from {s['groups']} question groups, {s['supported_share']:.1%} supported; "
+              "recipes: " + ", ".join(f"{k} {r['examples']}" for k, r in sorted(s["recipes"].items())))
+    out.print(f"verifier -> {escape(str(out_dir))} ({v.adapter_bytes_ / 1e6:.1f} MB over {escape(encoder)}): "
+              f"{v.n_train_} training / {v.n_val_} validation examples; best epoch {v.best_epoch_} of "
+              f"{len(v.history_)}, temperature {v.temperature_:.3f}; validation AUROC {m['auroc']:.3f}, "
+              f"ECE {m['ece']:.3f}, Brier {m['brier']:.3f}")
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         app(args=argv, standalone_mode=True)

@@ -82,6 +82,8 @@ class ComposedMethod(AwFMethod):
         finally:
             details["timings"]["verify"] = time.perf_counter() - t0
         details.update(per_passage=v.per_passage, best=v.best, warnings=list(v.warnings))
+        if v.sentences is not None:
+            details["sentences"] = v.sentences
         score = 0.0 if math.isnan(v.score) else min(1.0, max(0.0, float(v.score)))
         return MethodOutput(answer=ans.text, score=score, hard=self.hard, error=v.error, details=details,
                             failure=v.failure)

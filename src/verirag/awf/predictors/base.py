@@ -16,7 +16,8 @@ class Verification:
     """The faithfulness score of one answer, with the support of each passage.
 
     `per_passage[i]` is the support score of passage i (None where it could not be judged),
-    `best` the index of the most supportive passage. `score` is NaN and `error` set when no
+    `best` the index of the most supportive passage; `sentences` (predictors that judge the answer
+    sentence by sentence) holds {text, score, supporting_passage (an id)} per answer sentence. `score` is NaN and `error` set when no
     passage could be judged at all; `failure` is the exception when a request failed (an outage
     when it is a BackendError: `verirag.errors.is_outage`); `warnings` lists partial failures.
     """
@@ -27,6 +28,7 @@ class Verification:
     error: str | None = None
     warnings: list[str] = field(default_factory=list)
     failure: VeriragError | None = None
+    sentences: list[dict] | None = None
 
     @property
     def ok(self) -> bool:

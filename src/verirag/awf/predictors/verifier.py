@@ -1,0 +1,52 @@
+"""The trained verifier as a faithfulness predictor (issue 27): no LLM, a small cross-encoder.
+
+    vanilla+verifier(verifier=DIR)        # DIR: made by `verirag train verifier`
+    vanilla+verifier(verifier=DIR, read_top=2)   # each sentence reads its 2 lexically closest chunks
+
+The answer is split into sentences; each is judged against every chunk of every passage
+(`verirag.learned.verifier.TrainedVerifier.support`). The score is the weakest sentence's support,
+`per_passage[i]` passage i's support averaged over the sentences, `best` the passage that
+supports the answer most, and `sentences` each sentence's support with the id of its supporting
+passage.
+Each passage is read as its text (titles are not added: the verifier is trained on passage texts).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from verirag.awf.predictors.base import FaithfulnessPredictor, Verification, failed_request, invalid_input
+from verirag.awf.registry import register
+from verirag.errors import InputError
+from verirag.types import Passage
+
+
+@register("predictor", "verifier")
+class TrainedVerifierPredictor(FaithfulnessPredictor):
+    needs: tuple[str, ...] = ()
+
+    def __init__(self, llm=None, *, verifier: str | None = None, read_top: int | None = None):
+        from verirag.learned.verifier import TrainedVerifier
+        if not verifier:
+            raise InputError("the verifier predictor needs verifier=DIR, a verifier trained with "
+                             f"`{TrainedVerifier.fit_command}`")
+        self.model = TrainedVerifier.load(verifier)
+        if read_top is not None:   # cheaper: each sentence reads only its closest chunks
+            if read_top < 1:
+                raise InputError(f"read_top must be at least 1, got {read_top}")
+            self.model.read_top = read_top
+        self.name = f"verifier[{self.model.encoder}]"
+
+    def model_fingerprint(self) -> str:
+        return f"verifier:{self.model.adapter_sha256_[:16]}:{self.model.fingerprints.get('encoder', '')}"
+
+    def verify(self, question: str, answer: str, passages: Sequence[Passage]) -> Verification:
+        bad = invalid_input(answer, passages)
+        if bad is not None:
+            return bad
+        try:
+            s = self.model.support(question, answer, [p.text for p in passages])
+        except InputError as e:   # e.g. an answer of punctuation only, passages without text
+            return failed_request("the trained verifier", e, len(passages))
+        sentences = [{"text": x.text, "score": x.score, "supporting_passage": passages[x.passage].id}
+                     for x in s.sentences]
+        return Verification(score=s.score, per_passage=list(s.per_passage), best=s.best, sentences=sentences)

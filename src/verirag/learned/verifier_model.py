@@ -1,0 +1,121 @@
+"""The trained verifier's network: a packaged sentence encoder read as a cross-encoder, with a
+linear head over the mean of its last layer (the pooling the sentence encoders were trained with).
+
+Only the top `train_layers` transformer layers and the head are trained; the rest stays the
+packaged encoder's, so what is saved (the "adapter") is those layers and the head, in fp16: about
+3.5 MB for one MiniLM-L6 layer, where the whole encoder is 90 MB.
+
+Imported lazily (torch takes seconds to import).
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import torch
+
+from verirag.errors import InputError, ModelNotFoundError
+
+HEAD = "head."
+
+
+class PairScorer(torch.nn.Module):
+    """logit(claim, chunk) = w . mean_pool(encoder(claim [SEP] chunk)) + b."""
+
+    def __init__(self, encoder):
+        super().__init__()
+        self.encoder = encoder
+        self.head = torch.nn.Linear(encoder.config.hidden_size, 1)
+        torch.nn.init.normal_(self.head.weight, std=0.02)
+        torch.nn.init.zeros_(self.head.bias)
+
+    def forward(self, input_ids, attention_mask, token_type_ids=None):
+        kwargs = {"token_type_ids": token_type_ids} if token_type_ids is not None else {}
+        hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask, **kwargs).last_hidden_state
+        mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+        pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)
+        return self.head(pooled).squeeze(-1)
+
+
+def load_scorer(encoder_dir: str | Path, device: str = "cpu") -> tuple[PairScorer, object]:
+    """(scorer with a fresh head, tokenizer) over the encoder folder (a sentence-transformers
+    folder holds the transformer at its root)."""
+    from transformers import AutoModel, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+    level = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()   # "pooler weights newly initialised": unused here
+    hf_logging.disable_progress_bar()
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(encoder_dir))
+        encoder = AutoModel.from_pretrained(str(encoder_dir))
+    except (OSError, ValueError) as e:
+        raise ModelNotFoundError(f"cannot load the verifier's encoder {encoder_dir} ({type(e).__name__}: {e})") from e
+    finally:
+        hf_logging.set_verbosity(level)
+    return PairScorer(encoder).to(device), tokenizer
+
+
+def layer_count(scorer: PairScorer) -> int:
+    return int(scorer.encoder.config.num_hidden_layers)
+
+
+def select_trainable(scorer: PairScorer, train_layers: int) -> list[str]:
+    """Freeze everything but the top `train_layers` layers and the head; their parameter names."""
+    n = layer_count(scorer)
+    if not 0 <= train_layers <= n:
+        raise InputError(f"train_layers must be between 0 and {n} (the encoder's layers), got {train_layers}")
+    top = {str(i) for i in range(n - train_layers, n)}
+    layer = re.compile(r"(?:^|\.)layers?\.(\d+)\.")
+    names = []
+    for name, p in scorer.named_parameters():
+        m = layer.search(name)
+        keep = name.startswith(HEAD) or (m is not None and m.group(1) in top and "encoder." in name)
+        p.requires_grad_(keep)
+        if keep:
+            names.append(name)
+    return names
+
+
+def round_to_fp16(scorer: PairScorer, names: list[str]) -> None:
+    """Make the trained weights exactly what their fp16 copy holds, so a saved and reloaded
+    verifier scores as the one in memory."""
+    params = dict(scorer.named_parameters())
+    with torch.no_grad():
+        for n in names:
+            params[n].copy_(params[n].half().float())
+
+
+def save_adapter(scorer: PairScorer, names: list[str], path: Path) -> None:
+    from safetensors.torch import save_file
+    params = dict(scorer.named_parameters())
+    save_file({n: params[n].detach().half().contiguous().cpu() for n in names}, str(path))
+
+
+def load_adapter(scorer: PairScorer, path: Path) -> list[str]:
+    """Put the adapter's weights into `scorer`; the names it held."""
+    from safetensors.torch import load_file
+    tensors = load_file(str(path))
+    params = dict(scorer.named_parameters())
+    unknown = sorted(set(tensors) - set(params))
+    if unknown:
+        raise InputError(f"{path}: weights {', '.join(unknown[:3])} are not in the encoder: it was trained "
+                         "over another encoder")
+    with torch.no_grad():
+        for n, t in tensors.items():
+            if params[n].shape != t.shape:
+                raise InputError(f"{path}: {n} has shape {tuple(t.shape)}, the encoder's {tuple(params[n].shape)}")
+            params[n].copy_(t.float())
+    return sorted(tensors)
+
+
+def logits(scorer: PairScorer, tokenizer, claims: list[str], chunks: list[str], window: int,
+           grad: bool = False) -> torch.Tensor:
+    """One batch of pair logits. Chunks are sized to fit (`verifier_inputs`); truncation of the
+    chunk is only a guard for a single word longer than the window."""
+    device = next(scorer.parameters()).device
+    enc = tokenizer(claims, chunks, padding=True, truncation="only_second", max_length=window,
+                    return_tensors="pt").to(device)
+    if grad:
+        return scorer(**enc)
+    with torch.inference_mode():
+        return scorer(**enc)

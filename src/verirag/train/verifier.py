@@ -1,0 +1,110 @@
+"""What `verirag train verifier` runs: read labelled examples, fit the trained verifier
+(`verirag.learned.verifier`), record what it was fitted on.
+
+The examples come from a reader, a function LABELS -> VerifierExamples, so the labelling run's
+resolver (compact records read back against ../shared/data) plugs in beside the plain format
+read here, a JSONL of resolved examples, one object per line:
+
+    {"question": "...", "answer": "...", "passages": ["...", ...], "label": 1,
+     "recipe": "real", "group": "nq:123", "sentence_labels": [1, 0] or null, "source": "..."}
+
+`label` is 1 (the passages support the whole answer) or 0; `group` names the question (its
+dataset and id: validation holds out whole groups); `sentence_labels`, where known, has one
+label per answer sentence as `verirag.retrieval.sentences.split_sentences` splits it; `source`
+(optional) names the record it came from (default: file:line). Blank lines are skipped; any
+other line that is not such an object is an InputError naming the line.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from verirag.errors import InputError
+from verirag.learned.verifier import TrainedVerifier
+from verirag.train.verifier_examples import SUPPORTED, UNSUPPORTED, VerifierExample
+
+ExampleReader = Callable[[Path], Iterable[VerifierExample]]
+
+
+def example_from_json(d: Any, where: str) -> VerifierExample:
+    """One resolved example from its JSON object; InputError naming `where` if malformed."""
+    if not isinstance(d, dict):
+        raise InputError(f"{where}: not a JSON object")
+    for key, kind in (("question", str), ("answer", str), ("group", str)):
+        if not isinstance(d.get(key), kind) or not d[key].strip():
+            raise InputError(f"{where}: `{key}` must be a non-empty string")
+    passages = d.get("passages")
+    if not isinstance(passages, list) or not passages or not all(isinstance(p, str) for p in passages):
+        raise InputError(f"{where}: `passages` must be a non-empty list of strings")
+    label = d.get("label")
+    if isinstance(label, bool) or label not in (SUPPORTED, UNSUPPORTED):
+        raise InputError(f"{where}: `label` must be {SUPPORTED} (supported) or {UNSUPPORTED}, got {label!r}")
+    sentence_labels = d.get("sentence_labels")
+    if sentence_labels is not None and (not isinstance(sentence_labels, list) or not sentence_labels or any(
+            isinstance(v, bool) or v not in (SUPPORTED, UNSUPPORTED) for v in sentence_labels)):
+        raise InputError(f"{where}: `sentence_labels` must be null or a non-empty list of 0 / 1")
+    return VerifierExample(question=d["question"], answer=d["answer"], passages=tuple(passages), label=int(label),
+                           recipe=str(d.get("recipe") or "unknown"), group=d["group"],
+                           sentence_labels=tuple(sentence_labels) if sentence_labels is not None else None,
+                           source=str(d.get("source") or where))
+
+
+def read_examples_jsonl(path: Path) -> Iterator[VerifierExample]:
+    """The resolved examples of a JSONL file (the format in the module docstring)."""
+    path = Path(path)
+    try:
+        fh = open(path, encoding="utf-8")
+    except OSError as e:
+        raise InputError(f"cannot read the labels {path}: {e}") from None
+    with fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                d = json.loads(line)
+            except ValueError as e:
+                raise InputError(f"{path}:{n}: not JSON ({e})") from None
+            yield example_from_json(d, f"{path}:{n}")
+
+
+def sample(examples: list[VerifierExample], n: int | None, seed: int) -> list[VerifierExample]:
+    """At most `n` examples, drawn with `seed`, in their original order (all when n is None)."""
+    if n is None or n >= len(examples):
+        return examples
+    if n < 1:
+        raise InputError(f"--max-examples must be at least 1, got {n}")
+    keep = np.sort(np.random.default_rng(seed).choice(len(examples), size=n, replace=False))
+    return [examples[i] for i in keep]
+
+
+def summary(examples: list[VerifierExample]) -> dict[str, Any]:
+    """Counts a user checks before training: examples, groups, label balance, recipes."""
+    recipes: dict[str, dict[str, int]] = {}
+    for e in examples:
+        r = recipes.setdefault(e.recipe, {"examples": 0, "supported": 0})
+        r["examples"] += 1
+        r["supported"] += e.label
+    n = len(examples)
+    return {"examples": n, "groups": len({e.group for e in examples}),
+            "supported_share": sum(e.label for e in examples) / n if n else float("nan"),
+            "with_sentence_labels": sum(e.sentence_labels is not None for e in examples), "recipes": recipes}
+
+
+def train_verifier(labels: str | Path, *, read: ExampleReader = read_examples_jsonl,
+                   verifier: TrainedVerifier | None = None, max_examples: int | None = None,
+                   progress: Callable[[int, int], None] | None = None,
+                   on_epoch: Callable[[dict[str, Any]], None] | None = None,
+                   provenance: dict[str, Any] | None = None) -> TrainedVerifier:
+    """Fit `verifier` (default settings when None) on the examples `read(labels)` yields, at most
+    `max_examples` of them (a seeded sample). The provenance saved with it records the labels,
+    their summary and the command."""
+    v = verifier or TrainedVerifier()
+    examples = sample(list(read(Path(labels))), max_examples, v.seed)
+    if not examples:
+        raise InputError(f"{labels} holds no examples")
+    v.provenance = {**(provenance or {}), "labels": str(labels), "label_summary": summary(examples)}
+    return v.fit(examples, progress=progress, on_epoch=on_epoch)

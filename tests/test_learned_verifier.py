@@ -1,0 +1,311 @@
+"""The trained verifier (issue 27): sentence splitting, chunks that fit the encoder's window (the
+end of a long passage is read), training on a tiny synthetic set end to end, save / load, the
+encoder fingerprint, the `verifier` predictor through build_method and Pipeline.verify, and
+`verirag train verifier`."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from verirag.errors import InputError, NotFittedError
+from verirag.learned.verifier import ADAPTER_FILE, META_FILE, TrainedVerifier
+from verirag.learned.verifier_inputs import word_token_counts, words_that_fit
+from verirag.retrieval.sentences import split_sentences
+from verirag.train.verifier import read_examples_jsonl, train_verifier
+from verirag.train.verifier_examples import VerifierExample
+
+THINGS = ["boat", "house", "kite", "lamp", "hat", "car", "bike", "door", "fence", "chair", "cup", "bag"]
+NAMES = ["Anna", "Boris", "Chen", "Dara", "Emil", "Fatima", "Goran", "Hana", "Ivo", "Jun", "Kira", "Luis"]
+COLOURS = ["red", "blue", "green", "yellow", "black", "white"]
+FILLER = "The town holds a market every week and the river runs past the old mill near the square."
+
+
+def fact(i: int) -> tuple[str, str, str]:
+    """(question, answer, the passage sentence that supports the answer) of item i."""
+    thing, name, colour = THINGS[i % len(THINGS)], NAMES[(i // len(THINGS)) % len(NAMES)], COLOURS[i % len(COLOURS)]
+    return (f"What colour is the {thing} of {name}?", f"The {thing} of {name} is {colour}.",
+            f"The {thing} of {name} is painted {colour}.")
+
+
+def example(i: int, supported: bool) -> VerifierExample:
+    """Supported: a passage states the answer; unsupported: the evidence was removed (the
+    passages are about something else), the recipe the verifier must learn first."""
+    q, a, evidence = fact(i)
+    other = f"The {THINGS[(i + 3) % len(THINGS)]} of {NAMES[(i + 5) % len(NAMES)]} was sold last year."
+    passages = (f"{FILLER} {evidence}", other) if supported else (FILLER, other)
+    return VerifierExample(q, a, passages, int(supported), "evidence_removal", f"toy:{i}", source=f"toy-{i}-{supported}")
+
+
+def toy_examples(n: int = 40, start: int = 0) -> list[VerifierExample]:
+    """n / 2 questions, each answered once with its evidence and once without (one group), so the
+    answer's words alone tell nothing: the passages must be read."""
+    return [example(start + i // 2, i % 2 == 0) for i in range(n)]
+
+
+def toy_verifier(**settings) -> TrainedVerifier:
+    """Settings that learn the toy task in three epochs over 30 examples (seconds on one core)."""
+    return TrainedVerifier(**{"epochs": 3, "val_share": 0.25, "learning_rate": 3e-4, "head_learning_rate": 1e-2,
+                              **settings})
+
+
+@pytest.fixture(scope="module")
+def trained():
+    import torch
+    torch.set_num_threads(1)
+    return toy_verifier().fit(toy_examples())
+
+
+# ---- sentences and chunks ---------------------------------------------------------------------
+@pytest.mark.parametrize("text, expected", [
+    ("Paris is the capital. It has 2.1 million people!", ["Paris is the capital.", "It has 2.1 million people!"]),
+    ("Dr. Smith met J. K. Rowling in Jan. 1999. They talked.", ["Dr. Smith met J. K. Rowling in Jan. 1999.",
+                                                                "They talked."]),
+    ('He said "Yes." Then (quietly) he left?', ['He said "Yes."', "Then (quietly) he left?"]),
+    ("It costs e.g. 5 dollars. Really", ["It costs e.g. 5 dollars.", "Really"]),
+    ("First line\n- item one\n\n- item two", ["First line", "- item one", "- item two"]),
+    ("Paris", ["Paris"]),
+    ("Wait... What? 42 is it.", ["Wait...", "What?", "42 is it."]),
+    ("  ", []),
+    ("...", []),
+])
+def test_sentences_are_split_where_a_reader_would(text, expected):
+    assert split_sentences(text) == expected
+
+
+def test_every_word_lands_in_exactly_one_sentence():
+    text = "A b. - C d? E f! ... G h. I. J k"
+    assert " ".join(split_sentences(text)).split() == text.split()
+
+
+def test_words_that_fit_is_the_largest_window_under_the_budget():
+    counts = np.array([1, 3, 1, 1, 2, 1, 4, 1])
+    def fits(k: int, budget: int) -> bool:
+        return all(counts[i:i + k].sum() <= budget for i in range(len(counts) - k + 1))
+    for budget in range(1, 16):
+        w = words_that_fit(counts, budget)
+        assert w >= 1 and (fits(w, budget) or w == 1)
+        assert w == len(counts) or not fits(w + 1, budget)
+
+
+def test_chunks_fit_the_window_and_the_end_of_a_long_passage_is_read():
+    reader = TrainedVerifier(max_length=128).reader   # a small window: many chunks
+    words = [f"{w}{i % 97}" for i, w in enumerate(["harbour", "übermäßig", "1,234.5", "x-ray", "co-op"] * 1000)]
+    passage = " ".join(words) + " The kite of Anna is painted green."
+    assert len(passage.split()) > 5000
+    r = reader.read("What colour is the kite of Anna?", "The kite of Anna is green. It flies well.", [passage])
+    assert len(r.claims) == 2 and len(r.chunks) > 50
+    tok = reader.tokenizer
+    longest = max(r.claims, key=lambda c: len(tok(c)["input_ids"]))
+    for chunk in r.chunks:   # not one pair is truncated
+        assert len(tok(longest, chunk)["input_ids"]) <= reader.window
+    assert r.chunks[-1].endswith("The kite of Anna is painted green.")
+    covered = set()
+    for c in r.chunks:
+        covered.update(c.split())
+    assert covered == set(passage.split())
+    counts = word_token_counts(tok, passage.split())
+    assert counts.sum() == len(tok(passage, add_special_tokens=False, verbose=False)["input_ids"])   # counts add up
+
+
+def test_a_long_sentence_is_read_in_pieces_and_a_long_question_refused():
+    reader = TrainedVerifier(max_length=64).reader
+    long_sentence = " ".join(f"word{i}" for i in range(80)) + "."
+    sentences, claims, owner = reader.claims("Why?", long_sentence)
+    assert sentences == [long_sentence] and len(claims) > 1 and set(owner) == {0}
+    assert all(len(reader.tokenizer(c, add_special_tokens=False)["input_ids"]) <= reader.claim_budget for c in claims)
+    with pytest.raises(InputError, match="question .* too long"):
+        reader.claims(" ".join(["why"] * 200) + "?", "Yes.")
+
+
+def test_an_encoder_is_found_by_name_where_installed(monkeypatch):
+    from verirag.errors import ModelNotFoundError
+    from verirag.learned.verifier import encoder_dir, encoder_fingerprint
+    with pytest.raises(ModelNotFoundError, match="VERIRAG_MODEL_PATH_ALL_MPNET_BASE_V2"):
+        encoder_dir("all-mpnet-base-v2")
+    monkeypatch.setenv("VERIRAG_MODEL_PATH_ALL_MPNET_BASE_V2", str(encoder_dir("all-MiniLM-L6-v2")))
+    assert encoder_fingerprint("all-mpnet-base-v2") == encoder_fingerprint("all-MiniLM-L6-v2")
+
+
+# ---- training ---------------------------------------------------------------------------------
+def test_not_fitted_before_fit():
+    with pytest.raises(NotFittedError, match="TrainedVerifier is not fitted.*verirag train verifier"):
+        TrainedVerifier().support("q?", "a.", ["p"])
+
+
+def test_training_lowers_the_loss_and_separates_held_out_answers(trained):
+    h = trained.history_
+    assert h[-1]["train_loss"] < h[0]["train_loss"] and h[-1]["val_loss"] < h[0]["val_loss"]
+    assert trained.n_train_ + trained.n_val_ == 40 and trained.metrics_["auroc"] > 0.5
+    held = toy_examples(8, start=200)   # questions never seen in training
+    p = trained.predict_proba([e.question for e in held], [e.answer for e in held], [e.passages for e in held])
+    for i in range(0, 8, 2):   # each supported answer above the unsupported one beside it
+        assert held[i].label == 1 and held[i + 1].label == 0 and p[i] > p[i + 1]
+
+
+def test_support_reports_each_sentence_and_finds_evidence_at_the_end_of_a_long_passage(trained):
+    q, a, evidence = fact(201)
+    long = " ".join([FILLER] * 300)   # about 5,000 words
+    found = trained.support(q, a, [f"{long} {evidence}"])
+    missing = trained.support(q, a, [long])
+    assert found.sentences[0].chunk.endswith(evidence) and found.score > missing.score
+    trained.read_top = 2   # the evidence is among the 2 chunks closest in words: the same verdict, 2 pairs read
+    try:
+        assert trained.support(q, a, [f"{long} {evidence}"]).score == pytest.approx(found.score, abs=1e-6)
+    finally:
+        trained.read_top = None
+    two = trained.support(q, f"{a} It was bought in Paris.", [FILLER, f"{FILLER} {evidence}"])
+    assert [s.text for s in two.sentences] == [a, "It was bought in Paris."]
+    assert two.score == pytest.approx(min(s.score for s in two.sentences))
+    assert two.sentences[0].passage == 1 and two.best == 1 and two.per_passage[1] > two.per_passage[0]
+
+
+def test_validation_holds_out_whole_groups():
+    twins = [VerifierExample(e.question, e.answer, e.passages, e.label, e.recipe, f"toy:{i // 4}")
+             for i, e in enumerate(toy_examples(16))]
+    v = toy_verifier(epochs=1, val_share=0.5)
+    tr, va = v._split(twins, None)
+    assert not {twins[i].group for i in tr} & {twins[i].group for i in va}
+
+
+def test_bad_training_input_is_a_clear_error():
+    with pytest.raises(InputError, match="every example has label 1"):
+        TrainedVerifier().fit([example(0, True), example(2, True)])
+    with pytest.raises(InputError, match="no training examples"):
+        TrainedVerifier().fit([])
+    with pytest.raises(InputError, match="train_layers must be between 0 and 6"):
+        TrainedVerifier(train_layers=9, epochs=1).fit(toy_examples(4), val_groups=["toy:0"])
+    bad = [*toy_examples(4), VerifierExample("q?", "...", ("p",), 0, "real", "toy:9", source="labels.jsonl:7")]
+    with pytest.raises(InputError, match="example labels.jsonl:7: the answer has no sentence"):
+        TrainedVerifier(epochs=1).fit(bad, val_groups=["toy:0"])
+    with pytest.raises(InputError, match="max_length"):
+        TrainedVerifier(max_length=8)
+
+
+def test_save_load_gives_equal_scores_and_a_small_artifact(trained, tmp_path):
+    trained.save(tmp_path / "v", command="test")
+    adapter = tmp_path / "v" / ADAPTER_FILE
+    assert adapter.stat().st_size <= 5_000_000 and trained.adapter_bytes_ == adapter.stat().st_size
+    assert sorted(p.name for p in (tmp_path / "v").iterdir()) == [ADAPTER_FILE, META_FILE]
+    back = TrainedVerifier.load(tmp_path / "v")
+    held = toy_examples(6, start=300)
+    args = ([e.question for e in held], [e.answer for e in held], [e.passages for e in held])
+    np.testing.assert_array_equal(back.predict_proba(*args), trained.predict_proba(*args))
+    assert back.fingerprints == trained.fingerprints and back.window_ == trained.window_
+
+
+def test_another_encoder_is_refused(trained, tmp_path):
+    trained.save(tmp_path / "v")
+    with pytest.raises(InputError, match="fitted for encoder .*`verirag train verifier"):
+        TrainedVerifier.load(tmp_path / "v", expect={"encoder": "another"})
+    meta = tmp_path / "v" / META_FILE
+    d = json.loads(meta.read_text())
+    d["fingerprints"]["encoder"] = "0123456789abcdef"   # trained over other weights than those installed
+    meta.write_text(json.dumps(d))
+    with pytest.raises(InputError, match="installed encoder all-MiniLM-L6-v2.*fitted for encoder '0123456789abcdef'"):
+        TrainedVerifier.load(tmp_path / "v")
+    (tmp_path / "v" / ADAPTER_FILE).write_bytes(b"not the adapter")
+    with pytest.raises(InputError, match="differ from those the verifier was saved with"):
+        TrainedVerifier.load(tmp_path / "v")
+
+
+# ---- the labels file and the command ----------------------------------------------------------
+def write_labels(path, examples):
+    with open(path, "w", encoding="utf-8") as fh:
+        for e in examples:
+            fh.write(json.dumps({"question": e.question, "answer": e.answer, "passages": list(e.passages),
+                                 "label": e.label, "recipe": e.recipe, "group": e.group,
+                                 "sentence_labels": None}) + "\n")
+            fh.write("\n")
+
+
+def test_the_labels_file_is_read_and_checked(tmp_path):
+    f = tmp_path / "labels.jsonl"
+    write_labels(f, toy_examples(4))
+    got = list(read_examples_jsonl(f))
+    assert [e.question for e in got] == [e.question for e in toy_examples(4)] and got[0].source == f"{f}:1"
+    good = json.loads(f.read_text().splitlines()[0])
+    for bad, msg in [({**good, "label": 2}, "`label` must be"), ({**good, "label": True}, "`label` must be"),
+                     ({**good, "passages": []}, "`passages`"), ({**good, "group": ""}, "`group`"),
+                     ({**good, "sentence_labels": [1, 5]}, "sentence_labels"), ([1], "not a JSON object")]:
+        f.write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n")
+        with pytest.raises(InputError, match=f"labels.jsonl:2: .*{msg}"):
+            list(read_examples_jsonl(f))
+    f.write_text("{oops\n")
+    with pytest.raises(InputError, match="labels.jsonl:1: not JSON"):
+        list(read_examples_jsonl(f))
+    with pytest.raises(InputError, match="cannot read the labels"):
+        list(read_examples_jsonl(tmp_path / "absent.jsonl"))
+
+
+def test_sentence_labels_train_each_sentence_and_a_mismatch_warns(tmp_path):
+    exs = toy_examples(12)
+    q, a, _ = fact(0)
+    exs[0] = VerifierExample(q, f"{a} It was bought in Paris.", exs[0].passages, 0, "local_edit", exs[0].group,
+                             sentence_labels=(1, 0))
+    exs[2] = VerifierExample(q, a, exs[2].passages, 1, "real", exs[2].group, sentence_labels=(1, 1))   # 1 sentence
+    with pytest.warns(UserWarning, match="1 examples have sentence labels that do not match"):
+        v = toy_verifier(epochs=1, val_share=0.34).fit(exs)
+    assert v.sentence_labels_ignored_ == 1
+
+
+def test_train_verifier_command(tmp_path):
+    from verirag.cli import main
+    f = tmp_path / "labels.jsonl"
+    write_labels(f, toy_examples(40))
+    out = tmp_path / "out"
+    assert main(["train", "verifier", str(f), "--out", str(out), "--epochs", "1", "--max-examples", "24"]) == 0
+    v = TrainedVerifier.load(out)
+    assert v.n_train_ + v.n_val_ == 24 and v.provenance["command"] == "verirag train verifier"
+    s = v.provenance["label_summary"]
+    assert s["examples"] == 24 and set(s["recipes"]) == {"evidence_removal"}
+    assert main(["train", "verifier", str(tmp_path / "absent.jsonl"), "--out", str(out)]) != 0
+
+
+def test_train_verifier_takes_any_reader(tmp_path):
+    seen = []
+
+    def reader(path):
+        seen.append(path)
+        return iter(toy_examples(12))
+    v = train_verifier(tmp_path / "records", read=reader, verifier=toy_verifier(epochs=1, val_share=0.34))
+    assert seen == [tmp_path / "records"] and v.provenance["label_summary"]["groups"] == 6
+
+
+# ---- the predictor ----------------------------------------------------------------------------
+@pytest.mark.slow   # loads the tiny preset's model (the pipeline's generator)
+def test_the_verifier_predictor_builds_and_verifies_through_the_pipeline(trained, tmp_path):
+    from verirag.awf.compose import build_method
+    from verirag.awf.pipeline import Pipeline
+    from verirag.types import Passage
+    trained.save(tmp_path / "v")
+    q, a, evidence = fact(205)
+    passages = [Passage("p1", FILLER, title="Town"), Passage("p2", f"{FILLER} {evidence}", title="Colours")]
+    p = Pipeline.from_preset("tiny", method=f"vanilla+verifier(verifier={tmp_path / 'v'})")
+    r = p.verify(q, f"{a} It was bought in Paris.", passages)
+    assert r.judge == "verifier[all-MiniLM-L6-v2]" and r.error is None and 0.0 <= r.score <= 1.0
+    assert r.supporting_passage.id == "p2" and r.evidence[1].support_score > r.evidence[0].support_score
+    v = p.answer_verifier().verify(q, a, passages)
+    assert v.sentences == [{"text": a, "score": pytest.approx(v.score), "supporting_passage": "p2"}]
+    assert p.verify(q, a, passages[:1]).score < v.score   # without its evidence
+    bad = p.answer_verifier().verify(q, "...", passages)
+    assert bad.error and "no sentence" in bad.error
+    with pytest.raises(InputError, match="verifier=DIR"):
+        build_method("vanilla+verifier", p.llm)
+
+
+def test_a_composed_method_records_each_sentence(trained, tmp_path):
+    """After any generator (here a stand-in that answers with a fixed text: the generator is not
+    what is tested), the method's details hold the sentences."""
+    from test_awf_compose import StandIn
+
+    from verirag.awf.compose import build_method
+    from verirag.awf.trace import Trace
+    from verirag.types import Passage
+    trained.save(tmp_path / "v")
+    q, a, evidence = fact(206)
+    m = build_method(f"instructrag+verifier(verifier={tmp_path / 'v'})", StandIn(text=f"{a} Nothing else."))
+    out = m.run(Trace(q, [Passage("p1", FILLER), Passage("p2", f"{FILLER} {evidence}")]))
+    assert out.error is None and [s["text"] for s in out.details["sentences"]] == [a, "Nothing else."]
+    assert out.score == pytest.approx(min(s["score"] for s in out.details["sentences"]))
