@@ -17,7 +17,13 @@ import pytest
 from verirag.errors import InputError
 from verirag.metrics.qa import substring_match
 from verirag.train.ground_truth import matches
-from verirag.train.verifier_labels import label_verifier, read_records, resolve, resolve_file, split_sentences
+from verirag.train.verifier_labels import (
+    label_verifier,
+    read_records,
+    resolve,
+    resolve_file,
+    split_sentences,
+)
 from verirag.types import Generation
 
 # A small made-up world: no benchmark text.
@@ -239,7 +245,7 @@ def test_instruct_qa_human_questions_are_dropped(tmp_path, data):
             label_verifier(tmp_path / "other.jsonl", data_root=data, recipes=["swap"], models=[])
 
 
-def test_rerun_makes_nothing_and_options_are_checked(tmp_path, data):
+def test_rerun_makes_nothing_and_options_are_checked(tmp_path, data, monkeypatch):
     first = run(tmp_path, data, recipes=["swap", "evidence_removal"], limit=5)
     assert first.written == 5 and first.stopped_at_limit
     second = run(tmp_path, data, recipes=["swap", "evidence_removal"])
@@ -248,6 +254,11 @@ def test_rerun_makes_nothing_and_options_are_checked(tmp_path, data):
     assert third.written == 0 and third.already_done == third.planned
     summary = json.loads((tmp_path / "labels.summary.json").read_text())
     assert summary["examples"] + sum(c["skipped"] for c in summary["by_recipe"].values()) == third.planned
+    from verirag.train.verifier_labels import swap
+    monkeypatch.setattr(swap, "VERSION", swap.VERSION + 1)   # a changed recipe: its items are made again
+    fourth = run(tmp_path, data, recipes=["swap", "evidence_removal"])
+    assert fourth.remade == fourth.written == summary["by_recipe"]["swap"]["supported"] * 2
+    assert all(r["v"] == swap.VERSION for r in by_id(tmp_path).values() if r["recipe"] == "swap")
     with pytest.raises(InputError, match="need a model"):
         run(tmp_path, data, recipes=["real"])
     with pytest.raises(InputError, match="unknown recipe"):

@@ -10,7 +10,14 @@ text back from the data folder. Every instruct_qa_human question is kept out (`e
 """
 from verirag.train.verifier_labels.records import read_records
 from verirag.train.verifier_labels.resolve import resolve, resolve_file
-from verirag.train.verifier_labels.run import DEFAULT_DATASETS, DEFAULT_MODELS, RECIPES, LabelRun, label_verifier, summarise
+from verirag.train.verifier_labels.run import (
+           DEFAULT_DATASETS,
+           DEFAULT_MODELS,
+           RECIPES,
+           LabelRun,
+           label_verifier,
+           summarise,
+)
 from verirag.train.verifier_labels.sentences import sentences, split_sentences
 
 __all__ = ["DEFAULT_DATASETS", "DEFAULT_MODELS", "RECIPES", "LabelRun", "label_verifier", "read_records",

@@ -21,8 +21,8 @@ from verirag.metrics.faithfulness import k_precision
 from verirag.metrics.qa import normalize_answer
 from verirag.train.ground_truth import matches
 from verirag.train.verifier_labels.generation import Generated, generate
-from verirag.train.verifier_labels.sources import Question, Source, question_hash
 from verirag.train.verifier_labels.sentences import split_sentences
+from verirag.train.verifier_labels.sources import Question, Source, question_hash
 from verirag.train.verifier_labels.spans import answer_kind, find_spans
 from verirag.types import Passage
 

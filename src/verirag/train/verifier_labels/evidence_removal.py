@@ -8,12 +8,17 @@ its non_relevant queries serve in `real`.
 """
 from __future__ import annotations
 
-from verirag.train.verifier_labels.context import PASSAGES_PER_QUESTION, Item, LabelContext
+from verirag.train.verifier_labels.context import (
+    PASSAGES_PER_QUESTION,
+    Item,
+    LabelContext,
+)
 from verirag.train.verifier_labels.records import labelled, record_id, skipped
 from verirag.train.verifier_labels.sources import Question, holds_answer
 
 NAME = "evidence_removal"
 NEEDS_LLM = False
+VERSION = 1   # bumped when what the recipe makes changes: a rerun remakes its items
 
 
 def removals(q: Question) -> list[str]:

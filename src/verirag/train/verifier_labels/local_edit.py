@@ -2,7 +2,7 @@
 sentence (LettuceDetect's recipe): the answer 0, the edited sentence 0, the others 1.
 
 The base is the model's long answer from the gold passages at temperature 0 (`real`'s first
-answer). It is used only when it is right, has its evidence, has two sentences or more and every
+answer). It is used only when it is right, has its evidence, has 12 words or more and every
 sentence is grounded (its names and numbers in the passages), so "the others 1" holds. The
 edited span is one the passages mention (so the original was supported there); the replacement
 is of the same kind (`replacements`).
@@ -18,7 +18,8 @@ from verirag.train.verifier_labels.spans import find_spans
 
 NAME = "local_edit"
 NEEDS_LLM = True
-MIN_SENTENCES = 2
+VERSION = 1   # bumped when what the recipe makes changes: a rerun remakes its items
+MIN_WORDS = 12   # "long": a short answer has nothing to edit but the answer itself (that is `swap`)
 
 
 def plan(q: Question, ctx: LabelContext) -> list[Item]:
@@ -35,8 +36,8 @@ def make(ctx: LabelContext, q: Question, item_id: str, model: str) -> dict:
     base = ctx.base_answer(q, model)
     if base is None or not base.grade.label:
         return skipped(item_id, NAME, q.dataset, q.id, "the model's long answer is not correct and supported")
-    if len(base.grounded) < MIN_SENTENCES:
-        return skipped(item_id, NAME, q.dataset, q.id, f"the model's answer has fewer than {MIN_SENTENCES} sentences")
+    if len(base.generated.text.split()) < MIN_WORDS:
+        return skipped(item_id, NAME, q.dataset, q.id, f"the model's answer has fewer than {MIN_WORDS} words")
     if not all(base.grounded):
         return skipped(item_id, NAME, q.dataset, q.id, "a sentence of the model's answer is not grounded")
     evidence = normalize_answer(" ".join(p.text for p in ctx.passages(q, base.passages)))

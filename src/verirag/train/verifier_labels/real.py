@@ -19,6 +19,7 @@ from verirag.train.verifier_labels.sources import Question
 
 NAME = "real"
 NEEDS_LLM = True
+VERSION = 1   # bumped when what the recipe makes changes: a rerun remakes its items
 BASE = ("gold", "long", 0.0)
 
 

@@ -12,9 +12,10 @@ A record (fields left out when empty):
     sentence_labels  per sentence of the answer (`sentences.split_sentences`), where known
     model, fingerprint, prompt, temperature, seed    how an LLM made the answer (when one did)
     meta             what the recipe knew: condition, style, correct, evidence, kind, ...
+    v                the recipe's VERSION that made it
 
 or, for an item that gives no example (no distractor left, an answer too short to edit, ...):
-{id, recipe, dataset, example, skip: reason}. Skips are lines too, so a rerun recomputes nothing.
+{id, recipe, dataset, example, skip: reason, v}. Skips are lines too, so a rerun recomputes nothing.
 
 A text spec is literal text (what an LLM wrote, or a value made up here such as a moved year),
 {"answer_from": [dataset, example, i]} (the i-th gold answer), {"passage_span": [dataset, key,
@@ -119,7 +120,7 @@ class LabelFile:
                     self.unreadable_lines += 1
         return records
 
-    def __enter__(self) -> "LabelFile":
+    def __enter__(self) -> LabelFile:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._f = open(self.path, "a+b")
         self._f.seek(0, os.SEEK_END)

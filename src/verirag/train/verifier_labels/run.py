@@ -4,7 +4,8 @@ Questions: each dataset's usable questions (`sources`), minus every instruct_qa_
 (`exclusion`), then `n` drawn with `random.Random(seed)`; the datasets' questions interleave so
 that `limit` (at most that many new items in this run) still covers each dataset and recipe.
 Every item's id is known before it is made, so a rerun of the same command skips what the file
-holds and makes only the rest; an item that failed (an LLM error) is not written and is tried
+holds (made by the recipe's current VERSION; a line of an older version is made again, the later
+line counting) and makes only the rest; an item that failed (an LLM error) is not written and is tried
 again next time. A summary (label balance, counts per recipe and dataset, skips) is written
 beside the labels as <name>.summary.json, over the whole file.
 """
@@ -42,6 +43,7 @@ class LabelRun:
     planned: int = 0
     written: int = 0
     already_done: int = 0
+    remade: int = 0                                       # made again: their recipe's VERSION changed
     failed: list[str] = field(default_factory=list)      # "id: reason", tried again next run
     questions: dict[str, int] = field(default_factory=dict)
     excluded: dict[str, int] = field(default_factory=dict)
@@ -130,7 +132,8 @@ def label_verifier(out: str | Path, *, data_root: str | Path | None = None,
     with labels:
         for i, item in enumerate(items, start=1):
             record = None
-            if item.id in done:
+            version = RECIPES[item.recipe].VERSION
+            if item.id in done and done[item.id].get("v", 1) == version:
                 run.already_done += 1
             elif limit is not None and run.written + len(run.failed) >= limit:
                 run.stopped_at_limit = True
@@ -141,6 +144,9 @@ def label_verifier(out: str | Path, *, data_root: str | Path | None = None,
                 except RecipeFailure as e:
                     run.failed.append(f"{item.id}: {e}")
                 else:
+                    if item.id in done:
+                        run.remade += 1
+                    record["v"] = version
                     labels.append(record)
                     done[item.id] = record
                     run.written += 1
@@ -173,6 +179,7 @@ def summarise(records: list[dict[str, Any]], run: LabelRun | None = None) -> dic
     }
     if run is not None:
         summary["last_run"] = {"planned": run.planned, "written": run.written, "already_done": run.already_done,
+                               "remade_for_a_new_recipe_version": run.remade,
                                "failed": len(run.failed), "questions": run.questions,
                                "excluded_as_evaluation_questions": run.excluded,
                                "unusable_questions": run.unusable, "unreadable_lines": run.unreadable_lines,

@@ -118,7 +118,9 @@ class Source:
 
     def _retriever(self):
         if self._bm25 is None:
-            from verirag.retrieval import BM25Retriever   # built once, only when distractors are needed
+            from verirag.retrieval import (
+                BM25Retriever,  # built once, only when distractors are needed
+            )
             self._keys = list(self.passages)
             self._bm25 = BM25Retriever.build([self.passage(key) for key in self._keys])
         return self._bm25

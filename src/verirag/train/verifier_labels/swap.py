@@ -17,6 +17,7 @@ from verirag.train.verifier_labels.spans import Span, answer_kind
 
 NAME = "swap"
 NEEDS_LLM = False
+VERSION = 1   # bumped when what the recipe makes changes: a rerun remakes its items
 
 
 def plan(q: Question, ctx: LabelContext) -> list[Item]:
