@@ -246,6 +246,11 @@ def test_instruct_qa_human_questions_are_dropped(tmp_path, data):
 
 
 def test_rerun_makes_nothing_and_options_are_checked(tmp_path, data, monkeypatch):
+    small = label_verifier(tmp_path / "small.jsonl", data_root=data, n=3, recipes=["swap"], models=[])
+    large = label_verifier(tmp_path / "large.jsonl", data_root=data, n=5, recipes=["swap"], models=[])
+    assert small.questions == {"nq": 3, "hotpotqa": 2}
+    ids = {r["id"] for r in read_records(tmp_path / "small.jsonl")}
+    assert ids < {r["id"] for r in read_records(tmp_path / "large.jsonl")} and large.questions["nq"] == 5
     first = run(tmp_path, data, recipes=["swap", "evidence_removal"], limit=5)
     assert first.written == 5 and first.stopped_at_limit
     second = run(tmp_path, data, recipes=["swap", "evidence_removal"])

@@ -1,7 +1,8 @@
 """`verirag label verifier`: plan every item, make those the labels file lacks, one line each.
 
 Questions: each dataset's usable questions (`sources`), minus every instruct_qa_human question
-(`exclusion`), then `n` drawn with `random.Random(seed)`; the datasets' questions interleave so
+(`exclusion`), then the first `n` in an order drawn from `seed` (a larger n keeps the questions of
+a smaller one, so a run can grow across sessions); the datasets' questions interleave so
 that `limit` (at most that many new items in this run) still covers each dataset and recipe.
 Every item's id is known before it is made, so a rerun of the same command skips what the file
 holds (made by the recipe's current VERSION; a line of an older version is made again, the later
@@ -11,7 +12,7 @@ beside the labels as <name>.summary.json, over the whole file.
 """
 from __future__ import annotations
 
-import random
+import hashlib
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -82,12 +83,10 @@ def select_questions(source: Source, excluded_keys: set[str], n: int | None, see
     allowed = [q for q in usable if question_key(q.text) not in excluded_keys]
     source.banned = {key for key, asked in source.evidence_of.items()
                      if any(question_key(text) in excluded_keys for text in asked)}
-    if n is not None and n < len(allowed):
-        picked = sorted(random.Random(f"{seed}|{source.name}").sample(range(len(allowed)), n))
-        chosen = [allowed[i] for i in picked]
-    else:
-        chosen = allowed
-    return chosen, [q.id for q in allowed], len(usable) - len(allowed)
+    # Each question's place comes from a hash of (seed, dataset, id): a larger n extends a smaller
+    # one's questions (a labelling run grows across sessions) and no other question moves them.
+    order = sorted(allowed, key=lambda q: hashlib.sha256(f"{seed}|{source.name}|{q.id}".encode()).digest())
+    return order[:n] if n is not None else order, [q.id for q in allowed], len(usable) - len(allowed)
 
 
 def plan_items(ctx: LabelContext, questions: dict[str, list[Question]], recipes: Sequence[str]) -> list[Item]:
