@@ -25,6 +25,8 @@ models_app = typer.Typer(add_completion=False, help="Model presets: list, fetch.
 app.add_typer(models_app, name="models")
 train_app = typer.Typer(add_completion=False, help="Train learned components from an eval run.")
 app.add_typer(train_app, name="train")
+label_app = typer.Typer(add_completion=False, help="Make labelled training data from the benchmarks.")
+app.add_typer(label_app, name="label")
 
 out = Console()
 err = Console(stderr=True)
@@ -768,6 +770,63 @@ def train_verifier_cmd(
               f"{v.n_train_} training / {v.n_val_} validation examples; best epoch {v.best_epoch_} of "
               f"{len(v.history_)}, temperature {v.temperature_:.3f}; validation AUROC {m['auroc']:.3f}, "
               f"ECE {m['ece']:.3f}, Brier {m['brier']:.3f}")
+
+
+def _names(values: list[str]) -> list[str]:
+    """Comma-separated and repeated option values as one list ("none" gives none)."""
+    names = [v.strip() for value in values for v in value.split(",") if v.strip()]
+    return [] if names == ["none"] else names
+
+
+@label_app.command("verifier")
+def label_verifier_cmd(
+        out_file: Path = typer.Option(..., "--out", help="The labels JSONL (resumed when it exists); a "
+                                      "<name>.summary.json is written beside it."),
+        datasets: list[str] = typer.Option(["nq,hotpotqa"], "--datasets", help="nq, hotpotqa, nomiracl (comma-separated)."),
+        recipes: list[str] = typer.Option(["real,swap,evidence_removal,local_edit"], "--recipes",
+                                          help="real, swap, evidence_removal, local_edit (comma-separated)."),
+        n: Optional[int] = typer.Option(100, help="Questions per dataset, drawn with --seed (0: all)."),
+        models: list[str] = typer.Option(["qwen2.5-1.5b,qwen2.5-0.5b,smollm2-135m"], "--models",
+                                         help="Models that answer (presets, comma-separated); none: no LLM."),
+        seed: int = typer.Option(0, help="Seed of the question draw and of every choice of a recipe."),
+        limit: Optional[int] = typer.Option(None, help="Make at most this many new items in this run."),
+        per_question: int = typer.Option(3, help="Answers per question and model of the real recipe."),
+        threads: Optional[int] = typer.Option(None, help="llama.cpp threads (default: every core; on a busy "
+                                              "machine 1 can be much faster)."),
+        data: Optional[Path] = typer.Option(None, help="The benchmark data folder (default: $VERIRAG_DATA_DIR, "
+                                            "else ../shared/data).")):
+    """Label (question, answer, passages) examples for the trained verifier: real answers of the local
+    models graded against gold answers, swaps, evidence removal and local edits. One JSON line per
+    example as it is made (ids and generated text, never benchmark text); the same command resumes."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    from verirag.train.verifier_labels import label_verifier
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  TimeRemainingColumn(), console=err, transient=True) as bar:
+        task = bar.add_task("reading the data…", total=None)
+        run = label_verifier(out_file, data_root=data, datasets=_names(datasets), recipes=_names(recipes),
+                             n=n or None, models=_names(models), seed=seed, limit=limit, real_per_question=per_question,
+                             n_threads=threads,
+                             on_start=lambda total: bar.update(task, total=total, description="labelling"),
+                             on_progress=lambda i, total, _r: bar.update(task, completed=i))
+    s, last = run.summary, run.summary["last_run"]
+    table = Table("recipe", "supported", "unsupported", "skipped")
+    for recipe, c in s["by_recipe"].items():
+        table.add_row(recipe, str(c["supported"]), str(c["unsupported"]), str(c["skipped"]))
+    out.print(table)
+    balance = s["label_balance"]
+    share = f"{balance['share_supported']:.1%}" if balance["share_supported"] is not None else "-"
+    out.print(f"{s['examples']} examples in {escape(str(out_file))} ({share} supported); this run: {run.written} made, "
+              f"{run.already_done} already there, {len(run.failed)} failed, {run.seconds:.1f} s"
+              + ("; stopped at --limit" if run.stopped_at_limit else ""))
+    out.print("questions left out as instruct_qa_human (evaluation) questions: "
+              + ", ".join(f"{k} {v}" for k, v in last["excluded_as_evaluation_questions"].items()))
+    for failure in run.failed[:5]:
+        err.print(f"[yellow]failed (tried again next run):[/yellow] {escape(failure)}")
+    if run.unreadable_lines:
+        err.print(f"[yellow]warning:[/yellow] {run.unreadable_lines} unreadable line(s) in {escape(str(out_file))} "
+                  "(a killed run's torn line): their items were made again")
+    out.print(f"summary: {escape(str(run.summary_path))}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -27,7 +27,7 @@ def cache_enabled() -> bool:
     return os.environ.get("VERIRAG_NO_CACHE", "").lower() not in {"1", "true", "yes"}
 
 
-def _build(spec: str, n_ctx: int) -> LLM:
+def _build(spec: str, n_ctx: int, n_threads: int | None = None) -> LLM:
     if spec == "openai" or spec.startswith("openai:"):
         from verirag.llm.openai.backend import OpenAICompatibleLLM
         model = spec.split(":", 1)[1] if ":" in spec else None
@@ -51,17 +51,21 @@ def _build(spec: str, n_ctx: int) -> LLM:
     from verirag.llm.llama_cpp_backend import LlamaCppLLM
     from verirag.models import resolve_model
     resolved = resolve_model(spec)
-    return LlamaCppLLM(resolved.path, model_id=resolved.name, fingerprint=resolved.sha256, n_ctx=n_ctx)
+    return LlamaCppLLM(resolved.path, model_id=resolved.name, fingerprint=resolved.sha256, n_ctx=n_ctx,
+                       n_threads=n_threads)
 
 
-def load_llm(spec: str, *, n_ctx: int = 4096, cache: RequestCache | bool | None = None) -> LLM:
+def load_llm(spec: str, *, n_ctx: int = 4096, cache: RequestCache | bool | None = None,
+             n_threads: int | None = None) -> LLM:
     """Load (once per process) the model named by `spec`; wrap it in the request cache unless
-    `cache` is False or VERIRAG_NO_CACHE=1."""
-    key = (spec, n_ctx)
+    `cache` is False or VERIRAG_NO_CACHE=1. `n_threads` (llama.cpp; default: every core): on a
+    machine other processes keep busy, one thread can be many times faster than two that wait
+    for each other."""
+    key = (spec, n_ctx, n_threads)
     with _LOCK:
         llm = _LOADED.get(key)
         if llm is None:
-            llm = _build(spec, n_ctx)
+            llm = _build(spec, n_ctx, n_threads)
             _LOADED[key] = llm
     if cache is False or (cache is None and not cache_enabled()):
         return llm

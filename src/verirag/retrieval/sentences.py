@@ -35,27 +35,45 @@ def _ends_with_abbreviation(text: str) -> bool:
     return word in ABBREVIATIONS or (len(word) == 1 and word.isalpha())
 
 
-def _split_line(line: str) -> list[str]:
+# the line breaks str.splitlines() knows
+_LINE = re.compile(r"[^\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]+")
+
+
+def _line_pieces(line: str) -> list[tuple[int, int]]:
     pieces, start = [], 0
     for m in _BOUNDARY.finditer(line):
         if m.group(1).startswith(".") and len(m.group(1).rstrip("\"'”’)]")) == 1 \
                 and _ends_with_abbreviation(line[start:m.start()]):
             continue
-        pieces.append(line[start:m.end(1)])
+        pieces.append((start, m.end(1)))
         start = m.end()
-    pieces.append(line[start:])
-    return [p.strip() for p in pieces if p.strip()]
+    pieces.append((start, len(line)))
+    return pieces
+
+
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) character spans of the sentences of `text`, white space trimmed, in order (see
+    the module docstring); [] for a text without words. The labels of a labelled answer's
+    sentences (`VerifierExample.sentence_labels`) follow these spans."""
+    spans: list[tuple[int, int]] = []
+    for line in _LINE.finditer(text or ""):
+        for s, e in _line_pieces(line.group(0)):
+            s, e = s + line.start(), e + line.start()
+            while s < e and text[s].isspace():
+                s += 1
+            while e > s and text[e - 1].isspace():
+                e -= 1
+            if e <= s:
+                continue
+            if spans and not _HAS_CONTENT.search(text[s:e]):
+                spans[-1] = (spans[-1][0], e)
+            else:
+                spans.append((s, e))
+    if spans and not _HAS_CONTENT.search(text[spans[0][0]:spans[0][1]]):  # only punctuation: no sentence
+        return [] if len(spans) == 1 else [(spans[0][0], spans[1][1]), *spans[2:]]
+    return spans
 
 
 def split_sentences(text: str) -> list[str]:
-    """The sentences of `text` in order (see the module docstring); [] for a text without words."""
-    out: list[str] = []
-    for line in (text or "").splitlines():
-        for piece in _split_line(line):
-            if out and not _HAS_CONTENT.search(piece):
-                out[-1] = f"{out[-1]} {piece}"
-            else:
-                out.append(piece)
-    if out and not _HAS_CONTENT.search(out[0]):   # a text that is only punctuation has no sentence
-        return [] if len(out) == 1 else [f"{out[0]} {out[1]}", *out[2:]]
-    return out
+    """The sentences of `text` in order, as strings (`sentence_spans`)."""
+    return [text[s:e] for s, e in sentence_spans(text)]

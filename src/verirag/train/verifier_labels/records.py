@@ -1,0 +1,148 @@
+"""The labels file: one compact JSON line per labelled example, never any benchmark text.
+
+A record (fields left out when empty):
+
+    id               "<recipe>/<dataset>/<example>/<variant>/s<seed>": the same command makes the same ids
+    recipe           real | swap | evidence_removal | local_edit
+    dataset, example the question, read from the data folder by id (`sources`)
+    qh               8 hex digits of the question text: `resolve` refuses a record whose question changed
+    passages         the passage keys the answer is judged against, in the order given
+    answer           a text spec (below)
+    label            1 supported, 0 unsupported
+    sentence_labels  per sentence of the answer (`sentences.split_sentences`), where known
+    model, fingerprint, prompt, temperature, seed    how an LLM made the answer (when one did)
+    meta             what the recipe knew: condition, style, correct, evidence, kind, ...
+    v                the recipe's VERSION that made it
+
+or, for an item that gives no example (no distractor left, an answer too short to edit, ...):
+{id, recipe, dataset, example, skip: reason, v}. Skips are lines too, so a rerun recomputes nothing.
+
+A text spec is literal text (what an LLM wrote, or a value made up here such as a moved year),
+{"answer_from": [dataset, example, i]} (the i-th gold answer), {"passage_span": [dataset, key,
+offset, length]} (characters of a passage's text), or {"edit": spec, "offset": o, "length": n,
+"replacement": spec} (spec's text with n characters at o replaced). Offsets count characters
+(Python str indices).
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Protocol
+
+from verirag.errors import InputError
+from verirag.jsonio import strict_json
+from verirag.types import Passage
+
+SUPPORTED, UNSUPPORTED = 1, 0
+
+
+class Lookup(Protocol):
+    def answers(self, dataset: str, example: str) -> tuple[str, ...]: ...
+    def passage(self, dataset: str, key: str) -> Passage: ...
+
+
+def render(spec: Any, lookup: Lookup) -> str:
+    """The text a spec stands for (module doc); `InputError` for a malformed or stale spec."""
+    if isinstance(spec, str):
+        return spec
+    if not isinstance(spec, dict):
+        raise InputError(f"malformed answer spec {spec!r:.80}")
+    try:
+        if "answer_from" in spec:
+            dataset, example, i = spec["answer_from"]
+            return lookup.answers(dataset, str(example))[int(i)]
+        if "passage_span" in spec:
+            dataset, key, offset, length = spec["passage_span"]
+            text = lookup.passage(dataset, str(key)).text
+            if offset < 0 or offset + length > len(text):
+                raise InputError(f"passage {dataset}:{key} is shorter than the span {offset}+{length}")
+            return text[offset:offset + length]
+        if "edit" in spec:
+            base = render(spec["edit"], lookup)
+            offset, length = int(spec["offset"]), int(spec["length"])
+            if offset < 0 or offset + length > len(base):
+                raise InputError(f"an edit at {offset}+{length} falls outside its {len(base)}-character base")
+            return base[:offset] + render(spec["replacement"], lookup) + base[offset + length:]
+    except (KeyError, TypeError, ValueError, IndexError) as e:
+        raise InputError(f"malformed answer spec {spec!r:.80} ({type(e).__name__}: {e})") from e
+    raise InputError(f"malformed answer spec {spec!r:.80}")
+
+
+def record_id(recipe: str, dataset: str, example: str, variant: str, seed: int) -> str:
+    return f"{recipe}/{dataset}/{example}/{variant}/s{seed}"
+
+
+def labelled(item_id: str, recipe: str, dataset: str, example: str, qh: str, passages: list[str],
+             answer: Any, label: int, *, sentence_labels: list[int] | None = None,
+             generation: dict[str, Any] | None = None, meta: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A labelled record; `generation` holds model, fingerprint, prompt, temperature, seed."""
+    rec: dict[str, Any] = {"id": item_id, "recipe": recipe, "dataset": dataset, "example": example, "qh": qh,
+                           "passages": list(passages), "answer": answer, "label": int(label)}
+    if sentence_labels is not None:
+        rec["sentence_labels"] = [int(x) for x in sentence_labels]
+    rec.update(generation or {})
+    if meta:
+        rec["meta"] = meta
+    return rec
+
+
+def skipped(item_id: str, recipe: str, dataset: str, example: str, reason: str) -> dict[str, Any]:
+    return {"id": item_id, "recipe": recipe, "dataset": dataset, "example": example, "skip": reason}
+
+
+def is_example(record: dict[str, Any]) -> bool:
+    return "skip" not in record and record.get("label") in (SUPPORTED, UNSUPPORTED)
+
+
+class LabelFile:
+    """The labels JSONL: appended one flushed, fsynced line at a time; a line torn by a kill is
+    skipped on reading (counted in `unreadable_lines`) and the next write starts a fresh line."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.unreadable_lines = 0
+
+    def load(self) -> dict[str, dict[str, Any]]:
+        """{id: record} of the file (of two lines with one id, the later); {} when absent."""
+        records: dict[str, dict[str, Any]] = {}
+        self.unreadable_lines = 0
+        if not self.path.exists():
+            return records
+        with open(self.path, "rb") as f:
+            for raw in f:
+                if not raw.strip():
+                    continue
+                try:
+                    rec = json.loads(raw.decode("utf-8"))
+                    records[str(rec["id"])] = rec
+                except (ValueError, TypeError, KeyError):
+                    self.unreadable_lines += 1
+        return records
+
+    def __enter__(self) -> LabelFile:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._f = open(self.path, "a+b")
+        self._f.seek(0, os.SEEK_END)
+        if self._f.tell() > 0:
+            self._f.seek(-1, os.SEEK_END)
+            if self._f.read(1) != b"\n":  # the last run died mid-line
+                self._f.write(b"\n")
+        return self
+
+    def append(self, record: dict[str, Any]) -> None:
+        line = json.dumps(strict_json(record), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        self._f.write(line.encode("utf-8") + b"\n")
+        self._f.flush()
+        os.fsync(self._f.fileno())
+
+    def __exit__(self, *exc) -> None:
+        self._f.close()
+
+
+def read_records(path: str | Path) -> list[dict[str, Any]]:
+    """The records of a labels file, in file order (of two lines with one id, the later)."""
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"labels file not found: {p}")
+    return list(LabelFile(p).load().values())

@@ -1,0 +1,69 @@
+"""`swap`: the gold answer, unchanged (supported) or with its span replaced by one of the same kind
+(unsupported); and a model's correct long answer with the gold answer in it replaced (unsupported).
+
+The gold pair shares one passage set (the mixed condition: the evidence among distractors), so
+only the answer tells the two apart. The replacement comes from the passages, another question's
+gold answer or a moved value (`replacements`), drawn per question. On a model's answer the edited
+sentence is labelled 0 and the others 1 when they are grounded (`LabelContext.grounded`).
+"""
+from __future__ import annotations
+
+from verirag.train.verifier_labels.context import Item, LabelContext
+from verirag.train.verifier_labels.edits import edit_record, find_answer_span
+from verirag.train.verifier_labels.records import labelled, record_id, skipped
+from verirag.train.verifier_labels.replacements import pick
+from verirag.train.verifier_labels.sources import Question
+from verirag.train.verifier_labels.spans import Span, answer_kind
+
+NAME = "swap"
+NEEDS_LLM = False
+VERSION = 1   # bumped when what the recipe makes changes: a rerun remakes its items
+
+
+def plan(q: Question, ctx: LabelContext) -> list[Item]:
+    if not q.answers:
+        return []
+    items = []
+    for variant, make in (("gold", make_gold), ("swapped", make_swapped)):
+        item_id = record_id(NAME, q.dataset, q.id, variant, ctx.seed)
+        items.append(Item(item_id, NAME, q.dataset, q.id, lambda i=item_id, f=make: f(ctx, q, i)))
+    for model in ctx.models:
+        item_id = record_id(NAME, q.dataset, q.id, f"{model}.swapped", ctx.seed)
+        items.append(Item(item_id, NAME, q.dataset, q.id, lambda i=item_id, m=model: make_real(ctx, q, i, m)))
+    return items
+
+
+def _passages(ctx: LabelContext, q: Question) -> list[str] | None:
+    return ctx.passage_set(q, "mixed") or ctx.passage_set(q, "gold")
+
+
+def make_gold(ctx: LabelContext, q: Question, item_id: str) -> dict:
+    keys = _passages(ctx, q)
+    if keys is None:
+        return skipped(item_id, NAME, q.dataset, q.id, "no passages with the evidence")
+    answer = q.answers[q.answer_index]
+    return labelled(item_id, NAME, q.dataset, q.id, ctx.qh(q), keys, {"answer_from": [q.dataset, q.id, q.answer_index]},
+                    int(ctx.sources[q.dataset].has_evidence(q, keys)), meta={"kind": answer_kind(answer)})
+
+
+def make_swapped(ctx: LabelContext, q: Question, item_id: str) -> dict:
+    keys = _passages(ctx, q)
+    if keys is None:
+        return skipped(item_id, NAME, q.dataset, q.id, "no passages with the evidence")
+    answer = q.answers[q.answer_index]
+    kind = answer_kind(answer)
+    r = pick(ctx, q, Span(0, len(answer), kind, answer), keys, q.answers, "", ctx.rng(item_id))
+    if r is None:
+        return skipped(item_id, NAME, q.dataset, q.id, f"no replacement of kind {kind}")
+    return labelled(item_id, NAME, q.dataset, q.id, ctx.qh(q), keys, r.spec, 0,
+                    meta={"kind": kind, "origin": r.origin})
+
+
+def make_real(ctx: LabelContext, q: Question, item_id: str, model: str) -> dict:
+    base = ctx.base_answer(q, model)
+    if base is None or not base.grade.label:
+        return skipped(item_id, NAME, q.dataset, q.id, "the model's long answer is not correct and supported")
+    span = find_answer_span(base.generated.text, q.answers)
+    if span is None:
+        return skipped(item_id, NAME, q.dataset, q.id, "no gold answer string in the model's answer")
+    return edit_record(ctx, q, item_id, NAME, base, [span], ctx.rng(item_id))
