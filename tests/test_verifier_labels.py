@@ -362,3 +362,19 @@ def test_on_the_shared_data(tmp_path, shared_data):
     assert run.excluded["nq"] > 0 and run.questions == {"nq": 4, "hotpotqa": 4}
     examples = resolve_file(tmp_path / "labels.jsonl", shared_data)
     assert {e.label for e in examples} == {0, 1} and all(e.passages and e.answer for e in examples)
+
+
+def test_train_verifier_reads_the_labels_file_or_resolved_examples(tmp_path, data, monkeypatch):
+    from verirag.train.verifier import read_labels
+    run(tmp_path, data, recipes=["swap"])
+    monkeypatch.setenv("VERIRAG_DATA_DIR", str(data))
+    examples = list(read_labels(tmp_path / "labels.jsonl"))
+    assert examples == resolve_file(tmp_path / "labels.jsonl", data) and examples
+    resolved = tmp_path / "examples.jsonl"   # the other format: the examples themselves
+    resolved.write_text("".join(json.dumps({"question": e.question, "answer": e.answer, "passages": list(e.passages),
+                                            "label": e.label, "recipe": e.recipe, "group": e.group}) + "\n"
+                                for e in examples), encoding="utf-8")
+    assert [(e.question, e.answer, e.label) for e in read_labels(resolved)] == \
+        [(e.question, e.answer, e.label) for e in examples]
+    with pytest.raises(InputError, match="cannot read"):
+        list(read_labels(tmp_path / "missing.jsonl"))

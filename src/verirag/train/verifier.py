@@ -26,6 +26,7 @@ import numpy as np
 from verirag.errors import InputError
 from verirag.learned.verifier import TrainedVerifier
 from verirag.train.verifier_examples import SUPPORTED, UNSUPPORTED, VerifierExample
+from verirag.train.verifier_labels import resolve_file
 
 ExampleReader = Callable[[Path], Iterable[VerifierExample]]
 
@@ -94,7 +95,25 @@ def summary(examples: list[VerifierExample]) -> dict[str, Any]:
             "with_sentence_labels": sum(e.sentence_labels is not None for e in examples), "recipes": recipes}
 
 
-def train_verifier(labels: str | Path, *, read: ExampleReader = read_examples_jsonl,
+def read_labels(path: Path) -> Iterator[VerifierExample]:
+    """Either file `verirag train verifier` takes: the compact records of `verirag label verifier`
+    (resolved against ../shared/data by id; they carry a question hash "qh") or resolved examples."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            first = next((line for line in fh if line.strip()), "")
+    except OSError as e:
+        raise InputError(f"cannot read the labels {path}: {e}") from None
+    try:
+        compact = "qh" in json.loads(first)
+    except (ValueError, TypeError):
+        compact = False
+    if compact:
+        yield from resolve_file(path)
+    else:
+        yield from read_examples_jsonl(path)
+
+
+def train_verifier(labels: str | Path, *, read: ExampleReader = read_labels,
                    verifier: TrainedVerifier | None = None, max_examples: int | None = None,
                    progress: Callable[[int, int], None] | None = None,
                    on_epoch: Callable[[dict[str, Any]], None] | None = None,
