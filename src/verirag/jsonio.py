@@ -39,3 +39,51 @@ def write_json(path: str | os.PathLike, obj: Any, *, indent: int | None = 1) -> 
     tmp.write_text(text + "\n", encoding="utf-8")
     tmp.replace(path)
     return path
+
+
+class AppendedJsonl:
+    """A JSONL file written one flushed, fsynced line at a time, so a killed run loses at most the
+    line being written: a torn line is skipped on reading (counted in `unreadable_lines`) and the
+    next write starts a fresh line. `load()` gives {record[key]: record}, the later of two lines
+    with one key winning; a resumed run skips what it holds."""
+
+    def __init__(self, path: str | os.PathLike, key: str, *, compact: bool = False):
+        self.path = Path(path)
+        self.key = key
+        self.separators = (",", ":") if compact else None
+        self.unreadable_lines = 0
+
+    def load(self) -> dict[str, dict[str, Any]]:
+        records: dict[str, dict[str, Any]] = {}
+        self.unreadable_lines = 0
+        if not self.path.exists():
+            return records
+        with open(self.path, "rb") as f:
+            for raw in f:
+                if not raw.strip():
+                    continue
+                try:
+                    rec = json.loads(raw.decode("utf-8"))
+                    records[str(rec[self.key])] = rec
+                except (ValueError, TypeError, KeyError):
+                    self.unreadable_lines += 1
+        return records
+
+    def __enter__(self) -> "AppendedJsonl":
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._f = open(self.path, "a+b")
+        self._f.seek(0, os.SEEK_END)
+        if self._f.tell() > 0:
+            self._f.seek(-1, os.SEEK_END)
+            if self._f.read(1) != b"\n":  # the last run died mid-line
+                self._f.write(b"\n")
+        return self
+
+    def append(self, record: dict[str, Any]) -> None:
+        line = json.dumps(strict_json(record), ensure_ascii=False, allow_nan=False, separators=self.separators)
+        self._f.write(line.encode("utf-8") + b"\n")
+        self._f.flush()
+        os.fsync(self._f.fileno())
+
+    def __exit__(self, *exc) -> None:
+        self._f.close()

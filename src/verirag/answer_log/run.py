@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,7 +27,7 @@ from typing import Any
 
 from verirag.answer_log.formats import AnswerLog, LogEntry
 from verirag.errors import BackendError, CapabilityError
-from verirag.jsonio import strict_json
+from verirag.jsonio import AppendedJsonl
 from verirag.learned.threshold import ThresholdController, as_controller
 
 RESULTS_FILE = "results.jsonl"
@@ -53,49 +52,9 @@ def entry_key(entry: LogEntry, identity: dict[str, Any]) -> str:
     return f"{entry.id}|{hashlib.sha256(blob.encode('utf-8')).hexdigest()[:16]}"
 
 
-class ResultsFile:
-    """OUT/results.jsonl: appended one flushed, fsynced line at a time; a line torn by a kill is
-    skipped on reading (counted in `unreadable_lines`) and the next write starts a fresh line."""
-
-    def __init__(self, out_dir: str | Path):
-        self.path = Path(out_dir) / RESULTS_FILE
-        self.unreadable_lines = 0
-
-    def load(self) -> dict[str, dict[str, Any]]:
-        """{key: record}; of two lines with one key, the later."""
-        records: dict[str, dict[str, Any]] = {}
-        self.unreadable_lines = 0
-        if not self.path.exists():
-            return records
-        with open(self.path, "rb") as f:
-            for raw in f:
-                if not raw.strip():
-                    continue
-                try:
-                    rec = json.loads(raw.decode("utf-8"))
-                    records[rec["key"]] = rec
-                except (ValueError, TypeError, KeyError):
-                    self.unreadable_lines += 1
-        return records
-
-    def __enter__(self) -> "ResultsFile":
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._f = open(self.path, "a+b")
-        self._f.seek(0, os.SEEK_END)
-        if self._f.tell() > 0:
-            self._f.seek(-1, os.SEEK_END)
-            if self._f.read(1) != b"\n":  # the last run died mid-line
-                self._f.write(b"\n")
-        return self
-
-    def append(self, record: dict[str, Any]) -> None:
-        line = json.dumps(strict_json(record), ensure_ascii=False, allow_nan=False)
-        self._f.write(line.encode("utf-8") + b"\n")
-        self._f.flush()
-        os.fsync(self._f.fileno())
-
-    def __exit__(self, *exc) -> None:
-        self._f.close()
+def results_file(out_dir: str | Path) -> AppendedJsonl:
+    """OUT/results.jsonl, keyed by each record's "key"."""
+    return AppendedJsonl(Path(out_dir) / RESULTS_FILE, "key")
 
 
 def _passage_dict(e) -> dict[str, Any]:
@@ -146,7 +105,7 @@ def run_log(pipeline, log: AnswerLog, out_dir: str | Path, *, threshold: float |
     threshold = pipeline.config.threshold if threshold is None else threshold
     entries = log.entries if limit is None else log.entries[:max(limit, 0)]
     identity = verifier_identity(pipeline, threshold)   # InputError first, for a method that cannot verify
-    results = ResultsFile(out_dir)
+    results = results_file(out_dir)
     done = results.load()
     run = LogRun(unreadable_lines=results.unreadable_lines)
     keys = [entry_key(e, identity) for e in entries]

@@ -25,13 +25,11 @@ offset, length]} (characters of a passage's text), or {"edit": spec, "offset": o
 """
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 from typing import Any, Protocol
 
 from verirag.errors import InputError
-from verirag.jsonio import strict_json
+from verirag.jsonio import AppendedJsonl
 from verirag.types import Passage
 
 SUPPORTED, UNSUPPORTED = 1, 0
@@ -95,49 +93,9 @@ def is_example(record: dict[str, Any]) -> bool:
     return "skip" not in record and record.get("label") in (SUPPORTED, UNSUPPORTED)
 
 
-class LabelFile:
-    """The labels JSONL: appended one flushed, fsynced line at a time; a line torn by a kill is
-    skipped on reading (counted in `unreadable_lines`) and the next write starts a fresh line."""
-
-    def __init__(self, path: str | Path):
-        self.path = Path(path)
-        self.unreadable_lines = 0
-
-    def load(self) -> dict[str, dict[str, Any]]:
-        """{id: record} of the file (of two lines with one id, the later); {} when absent."""
-        records: dict[str, dict[str, Any]] = {}
-        self.unreadable_lines = 0
-        if not self.path.exists():
-            return records
-        with open(self.path, "rb") as f:
-            for raw in f:
-                if not raw.strip():
-                    continue
-                try:
-                    rec = json.loads(raw.decode("utf-8"))
-                    records[str(rec["id"])] = rec
-                except (ValueError, TypeError, KeyError):
-                    self.unreadable_lines += 1
-        return records
-
-    def __enter__(self) -> LabelFile:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._f = open(self.path, "a+b")
-        self._f.seek(0, os.SEEK_END)
-        if self._f.tell() > 0:
-            self._f.seek(-1, os.SEEK_END)
-            if self._f.read(1) != b"\n":  # the last run died mid-line
-                self._f.write(b"\n")
-        return self
-
-    def append(self, record: dict[str, Any]) -> None:
-        line = json.dumps(strict_json(record), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-        self._f.write(line.encode("utf-8") + b"\n")
-        self._f.flush()
-        os.fsync(self._f.fileno())
-
-    def __exit__(self, *exc) -> None:
-        self._f.close()
+def label_file(path: str | Path) -> AppendedJsonl:
+    """The labels JSONL, keyed by record id, written compactly."""
+    return AppendedJsonl(path, "id", compact=True)
 
 
 def read_records(path: str | Path) -> list[dict[str, Any]]:
@@ -145,4 +103,4 @@ def read_records(path: str | Path) -> list[dict[str, Any]]:
     p = Path(path)
     if not p.is_file():
         raise InputError(f"labels file not found: {p}")
-    return list(LabelFile(p).load().values())
+    return list(label_file(p).load().values())

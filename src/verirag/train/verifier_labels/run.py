@@ -28,7 +28,7 @@ from verirag.jsonio import write_json
 from verirag.train.verifier_labels import evidence_removal, local_edit, real, swap
 from verirag.train.verifier_labels.context import Item, LabelContext, RecipeFailure
 from verirag.train.verifier_labels.exclusion import evaluation_questions, question_key
-from verirag.train.verifier_labels.records import LabelFile, is_example
+from verirag.train.verifier_labels.records import label_file, is_example
 from verirag.train.verifier_labels.sources import Question, Source, load_sources
 
 RECIPES = {m.NAME: m for m in (real, swap, evidence_removal, local_edit)}
@@ -123,7 +123,7 @@ def label_verifier(out: str | Path, *, data_root: str | Path | None = None,
                        real_per_question=real_per_question)
     items = plan_items(ctx, questions, recipes)
     run.planned = len(items)
-    labels = LabelFile(run.out)
+    labels = label_file(run.out)
     done = labels.load()
     run.unreadable_lines = labels.unreadable_lines
     if on_start:
@@ -152,7 +152,7 @@ def label_verifier(out: str | Path, *, data_root: str | Path | None = None,
             if on_progress:
                 on_progress(i, len(items), record)
     run.seconds = time.perf_counter() - t0
-    run.summary = summarise(list(LabelFile(run.out).load().values()), run)
+    run.summary = summarise(list(label_file(run.out).load().values()), run)
     write_json(run.summary_path, run.summary)
     return run
 
