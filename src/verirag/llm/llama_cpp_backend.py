@@ -81,6 +81,17 @@ def top_k_indices(logprobs: np.ndarray, k: int) -> np.ndarray:
     return idx[np.argsort(-logprobs[idx], kind="stable")]
 
 
+
+def threads_from_env() -> int | None:
+    """VERIRAG_THREADS: llama.cpp threads for every model this process loads without an explicit
+    count (on a machine other jobs keep busy, fewer threads than cores can be much faster)."""
+    raw = os.environ.get("VERIRAG_THREADS", "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or int(raw) < 1:
+        raise InputError(f"VERIRAG_THREADS must be a positive integer, got {raw!r}")
+    return int(raw)
+
 class LlamaCppLLM(LLM):
     """A GGUF model in-process. Thread-safe: one request at a time per loaded model."""
 
@@ -97,7 +108,7 @@ class LlamaCppLLM(LLM):
             from llama_cpp import Llama
         except ImportError as e:  # pragma: no cover - dependency of the package
             raise BackendError("llama-cpp-python is not installed: pip install llama-cpp-python") from e
-        threads = n_threads or os.cpu_count() or 1
+        threads = n_threads or threads_from_env() or os.cpu_count() or 1
         n_batch = n_batch_default() if n_batch is None else int(n_batch)  # env VERIRAG_N_BATCH
         if n_batch < 1:
             raise InputError(f"n_batch must be a positive number of tokens, got {n_batch}")

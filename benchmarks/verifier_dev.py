@@ -1,0 +1,133 @@
+"""The verifier's dev set: answers of four other LLMs with human correctness labels (instruct_qa_human,
+its HotpotQA and TopiOCQA rows; the NQ rows are the final test, run outside issue 27), and how well
+each judge ranks the correct ones above the others, with paired bootstrap intervals over questions.
+
+This is evaluation data: never train or tune on it (the labelling run drops all its questions).
+
+    # 1. write the dev log (RAGAS field names; under runs/, never committed: it holds benchmark text)
+    python benchmarks/verifier_dev.py log --out runs/verifier_dev/dev.jsonl
+    # 2. run each judge on it with `verirag verify` (resumable; the request cache keeps LLM calls)
+    VERIRAG_THREADS=1 verirag verify runs/verifier_dev/dev.jsonl --label-field label \
+        --method vanilla+nli --model qwen2.5-1.5b --out runs/verifier_dev/nli
+    verirag verify runs/verifier_dev/dev.jsonl --label-field label \
+        --method "vanilla+verifier(verifier=DIR)" --out runs/verifier_dev/verifier
+    # 3. the table: AUROC of each judge, of K-Precision (no model) and of token Recall (it sees the
+    #    gold answers, which a verifier never has); paired differences against the first judge
+    python benchmarks/verifier_dev.py compare runs/verifier_dev/verifier runs/verifier_dev/nli ...
+
+A judge's failed or missing answers are counted and, for the table, scored 0.5 (an abstaining
+judge ranks them nowhere), so every judge is compared on the same answers; the count is printed.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from verirag.datasets import data_dir
+from verirag.metrics.calibration import auroc
+from verirag.metrics.faithfulness import k_precision
+from verirag.metrics.qa import token_recall
+from verirag.metrics.stats import group_bootstrap_intervals
+
+DEV_DATASETS = ("hotpot_qa", "topiocqa")
+SOURCE = "instruct_qa_human/correctness_human_eval_1200.jsonl"
+MISSING_SCORE = 0.5
+
+
+def dev_rows(data: Path | None = None) -> list[dict]:
+    """The dev rows as RAGAS log lines: id, user_input, response, retrieved_contexts, reference,
+    label (1: humans judged the response correct), group (the question)."""
+    path = Path(data or data_dir()) / SOURCE
+    rows = []
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            d = json.loads(line)
+            if d["dataset"] not in DEV_DATASETS:
+                continue
+            rows.append({"id": f"{d['dataset']}:{d['id']}:{d['model']}", "group": f"{d['dataset']}:{d['id']}",
+                         "user_input": d["question"], "response": d["response"],
+                         "retrieved_contexts": [g["text"] for g in d["gold_passages"]],
+                         "reference": d["references"], "label": int(d["human_correctness"] == "correct")})
+    # whole questions in a seeded order, so that a judge stopped part way (or run with --limit)
+    # has scored a random sample of questions, every answer of each
+    rank = {g: i for i, g in enumerate(np.random.default_rng(0).permutation(sorted({r["group"] for r in rows})))}
+    return sorted(rows, key=lambda r: rank[r["group"]])
+
+
+def read_scores(run_dir: Path) -> dict[str, float | None]:
+    """id -> score of a `verirag verify --out` folder (the latest line per id; None: failed)."""
+    out: dict[str, float | None] = {}
+    with open(Path(run_dir) / "results.jsonl", encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                r = json.loads(line)
+                out[r["id"]] = r.get("score")
+    return out
+
+
+def compare(rows: list[dict], judges: dict[str, np.ndarray], n_resamples: int = 2000) -> dict:
+    """AUROC of every judge with a 95% interval over questions, and each one's paired difference
+    against the first, all on one set of resamples."""
+    y = np.array([r["label"] for r in rows])
+    groups = [r["group"] for r in rows]
+    names = list(judges)
+
+    def stat(ix: np.ndarray) -> dict[str, np.ndarray]:
+        out = {}
+        for n in names:
+            out[n] = np.array([auroc(judges[n][row], y[row]) for row in ix])
+        for n in names[1:]:
+            out[f"{names[0]} - {n}"] = out[names[0]] - out[n]
+        return out
+
+    return group_bootstrap_intervals(stat, groups, n_resamples=n_resamples, seed=0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    lg = sub.add_parser("log", help="write the dev log")
+    lg.add_argument("--out", type=Path, default=Path("runs/verifier_dev/dev.jsonl"))
+    lg.add_argument("--data", type=Path, default=None)
+    cp = sub.add_parser("compare", help="the AUROC table of verify runs on the dev log")
+    cp.add_argument("runs", nargs="+", type=Path, help="verify --out folders; the first is compared to the rest")
+    cp.add_argument("--data", type=Path, default=None)
+    cp.add_argument("--resamples", type=int, default=2000)
+    cp.add_argument("--json", type=Path, default=None, help="also write the table here")
+    a = ap.parse_args(argv)
+    rows = dev_rows(a.data)
+    if a.cmd == "log":
+        a.out.parent.mkdir(parents=True, exist_ok=True)
+        with open(a.out, "w", encoding="utf-8") as fh:
+            for r in rows:
+                fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+        print(f"{len(rows)} dev answers ({sum(r['label'] for r in rows)} correct) -> {a.out}")
+        return 0
+    judges, missing = {}, {}
+    for run in a.runs:
+        scores = read_scores(run)
+        got = [scores.get(r["id"]) for r in rows]
+        missing[run.name] = sum(s is None for s in got)
+        judges[run.name] = np.array([MISSING_SCORE if s is None else s for s in got], dtype=float)
+    judges["k_precision"] = np.array([k_precision(r["response"], r["retrieved_contexts"]) for r in rows])
+    judges["recall (sees gold)"] = np.array([token_recall(r["response"], r["reference"]) for r in rows])
+    res = compare(rows, judges, a.resamples)
+    print(f"dev: {len(rows)} answers, {len({r['group'] for r in rows})} questions, "
+          f"{sum(r['label'] for r in rows)} correct")
+    for k, v in missing.items():
+        print(f"  {k}: {v} answers without a score (failed or not run), scored {MISSING_SCORE}")
+    print(f"{'judge':<40} {'AUROC':>7}  95% interval")
+    for k, r in res.items():
+        print(f"{k:<40} {r.estimate:7.3f}  [{r.low:.3f}, {r.high:.3f}]")
+    if a.json:
+        a.json.write_text(json.dumps({k: {"estimate": r.estimate, "low": r.low, "high": r.high}
+                                      for k, r in res.items()} | {"missing": missing}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
