@@ -309,3 +309,26 @@ def test_a_composed_method_records_each_sentence(trained, tmp_path):
     out = m.run(Trace(q, [Passage("p1", FILLER), Passage("p2", f"{FILLER} {evidence}")]))
     assert out.error is None and [s["text"] for s in out.details["sentences"]] == [a, "Nothing else."]
     assert out.score == pytest.approx(min(s["score"] for s in out.details["sentences"]))
+
+
+@pytest.mark.parametrize("train_layers", [0, 1, 2])
+def test_training_from_frozen_states_scores_as_the_whole_encoder(train_layers):
+    """Training reads the states entering the top layers once; going on from them must give the
+    logits of running the whole encoder on the pair (up to their fp16 storage)."""
+    import torch
+
+    from verirag.learned.verifier import encoder_dir
+    from verirag.learned.verifier_model import frozen_states, load_scorer, logits, top_logits
+    torch.manual_seed(0)
+    scorer, tokenizer = load_scorer(encoder_dir("all-MiniLM-L6-v2"))
+    scorer.eval()
+    q, a, evidence = fact(3)
+    claims = [f"{q} {a}", f"{q} It is a short claim."]
+    chunks = [f"{FILLER} {evidence} {FILLER}", "A much shorter chunk."]   # two lengths: padding is dropped
+    whole = logits(scorer, tokenizer, claims, chunks, 128)
+    states = frozen_states(scorer, tokenizer, claims, chunks, 128, train_layers)
+    assert [len(s) for s in states] == [len(m) for m in tokenizer(claims, chunks)["attention_mask"]]
+    assert states[0].dtype == torch.float16 and len(states[0]) > len(states[1])
+    with torch.inference_mode():
+        again = top_logits(scorer, states, train_layers)
+    assert torch.allclose(whole, again, atol=2e-3), (whole, again)

@@ -729,8 +729,9 @@ def train_forecaster_cmd(
 
 @train_app.command("verifier")
 def train_verifier_cmd(
-        labels: Path = typer.Argument(..., help="Labelled examples: a JSONL of resolved examples (question, answer, "
-                                      "passages, label, recipe, group, sentence_labels; see verirag.train.verifier)."),
+        labels: list[Path] = typer.Argument(..., help="Labelled examples, one file or several: the records of "
+                                            "`verirag label verifier`, or JSONL of resolved examples (question, answer, "
+                                            "passages, label, recipe, group, sentence_labels; see verirag.train.verifier)."),
         out_dir: Path = typer.Option(..., "--out", help="Where to write the verifier (a folder)."),
         encoder: str = typer.Option("all-MiniLM-L6-v2", help="The packaged encoder to fine-tune, or a model folder."),
         epochs: int = typer.Option(2, help="Training epochs at most (the best validation AUROC is kept)."),
@@ -739,6 +740,9 @@ def train_verifier_cmd(
         batch_size: int = typer.Option(8, help="Examples per optimiser step."),
         learning_rate: float = typer.Option(1e-4, help="AdamW learning rate of the encoder layers."),
         max_length: Optional[int] = typer.Option(None, help="Tokens of a (claim, chunk) pair (default: the encoder's)."),
+        candidates: int = typer.Option(2, help="Chunks each claim reads in training: its lexically closest."),
+        read_top: Optional[int] = typer.Option(None, help="Chunks each claim reads when scoring (default: the "
+                                               "--candidates it was trained and validated with; 0: every chunk)."),
         val_share: float = typer.Option(0.2, help="Share of the question groups held out for validation."),
         seed: int = typer.Option(0, help="Sampling, split and initialisation seed.")):
     """Train the verifier (predictor `verifier`): a cross-encoder over a packaged sentence encoder
@@ -748,7 +752,8 @@ def train_verifier_cmd(
     from verirag.learned.verifier import TrainedVerifier
     from verirag.train.verifier import train_verifier
     v = TrainedVerifier(encoder, epochs=epochs, train_layers=train_layers, batch_size=batch_size,
-                        learning_rate=learning_rate, max_length=max_length, val_share=val_share, seed=seed)
+                        learning_rate=learning_rate, max_length=max_length, val_share=val_share, seed=seed,
+                        candidates=candidates, read_top=candidates if read_top is None else (read_top or None))
     columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                TimeElapsedColumn(), TimeRemainingColumn())
 

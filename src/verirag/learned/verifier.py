@@ -18,8 +18,10 @@ Training (`fit`) optimises exactly that aggregate with binary cross-entropy agai
 label (or, where an example has `sentence_labels`, each sentence's support against its own label),
 reading per claim only its `candidates` lexically closest chunks (its evidence, or its hardest
 counter-evidence) to keep a step cheap. Only the top `train_layers` layers of the encoder and the
-head learn; validation holds out whole question groups (`verirag.learned.splits`), keeps the epoch
-of the best validation AUROC, and fits the temperature there.
+head learn, so the states that enter them are computed once per pair before the first epoch and
+each step runs only the top layers. Validation holds out whole question groups
+(`verirag.learned.splits`), reads each claim's candidates as scoring with `read_top=candidates`
+does, keeps the epoch of the best validation AUROC, and fits the temperature there.
 
 Saved as a folder: `verifier.json` (settings, fitted state, fingerprints, provenance) and
 `adapter.safetensors` (the trained layers and head, fp16; the encoder itself is the installed
@@ -126,12 +128,14 @@ class AnswerSupport:
 
 @dataclass
 class Prepared:
-    """A training example read once: its pairs, its candidates per claim, its targets."""
+    """A training example read once: its pairs, its candidates per claim, its targets, and
+    (`pairs[claim]`) where its candidate pairs' frozen states are in the fit's table."""
 
     reading: Reading
     label: int
     sentence_labels: tuple[int, ...] | None
     candidates: list[list[int]]
+    pairs: list[list[int]] | None = None
 
 
 def _check_examples(examples: Sequence[Any]) -> list[Any]:
@@ -327,37 +331,80 @@ class TrainedVerifier(LearnedPart):
             raise InputError("the training groups hold one label only: label more questions")
         return tr, va
 
-    def _batch_loss(self, batch: list[Prepared]):
+    def _read_frozen(self, prepared: list[Prepared], progress: Callable[[int, int], None] | None,
+                     total_steps: int) -> list[Any]:
+        """Every candidate pair's frozen states (`verifier_model.frozen_states`), read once in
+        batches of similar length; each Prepared learns where its pairs are."""
+        from verirag.learned.verifier_model import frozen_states
+        claims, chunks = [], []
+        for p in prepared:
+            p.pairs = []
+            for ci, claim in enumerate(p.reading.claims):
+                p.pairs.append(list(range(len(claims), len(claims) + len(p.candidates[ci]))))
+                claims += [claim] * len(p.candidates[ci])
+                chunks += [p.reading.chunks[j] for j in p.candidates[ci]]
+        self._scorer.eval()
+        order = sorted(range(len(claims)), key=lambda i: len(claims[i]) + len(chunks[i]))
+        states: list[Any] = [None] * len(claims)
+        batches = math.ceil(len(order) / INFERENCE_BATCH)
+        for b, start in enumerate(range(0, len(order), INFERENCE_BATCH), 1):
+            idx = order[start:start + INFERENCE_BATCH]
+            for i, st in zip(idx, frozen_states(self._scorer, self._tokenizer, [claims[i] for i in idx],
+                                                [chunks[i] for i in idx], self.window_, self.train_layers)):
+                states[i] = st
+            if progress:
+                progress(b, batches + total_steps)
+        self._read_batches = batches
+        return states
+
+    def _aggregate(self, p: Prepared, z):
+        """(each sentence's logit, the answer's) from the pair logits `z` of the fit's table: a
+        claim's best candidate, a sentence's weakest claim, the answer's weakest sentence."""
+        import torch
+        claim_logit = torch.stack([z[ix].max() for ix in p.pairs])
+        sentence_logit = torch.stack([claim_logit[[i for i, o in enumerate(p.reading.sentence_of) if o == s]].min()
+                                      for s in range(len(p.reading.sentences))])
+        return sentence_logit, sentence_logit.min()
+
+    def _batch_loss(self, batch: list[Prepared], states: list[Any]):
         """Mean BCE of the batch's aggregates over the candidate pairs (see the module docstring)."""
         import torch
 
-        from verirag.learned.verifier_model import logits
-        claims, chunks, spans = [], [], []
-        for p in batch:
-            rows = []
-            for ci, claim in enumerate(p.reading.claims):
-                rows.append((len(claims), len(p.candidates[ci])))
-                claims += [claim] * len(p.candidates[ci])
-                chunks += [p.reading.chunks[j] for j in p.candidates[ci]]
-            spans.append(rows)
-        z = logits(self._scorer, self._tokenizer, claims, chunks, self.window_, grad=True)
+        from verirag.learned.verifier_model import top_logits
+        wanted = sorted({i for p in batch for ix in p.pairs for i in ix})
+        at = {g: k for k, g in enumerate(wanted)}
+        z = top_logits(self._scorer, [states[i] for i in wanted], self.train_layers)
         bce = torch.nn.functional.binary_cross_entropy_with_logits
         losses = []
-        for p, rows in zip(batch, spans):
-            claim_logit = torch.stack([z[a:a + n].max() for a, n in rows])
-            sentence_logit = torch.stack([claim_logit[[i for i, o in enumerate(p.reading.sentence_of) if o == s]].min()
-                                          for s in range(len(p.reading.sentences))])
+        for p in batch:
+            local = Prepared(p.reading, p.label, p.sentence_labels, p.candidates,
+                             [[at[i] for i in ix] for ix in p.pairs])
+            sentence_logit, answer_logit = self._aggregate(local, z)
             if p.sentence_labels is not None:
-                target = torch.tensor(p.sentence_labels, dtype=z.dtype, device=z.device)
-                losses.append(bce(sentence_logit, target))
+                losses.append(bce(sentence_logit, torch.tensor(p.sentence_labels, dtype=z.dtype, device=z.device)))
             else:
-                target = torch.tensor(float(p.label), dtype=z.dtype, device=z.device)
-                losses.append(bce(sentence_logit.min(), target))
+                losses.append(bce(answer_logit, torch.tensor(float(p.label), dtype=z.dtype, device=z.device)))
         return torch.stack(losses).mean()
 
-    def _validate(self, prepared: list[Prepared]) -> tuple[np.ndarray, np.ndarray]:
-        z = np.array([self._answer_logit(t) for t in self._tables([p.reading for p in prepared])])
-        return z, np.array([p.label for p in prepared])
+    def _validate(self, prepared: list[Prepared], states: list[Any]) -> tuple[np.ndarray, np.ndarray]:
+        """The answers' logits read as in training (each claim's `candidates` chunks, as scoring
+        with read_top = candidates reads them), and their labels."""
+        import torch
+
+        from verirag.learned.verifier_model import top_logits
+        self._scorer.eval()
+        out = []
+        with torch.inference_mode():
+            for start in range(0, len(prepared), INFERENCE_BATCH):
+                batch = prepared[start:start + INFERENCE_BATCH]
+                wanted = sorted({i for p in batch for ix in p.pairs for i in ix})
+                at = {g: k for k, g in enumerate(wanted)}
+                z = top_logits(self._scorer, [states[i] for i in wanted], self.train_layers)
+                for p in batch:
+                    local = Prepared(p.reading, p.label, p.sentence_labels, p.candidates,
+                                     [[at[i] for i in ix] for ix in p.pairs])
+                    out.append(float(self._aggregate(local, z)[1]))
+        return np.array(out), np.array([p.label for p in prepared])
 
     def fit(self, examples: Sequence[Any], *, val_groups: Sequence[str] | None = None,
             progress: Callable[[int, int], None] | None = None,
@@ -384,21 +431,23 @@ class TrainedVerifier(LearnedPart):
                           "used instead", stacklevel=2)
         y = np.array([p.label for p in prepared])
         self.n_train_, self.n_val_, self.label_balance_ = len(tr), len(va), float(y[tr].mean())
+        steps = self.epochs * math.ceil(len(tr) / self.batch_size)
+        states = self._read_frozen(prepared, progress, steps)
         params = dict(self._scorer.named_parameters())
         opt = torch.optim.AdamW([
             {"params": [params[n] for n in self._trainable if not n.startswith("head.")], "lr": self.learning_rate},
             {"params": [params[n] for n in self._trainable if n.startswith("head.")], "lr": self.head_learning_rate},
         ], weight_decay=0.01)
         rng = np.random.default_rng(self.seed)
-        total = self.epochs * math.ceil(len(tr) / self.batch_size)
-        done, waited, best_key, best_state = 0, 0, None, None
+        total = self._read_batches + steps
+        done, waited, best_key, best_state = self._read_batches, 0, None, None
         self.history_ = []
         for epoch in range(1, self.epochs + 1):
             self._scorer.train()
             order = rng.permutation(tr)
             losses = []
             for start in range(0, len(order), self.batch_size):
-                loss = self._batch_loss([prepared[i] for i in order[start:start + self.batch_size]])
+                loss = self._batch_loss([prepared[i] for i in order[start:start + self.batch_size]], states)
                 opt.zero_grad()
                 loss.backward()
                 opt.step()
@@ -406,7 +455,7 @@ class TrainedVerifier(LearnedPart):
                 done += 1
                 if progress:
                     progress(done, total)
-            z, yv = self._validate([prepared[i] for i in va])
+            z, yv = self._validate([prepared[i] for i in va], states)
             entry = {"epoch": epoch, "train_loss": float(np.mean(losses)), "val_loss": _bce(z, yv),
                      "val_auroc": float(auroc(z, yv)) if 0 < yv.sum() < len(yv) else float("nan")}
             self.history_.append(entry)
@@ -426,7 +475,7 @@ class TrainedVerifier(LearnedPart):
             for n, t in best_state.items():
                 params[n].copy_(t)
         round_to_fp16(self._scorer, self._trainable)   # what is saved is what is measured
-        z, yv = self._validate([prepared[i] for i in va])
+        z, yv = self._validate([prepared[i] for i in va], states)
         self.temperature_ = fit_temperature(z, yv) if self.temperature else 1.0
         self.metrics_ = validation_metrics(sigmoid(z / self.temperature_), yv)
         return self

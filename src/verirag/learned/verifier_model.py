@@ -10,6 +10,8 @@ Imported lazily (torch takes seconds to import).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -32,9 +34,64 @@ class PairScorer(torch.nn.Module):
     def forward(self, input_ids, attention_mask, token_type_ids=None):
         kwargs = {"token_type_ids": token_type_ids} if token_type_ids is not None else {}
         hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask, **kwargs).last_hidden_state
+        return self.pool_and_score(hidden, attention_mask)
+
+    def pool_and_score(self, hidden, attention_mask):
         mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
         pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)
         return self.head(pooled).squeeze(-1)
+
+
+class _Passthrough(torch.nn.Module):
+    """Stands in for the embeddings when the input is already a layer's hidden states."""
+
+    def forward(self, input_ids=None, inputs_embeds=None, **kwargs):
+        return inputs_embeds
+
+
+@contextmanager
+def _only_layers(encoder, start: int, stop: int, from_hidden: bool) -> Iterator[None]:
+    """Run `encoder` through its layers [start, stop) only (from hidden states when `from_hidden`:
+    the embeddings are skipped), the library's own mask handling kept."""
+    layers, embeddings = encoder.encoder.layer, encoder.embeddings
+    encoder.encoder.layer = torch.nn.ModuleList(list(layers)[start:stop])
+    if from_hidden:
+        encoder.embeddings = _Passthrough()
+    try:
+        yield
+    finally:
+        encoder.encoder.layer, encoder.embeddings = layers, embeddings
+
+
+def frozen_states(scorer: PairScorer, tokenizer, claims: list[str], chunks: list[str], window: int,
+                  train_layers: int) -> list[torch.Tensor]:
+    """Per pair, the hidden states that enter the top `train_layers` layers ([tokens, hidden],
+    fp16, padding dropped): they do not change while only the top layers learn, so training
+    computes them once instead of every epoch (`top_logits` goes on from them)."""
+    device = next(scorer.parameters()).device
+    enc = tokenizer(claims, chunks, padding=True, truncation="only_second", max_length=window,
+                    return_tensors="pt").to(device)
+    n = layer_count(scorer)
+    with torch.inference_mode(), _only_layers(scorer.encoder, 0, n - train_layers, from_hidden=False):
+        hidden = scorer.encoder(**enc).last_hidden_state
+    lengths = enc["attention_mask"].sum(1).tolist()
+    return [hidden[i, :int(k)].to(torch.float16).clone() for i, k in enumerate(lengths)]
+
+
+def top_logits(scorer: PairScorer, states: Sequence[torch.Tensor], train_layers: int) -> torch.Tensor:
+    """Pair logits from `frozen_states`: the top `train_layers` layers, the pooling and the head
+    (with gradients when the caller is not in inference mode)."""
+    device = next(scorer.parameters()).device
+    longest = max(len(s) for s in states)
+    hidden = torch.zeros(len(states), longest, states[0].shape[-1], device=device)
+    mask = torch.zeros(len(states), longest, dtype=torch.long, device=device)
+    for i, s in enumerate(states):
+        hidden[i, :len(s)] = s.float()
+        mask[i, :len(s)] = 1
+    n = layer_count(scorer)
+    with _only_layers(scorer.encoder, n - train_layers, n, from_hidden=True):
+        out = scorer.encoder(inputs_embeds=hidden, attention_mask=mask).last_hidden_state
+    return scorer.pool_and_score(out, mask)
 
 
 def load_scorer(encoder_dir: str | Path, device: str = "cpu") -> tuple[PairScorer, object]:

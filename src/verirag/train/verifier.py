@@ -17,7 +17,7 @@ other line that is not such an object is an InputError naming the line.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -113,17 +113,22 @@ def read_labels(path: Path) -> Iterator[VerifierExample]:
         yield from read_examples_jsonl(path)
 
 
-def train_verifier(labels: str | Path, *, read: ExampleReader = read_labels,
+def train_verifier(labels: str | Path | Sequence[str | Path], *, read: ExampleReader = read_labels,
                    verifier: TrainedVerifier | None = None, max_examples: int | None = None,
                    progress: Callable[[int, int], None] | None = None,
                    on_epoch: Callable[[dict[str, Any]], None] | None = None,
                    provenance: dict[str, Any] | None = None) -> TrainedVerifier:
-    """Fit `verifier` (default settings when None) on the examples `read(labels)` yields, at most
+    """Fit `verifier` (default settings when None) on the examples `read` yields from each labels
+    file (one path or several: e.g. the LLM-free recipes' file beside each model's), at most
     `max_examples` of them (a seeded sample). The provenance saved with it records the labels,
     their summary and the command."""
     v = verifier or TrainedVerifier()
-    examples = sample(list(read(Path(labels))), max_examples, v.seed)
+    paths = [Path(labels)] if isinstance(labels, (str, Path)) else [Path(p) for p in labels]
+    if not paths:
+        raise InputError("no labels file given")
+    examples = sample([e for p in paths for e in read(p)], max_examples, v.seed)
     if not examples:
-        raise InputError(f"{labels} holds no examples")
-    v.provenance = {**(provenance or {}), "labels": str(labels), "label_summary": summary(examples)}
+        raise InputError(f"{', '.join(map(str, paths))} hold no examples")
+    v.provenance = {**(provenance or {}), "labels": [str(p) for p in paths] if len(paths) > 1 else str(paths[0]),
+                    "label_summary": summary(examples)}
     return v.fit(examples, progress=progress, on_epoch=on_epoch)
