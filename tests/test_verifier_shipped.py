@@ -190,6 +190,15 @@ def served(**config):
     return TestClient(create_app(VeriragService(ServiceConfig(preset="tiny", warm_up=False, **config))))
 
 
+def documented(client, body: dict, model: str) -> None:
+    """`body` is valid by the service's /openapi.json schema of `model` (what schemathesis holds
+    every response to in test_server_contract, here with sentences that are not null)."""
+    jsonschema = pytest.importorskip("jsonschema")
+    spec = client.get("/openapi.json").json()
+    jsonschema.Draft202012Validator({"$ref": f"#/components/schemas/{model}", "components": spec["components"]}
+                                    ).validate(body)
+
+
 @pytest.mark.slow
 def test_v1_verify_defaults_to_the_shipped_verifier_with_sentences(stand_in, trained_default):
     body = {"question": Q, "answer": f"{A} {A_OTHER}",
@@ -202,6 +211,9 @@ def test_v1_verify_defaults_to_the_shipped_verifier_with_sentences(stand_in, tra
         assert out["method"] == TRAINED_VERIFY_METHOD and out["warnings"] == []
         assert [s["text"] for s in out["sentences"]] == [A, A_OTHER]
         assert out["score"] == pytest.approx(min(s["score"] for s in out["sentences"]))
+        documented(client, out, "VerifyResult")
+        with pytest.raises(Exception, match=r"On instance\['sentences'\]"):   # the check can fail
+            documented(client, {**out, "sentences": [{"text": A, "score": 0.5}]}, "VerifyResult")
         nli = client.post("/v1/verify", json={**body, "method": "vanilla+k_precision"}).json()
         assert nli["sentences"] is None
 
@@ -230,4 +242,5 @@ def test_chat_completions_carry_the_sentences_in_the_verirag_block(stand_in, tmp
         assert block["method"] == "vanilla+verifier" and block["error"] is None
         assert [s["text"] for s in block["sentences"]] == split_sentences(block["retrieved_answer"])
         assert all(set(s) == {"text", "score", "supporting_passage"} for s in block["sentences"])
+        documented(client, block, "AskResult")
 
