@@ -230,6 +230,12 @@ def test_v1_verify_falls_back_without_the_artifact_and_says_so(trained_default, 
         assert any(TRAINED_VERIFY_METHOD in w and "verirag train verifier" in w for w in out["warnings"])
 
 
+def test_a_service_told_to_verify_with_the_missing_verifier_refuses_to_start(none_shipped):
+    from verirag.server import ServiceConfig, VeriragService
+    with pytest.raises(ModelNotFoundError, match="verirag train verifier"):
+        VeriragService(ServiceConfig(preset="tiny", warm_up=False, verify_method="vanilla+verifier"))
+
+
 @pytest.mark.slow
 def test_chat_completions_carry_the_sentences_in_the_verirag_block(stand_in, tmp_path):
     from verirag.retrieval import Index

@@ -21,7 +21,7 @@ from verirag.awf.registry import create
 from verirag.awf.spec import MethodSpec, accepted_options, split_name
 from verirag.awf.stages import UNTRUSTED_ACTIONS, ForecastRerankStage, TrustFilterStage, run_stages
 from verirag.awf.trace import Trace
-from verirag.errors import InputError, is_outage
+from verirag.errors import InputError, ModelNotFoundError, is_outage
 from verirag.learned.threshold import ANSWER, ThresholdController, as_controller
 from verirag.llm.factory import load_llm
 from verirag.llm.metered import MeteredLLM
@@ -57,7 +57,6 @@ def default_verify_method() -> tuple[str, str | None]:
     name = DEFAULT_VERIFY_METHOD
     if not uses_shipped_verifier(name):
         return name, None
-    from verirag.errors import ModelNotFoundError
     from verirag.learned.shipped import shipped_verifier_dir
     try:
         shipped_verifier_dir()

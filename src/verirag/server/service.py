@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from verirag.awf.spec import method_names
-from verirag.awf.pipeline import Pipeline, default_verify_method, why_it_cannot_verify
+from verirag.awf.pipeline import Pipeline, default_verify_method, uses_shipped_verifier, why_it_cannot_verify
 from verirag.errors import InputError, VeriragError
 from verirag.learned.threshold import as_controller
 from verirag.server.worker import CancelToken, ModelWorker
@@ -63,6 +63,9 @@ class VeriragService:
         # the method /v1/verify uses when a request names none; `verify_warning` says why it is not
         # the library's default (added to each such result, so a client sees what judged it)
         if config.verify_method:
+            if uses_shipped_verifier(config.verify_method):   # named, so missing is an error now, not on each request
+                from verirag.learned.shipped import shipped_verifier_dir
+                shipped_verifier_dir()
             self.verify_method, self.verify_warning = config.verify_method, None
         else:
             self.verify_method, self.verify_warning = default_verify_method()
