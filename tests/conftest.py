@@ -43,3 +43,10 @@ def smollm(smollm_path):
     llm = LlamaCppLLM(smollm_path, model_id="smollm2-135m", n_ctx=2048)
     yield llm
     llm.close()
+
+
+@pytest.fixture(scope="session")
+def tiny_verifier_dir(tmp_path_factory) -> Path:
+    """A trained verifier folder (seconds to train), for tests that stand it in for the shipped one."""
+    from verifier_artifact import train_tiny_verifier
+    return train_tiny_verifier(tmp_path_factory.mktemp("tiny-verifier") / "verifier")

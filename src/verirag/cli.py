@@ -166,10 +166,14 @@ def ask(question: str = typer.Argument(..., help="The question."),
 def _print_verified(v) -> None:
     colour = "green" if v.faithful else ("red" if v.error is None else "yellow")
     verdict = "supported" if v.faithful else ("not verified" if v.score is None else "not supported")
-    lines = [f"[bold]Q:[/bold] {escape(v.question)}", f"[bold]A:[/bold] {escape(v.answer)}",
-             f"[bold]faithfulness[/bold] {'–' if v.score is None else f'{v.score:.3f}'} "
-             f"([{colour}]{verdict}[/{colour}]"
-             + (f" at threshold {v.threshold:.2f})" if v.threshold is not None else ": no threshold is certified)")]
+    lines = [f"[bold]Q:[/bold] {escape(v.question)}", f"[bold]A:[/bold] {escape(v.answer)}"]
+    for s in v.sentences or []:   # a sentence-level verifier: each sentence, the unsupported ones marked
+        weak = v.threshold is not None and s.score < v.threshold
+        mark = "[red]unsupported[/red]" if weak else "[green]supported[/green]"
+        lines.append(f"  {mark} {s.score:.3f} ({escape(str(s.supporting_passage))}): {escape(s.text)}")
+    lines.append(f"[bold]faithfulness[/bold] {'–' if v.score is None else f'{v.score:.3f}'} "
+                 f"([{colour}]{verdict}[/{colour}]"
+                 + (f" at threshold {v.threshold:.2f})" if v.threshold is not None else ": no threshold is certified)"))
     if v.supporting_passage is not None:
         sp = v.supporting_passage
         flat = " ".join(sp.text.split())
@@ -197,7 +201,8 @@ def verify(log: Optional[Path] = typer.Argument(None, help="A JSONL log of your 
            preset: str = typer.Option("local", help=PRESET_HELP),
            model: Optional[str] = typer.Option(None, help=MODEL_HELP),
            method: Optional[str] = typer.Option(None, help="A GENERATOR+PREDICTOR method whose predictor verifies "
-                                                "(default vanilla+nli, as /v1/verify; `verirag methods`)."),
+                                                "(default as /v1/verify: the shipped trained verifier where the default "
+                                                "uses it and it is installed, else vanilla+nli; `verirag methods`)."),
            judge: Optional[str] = typer.Option(None, help="Entailment model of +nli: llm (default) or hf:NLI_MODEL."),
            threshold: Optional[str] = typer.Option(None, help="Verdict threshold on the score (default 0.5), or a "
                                                    "threshold file written by `verirag calibrate`."),
@@ -210,7 +215,7 @@ def verify(log: Optional[Path] = typer.Argument(None, help="A JSONL log of your 
            limit: Optional[int] = typer.Option(None, help="Only the first N lines of the log (a quick look).")):
     """Verify another system's answers: one (--question, --answer, --passages) or a whole log
     (LOG --out DIR), against the contexts each was answered from."""
-    from verirag.awf.pipeline import DEFAULT_VERIFY_METHOD
+    from verirag.awf.pipeline import default_verify_method
     from verirag import answer_log as al
     from verirag.errors import BackendError
     from verirag.jsonio import strict_json
@@ -234,12 +239,19 @@ def verify(log: Optional[Path] = typer.Argument(None, help="A JSONL log of your 
         logged = al.read_answer_log(log, question_field=question_field, answer_field=answer_field,
                                      contexts_field=contexts_field, reference_field=reference_field,
                                      label_field=label_field)
-    p = _pipeline(preset, model, judge, None, threshold, None, None, method=method or DEFAULT_VERIFY_METHOD)
+    fell_back = None
+    if method is None:
+        method, fell_back = default_verify_method()
+        if fell_back:
+            err.print(f"[yellow]warning:[/yellow] {escape(fell_back)}")
+    p = _pipeline(preset, model, judge, None, threshold, None, None, method=method)
     if fitted is not None:
         _warn_fitted_mismatch(fitted, p)
     if single:
         with err.status("verifying…") as status:
             v = p.verify(question, answer, found, on_stage=lambda stage: status.update(f"{stage}…"))
+        if fell_back:
+            v.warnings.append(fell_back)
         if json_out:
             print(json.dumps(strict_json(v.to_dict()), ensure_ascii=False))
         else:
@@ -333,8 +345,10 @@ def serve(index: Optional[Path] = typer.Option(None, help="An index built by `ve
           preset: str = typer.Option("local", help=PRESET_HELP),
           model: Optional[str] = typer.Option(None, help=MODEL_HELP),
           method: Optional[str] = typer.Option(None, help="Default AwF method of /v1/ask (requests may name another)."),
-          verify_method: str = typer.Option("vanilla+nli", help="Default method of /v1/verify: its predictor judges "
-                                            "answers other systems produced."),
+          verify_method: Optional[str] = typer.Option(None, help="Default method of /v1/verify: its predictor judges "
+                                                      "answers other systems produced (default: the shipped trained "
+                                                      "verifier where the default uses it and it is installed, else "
+                                                      "vanilla+nli)."),
           judge: Optional[str] = typer.Option(None, help="Entailment model of +nli methods: llm or hf:NLI_MODEL."),
           judge_model: Optional[str] = typer.Option(None, help="Model of the LLM judge (default: --model)."),
           threshold: Optional[str] = typer.Option(None, help="Default verdict threshold, or a threshold file."),
@@ -381,6 +395,8 @@ def serve(index: Optional[Path] = typer.Option(None, help="An index built by `ve
     service = VeriragService(cfg)
     if fitted is not None:
         _warn_fitted_mismatch(fitted, service.pipeline)
+    if service.verify_warning:
+        err.print(f"[yellow]warning:[/yellow] /v1/verify: {escape(service.verify_warning)}")
     err.print(f"verirag serving on http://{host}:{port}  (web page /, API docs /docs, "
               f"{'token required' if api_key else 'no token'}; loading {escape(service.model_id)}…)")
     # on SIGTERM a request admitted last may still wait and run its full time: let it finish

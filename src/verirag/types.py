@@ -132,6 +132,25 @@ class Evidence:
 
 
 @dataclass
+class JudgedSentence:
+    """One sentence of an answer as a sentence-level verifier judged it: its support score and the
+    id of the passage that supports it best (the closest one when the score is low)."""
+
+    text: str
+    score: float
+    supporting_passage: str | None
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "JudgedSentence":
+        return cls(text=str(d["text"]), score=float(d["score"]), supporting_passage=d.get("supporting_passage"))
+
+
+def judged_sentences(records: list[dict[str, Any]] | None) -> list[JudgedSentence] | None:
+    """A predictor's per-sentence records (Verification.sentences) as JudgedSentence; None stays None."""
+    return None if records is None else [JudgedSentence.from_dict(r) for r in records]
+
+
+@dataclass
 class AskResult:
     """The answer to one question, verified, with the action taken.
 
@@ -162,6 +181,9 @@ class AskResult:
     # CalibRAG's forecaster stage, when one is set: confidence f(q, d*), epsilon, whether the query
     # was reformulated and to what, the reranked documents with their f values, the ids kept
     forecast: dict[str, Any] | None = None
+    # each sentence of `retrieved_answer` with its support, from a verifier that judges sentence by
+    # sentence (the trained verifier); None for judges that score the answer as a whole
+    sentences: list[JudgedSentence] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -190,9 +212,11 @@ class VerifyResult:
     usage: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
     warnings: list[str] = field(default_factory=list)
+    # each sentence of the answer with its support (as AskResult.sentences); None for whole-answer judges
+    sentences: list[JudgedSentence] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)  # the Evidence records become dicts too
+        return asdict(self)  # the Evidence and JudgedSentence records become dicts too
 
 
 @dataclass

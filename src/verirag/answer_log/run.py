@@ -10,7 +10,9 @@ Record fields: key, id, line, status ("verified", "failed": the verifier could n
 `error`; "malformed": the log line cannot be verified, with `error`), question, answer, score (None
 unless verified), line_text (a malformed line's start), supported (the verdict at `threshold`), threshold, supporting_passage (id, title,
 text, support_score: the best supported context; the closest one when unsupported), support_scores
-(each context's id and score), method, judge, model, warnings, seconds, usage. A recorded failure
+(each context's id and score), sentences (a sentence-level verifier's: each answer sentence's text,
+score and supporting_passage id; None for judges of the whole answer), method, judge, model,
+warnings, seconds, usage. A recorded failure
 is remembered like a verdict. An outage of the model backend (BackendError) or a backend without a
 capability the verifier needs (CapabilityError) is no verdict: it stops the run, the lines written
 so far stay, and the same command resumes.
@@ -21,7 +23,7 @@ import hashlib
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +81,7 @@ def verify_entry(pipeline, entry: LogEntry, threshold: float | ThresholdControll
             "supported": v.faithful, "threshold": v.threshold,
             "supporting_passage": _passage_dict(v.supporting_passage) if v.supporting_passage else None,
             "support_scores": [{"id": e.id, "support_score": e.support_score} for e in v.evidence],
+            "sentences": None if v.sentences is None else [asdict(s) for s in v.sentences],
             "method": v.method, "judge": v.judge, "model": pipeline.config.model, "error": v.error,
             "warnings": entry.warnings + v.warnings, "seconds": v.timings.get("verify"), "usage": v.usage}
 

@@ -18,16 +18,16 @@ from verirag.awf.entailment.base import EntailmentModel
 from verirag.awf.methods.base import AwFMethod, MethodOutput
 from verirag.awf.policies import ANSWERED, FALLBACKS, make_policy
 from verirag.awf.registry import create
-from verirag.awf.spec import MethodSpec, accepted_options
+from verirag.awf.spec import MethodSpec, accepted_options, split_name
 from verirag.awf.stages import UNTRUSTED_ACTIONS, ForecastRerankStage, TrustFilterStage, run_stages
 from verirag.awf.trace import Trace
-from verirag.errors import InputError, is_outage
+from verirag.errors import InputError, ModelNotFoundError, is_outage
 from verirag.learned.threshold import ANSWER, ThresholdController, as_controller
 from verirag.llm.factory import load_llm
 from verirag.llm.metered import MeteredLLM
 from verirag.metrics.abstention import is_abstention
 from verirag.llm.usage import Usage, metering
-from verirag.types import AskResult, Evidence, Passage, ScoredPassage, VerifyResult
+from verirag.types import AskResult, Evidence, Passage, ScoredPassage, VerifyResult, judged_sentences
 
 
 # The default verifier is the in-context self-check: with the default model it ranks answers as
@@ -42,7 +42,34 @@ JUDGED_METHOD = "vanilla+nli"
 # check_prompt_injection.py, qwen2.5-1.5b: 8 of 8 unsupported answers called supported, against 0
 # of 8 by per-passage NLI, which called 8 of 8 supported answers supported). So verifying a given
 # answer (/v1/verify, `verirag verify`) defaults to NLI, whatever method `ask` uses.
+# TRAINED_VERIFY_METHOD is the verifier shipped in the package (verirag.learned.shipped): once it
+# is, setting DEFAULT_VERIFY_METHOD to it is the whole switch; where it is missing, verifying
+# falls back to JUDGED_METHOD with a warning (default_verify_method).
+TRAINED_VERIFY_METHOD = "vanilla+verifier"
 DEFAULT_VERIFY_METHOD = JUDGED_METHOD
+
+
+def default_verify_method() -> tuple[str, str | None]:
+    """The method that verifies a given answer when the user names none, and a warning when it
+    cannot be DEFAULT_VERIFY_METHOD: a default that uses the shipped verifier, where none is
+    installed, falls back to JUDGED_METHOD (a user who asked for no method wants a verdict, not a
+    missing file; one who names the method gets the error)."""
+    name = DEFAULT_VERIFY_METHOD
+    if not uses_shipped_verifier(name):
+        return name, None
+    from verirag.learned.shipped import shipped_verifier_dir
+    try:
+        shipped_verifier_dir()
+    except ModelNotFoundError as e:
+        return JUDGED_METHOD, f"verified with {JUDGED_METHOD}, not the default {name}: {e}"
+    return name, None
+
+
+def uses_shipped_verifier(method: str) -> bool:
+    """Whether `method` is GEN+verifier without a verifier=DIR of its own."""
+    spec = MethodSpec.parse(method)
+    unified, _gen, pred = split_name(spec.name)
+    return not unified and pred == "verifier" and not spec.routed().get("predictor", {}).get("verifier")
 
 
 def why_it_cannot_verify(method: AwFMethod) -> str | None:
@@ -335,7 +362,7 @@ class Pipeline:
             retrieved_answer=out.answer, model=self.llm.model_id, method=method.registry_name,
             judge="" if untrusted else (getattr(getattr(method, "predictor", None), "name", "") or method.registry_name),
             timings={k: round(v, 4) for k, v in timings.items()}, usage=usage.to_dict(), error=error, trust=trust,
-            forecast=forecast)
+            forecast=forecast, sentences=judged_sentences(out.details.get("sentences")))
 
     def _untrusted_fallback(self) -> str:
         """The policy for "no chunk is trusted": abstain, or answer without context (no-rag)."""
@@ -346,7 +373,8 @@ class Pipeline:
                on_stage: Callable[[str], None] | None = None) -> VerifyResult:
         """Verify an answer another system produced from `passages`: the score of this pipeline's
         predictor (the PRED of its GEN+PRED method; self_check checks the answer in the conversation
-        Vanilla would have had), the verdict at `threshold`, and each passage's support. A method
+        Vanilla would have had), the verdict at `threshold`, each passage's support and, from a
+        predictor that judges sentence by sentence (verifier), each sentence's. A method
         that generates its own answer (a unified method, or a bare generator) cannot verify another
         one: InputError. A predictor that fails (unparseable judge output) gives score None,
         faithful False and the error, never an exception."""
@@ -383,7 +411,8 @@ class Pipeline:
             question=question, answer=answer, score=score, faithful=bool(faithful), threshold=cut,
             evidence=evidence, supporting_passage=evidence[v.best] if v.best is not None else None,
             method=method.registry_name, judge=getattr(predictor, "name", "") or predictor.registry_name,
-            timings={"verify": round(seconds, 4)}, usage=usage.to_dict(), error=v.error, warnings=warnings)
+            timings={"verify": round(seconds, 4)}, usage=usage.to_dict(), error=v.error, warnings=warnings,
+            sentences=judged_sentences(v.sentences))
 
     def answer_verifier(self):
         """The predictor that `verify` scores a given answer with; InputError when this pipeline's
@@ -422,7 +451,7 @@ class Pipeline:
             question=v.question, answer=decision.final_answer, score=out.score, faithful=decision.action == ANSWERED,
             threshold=v.threshold, action=decision.action, evidence=v.evidence,
             supporting_passage=v.supporting_passage, retrieved_answer=answer, model=self.llm.model_id,
-            method=v.method, judge=v.judge, timings=timings, usage=usage.to_dict(), error=error)
+            method=v.method, judge=v.judge, timings=timings, usage=usage.to_dict(), error=error, sentences=v.sentences)
 
     def describe(self) -> dict:
         return asdict(self.config)

@@ -1,5 +1,6 @@
 """The trained verifier as a faithfulness predictor (issue 27): no LLM, a small cross-encoder.
 
+    vanilla+verifier                      # the verifier shipped with verirag (verirag.learned.shipped)
     vanilla+verifier(verifier=DIR)        # DIR: made by `verirag train verifier`
     vanilla+verifier(verifier=DIR, read_top=2)   # each sentence reads its 2 lexically closest chunks
 
@@ -9,10 +10,15 @@ The answer is split into sentences; each is judged against every chunk of every 
 supports the answer most, and `sentences` each sentence's support with the id of its supporting
 passage.
 Each passage is read as its text (titles are not added: the verifier is trained on passage texts).
+A verifier folder is loaded once per process (a service builds every GEN+verifier method, and each
+would otherwise hold its own copy of the encoder).
 """
 from __future__ import annotations
 
+import copy
+import threading
 from collections.abc import Sequence
+from pathlib import Path
 
 from verirag.awf.predictors.base import FaithfulnessPredictor, Verification, failed_request, invalid_input
 from verirag.awf.registry import register
@@ -25,14 +31,12 @@ class TrainedVerifierPredictor(FaithfulnessPredictor):
     needs: tuple[str, ...] = ()
 
     def __init__(self, llm=None, *, verifier: str | None = None, read_top: int | None = None):
-        from verirag.learned.verifier import TrainedVerifier
-        if not verifier:
-            raise InputError("the verifier predictor needs verifier=DIR, a verifier trained with "
-                             f"`{TrainedVerifier.fit_command}`")
-        self.model = TrainedVerifier.load(verifier)
+        from verirag.learned.shipped import shipped_verifier_dir
+        if read_top is not None and read_top < 1:
+            raise InputError(f"read_top must be at least 1, got {read_top}")
+        # a copy shares the loaded network; its own read_top does not change other methods'
+        self.model = copy.copy(loaded_verifier(verifier or shipped_verifier_dir()))
         if read_top is not None:   # cheaper: each sentence reads only its closest chunks
-            if read_top < 1:
-                raise InputError(f"read_top must be at least 1, got {read_top}")
             self.model.read_top = read_top
         self.name = f"verifier[{self.model.encoder}]"
 
@@ -50,3 +54,20 @@ class TrainedVerifierPredictor(FaithfulnessPredictor):
         sentences = [{"text": x.text, "score": x.score, "supporting_passage": passages[x.passage].id}
                      for x in s.sentences]
         return Verification(score=s.score, per_passage=list(s.per_passage), best=s.best, sentences=sentences)
+
+
+_LOADED: dict[tuple, object] = {}
+_LOADING = threading.Lock()
+
+
+def loaded_verifier(folder: str | Path):
+    """The TrainedVerifier saved in `folder`, loaded once per process (again when its files change)."""
+    from verirag.learned.verifier import ADAPTER_FILE, META_FILE, TrainedVerifier
+    folder = Path(folder).expanduser().resolve()
+    stamp = tuple((f.stat().st_mtime_ns, f.stat().st_size) if f.is_file() else None
+                  for f in (folder / META_FILE, folder / ADAPTER_FILE))
+    with _LOADING:
+        key = (str(folder), stamp)
+        if key not in _LOADED:
+            _LOADED[key] = TrainedVerifier.load(folder)
+        return _LOADED[key]

@@ -1,0 +1,39 @@
+"""Learned parts that ship inside the package, so that they work without a training run.
+
+    shipped_verifier_dir()     # the folder of the packaged trained verifier (TrainedVerifier.load reads it)
+
+`verifier/` beside this file holds what `TrainedVerifier.save` writes (verifier.json and
+adapter.safetensors, at most `MAX_SHIPPED_BYTES` in all: the encoder itself is the PyPI package's).
+It is made by `verirag train verifier LABELS --out src/verirag/learned/shipped/verifier` and
+committed; a checkout or an install without it still runs, with the predictor `verifier` needing
+`verifier=DIR`. `VERIRAG_VERIFIER_DIR` names another folder instead (a verifier a user trained, or
+a test's).
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from verirag.errors import ModelNotFoundError
+from verirag.learned.verifier import ADAPTER_FILE, META_FILE
+
+VERIFIER_ENV = "VERIRAG_VERIFIER_DIR"
+SHIPPED_VERIFIER = Path(__file__).resolve().parent / "verifier"
+VERIFIER_FILES = (META_FILE, ADAPTER_FILE)   # what TrainedVerifier.save writes
+MAX_SHIPPED_BYTES = 5 * 1024 * 1024
+MAKE_VERIFIER = f"verirag train verifier LABELS --out {SHIPPED_VERIFIER}"
+
+
+def shipped_verifier_dir() -> Path:
+    """The trained verifier used when none is named: the folder in `VERIRAG_VERIFIER_DIR` when
+    set, else the package's own. ModelNotFoundError, naming the command that makes one, when the
+    folder lacks a saved verifier."""
+    named = os.environ.get(VERIFIER_ENV, "").strip()
+    folder = Path(named).expanduser() if named else SHIPPED_VERIFIER
+    missing = [f for f in VERIFIER_FILES if not (folder / f).is_file()]
+    if not missing:
+        return folder
+    where = f"{VERIFIER_ENV}={named}" if named else "this installation of verirag"
+    raise ModelNotFoundError(
+        f"no trained verifier in {where} ({folder} lacks {', '.join(missing)}): name one with "
+        f"verifier=DIR, point {VERIFIER_ENV} at one, or make the packaged one with `{MAKE_VERIFIER}`")
