@@ -27,6 +27,7 @@ from verirag.awf import registry
 from verirag.awf.generators.base import AnswerGenerator
 from verirag.awf.methods.base import AwFMethod, MethodOutput
 from verirag.awf.predictors.base import FaithfulnessPredictor, Verification
+from verirag.awf.signals import answer_signals
 from verirag.awf.spec import SEPARATOR, MethodSpec, split_name
 from verirag.awf.trace import Trace
 from verirag.errors import InputError, VeriragError
@@ -57,6 +58,15 @@ class ComposedMethod(AwFMethod):
                                                conversation=self.generator.quantity_key(trace))
         return self.predictor.quantity_key(trace, answer=answer)
 
+    def answer_details(self, trace: Trace, ans) -> dict[str, Any]:
+        """What the records say of the generated answer itself, the same for every predictor over
+        it: `generation` (the generation's trace key: records that share it judged one answer), the
+        model's fingerprint, and the answer's signals (`verirag.awf.signals`: no model call, well
+        under a millisecond, so each method computes them rather than the trace keeping them)."""
+        signals = answer_signals(ans.text, ans.generation, trace.passages, trace.retrieval_scores)
+        return {"generation": self.generator.quantity_key(trace), "model_fingerprint": self.generator.model_fingerprint(),
+                "signals": signals.to_dict()}
+
     def run(self, trace: Trace) -> MethodOutput:
         details: dict[str, Any] = {"generator": self.gen_name, "predictor": self.pred_name}
         t0 = time.perf_counter()
@@ -70,12 +80,13 @@ class ComposedMethod(AwFMethod):
         for k in ("parse_ok", "parse_warning"):  # structured generators: was the format followed?
             if k in ans.meta:
                 details[k] = ans.meta[k]
+        details.update(self.answer_details(trace, ans))
         if ans.error:
             return MethodOutput(answer=ans.text, score=0.0, hard=self.hard, error=ans.error, details=details)
         t0 = time.perf_counter()
         try:
-            v: Verification = trace.get(self.verify_key(trace, ans.text), lambda: self.predictor.verify_answer(
-                trace.question, ans, trace.passages), stage=self.predictor.stage_text(len(trace.passages)))
+            v: Verification = trace.get(self.verify_key(trace, ans.text), lambda: self.predictor.verify_in(trace, ans),
+                                        stage=self.predictor.stage_text(len(trace.passages)))
         except VeriragError as e:
             return MethodOutput(answer=ans.text, score=0.0, hard=self.hard, details=details, failure=e,
                                 error=f"predictor {self.pred_name} failed: {type(e).__name__}: {e}")
