@@ -68,7 +68,8 @@ class ComposedMethod(AwFMethod):
                 "signals": signals.to_dict()}
 
     def run(self, trace: Trace) -> MethodOutput:
-        details: dict[str, Any] = {"generator": self.gen_name, "predictor": self.pred_name}
+        details: dict[str, Any] = {"generator": self.gen_name, "predictor": self.pred_name,
+                                   "predictor_digest": self.predictor.digest}
         t0 = time.perf_counter()
         try:
             ans = trace.answer(self.generator)
@@ -111,7 +112,10 @@ def _no_judge(name: str) -> InputError:
                       + ", ".join(entailment_predictors()))
 
 
-def _predictor(name: str, llm, judge_llm, entailment, options: Mapping[str, Any]) -> FaithfulnessPredictor:
+def build_predictor(name: str, llm, judge_llm=None, entailment=None, options: Mapping[str, Any] | None = None
+                    ) -> FaithfulnessPredictor:
+    """The predictor `name` with `options`, wired as `build_method` wires it (see there)."""
+    options = dict(options or {})
     cls = registry.get("predictor", name)
     if cls.uses_entailment:
         return cls(entailment or registry.create("entailment", "llm", judge_llm or llm), **options)
@@ -146,7 +150,7 @@ def build_method(name: "str | MethodSpec", llm, *, judge_llm=None, entailment=No
         method = registry.create("method", unified, llm, **routed.get("method", {}))
     else:
         generator = registry.create("generator", gen_name, llm, **routed.get("generator", {}))
-        method = ComposedMethod(generator, _predictor(pred_name, llm, judge_llm, entailment,
+        method = ComposedMethod(generator, build_predictor(pred_name, llm, judge_llm, entailment,
                                                       routed.get("predictor", {})))
     method.spec = spec
     return method

@@ -64,7 +64,7 @@ def answer_signals(answer: str, generation: Generation | None, passages: Sequenc
     if scores and len(scores) == len(passages) and all(math.isfinite(s) for s in scores):
         out.values.update(retrieval_top=max(scores), retrieval_mean=sum(scores) / len(scores))
     else:
-        why = ("no retriever scored the passages (given with the question)" if not scores
+        why = ("no retriever scored the passages: they came with the question" if not scores
                else f"{len(scores)} retrieval scores for {len(passages)} passages" if len(scores) != len(passages)
                else "a retrieval score is not finite")
         out.missing.update({s: why for s in RETRIEVAL_SIGNALS})
