@@ -234,3 +234,10 @@ def test_train_verifier_stack_command(tmp_path, capsys):
     assert main(["train", "verifier", str(tmp_path / "labels.jsonl"), "--stack", str(run), "--out", str(out)]) != 0
     assert main(["train", "verifier", "--stack", str(tmp_path / "nothing"), "--out", str(out)]) != 0
     assert "holds no eval records" in capsys.readouterr().err
+
+
+def test_scores_of_two_predictor_identities_are_not_mixed():
+    recs = records(6)
+    recs[1].details = {**recs[1].details, "predictor_digest": "retrained"}   # q0's verifier record
+    with pytest.raises(InputError, match="verifier scores come from two different predictors"):
+        feature_table(recs)

@@ -134,8 +134,12 @@ def _answers(records: Sequence[Any], label: str) -> tuple[dict[str, Answer], dic
         a.values[pred] = 0.0 if r.error else float(r.score)
         if r.error:
             a.errors[pred] = r.error
-        sources.setdefault(pred, {"predictor": pred, "options": _predictor_options(r.method_spec or {}),
-                                  "method": r.method, "digest": d.get("predictor_digest", "")})
+        source = sources.setdefault(pred, {"predictor": pred, "options": _predictor_options(r.method_spec or {}),
+                                           "method": r.method, "digest": d.get("predictor_digest", "")})
+        if d.get("predictor_digest", "") != source["digest"]:
+            raise InputError(f"the {pred} scores come from two different predictors (identities {source['digest']!r} "
+                             f"and {d.get('predictor_digest', '')!r}, e.g. a verifier retrained between runs): "
+                             "stack the records of one set-up")
     return answers, sources, dict(ignored), fingerprints
 
 
