@@ -224,13 +224,14 @@ def test_train_verifier_stack_command(tmp_path, capsys):
         store.append(rec)
     out = tmp_path / "stack.json"
     assert main(["train", "verifier", "--stack", str(run), "--out", str(out), "--folds", "3",
-                 "--resamples", "50"]) == 0
+                 "--resamples", "50", "--c", "0.5"]) == 0
     text = capsys.readouterr().out
     assert "not in this run: retrieval_top" in text
     for name in ("stacked", "gradient", "self_check", "verifier", "k_precision", "logprob_sum"):
         assert name in text
     stack = StackedVerifier.load(out)
     assert stack.provenance["command"] == "verirag train verifier --stack" and stack.provenance["run"] == str(run)
+    assert stack.C == 0.5 and stack.provenance["cv"]["folds"] == 3
     assert main(["train", "verifier", str(tmp_path / "labels.jsonl"), "--stack", str(run), "--out", str(out)]) != 0
     assert main(["train", "verifier", "--stack", str(tmp_path / "nothing"), "--out", str(out)]) != 0
     assert "holds no eval records" in capsys.readouterr().err

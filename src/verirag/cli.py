@@ -750,6 +750,8 @@ def train_verifier_cmd(
         label: str = typer.Option("faithful", help="With --stack: faithful (AwF's V) or correct."),
         model: Optional[str] = typer.Option(None, help="With --stack: the run's model (needed when it has several)."),
         resamples: int = typer.Option(2000, help="With --stack: bootstrap resamples of the question groups."),
+        c: float = typer.Option(1.0, "--c", help="With --stack: the logistic regression's C (inverse L2 strength; "
+                                "smaller is stronger, for small runs)."),
         encoder: str = typer.Option("all-MiniLM-L6-v2", help="The packaged encoder to fine-tune, or a model folder."),
         epochs: int = typer.Option(2, help="Training epochs at most (the best validation AUROC is kept)."),
         max_examples: Optional[int] = typer.Option(None, help="Train on a seeded sample of at most this many examples."),
@@ -768,7 +770,7 @@ def train_verifier_cmd(
                          "signals), not both")
     if stack is not None:
         _train_stack(stack, out_dir, methods=[m.strip() for m in methods if m.strip()], features=_names(features), impute=impute,
-                     folds=folds, label=label, model=model, seed=seed, resamples=resamples)
+                     folds=folds, label=label, model=model, seed=seed, resamples=resamples, C=c)
         return
 
     from verirag.learned.verifier import TrainedVerifier
@@ -799,7 +801,7 @@ def train_verifier_cmd(
 
 
 def _train_stack(run_dir: Path, out_file: Path, *, methods: list[str], features: list[str], impute: bool,
-                 folds: int, label: str, model: Optional[str], seed: int, resamples: int) -> None:
+                 folds: int, label: str, model: Optional[str], seed: int, resamples: int, C: float) -> None:
     from verirag.experiments.grid.records import ResultStore
     from verirag.train.stack import BOOSTED, STACKED, train_stack
     from verirag.train.stack_features import feature_table
@@ -810,7 +812,7 @@ def _train_stack(run_dir: Path, out_file: Path, *, methods: list[str], features:
     table = feature_table(store.load(), methods=methods or None, features=features or None, label=label,
                           impute=impute, model=model)
     with err.status("cross-validating the stack…"):
-        result = train_stack(table, folds=folds, seed=seed, impute=impute, n_resamples=resamples)
+        result = train_stack(table, folds=folds, seed=seed, C=C, impute=impute, n_resamples=resamples)
     r = result.report
     result.stack.save(out_file, command="verirag train verifier --stack", run=str(run_dir), methods=methods,
                       **result.provenance)

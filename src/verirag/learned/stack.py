@@ -78,7 +78,7 @@ class StackedVerifier(LearnedPart):
     def _named(self, mask: np.ndarray) -> str:
         return ", ".join(f for f, m in zip(self.features, mask.any(axis=0)) if m)
 
-    def fit(self, X, y) -> "StackedVerifier":
+    def fit(self, X, y) -> StackedVerifier:
         from sklearn.linear_model import LogisticRegression
         X = self.matrix(X)
         y = np.asarray(y)
@@ -98,7 +98,7 @@ class StackedVerifier(LearnedPart):
         self.coef_ = model.coef_[0].astype(np.float64)
         self.intercept_ = float(model.intercept_[0])
         self.imputed_ = {f: int(n) for f, n in zip(self.features, missing.sum(axis=0)) if n}
-        self.n_train_ = int(len(y))
+        self.n_train_ = len(y)
         self.positive_rate_ = float(y.mean())
         return self
 

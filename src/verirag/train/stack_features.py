@@ -195,7 +195,7 @@ def feature_table(records: Sequence[Any], *, methods: Sequence[str] | None = Non
         why = first.missing.get(f) or (f"no record of a method with predictor {f} on this answer"
                                        if f in sources else "not recorded")
         raise InputError(f"feature {f} is missing for {missing[f]} of {len(rows)} answers (first: {first.key}: {why})"
-                         + (f"; also missing: " + ", ".join(f"{g} ({n})" for g, n in missing.items() if g != f)
+                         + ("; also missing: " + ", ".join(f"{g} ({n})" for g, n in missing.items() if g != f)
                             if len(missing) > 1 else "")
                          + ". Leave it out with --features, or pass --impute to fill missing values with the "
                          "training mean (counted in the report)")
