@@ -25,9 +25,9 @@ def every_method() -> list[str]:
     # llm_judge reads the answer the same way after any generator: after vanilla it is enough.
     # lookback needs a trained classifier: tests/test_awf_lookback.py runs it on transformers;
     # calibrag a trained forecaster: tests/test_calibrag.py; verifier a trained verifier:
-    # tests/test_learned_verifier.py.
+    # tests/test_learned_verifier.py; stacked a stack fitted on an eval run: tests/test_stack_run.py.
     return [m for m in method_names() if (not m.endswith("+llm_judge") or m.startswith("vanilla"))
-            and not m.endswith(("+lookback", "+verifier")) and m != "calibrag"]
+            and not m.endswith(("+lookback", "+verifier", "+stacked")) and m != "calibrag"]
 
 
 def check_contract(llm, name: str) -> None:
@@ -58,7 +58,7 @@ def test_a_backend_without_logprobs_is_refused_at_construction():
     needing = {"pre_answering": NEXT_TOKEN, "nli": NEXT_TOKEN, "llm_judge": NEXT_TOKEN,
                "self_check": NEXT_TOKEN, "dual_generation": SCORE}
     for name in method_names():
-        if name.endswith(("+lookback", "+verifier")) or name == "calibrag":  # need trained files
+        if name.endswith(("+lookback", "+verifier", "+stacked")) or name == "calibrag":  # need trained files
             continue
         parts = name.split("+")
         need = next((needing[p] for p in parts if p in needing), None)

@@ -15,6 +15,7 @@ from verirag.errors import InputError, NotFittedError
 from verirag.learned.base import LearnedPart
 from verirag.learned.forecaster import Forecaster, ProbeForecaster, load_forecaster
 from verirag.learned.lookback_classifier import LookbackClassifier
+from verirag.learned.stack import StackedVerifier
 from verirag.learned.threshold import ThresholdController
 from verirag.learned.trust_filter import ConformalTrustFilter
 from verirag.learned.verifier import TrainedVerifier
@@ -122,7 +123,15 @@ def probe_case(llm):
                 runtime={"llm": llm})
 
 
-CASES = ["threshold", "trust_filter", "lookback_classifier", "forecaster", "verifier",
+def stack_case():   # no earlier format to read
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(40, 3))
+    y = (X[:, 0] + 0.5 * X[:, 1] + rng.normal(size=40) > 0).astype(int)
+    return Case(lambda: StackedVerifier(["verifier", "self_check", "logprob_min"], C=0.5), lambda s: s.fit(X, y),
+                lambda s: s.predict_proba(X))
+
+
+CASES = ["threshold", "trust_filter", "lookback_classifier", "forecaster", "verifier", "stack",
          pytest.param("forecaster_probe", marks=pytest.mark.slow)]
 
 
@@ -132,7 +141,7 @@ def case(request):
     if name == "forecaster_probe":
         return probe_case(request.getfixturevalue("smollm"))
     return {"threshold": threshold_case, "trust_filter": trust_case, "lookback_classifier": lookback_case,
-            "forecaster": forecaster_case, "verifier": verifier_case}[name]()
+            "forecaster": forecaster_case, "verifier": verifier_case, "stack": stack_case}[name]()
 
 
 @pytest.mark.parametrize("case", CASES, indirect=True)

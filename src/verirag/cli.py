@@ -5,6 +5,7 @@ User errors (VeriragError) print one clear line and exit non-zero, never a trace
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 import time
@@ -745,10 +746,28 @@ def train_forecaster_cmd(
 
 @train_app.command("verifier")
 def train_verifier_cmd(
-        labels: list[Path] = typer.Argument(..., help="Labelled examples, one file or several: the records of "
-                                            "`verirag label verifier`, or JSONL of resolved examples (question, answer, "
-                                            "passages, label, recipe, group, sentence_labels; see verirag.train.verifier)."),
-        out_dir: Path = typer.Option(..., "--out", help="Where to write the verifier (a folder)."),
+        labels: Optional[list[Path]] = typer.Argument(None, help="Labelled examples, one file or several: the compact "
+                                                      "records of `verirag label verifier`, or JSONL of resolved "
+                                                      "examples (question, answer, passages, label, recipe, group, "
+                                                      "sentence_labels; see verirag.train.verifier). Not with --stack."),
+        out_dir: Path = typer.Option(..., "--out", help="Where to write the verifier (a folder); with --stack, the "
+                                     "stacked verifier (one JSON file)."),
+        stack: Optional[Path] = typer.Option(None, "--stack", help="Instead: stack what an eval run knows about its "
+                                             "answers (a run folder of `verirag eval` whose answers several predictors "
+                                             "scored, e.g. vanilla+verifier(verifier=DIR) and vanilla+self_check) "
+                                             "into one learned score; predictor `stacked(stack=FILE)` applies it."),
+        methods: list[str] = typer.Option([], "--methods", help="With --stack: only this method's records (its "
+                                          "label in the run; repeatable)."),
+        features: list[str] = typer.Option([], "--features", help="With --stack: only these features (predictor "
+                                           "names and signals, comma-separated; default: all the run has)."),
+        impute: bool = typer.Option(False, "--impute", help="With --stack: fill a missing feature value with the "
+                                    "training mean (counted in the report) instead of refusing."),
+        folds: int = typer.Option(5, help="With --stack: cross-validation folds (split by question group)."),
+        label: str = typer.Option("faithful", help="With --stack: faithful (AwF's V) or correct."),
+        model: Optional[str] = typer.Option(None, help="With --stack: the run's model (needed when it has several)."),
+        resamples: int = typer.Option(2000, help="With --stack: bootstrap resamples of the question groups."),
+        c: float = typer.Option(1.0, "--c", help="With --stack: the logistic regression's C (inverse L2 strength; "
+                                "smaller is stronger, for small runs)."),
         encoder: str = typer.Option("all-MiniLM-L6-v2", help="The packaged encoder to fine-tune, or a model folder."),
         epochs: int = typer.Option(2, help="Training epochs at most (the best validation AUROC is kept)."),
         max_examples: Optional[int] = typer.Option(None, help="Train on a seeded sample of at most this many examples."),
@@ -762,8 +781,17 @@ def train_verifier_cmd(
         val_share: float = typer.Option(0.2, help="Share of the question groups held out for validation."),
         seed: int = typer.Option(0, help="Sampling, split and initialisation seed.")):
     """Train the verifier (predictor `verifier`): a cross-encoder over a packaged sentence encoder
-    that judges each answer sentence against the passages' chunks."""
+    that judges each answer sentence against the passages' chunks. With --stack RUN: fit the stacked
+    verifier (predictor `stacked`) on an eval run's answers and report it beside each signal alone."""
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    labels = labels or None
+    if (labels is None) == (stack is None):
+        raise InputError("give either LABELS (train the cross-encoder) or --stack RUN (stack an eval run's "
+                         "signals), not both")
+    if stack is not None:
+        _train_stack(stack, out_dir, methods=[m.strip() for m in methods if m.strip()], features=_names(features), impute=impute,
+                     folds=folds, label=label, model=model, seed=seed, resamples=resamples, C=c)
+        return
 
     from verirag.learned.verifier import TrainedVerifier
     from verirag.train.verifier import train_verifier
@@ -791,6 +819,52 @@ def train_verifier_cmd(
               f"{v.n_train_} training / {v.n_val_} validation examples; best epoch {v.best_epoch_} of "
               f"{len(v.history_)}, temperature {v.temperature_:.3f}; validation AUROC {m['auroc']:.3f}, "
               f"ECE {m['ece']:.3f}, Brier {m['brier']:.3f}")
+
+
+def _train_stack(run_dir: Path, out_file: Path, *, methods: list[str], features: list[str], impute: bool,
+                 folds: int, label: str, model: Optional[str], seed: int, resamples: int, C: float) -> None:
+    from verirag.experiments.grid.records import ResultStore
+    from verirag.train.stack import BOOSTED, STACKED, train_stack
+    from verirag.train.stack_features import feature_table
+    store = ResultStore(run_dir)
+    if not store.path.exists():
+        raise InputError(f"{run_dir} holds no eval records ({store.path.name}): run `verirag eval CONFIG --out "
+                         f"{run_dir}` first")
+    table = feature_table(store.load(), methods=methods or None, features=features or None, label=label,
+                          impute=impute, model=model)
+    with err.status("cross-validating the stack…"):
+        result = train_stack(table, folds=folds, seed=seed, C=C, impute=impute, n_resamples=resamples)
+    r = result.report
+    result.stack.save(out_file, command="verirag train verifier --stack", run=str(run_dir), methods=methods,
+                      **result.provenance)
+    out.print(f"{r['answers']} answers to {r['groups']} question groups of {escape(r['model'])}: {r['positives']} "
+              f"{label}; {r['folds']}-fold cross-validation by question group")
+    for f, why in r["absent"].items():
+        out.print(f"[yellow]not in this run:[/yellow] {f} ({escape(why)})")
+    for f, n in r["imputed"].items():
+        out.print(f"[yellow]imputed:[/yellow] {f} missing for {n} answers (the training mean)")
+    for f, n in r["predictor_errors"].items():
+        out.print(f"[yellow]{f} failed on {n} answers[/yellow] (scored 0, as the run's records score them)")
+
+    def ci(row: dict, key: str, sign: str = "") -> str:
+        if key not in row or row[key] is None or math.isnan(row[key]):
+            return "-"
+        return f"{row[key]:{sign}.3f} [{row[f'{key}_low']:{sign}.3f}, {row[f'{key}_high']:{sign}.3f}]"
+
+    table_out = Table("score", "AUROC", "stacked - it", "AwF PR-AUC", "stacked - it", "weight",
+                      title=f"out-of-fold, 95% intervals over question groups (random PR-AUC {r['pr_auc_random']:.3f})")
+    weights = r["weights"]
+    for name, row in r["rows"].items():
+        shown = {STACKED: "stacked (logistic, saved)", BOOSTED: "gradient boosting"}.get(name, name)
+        w = f"{weights[name]:+.3f}" if name in weights else ""
+        table_out.add_row(shown, ci(row, "auroc"), ci(row, "gain_auroc", "+"), ci(row, "pr_auc"),
+                          ci(row, "gain_pr_auc", "+"), w)
+    out.print(table_out)
+    if r["gradient_boosting_better"]:
+        out.print("[yellow]gradient boosting ranks better than the logistic stack here (paired interval above 0);"
+                  "[/yellow] the saved stack is the logistic regression: scikit-learn gives gradient boosting no "
+                  "saved form but pickle")
+    out.print(f"stacked verifier -> {escape(str(out_file))}; use it as vanilla+stacked(stack={escape(str(out_file))})")
 
 
 def _names(values: list[str]) -> list[str]:

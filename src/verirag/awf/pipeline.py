@@ -316,7 +316,8 @@ class Pipeline:
                     forecast["reformulate_error"] = got.requery["error"]
 
         # generate + verify (the method reports its own split of the time)
-        trace = Trace(question, [h.passage for h in hits], on_compute=say)
+        trace = Trace(question, [h.passage for h in hits], on_compute=say,
+                      retrieval_scores=[float(h.score) for h in hits])
         method = self.method
         untrusted = trust is not None and not hits
         t = time.perf_counter()

@@ -93,13 +93,16 @@ class Attribution:
 
 @dataclass
 class Trace:
-    """The work done for one (question, passages) pair, keyed by derived quantity keys."""
+    """The work done for one (question, passages) pair, keyed by derived quantity keys.
+    `retrieval_scores[i]`: the retriever's score of passages[i], where a retriever chose them
+    (None for passages given with the question); the answer's signals read them."""
 
     question: str
     passages: Sequence[Passage]
     quantities: dict[str, Quantity] = field(default_factory=dict)
     computed: list[str] = field(default_factory=list)  # in order, for inspection and tests
     on_compute: Callable[[str], None] | None = field(default=None, repr=False)  # told each stage as it starts
+    retrieval_scores: Sequence[float] | None = None
     _attributions: list[Attribution] = field(default_factory=list, repr=False)
 
     def get(self, key: str, compute: Callable[[], Any], *, stage: str = "") -> Any:

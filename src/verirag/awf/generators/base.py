@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from verirag.awf.component import Component
-from verirag.llm.base import LLM
+from verirag.llm.base import LLM, LOGPROBS
 from verirag.types import Generation, Passage
 
 
@@ -29,6 +29,13 @@ class AnswerGenerator(Component, ABC):
     def __init__(self, llm: LLM, *, max_tokens: int = 96):
         self.llm = llm
         self.max_tokens = max_tokens
+
+    def generate(self, messages: list[dict[str, str]]) -> Generation:
+        """The model's reply to `messages`, with its token log-probabilities wherever the backend
+        gives them in the same request (the answer's signals, `verirag.awf.signals`: one
+        log-softmax per generated token, no extra request)."""
+        logprobs = LOGPROBS in getattr(self.llm, "capabilities", ())
+        return self.llm.generate(messages, max_tokens=self.max_tokens, logprobs=logprobs)
 
     @abstractmethod
     def answer(self, question: str, passages: Sequence[Passage]) -> Answer:

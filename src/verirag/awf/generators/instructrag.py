@@ -63,7 +63,7 @@ class InstructRAGGenerator(AnswerGenerator):
 
     def answer(self, question: str, passages: Sequence[Passage]) -> Answer:
         messages = self.messages(question, passages)
-        gen = self.llm.generate(messages, max_tokens=self.max_tokens)
+        gen = self.generate(messages)
         raw = gen.text
         parsed = extract_response(raw)
         meta = {"raw": raw, "parse_ok": parsed.ok, "parse_error": parsed.reason,

@@ -21,4 +21,4 @@ class NoContextGenerator(AnswerGenerator):
 
     def answer(self, question: str, passages: Sequence[Passage] = ()) -> Answer:
         messages = self.prompt.messages(question=question)
-        return self._finish(self.llm.generate(messages, max_tokens=self.max_tokens), messages)
+        return self._finish(self.generate(messages), messages)

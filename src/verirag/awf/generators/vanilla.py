@@ -28,4 +28,4 @@ class VanillaGenerator(AnswerGenerator):
 
     def answer(self, question: str, passages: Sequence[Passage]) -> Answer:
         messages = self.messages(question, passages)
-        return self._finish(self.llm.generate(messages, max_tokens=self.max_tokens), messages)
+        return self._finish(self.generate(messages), messages)

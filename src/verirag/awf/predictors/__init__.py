@@ -6,10 +6,11 @@ from verirag.awf.predictors.lookback import LookbackPredictor
 from verirag.awf.predictors.nli import PostAnsweringNLI
 from verirag.awf.predictors.pre_answering import PreAnsweringPredictor
 from verirag.awf.predictors.self_check import SelfCheckPredictor
+from verirag.awf.predictors.stacked import StackedPredictor
 from verirag.awf.predictors.trivial import TrivialPredictor
 from verirag.awf.predictors.verifier import TrainedVerifierPredictor
 from verirag.awf.predictors.verbal_confidence import VerbalLinguisticPredictor, VerbalNumberPredictor
 
 __all__ = ["FaithfulnessPredictor", "KPrecisionPredictor", "LLMJudgePredictor", "LookbackPredictor", "PostAnsweringNLI",
-           "PreAnsweringPredictor", "SelfCheckPredictor", "TrainedVerifierPredictor", "TrivialPredictor", "VerbalLinguisticPredictor",
+           "PreAnsweringPredictor", "SelfCheckPredictor", "StackedPredictor", "TrainedVerifierPredictor", "TrivialPredictor", "VerbalLinguisticPredictor",
            "VerbalNumberPredictor", "Verification"]

@@ -70,3 +70,8 @@ class FaithfulnessPredictor(Component, ABC):
     def verify_answer(self, question: str, answer, passages: Sequence[Passage]) -> Verification:
         """Score a generator's Answer; predictors that read only its text use `verify`."""
         return self.verify(question, answer.text, passages)
+
+    def verify_in(self, trace, answer) -> Verification:
+        """Score a generator's Answer in its example's trace (`verirag.awf.trace.Trace`);
+        predictors that read no more than the question and the passages use `verify_answer`."""
+        return self.verify_answer(trace.question, answer, trace.passages)

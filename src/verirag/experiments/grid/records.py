@@ -21,6 +21,12 @@ Fields:
 - abstained: the answer is an abstention (e.g. Intrinsic's __DONT_KNOW__).
 - error: why part of the method failed (unparseable output, backend failure), else None. Such
   records stay in every denominator with score 0 (MethodOutput's convention).
+- details: what the method reports beyond its score. A GENERATOR+PREDICTOR method also names the
+  answer it judged and what is known of it, the same in every record over that answer:
+  `generation` (the generation's trace key: records sharing it judged one answer), `model_fingerprint`,
+  `predictor_digest` (the predictor's identity), and `signals` = {"values": {...}, "missing":
+  {signal: why}}: the answer's token logprob min / mean / sum, K-Precision and retrieval top / mean
+  (`verirag.awf.signals`; what `verirag train verifier --stack` combines).
 - seconds: wall time of this method on this example, marginal to methods that ran before it in
   the same trace (a shared generation is paid by the first method that needs it).
 - calls, prompt_tokens, completion_tokens: the full cost of the method on this example: every

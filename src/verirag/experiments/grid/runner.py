@@ -182,7 +182,7 @@ class UnitRunner:
 
     def run_example(self, ex: Example, done: set[str]) -> list[ResultRecord]:
         from verirag.awf.trace import Trace
-        trace = Trace(ex.question_with_history(), ex.passages)
+        trace = Trace(ex.question_with_history(), ex.passages, retrieval_scores=ex.meta.get("retrieval_scores"))
         records = []
         for label, (spec, method) in self.methods.items():
             if self.key(label, ex) in done:

@@ -1,0 +1,107 @@
+"""A stacked verifier as a predictor: the learned combination `verirag train verifier --stack RUN`
+made, applied at answer time (issue 27, item 5).
+
+    vanilla+stacked(stack=stack.json)
+
+It computes every feature the stack reads, as the eval run that trained it did: each predictor
+feature with the same predictor and options (rebuilt from the stack's `sources`, on this LLM;
+a rebuilt predictor whose identity differs from the one that made the training scores, e.g. a
+retrained verifier or another self-check prompt, is refused), and the answer's signals
+(`verirag.awf.signals`: token logprobs from the generation, K-Precision, retrieval scores from
+the trace). A predictor that fails on an answer counts 0, as the run's records count it (its
+error is kept in `warnings`); an outage is a failure, never a score. A feature this answer cannot
+have (no logprobs for an answer written elsewhere, no retrieval scores for passages given with
+the question) is an error naming it, unless the stack was fitted with imputation.
+
+It pays for every predictor it combines (a self-check request, the verifier's encoder), on top of
+the generation; `per_passage`, `best` and `sentences` come from the first combined predictor that
+names passages (K-Precision per passage otherwise).
+"""
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from pathlib import Path
+
+from verirag.awf.component import fingerprint_of
+from verirag.awf.generators.base import Answer
+from verirag.awf.predictors.base import FaithfulnessPredictor, Verification, invalid_input
+from verirag.awf.predictors.k_precision import KPrecisionPredictor
+from verirag.awf.registry import register
+from verirag.awf.signals import answer_signals
+from verirag.errors import InputError, is_outage
+from verirag.types import Passage
+
+
+@register("predictor", "stacked")
+class StackedPredictor(FaithfulnessPredictor):
+    needs: tuple[str, ...] = ()
+
+    def __init__(self, llm=None, *, stack: str | None = None):
+        from verirag.awf.compose import build_predictor
+        from verirag.learned.stack import StackedVerifier
+        if not stack:
+            raise InputError(f"the stacked predictor needs stack=FILE, made by `{StackedVerifier.fit_command}`")
+        self.llm = llm
+        self.model = StackedVerifier.load(stack, expect={"model": fingerprint_of(llm)})
+        self.stack_sha256 = hashlib.sha256(Path(stack).read_bytes()).hexdigest()
+        self.parts: dict[str, FaithfulnessPredictor] = {}
+        for feature in self.model.features:
+            source = self.model.sources.get(feature) or {}
+            if "predictor" not in source:
+                continue   # a signal: computed here from the answer
+            part = build_predictor(source["predictor"], llm, options=source.get("options") or {})
+            want = source.get("digest")
+            if want and part.digest != want:
+                raise InputError(f"{stack}: its feature {feature!r} was made by predictor {source['predictor']} "
+                                 f"with options {source.get('options') or {}} and identity {want}; built here it "
+                                 f"is {part.digest} (retrained weights, another prompt or model): refit with "
+                                 f"`{StackedVerifier.fit_command}` on a run of this set-up")
+            self.parts[feature] = part
+        self.continues_generation = any(p.continues_generation for p in self.parts.values())
+        self.name = f"stacked[{', '.join(self.model.features)}]"
+
+    def model_fingerprint(self) -> str:
+        return f"stack:{self.stack_sha256[:16]}|{fingerprint_of(self.llm)}"
+
+    def verify_in(self, trace, answer: Answer) -> Verification:
+        return self.combine(trace.question, answer, trace.passages, trace.retrieval_scores)
+
+    def verify_answer(self, question: str, answer: Answer, passages: Sequence[Passage]) -> Verification:
+        return self.combine(question, answer, passages, None)
+
+    def verify(self, question: str, answer: str, passages: Sequence[Passage]) -> Verification:
+        return self.combine(question, Answer(text=answer), passages, None)
+
+    def combine(self, question: str, answer: Answer, passages: Sequence[Passage],
+                retrieval_scores: Sequence[float] | None) -> Verification:
+        bad = invalid_input(answer.text, passages)
+        if bad is not None:
+            return bad
+        signals = answer_signals(answer.text, answer.generation, passages, retrieval_scores)
+        values: dict[str, float] = dict(signals.values)
+        warnings: list[str] = []
+        named: Verification | None = None
+        for feature, part in self.parts.items():
+            v = part.verify_answer(question, answer, passages)
+            if v.failure is not None and is_outage(v.failure):
+                return Verification(score=float("nan"), per_passage=[None] * len(passages),
+                                    error=f"{feature}: {v.error}", failure=v.failure)
+            if v.ok:
+                values[feature] = float(v.score)
+            else:   # the run's records score a failed predictor 0, and so did the stack's training
+                values[feature] = 0.0
+                warnings.append(f"{feature} failed and counts 0: {v.error}")
+            if named is None and v.ok and v.best is not None:
+                named = v
+        missing = [f for f in self.model.features if f not in values]
+        if missing and not self.model.impute:
+            reasons = "; ".join(f"{f}: {signals.missing.get(f, 'not computed')}" for f in missing)
+            return Verification(score=float("nan"), per_passage=[None] * len(passages),
+                                error=f"the stacked verifier needs {', '.join(missing)} ({reasons})")
+        warnings += [f"{f} imputed (the training mean): {signals.missing.get(f, 'not computed')}" for f in missing]
+        score = self.model.score(values)
+        if named is None:
+            named = KPrecisionPredictor().verify(question, answer.text, passages)
+        return Verification(score=score, per_passage=list(named.per_passage), best=named.best,
+                            warnings=warnings, sentences=named.sentences)
