@@ -14,9 +14,13 @@ This is evaluation data: never train or tune on it (the labelling run drops all 
     # 3. the table: AUROC of each judge, of K-Precision (no model) and of token Recall (it sees the
     #    gold answers, which a verifier never has); paired differences against the first judge
     python benchmarks/verifier_dev.py compare runs/verifier_dev/verifier runs/verifier_dev/nli ...
+    # an LLM judge's scores outlive the machine as ids and scores (data/verifier/dev_scores/), and
+    # compare reads them in place of its run folder
+    python benchmarks/verifier_dev.py export runs/verifier_dev/nli --out data/verifier/dev_scores/nli-qwen2.5-1.5b.jsonl
 
-A judge's failed or missing answers are counted and, for the table, scored 0.5 (an abstaining
-judge ranks them nowhere), so every judge is compared on the same answers; the count is printed.
+Every judge is compared on the same answers: by default those every run scored (a judge stopped
+part way, or run with --limit, scored a random sample of questions: the log's order); with
+--all, every answer, a missing or failed score counted as 0.5. The counts are printed.
 """
 from __future__ import annotations
 
@@ -58,10 +62,12 @@ def dev_rows(data: Path | None = None) -> list[dict]:
     return sorted(rows, key=lambda r: rank[r["group"]])
 
 
-def read_scores(run_dir: Path) -> dict[str, float | None]:
-    """id -> score of a `verirag verify --out` folder (the latest line per id; None: failed)."""
+def read_scores(run: Path) -> dict[str, float | None]:
+    """id -> score of a `verirag verify --out` folder, or of the compact scores `export` writes
+    (the latest line per id; None: failed)."""
     out: dict[str, float | None] = {}
-    with open(Path(run_dir) / "results.jsonl", encoding="utf-8") as fh:
+    path = Path(run) / "results.jsonl" if Path(run).is_dir() else Path(run)
+    with open(path, encoding="utf-8") as fh:
         for line in fh:
             if line.strip():
                 r = json.loads(line)
@@ -93,12 +99,26 @@ def main(argv: list[str] | None = None) -> int:
     lg = sub.add_parser("log", help="write the dev log")
     lg.add_argument("--out", type=Path, default=Path("runs/verifier_dev/dev.jsonl"))
     lg.add_argument("--data", type=Path, default=None)
+    ex = sub.add_parser("export", help="a verify run's scores in compact form (ids and scores only, no benchmark "
+                        "text): what an LLM judge's hours on the dev set leave for the next machine")
+    ex.add_argument("run", type=Path)
+    ex.add_argument("--out", type=Path, required=True)
     cp = sub.add_parser("compare", help="the AUROC table of verify runs on the dev log")
-    cp.add_argument("runs", nargs="+", type=Path, help="verify --out folders; the first is compared to the rest")
+    cp.add_argument("runs", nargs="+", type=Path, help="verify --out folders or exported scores; the first is "
+                    "compared to the rest")
     cp.add_argument("--data", type=Path, default=None)
     cp.add_argument("--resamples", type=int, default=2000)
     cp.add_argument("--json", type=Path, default=None, help="also write the table here")
+    cp.add_argument("--all", action="store_true", help="every answer, a missing score counted as 0.5")
     a = ap.parse_args(argv)
+    if a.cmd == "export":
+        scores = read_scores(a.run)
+        a.out.parent.mkdir(parents=True, exist_ok=True)
+        with open(a.out, "w", encoding="utf-8") as fh:
+            for k, v in scores.items():
+                fh.write(json.dumps({"id": k, "score": v}) + "\n")
+        print(f"{len(scores)} scores ({sum(v is None for v in scores.values())} failed) -> {a.out}")
+        return 0
     rows = dev_rows(a.data)
     if a.cmd == "log":
         a.out.parent.mkdir(parents=True, exist_ok=True)
@@ -107,19 +127,23 @@ def main(argv: list[str] | None = None) -> int:
                 fh.write(json.dumps(r, ensure_ascii=False) + "\n")
         print(f"{len(rows)} dev answers ({sum(r['label'] for r in rows)} correct) -> {a.out}")
         return 0
-    judges, missing = {}, {}
-    for run in a.runs:
-        scores = read_scores(run)
-        got = [scores.get(r["id"]) for r in rows]
-        missing[run.name] = sum(s is None for s in got)
-        judges[run.name] = np.array([MISSING_SCORE if s is None else s for s in got], dtype=float)
+    runs = {run.name.removesuffix(".jsonl"): read_scores(run) for run in a.runs}
+    missing = {k: sum(v.get(r["id"]) is None for r in rows) for k, v in runs.items()}
+    if not a.all:
+        rows = [r for r in rows if all(v.get(r["id"]) is not None for v in runs.values())]
+        if not rows:
+            print("no answer was scored by every run")
+            return 1
+    judges = {k: np.array([MISSING_SCORE if v.get(r["id"]) is None else v[r["id"]] for r in rows], dtype=float)
+              for k, v in runs.items()}
     judges["k_precision"] = np.array([k_precision(r["response"], r["retrieved_contexts"]) for r in rows])
     judges["recall (sees gold)"] = np.array([token_recall(r["response"], r["reference"]) for r in rows])
     res = compare(rows, judges, a.resamples)
     print(f"dev: {len(rows)} answers, {len({r['group'] for r in rows})} questions, "
           f"{sum(r['label'] for r in rows)} correct")
     for k, v in missing.items():
-        print(f"  {k}: {v} answers without a score (failed or not run), scored {MISSING_SCORE}")
+        print(f"  {k}: {v} of the dev answers without a score (failed or not run)"
+              + (f", scored {MISSING_SCORE}" if a.all else ", left out"))
     print(f"{'judge':<40} {'AUROC':>7}  95% interval")
     for k, r in res.items():
         print(f"{k:<40} {r.estimate:7.3f}  [{r.low:.3f}, {r.high:.3f}]")
