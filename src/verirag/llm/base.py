@@ -49,6 +49,10 @@ class LLM(ABC):
         fingerprint: identifies the weights for the request cache (a file sha256, or endpoint+model).
         capabilities: the capability names above that this instance supports.
         context_window: maximum tokens of prompt + completion.
+        logprobs_assured: a generation asked for its token logprobs always gets them, at no extra
+            cost (a local engine). A remote endpoint may claim LOGPROBS and still not deliver them
+            (then the request fails), so a caller for whom they are optional (the answer's
+            signals) asks only where they are assured.
     """
 
     backend: str = "abstract"
@@ -56,6 +60,7 @@ class LLM(ABC):
     fingerprint: str = ""
     capabilities: frozenset[str] = frozenset()
     context_window: int = 4096
+    logprobs_assured: bool = False
 
     @abstractmethod
     def generate(self, prompt: Prompt, *, max_tokens: int = 256, temperature: float = 0.0,

@@ -123,6 +123,7 @@ class LlamaCppLLM(LLM):
         # The numbers depend on the weights and on how prompts are split into decode batches.
         self.fingerprint = f"{fingerprint or f'{path.name}:{path.stat().st_size}'}|n_batch={n_batch}"
         self.capabilities = frozenset({LOGPROBS, SCORE, NEXT_TOKEN, EXACT_NEXT_TOKEN, HIDDEN_STATE})
+        self.logprobs_assured = True
         self.context_window = self.llama.n_ctx()
         self._n_threads, self._verbose, self._embedder = threads, verbose, None
         self.n_vocab = self.llama.n_vocab()

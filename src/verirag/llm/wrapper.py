@@ -13,7 +13,7 @@ from typing import Any
 from verirag.llm.base import LLM
 
 # Attributes a backend sets; a wrapper reads them from the wrapped LLM.
-_ATTRIBUTES = ("backend", "model_id", "fingerprint", "capabilities", "context_window")
+_ATTRIBUTES = ("backend", "model_id", "fingerprint", "capabilities", "context_window", "logprobs_assured")
 
 
 class LLMWrapper(LLM):

@@ -33,8 +33,9 @@ class AnswerGenerator(Component, ABC):
     def generate(self, messages: list[dict[str, str]]) -> Generation:
         """The model's reply to `messages`, with its token log-probabilities wherever the backend
         gives them in the same request (the answer's signals, `verirag.awf.signals`: one
-        log-softmax per generated token, no extra request)."""
-        logprobs = LOGPROBS in getattr(self.llm, "capabilities", ())
+        log-softmax per generated token, no extra request). Only where they are assured: an
+        endpoint that claims them and does not deliver must not cost the answer."""
+        logprobs = LOGPROBS in getattr(self.llm, "capabilities", ()) and bool(getattr(self.llm, "logprobs_assured", False))
         return self.llm.generate(messages, max_tokens=self.max_tokens, logprobs=logprobs)
 
     @abstractmethod

@@ -84,6 +84,7 @@ class TransformersLLM(AttentionReader, LLM):
         if self.context_window > 10_000_000:  # tokenizers use a huge sentinel for "unknown"
             self.context_window = 2048
         self.capabilities = frozenset({LOGPROBS, SCORE, NEXT_TOKEN, EXACT_NEXT_TOKEN, ATTENTIONS, HIDDEN_STATE})
+        self.logprobs_assured = True
         self.prefill_chunk = PREFILL_CHUNK
         self._warned_no_template = False
 
