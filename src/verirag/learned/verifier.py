@@ -366,44 +366,40 @@ class TrainedVerifier(LearnedPart):
                                       for s in range(len(p.reading.sentences))])
         return sentence_logit, sentence_logit.min()
 
-    def _batch_loss(self, batch: list[Prepared], states: list[Any]):
-        """Mean BCE of the batch's aggregates over the candidate pairs (see the module docstring)."""
-        import torch
-
+    def _batch_aggregates(self, batch: list[Prepared], states: list[Any]) -> list[tuple[Any, Any]]:
+        """Per example of `batch`, (its sentences' logits, its answer's), from one top-layer pass
+        over the batch's pairs."""
         from verirag.learned.verifier_model import top_logits
         wanted = sorted({i for p in batch for ix in p.pairs for i in ix})
         at = {g: k for k, g in enumerate(wanted)}
         z = top_logits(self._scorer, [states[i] for i in wanted], self.train_layers)
+        return [self._aggregate(Prepared(p.reading, p.label, p.sentence_labels, p.candidates,
+                                         [[at[i] for i in ix] for ix in p.pairs]), z) for p in batch]
+
+    def _batch_loss(self, batch: list[Prepared], states: list[Any]):
+        """Mean BCE of the batch's aggregates over the candidate pairs (see the module docstring)."""
+        import torch
         bce = torch.nn.functional.binary_cross_entropy_with_logits
         losses = []
-        for p in batch:
-            local = Prepared(p.reading, p.label, p.sentence_labels, p.candidates,
-                             [[at[i] for i in ix] for ix in p.pairs])
-            sentence_logit, answer_logit = self._aggregate(local, z)
+        for p, (sentence_logit, answer_logit) in zip(batch, self._batch_aggregates(batch, states)):
             if p.sentence_labels is not None:
-                losses.append(bce(sentence_logit, torch.tensor(p.sentence_labels, dtype=z.dtype, device=z.device)))
+                target = torch.tensor(p.sentence_labels, dtype=sentence_logit.dtype, device=sentence_logit.device)
+                losses.append(bce(sentence_logit, target))
             else:
-                losses.append(bce(answer_logit, torch.tensor(float(p.label), dtype=z.dtype, device=z.device)))
+                losses.append(bce(answer_logit, torch.tensor(float(p.label), dtype=answer_logit.dtype,
+                                                             device=answer_logit.device)))
         return torch.stack(losses).mean()
 
     def _validate(self, prepared: list[Prepared], states: list[Any]) -> tuple[np.ndarray, np.ndarray]:
         """The answers' logits read as in training (each claim's `candidates` chunks, as scoring
         with read_top = candidates reads them), and their labels."""
         import torch
-
-        from verirag.learned.verifier_model import top_logits
         self._scorer.eval()
         out = []
         with torch.inference_mode():
             for start in range(0, len(prepared), INFERENCE_BATCH):
                 batch = prepared[start:start + INFERENCE_BATCH]
-                wanted = sorted({i for p in batch for ix in p.pairs for i in ix})
-                at = {g: k for k, g in enumerate(wanted)}
-                z = top_logits(self._scorer, [states[i] for i in wanted], self.train_layers)
-                for p in batch:
-                    local = Prepared(p.reading, p.label, p.sentence_labels, p.candidates,
-                                     [[at[i] for i in ix] for ix in p.pairs])
-                    out.append(float(self._aggregate(local, z)[1]))
+                out += [float(answer) for _, answer in self._batch_aggregates(batch, states)]
         return np.array(out), np.array([p.label for p in prepared])
 
     def fit(self, examples: Sequence[Any], *, val_groups: Sequence[str] | None = None,
