@@ -772,6 +772,8 @@ def train_verifier_cmd(
         epochs: int = typer.Option(2, help="Training epochs at most (the best validation AUROC is kept)."),
         max_examples: Optional[int] = typer.Option(None, help="Train on a seeded sample of at most this many examples."),
         train_layers: int = typer.Option(1, help="Top encoder layers fine-tuned (the saved adapter holds them)."),
+        lora_rank: int = typer.Option(0, help="Train LoRA updates of this rank in those layers instead of their "
+                                      "weights (0: off): a far smaller adapter, so every layer can learn."),
         batch_size: int = typer.Option(8, help="Examples per optimiser step."),
         learning_rate: float = typer.Option(1e-4, help="AdamW learning rate of the encoder layers."),
         max_length: Optional[int] = typer.Option(None, help="Tokens of a (claim, chunk) pair (default: the encoder's)."),
@@ -795,7 +797,7 @@ def train_verifier_cmd(
 
     from verirag.learned.verifier import TrainedVerifier
     from verirag.train.verifier import train_verifier
-    v = TrainedVerifier(encoder, epochs=epochs, train_layers=train_layers, batch_size=batch_size,
+    v = TrainedVerifier(encoder, epochs=epochs, train_layers=train_layers, lora_rank=lora_rank, batch_size=batch_size,
                         learning_rate=learning_rate, max_length=max_length, val_share=val_share, seed=seed,
                         candidates=candidates, read_top=candidates if read_top is None else (read_top or None))
     columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),

@@ -158,7 +158,8 @@ class TrainedVerifier(LearnedPart):
     """Settings: `encoder` (a name `encoder_dir` knows, or a folder), `max_length` (tokens of a
     pair; None: the encoder's own window), `train_layers` (top layers fine-tuned), `epochs` (at
     most), `batch_size` (examples per step), `learning_rate` (the layers') and
-    `head_learning_rate`, `candidates` (chunks per claim in training), `read_top` (chunks per
+    `head_learning_rate`, `lora_rank` (0: the top layers' own weights learn; else their LoRA
+    updates of that rank, a far smaller adapter), `candidates` (chunks per claim in training), `read_top` (chunks per
     claim when scoring, the lexically closest; None: every chunk), `overlap_words` (between
     chunks), `val_share` (groups held out when `fit` gets no validation groups), `patience`
     (epochs without a better validation AUROC before stopping), `temperature` (fit one), `seed`."""
@@ -173,19 +174,22 @@ class TrainedVerifier(LearnedPart):
 
     def __init__(self, encoder: str = DEFAULT_ENCODER, *, max_length: int | None = None, train_layers: int = 1,
                  epochs: int = 2, batch_size: int = 8, learning_rate: float = 1e-4, head_learning_rate: float = 2e-3,
-                 candidates: int = 2, read_top: int | None = None, overlap_words: int = 30, val_share: float = 0.2, patience: int = 1,
+                 lora_rank: int = 0, candidates: int = 2, read_top: int | None = None, overlap_words: int = 30,
+                 val_share: float = 0.2, patience: int = 1,
                  temperature: bool = True, seed: int = 0, device: str | None = None,
                  fingerprints: dict[str, Any] | None = None):
         super().__init__(fingerprints)
         if epochs < 1 or batch_size < 1 or candidates < 1 or patience < 1 or (read_top is not None and read_top < 1):
             raise InputError("epochs, batch_size, candidates, read_top and patience must be at least 1")
+        if lora_rank < 0:
+            raise InputError(f"lora_rank must be 0 (off) or more, got {lora_rank}")
         if max_length is not None and max_length < 32:
             raise InputError(f"max_length must be at least 32 tokens, got {max_length}")
         if not 0.0 < val_share < 1.0:
             raise InputError(f"the validation share must be in (0, 1), got {val_share}")
         self.encoder, self.max_length, self.train_layers, self.epochs = encoder, max_length, train_layers, epochs
         self.batch_size, self.learning_rate, self.head_learning_rate = batch_size, learning_rate, head_learning_rate
-        self.candidates, self.read_top = candidates, read_top
+        self.lora_rank, self.candidates, self.read_top = lora_rank, candidates, read_top
         self.overlap_words, self.val_share = overlap_words, val_share
         self.patience, self.temperature, self.seed, self.device = patience, temperature, seed, device
         self._scorer = self._tokenizer = self._reader = None
@@ -195,10 +199,12 @@ class TrainedVerifier(LearnedPart):
     # ---- the network --------------------------------------------------------------------------
     def _load_base(self) -> None:
         """The installed encoder with a fresh head (its window resolved)."""
-        from verirag.learned.verifier_model import load_scorer
+        from verirag.learned.verifier_model import add_lora, load_scorer
         from verirag.retrieval.embedder import default_device
         folder = encoder_dir(self.encoder)
         self._scorer, self._tokenizer = load_scorer(folder, self.device or default_device())
+        if self.lora_rank:
+            add_lora(self._scorer, self.train_layers, self.lora_rank)
         window = getattr(self, "window_", None) or self._encoder_window(folder)
         self.window_ = int(window)
         self._reader = PairReader(self._tokenizer, self.window_, self.overlap_words)
@@ -418,7 +424,7 @@ class TrainedVerifier(LearnedPart):
         torch.manual_seed(self.seed)   # the head's initialisation and the dropout
         self._load_base()   # a fresh head over the installed encoder
         self.fingerprints.update(encoder=encoder_fingerprint(self.encoder), data=examples_fingerprint(examples))
-        self._trainable = select_trainable(self._scorer, self.train_layers)
+        self._trainable = select_trainable(self._scorer, self.train_layers, lora=bool(self.lora_rank))
         self.sentence_labels_ignored_ = 0
         prepared = [self._prepare(e) for e in examples]
         if self.sentence_labels_ignored_:
