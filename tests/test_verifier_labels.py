@@ -378,3 +378,22 @@ def test_train_verifier_reads_the_labels_file_or_resolved_examples(tmp_path, dat
         [(e.question, e.answer, e.label) for e in examples]
     with pytest.raises(InputError, match="cannot read"):
         list(read_labels(tmp_path / "missing.jsonl"))
+
+
+def test_swap_from_passage_draws_only_wrong_spans_of_the_same_passages(tmp_path, data):
+    """--swap-from passage: every swapped answer is a span the passages hold (the hard negative),
+    a question without one is skipped with that reason, and the records' ids name the origins so
+    a file made with the default draw is not mistaken for it on resume."""
+    r = run(tmp_path, data, recipes=["swap"], swap_from=["passage"])
+    records = by_id(tmp_path)
+    swapped = [x for x in records.values() if x["id"].split("/")[3] == "swapped-from-passage"]
+    made = [x for x in swapped if "skip" not in x]
+    assert made and all(x["meta"]["origin"] == "passage" for x in made)
+    assert all("from passage" in x["skip"] for x in swapped if "skip" in x)
+    examples = {e.source: e for e in resolve_file(tmp_path / "labels.jsonl", data)}
+    for x in made:   # the wrong answer is there, word for word, in the passages it is judged against
+        e = examples[x["id"]]
+        assert e.label == 0 and any(e.answer.lower() in p.lower() for p in e.passages)
+    assert r.summary["by_recipe"]["swap"]["unsupported"] == len(made)
+    with pytest.raises(InputError, match="unknown swap origin"):
+        run(tmp_path, data, recipes=["swap"], swap_from=["nowhere"])

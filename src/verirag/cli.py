@@ -888,6 +888,9 @@ def label_verifier_cmd(
         seed: int = typer.Option(0, help="Seed of the question draw and of every choice of a recipe."),
         limit: Optional[int] = typer.Option(None, help="Make at most this many new items in this run."),
         per_question: int = typer.Option(3, help="Answers per question and model of the real recipe."),
+        swap_from: list[str] = typer.Option([], "--swap-from", help="Origins the swap recipe draws a wrong answer "
+                                            "from, the first that has one (passage, answer, made_up; comma-separated; "
+                                            "passage: a wrong span of the same passages, the hardest). Default: any."),
         threads: Optional[int] = typer.Option(None, help="llama.cpp threads (default: every core; on a busy "
                                               "machine 1 can be much faster)."),
         data: Optional[Path] = typer.Option(None, help="The benchmark data folder (default: $VERIRAG_DATA_DIR, "
@@ -903,7 +906,7 @@ def label_verifier_cmd(
         task = bar.add_task("reading the data…", total=None)
         run = label_verifier(out_file, data_root=data, datasets=_names(datasets), recipes=_names(recipes),
                              n=n or None, models=_names(models), seed=seed, limit=limit, real_per_question=per_question,
-                             n_threads=threads,
+                             swap_from=_names(swap_from) or None, n_threads=threads,
                              on_start=lambda total: bar.update(task, total=total, description="labelling"),
                              on_progress=lambda i, total, _r: bar.update(task, completed=i))
     s, last = run.summary, run.summary["last_run"]

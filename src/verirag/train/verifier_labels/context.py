@@ -73,9 +73,12 @@ class BaseAnswer:
 
 class LabelContext:
     def __init__(self, sources: dict[str, Source], *, seed: int = 0, models: Sequence[str] = (),
-                 allowed: dict[str, list[str]] | None = None, llm_loader=None, real_per_question: int = 3):
+                 allowed: dict[str, list[str]] | None = None, llm_loader=None, real_per_question: int = 3,
+                 swap_from: Sequence[str] | None = None):
         self.sources, self.seed, self.models = sources, seed, list(models)
         self.real_per_question = real_per_question
+        # The swap recipe's origins of a replacement, first available first (None: drawn among all).
+        self.swap_from = tuple(swap_from) if swap_from else None
         # Questions that may lend their answers to swaps: the non-excluded ones of each dataset.
         self.allowed = allowed if allowed is not None else {n: list(s.questions) for n, s in sources.items()}
         self._llm_loader = llm_loader

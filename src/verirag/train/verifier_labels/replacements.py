@@ -110,9 +110,13 @@ def answer_candidates(ctx: LabelContext, q: Question, span: Span, avoid: Sequenc
 
 
 def pick(ctx: LabelContext, q: Question, span: Span, keys: Sequence[str], avoid: Sequence[str],
-         context: str, rng: random.Random) -> Replacement | None:
-    """One replacement: an origin drawn among those with candidates, then a candidate of it."""
+         context: str, rng: random.Random, prefer: Sequence[str] | None = None) -> Replacement | None:
+    """One replacement: an origin drawn among those with candidates (with `prefer`: the first of
+    those origins that has one, None when none has), then a candidate of it."""
     found = candidates(ctx, q, span, keys, avoid, context, rng)
+    if prefer:
+        origin = next((o for o in prefer if found.get(o)), None)
+        return rng.choice(found[origin]) if origin else None
     origins = [o for o in ORIGINS if found[o]]
     if not origins:
         return None

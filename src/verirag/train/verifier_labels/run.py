@@ -64,7 +64,11 @@ def summary_path(out: Path) -> Path:
 
 
 def check_options(recipes: Sequence[str], models: Sequence[str], n: int | None, limit: int | None,
-                  real_per_question: int) -> None:
+                  real_per_question: int, swap_from: Sequence[str] | None = None) -> None:
+    from verirag.train.verifier_labels.replacements import ORIGINS
+    odd = [o for o in swap_from or () if o not in ORIGINS]
+    if odd:
+        raise InputError(f"unknown swap origin(s) {', '.join(odd)}; choose from {', '.join(ORIGINS)}")
     unknown = [r for r in recipes if r not in RECIPES]
     if unknown or not recipes:
         raise InputError(f"unknown recipe(s) {', '.join(unknown) or '(none given)'}; choose from {', '.join(RECIPES)}")
@@ -97,7 +101,8 @@ def plan_items(ctx: LabelContext, questions: dict[str, list[Question]], recipes:
 def label_verifier(out: str | Path, *, data_root: str | Path | None = None,
                    datasets: Sequence[str] = DEFAULT_DATASETS, recipes: Sequence[str] = tuple(RECIPES),
                    n: int | None = 100, models: Sequence[str] = DEFAULT_MODELS, seed: int = 0,
-                   limit: int | None = None, real_per_question: int = 3, llm_loader=None,
+                   limit: int | None = None, real_per_question: int = 3, swap_from: Sequence[str] | None = None,
+                   llm_loader=None,
                    n_threads: int | None = None,
                    on_start: Callable[[int], None] | None = None,
                    on_progress: Callable[[int, int, dict | None], None] | None = None) -> LabelRun:
@@ -106,7 +111,7 @@ def label_verifier(out: str | Path, *, data_root: str | Path | None = None,
     item (record None when it was already in the file or failed). Models load through
     `verirag.llm.load_llm` (request cache, `n_threads` llama.cpp threads) unless `llm_loader`
     (model name -> LLM) is given."""
-    check_options(recipes, models, n, limit, real_per_question)
+    check_options(recipes, models, n, limit, real_per_question, swap_from)
     t0 = time.perf_counter()
     root = Path(data_root) if data_root is not None else data_dir()
     run = LabelRun(out=Path(out))
@@ -120,7 +125,7 @@ def label_verifier(out: str | Path, *, data_root: str | Path | None = None,
         from verirag.llm import load_llm
         llm_loader = partial(load_llm, n_threads=n_threads)
     ctx = LabelContext(sources, seed=seed, models=models, allowed=allowed, llm_loader=llm_loader,
-                       real_per_question=real_per_question)
+                       real_per_question=real_per_question, swap_from=swap_from)
     items = plan_items(ctx, questions, recipes)
     run.planned = len(items)
     labels = label_file(run.out)

@@ -3,7 +3,9 @@
 
 The gold pair shares one passage set (the mixed condition: the evidence among distractors), so
 only the answer tells the two apart. The replacement comes from the passages, another question's
-gold answer or a moved value (`replacements`), drawn per question. On a model's answer the edited
+gold answer or a moved value (`replacements`), drawn per question; with `swap_from` (e.g.
+"passage": the hard negatives of AlignScore, a wrong span the passages do hold) only from those
+origins, the first that has one, and the record's id names them. On a model's answer the edited
 sentence is labelled 0 and the others 1 when they are grounded (`LabelContext.grounded`).
 """
 from __future__ import annotations
@@ -24,7 +26,8 @@ def plan(q: Question, ctx: LabelContext) -> list[Item]:
     if not q.answers:
         return []
     items = []
-    for variant, make in (("gold", make_gold), ("swapped", make_swapped)):
+    swapped = "swapped" + (f"-from-{'+'.join(ctx.swap_from)}" if ctx.swap_from else "")
+    for variant, make in (("gold", make_gold), (swapped, make_swapped)):
         item_id = record_id(NAME, q.dataset, q.id, variant, ctx.seed)
         items.append(Item(item_id, NAME, q.dataset, q.id, lambda i=item_id, f=make: f(ctx, q, i)))
     for model in ctx.models:
@@ -52,9 +55,10 @@ def make_swapped(ctx: LabelContext, q: Question, item_id: str) -> dict:
         return skipped(item_id, NAME, q.dataset, q.id, "no passages with the evidence")
     answer = q.answers[q.answer_index]
     kind = answer_kind(answer)
-    r = pick(ctx, q, Span(0, len(answer), kind, answer), keys, q.answers, "", ctx.rng(item_id))
+    r = pick(ctx, q, Span(0, len(answer), kind, answer), keys, q.answers, "", ctx.rng(item_id), ctx.swap_from)
     if r is None:
-        return skipped(item_id, NAME, q.dataset, q.id, f"no replacement of kind {kind}")
+        where = f" from {'/'.join(ctx.swap_from)}" if ctx.swap_from else ""
+        return skipped(item_id, NAME, q.dataset, q.id, f"no replacement of kind {kind}{where}")
     return labelled(item_id, NAME, q.dataset, q.id, ctx.qh(q), keys, r.spec, 0,
                     meta={"kind": kind, "origin": r.origin})
 
