@@ -159,7 +159,10 @@ class TrainedVerifier(LearnedPart):
     pair; None: the encoder's own window), `train_layers` (top layers fine-tuned), `epochs` (at
     most), `batch_size` (examples per step), `learning_rate` (the layers') and
     `head_learning_rate`, `lora_rank` (0: the top layers' own weights learn; else their LoRA
-    updates of that rank, a far smaller adapter), `candidates` (chunks per claim in training), `read_top` (chunks per
+    updates of that rank, a far smaller adapter), `compress_rank` (0: off; else the layers are
+    fine-tuned in full and their update is then stored as its best approximation of that rank,
+    LoRA-shaped, with biases and LayerNorms in full: full fine-tuning's quality in a small
+    adapter; what is validated and calibrated is the compressed one), `candidates` (chunks per claim in training), `read_top` (chunks per
     claim when scoring, the lexically closest; None: every chunk), `overlap_words` (between
     chunks), `val_share` (groups held out when `fit` gets no validation groups), `patience`
     (epochs without a better validation AUROC before stopping), `temperature` (fit one), `seed`."""
@@ -174,22 +177,25 @@ class TrainedVerifier(LearnedPart):
 
     def __init__(self, encoder: str = DEFAULT_ENCODER, *, max_length: int | None = None, train_layers: int = 1,
                  epochs: int = 2, batch_size: int = 8, learning_rate: float = 1e-4, head_learning_rate: float = 2e-3,
-                 lora_rank: int = 0, candidates: int = 2, read_top: int | None = None, overlap_words: int = 30,
+                 lora_rank: int = 0, compress_rank: int = 0, candidates: int = 2, read_top: int | None = None, overlap_words: int = 30,
                  val_share: float = 0.2, patience: int = 1,
                  temperature: bool = True, seed: int = 0, device: str | None = None,
                  fingerprints: dict[str, Any] | None = None):
         super().__init__(fingerprints)
         if epochs < 1 or batch_size < 1 or candidates < 1 or patience < 1 or (read_top is not None and read_top < 1):
             raise InputError("epochs, batch_size, candidates, read_top and patience must be at least 1")
-        if lora_rank < 0:
-            raise InputError(f"lora_rank must be 0 (off) or more, got {lora_rank}")
+        if lora_rank < 0 or compress_rank < 0:
+            raise InputError(f"lora_rank and compress_rank must be 0 (off) or more, got {lora_rank}, {compress_rank}")
+        if lora_rank and compress_rank:
+            raise InputError("compress_rank compresses a full fine-tuning: it cannot be combined with lora_rank")
         if max_length is not None and max_length < 32:
             raise InputError(f"max_length must be at least 32 tokens, got {max_length}")
         if not 0.0 < val_share < 1.0:
             raise InputError(f"the validation share must be in (0, 1), got {val_share}")
         self.encoder, self.max_length, self.train_layers, self.epochs = encoder, max_length, train_layers, epochs
         self.batch_size, self.learning_rate, self.head_learning_rate = batch_size, learning_rate, head_learning_rate
-        self.lora_rank, self.candidates, self.read_top = lora_rank, candidates, read_top
+        self.lora_rank, self.compress_rank = lora_rank, compress_rank
+        self.candidates, self.read_top = candidates, read_top
         self.overlap_words, self.val_share = overlap_words, val_share
         self.patience, self.temperature, self.seed, self.device = patience, temperature, seed, device
         self._scorer = self._tokenizer = self._reader = None
@@ -416,7 +422,7 @@ class TrainedVerifier(LearnedPart):
         (steps done, steps in all) after each step, `on_epoch` each epoch's history entry."""
         import torch
 
-        from verirag.learned.verifier_model import round_to_fp16, select_trainable
+        from verirag.learned.verifier_model import compress_update, round_to_fp16, select_trainable
         examples = _check_examples(examples)
         tr, va = self._split(examples, val_groups)
         self.best_epoch_ = None
@@ -425,6 +431,8 @@ class TrainedVerifier(LearnedPart):
         self._load_base()   # a fresh head over the installed encoder
         self.fingerprints.update(encoder=encoder_fingerprint(self.encoder), data=examples_fingerprint(examples))
         self._trainable = select_trainable(self._scorer, self.train_layers, lora=bool(self.lora_rank))
+        params = dict(self._scorer.named_parameters())
+        before = {n: params[n].detach().clone() for n in self._trainable} if self.compress_rank else None
         self.sentence_labels_ignored_ = 0
         prepared = [self._prepare(e) for e in examples]
         if self.sentence_labels_ignored_:
@@ -476,6 +484,9 @@ class TrainedVerifier(LearnedPart):
         with torch.no_grad():
             for n, t in best_state.items():
                 params[n].copy_(t)
+        if self.compress_rank:
+            self.val_auroc_before_compression_ = float(best_key[0])
+            self._trainable = compress_update(self._scorer, before, self.train_layers, self.compress_rank)
         round_to_fp16(self._scorer, self._trainable)   # what is saved is what is measured
         z, yv = self._validate([prepared[i] for i in va], states)
         self.temperature_ = fit_temperature(z, yv) if self.temperature else 1.0
@@ -507,6 +518,9 @@ class TrainedVerifier(LearnedPart):
         part.check_expected({"encoder": encoder_fingerprint(part.encoder)},
                             where=f"{path} over the installed encoder {part.encoder}")
         part._load_base()
+        if part.compress_rank:
+            from verirag.learned.verifier_model import add_lora
+            add_lora(part._scorer, part.train_layers, part.compress_rank)
         part._trainable = load_adapter(part._scorer, part._adapter_path)
         return part
 

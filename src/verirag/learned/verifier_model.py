@@ -129,6 +129,39 @@ def add_lora(scorer: PairScorer, train_layers: int, rank: int) -> None:
     inject_adapter_in_model(config, scorer.encoder)
 
 
+def compress_update(scorer: PairScorer, before: dict[str, torch.Tensor], train_layers: int, rank: int) -> list[str]:
+    """Store a full fine-tuning's update in a small adapter: each linear map's update (its weights
+    now minus `before`) becomes its best rank-`rank` approximation (truncated SVD), held as LoRA
+    factors (`add_lora`) over the encoder's own weights; biases and LayerNorms keep their update in
+    full (they are small). The names the adapter then holds."""
+    params = dict(scorer.named_parameters())
+    linear = [n for n in before if n.endswith(".weight") and params[n].dim() == 2 and not n.startswith(HEAD)]
+    with torch.no_grad():
+        updates = {n: params[n].detach().float() - before[n].float() for n in linear}
+        for n in linear:
+            params[n].copy_(before[n])
+    add_lora(scorer, train_layers, rank)
+    params = dict(scorer.named_parameters())
+    scale = 2.0   # add_lora's alpha / rank
+    with torch.no_grad():
+        for n, d in updates.items():
+            u, s, vh = torch.linalg.svd(d, full_matrices=False)
+            root = s[:rank].sqrt()
+            stem = n.removesuffix(".weight")
+            params[f"{stem}.lora_B.default.weight"].copy_(u[:, :rank] * root / scale)
+            params[f"{stem}.lora_A.default.weight"].copy_(root[:, None] * vh[:rank])
+    n_layers = layer_count(scorer)
+    top = {str(i) for i in range(n_layers - train_layers, n_layers)}
+    layer = re.compile(r"(?:^|\.)layer\.(\d+)\.")
+    kept = []
+    for name in params:
+        m = layer.search(name)
+        in_top = m is not None and m.group(1) in top and "encoder." in name
+        if name.startswith(HEAD) or (in_top and ("lora_" in name or name.endswith(".bias") or "LayerNorm" in name)):
+            kept.append(name)
+    return kept
+
+
 def layer_count(scorer: PairScorer) -> int:
     return int(scorer.encoder.config.num_hidden_layers)
 
