@@ -11,7 +11,7 @@ PIP    := $(PY) -m pip --disable-pip-version-check
 # depends on torch pulls a multi-GB CUDA build.
 TORCH  ?= torch==2.13.0
 
-.PHONY: demo test install models dev bench eval-small serve clean-venv
+.PHONY: demo test install models dev bench eval-small serve clean-venv verifier
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -63,6 +63,16 @@ test: $(VENV)/.dev $(VENV)/.wordnet $(VENV)/.browser
 # The AwF study in small (configs/awf-small.yaml): NQ and HotpotQA from ../shared/data.
 eval-small: $(VENV)/.models
 	$(VENV)/bin/verirag eval configs/awf-small.yaml --out runs/awf-small
+
+# The shipped verifier (src/verirag/learned/shipped/verifier/) again, from the committed labels and
+# ../shared/data: the LLM-free hard swaps (about 80 s), then every encoder layer fine-tuned and its
+# update stored at rank 16 (about 35 min on 2 cores). Copy runs/verifiers/shipped over the shipped one.
+VERIFIER_LABELS := runs/labels/swap-passage.jsonl data/verifier/labels/qwen2.5-1.5b.jsonl data/verifier/labels/qwen2.5-0.5b.jsonl
+verifier: $(VENV)/.base
+	$(VENV)/bin/verirag label verifier --models none --recipes swap --swap-from passage --n 0 \
+	    --out runs/labels/swap-passage.jsonl
+	$(VENV)/bin/verirag train verifier $(VERIFIER_LABELS) --train-layers 6 --compress-rank 16 --epochs 4 \
+	    --max-length 128 --candidates 2 --learning-rate 5e-5 --out runs/verifiers/shipped
 
 bench: $(VENV)/.dev $(VENV)/.models
 	$(PY) benchmarks/run_all.py

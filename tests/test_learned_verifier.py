@@ -378,3 +378,24 @@ def test_compressing_a_full_fine_tuning_keeps_its_scores_in_a_small_adapter(tmp_
     np.testing.assert_allclose(back.predict_proba(*args), small.predict_proba(*args), atol=1e-6)
     with pytest.raises(InputError, match="cannot be combined"):
         TrainedVerifier(lora_rank=4, compress_rank=4)
+
+
+def test_recipe_weights_give_each_recipe_equal_label_weight():
+    from verirag.learned.verifier import recipe_weights
+    w = recipe_weights(["swap"] * 3 + ["real"] * 4 + ["removal"] * 2, [1, 1, 0, 1, 0, 0, 0, 0, 0])
+    assert w["swap"] == {1: 0.75, 0: 1.5} and w["real"] == {1: 2.0, 0: 4 / 6} and w["removal"] == {0: 1.0}
+    for r, n in (("swap", (2, 1)), ("real", (1, 3))):   # equal halves, the recipe's total kept
+        assert w[r][1] * n[0] == pytest.approx(w[r][0] * n[1]) and w[r][1] * n[0] + w[r][0] * n[1] == pytest.approx(sum(n))
+
+
+def test_balancing_weights_the_training_loss_by_recipe_and_label():
+    """An unbalanced recipe: with balance the rare label's examples weigh more in the loss (the
+    weights are saved with the verifier); without it every example weighs 1."""
+    import torch
+    torch.set_num_threads(1)
+    examples = toy_examples(20)[:-4] + [e for e in toy_examples(12, start=40) if e.label == 1]
+    v = toy_verifier(epochs=1).fit(examples, val_groups=["toy:0", "toy:1"])
+    w = v.recipe_weights_["evidence_removal"]
+    assert float(w["0"]) > 1.0 > float(w["1"])
+    off = toy_verifier(epochs=1, balance=False).fit(examples, val_groups=["toy:0", "toy:1"])
+    assert off.recipe_weights_ is None and off.history_[0]["train_loss"] != v.history_[0]["train_loss"]

@@ -76,6 +76,40 @@ def test_the_shipped_artifact_is_small_and_loads(monkeypatch):
     assert v.error is None and 0.0 <= v.score <= 1.0 and [s["text"] for s in v.sentences] == [A]
 
 
+# Held-out pairs written here (invented places and people, in no benchmark): the same question and
+# passages, answered once as the passages say and once with what they do not say.
+HELD_OUT = [
+    ("Who founded the village of Marrowby?",
+     ["Marrowby is a village on the east bank of the Tessel. It was founded in 1412 by the miller Osric Vane, "
+      "whose family kept its mill for three centuries.", "The Tessel floods most springs."],
+     "Marrowby was founded by Osric Vane.", "Marrowby was founded by Edmund Hale."),
+    ("What is the capital of the province of Ardel?",
+     ["Ardel is a mountain province in the north. Its capital, Vostrin, lies at the head of the Ardel valley "
+      "and is home to about 40,000 people."],
+     "The capital of Ardel is Vostrin.", "The capital of Ardel is Keldmouth."),
+    ("How long is the Sund tunnel?",
+     ["The Sund tunnel links the islands of Orm and Haska. Opened in 1994, it is 7.4 kilometres long "
+      "and carries both road and rail traffic."],
+     "The Sund tunnel is 7.4 kilometres long.", "The Sund tunnel is 19 kilometres long."),
+    ("Which instrument did Lidia March play?",
+     ["Lidia March (1921-1990) was a Welsh musician. She played the cello in the Cardiff Philharmonic for "
+      "thirty years and taught at its school."],
+     "Lidia March played the cello.", "Lidia March played the trumpet."),
+]
+
+
+@pytest.mark.parametrize("question, passages, supported, unsupported", HELD_OUT, ids=[q for q, *_ in HELD_OUT])
+def test_the_shipped_artifact_scores_a_supported_answer_above_an_unsupported_one(
+        question, passages, supported, unsupported, monkeypatch):
+    monkeypatch.delenv(VERIFIER_ENV, raising=False)
+    if not (shipped.SHIPPED_VERIFIER / VERIFIER_FILES[0]).is_file():
+        pytest.skip("no verifier is shipped in this checkout yet")
+    predictor = build_method("vanilla+verifier", None).predictor
+    docs = [Passage(f"p{i}", text) for i, text in enumerate(passages)]
+    good, bad = predictor.verify(question, supported, docs), predictor.verify(question, unsupported, docs)
+    assert good.error is None and bad.error is None and good.score > bad.score, (good.score, bad.score)
+
+
 def test_every_generator_composes_with_the_shipped_verifier_sharing_one_network(stand_in):
     methods = {g: build_method(f"{g}+verifier", None) for g in ("vanilla", "instructrag", "no_context")}
     scorers = {id(m.predictor.model._scorer) for m in methods.values()}

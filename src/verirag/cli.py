@@ -774,6 +774,8 @@ def train_verifier_cmd(
         train_layers: int = typer.Option(1, help="Top encoder layers fine-tuned (the saved adapter holds them)."),
         lora_rank: int = typer.Option(0, help="Train LoRA updates of this rank in those layers instead of their "
                                       "weights (0: off): a far smaller adapter, so every layer can learn."),
+        balance: bool = typer.Option(True, "--balance/--no-balance", help="Weight each recipe's supported and "
+                                     "unsupported examples equally, so a recipe's label balance is no shortcut."),
         compress_rank: int = typer.Option(0, help="Fine-tune those layers in full, then store their update as its best "
                                           "approximation of this rank (0: off): a small adapter that keeps most of "
                                           "full fine-tuning's quality."),
@@ -801,7 +803,7 @@ def train_verifier_cmd(
     from verirag.learned.verifier import TrainedVerifier
     from verirag.train.verifier import train_verifier
     v = TrainedVerifier(encoder, epochs=epochs, train_layers=train_layers, lora_rank=lora_rank,
-                        compress_rank=compress_rank, batch_size=batch_size,
+                        compress_rank=compress_rank, balance=balance, batch_size=batch_size,
                         learning_rate=learning_rate, max_length=max_length, val_share=val_share, seed=seed,
                         candidates=candidates, read_top=candidates if read_top is None else (read_top or None))
     columns = (TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),

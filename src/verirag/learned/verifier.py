@@ -136,6 +136,20 @@ class Prepared:
     sentence_labels: tuple[int, ...] | None
     candidates: list[list[int]]
     pairs: list[list[int]] | None = None
+    weight: float = 1.0
+
+
+def recipe_weights(recipes: Sequence[str], labels: Sequence[int]) -> dict[str, dict[int, float]]:
+    """{recipe: {label: weight}} that gives each recipe's supported and unsupported examples equal
+    total weight, the recipe's own total kept. Without it a recipe's label balance is a shortcut:
+    short swapped spans were mostly supported and long real answers mostly not, and a verifier
+    learned the answer's form instead of reading the passages. A recipe with one label keeps 1."""
+    counts: dict[str, dict[int, int]] = {}
+    for r, y in zip(recipes, labels):
+        counts.setdefault(r, {}).setdefault(int(y), 0)
+        counts[r][int(y)] += 1
+    return {r: ({y: sum(c.values()) / (2 * k) for y, k in c.items()} if len(c) == 2 else {y: 1.0 for y in c})
+            for r, c in counts.items()}
 
 
 def _check_examples(examples: Sequence[Any]) -> list[Any]:
@@ -158,7 +172,8 @@ class TrainedVerifier(LearnedPart):
     """Settings: `encoder` (a name `encoder_dir` knows, or a folder), `max_length` (tokens of a
     pair; None: the encoder's own window), `train_layers` (top layers fine-tuned), `epochs` (at
     most), `batch_size` (examples per step), `learning_rate` (the layers') and
-    `head_learning_rate`, `lora_rank` (0: the top layers' own weights learn; else their LoRA
+    `head_learning_rate`, `balance` (weight each recipe's labels equally, `recipe_weights`),
+    `lora_rank` (0: the top layers' own weights learn; else their LoRA
     updates of that rank, a far smaller adapter), `compress_rank` (0: off; else the layers are
     fine-tuned in full and their update is then stored as its best approximation of that rank,
     LoRA-shaped, with biases and LayerNorms in full: full fine-tuning's quality in a small
@@ -177,7 +192,7 @@ class TrainedVerifier(LearnedPart):
 
     def __init__(self, encoder: str = DEFAULT_ENCODER, *, max_length: int | None = None, train_layers: int = 1,
                  epochs: int = 2, batch_size: int = 8, learning_rate: float = 1e-4, head_learning_rate: float = 2e-3,
-                 lora_rank: int = 0, compress_rank: int = 0, candidates: int = 2, read_top: int | None = None, overlap_words: int = 30,
+                 balance: bool = True, lora_rank: int = 0, compress_rank: int = 0, candidates: int = 2, read_top: int | None = None, overlap_words: int = 30,
                  val_share: float = 0.2, patience: int = 1,
                  temperature: bool = True, seed: int = 0, device: str | None = None,
                  fingerprints: dict[str, Any] | None = None):
@@ -194,7 +209,7 @@ class TrainedVerifier(LearnedPart):
             raise InputError(f"the validation share must be in (0, 1), got {val_share}")
         self.encoder, self.max_length, self.train_layers, self.epochs = encoder, max_length, train_layers, epochs
         self.batch_size, self.learning_rate, self.head_learning_rate = batch_size, learning_rate, head_learning_rate
-        self.lora_rank, self.compress_rank = lora_rank, compress_rank
+        self.balance, self.lora_rank, self.compress_rank = balance, lora_rank, compress_rank
         self.candidates, self.read_top = candidates, read_top
         self.overlap_words, self.val_share = overlap_words, val_share
         self.patience, self.temperature, self.seed, self.device = patience, temperature, seed, device
@@ -386,7 +401,7 @@ class TrainedVerifier(LearnedPart):
         at = {g: k for k, g in enumerate(wanted)}
         z = top_logits(self._scorer, [states[i] for i in wanted], self.train_layers)
         return [self._aggregate(Prepared(p.reading, p.label, p.sentence_labels, p.candidates,
-                                         [[at[i] for i in ix] for ix in p.pairs]), z) for p in batch]
+                                         [[at[i] for i in ix] for ix in p.pairs], p.weight), z) for p in batch]
 
     def _batch_loss(self, batch: list[Prepared], states: list[Any]):
         """Mean BCE of the batch's aggregates over the candidate pairs (see the module docstring)."""
@@ -400,6 +415,7 @@ class TrainedVerifier(LearnedPart):
             else:
                 losses.append(bce(answer_logit, torch.tensor(float(p.label), dtype=answer_logit.dtype,
                                                              device=answer_logit.device)))
+            losses[-1] = losses[-1] * p.weight
         return torch.stack(losses).mean()
 
     def _validate(self, prepared: list[Prepared], states: list[Any]) -> tuple[np.ndarray, np.ndarray]:
@@ -441,6 +457,12 @@ class TrainedVerifier(LearnedPart):
                           "used instead", stacklevel=2)
         y = np.array([p.label for p in prepared])
         self.n_train_, self.n_val_, self.label_balance_ = len(tr), len(va), float(y[tr].mean())
+        self.recipe_weights_ = None
+        if self.balance:   # from the training examples only
+            weights = recipe_weights([examples[i].recipe for i in tr], [examples[i].label for i in tr])
+            self.recipe_weights_ = {r: {str(k): v for k, v in w.items()} for r, w in weights.items()}
+            for i in tr:
+                prepared[i].weight = weights[examples[i].recipe][int(examples[i].label)]
         steps = self.epochs * math.ceil(len(tr) / self.batch_size)
         states = self._read_frozen(prepared, progress, steps)
         params = dict(self._scorer.named_parameters())
