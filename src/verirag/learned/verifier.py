@@ -173,11 +173,11 @@ class TrainedVerifier(LearnedPart):
     pair; None: the encoder's own window), `train_layers` (top layers fine-tuned), `epochs` (at
     most), `batch_size` (examples per step), `learning_rate` (the layers') and
     `head_learning_rate`, `balance` (weight each recipe's labels equally, `recipe_weights`),
-    `lora_rank` (0: the top layers' own weights learn; else their LoRA
-    updates of that rank, a far smaller adapter), `compress_rank` (0: off; else the layers are
-    fine-tuned in full and their update is then stored as its best approximation of that rank,
-    LoRA-shaped, with biases and LayerNorms in full: full fine-tuning's quality in a small
-    adapter; what is validated and calibrated is the compressed one), `candidates` (chunks per claim in training), `read_top` (chunks per
+    `lora_rank` (0: the top layers' own weights learn; else their LoRA updates of that rank, a
+    far smaller adapter), `compress_rank` (0: off; else the layers are fine-tuned in full and
+    their update is then stored as its best approximation of that rank, LoRA-shaped, with biases
+    and LayerNorms in full: full fine-tuning's quality in a small adapter; what is validated and
+    calibrated is the compressed one), `candidates` (chunks per claim in training), `read_top` (chunks per
     claim when scoring, the lexically closest; None: every chunk), `overlap_words` (between
     chunks), `val_share` (groups held out when `fit` gets no validation groups), `patience`
     (epochs without a better validation AUROC before stopping), `temperature` (fit one), `seed`."""
@@ -192,8 +192,8 @@ class TrainedVerifier(LearnedPart):
 
     def __init__(self, encoder: str = DEFAULT_ENCODER, *, max_length: int | None = None, train_layers: int = 1,
                  epochs: int = 2, batch_size: int = 8, learning_rate: float = 1e-4, head_learning_rate: float = 2e-3,
-                 balance: bool = True, lora_rank: int = 0, compress_rank: int = 0, candidates: int = 2, read_top: int | None = None, overlap_words: int = 30,
-                 val_share: float = 0.2, patience: int = 1,
+                 balance: bool = True, lora_rank: int = 0, compress_rank: int = 0, candidates: int = 2,
+                 read_top: int | None = None, overlap_words: int = 30, val_share: float = 0.2, patience: int = 1,
                  temperature: bool = True, seed: int = 0, device: str | None = None,
                  fingerprints: dict[str, Any] | None = None):
         super().__init__(fingerprints)
@@ -465,7 +465,6 @@ class TrainedVerifier(LearnedPart):
                 prepared[i].weight = weights[examples[i].recipe][int(examples[i].label)]
         steps = self.epochs * math.ceil(len(tr) / self.batch_size)
         states = self._read_frozen(prepared, progress, steps)
-        params = dict(self._scorer.named_parameters())
         opt = torch.optim.AdamW([
             {"params": [params[n] for n in self._trainable if not n.startswith("head.")], "lr": self.learning_rate},
             {"params": [params[n] for n in self._trainable if n.startswith("head.")], "lr": self.head_learning_rate},

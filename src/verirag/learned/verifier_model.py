@@ -115,16 +115,29 @@ def load_scorer(encoder_dir: str | Path, device: str = "cpu") -> tuple[PairScore
 
 
 LORA_TARGETS = ("query", "key", "value", "dense")   # a BERT layer's attention and feed-forward
+LORA_SCALE = 2   # alpha / rank, the usual scale
+_LAYER = re.compile(r"(?:^|\.)layers?\.(\d+)\.")
+
+
+def _in_top_layers(name: str, top: set[str]) -> bool:
+    """Whether parameter `name` belongs to one of the encoder's layers numbered in `top`."""
+    m = _LAYER.search(name)
+    return m is not None and m.group(1) in top and "encoder." in name
+
+
+def _top(scorer: PairScorer, train_layers: int) -> set[str]:
+    n = layer_count(scorer)
+    return {str(i) for i in range(n - train_layers, n)}
 
 
 def add_lora(scorer: PairScorer, train_layers: int, rank: int) -> None:
-    """Put LoRA updates of `rank` (alpha = 2 x rank, the usual scale) into every linear map of
+    """Put LoRA updates of `rank` (alpha = LORA_SCALE x rank) into every linear map of
     the top `train_layers` layers, in place; they start at zero, so the encoder is unchanged."""
     from peft import LoraConfig, inject_adapter_in_model
     n = layer_count(scorer)
     if not 1 <= train_layers <= n or rank < 1:
         raise InputError(f"LoRA needs a rank of at least 1 and 1 to {n} layers, got rank {rank}, {train_layers} layers")
-    config = LoraConfig(r=rank, lora_alpha=2 * rank, lora_dropout=0.0, target_modules=list(LORA_TARGETS),
+    config = LoraConfig(r=rank, lora_alpha=LORA_SCALE * rank, lora_dropout=0.0, target_modules=list(LORA_TARGETS),
                         layers_to_transform=list(range(n - train_layers, n)), layers_pattern="layer")
     inject_adapter_in_model(config, scorer.encoder)
 
@@ -142,24 +155,16 @@ def compress_update(scorer: PairScorer, before: dict[str, torch.Tensor], train_l
             params[n].copy_(before[n])
     add_lora(scorer, train_layers, rank)
     params = dict(scorer.named_parameters())
-    scale = 2.0   # add_lora's alpha / rank
     with torch.no_grad():
         for n, d in updates.items():
             u, s, vh = torch.linalg.svd(d, full_matrices=False)
             root = s[:rank].sqrt()
             stem = n.removesuffix(".weight")
-            params[f"{stem}.lora_B.default.weight"].copy_(u[:, :rank] * root / scale)
+            params[f"{stem}.lora_B.default.weight"].copy_(u[:, :rank] * root / LORA_SCALE)
             params[f"{stem}.lora_A.default.weight"].copy_(root[:, None] * vh[:rank])
-    n_layers = layer_count(scorer)
-    top = {str(i) for i in range(n_layers - train_layers, n_layers)}
-    layer = re.compile(r"(?:^|\.)layer\.(\d+)\.")
-    kept = []
-    for name in params:
-        m = layer.search(name)
-        in_top = m is not None and m.group(1) in top and "encoder." in name
-        if name.startswith(HEAD) or (in_top and ("lora_" in name or name.endswith(".bias") or "LayerNorm" in name)):
-            kept.append(name)
-    return kept
+    top = _top(scorer, train_layers)
+    return [name for name in params if name.startswith(HEAD) or (
+        _in_top_layers(name, top) and ("lora_" in name or name.endswith(".bias") or "LayerNorm" in name))]
 
 
 def layer_count(scorer: PairScorer) -> int:
@@ -172,13 +177,10 @@ def select_trainable(scorer: PairScorer, train_layers: int, lora: bool = False) 
     n = layer_count(scorer)
     if not 0 <= train_layers <= n:
         raise InputError(f"train_layers must be between 0 and {n} (the encoder's layers), got {train_layers}")
-    top = {str(i) for i in range(n - train_layers, n)}
-    layer = re.compile(r"(?:^|\.)layers?\.(\d+)\.")
+    top = _top(scorer, train_layers)
     names = []
     for name, p in scorer.named_parameters():
-        m = layer.search(name)
-        keep = name.startswith(HEAD) or (m is not None and m.group(1) in top and "encoder." in name
-                                         and (not lora or "lora_" in name))
+        keep = name.startswith(HEAD) or (_in_top_layers(name, top) and (not lora or "lora_" in name))
         p.requires_grad_(keep)
         if keep:
             names.append(name)
