@@ -43,6 +43,25 @@ def config(path, **over):
 
 
 # --------------------------------------------------------------------------- config
+def test_a_groups_file_keeps_only_the_questions_it_names(fixture_file, tmp_path):
+    from verirag.experiments.grid.runner import load_examples
+    groups = tmp_path / "held-out.txt"
+    groups.write_text("# the verifier's validation questions\njsonl:q1\n\njsonl:q3  # unanswerable\nnq:q2\n")
+    ds = {"name": "jsonl", "path": str(fixture_file), "groups": str(groups)}
+    got = load_examples(config(fixture_file, datasets=[ds]), None)["jsonl"]
+    assert [e.id for e in got] == ["q1", "q3"]          # nq:q2 names another dataset's question
+    one = load_examples(config(fixture_file, datasets=[dict(ds, n=1)]), None)["jsonl"]
+    assert len(one) == 1 and one[0].id in {"q1", "q3"}  # n draws among the named questions only
+    groups.write_text("q1\n")
+    with pytest.raises(InputError, match="DATASET:GROUP"):
+        load_examples(config(fixture_file, datasets=[ds]), None)
+    groups.write_text("nq:1284\n")
+    with pytest.raises(InputError, match="names no question of dataset 'jsonl'"):
+        load_examples(config(fixture_file, datasets=[ds]), None)
+    with pytest.raises(InputError, match="groups file not found"):
+        load_examples(config(fixture_file, datasets=[dict(ds, groups=str(tmp_path / "nope.txt"))]), None)
+
+
 def test_config_lists_every_problem_with_its_place():
     with pytest.raises(InputError) as e:
         parse_config({"datasets": [{"name": "nope", "n": 0}], "models": ["m"], "methods": ["vanilla+nope"],

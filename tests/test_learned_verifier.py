@@ -167,6 +167,9 @@ def test_validation_holds_out_whole_groups():
     v = toy_verifier(epochs=1, val_share=0.5)
     tr, va = v._split(twins, None)
     assert not {twins[i].group for i in tr} & {twins[i].group for i in va}
+    # what an eval of the verifier's own held-out questions reads: exactly the validation groups
+    assert v.validation_groups(twins) == sorted({twins[i].group for i in va})
+    assert len(v.validation_groups(twins)) == 2
 
 
 def test_bad_training_input_is_a_clear_error():

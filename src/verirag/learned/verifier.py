@@ -341,6 +341,13 @@ class TrainedVerifier(LearnedPart):
         return Prepared(r, int(e.label), sentence_labels,
                         lexical_candidates(r.claims, r.chunks, e.question, self.candidates))
 
+    def validation_groups(self, examples: Sequence[Any]) -> list[str]:
+        """The question groups `fit` holds out of training for these examples (sorted): evaluate the
+        verifier on its generator's answers to these questions and no training example saw them."""
+        examples = _check_examples(examples)
+        _, va = self._split(examples, None)
+        return sorted({examples[i].group for i in va})
+
     def _split(self, examples: list[Any], val_groups: Sequence[str] | None) -> tuple[np.ndarray, np.ndarray]:
         groups = [e.group for e in examples]
         if val_groups is not None:

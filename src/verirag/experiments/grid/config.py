@@ -5,6 +5,7 @@
       - {name: nq, n: 200, seed: 0, options: {k: 5, retriever: bm25}}
       - {name: hotpotqa, method_options: {family: multi_hop}}   # defaults for the methods that take them
       - squad2                      # a bare name: every example, seed 0
+      - {name: nq, groups: runs/held-out.txt}   # only the questions a file names ("nq:1284" per line)
     models: [qwen2.5-0.5b]          # load_llm specs: preset, .gguf path, openai:M, http URL#M, hf:X
     methods:                        # a name, or a mapping {name, label?, OPTION: VALUE, ...}
       - vanilla
@@ -194,6 +195,7 @@ class DatasetSpec(_Section):
     n: int | None = Field(None, ge=1)
     seed: int = Field(0, ge=0)
     path: Text | None = None
+    groups: Text | None = None    # a file of "DATASET:GROUP" lines: only those questions, before `n` draws
     options: Options = {}
     method_options: Options = {}  # defaults for the methods that take them
 

@@ -103,14 +103,44 @@ def prepare_dir(cfg: ExperimentConfig, out_dir: Path) -> None:
     tmp.replace(run_path)
 
 
+def read_groups(path: str | Path, dataset: str) -> set[str]:
+    """The question groups a `groups` file names for `dataset`: one "DATASET:GROUP" per line (the
+    form `verirag train verifier` labels use), blank lines and `#` comments skipped."""
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise InputError(f"groups file not found: {p}")
+    wanted = set()
+    for lineno, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        name, sep, group = line.partition(":")
+        if not sep or not name or not group:
+            raise InputError(f"{p}, line {lineno}: expected DATASET:GROUP (e.g. nq:1284), got {line!r}")
+        if name == dataset:
+            wanted.add(group)
+    if not wanted:
+        raise InputError(f"{p} names no question of dataset {dataset!r}")
+    return wanted
+
+
 def load_examples(cfg: ExperimentConfig, llm_factory: LLMFactory) -> dict[str, list[Example]]:
     from verirag.datasets import load_dataset
+    from verirag.datasets._sampling import subsample
     out = {}
     for d in cfg.datasets:
         opts = dict(d.options)
         if "references_model" in opts:  # NoMIRACL: references written by an LLM, cached
             opts["references_llm"] = llm_factory(opts.pop("references_model"), cfg.n_ctx)
-        examples = load_dataset(d.name, d.path, n=d.n, seed=d.seed, **opts)
+        if d.groups is None:
+            examples = load_dataset(d.name, d.path, n=d.n, seed=d.seed, **opts)
+        else:   # the named questions first, then `n` of them (every example of a group stays)
+            wanted = read_groups(d.groups, d.name)
+            examples = [e for e in load_dataset(d.name, d.path, seed=d.seed, **opts) if e.group in wanted]
+            if not examples:
+                raise InputError(f"dataset {d.name!r}: no example belongs to a group of {d.groups}")
+            keep = set(subsample(sorted({e.group for e in examples}), d.n, d.seed))
+            examples = [e for e in examples if e.group in keep]
         for e in examples:
             e.dataset = d.name
         out[d.name] = examples
