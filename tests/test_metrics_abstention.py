@@ -15,12 +15,12 @@ ABSTAIN = [
     "The given passages do not mention who won.", "It cannot be determined from the context.",
     "There is not enough information to answer.", "No answer", "This question is unanswerable.",
     "It is not mentioned in the passages.", "I'm sorry, but I cannot answer that.", "", None,
-    "I could not find the answer in the documents.",
+    "I could not find the answer in the documents.", "Unknown.", "N/A", "Not stated.", "unclear",
 ]
 ANSWER = [
     "Paris", "The answer is 1889.", "Knowledge is power", "No. 5 is the perfume.",
     "Nobody knows who built it, but historians credit the Romans.", "He did not know her.",
-    "The Knowledge Tree", "Yes, it is in France.",
+    "The Knowledge Tree", "Yes, it is in France.", "None.", "The author is unknown.", "Unknown Pleasures",
 ]
 
 

@@ -41,6 +41,10 @@ ABSTENTION_PATTERNS: tuple[str, ...] = (
     r"\bthere is no (?:mention|answer|information)\b",
     r"\bi (?:could not|couldn'?t|cannot|can'?t|was unable to) find\b",
     r"\b(?:i'?m sorry|i am sorry|i apologi[sz]e),? but\b",
+    # a whole response of one uninformative word or two ("Unknown."): nothing is stated. "None" and
+    # "nobody" stay answers (how many ...? none); so does "unknown" inside a sentence.
+    r"^(?:unknown|not known|unclear|uncertain|n/?a|not (?:stated|mentioned|specified|given|available|provided)"
+    r"|cannot say|can'?t say)[.!]?$",
 )
 
 _COMPILED = re.compile("|".join(f"(?:{p})" for p in ABSTENTION_PATTERNS))
