@@ -159,6 +159,28 @@ def test_swap_gold_is_supported_and_swapped_is_not(tmp_path, data):
     assert choice.answer == "Orrin waterway"   # a choice question: the other option
 
 
+def test_evidence_sentence_gives_whole_sentences_of_either_label(tmp_path, data):
+    run(tmp_path, data, recipes=["evidence_sentence"], datasets=["nq"])
+    examples = {e.source.split("/")[2] + "/" + e.source.split("/")[3]: e
+                for e in resolve_file(tmp_path / "labels.jsonl", data)}
+    rows = {str(i): row for i, row in enumerate(NQ_ROWS)}
+    lighthouse = rows["0"]
+    evidence, swapped, other = (examples[f"0/{v}"] for v in ("evidence", "evidence-swapped", "other-sentence"))
+    # the sentence that holds the gold answer, copied whole: supported
+    assert evidence.label == 1 and evidence.answer == ("It was designed by the engineer Mara Quill and "
+                                                       "completed in 1887.")
+    # the same sentence with the answer swapped: as long, unsupported, no gold answer left in it
+    assert swapped.label == 0 and "Mara Quill" not in swapped.answer
+    assert swapped.answer.startswith("It was designed by the engineer ") and swapped.answer.endswith(" and completed in 1887.")
+    # another sentence of the evidence, true but no answer: unsupported
+    assert other.label == 0 and other.answer in lighthouse[3] and not substring_match(other.answer, lighthouse[1])
+    assert all(len(e.answer.split()) >= 6 for e in examples.values())
+    # a passage whose every usable sentence holds the answer has no other-sentence item
+    assert "5/other-sentence" not in examples and examples["5/evidence"].label == 1
+    summary = json.loads((tmp_path / "labels.summary.json").read_text())
+    assert summary["by_recipe"]["evidence_sentence"]["supported"] == sum(e.label for e in examples.values())
+
+
 def test_evidence_removal_is_unsupported(tmp_path, data):
     run(tmp_path, data, recipes=["evidence_removal"])
     examples = resolve_file(tmp_path / "labels.jsonl", data)

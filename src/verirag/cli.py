@@ -886,8 +886,8 @@ def label_verifier_cmd(
         out_file: Path = typer.Option(..., "--out", help="The labels JSONL (resumed when it exists); a "
                                       "<name>.summary.json is written beside it."),
         datasets: list[str] = typer.Option(["nq,hotpotqa"], "--datasets", help="nq, hotpotqa, nomiracl (comma-separated)."),
-        recipes: list[str] = typer.Option(["real,swap,evidence_removal,local_edit"], "--recipes",
-                                          help="real, swap, evidence_removal, local_edit (comma-separated)."),
+        recipes: list[str] = typer.Option(["real,swap,evidence_removal,local_edit,evidence_sentence"], "--recipes",
+                                          help="real, swap, evidence_removal, local_edit, evidence_sentence (comma-separated)."),
         n: Optional[int] = typer.Option(100, help="Questions per dataset, drawn with --seed (0: all)."),
         models: list[str] = typer.Option(["qwen2.5-1.5b,qwen2.5-0.5b,smollm2-135m"], "--models",
                                          help="Models that answer (presets, comma-separated); none: no LLM."),

@@ -25,13 +25,13 @@ from typing import Any
 from verirag.datasets import data_dir
 from verirag.errors import InputError
 from verirag.jsonio import write_json
-from verirag.train.verifier_labels import evidence_removal, local_edit, real, swap
+from verirag.train.verifier_labels import evidence_removal, evidence_sentence, local_edit, real, swap
 from verirag.train.verifier_labels.context import Item, LabelContext, RecipeFailure
 from verirag.train.verifier_labels.exclusion import evaluation_questions, question_key
 from verirag.train.verifier_labels.records import label_file, is_example
 from verirag.train.verifier_labels.sources import Question, Source, load_sources
 
-RECIPES = {m.NAME: m for m in (real, swap, evidence_removal, local_edit)}
+RECIPES = {m.NAME: m for m in (real, swap, evidence_removal, local_edit, evidence_sentence)}
 DEFAULT_DATASETS = ("nq", "hotpotqa")
 DEFAULT_MODELS = ("qwen2.5-1.5b", "qwen2.5-0.5b", "smollm2-135m")
 
