@@ -1,0 +1,106 @@
+"""The local generator's own answers: how well each judge of an eval run ranks them, paired.
+
+Reads the answers of one or more `verirag eval` runs of the same model (configs/verifier-held-out.yaml:
+qwen2.5-1.5b on the questions the trained verifier held out), one row per generated answer with
+every predictor's score and signal (`verirag.train.stack_features`), and prints, overall and per
+dataset, each column's AUROC and AwF PR-AUC (the AwF label: correct and answerable) with the
+difference to a baseline column, paired on the same bootstrap resamples of question groups.
+
+    python benchmarks/verifier_own_answers.py runs/verifier-held-out [Z=runs/verifier-held-out-Z] \\
+        [--baseline self_check] [--columns verifier,self_check,k_precision]
+
+A run given as NAME=DIR adds its predictor columns as NAME:COLUMN (a second verifier scoring the
+same answers, from the request cache); answers are matched by their generation key.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from verirag.experiments.grid.records import ResultStore
+from verirag.metrics.awf import pr_auc_statistic, random_pr_auc
+from verirag.metrics.calibration import auroc
+from verirag.metrics.stats import group_bootstrap_intervals
+from verirag.train.stack_features import feature_table
+
+
+def load(runs: list[str]):
+    """(first run's table, {column: scores}) with the other runs' predictor columns merged in."""
+    base, columns = None, {}
+    for i, arg in enumerate(runs):
+        name, _, path = arg.rpartition("=")
+        table = feature_table(ResultStore(Path(path)).load(), impute=True)
+        if base is None:
+            base = table
+            columns = {f: table.column(f) for f in table.features}
+            continue
+        at = {k: j for j, k in enumerate(table.keys)}
+        if set(at) != set(base.keys):
+            raise SystemExit(f"{path} holds other answers than {runs[0]}: match the configs")
+        order = np.array([at[k] for k in base.keys])
+        for f in table.sources:   # predictor columns only: the signals are the same answers' signals
+            columns[f"{name or f'run{i}'}:{f}"] = table.column(f)[order]
+    for f, x in columns.items():
+        columns[f] = np.where(np.isnan(x), np.nanmean(x), x)
+    return base, columns
+
+
+def table_rows(table, columns: dict[str, np.ndarray], baseline: str, ix: np.ndarray, n_resamples: int):
+    y, A = table.y[ix], table.answerable[ix]
+    cols = {k: v[ix] for k, v in columns.items()}
+
+    def statistic(b: np.ndarray) -> dict[str, np.ndarray]:
+        out = {}
+        for name, s in cols.items():
+            out[f"{name}.auroc"] = np.atleast_1d(auroc(s[b], y[b]))
+            out[f"{name}.pr_auc"] = np.atleast_1d(pr_auc_statistic(s, y, A, indices=b))
+        for name in cols:
+            if name != baseline:
+                for m in ("auroc", "pr_auc"):
+                    out[f"{name}.diff_{m}"] = out[f"{name}.{m}"] - out[f"{baseline}.{m}"]
+        return out
+
+    res = group_bootstrap_intervals(statistic, [table.groups[i] for i in ix], n_resamples=n_resamples, seed=0)
+    return {k: (r.estimate, r.low, r.high) for k, r in res.items()}
+
+
+def fmt(t) -> str:
+    est, lo, hi = t
+    return "n/a" if math.isnan(est) else f"{est:.3f} [{lo:.3f}, {hi:.3f}]"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("runs", nargs="+", help="eval run folders (the first: the answers; NAME=DIR: more judges)")
+    ap.add_argument("--baseline", default="self_check")
+    ap.add_argument("--columns", default="", help="comma-separated columns to show (default: all)")
+    ap.add_argument("--resamples", type=int, default=2000)
+    args = ap.parse_args(argv)
+    table, columns = load(args.runs)
+    if args.baseline not in columns:
+        raise SystemExit(f"no column {args.baseline!r}; columns: {', '.join(columns)}")
+    shown = [c for c in args.columns.split(",") if c] or list(columns)
+    columns = {k: columns[k] for k in dict.fromkeys([args.baseline, *shown])}
+    datasets = sorted({g.split(":", 1)[0] for g in table.groups})
+    parts = [("all", np.arange(len(table.y)))] + [
+        (d, np.array([i for i, g in enumerate(table.groups) if g.split(":", 1)[0] == d])) for d in datasets]
+    for part, ix in parts:
+        y, A = table.y[ix], table.answerable[ix]
+        rand = random_pr_auc(int(y.sum()), int(((A > 0) | (y > 0)).sum()), len(y))
+        print(f"\n{part}: {len(ix)} answers, {len({table.groups[i] for i in ix})} questions, {int(y.sum())} faithful; "
+              f"PR-AUC of a random score {rand:.3f}")
+        res = table_rows(table, columns, args.baseline, ix, args.resamples)
+        print(f"{'column':28} {'AUROC':>24} {'minus ' + args.baseline:>26} {'AwF PR-AUC':>24} {'minus ' + args.baseline:>26}")
+        for name in columns:
+            d_au = fmt(res[f"{name}.diff_auroc"]) if name != args.baseline else ""
+            d_pr = fmt(res[f"{name}.diff_pr_auc"]) if name != args.baseline else ""
+            print(f"{name:28} {fmt(res[f'{name}.auroc']):>24} {d_au:>26} {fmt(res[f'{name}.pr_auc']):>24} {d_pr:>26}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
