@@ -18,7 +18,7 @@ from collections import Counter
 from pathlib import Path
 
 from verirag.learned.verifier import TrainedVerifier, examples_fingerprint
-from verirag.train.verifier import read_labels, sample
+from verirag.train.verifier import read_examples
 
 
 def main() -> None:
@@ -30,7 +30,7 @@ def main() -> None:
     saved = json.loads((args.verifier / "verifier.json").read_text())
     settings = saved["settings"]
     v = TrainedVerifier(val_share=settings["val_share"], seed=settings["seed"])
-    examples = sample([e for p in args.labels for e in read_labels(p)], settings.get("max_examples"), v.seed)
+    examples = read_examples(args.labels, settings.get("max_examples"), v.seed)
     if examples_fingerprint(examples) != saved["fingerprints"]["data"]:
         raise SystemExit("these labels are not the ones the verifier was trained on (data fingerprint differs)")
     groups = v.validation_groups(examples)

@@ -113,6 +113,13 @@ def read_labels(path: Path) -> Iterator[VerifierExample]:
         yield from read_examples_jsonl(path)
 
 
+def read_examples(paths: Sequence[str | Path], max_examples: int | None = None, seed: int = 0,
+                  read: ExampleReader = read_labels) -> list[VerifierExample]:
+    """The examples of the labels files, in order, at most `max_examples` of them (a seeded sample):
+    what `train_verifier` fits on, so its data fingerprint can be checked again later."""
+    return sample([e for p in paths for e in read(Path(p))], max_examples, seed)
+
+
 def train_verifier(labels: str | Path | Sequence[str | Path], *, read: ExampleReader = read_labels,
                    verifier: TrainedVerifier | None = None, max_examples: int | None = None,
                    progress: Callable[[int, int], None] | None = None,
@@ -126,7 +133,7 @@ def train_verifier(labels: str | Path | Sequence[str | Path], *, read: ExampleRe
     paths = [Path(labels)] if isinstance(labels, (str, Path)) else [Path(p) for p in labels]
     if not paths:
         raise InputError("no labels file given")
-    examples = sample([e for p in paths for e in read(p)], max_examples, v.seed)
+    examples = read_examples(paths, max_examples, v.seed, read)
     if not examples:
         raise InputError(f"{', '.join(map(str, paths))} hold no examples")
     v.provenance = {**(provenance or {}), "labels": [str(p) for p in paths] if len(paths) > 1 else str(paths[0]),

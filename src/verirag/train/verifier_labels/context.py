@@ -117,6 +117,11 @@ class LabelContext:
         self.rng(q.group, condition).shuffle(keys)
         return keys
 
+    def evidence_set(self, q: Question) -> list[str] | None:
+        """The evidence among distractors ("mixed"), or the gold passages alone when no distractor
+        is left: the set a swapped answer is judged against, so only the answer tells two apart."""
+        return self.passage_set(q, "mixed") or self.passage_set(q, "gold")
+
     def conditions(self, q: Question) -> tuple[str, ...]:
         return ("non_relevant",) if not q.answers else CONDITIONS
 

@@ -40,9 +40,6 @@ def plan(q: Question, ctx: LabelContext) -> list[Item]:
     return items
 
 
-def _passages(ctx: LabelContext, q: Question) -> list[str] | None:
-    return ctx.passage_set(q, "mixed") or ctx.passage_set(q, "gold")
-
 
 def evidence_sentences(ctx: LabelContext, q: Question) -> list[tuple[str, int, int, bool]]:
     """(passage key, start, end, holds a gold answer) of each sentence of the gold passages that
@@ -57,7 +54,7 @@ def evidence_sentences(ctx: LabelContext, q: Question) -> list[tuple[str, int, i
 
 
 def make(ctx: LabelContext, q: Question, item_id: str, variant: str) -> dict:
-    keys = _passages(ctx, q)
+    keys = ctx.evidence_set(q)
     if keys is None:
         return skipped(item_id, NAME, q.dataset, q.id, "no passages with the evidence")
     sentences = evidence_sentences(ctx, q)

@@ -36,12 +36,9 @@ def plan(q: Question, ctx: LabelContext) -> list[Item]:
     return items
 
 
-def _passages(ctx: LabelContext, q: Question) -> list[str] | None:
-    return ctx.passage_set(q, "mixed") or ctx.passage_set(q, "gold")
-
 
 def make_gold(ctx: LabelContext, q: Question, item_id: str) -> dict:
-    keys = _passages(ctx, q)
+    keys = ctx.evidence_set(q)
     if keys is None:
         return skipped(item_id, NAME, q.dataset, q.id, "no passages with the evidence")
     answer = q.answers[q.answer_index]
@@ -50,7 +47,7 @@ def make_gold(ctx: LabelContext, q: Question, item_id: str) -> dict:
 
 
 def make_swapped(ctx: LabelContext, q: Question, item_id: str) -> dict:
-    keys = _passages(ctx, q)
+    keys = ctx.evidence_set(q)
     if keys is None:
         return skipped(item_id, NAME, q.dataset, q.id, "no passages with the evidence")
     answer = q.answers[q.answer_index]
