@@ -10,7 +10,10 @@ difference to a baseline column, paired on the same bootstrap resamples of quest
         [--baseline self_check] [--columns verifier,self_check,k_precision]
 
 A run given as NAME=DIR adds its predictor columns as NAME:COLUMN (a second verifier scoring the
-same answers, from the request cache); answers are matched by their generation key.
+same answers, from the request cache); answers are matched by their generation key. `--pool DIR`
+(repeatable) adds the answers of another run of the same set-up to the first run's, so that two
+samples of held-out questions are read as one; an answer both runs made (same generation key) counts
+once.
 """
 from __future__ import annotations
 
@@ -28,12 +31,17 @@ from verirag.metrics.stats import group_bootstrap_intervals
 from verirag.train.stack_features import feature_table
 
 
-def load(runs: list[str]):
-    """(first run's table, {column: scores}) with the other runs' predictor columns merged in."""
+def load(runs: list[str], pool: list[str] = ()):
+    """(first run's table, {column: scores}) with the other runs' predictor columns merged in; the
+    first run's answers are those of `runs[0]` and every run of `pool`."""
     base, columns = None, {}
     for i, arg in enumerate(runs):
         name, _, path = arg.rpartition("=")
-        table = feature_table(ResultStore(Path(path)).load(), impute=True)
+        records = list(ResultStore(Path(path)).load())
+        if i == 0:
+            for more in pool:   # records of one generation key merge into one answer (feature_table)
+                records += list(ResultStore(Path(more)).load())
+        table = feature_table(records, impute=True)
         if base is None:
             base = table
             columns = {f: table.column(f) for f in table.features}
@@ -76,11 +84,13 @@ def fmt(t) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("runs", nargs="+", help="eval run folders (the first: the answers; NAME=DIR: more judges)")
+    ap.add_argument("--pool", action="append", default=[], metavar="DIR",
+                    help="another run of the same set-up whose answers join the first run's (repeatable)")
     ap.add_argument("--baseline", default="self_check")
     ap.add_argument("--columns", default="", help="comma-separated columns to show (default: all)")
     ap.add_argument("--resamples", type=int, default=2000)
     args = ap.parse_args(argv)
-    table, columns = load(args.runs)
+    table, columns = load(args.runs, args.pool)
     if args.baseline not in columns:
         raise SystemExit(f"no column {args.baseline!r}; columns: {', '.join(columns)}")
     shown = [c for c in args.columns.split(",") if c] or list(columns)
