@@ -88,7 +88,7 @@ CASES = [(500, 0), (401, 0), (500, 1), (401, 1)]
 def test_ask_exits_non_zero_with_the_backend_message(endpoint_factory, capsys, status, ok_posts):
     e = endpoint_factory(status, ok_posts)
     code = main(["ask", QUESTION, "--corpus", str(DEMO), "--retrieval", "bm25", "--model", f"{e.url}#m",
-                 "--json", "--fallback", "no-rag"])
+                 "--method", "vanilla+self_check", "--json", "--fallback", "no-rag"])
     captured = capsys.readouterr()
     assert code == BackendError.exit_code
     assert f"HTTP {status}" in captured.err and captured.out == ""   # no verdict was printed
@@ -111,7 +111,8 @@ def client_for(endpoint_factory, tmp_path):
     def make(status, ok_posts):
         e = endpoint_factory(status, ok_posts)
         service = VeriragService(ServiceConfig(preset="tiny", index=tmp_path / "index", warm_up=False,
-                                               overrides={"model": f"{e.url}#m"}))
+                                               overrides={"model": f"{e.url}#m",
+                                                                          "method": "vanilla+self_check"}))
         return TestClient(create_app(service))
 
     return make

@@ -68,16 +68,41 @@ def test_failed_fallback_abstains_and_says_why(monkeypatch):
     assert r.action == "abstained" and "fallback failed" in r.error
 
 
-def test_the_default_self_check_answers_and_names_the_supporting_passage(monkeypatch):
+def test_self_check_answers_and_names_the_supporting_passage(monkeypatch):
     p = make(monkeypatch, ["25 minutes"], {"Yes": math.log(0.8), "No": math.log(0.2)},
-             method=PipelineConfig().method)
+             method="vanilla+self_check")
     r = p.ask("How long is the ferry?")
     assert r.method == "vanilla+self_check" and r.action == "answered"
     assert r.score == pytest.approx(0.8) and r.supporting_passage.id == "a"  # lexical attribution
 
 
+def test_the_default_verifies_with_the_shipped_verifier_sentence_by_sentence(monkeypatch):
+    """The default method's verifier is the trained one in the package (a real model, read from
+    disk); only the generator is scripted."""
+    p = make(monkeypatch, ["The ferry takes 25 minutes. Puffins nest in April."], {}, method=PipelineConfig().method)
+    assert p.method_warning is None
+    r = p.ask("How long is the ferry?")
+    assert r.method == "vanilla+verifier" and 0.0 <= r.score <= 1.0
+    assert [s.text for s in r.sentences] == ["The ferry takes 25 minutes.", "Puffins nest in April."]
+    # the sentence the passage states is supported, the one it does not mention is not, and the
+    # answer is as strong as its weakest sentence
+    first, second = r.sentences
+    assert first.supporting_passage == "a" and first.score > 0.5 > second.score
+    assert r.score == pytest.approx(second.score) and r.action == "abstained"
+
+
+def test_without_the_shipped_verifier_the_default_falls_back_to_self_check(monkeypatch, tmp_path):
+    monkeypatch.setenv("VERIRAG_VERIFIER_DIR", str(tmp_path))   # a folder with no verifier in it
+    p = Pipeline.from_preset("tiny")
+    assert p.config.method == "vanilla+self_check" and "not the default vanilla+verifier" in p.method_warning
+    # a user who names the method (or builds the config) gets the error, not a substitute
+    assert Pipeline.from_preset("tiny", method="vanilla+verifier").method_warning is None
+    with pytest.raises(Exception, match="no trained verifier"):
+        make(monkeypatch, ["25 minutes"], {}, method="vanilla+verifier").ask("How long is the ferry?")
+
+
 def test_choosing_a_judge_chooses_the_method_that_uses_it():
-    assert Pipeline.from_preset("tiny").config.method == "vanilla+self_check"
+    assert Pipeline.from_preset("tiny").config.method == "vanilla+verifier"
     assert Pipeline.from_preset("tiny", judge="llm").config.method == "vanilla+nli"
     assert Pipeline.from_preset("tiny", judge="llm", method="instructrag+nli").config.method == "instructrag+nli"
 

@@ -57,7 +57,7 @@ def test_probes_methods_and_page(client):
     ready = client.get("/readyz").json()
     assert ready == {"status": "ready", "model": "smollm2-135m", "index": True}
     m = client.get("/v1/methods").json()
-    assert m["default"] == "vanilla+self_check" and m["verify_default"] == "vanilla+nli"
+    assert m["default"] == "vanilla+verifier" and m["verify_default"] == "vanilla+nli"
     assert "vanilla+nli" in m["methods"] and m["threshold"] == 0.5
     page = client.get("/")
     assert page.status_code == 200 and "text/html" in page.headers["content-type"]

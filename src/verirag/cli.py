@@ -42,10 +42,13 @@ def _pipeline(preset: str, model: Optional[str], judge: Optional[str], judge_mod
               method: Optional[str] = None, escalate_model: Optional[str] = None, trust: Optional[str] = None,
               on_untrusted: Optional[str] = None, forecaster: Optional[str] = None, epsilon: Optional[float] = None):
     from verirag.awf.pipeline import Pipeline
-    return Pipeline.from_preset(preset, model=model, judge=judge, judge_model=judge_model,
-                                threshold=threshold, k=k, fallback=fallback, retrieval=retrieval,
-                                method=method, escalate_model=escalate_model, trust=trust, on_untrusted=on_untrusted,
-                                forecaster=forecaster, epsilon=epsilon)
+    p = Pipeline.from_preset(preset, model=model, judge=judge, judge_model=judge_model,
+                             threshold=threshold, k=k, fallback=fallback, retrieval=retrieval,
+                             method=method, escalate_model=escalate_model, trust=trust, on_untrusted=on_untrusted,
+                             forecaster=forecaster, epsilon=epsilon)
+    if p.method_warning:
+        err.print(f"[yellow]warning:[/yellow] {escape(p.method_warning)}")
+    return p
 
 
 def _print_result(r, *, show_question: bool = True) -> None:
@@ -127,8 +130,8 @@ def ask(question: str = typer.Argument(..., help="The question."),
         k: Optional[int] = typer.Option(None, help="Passages to retrieve (default 5)."),
         fallback: Optional[str] = typer.Option(None, help="Below the threshold: abstain (default), no-rag or escalate."),
         escalate_model: Optional[str] = typer.Option(None, help="The larger model for --fallback escalate."),
-        method: Optional[str] = typer.Option(None, help="AwF method: vanilla+self_check (default; vanilla+nli when --judge is given), "
-                                             "vanilla+nli, instructrag+pre_answering, intrinsic, ... (`verirag methods`)."),
+        method: Optional[str] = typer.Option(None, help="AwF method: vanilla+verifier (default: the shipped trained "
+                                             "verifier; vanilla+nli when --judge is given), vanilla+self_check, vanilla+nli, instructrag+pre_answering, intrinsic, ... (`verirag methods`)."),
         retrieval: Optional[str] = typer.Option(None, help="hybrid (default), bm25 or dense."),
         trust: Optional[Path] = typer.Option(None, help="A conformal trust filter (`verirag calibrate-retrieval`): "
                                              "only trusted chunks reach the model."),
