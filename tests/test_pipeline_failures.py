@@ -131,3 +131,27 @@ def test_a_method_answers_at_its_own_length_unless_the_user_sets_one(monkeypatch
     q = make(monkeypatch, [RATIONALE], {"Yes": 0.0}, method="instructrag+pre_answering", max_answer_tokens=300)
     q.ask("How long is the ferry?")
     assert q.method.generator.max_tokens == 300 and q.llm.inner.max_tokens == [300]
+
+
+def test_verifying_with_a_predictor_that_calls_no_llm_loads_no_llm(monkeypatch):
+    """The trained verifier and k_precision judge a given answer without the generator's model:
+    `verify` must not load it (a 1-2 GB model for nothing); self_check needs it, so it loads."""
+    loaded = []
+
+    def load(spec, **kw):
+        loaded.append(spec)
+        return ScriptedLLM([], {"Yes": math.log(0.7), "No": math.log(0.3)})
+
+    monkeypatch.setattr("verirag.awf.pipeline.load_llm", load)
+    passages = [Passage("a", "The ferry takes 25 minutes."), Passage("b", "Puffins nest in April.")]
+    for method in ("vanilla+verifier", "vanilla+k_precision"):
+        v = Pipeline(PipelineConfig(model="not-a-model", method=method)).verify(
+            "How long is the ferry?", "25 minutes", passages)
+        assert v.method == method and v.supporting_passage.id == "a" and v.score > 0.5
+    assert loaded == []
+    v = Pipeline(PipelineConfig(model="scripted", method="vanilla+self_check")).verify(
+        "How long is the ferry?", "25 minutes", passages)
+    assert loaded == ["scripted"] and v.method == "vanilla+self_check" and v.score == pytest.approx(0.7)
+    # a method that cannot verify a given answer is still refused by name
+    with pytest.raises(Exception, match="scores only the answers it generates"):
+        Pipeline(PipelineConfig(model="scripted", method="intrinsic")).verify("q?", "a", passages)

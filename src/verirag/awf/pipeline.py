@@ -14,12 +14,13 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from verirag.awf.calibrag import reformulate_query
-from verirag.awf.compose import build_method
+from verirag.awf.compose import build_method, build_predictor
 from verirag.awf.entailment.base import EntailmentModel
 from verirag.awf.methods.base import AwFMethod, MethodOutput
 from verirag.awf.policies import ANSWERED, FALLBACKS, make_policy
 from verirag.awf.registry import create
-from verirag.awf.spec import MethodSpec, accepted_options, split_name
+from verirag.awf.registry import get as get_component
+from verirag.awf.spec import SEPARATOR, MethodSpec, accepted_options, split_name
 from verirag.awf.stages import UNTRUSTED_ACTIONS, ForecastRerankStage, TrustFilterStage, run_stages
 from verirag.awf.trace import Trace
 from verirag.errors import InputError, ModelNotFoundError, is_outage
@@ -174,6 +175,7 @@ class Pipeline:
         self.method_warning: str | None = None
         self._index = index
         self._method: AwFMethod | None = None
+        self._answer_verifier = None   # (method name, predictor) that `verify` uses
         self._policies: dict = {}
         self._trust = None
         self._forecaster = None
@@ -415,7 +417,6 @@ class Pipeline:
             raise InputError("no passages: an answer is verified against the passages it came from")
         threshold = self.config.threshold if threshold is None else threshold
         replace(self.config, threshold=threshold).validate()
-        method = self.method
         predictor = self.answer_verifier()
         (on_stage or (lambda _s: None))(f"verifying ({predictor.registry_name})")
         t0 = time.perf_counter()
@@ -437,17 +438,39 @@ class Pipeline:
         return VerifyResult(
             question=question, answer=answer, score=score, faithful=bool(faithful), threshold=cut,
             evidence=evidence, supporting_passage=evidence[v.best] if v.best is not None else None,
-            method=method.registry_name, judge=getattr(predictor, "name", "") or predictor.registry_name,
+            method=self._answer_verifier[0], judge=getattr(predictor, "name", "") or predictor.registry_name,
             timings={"verify": round(seconds, 4)}, usage=usage.to_dict(), error=v.error, warnings=warnings,
             sentences=judged_sentences(v.sentences))
 
     def answer_verifier(self):
         """The predictor that `verify` scores a given answer with; InputError when this pipeline's
-        method cannot verify an answer it did not generate (so a batch can refuse before it starts)."""
-        refusal = why_it_cannot_verify(self.method)
-        if refusal:
-            raise InputError(refusal)
-        return self.method.predictor
+        method cannot verify an answer it did not generate (so a batch can refuse before it starts).
+        A predictor that calls no LLM (the trained verifier, k_precision) is built alone: verifying
+        with it never loads the generator's model."""
+        if self._answer_verifier is None:
+            alone = self._llm_free_predictor()
+            if alone is None:
+                refusal = why_it_cannot_verify(self.method)
+                if refusal:
+                    raise InputError(refusal)
+                alone = (self.method.registry_name, self.method.predictor)
+            self._answer_verifier = alone
+        return self._answer_verifier[1]
+
+    def _llm_free_predictor(self):
+        """(method name, predictor) of a GEN+PRED method whose predictor calls no LLM, built
+        without the generator; None for every other method (built whole, as `ask` builds it)."""
+        if self._method is not None or self.config.judge or self.config.judge_model:
+            return None
+        spec = MethodSpec.parse(self.config.method)
+        unified, gen, pred = split_name(spec.name)
+        if unified or pred is None:
+            return None
+        cls = get_component("predictor", pred)
+        if cls.uses_llm or cls.answer_independent:
+            return None
+        gen_name = get_component("generator", gen).registry_name
+        return f"{gen_name}{SEPARATOR}{cls.registry_name}", build_predictor(pred, None, options=spec.routed().get("predictor", {}))
 
     def verify_and_act(self, question: str, answer: str, passages: Sequence[Passage], *,
                        threshold: float | ThresholdController | None = None, fallback: str | None = None,

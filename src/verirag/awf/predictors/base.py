@@ -55,13 +55,15 @@ class FaithfulnessPredictor(Component, ABC):
     """`answer_independent`: the score does not read the answer (computed once per example and
     shared by every generator); `uses_entailment`: judged by an entailment model (`--judge`);
     `continues_generation`: it reads the generator's conversation, not only the answer's text
-    (self_check), so its value is keyed by the generation it continues."""
+    (self_check), so its value is keyed by the generation it continues; `uses_llm`: it calls the
+    LLM it is built with (False: verifying a given answer loads no LLM at all)."""
 
     kind = "predictor"
     name = ""
     answer_independent = False
     uses_entailment = False
     continues_generation = False
+    uses_llm = True
 
     @abstractmethod
     def verify(self, question: str, answer: str, passages: Sequence[Passage]) -> Verification:

@@ -17,6 +17,7 @@ from verirag.types import Passage
 @register("predictor", "k_precision")
 class KPrecisionPredictor(FaithfulnessPredictor):
     needs: tuple[str, ...] = ()
+    uses_llm = False
 
     def __init__(self, llm=None):
         if llm is not None:

@@ -29,6 +29,7 @@ from verirag.types import Passage
 @register("predictor", "verifier")
 class TrainedVerifierPredictor(FaithfulnessPredictor):
     needs: tuple[str, ...] = ()
+    uses_llm = False
 
     def __init__(self, llm=None, *, verifier: str | None = None, read_top: int | None = None):
         from verirag.learned.shipped import shipped_verifier_dir
