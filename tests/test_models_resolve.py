@@ -369,3 +369,23 @@ def test_embedder_default_from_package():
     path = resolve_embedder_path()
     assert isinstance(path, Path) and path.is_dir()
     assert model_status("all-MiniLM-L6-v2")["location"] == "pypi"
+
+
+def test_an_encoder_without_a_preset_is_found_by_its_env_var(tmp_path, monkeypatch):
+    """all-mpnet-base-v2 and the like: one rule for the embedder, the forecaster and the verifier."""
+    d = tmp_path / "mpnet"
+    d.mkdir()
+    with pytest.raises(ModelNotFoundError, match="VERIRAG_MODEL_PATH_ALL_MPNET_BASE_V2"):
+        resolve_embedder_path("all-mpnet-base-v2", allow_download=False)
+    monkeypatch.setenv("VERIRAG_MODEL_PATH_ALL_MPNET_BASE_V2", str(d))
+    assert resolve_embedder_path("all-mpnet-base-v2", allow_download=False) == d
+    monkeypatch.setenv("VERIRAG_MODEL_PATH_ALL_MPNET_BASE_V2", str(tmp_path / "absent"))
+    with pytest.raises(ModelNotFoundError, match="no such folder"):
+        resolve_embedder_path("all-mpnet-base-v2")
+
+
+def test_a_presets_hub_id_means_the_preset(tmp_path, monkeypatch):
+    d = tmp_path / "minilm"
+    d.mkdir()
+    monkeypatch.setenv(PRESETS["all-MiniLM-L6-v2"].env_var, str(d))
+    assert resolve_embedder_path("sentence-transformers/all-MiniLM-L6-v2", allow_download=False) == d

