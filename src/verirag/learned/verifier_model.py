@@ -167,6 +167,16 @@ def compress_update(scorer: PairScorer, before: dict[str, torch.Tensor], train_l
         _in_top_layers(name, top) and ("lora_" in name or name.endswith(".bias") or "LayerNorm" in name))]
 
 
+def merge_lora(scorer: PairScorer) -> None:
+    """Fold every LoRA update into the weight it updates, for scoring: the same function, one matrix
+    product per linear map instead of three (about 20% of a verifier's time). The factors stay as
+    parameters, so what is saved does not change."""
+    from peft.tuners.lora.layer import LoraLayer
+    for module in scorer.modules():
+        if isinstance(module, LoraLayer) and not module.merged:
+            module.merge()
+
+
 def layer_count(scorer: PairScorer) -> int:
     return int(scorer.encoder.config.num_hidden_layers)
 
