@@ -9,8 +9,14 @@ time and peak resident memory (VmHWM) per process.
 Without `--verifier DIR`, a throwaway verifier is trained for a few seconds on synthetic examples:
 its scores mean nothing, its cost is the real one (the network and the reading are the same).
 
+`--encoders A,B` adds, per encoder, a throwaway verifier over it (the first verifier's window and
+`read_top`, so the same chunks are read), timed in its own process and printed as a ratio to the
+first verifier: what choosing a larger encoder would cost (an encoder other than the packaged
+MiniLM is a folder named by VERIRAG_MODEL_PATH_<NAME>). `--no-llm` leaves out the LLM predictors.
+
     .venv/bin/python benchmarks/bench_verifier.py [--model qwen2.5-1.5b] [--answers 10] [--verifier DIR]
         [--threads N]   # torch threads of the verifier (llama.cpp uses every core)
+        [--encoders all-mpnet-base-v2] [--no-llm]
 """
 from __future__ import annotations
 
@@ -50,12 +56,20 @@ def items(n: int, seed: int = 0):
     return out
 
 
-def throwaway_verifier(folder: Path) -> None:
-    from verirag.learned.verifier import TrainedVerifier
+def throwaway_verifier(folder: Path, encoder: str | None = None, max_length: int | None = None,
+                       read_top: int | None = None) -> None:
+    from verirag.learned.verifier import DEFAULT_ENCODER, TrainedVerifier
     from verirag.train.verifier_examples import VerifierExample
     exs = [VerifierExample(q, a, tuple(p.text for p in ps[:2]), i % 2, "bench", f"g{i // 2}")
            for i, (q, a, ps) in enumerate(items(16, seed=1))]
-    TrainedVerifier(epochs=1, val_share=0.25).fit(exs).save(folder)
+    TrainedVerifier(encoder or DEFAULT_ENCODER, max_length=max_length, read_top=read_top, epochs=1,
+                    val_share=0.25).fit(exs).save(folder)
+
+
+def reading_of(verifier: str) -> tuple[int, int | None]:
+    """(window in tokens, read_top) of a saved verifier: what another encoder must read alike."""
+    d = json.loads((Path(verifier) / "verifier.json").read_text())
+    return int(d["state"]["window_"]), d["settings"].get("read_top")
 
 
 def peak_rss_mb() -> float:
@@ -104,10 +118,15 @@ def main() -> None:
     ap.add_argument("--answers", type=int, default=10)
     ap.add_argument("--verifier", default=None, help="a verifier folder (default: a throwaway one)")
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+    ap.add_argument("--encoders", default="", help="comma-separated encoders to time as throwaway verifiers")
+    ap.add_argument("--no-llm", action="store_true", help="time the verifiers only")
     ap.add_argument("--only", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--encoder", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--max-length", type=int, default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--read-top", type=int, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.only == "train":   # in its own process too, so its memory is nobody's
-        return throwaway_verifier(Path(args.verifier))
+        return throwaway_verifier(Path(args.verifier), args.encoder, args.max_length, args.read_top)
     if args.only:
         return child(args)
     with tempfile.TemporaryDirectory() as tmp:
@@ -117,15 +136,31 @@ def main() -> None:
             t0 = time.perf_counter()
             subprocess.run([sys.executable, __file__, "--only", "train", "--verifier", verifier], check=True)
             print(f"(a throwaway verifier, trained in {time.perf_counter() - t0:.1f} s: its cost is real, its scores not)")
+        runs = [("verifier", verifier), ("verifier(read_top=2)", verifier)]
+        for enc in filter(None, (e.strip() for e in args.encoders.split(","))):
+            folder = str(Path(tmp) / f"verifier-{enc.replace('/', '_')}")
+            window, read_top = reading_of(verifier)
+            done = subprocess.run([sys.executable, __file__, "--only", "train", "--verifier", folder, "--encoder", enc,
+                                   "--max-length", str(window)] + (["--read-top", str(read_top)] if read_top else []),
+                                  capture_output=True, text=True)
+            if done.returncode != 0:
+                print(f"a throwaway verifier over {enc} failed:\n{done.stderr[-2000:]}")
+                continue
+            runs.append((f"verifier[{enc}]", folder))
+        if not args.no_llm:
+            runs += [("vanilla+nli", verifier), ("vanilla+llm_judge", verifier)]
         rows = {}
-        for name in ("verifier", "verifier(read_top=2)", "vanilla+nli", "vanilla+llm_judge"):
-            cmd = [sys.executable, __file__, "--only", name, "--model", args.model, "--answers", str(args.answers),
-                   "--verifier", verifier] + (["--threads", str(args.threads)] if args.threads else [])
+        for name, folder in runs:
+            cmd = [sys.executable, __file__, "--only", name.partition("[")[0], "--model", args.model,
+                   "--answers", str(args.answers), "--verifier", folder] + (
+                ["--threads", str(args.threads)] if args.threads else [])
             done = subprocess.run(cmd, capture_output=True, text=True)
             if done.returncode != 0:
                 print(f"{name} failed:\n{done.stderr[-2000:]}")
                 continue
             rows[name] = json.loads(done.stdout.strip().splitlines()[-1])
+            if name.startswith("verifier"):
+                rows[name]["name"] = name
     print(f"{args.answers} answers of 1-3 sentences, 5 passages of ~200 words each; LLM {args.model}")
     print(f"{'predictor':34} {'s/answer':>9} {'load s':>7} {'peak MB':>8} {'failed':>6}")
     for r in rows.values():
@@ -135,9 +170,16 @@ def main() -> None:
         for name in ("vanilla+nli", "vanilla+llm_judge"):
             if ours in rows and name in rows:
                 print(f"{name} / {ours}: {rows[name]['seconds_per_answer'] / rows[ours]['seconds_per_answer']:.1f}x")
+    for name in rows:
+        if name.startswith("verifier[") and "verifier" in rows:
+            window, read_top = reading_of(verifier)
+            print(f"{name} / verifier: {rows[name]['seconds_per_answer'] / rows['verifier']['seconds_per_answer']:.1f}x "
+                  f"(read alike: window {window} tokens, read_top {read_top or 'every chunk'})")
     if "verifier" in rows:
-        print(f"(verifier on {rows['verifier']['torch_threads']} torch threads; read_top=2: each sentence reads "
-              "its 2 lexically closest chunks)")
+        read_top = reading_of(verifier)[1]
+        print(f"(verifier on {rows['verifier']['torch_threads']} torch threads, reading "
+              f"{f'each sentence against its {read_top} lexically closest chunks' if read_top else 'every chunk'}, "
+              "its own setting; read_top=2: the 2 closest)")
 
 
 if __name__ == "__main__":
