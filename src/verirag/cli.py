@@ -496,7 +496,7 @@ def demo(preset: str = typer.Option("local", help=PRESET_HELP),
         mean = {k: sum(r.timings.get(k, 0.0) for r in results) / n for k in ("generate", "verify")}
         out.print(f"{answered} answered, {n - answered} not, of {n} questions, in "
                   f"{time.perf_counter() - started:.0f} s (per question: generate {mean['generate']:.1f} s, "
-                  f"verify {mean['verify']:.1f} s; model loading included in the total).")
+                  f"verify {mean['verify']:.{2 if mean['verify'] < 0.1 else 1}f} s; model loading included in the total).")
 
 
 @app.command("eval")
