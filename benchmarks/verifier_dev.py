@@ -17,6 +17,9 @@ This is evaluation data: never train or tune on it (the labelling run drops all 
     # an LLM judge's scores outlive the machine as ids and scores (data/verifier/dev_scores/), and
     # compare reads them in place of its run folder
     python benchmarks/verifier_dev.py export runs/verifier_dev/nli --out data/verifier/dev_scores/nli-qwen2.5-1.5b.jsonl
+    # 4. which aggregate of a per-sentence judge's sentence scores ranks answers best (the verifier
+    #    takes the weakest sentence; paired differences against that)
+    python benchmarks/verifier_dev.py aggregates runs/verifier_dev/verifier
 
 Every judge is compared on the same answers: by default those every run scored (a judge stopped
 part way, or run with --limit, scored a random sample of questions: the log's order); with
@@ -40,6 +43,8 @@ from verirag.metrics.stats import group_bootstrap_intervals
 DEV_DATASETS = ("hotpot_qa", "topiocqa")
 SOURCE = "instruct_qa_human/correctness_human_eval_1200.jsonl"
 MISSING_SCORE = 0.5
+# ways to turn an answer's sentence scores into one score; the first is what the verifier does
+AGGREGATES = {"min": np.min, "mean": np.mean, "median": np.median, "first": lambda s: s[0], "max": np.max}
 
 
 def dev_rows(data: Path | None = None) -> list[dict]:
@@ -93,6 +98,40 @@ def compare(rows: list[dict], judges: dict[str, np.ndarray], n_resamples: int = 
     return group_bootstrap_intervals(stat, groups, n_resamples=n_resamples, seed=0)
 
 
+def sentence_scores(run: Path) -> dict[str, list[float]]:
+    """id -> the per-sentence scores of a `verirag verify --out` folder (answers without any left out).
+    They are the predictor's own: an answer that declines, which `verify` scores 0, keeps them, so
+    "min" here can differ a little from the run's score."""
+    out = {}
+    with open(Path(run) / "results.jsonl", encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                r = json.loads(line)
+                if r.get("sentences"):
+                    out[r["id"]] = [float(x["score"]) for x in r["sentences"]]
+    return out
+
+
+def aggregates(rows: list[dict], run: Path, n_resamples: int) -> int:
+    scores = sentence_scores(run)
+    rows = [r for r in rows if r["id"] in scores]
+    if not rows:
+        print(f"{run}: no answer with sentence scores")
+        return 1
+    judges = {k: np.array([float(f(np.array(scores[r["id"]]))) for r in rows]) for k, f in AGGREGATES.items()}
+    res = compare(rows, judges, n_resamples)
+    counts = np.bincount([min(len(scores[r["id"]]), 4) for r in rows], minlength=5)[1:]
+    print(f"dev: {len(rows)} answers with sentence scores; 1, 2, 3, 4+ sentences: {', '.join(map(str, counts))}")
+    for ds in DEV_DATASETS:
+        ix = np.array([r["group"].startswith(ds + ":") for r in rows])
+        y = np.array([r["label"] for r in rows])[ix]
+        print(f"  {ds}: " + ", ".join(f"{k} {auroc(v[ix], y):.3f}" for k, v in judges.items()))
+    print(f"{'aggregate':<20} {'AUROC':>7}  95% interval")
+    for k, r in res.items():
+        print(f"{k:<20} {r.estimate:7.3f}  [{r.low:.3f}, {r.high:.3f}]")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -110,6 +149,10 @@ def main(argv: list[str] | None = None) -> int:
     cp.add_argument("--resamples", type=int, default=2000)
     cp.add_argument("--json", type=Path, default=None, help="also write the table here")
     cp.add_argument("--all", action="store_true", help="every answer, a missing score counted as 0.5")
+    ag = sub.add_parser("aggregates", help="AUROC of ways to aggregate a verify run's sentence scores")
+    ag.add_argument("run", type=Path)
+    ag.add_argument("--data", type=Path, default=None)
+    ag.add_argument("--resamples", type=int, default=2000)
     a = ap.parse_args(argv)
     if a.cmd == "export":
         scores = read_scores(a.run)
@@ -120,6 +163,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{len(scores)} scores ({sum(v is None for v in scores.values())} failed) -> {a.out}")
         return 0
     rows = dev_rows(a.data)
+    if a.cmd == "aggregates":
+        return aggregates(rows, a.run, a.resamples)
     if a.cmd == "log":
         a.out.parent.mkdir(parents=True, exist_ok=True)
         with open(a.out, "w", encoding="utf-8") as fh:
