@@ -14,6 +14,11 @@ same answers, from the request cache); answers are matched by their generation k
 (repeatable) adds the answers of another run of the same set-up to the first run's, so that two
 samples of held-out questions are read as one; an answer both runs made (same generation key) counts
 once.
+
+    # an eval run's records as they are committed (data/verifier/own_answers/): without benchmark
+    # text (question and references blanked: read them by dataset and example_id), and only the
+    # answers that every method of the run judged (a run stopped part way keeps its whole answers)
+    python benchmarks/verifier_own_answers.py runs/verifier-held-out-nli --export data/verifier/own_answers/NAME
 """
 from __future__ import annotations
 
@@ -57,6 +62,25 @@ def load(runs: list[str], pool: list[str] = ()):
     return base, columns
 
 
+def export(run: Path, out: Path) -> int:
+    """Write `run`'s records without benchmark text to out/results.jsonl; the count written."""
+    import json
+    from collections import defaultdict
+    lines = [json.loads(x) for x in (run / "results.jsonl").read_text(encoding="utf-8").splitlines() if x.strip()]
+    methods = {r["method"] for r in lines}
+    judged = defaultdict(set)
+    for r in lines:
+        judged[(r["dataset"], r["example_id"])].add(r["method"])
+    kept = [r | {"question": "", "references": []} for r in lines if judged[(r["dataset"], r["example_id"])] == methods]
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "results.jsonl", "w", encoding="utf-8") as fh:
+        for r in kept:
+            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+    print(f"{len(kept)} records ({len(kept) // max(len(methods), 1)} answers x {len(methods)} methods; "
+          f"{len(lines) - len(kept)} of answers not judged by every method left out) -> {out / 'results.jsonl'}")
+    return len(kept)
+
+
 def table_rows(table, columns: dict[str, np.ndarray], baseline: str, ix: np.ndarray, n_resamples: int):
     y, A = table.y[ix], table.answerable[ix]
     cols = {k: v[ix] for k, v in columns.items()}
@@ -89,7 +113,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--baseline", default="self_check")
     ap.add_argument("--columns", default="", help="comma-separated columns to show (default: all)")
     ap.add_argument("--resamples", type=int, default=2000)
+    ap.add_argument("--export", type=Path, default=None, metavar="DIR",
+                    help="write the first run's records without benchmark text to DIR/results.jsonl, and stop")
     args = ap.parse_args(argv)
+    if args.export:
+        return 0 if export(Path(args.runs[0]), args.export) else 1
     table, columns = load(args.runs, args.pool)
     if args.baseline not in columns:
         raise SystemExit(f"no column {args.baseline!r}; columns: {', '.join(columns)}")
