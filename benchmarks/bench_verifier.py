@@ -136,10 +136,10 @@ def main() -> None:
             t0 = time.perf_counter()
             subprocess.run([sys.executable, __file__, "--only", "train", "--verifier", verifier], check=True)
             print(f"(a throwaway verifier, trained in {time.perf_counter() - t0:.1f} s: its cost is real, its scores not)")
+        window, read_top = reading_of(verifier)
         runs = [("verifier", verifier), ("verifier(read_top=2)", verifier)]
         for enc in filter(None, (e.strip() for e in args.encoders.split(","))):
             folder = str(Path(tmp) / f"verifier-{enc.replace('/', '_')}")
-            window, read_top = reading_of(verifier)
             done = subprocess.run([sys.executable, __file__, "--only", "train", "--verifier", folder, "--encoder", enc,
                                    "--max-length", str(window)] + (["--read-top", str(read_top)] if read_top else []),
                                   capture_output=True, text=True)
@@ -172,11 +172,9 @@ def main() -> None:
                 print(f"{name} / {ours}: {rows[name]['seconds_per_answer'] / rows[ours]['seconds_per_answer']:.1f}x")
     for name in rows:
         if name.startswith("verifier[") and "verifier" in rows:
-            window, read_top = reading_of(verifier)
             print(f"{name} / verifier: {rows[name]['seconds_per_answer'] / rows['verifier']['seconds_per_answer']:.1f}x "
                   f"(read alike: window {window} tokens, read_top {read_top or 'every chunk'})")
     if "verifier" in rows:
-        read_top = reading_of(verifier)[1]
         print(f"(verifier on {rows['verifier']['torch_threads']} torch threads, reading "
               f"{f'each sentence against its {read_top} lexically closest chunks' if read_top else 'every chunk'}, "
               "its own setting; read_top=2: the 2 closest)")
