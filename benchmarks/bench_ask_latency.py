@@ -9,6 +9,7 @@ continues the generation's KV state and reads ~20 new tokens).
 
     .venv/bin/python benchmarks/bench_ask_latency.py [--preset local] [--method M ...] [--repeats 1]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,8 +26,11 @@ def run(p, questions, repeats: int) -> dict[str, float]:
         for q in questions:
             r = p.ask(q["question"])
             rows.append(r.timings)
-            print(f"  {r.action:9s} score {r.score:.3f}  {q['question'][:60]}  "
-                  + " ".join(f"{k}={v:.2f}s" for k, v in r.timings.items()), flush=True)
+            print(
+                f"  {r.action:9s} score {r.score:.3f}  {q['question'][:60]}  "
+                + " ".join(f"{k}={v:.2f}s" for k, v in r.timings.items()),
+                flush=True,
+            )
     return {k: statistics.mean(row.get(k, 0.0) for row in rows) for k in ("retrieve", "generate", "verify", "total")}
 
 

@@ -13,6 +13,7 @@ cached calls are not the cost of the method (use a fresh VERIRAG_CACHE_DIR to ti
 
     .venv/bin/python benchmarks/bench_awf_methods.py [--n 30] [--model qwen2.5-0.5b] [--out runs/bench-awf-nq]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,9 +23,19 @@ from pathlib import Path
 import numpy as np
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-DEFAULT_METHODS = ["vanilla", "vanilla+pre_answering", "vanilla+nli", "vanilla+k_precision",
-                   "vanilla+llm_judge", "instructrag", "instructrag+pre_answering", "instructrag+nli",
-                   "intrinsic", "cot_hybrid", "dual_generation"]
+DEFAULT_METHODS = [
+    "vanilla",
+    "vanilla+pre_answering",
+    "vanilla+nli",
+    "vanilla+k_precision",
+    "vanilla+llm_judge",
+    "instructrag",
+    "instructrag+pre_answering",
+    "instructrag+nli",
+    "intrinsic",
+    "cot_hybrid",
+    "dual_generation",
+]
 
 
 def main() -> None:
@@ -46,18 +57,33 @@ def main() -> None:
     from verirag.metrics.awf import best_f1, pr_auc
 
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
-    cfg = parse_config({"name": "bench-awf-nq", "models": [args.model], "methods": methods,
-                        "datasets": [{"name": "nq", "n": args.n, "seed": args.seed, "path": str(DATA),
-                                      "options": {"k": args.k, "retriever": "bm25"}}],
-                        "generation": {"max_tokens": args.max_tokens}})
+    cfg = parse_config(
+        {
+            "name": "bench-awf-nq",
+            "models": [args.model],
+            "methods": methods,
+            "datasets": [
+                {
+                    "name": "nq",
+                    "n": args.n,
+                    "seed": args.seed,
+                    "path": str(DATA),
+                    "options": {"k": args.k, "retriever": "bm25"},
+                }
+            ],
+            "generation": {"max_tokens": args.max_tokens},
+        }
+    )
     outcome = run_experiment(cfg, args.out, progress=True)
     recs = [r for r in ResultStore(args.out).load() if r.model == args.model and r.dataset == "nq"]
     by = defaultdict(list)
     for r in recs:
         by[r.method].append(r)
     A = np.array([r.answerable for r in by[methods[0]]])
-    print(f"\n{args.n} questions, model {args.model}, {outcome.written} new records, "
-          f"{outcome.skipped} resumed; {int(A.sum())} of {len(A)} answerable from their top-{args.k}")
+    print(
+        f"\n{args.n} questions, model {args.model}, {outcome.written} new records, "
+        f"{outcome.skipped} resumed; {int(A.sum())} of {len(A)} answerable from their top-{args.k}"
+    )
     print(f"{'method':28s} {'best-F1':>8s} {'PR-AUC':>8s} {'s/q':>7s} {'errors':>7s} {'cached':>7s}")
     for m in methods:
         rs = sorted(by[m], key=lambda r: r.example_id)
@@ -69,9 +95,11 @@ def main() -> None:
         A = np.array([r.answerable for r in rs])
         calls = sum(r.calls for r in rs)
         hits = sum(r.details.get("cache_hits", 0) for r in rs)
-        print(f"{m:28s} {best_f1(s, V, A).f1:8.3f} {pr_auc(s, V, A, hard=rs[0].hard):8.3f} "
-              f"{np.mean([r.seconds for r in rs]):7.2f} {sum(r.error is not None for r in rs):7d} "
-              f"{(hits / calls if calls else 0):7.0%}")
+        print(
+            f"{m:28s} {best_f1(s, V, A).f1:8.3f} {pr_auc(s, V, A, hard=rs[0].hard):8.3f} "
+            f"{np.mean([r.seconds for r in rs]):7.2f} {sum(r.error is not None for r in rs):7d} "
+            f"{(hits / calls if calls else 0):7.0%}"
+        )
     print("s/q is the marginal time in the order above (a shared generation is paid by the first method).")
 
 

@@ -15,6 +15,7 @@ cores, nearly all of it in rank_bm25's query loop.
 
     .venv/bin/python benchmarks/bench_bm25.py --n-docs 10000 --n-queries 500
 """
+
 from __future__ import annotations
 
 import argparse
@@ -60,8 +61,9 @@ def read_hotpotqa(folder: Path) -> tuple[list[Passage], list[str]]:
     return passages, questions
 
 
-def synthetic(n: int, rng: random.Random, vocab: list[str], weights: list[float] | None,
-              lengths: list[int], start: int) -> list[Passage]:
+def synthetic(
+    n: int, rng: random.Random, vocab: list[str], weights: list[float] | None, lengths: list[int], start: int
+) -> list[Passage]:
     """n paragraphs of words sampled from `vocab` (with `weights`), lengths drawn from `lengths`."""
     out = []
     for i in range(n):
@@ -76,8 +78,7 @@ def zipf_vocab(size: int, rng: random.Random) -> tuple[list[str], list[float]]:
     return vocab, [1.0 / (r + 1) for r in range(size)]
 
 
-def make_corpus(n_docs: int, n_queries: int, data: Path,
-                seed: int) -> tuple[list[Passage], list[str], str]:
+def make_corpus(n_docs: int, n_queries: int, data: Path, seed: int) -> tuple[list[Passage], list[str], str]:
     rng = random.Random(seed)
     real: list[Passage] = []
     questions: list[str] = []
@@ -120,12 +121,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--n-docs", type=int, default=10_000)
     ap.add_argument("--n-queries", type=int, default=500)
-    ap.add_argument("--repeats", type=int, default=3,
-                    help="timed runs of all queries for verirag; the median is reported")
+    ap.add_argument(
+        "--repeats", type=int, default=3, help="timed runs of all queries for verirag; the median is reported"
+    )
     # rank_bm25 scores every passage in Python for every query term: one run of 500 queries
     # over 10k passages takes about a minute, so fewer runs keep the benchmark under 3 minutes.
-    ap.add_argument("--baseline-repeats", type=int, default=2,
-                    help="timed runs for rank_bm25 (median reported)")
+    ap.add_argument("--baseline-repeats", type=int, default=2, help="timed runs for rank_bm25 (median reported)")
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
@@ -141,9 +142,11 @@ def main(argv: list[str] | None = None) -> int:
     texts = [passage_text(p) for p in docs]
     analyzer = EnglishAnalyzer()
     print(f"corpus: {source}")
-    print(f"        {len(docs)} passages, {sum(len(t.split()) for t in texts):,} words; "
-          f"{len(queries)} queries, top-{K}; median of {args.repeats} (verirag) and "
-          f"{args.baseline_repeats} (rank_bm25) query runs")
+    print(
+        f"        {len(docs)} passages, {sum(len(t.split()) for t in texts):,} words; "
+        f"{len(queries)} queries, top-{K}; median of {args.repeats} (verirag) and "
+        f"{args.baseline_repeats} (rank_bm25) query runs"
+    )
 
     # -- build ---------------------------------------------------------------------------
     t_ours_build, ours = timed(lambda: BM25Retriever.build(docs))
@@ -154,8 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     t_rank_index, rank = timed(lambda: BM25Okapi(tokens))
     t_rank_build = t_tok + t_rank_index
     # The indexing step of our build alone, on the same tokens (same settings as build()).
-    t_ours_index, _ = timed(lambda: bm25s.BM25(method="lucene", csc_backend="auto").index(
-        tokens, show_progress=False))
+    t_ours_index, _ = timed(lambda: bm25s.BM25(method="lucene", csc_backend="auto").index(tokens, show_progress=False))
 
     # -- query ---------------------------------------------------------------------------
     def run_ours():
@@ -188,19 +190,26 @@ def main(argv: list[str] | None = None) -> int:
     nq = len(queries)
     print()
     print(f"{'':34}{'verirag (bm25s)':>16}{'rank_bm25':>12}{'ratio':>9}")
-    print(f"{'build, incl. tokenisation (s)':34}{t_ours_build:16.3f}{t_rank_build:12.3f}"
-          f"{t_rank_build / t_ours_build:8.2f}x")
-    print(f"{'build, index only (s)':34}{t_ours_index:16.3f}{t_rank_index:12.3f}"
-          f"{t_rank_index / max(t_ours_index, 1e-9):8.2f}x")
+    print(
+        f"{'build, incl. tokenisation (s)':34}{t_ours_build:16.3f}{t_rank_build:12.3f}"
+        f"{t_rank_build / t_ours_build:8.2f}x"
+    )
+    print(
+        f"{'build, index only (s)':34}{t_ours_index:16.3f}{t_rank_index:12.3f}"
+        f"{t_rank_index / max(t_ours_index, 1e-9):8.2f}x"
+    )
     print(f"{f'{nq} queries, median (s)':34}{t_ours_q:16.3f}{t_rank_q:12.3f}{t_rank_q / t_ours_q:8.2f}x")
     print(f"{'per query (ms)':34}{1000 * t_ours_q / nq:16.2f}{1000 * t_rank_q / nq:12.2f}")
-    print(f"{f'{nq} queries, median CPU time (s)':34}{c_ours_q:16.3f}{c_rank_q:12.3f}"
-          f"{c_rank_q / max(c_ours_q, 1e-9):8.2f}x")
-    print(f"{'query runs (s)':34}{' '.join(f'{t:.2f}' for t in ours_runs):>16}"
-          f"{' '.join(f'{t:.2f}' for t in rank_runs):>20}")
+    print(
+        f"{f'{nq} queries, median CPU time (s)':34}{c_ours_q:16.3f}{c_rank_q:12.3f}"
+        f"{c_rank_q / max(c_ours_q, 1e-9):8.2f}x"
+    )
+    print(
+        f"{'query runs (s)':34}{' '.join(f'{t:.2f}' for t in ours_runs):>16}"
+        f"{' '.join(f'{t:.2f}' for t in rank_runs):>20}"
+    )
     print(f"tokenisation of the corpus alone: {t_tok:.3f} s")
-    print(f"agreement: same top-1 on {top1 / nq:.1%} of queries; "
-          f"mean top-{K} overlap {overlap / nq:.2f}/{K}")
+    print(f"agreement: same top-1 on {top1 / nq:.1%} of queries; mean top-{K} overlap {overlap / nq:.2f}/{K}")
     print("ratio = rank_bm25 time / verirag time (above 1 means verirag is faster)")
     return 0
 

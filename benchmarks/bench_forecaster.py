@@ -10,6 +10,7 @@ and prints pairs per second of each and ours / baseline. It also times the forec
 
     .venv/bin/python benchmarks/bench_forecaster.py [--model qwen2.5-0.5b] [--k 20] [--questions 3]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,6 +22,7 @@ TOPICS = ["bridge", "market", "harbour", "library", "station", "tower", "mill", 
 
 def corpus(n_questions: int, k: int, seed: int = 0):
     from verirag.types import Passage, ScoredPassage
+
     rng = random.Random(seed)
     questions, docs = [], []
     for qi in range(n_questions):
@@ -29,8 +31,25 @@ def corpus(n_questions: int, k: int, seed: int = 0):
         hits = []
         for j in range(k):
             topic = rng.choice(TOPICS)
-            words = " ".join(rng.choice(["old", "stone", "river", "council", "rebuilt", "visitors", "north", "road",
-                                         "century", "painted", "square", "famous"]) for _ in range(100))
+            words = " ".join(
+                rng.choice(
+                    [
+                        "old",
+                        "stone",
+                        "river",
+                        "council",
+                        "rebuilt",
+                        "visitors",
+                        "north",
+                        "road",
+                        "century",
+                        "painted",
+                        "square",
+                        "famous",
+                    ]
+                )
+                for _ in range(100)
+            )
             text = f"The {topic} of {town if j % 3 else 'Elsewhere'} was built in {1700 + j * 7}. {words}."
             hits.append(ScoredPassage(Passage(id=f"{qi}-{j}", text=text, title=f"{town} {topic}"), 1.0 / (j + 1), j))
         docs.append(hits)
@@ -46,14 +65,14 @@ def main() -> None:
     args = ap.parse_args()
 
     from verirag.awf.llm_rerank import LLMRerank
-    from verirag.llm.factory import load_llm
     from verirag.learned.forecaster import Forecaster, pair_text
+    from verirag.llm.factory import load_llm
 
     questions, docs = corpus(args.questions, args.k)
     q_pairs = [q for q, hs in zip(questions, docs) for _ in hs]
     d_pairs = [pair_text(h.passage.title, h.passage.text) for hs in docs for h in hs]
     labels = [int(i % 3 == 0) for i in range(len(q_pairs))]
-    groups = [q for q in q_pairs]
+    groups = list(q_pairs)
 
     # training: one epoch, timed; the fitted forecaster then scores
     n_train = args.train_pairs
@@ -62,7 +81,7 @@ def main() -> None:
     ty = (labels * (n_train // len(labels) + 1))[:n_train]
     tg = [f"{g}-{i % 10}" for i, g in enumerate((groups * (n_train // len(groups) + 1))[:n_train])]
     f = Forecaster(epochs=1, temperature=False)
-    f.model  # loading is not training
+    _ = f.model  # loading is not training
     t0 = time.perf_counter()
     f.fit(tq, td, ty, tg)
     train_s = time.perf_counter() - t0
@@ -86,8 +105,10 @@ def main() -> None:
     print(f"forecaster (cross-encoder, MiniLM-L6): {n / ours:8.1f} pairs/s ({ours:.2f} s)")
     print(f"LLM-rerank ({args.model}):        {n / base:8.1f} pairs/s ({base:.2f} s)")
     print(f"throughput ours / baseline: {base / ours:.1f}x")
-    print(f"training: {train_s:.1f} s for one epoch over {f.n_train_} pairs plus two passes over {f.n_val_} "
-          f"validation pairs = {1000 * train_s / f.n_train_:.0f} s per 1,000 training pairs per epoch")
+    print(
+        f"training: {train_s:.1f} s for one epoch over {f.n_train_} pairs plus two passes over {f.n_val_} "
+        f"validation pairs = {1000 * train_s / f.n_train_:.0f} s per 1,000 training pairs per epoch"
+    )
 
 
 if __name__ == "__main__":

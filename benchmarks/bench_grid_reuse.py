@@ -9,6 +9,7 @@ records equal those with reuse on (the numbers must not depend on reuse).
 
     .venv/bin/python benchmarks/bench_grid_reuse.py [--n 5] [--model qwen2.5-0.5b] [--check-identical]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,11 +48,24 @@ def child(args) -> None:
     from verirag.experiments.grid.runner import run_experiment
     from verirag.llm import factory
 
-    cfg = parse_config({
-        "name": "bench-grid", "models": [args.model], "methods": grid_methods(),
-        "datasets": [{"name": "nq", "n": args.n, "seed": args.seed, "path": str(DATA),
-                      "options": {"k": 5, "retriever": "bm25"}, "method_options": {"layout": args.layout}}],
-        "generation": {"max_tokens": 160, "n_ctx": 4096}})
+    cfg = parse_config(
+        {
+            "name": "bench-grid",
+            "models": [args.model],
+            "methods": grid_methods(),
+            "datasets": [
+                {
+                    "name": "nq",
+                    "n": args.n,
+                    "seed": args.seed,
+                    "path": str(DATA),
+                    "options": {"k": 5, "retriever": "bm25"},
+                    "method_options": {"layout": args.layout},
+                }
+            ],
+            "generation": {"max_tokens": 160, "n_ctx": 4096},
+        }
+    )
     t = time.perf_counter()
     outcome = run_experiment(cfg, args.out, progress=False)
     seconds = time.perf_counter() - t
@@ -61,17 +75,39 @@ def child(args) -> None:
             llm = llm.inner
         stats = llm.prefix_stats() if hasattr(llm, "prefix_stats") else {}
     records = {r.key: [r.answer, r.score, r.error] for r in ResultStore(args.out).load()}
-    print(json.dumps({"seconds": seconds, "failures": len(outcome.failures), "written": outcome.written,
-                      "stats": stats, "records": records,
-                      "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+    print(
+        json.dumps(
+            {
+                "seconds": seconds,
+                "failures": len(outcome.failures),
+                "written": outcome.written,
+                "stats": stats,
+                "records": records,
+                "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            }
+        )
+    )
 
 
 def run_setting(args, name, setting, root: Path) -> dict:
     reuse, n_batch, layout = setting
     env = {**os.environ, "VERIRAG_NO_CACHE": "1", "VERIRAG_PREFIX_REUSE": reuse, "VERIRAG_N_BATCH": n_batch}
     out = root / name.replace(" ", "_").replace(",", "").replace("(", "").replace(")", "")
-    cmd = [sys.executable, __file__, "--child", "--n", str(args.n), "--seed", str(args.seed),
-           "--model", args.model, "--layout", layout, "--out", str(out)]
+    cmd = [
+        sys.executable,
+        __file__,
+        "--child",
+        "--n",
+        str(args.n),
+        "--seed",
+        str(args.seed),
+        "--model",
+        args.model,
+        "--layout",
+        layout,
+        "--out",
+        str(out),
+    ]
     print(f"running: {name} ...", flush=True)
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
@@ -102,15 +138,22 @@ def main() -> None:
     base = results[next(iter(SETTINGS))]["seconds"]
     methods = grid_methods()
     print(f"\n{args.n} NQ questions x {len(methods)} methods, {args.model}, cold (request cache off)")
-    print(f"{'setting':34s} {'s/question':>10s} {'speed-up':>8s} {'read':>8s} {'reused':>8s} "
-          f"{'store peak/budget MB':>21s} {'RSS MB':>7s} {'failures':>8s}")
+    print(
+        f"{'setting':34s} {'s/question':>10s} {'speed-up':>8s} {'read':>8s} {'reused':>8s} "
+        f"{'store peak/budget MB':>21s} {'RSS MB':>7s} {'failures':>8s}"
+    )
     for name, r in results.items():
         st = r["stats"]
-        store = (f"{st.get('peak_bytes', 0) / 2**20:.0f}/{st.get('budget_bytes', 0) / 2**20:.0f}"
-                 if st.get("budget_bytes") else "-")
-        print(f"{name:34s} {r['seconds'] / args.n:10.1f} {base / r['seconds']:8.2f} "
-              f"{st.get('tokens_evaluated', 0):8d} {st.get('tokens_reused', 0):8d} {store:>21s} "
-              f"{r['rss_mb']:7.0f} {r['failures']:8d}")
+        store = (
+            f"{st.get('peak_bytes', 0) / 2**20:.0f}/{st.get('budget_bytes', 0) / 2**20:.0f}"
+            if st.get("budget_bytes")
+            else "-"
+        )
+        print(
+            f"{name:34s} {r['seconds'] / args.n:10.1f} {base / r['seconds']:8.2f} "
+            f"{st.get('tokens_evaluated', 0):8d} {st.get('tokens_reused', 0):8d} {store:>21s} "
+            f"{r['rss_mb']:7.0f} {r['failures']:8d}"
+        )
     if args.check_identical:
         same = results["reuse, paper layout"]["records"] == results[NO_REUSE_SAME_BATCH[0]]["records"]
         print(f"records with reuse on == records with reuse off (n_batch 64, paper layout): {same}")

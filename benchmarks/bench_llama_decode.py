@@ -6,6 +6,7 @@ run also times raw llama-cpp-python with `logits_all=True`, its own way of givin
 
     .venv/bin/python benchmarks/bench_llama_decode.py [--model qwen2.5-0.5b] [--tokens 64] [--repeats 3]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -13,8 +14,10 @@ import os
 import statistics
 import time
 
-PROMPT = [{"role": "system", "content": "You are a helpful assistant."},
-          {"role": "user", "content": "Write a long story about a lighthouse keeper and a storm at sea."}]
+PROMPT = [
+    {"role": "system", "content": "You are a helpful assistant."},
+    {"role": "user", "content": "Write a long story about a lighthouse keeper and a storm at sea."},
+]
 
 
 def main() -> None:
@@ -65,14 +68,16 @@ def main() -> None:
     print(f"throughput ratio ours/raw              : {r / o:.3f}  (goal >= 0.9)")
     if not args.skip_logits_all:
         ours.close()
-        full = Llama(model_path=path, n_ctx=2048, n_threads=threads, n_threads_batch=threads,
-                     logits_all=True, verbose=False)
+        full = Llama(
+            model_path=path, n_ctx=2048, n_threads=threads, n_threads_batch=threads, logits_all=True, verbose=False
+        )
 
         def time_full() -> float:
             full.reset()
             t = time.perf_counter()
             full.create_completion(prompt_tokens, max_tokens=args.tokens, temperature=0.0, logprobs=5)
             return time.perf_counter() - t
+
         time_full()
         f = statistics.median(time_full() for _ in range(args.repeats))
         print(f"raw llama-cpp-python, logits_all=True  : {f:.3f} s  -> ratio ours/that {f / o:.2f}")

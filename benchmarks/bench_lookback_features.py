@@ -8,6 +8,7 @@ Prints seconds and peak RSS growth over the loaded model for each, and ours / ba
 
     .venv/bin/python benchmarks/bench_lookback_features.py [--model qwen2.5-0.5b] [--sizes 500 1000 2000]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,10 +35,13 @@ def child(model: str, size: int, mode: str) -> None:
     import torch
 
     from verirag.llm.factory import load_llm
+
     llm = load_llm(f"hf:{model}", cache=False)
     ps = passages(size)
-    messages = [{"role": "system", "content": "Answer from the passages."},
-                {"role": "user", "content": "\n\n".join(ps) + "\n\nQuestion: what colour is the bridge?"}]
+    messages = [
+        {"role": "system", "content": "Answer from the passages."},
+        {"role": "user", "content": "\n\n".join(ps) + "\n\nQuestion: what colour is the bridge?"},
+    ]
     llm.lookback_ratios(messages[:1] + [{"role": "user", "content": ps[0]}], "warm up", [ps[0]])  # warm-up
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     t0 = time.perf_counter()
@@ -66,20 +70,25 @@ def main() -> None:
         child(a.child[0], int(a.child[1]), a.child[2])
         return
     print(f"model hf:{a.model}; answer of {len(ANSWER.split())} words")
-    print(f"{'prompt tokens':>13} | {'full tensors s':>14} {'MB':>7} | {'lookback s':>10} {'MB':>7} | "
-          f"{'time ratio':>10} {'memory ratio':>12}")
+    print(
+        f"{'prompt tokens':>13} | {'full tensors s':>14} {'MB':>7} | {'lookback s':>10} {'MB':>7} | "
+        f"{'time ratio':>10} {'memory ratio':>12}"
+    )
     for size in a.sizes:
         res = {}
         for mode in ("full", "ours"):
-            p = subprocess.run([sys.executable, __file__, "--child", a.model, str(size), mode],
-                               capture_output=True, text=True)
+            p = subprocess.run(
+                [sys.executable, __file__, "--child", a.model, str(size), mode], capture_output=True, text=True
+            )
             if p.returncode != 0:
                 sys.exit(f"{mode} at {size} failed:\n{p.stderr[-2000:]}")
             res[mode] = json.loads(p.stdout.strip().splitlines()[-1])
         f, o = res["full"], res["ours"]
-        print(f"{o['n_prompt']:>13} | {f['seconds']:>14.2f} {f['peak_mb']:>7.0f} | {o['seconds']:>10.2f} "
-              f"{o['peak_mb']:>7.0f} | {o['seconds'] / f['seconds']:>9.2f}x "
-              f"{o['peak_mb'] / max(f['peak_mb'], 1e-9):>11.3f}x")
+        print(
+            f"{o['n_prompt']:>13} | {f['seconds']:>14.2f} {f['peak_mb']:>7.0f} | {o['seconds']:>10.2f} "
+            f"{o['peak_mb']:>7.0f} | {o['seconds'] / f['seconds']:>9.2f}x "
+            f"{o['peak_mb'] / max(f['peak_mb'], 1e-9):>11.3f}x"
+        )
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@
 
     .venv/bin/python benchmarks/bench_metrics.py [--n 10000] [--resamples 1000] [--seed 0]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,10 +28,54 @@ import numpy as np
 from verirag.metrics import awf, qa
 from verirag.metrics.stats import bootstrap_ci
 
-WORDS = ("paris france tower eiffel 1889 river seine city capital king queen war peace "
-         "president united states america john smith new york london river thames music band "
-         "album song film director actor born died year century first second third world cup "
-         "football team player season league game").split()
+WORDS = [
+    "paris",
+    "france",
+    "tower",
+    "eiffel",
+    "1889",
+    "river",
+    "seine",
+    "city",
+    "capital",
+    "king",
+    "queen",
+    "war",
+    "peace",
+    "president",
+    "united",
+    "states",
+    "america",
+    "john",
+    "smith",
+    "new",
+    "york",
+    "london",
+    "river",
+    "thames",
+    "music",
+    "band",
+    "album",
+    "song",
+    "film",
+    "director",
+    "actor",
+    "born",
+    "died",
+    "year",
+    "century",
+    "first",
+    "second",
+    "third",
+    "world",
+    "cup",
+    "football",
+    "team",
+    "player",
+    "season",
+    "league",
+    "game",
+]
 
 
 def make_pairs(n: int, seed: int) -> tuple[list[str], list[list[str]]]:
@@ -124,9 +169,14 @@ def bench_tokens(n: int, seed: int) -> None:
     keys = ["exact_match", "f1", "precision", "recall", "recall_strict", "substring_match"]
     t_vec, vec = timeit(lambda: qa.token_metrics_batch(preds, refs))
     t_plain, plain = timeit(lambda: np.array([plain_all(p, r) for p, r in zip(preds, refs)]))
-    scalar = {"exact_match": qa.exact_match, "f1": qa.token_f1, "precision": qa.token_precision,
-              "recall": qa.token_recall, "recall_strict": qa.recall_strict,
-              "substring_match": qa.substring_match}
+    scalar = {
+        "exact_match": qa.exact_match,
+        "f1": qa.token_f1,
+        "precision": qa.token_precision,
+        "recall": qa.token_recall,
+        "recall_strict": qa.recall_strict,
+        "substring_match": qa.substring_match,
+    }
     t_six, _ = timeit(lambda: {k: [f(p, r) for p, r in zip(preds, refs)] for k, f in scalar.items()}, 1)
     for j, k in enumerate(keys):
         np.testing.assert_allclose(vec[k], plain[:, j], err_msg=k)
@@ -144,20 +194,46 @@ def bench_tokens(n: int, seed: int) -> None:
 
 def bench_bootstrap(n: int, B: int, seed: int) -> None:
     rng = np.random.default_rng(seed)
-    scores = np.round(rng.random(n), 3)             # ties, as real judge scores have
+    scores = np.round(rng.random(n), 3)  # ties, as real judge scores have
     answerable = (rng.random(n) < 0.7).astype(np.int64)
     V = answerable * (rng.random(n) < 0.3 + 0.6 * scores).astype(np.int64)
     print(f"bootstrap of AwF statistics: {B:,} resamples x {n:,} examples")
     for name, stat in (("best F1", awf.best_f1_statistic), ("PR-AUC", awf.pr_auc_statistic)):
-        t_w, rw = timeit(lambda: bootstrap_ci(stat, scores, V, answerable, n_resamples=B, seed=seed,
-                                              keep_distribution=True), 1)
-        t_r, rr = timeit(lambda: bootstrap_ci(stat, scores, V, answerable, n_resamples=B, seed=seed,
-                                              vectorized=True, keep_distribution=True), 1)
+        t_w, rw = timeit(
+            lambda stat=stat: bootstrap_ci(
+                stat, scores, V, answerable, n_resamples=B, seed=seed, keep_distribution=True
+            ),
+            1,
+        )
+        t_r, rr = timeit(
+            lambda stat=stat: bootstrap_ci(
+                stat,
+                scores,
+                V,
+                answerable,
+                n_resamples=B,
+                seed=seed,
+                vectorized=True,
+                keep_distribution=True,
+            ),
+            1,
+        )
         np.testing.assert_allclose(rw.distribution, rr.distribution)
         # naive loop: one curve per resample, on fewer resamples if slow, extrapolated
         m = min(B, 100)
-        t_l, rl = timeit(lambda: bootstrap_ci(stat, scores, V, answerable, n_resamples=m, seed=seed,
-                                              vectorized=False, keep_distribution=True), 1)
+        t_l, rl = timeit(
+            lambda stat=stat, m=m: bootstrap_ci(
+                stat,
+                scores,
+                V,
+                answerable,
+                n_resamples=m,
+                seed=seed,
+                vectorized=False,
+                keep_distribution=True,
+            ),
+            1,
+        )
         np.testing.assert_allclose(rl.distribution, rw.distribution[:m])
         t_loop = t_l * B / m
         note = f"(timed on {m} resamples, extrapolated x{B / m:.0f})" if m < B else ""
@@ -174,8 +250,9 @@ def main() -> None:
     ap.add_argument("--resamples", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
-    print(f"# bench_metrics: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-          f"numpy {np.__version__}")
+    print(
+        f"# bench_metrics: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, numpy {np.__version__}"
+    )
     bench_tokens(args.n, args.seed)
     bench_bootstrap(args.n, args.resamples, args.seed)
 

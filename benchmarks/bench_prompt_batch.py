@@ -6,14 +6,17 @@ prompt is read from scratch. Prints tokens per second and the ratio to n_batch=5
 
     .venv/bin/python benchmarks/bench_prompt_batch.py [--model qwen2.5-0.5b] [--tokens 768] [--batches 32,64,128,256,512]
 """
+
 from __future__ import annotations
 
 import argparse
 import statistics
 import time
 
-TEXT = ("The lighthouse stood on a rock at the mouth of the bay, and its keeper climbed the ninety "
-        "steps every evening to light the lamp before the fishing boats came home. ")
+TEXT = (
+    "The lighthouse stood on a rock at the mouth of the bay, and its keeper climbed the ninety "
+    "steps every evening to light the lamp before the fishing boats came home. "
+)
 
 
 def main() -> None:
@@ -33,7 +36,7 @@ def main() -> None:
     rate = {}
     for nb in sizes:
         llm = LlamaCppLLM(path, n_ctx=2048, n_batch=nb, reuse_prefix=False)
-        tokens = llm.llama.tokenize((TEXT * 200).encode(), add_bos=True)[:args.tokens]
+        tokens = llm.llama.tokenize((TEXT * 200).encode(), add_bos=True)[: args.tokens]
         times = []
         for _ in range(args.repeats):
             llm.llama.reset()

@@ -18,6 +18,7 @@ MiniLM is a folder named by VERIRAG_MODEL_PATH_<NAME>). `--no-llm` leaves out th
         [--threads N]   # torch threads of the verifier (llama.cpp uses every core)
         [--encoders all-mpnet-base-v2] [--no-llm]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,8 +30,34 @@ import tempfile
 import time
 from pathlib import Path
 
-WORDS = ("river market council harbour bridge stone century visitors north road painted square famous rebuilt "
-         "station tower mill school chapel castle garden library museum festival winter summer").split()
+WORDS = [
+    "river",
+    "market",
+    "council",
+    "harbour",
+    "bridge",
+    "stone",
+    "century",
+    "visitors",
+    "north",
+    "road",
+    "painted",
+    "square",
+    "famous",
+    "rebuilt",
+    "station",
+    "tower",
+    "mill",
+    "school",
+    "chapel",
+    "castle",
+    "garden",
+    "library",
+    "museum",
+    "festival",
+    "winter",
+    "summer",
+]
 NAMES = ["Anna", "Boris", "Chen", "Dara", "Emil", "Fatima"]
 THINGS = ["boat", "house", "kite", "lamp", "hat", "car"]
 COLOURS = ["red", "blue", "green", "yellow", "black", "white"]
@@ -39,31 +66,40 @@ COLOURS = ["red", "blue", "green", "yellow", "black", "white"]
 def items(n: int, seed: int = 0):
     """(question, answer, 5 passages of ~200 words) with answers of 1, 2, 3 sentences in turn."""
     from verirag.types import Passage
+
     rng = random.Random(seed)
     out = []
     for i in range(n):
         thing, name, colour = THINGS[i % 6], NAMES[(i // 6) % 6], COLOURS[(i * 5) % 6]
         question = f"What colour is the {thing} of {name}?"
-        sentences = [f"The {thing} of {name} is {colour}.", f"It was painted in {1900 + i}.",
-                     f"{name} keeps it near the {rng.choice(WORDS)}."][:1 + i % 3]
+        sentences = [
+            f"The {thing} of {name} is {colour}.",
+            f"It was painted in {1900 + i}.",
+            f"{name} keeps it near the {rng.choice(WORDS)}.",
+        ][: 1 + i % 3]
         passages = []
         for j in range(5):
             words = [rng.choice(WORDS) for _ in range(190)]
-            if j == i % 5:   # one passage holds the fact, mid-way
+            if j == i % 5:  # one passage holds the fact, mid-way
                 words.insert(95, f"The {thing} of {name} was painted {colour} in {1900 + i}.")
             passages.append(Passage(f"p{j}", " ".join(words)))
         out.append((question, " ".join(sentences), passages))
     return out
 
 
-def throwaway_verifier(folder: Path, encoder: str | None = None, max_length: int | None = None,
-                       read_top: int | None = None) -> None:
+def throwaway_verifier(
+    folder: Path, encoder: str | None = None, max_length: int | None = None, read_top: int | None = None
+) -> None:
     from verirag.learned.verifier import DEFAULT_ENCODER, TrainedVerifier
     from verirag.train.verifier_examples import VerifierExample
-    exs = [VerifierExample(q, a, tuple(p.text for p in ps[:2]), i % 2, "bench", f"g{i // 2}")
-           for i, (q, a, ps) in enumerate(items(16, seed=1))]
-    TrainedVerifier(encoder or DEFAULT_ENCODER, max_length=max_length, read_top=read_top, epochs=1,
-                    val_share=0.25).fit(exs).save(folder)
+
+    exs = [
+        VerifierExample(q, a, tuple(p.text for p in ps[:2]), i % 2, "bench", f"g{i // 2}")
+        for i, (q, a, ps) in enumerate(items(16, seed=1))
+    ]
+    TrainedVerifier(encoder or DEFAULT_ENCODER, max_length=max_length, read_top=read_top, epochs=1, val_share=0.25).fit(
+        exs
+    ).save(folder)
 
 
 def reading_of(verifier: str) -> tuple[int, int | None]:
@@ -83,18 +119,21 @@ def peak_rss_mb() -> float:
 def predictor(name: str, model: str, verifier: str | None):
     if name.startswith("verifier"):
         from verirag.awf.predictors.verifier import TrainedVerifierPredictor
+
         read_top = int(name.partition("read_top=")[2].rstrip(")")) if "read_top=" in name else None
         return TrainedVerifierPredictor(verifier=verifier, read_top=read_top)
     from verirag.awf.compose import build_method
     from verirag.llm.factory import load_llm
+
     return build_method(name, load_llm(model, cache=False)).predictor
 
 
 def child(args) -> None:
     """One predictor in this process: JSON with its timings and peak memory on stdout."""
     threads = None
-    if args.only.startswith("verifier"):   # the LLM predictors' processes never import torch
+    if args.only.startswith("verifier"):  # the LLM predictors' processes never import torch
         import torch
+
         if args.threads:
             torch.set_num_threads(args.threads)
         threads = torch.get_num_threads()
@@ -103,13 +142,22 @@ def child(args) -> None:
     load = time.perf_counter() - t0
     data = items(args.answers + 1)
     q, a, ps = data[0]
-    pred.verify(q, a, ps)   # warm-up
+    pred.verify(q, a, ps)  # warm-up
     t0 = time.perf_counter()
     scores = [pred.verify(q, a, ps).score for q, a, ps in data[1:]]
     seconds = (time.perf_counter() - t0) / args.answers
-    print(json.dumps({"name": args.only if args.only.startswith("verifier") else pred.name, "seconds_per_answer": seconds, "load_seconds": load,
-                      "peak_rss_mb": peak_rss_mb(),
-                      "failed": sum(s != s for s in scores), "torch_threads": threads}))
+    print(
+        json.dumps(
+            {
+                "name": args.only if args.only.startswith("verifier") else pred.name,
+                "seconds_per_answer": seconds,
+                "load_seconds": load,
+                "peak_rss_mb": peak_rss_mb(),
+                "failed": sum(s != s for s in scores),
+                "torch_threads": threads,
+            }
+        )
+    )
 
 
 def main() -> None:
@@ -125,7 +173,7 @@ def main() -> None:
     ap.add_argument("--max-length", type=int, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--read-top", type=int, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
-    if args.only == "train":   # in its own process too, so its memory is nobody's
+    if args.only == "train":  # in its own process too, so its memory is nobody's
         return throwaway_verifier(Path(args.verifier), args.encoder, args.max_length, args.read_top)
     if args.only:
         return child(args)
@@ -135,14 +183,30 @@ def main() -> None:
             verifier = str(Path(tmp) / "verifier")
             t0 = time.perf_counter()
             subprocess.run([sys.executable, __file__, "--only", "train", "--verifier", verifier], check=True)
-            print(f"(a throwaway verifier, trained in {time.perf_counter() - t0:.1f} s: its cost is real, its scores not)")
+            print(
+                f"(a throwaway verifier, trained in {time.perf_counter() - t0:.1f} s: its cost is real, its scores not)"
+            )
         window, read_top = reading_of(verifier)
         runs = [("verifier", verifier), ("verifier(read_top=2)", verifier)]
         for enc in filter(None, (e.strip() for e in args.encoders.split(","))):
             folder = str(Path(tmp) / f"verifier-{enc.replace('/', '_')}")
-            done = subprocess.run([sys.executable, __file__, "--only", "train", "--verifier", folder, "--encoder", enc,
-                                   "--max-length", str(window)] + (["--read-top", str(read_top)] if read_top else []),
-                                  capture_output=True, text=True)
+            done = subprocess.run(
+                [
+                    sys.executable,
+                    __file__,
+                    "--only",
+                    "train",
+                    "--verifier",
+                    folder,
+                    "--encoder",
+                    enc,
+                    "--max-length",
+                    str(window),
+                ]
+                + (["--read-top", str(read_top)] if read_top else []),
+                capture_output=True,
+                text=True,
+            )
             if done.returncode != 0:
                 print(f"a throwaway verifier over {enc} failed:\n{done.stderr[-2000:]}")
                 continue
@@ -151,9 +215,18 @@ def main() -> None:
             runs += [("vanilla+nli", verifier), ("vanilla+llm_judge", verifier)]
         rows = {}
         for name, folder in runs:
-            cmd = [sys.executable, __file__, "--only", name.partition("[")[0], "--model", args.model,
-                   "--answers", str(args.answers), "--verifier", folder] + (
-                ["--threads", str(args.threads)] if args.threads else [])
+            cmd = [
+                sys.executable,
+                __file__,
+                "--only",
+                name.partition("[")[0],
+                "--model",
+                args.model,
+                "--answers",
+                str(args.answers),
+                "--verifier",
+                folder,
+            ] + (["--threads", str(args.threads)] if args.threads else [])
             done = subprocess.run(cmd, capture_output=True, text=True)
             if done.returncode != 0:
                 print(f"{name} failed:\n{done.stderr[-2000:]}")
@@ -164,20 +237,26 @@ def main() -> None:
     print(f"{args.answers} answers of 1-3 sentences, 5 passages of ~200 words each; LLM {args.model}")
     print(f"{'predictor':34} {'s/answer':>9} {'load s':>7} {'peak MB':>8} {'failed':>6}")
     for r in rows.values():
-        print(f"{r['name']:34} {r['seconds_per_answer']:9.3f} {r['load_seconds']:7.1f} {r['peak_rss_mb']:8.0f} "
-              f"{r['failed']:6d}")
+        print(
+            f"{r['name']:34} {r['seconds_per_answer']:9.3f} {r['load_seconds']:7.1f} {r['peak_rss_mb']:8.0f} "
+            f"{r['failed']:6d}"
+        )
     for ours in ("verifier", "verifier(read_top=2)"):
         for name in ("vanilla+nli", "vanilla+llm_judge"):
             if ours in rows and name in rows:
                 print(f"{name} / {ours}: {rows[name]['seconds_per_answer'] / rows[ours]['seconds_per_answer']:.1f}x")
     for name in rows:
         if name.startswith("verifier[") and "verifier" in rows:
-            print(f"{name} / verifier: {rows[name]['seconds_per_answer'] / rows['verifier']['seconds_per_answer']:.1f}x "
-                  f"(read alike: window {window} tokens, read_top {read_top or 'every chunk'})")
+            print(
+                f"{name} / verifier: {rows[name]['seconds_per_answer'] / rows['verifier']['seconds_per_answer']:.1f}x "
+                f"(read alike: window {window} tokens, read_top {read_top or 'every chunk'})"
+            )
     if "verifier" in rows:
-        print(f"(verifier on {rows['verifier']['torch_threads']} torch threads, reading "
-              f"{f'each sentence against its {read_top} lexically closest chunks' if read_top else 'every chunk'}, "
-              "its own setting; read_top=2: the 2 closest)")
+        print(
+            f"(verifier on {rows['verifier']['torch_threads']} torch threads, reading "
+            f"{f'each sentence against its {read_top} lexically closest chunks' if read_top else 'every chunk'}, "
+            "its own setting; read_top=2: the 2 closest)"
+        )
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ after its generator.
 
     .venv/bin/python benchmarks/compare_layouts.py runs/layout-compare [--suffix @shared]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,8 +33,10 @@ def main() -> None:
     for r in ResultStore(args.run).load():
         by[(r.dataset, r.method)][r.example_id] = r
     rng = np.random.default_rng(0)
-    print(f"{'dataset':9s} {'method':24s} {'n':>4s} {'metric':>8s} {'paper':>7s} {'shared':>7s} "
-          f"{'shared-paper [95% CI]':>24s}")
+    print(
+        f"{'dataset':9s} {'method':24s} {'n':>4s} {'metric':>8s} {'paper':>7s} {'shared':>7s} "
+        f"{'shared-paper [95% CI]':>24s}"
+    )
     for (dataset, label), paper in sorted(by.items()):
         if label.endswith(args.suffix) or (dataset, label + args.suffix) not in by:
             continue
@@ -50,7 +53,7 @@ def main() -> None:
             V = np.array([rs[k].faithful for k in ix])
             A = np.array([rs[k].answerable for k in ix])
             C = np.array([rs[k].correct for k in ix])
-            return {"accuracy": C.mean(), "best-F1": best_f1(s, V, A).f1, "PR-AUC": pr_auc(s, V, A, hard=hard)}
+            return {"accuracy": C.mean(), "best-F1": best_f1(s, V, A).f1, "PR-AUC": pr_auc(s, V, A, hard=hard)}  # noqa: B023
 
         full = list(range(len(ids)))
         est_a, est_b = stats(a, full), stats(b, full)
@@ -62,10 +65,14 @@ def main() -> None:
                 diffs[m].append(sb[m] - sa[m])
         for m in est_a:
             lo, hi = percentile_interval(np.array(diffs[m]), 0.95)
-            print(f"{dataset:9s} {label:24s} {len(ids):4d} {m:>8s} {est_a[m]:7.3f} {est_b[m]:7.3f} "
-                  f"{est_b[m] - est_a[m]:+8.3f} [{lo:+.3f}, {hi:+.3f}]")
-        print(f"{dataset:9s} {label:24s} {len(ids):4d} {'s/q':>8s} {np.mean([r.seconds for r in a]):7.2f} "
-              f"{np.mean([r.seconds for r in b]):7.2f}")
+            print(
+                f"{dataset:9s} {label:24s} {len(ids):4d} {m:>8s} {est_a[m]:7.3f} {est_b[m]:7.3f} "
+                f"{est_b[m] - est_a[m]:+8.3f} [{lo:+.3f}, {hi:+.3f}]"
+            )
+        print(
+            f"{dataset:9s} {label:24s} {len(ids):4d} {'s/q':>8s} {np.mean([r.seconds for r in a]):7.2f} "
+            f"{np.mean([r.seconds for r in b]):7.2f}"
+        )
 
 
 if __name__ == "__main__":

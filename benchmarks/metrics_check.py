@@ -10,6 +10,7 @@ values the paper reports (Table 3, 1,200 responses; BERTScore there used roberta
         [--no-meteor] [--bootstrap 1000] [--llm-judge PRESET [--judge-mode generate|logprobs]
         [--judge-limit N]] [--by-dataset] [--json OUT]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,11 +30,19 @@ DEFAULT_DATA = REPO.parent / "shared" / "data"
 FILES = {"1200": "correctness_human_eval_1200.jsonl", "396": "correctness_nq_corrected_396.jsonl"}
 
 # Adlakha et al., Table 3 (Spearman, Kendall tau), 1,200 responses.
-PAPER = {"EM": (27.326, 27.326), "F1": (47.341, 40.164), "Recall": (60.048, 55.622),
-         "Recall (S) = substring": (52.535, 52.535), "Precision": (43.929, 37.636),
-         "METEOR": (48.232, 39.845), "ROUGE-L": (45.874, 38.797), "BertS (F1)": (31.853, 26.133),
-         "BertS (Recall)": (38.841, 31.866), "BertS (Precision)": (20.876, 17.129),
-         "GPT4-Eval": (67.474, 67.474)}
+PAPER = {
+    "EM": (27.326, 27.326),
+    "F1": (47.341, 40.164),
+    "Recall": (60.048, 55.622),
+    "Recall (S) = substring": (52.535, 52.535),
+    "Precision": (43.929, 37.636),
+    "METEOR": (48.232, 39.845),
+    "ROUGE-L": (45.874, 38.797),
+    "BertS (F1)": (31.853, 26.133),
+    "BertS (Recall)": (38.841, 31.866),
+    "BertS (Precision)": (20.876, 17.129),
+    "GPT4-Eval": (67.474, 67.474),
+}
 
 
 def load(path: Path) -> list[dict]:
@@ -48,9 +57,14 @@ def compute(rows: list[dict], args) -> tuple[list[dict], list[str], dict[str, fl
     t = time.perf_counter()
     tok = qa.token_metrics_batch(preds, refs)
     timings["token metrics"] = time.perf_counter() - t
-    cols = {"EM": tok["exact_match"], "F1": tok["f1"], "Recall": tok["recall"],
-            "Recall-strict (token)": tok["recall_strict"], "Recall (S) = substring": tok["substring_match"],
-            "Precision": tok["precision"]}
+    cols = {
+        "EM": tok["exact_match"],
+        "F1": tok["f1"],
+        "Recall": tok["recall"],
+        "Recall-strict (token)": tok["recall_strict"],
+        "Recall (S) = substring": tok["substring_match"],
+        "Precision": tok["precision"],
+    }
     if not args.no_meteor:
         t = time.perf_counter()
         try:
@@ -83,8 +97,7 @@ def compute(rows: list[dict], args) -> tuple[list[dict], list[str], dict[str, fl
             unreadable += v.verdict is None
         cols[f"LLM judge ({args.llm_judge}, {args.judge_mode})"] = scores
         timings["LLM judge"] = time.perf_counter() - t
-        print(f"LLM judge: {limit} responses judged, {unreadable} verdicts unreadable (left out)",
-              file=sys.stderr)
+        print(f"LLM judge: {limit} responses judged, {unreadable} verdicts unreadable (left out)", file=sys.stderr)
     records = []
     for i, r in enumerate(rows):
         rec = {name: (None if math.isnan(float(v[i])) else float(v[i])) for name, v in cols.items()}
@@ -107,8 +120,10 @@ def print_table(title: str, table, with_paper: bool) -> None:
                 lines[k + 2] = lines[k + 2].ljust(width) + f"   {ref[0]:6.2f} / {ref[1]:6.2f}"
     print("\n".join(lines))
     best_t, best_r = table.best("kendall_tau_b"), table.best("spearman")
-    print(f"best by Kendall tau-b: {best_t.metric} ({best_t.kendall_tau_b * 100:.2f}); "
-          f"best by Spearman: {best_r.metric} ({best_r.spearman * 100:.2f})")
+    print(
+        f"best by Kendall tau-b: {best_t.metric} ({best_t.kendall_tau_b * 100:.2f}); "
+        f"best by Spearman: {best_r.metric} ({best_r.spearman * 100:.2f})"
+    )
 
 
 def main() -> None:
@@ -130,19 +145,24 @@ def main() -> None:
     if not folder.is_dir():
         sys.exit(f"{folder} not found: this check needs ../shared/data (see DESIGN.md)")
     out = {}
-    for key in (["1200", "396"] if args.file == "both" else [args.file]):
+    for key in ["1200", "396"] if args.file == "both" else [args.file]:
         rows = load(folder / FILES[key])
         records, names, timings = compute(rows, args)
         table = metric_human_correlation(records, names, "label_correct", n_resamples=args.bootstrap)
         pos = sum(r["label_correct"] for r in records)
-        print_table(f"{FILES[key]}: {len(rows)} responses, {pos} judged correct, "
-                    f"{len(rows) - pos} incorrect or refused (x100)", table, with_paper=key == "1200")
+        print_table(
+            f"{FILES[key]}: {len(rows)} responses, {pos} judged correct, {len(rows) - pos} incorrect or refused (x100)",
+            table,
+            with_paper=key == "1200",
+        )
         print("time: " + ", ".join(f"{k} {v:.1f} s" for k, v in timings.items()))
         if key == "1200":
-            print("note: in this file some human labels do not fit the response they are paired with "
-                  "(the released response was likely another sample than the one annotated; see "
-                  "shared/data/README.md), which caps every metric's correlation; the 396-row NQ "
-                  "file with re-checked labels is the one to validate metrics on.")
+            print(
+                "note: in this file some human labels do not fit the response they are paired with "
+                "(the released response was likely another sample than the one annotated; see "
+                "shared/data/README.md), which caps every metric's correlation; the 396-row NQ "
+                "file with re-checked labels is the one to validate metrics on."
+            )
         out[key] = table.to_dicts()
         if args.by_dataset:
             for ds in sorted({r["dataset"] for r in records}):

@@ -1,7 +1,8 @@
 """Run every benchmark in this folder, one after another, each in its own process.
 
-    .venv/bin/python benchmarks/run_all.py [--only NAME ...]
+.venv/bin/python benchmarks/run_all.py [--only NAME ...]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -10,9 +11,19 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-BENCHMARKS = ["bench_llama_decode.py", "bench_prompt_batch.py", "bench_bm25.py", "bench_ask_latency.py", "bench_metrics.py",
-              "bench_awf_methods.py", "bench_grid_reuse.py", "bench_server.py", "bench_lookback_features.py",
-              "bench_forecaster.py", "bench_verifier.py"]
+BENCHMARKS = [
+    "bench_llama_decode.py",
+    "bench_prompt_batch.py",
+    "bench_bm25.py",
+    "bench_ask_latency.py",
+    "bench_metrics.py",
+    "bench_awf_methods.py",
+    "bench_grid_reuse.py",
+    "bench_server.py",
+    "bench_lookback_features.py",
+    "bench_forecaster.py",
+    "bench_verifier.py",
+]
 
 
 def main() -> int:

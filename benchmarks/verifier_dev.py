@@ -25,6 +25,7 @@ Every judge is compared on the same answers: by default those every run scored (
 part way, or run with --limit, scored a random sample of questions: the log's order); with
 --all, every answer, a missing or failed score counted as 0.5. The counts are printed.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -57,10 +58,17 @@ def dev_rows(data: Path | None = None) -> list[dict]:
             d = json.loads(line)
             if d["dataset"] not in DEV_DATASETS:
                 continue
-            rows.append({"id": f"{d['dataset']}:{d['id']}:{d['model']}", "group": f"{d['dataset']}:{d['id']}",
-                         "user_input": d["question"], "response": d["response"],
-                         "retrieved_contexts": [g["text"] for g in d["gold_passages"]],
-                         "reference": d["references"], "label": int(d["human_correctness"] == "correct")})
+            rows.append(
+                {
+                    "id": f"{d['dataset']}:{d['id']}:{d['model']}",
+                    "group": f"{d['dataset']}:{d['id']}",
+                    "user_input": d["question"],
+                    "response": d["response"],
+                    "retrieved_contexts": [g["text"] for g in d["gold_passages"]],
+                    "reference": d["references"],
+                    "label": int(d["human_correctness"] == "correct"),
+                }
+            )
     # whole questions in a seeded order, so that a judge stopped part way (or run with --limit)
     # has scored a random sample of questions, every answer of each
     rank = {g: i for i, g in enumerate(np.random.default_rng(0).permutation(sorted({r["group"] for r in rows})))}
@@ -138,13 +146,17 @@ def main(argv: list[str] | None = None) -> int:
     lg = sub.add_parser("log", help="write the dev log")
     lg.add_argument("--out", type=Path, default=Path("runs/verifier_dev/dev.jsonl"))
     lg.add_argument("--data", type=Path, default=None)
-    ex = sub.add_parser("export", help="a verify run's scores in compact form (ids and scores only, no benchmark "
-                        "text): what an LLM judge's hours on the dev set leave for the next machine")
+    ex = sub.add_parser(
+        "export",
+        help="a verify run's scores in compact form (ids and scores only, no benchmark "
+        "text): what an LLM judge's hours on the dev set leave for the next machine",
+    )
     ex.add_argument("run", type=Path)
     ex.add_argument("--out", type=Path, required=True)
     cp = sub.add_parser("compare", help="the AUROC table of verify runs on the dev log")
-    cp.add_argument("runs", nargs="+", type=Path, help="verify --out folders or exported scores; the first is "
-                    "compared to the rest")
+    cp.add_argument(
+        "runs", nargs="+", type=Path, help="verify --out folders or exported scores; the first is compared to the rest"
+    )
     cp.add_argument("--data", type=Path, default=None)
     cp.add_argument("--resamples", type=int, default=2000)
     cp.add_argument("--json", type=Path, default=None, help="also write the table here")
@@ -179,22 +191,33 @@ def main(argv: list[str] | None = None) -> int:
         if not rows:
             print("no answer was scored by every run")
             return 1
-    judges = {k: np.array([MISSING_SCORE if v.get(r["id"]) is None else v[r["id"]] for r in rows], dtype=float)
-              for k, v in runs.items()}
+    judges = {
+        k: np.array([MISSING_SCORE if v.get(r["id"]) is None else v[r["id"]] for r in rows], dtype=float)
+        for k, v in runs.items()
+    }
     judges["k_precision"] = np.array([k_precision(r["response"], r["retrieved_contexts"]) for r in rows])
     judges["recall (sees gold)"] = np.array([token_recall(r["response"], r["reference"]) for r in rows])
     res = compare(rows, judges, a.resamples)
-    print(f"dev: {len(rows)} answers, {len({r['group'] for r in rows})} questions, "
-          f"{sum(r['label'] for r in rows)} correct")
+    print(
+        f"dev: {len(rows)} answers, {len({r['group'] for r in rows})} questions, "
+        f"{sum(r['label'] for r in rows)} correct"
+    )
     for k, v in missing.items():
-        print(f"  {k}: {v} of the dev answers without a score (failed or not run)"
-              + (f", scored {MISSING_SCORE}" if a.all else ", left out"))
+        print(
+            f"  {k}: {v} of the dev answers without a score (failed or not run)"
+            + (f", scored {MISSING_SCORE}" if a.all else ", left out")
+        )
     print(f"{'judge':<40} {'AUROC':>7}  95% interval")
     for k, r in res.items():
         print(f"{k:<40} {r.estimate:7.3f}  [{r.low:.3f}, {r.high:.3f}]")
     if a.json:
-        a.json.write_text(json.dumps({k: {"estimate": r.estimate, "low": r.low, "high": r.high}
-                                      for k, r in res.items()} | {"missing": missing}, indent=1))
+        a.json.write_text(
+            json.dumps(
+                {k: {"estimate": r.estimate, "low": r.low, "high": r.high} for k, r in res.items()}
+                | {"missing": missing},
+                indent=1,
+            )
+        )
     return 0
 
 

@@ -10,6 +10,7 @@ best epoch and the temperature: say so where the numbers are quoted.
 
 The labels must be the ones the verifier was trained on: their fingerprint is checked.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,7 +38,10 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("".join(f"{g}\n" for g in groups))
     per = Counter(g.split(":", 1)[0] for g in groups)
-    print(f"{len(groups)} held-out question groups -> {args.out}: " + ", ".join(f"{k} {n}" for k, n in sorted(per.items())))
+    print(
+        f"{len(groups)} held-out question groups -> {args.out}: "
+        + ", ".join(f"{k} {n}" for k, n in sorted(per.items()))
+    )
 
 
 if __name__ == "__main__":

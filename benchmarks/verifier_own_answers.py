@@ -20,6 +20,7 @@ once.
     # answers that every method of the run judged (a run stopped part way keeps its whole answers)
     python benchmarks/verifier_own_answers.py runs/verifier-held-out-nli --export data/verifier/own_answers/NAME
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,7 +45,7 @@ def load(runs: list[str], pool: list[str] = ()):
         name, _, path = arg.rpartition("=")
         records = list(ResultStore(Path(path)).load())
         if i == 0:
-            for more in pool:   # records of one generation key merge into one answer (feature_table)
+            for more in pool:  # records of one generation key merge into one answer (feature_table)
                 records += list(ResultStore(Path(more)).load())
         table = feature_table(records, impute=True)
         if base is None:
@@ -55,7 +56,7 @@ def load(runs: list[str], pool: list[str] = ()):
         if set(at) != set(base.keys):
             raise SystemExit(f"{path} holds other answers than {runs[0]}: match the configs")
         order = np.array([at[k] for k in base.keys])
-        for f in table.sources:   # predictor columns only: the signals are the same answers' signals
+        for f in table.sources:  # predictor columns only: the signals are the same answers' signals
             columns[f"{name or f'run{i}'}:{f}"] = table.column(f)[order]
     for f, x in columns.items():
         columns[f] = np.where(np.isnan(x), np.nanmean(x), x)
@@ -66,6 +67,7 @@ def export(run: Path, out: Path) -> int:
     """Write `run`'s records without benchmark text to out/results.jsonl; the count written."""
     import json
     from collections import defaultdict
+
     lines = [json.loads(x) for x in (run / "results.jsonl").read_text(encoding="utf-8").splitlines() if x.strip()]
     methods = {r["method"] for r in lines}
     judged = defaultdict(set)
@@ -76,8 +78,10 @@ def export(run: Path, out: Path) -> int:
     with open(out / "results.jsonl", "w", encoding="utf-8") as fh:
         for r in kept:
             fh.write(json.dumps(r, ensure_ascii=False) + "\n")
-    print(f"{len(kept)} records ({len(kept) // max(len(methods), 1)} answers x {len(methods)} methods; "
-          f"{len(lines) - len(kept)} of answers not judged by every method left out) -> {out / 'results.jsonl'}")
+    print(
+        f"{len(kept)} records ({len(kept) // max(len(methods), 1)} answers x {len(methods)} methods; "
+        f"{len(lines) - len(kept)} of answers not judged by every method left out) -> {out / 'results.jsonl'}"
+    )
     return len(kept)
 
 
@@ -108,13 +112,23 @@ def fmt(t) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("runs", nargs="+", help="eval run folders (the first: the answers; NAME=DIR: more judges)")
-    ap.add_argument("--pool", action="append", default=[], metavar="DIR",
-                    help="another run of the same set-up whose answers join the first run's (repeatable)")
+    ap.add_argument(
+        "--pool",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="another run of the same set-up whose answers join the first run's (repeatable)",
+    )
     ap.add_argument("--baseline", default="self_check")
     ap.add_argument("--columns", default="", help="comma-separated columns to show (default: all)")
     ap.add_argument("--resamples", type=int, default=2000)
-    ap.add_argument("--export", type=Path, default=None, metavar="DIR",
-                    help="write the first run's records without benchmark text to DIR/results.jsonl, and stop")
+    ap.add_argument(
+        "--export",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="write the first run's records without benchmark text to DIR/results.jsonl, and stop",
+    )
     args = ap.parse_args(argv)
     if args.export:
         return 0 if export(Path(args.runs[0]), args.export) else 1
@@ -125,14 +139,19 @@ def main(argv: list[str] | None = None) -> int:
     columns = {k: columns[k] for k in dict.fromkeys([args.baseline, *shown])}
     datasets = sorted({g.split(":", 1)[0] for g in table.groups})
     parts = [("all", np.arange(len(table.y)))] + [
-        (d, np.array([i for i, g in enumerate(table.groups) if g.split(":", 1)[0] == d])) for d in datasets]
+        (d, np.array([i for i, g in enumerate(table.groups) if g.split(":", 1)[0] == d])) for d in datasets
+    ]
     for part, ix in parts:
         y, A = table.y[ix], table.answerable[ix]
         rand = random_pr_auc(int(y.sum()), int(((A > 0) | (y > 0)).sum()), len(y))
-        print(f"\n{part}: {len(ix)} answers, {len({table.groups[i] for i in ix})} questions, {int(y.sum())} faithful; "
-              f"PR-AUC of a random score {rand:.3f}")
+        print(
+            f"\n{part}: {len(ix)} answers, {len({table.groups[i] for i in ix})} questions, {int(y.sum())} faithful; "
+            f"PR-AUC of a random score {rand:.3f}"
+        )
         res = table_rows(table, columns, args.baseline, ix, args.resamples)
-        print(f"{'column':28} {'AUROC':>24} {'minus ' + args.baseline:>26} {'AwF PR-AUC':>24} {'minus ' + args.baseline:>26}")
+        print(
+            f"{'column':28} {'AUROC':>24} {'minus ' + args.baseline:>26} {'AwF PR-AUC':>24} {'minus ' + args.baseline:>26}"
+        )
         for name in columns:
             d_au = fmt(res[f"{name}.diff_auroc"]) if name != args.baseline else ""
             d_pr = fmt(res[f"{name}.diff_pr_auc"]) if name != args.baseline else ""

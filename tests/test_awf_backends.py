@@ -1,9 +1,14 @@
 """Every AwF method on the other two backends: an OpenAI-compatible server (llama-cpp-python's own,
 serving SmolLM2) and HF transformers (SmolLM2 dequantised); and a backend without logprobs is
 refused at construction, not halfway through a run."""
+
 from __future__ import annotations
 
 import pytest
+
+# Imported fixtures: the real llama-cpp-python server and the transformers model.
+from test_llm_hf import hf_cache  # noqa: F401
+from test_llm_openai import GREEDY, _smollm2_path, llama_server, real_with_template  # noqa: F401
 
 from verirag.awf.compose import build_method
 from verirag.awf.spec import method_names
@@ -12,12 +17,10 @@ from verirag.errors import CapabilityError
 from verirag.llm.base import NEXT_TOKEN, SCORE
 from verirag.types import Passage
 
-# Imported fixtures: the real llama-cpp-python server and the transformers model.
-from test_llm_hf import hf_cache, llm as hf_llm  # noqa: F401
-from test_llm_openai import GREEDY, _smollm2_path, llama_server, real_with_template  # noqa: F401
-
-PASSAGES = [Passage("p1", "The Varnholt bridge was painted green in 1911.", title="Varnholt"),
-            Passage("p2", "Three mills stand beside the river.", title="Mills")]
+PASSAGES = [
+    Passage("p1", "The Varnholt bridge was painted green in 1911.", title="Varnholt"),
+    Passage("p2", "Three mills stand beside the river.", title="Mills"),
+]
 QUESTION = "What colour is the Varnholt bridge?"
 
 
@@ -26,8 +29,13 @@ def every_method() -> list[str]:
     # lookback needs a trained classifier: tests/test_awf_lookback.py runs it on transformers;
     # calibrag a trained forecaster: tests/test_calibrag.py; verifier a trained verifier:
     # tests/test_learned_verifier.py; stacked a stack fitted on an eval run: tests/test_stack_run.py.
-    return [m for m in method_names() if (not m.endswith("+llm_judge") or m.startswith("vanilla"))
-            and not m.endswith(("+lookback", "+verifier", "+stacked")) and m != "calibrag"]
+    return [
+        m
+        for m in method_names()
+        if (not m.endswith("+llm_judge") or m.startswith("vanilla"))
+        and not m.endswith(("+lookback", "+verifier", "+stacked"))
+        and m != "calibrag"
+    ]
 
 
 def check_contract(llm, name: str) -> None:
@@ -53,10 +61,16 @@ def test_every_method_runs_on_transformers(hf_llm):
 
 def test_a_backend_without_logprobs_is_refused_at_construction():
     from verirag.llm.openai.backend import OpenAICompatibleLLM
+
     llm = OpenAICompatibleLLM("http://127.0.0.1:9/v1", model="m", max_retries=0)
     llm.capabilities = frozenset()  # what probe() finds on a server that returns no logprobs
-    needing = {"pre_answering": NEXT_TOKEN, "nli": NEXT_TOKEN, "llm_judge": NEXT_TOKEN,
-               "self_check": NEXT_TOKEN, "dual_generation": SCORE}
+    needing = {
+        "pre_answering": NEXT_TOKEN,
+        "nli": NEXT_TOKEN,
+        "llm_judge": NEXT_TOKEN,
+        "self_check": NEXT_TOKEN,
+        "dual_generation": SCORE,
+    }
     for name in method_names():
         if name.endswith(("+lookback", "+verifier", "+stacked")) or name == "calibrag":  # need trained files
             continue

@@ -1,4 +1,5 @@
 """Composition GEN+PRED, build_method, and the section-6 policies with threshold targets."""
+
 from __future__ import annotations
 
 import math
@@ -7,19 +8,30 @@ import numpy as np
 import pytest
 
 from verirag.awf.compose import ComposedMethod, build_method
-from verirag.awf.spec import method_names
 from verirag.awf.methods.base import MethodOutput
-from verirag.awf.policies import (ABSTAINED, ABSTENTION_TEXT, ANSWERED, ESCALATED, FALLBACK,
-                                  AbstainPolicy, EscalatePolicy, NoRagFallbackPolicy, make_policy)
+from verirag.awf.policies import (
+    ABSTAINED,
+    ABSTENTION_TEXT,
+    ANSWERED,
+    ESCALATED,
+    FALLBACK,
+    AbstainPolicy,
+    EscalatePolicy,
+    NoRagFallbackPolicy,
+    make_policy,
+)
 from verirag.awf.registry import register
+from verirag.awf.spec import method_names
 from verirag.awf.trace import Trace
 from verirag.errors import BackendError, InputError, NotFittedError
 from verirag.learned.threshold import ThresholdController
 from verirag.llm.base import EXACT_NEXT_TOKEN, LLM, NEXT_TOKEN
 from verirag.types import Generation, Passage
 
-PASSAGES = [Passage("a", "The Harbour Ferry crosses the bay in 25 minutes.", title="Ferry"),
-            Passage("b", "Puffins nest on the cliffs in April.")]
+PASSAGES = [
+    Passage("a", "The Harbour Ferry crosses the bay in 25 minutes.", title="Ferry"),
+    Passage("b", "Puffins nest on the cliffs in April."),
+]
 QUESTION = "How long does the Harbour Ferry take to cross the bay?"
 PREDICTORS = ("trivial", "pre_answering", "nli", "k_precision", "llm_judge")
 
@@ -115,6 +127,7 @@ def test_predictor_nan_becomes_zero_with_error():
     class Mute(StandIn):
         def next_token_logprobs(self, prompt, **kw):
             return {"Hmm": 0.0}
+
     out = build_method("vanilla+llm_judge", Mute()).run(Trace(QUESTION, PASSAGES))
     assert out.score == 0.0 and "among the next-token candidates" in out.error and out.answer == "25 minutes"
 
@@ -144,6 +157,7 @@ def test_build_method_finds_unified_methods_at_call_time():
 
         def run(self, trace):
             return MethodOutput(answer="x", score=1.0, hard=True)
+
     try:
         m = build_method("_test_unified", StandIn(), max_tokens=7)
         assert isinstance(m, Unified) and m.kw == {"max_tokens": 7} and m.options == {"max_tokens": 7}
@@ -242,8 +256,9 @@ def test_escalate_policy_with_a_second_model():
 
 
 def test_failed_second_answer_abstains_and_says_why():
-    d = EscalatePolicy(StandIn(text=BackendError("endpoint down"))).apply(Trace(QUESTION, PASSAGES),
-                                                                         out(score=0.1), 0.5)
+    d = EscalatePolicy(StandIn(text=BackendError("endpoint down"))).apply(
+        Trace(QUESTION, PASSAGES), out(score=0.1), 0.5
+    )
     assert d.action == ABSTAINED and "endpoint down" in d.details["error"]
     d = NoRagFallbackPolicy(StandIn(text="")).apply(Trace(QUESTION, PASSAGES), out(score=0.1), 0.5)
     assert d.action == ABSTAINED and "escalate" not in d.details["error"]
@@ -264,7 +279,7 @@ def test_make_policy_and_errors_never_answer():
 @pytest.mark.slow
 def test_every_predictor_end_to_end_on_smollm(smollm):
     llm = Counting(smollm)
-    trace, outs = run_all(llm)
+    _trace, outs = run_all(llm)
     assert llm.calls["generate"] == 1
     assert set(outs) == {f"vanilla+{p}" for p in PREDICTORS} | {"vanilla"}
     answer = outs["vanilla"].answer

@@ -1,5 +1,6 @@
 """InstructRAG, Intrinsic Abstention, CoT few-shot Hybrid and Dual Generation end to end with the
 real SmolLM2-135M, plus parse-failure bookkeeping and trace memoisation with stand-in LLMs."""
+
 from __future__ import annotations
 
 import pytest
@@ -9,14 +10,17 @@ from verirag.awf.generators import Answer, InstructRAGGenerator
 from verirag.awf.generators.instructrag import FAMILIES
 from verirag.awf.methods import CoTHybrid, DualGeneration, IntrinsicAbstention, MethodOutput
 from verirag.awf.trace import Trace
-from verirag.errors import InputError, CapabilityError
+from verirag.errors import CapabilityError, InputError
 from verirag.llm.base import LLM, LOGPROBS, SCORE
 from verirag.types import ContinuationScore, Generation, Passage, TokenLogprob
 
 QUESTION = "What is the capital of Peru?"
 PASSAGES = [
-    Passage(id="p1", title="Peru", text="Peru is a country in South America. Its capital and "
-            "largest city is Lima, on the Pacific coast."),
+    Passage(
+        id="p1",
+        title="Peru",
+        text="Peru is a country in South America. Its capital and largest city is Lima, on the Pacific coast.",
+    ),
     Passage(id="p2", text="The Andes mountains run through the east of Peru."),
 ]
 SMALL = 32  # max_tokens in model tests: keeps the suite fast on a loaded machine
@@ -47,8 +51,7 @@ class Canned(LLM):
     backend = "canned"
     model_id = "canned"
 
-    def __init__(self, text: str = "", *, logprobs=(-1.0, -2.0), capabilities=(SCORE,),
-                 finish_reason: str = "stop"):
+    def __init__(self, text: str = "", *, logprobs=(-1.0, -2.0), capabilities=(SCORE,), finish_reason: str = "stop"):
         self.text = text
         self.finish_reason = finish_reason
         self.logprobs = logprobs
@@ -64,8 +67,7 @@ class Canned(LLM):
         # with passages in the prompt, the first value; without, the second
         has_ctx = "Lima" in str(prompt)
         lp = self.logprobs[0] if has_ctx else self.logprobs[1]
-        return ContinuationScore(tokens=[TokenLogprob(token=w, logprob=lp)
-                                         for w in continuation.split()])
+        return ContinuationScore(tokens=[TokenLogprob(token=w, logprob=lp) for w in continuation.split()])
 
 
 def _check_contract(out: MethodOutput, hard: bool):
@@ -80,6 +82,7 @@ def _check_contract(out: MethodOutput, hard: bool):
 
 # --- registry and prompts ---------------------------------------------------------------------
 
+
 def test_registered():
     assert registry.get("generator", "instructrag") is InstructRAGGenerator
     assert registry.get("method", "intrinsic") is IntrinsicAbstention
@@ -90,8 +93,10 @@ def test_registered():
 @pytest.mark.parametrize("family", FAMILIES)
 def test_fewshot_prompts_per_family(family):
     llm = Canned("Response: Lima")
-    for obj, abstain_expected in ((InstructRAGGenerator(llm, family=family, layout="paper"), False),
-                                  (CoTHybrid(llm, family=family, layout="paper"), True)):
+    for obj, abstain_expected in (
+        (InstructRAGGenerator(llm, family=family, layout="paper"), False),
+        (CoTHybrid(llm, family=family, layout="paper"), True),
+    ):
         [msg] = obj.messages(QUESTION, PASSAGES)
         content = msg["content"]
         assert msg["role"] == "user"
@@ -111,9 +116,9 @@ def test_unknown_family():
 
 # --- stand-in LLM: parsing and bookkeeping ------------------------------------------------------
 
+
 def test_instructrag_parses_final_answer():
-    ans = InstructRAGGenerator(Canned("Document 1 says Lima.\n**Response:** Lima")).answer(
-        QUESTION, PASSAGES)
+    ans = InstructRAGGenerator(Canned("Document 1 says Lima.\n**Response:** Lima")).answer(QUESTION, PASSAGES)
     assert ans.text == "Lima" and ans.error is None
     assert ans.meta["parse_ok"] and ans.meta["raw"].startswith("Document 1")
 
@@ -135,10 +140,15 @@ def test_instructrag_reply_cut_by_max_tokens_is_an_error():
     assert ans.error and "max_tokens" in ans.error
 
 
-@pytest.mark.parametrize("text, score, abstained", [
-    ("Lima", 1.0, False), ("__DONT_KNOW__", 0.0, True), ("DONT KNOW", 0.0, True),
-    ("dont_know.", 0.0, True),
-])
+@pytest.mark.parametrize(
+    "text, score, abstained",
+    [
+        ("Lima", 1.0, False),
+        ("__DONT_KNOW__", 0.0, True),
+        ("DONT KNOW", 0.0, True),
+        ("dont_know.", 0.0, True),
+    ],
+)
 def test_intrinsic_canned(text, score, abstained):
     out = IntrinsicAbstention(Canned(text)).run(Trace(QUESTION, PASSAGES))
     _check_contract(out, hard=True)
@@ -158,13 +168,16 @@ def test_intrinsic_empty_is_error():
     assert out.error and out.score == 0.0 and out.answer == ""
 
 
-@pytest.mark.parametrize("text, score, ok", [
-    ("Document 1 names Lima.\nResponse: Lima", 1.0, True),
-    ("No document helps.\nResponse: __DONT_KNOW__", 0.0, True),
-    ("Maybe __DONT_KNOW__ but document 1 says Lima.\nResponse: Lima", 1.0, True),
-    ("Document 1 names Lima, so the answer is Lima", 0.0, False),  # parse failure
-    ("", 0.0, False),
-])
+@pytest.mark.parametrize(
+    "text, score, ok",
+    [
+        ("Document 1 names Lima.\nResponse: Lima", 1.0, True),
+        ("No document helps.\nResponse: __DONT_KNOW__", 0.0, True),
+        ("Maybe __DONT_KNOW__ but document 1 says Lima.\nResponse: Lima", 1.0, True),
+        ("Document 1 names Lima, so the answer is Lima", 0.0, False),  # parse failure
+        ("", 0.0, False),
+    ],
+)
 def test_cot_hybrid_canned_strict(text, score, ok):
     out = CoTHybrid(Canned(text), strict_format=True).run(Trace(QUESTION, PASSAGES))
     _check_contract(out, hard=True)
@@ -233,6 +246,7 @@ def test_dual_generation_shares_vanilla_answer():
 
 # --- the real SmolLM2-135M ----------------------------------------------------------------------
 
+
 @pytest.mark.slow
 def test_instructrag_smollm(smollm):
     ans = InstructRAGGenerator(smollm, max_tokens=SMALL).answer(QUESTION, PASSAGES)
@@ -241,8 +255,7 @@ def test_instructrag_smollm(smollm):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name, hard", [("intrinsic", True), ("cot_hybrid", True),
-                                        ("dual_generation", False)])
+@pytest.mark.parametrize("name, hard", [("intrinsic", True), ("cot_hybrid", True), ("dual_generation", False)])
 def test_methods_smollm(smollm, name, hard):
     llm = Counting(smollm)
     method = registry.create("method", name, llm, max_tokens=SMALL)

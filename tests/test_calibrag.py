@@ -1,5 +1,6 @@
 """CalibRAG (issue 11): label generation with a real model (SmolLM2), the forecaster's training,
 persistence and bad input, and the rerank / re-query stage."""
+
 from __future__ import annotations
 
 import json
@@ -7,22 +8,26 @@ import random
 
 import numpy as np
 import pytest
+from test_train_trust_calibration import examples
 
-from verirag.awf.calibrag import (LINGUISTIC_SCALE, Guidance, parse_linguistic_confidence,
-                                  parse_number_confidence, reformulate_query)
+from verirag.awf.calibrag import (
+    LINGUISTIC_SCALE,
+    Guidance,
+    parse_linguistic_confidence,
+    parse_number_confidence,
+    reformulate_query,
+)
 from verirag.awf.stages import ForecastRerankStage, run_stages
 from verirag.errors import InputError, NotFittedError
 from verirag.learned.forecaster import Forecaster, fit_temperature, load_forecaster
 from verirag.learned.splits import split_by_group
-from verirag.train.forecaster import train_forecaster
-from verirag.train.forecaster_labels import label_pairs, read_labels
 from verirag.llm.metered import MeteredLLM
 from verirag.llm.usage import metering
 from verirag.retrieval import Index
 from verirag.retrieval.index import pooled_passages
+from verirag.train.forecaster import train_forecaster
+from verirag.train.forecaster_labels import label_pairs, read_labels
 from verirag.types import Passage, ScoredPassage
-
-from test_train_trust_calibration import examples
 
 
 def toy_pairs(n_things: int = 12, per_thing: int = 8):
@@ -35,10 +40,13 @@ def toy_pairs(n_things: int = 12, per_thing: int = 8):
         for j in range(per_thing):
             pos = j % 2 == 0
             q.append(f"what colour is the {t} number {j}?")
-            d.append(f"The {t} number {j} is painted {rng.choice(colours)}." if pos
-                     else f"Bananas grow in warm places and taste sweet ({j}).")
+            d.append(
+                f"The {t} number {j} is painted {rng.choice(colours)}."
+                if pos
+                else f"Bananas grow in warm places and taste sweet ({j})."
+            )
             y.append(int(pos))
-            g.append(t)   # one question per thing, several documents each: validation holds out whole questions
+            g.append(t)  # one question per thing, several documents each: validation holds out whole questions
     return q, d, y, g
 
 
@@ -52,10 +60,12 @@ def toy_forecaster():
 def test_forecaster_learns_a_separable_task(toy_forecaster):
     f = toy_forecaster
     assert f.fitted and f.metrics_["auroc"] > 0.9
-    assert f.n_train_ + f.n_val_ == 96 and f.n_val_ == 24   # 3 of the 12 questions, each with its 8 documents
+    assert f.n_train_ + f.n_val_ == 96 and f.n_val_ == 24  # 3 of the 12 questions, each with its 8 documents
     # fresh pairs of the same kind, never seen in training
-    probs = f.predict_proba(["what colour is the tram number 3?", "what colour is the tram number 3?"],
-                            ["The tram number 3 is painted blue.", "Bananas grow in warm places and taste sweet."])
+    probs = f.predict_proba(
+        ["what colour is the tram number 3?", "what colour is the tram number 3?"],
+        ["The tram number 3 is painted blue.", "Bananas grow in warm places and taste sweet."],
+    )
     assert probs[0] > probs[1]
     assert [h["epoch"] for h in f.history_] == list(range(1, len(f.history_) + 1))
 
@@ -106,14 +116,14 @@ def test_bad_training_input_is_a_clear_error():
 
 def test_validation_holds_out_whole_questions():
     groups = [f"q{i // 5}" for i in range(50)]
-    train, val = split_by_group(groups, 0.2, seed=3)   # 10 questions: 2 held out
+    train, val = split_by_group(groups, 0.2, seed=3)  # 10 questions: 2 held out
     assert {groups[i] for i in np.flatnonzero(train)}.isdisjoint({groups[i] for i in np.flatnonzero(val)})
     assert val.sum() == 10
 
 
 def test_temperature_scaling_against_a_grid_search():
     rng = np.random.default_rng(0)
-    z = rng.normal(0, 4, 400)                       # overconfident logits of a true logit z / 3
+    z = rng.normal(0, 4, 400)  # overconfident logits of a true logit z / 3
     y = (rng.random(400) < 1 / (1 + np.exp(-z / 3))).astype(int)
     t = fit_temperature(z, y)
     grid = np.exp(np.linspace(-2, 2, 2001))
@@ -124,10 +134,23 @@ def test_temperature_scaling_against_a_grid_search():
 
 
 # ---- verbalized confidence ------------------------------------------------------------------
-@pytest.mark.parametrize("text, value", [("8", 0.8), ("Certainty: 10", 1.0), ("7/10", 0.7), ("0.", 0.0),
-                                         ("I am sure", None), ("12", None), ("0.8", 0.8), ("80%", 0.8),
-                                         ("On a scale of 0 to 10: 8", 0.8), ("8 out of 10", 0.8), ("150%", None),
-                                         ("3.5", None)])
+@pytest.mark.parametrize(
+    "text, value",
+    [
+        ("8", 0.8),
+        ("Certainty: 10", 1.0),
+        ("7/10", 0.7),
+        ("0.", 0.0),
+        ("I am sure", None),
+        ("12", None),
+        ("0.8", 0.8),
+        ("80%", 0.8),
+        ("On a scale of 0 to 10: 8", 0.8),
+        ("8 out of 10", 0.8),
+        ("150%", None),
+        ("3.5", None),
+    ],
+)
 def test_number_confidence(text, value):
     assert parse_number_confidence(text) == value
 
@@ -135,9 +158,9 @@ def test_number_confidence(text, value):
 def test_linguistic_confidence_uses_the_stated_scale():
     assert parse_linguistic_confidence("Certainty: Probable.") == LINGUISTIC_SCALE["probable"]
     assert parse_linguistic_confidence("not sure") is None
-    assert parse_linguistic_confidence("Not certain, possible.") == LINGUISTIC_SCALE["possible"]   # negation skipped
+    assert parse_linguistic_confidence("Not certain, possible.") == LINGUISTIC_SCALE["possible"]  # negation skipped
     assert parse_linguistic_confidence("not certain") is None
-    assert list(LINGUISTIC_SCALE)[4:7] == ["probable", "likely", "possible"]    # the paper's order (appendix E)
+    assert list(LINGUISTIC_SCALE)[4:7] == ["probable", "likely", "possible"]  # the paper's order (appendix E)
     assert sorted(LINGUISTIC_SCALE.values()) == list(LINGUISTIC_SCALE.values())  # listed in order of certainty
 
 
@@ -163,7 +186,7 @@ def test_labelling_resumes_with_zero_repeated_backend_calls(smollm, tmp_path):
         ls3 = label_pairs(exs, idx, llm, k=2, mode="decision", out=out)
     assert resumed.calls == 3 and ls3.computed == 1 and ls3.unreadable_lines == 1
     records, bad = read_labels(out)
-    assert bad == 0 and len(records) == 8 and len({r.key for r in records}) == 8   # the torn line is gone
+    assert bad == 0 and len(records) == 8 and len({r.key for r in records}) == 8  # the torn line is gone
     # another mode is another label: nothing is reused across modes
     with metering() as other:
         label_pairs(exs, idx, llm, k=1, mode="answer", out=out)
@@ -182,6 +205,7 @@ def test_labelling_records_failures_and_refuses_bad_settings(smollm, tmp_path):
     with pytest.raises(InputError, match="no question with a reference"):
         label_pairs([type(exs[0])(id="x", question="q?", references=[])], idx, smollm)
     from verirag.train.forecaster_labels import _label_one
+
     hit = ScoredPassage(Passage(id="blank", text="  "), 0.0, 0)  # recorded, never sent to the model
     rec = _label_one(exs[0], ["green"], hit, "k", "answer", smollm, smollm, "recall_or_substring", None, 16)
     assert rec.label is None and rec.error == "the document is empty"
@@ -200,8 +224,10 @@ class _Retriever:
 
 
 def test_rerank_reorders_by_the_forecast(toy_forecaster):
-    docs = [Passage(id="banana", text="Bananas grow in warm places and taste sweet."),
-            Passage(id="tram", text="The tram number 3 is painted blue.")]
+    docs = [
+        Passage(id="banana", text="Bananas grow in warm places and taste sweet."),
+        Passage(id="tram", text="The tram number 3 is painted blue."),
+    ]
     q = "what colour is the tram number 3?"
     step = ForecastRerankStage(toy_forecaster, epsilon=0.0)
     r = step.run(q, _Retriever(docs)(q, 2), lambda _s: None)
@@ -210,7 +236,7 @@ def test_rerank_reorders_by_the_forecast(toy_forecaster):
     assert r.confidence == r.info["confidence"] == pytest.approx(r.info["reranked"][0]["f"], abs=1e-6)
     assert not r.requery and "warning" not in r.info
     saved = toy_forecaster.provenance
-    toy_forecaster.provenance = {**saved, "k": 1}   # trained on the top 1 only: scoring 2 is said
+    toy_forecaster.provenance = {**saved, "k": 1}  # trained on the top 1 only: scoring 2 is said
     try:
         assert "trained on the top 1" in step.run(q, _Retriever(docs)(q, 2), lambda _s: None).info["warning"]
     finally:
@@ -222,10 +248,15 @@ def test_requery_runs_at_most_once(toy_forecaster, smollm):
     retrieve = _Retriever(docs)
     calls = []
     llm = MeteredLLM(smollm)
-    stages = [ForecastRerankStage(toy_forecaster, epsilon=1.0)]   # nothing reaches 1.0: asks for a re-query
+    stages = [ForecastRerankStage(toy_forecaster, epsilon=1.0)]  # nothing reaches 1.0: asks for a re-query
     with metering() as usage:
-        r = run_stages("what colour is the tram number 3?", lambda q: retrieve(q, 1), stages, calls.append,
-                       reformulate=lambda q: reformulate_query(llm, q))
+        r = run_stages(
+            "what colour is the tram number 3?",
+            lambda q: retrieve(q, 1),
+            stages,
+            calls.append,
+            reformulate=lambda q: reformulate_query(llm, q),
+        )
     assert r.requery is not None and usage.calls == 1
     assert len(retrieve.queries) <= 2 and calls.count("reformulating the query") == 1
     assert r.requery["query"] and r.requery["used"] in ("original", "reformulated")
@@ -235,7 +266,9 @@ def test_reformulation_failure_keeps_the_question(smollm):
     class Broken(MeteredLLM):
         def generate(self, prompt, **kw):
             from verirag.errors import BackendError
+
             raise BackendError("the server is down")
+
     q, err = reformulate_query(Broken(smollm), "who wrote hamlet?")
     assert q == "who wrote hamlet?" and "server is down" in err
 
@@ -249,6 +282,7 @@ def test_guidance_abstention_counts_as_no_answer():
 def test_probe_learns_from_hidden_states_and_refuses_another_model(smollm, smollm_path, tmp_path):
     from verirag.learned.forecaster import ProbeForecaster
     from verirag.llm.llama_cpp_backend import LlamaCppLLM
+
     q, d, y, g = toy_pairs(8, 6)
     probe = ProbeForecaster(smollm, val_share=0.25).fit(q, d, y, g)
     assert probe.metrics_["auroc"] > 0.9
@@ -280,20 +314,52 @@ def test_train_forecaster_then_ask_with_it(tmp_path):
     corpus.write_text("".join(json.dumps(p) + "\n" for r in fixture_rows() for p in r["passages"]))
 
     def run(*args):
-        return subprocess.run([sys.executable, "-m", "verirag", *args], capture_output=True, text=True,
-                              timeout=600, env=os.environ.copy(), stdin=subprocess.DEVNULL)
+        return subprocess.run(
+            [sys.executable, "-m", "verirag", *args],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env=os.environ.copy(),
+            stdin=subprocess.DEVNULL,
+        )
 
-    r = run("train", "forecaster", str(data), "--out", str(tmp_path / "f"), "--k", "3", "--model",
-            "smollm2-135m", "--epochs", "1")
+    r = run(
+        "train",
+        "forecaster",
+        str(data),
+        "--out",
+        str(tmp_path / "f"),
+        "--k",
+        "3",
+        "--model",
+        "smollm2-135m",
+        "--epochs",
+        "1",
+    )
     assert r.returncode == 0, r.stderr
     assert "30 pairs from 10 questions" in r.stdout and "validation AUROC" in r.stdout
-    assert (tmp_path / "f" / "forecaster.json").is_file() and len((tmp_path / "f" / "labels.jsonl").read_text().splitlines()) == 30
-    r = run("ask", "What colour is the bridge in Kleve?", "--corpus", str(corpus), "--preset", "tiny",
-            "--retrieval", "bm25", "--forecaster", str(tmp_path / "f"), "--epsilon", "0", "--json")
+    assert (tmp_path / "f" / "forecaster.json").is_file() and len(
+        (tmp_path / "f" / "labels.jsonl").read_text().splitlines()
+    ) == 30
+    r = run(
+        "ask",
+        "What colour is the bridge in Kleve?",
+        "--corpus",
+        str(corpus),
+        "--preset",
+        "tiny",
+        "--retrieval",
+        "bm25",
+        "--forecaster",
+        str(tmp_path / "f"),
+        "--epsilon",
+        "0",
+        "--json",
+    )
     assert r.returncode == 0, r.stderr
     fc = json.loads(r.stdout)["forecast"]
     fs = [d["f"] for d in fc["reranked"]]
-    assert 1 < len(fs) <= 20 and fs == sorted(fs, reverse=True)   # BM25 returns the passages that match at all
+    assert 1 < len(fs) <= 20 and fs == sorted(fs, reverse=True)  # BM25 returns the passages that match at all
     assert fc["kept"] == [fc["reranked"][0]["id"]] and fc["reformulated"] is False
     assert [e["id"] for e in json.loads(r.stdout)["evidence"]] == fc["kept"]
     r = run("train", "forecaster", str(tmp_path / "missing.jsonl"), "--out", str(tmp_path / "g"))
@@ -307,15 +373,17 @@ def test_verbal_confidence_methods_run_and_record_unreadable_replies(smollm, nam
     from verirag.awf.spec import method_names
     from verirag.awf.trace import Trace
     from verirag.types import Generation
+
     assert name in method_names()
     ex = examples()[0]
     out = build_method(name, smollm, max_tokens=16).run(Trace(ex.question, ex.passages[:1]))
     assert 0.0 <= out.score <= 1.0 and out.answer
     assert out.score in {i / 10 for i in range(11)} | set(LINGUISTIC_SCALE.values()) or out.error
 
-    class Evasive(MeteredLLM):   # a model that will not state a confidence
+    class Evasive(MeteredLLM):  # a model that will not state a confidence
         def generate(self, prompt, **kw):
             return Generation(text="I would rather not say.")
+
     out = build_method(name, Evasive(smollm)).run(Trace(ex.question, ex.passages[:1]))
     assert out.score == 0.0 and "unreadable confidence" in out.error
 
@@ -324,17 +392,19 @@ def test_calibrag_method_answers_from_the_best_forecast(toy_forecaster, smollm, 
     from verirag.awf.compose import build_method
     from verirag.awf.spec import method_names
     from verirag.awf.trace import Trace
+
     toy_forecaster.save(tmp_path / "f")
     assert "calibrag" in method_names()
     with pytest.raises(InputError, match="needs a trained forecaster"):
         build_method("calibrag", smollm)
-    passages = [Passage(id="banana", text="Bananas grow in warm places and taste sweet."),
-                Passage(id="tram", text="The tram number 3 is painted blue.")]
+    passages = [
+        Passage(id="banana", text="Bananas grow in warm places and taste sweet."),
+        Passage(id="tram", text="The tram number 3 is painted blue."),
+    ]
     m = build_method(f"calibrag(forecaster={tmp_path / 'f'})", smollm, max_tokens=12)
     trace = Trace("what colour is the tram number 3?", passages)
     out = m.run(trace)
     assert out.details["kept"] == [1] and out.score == pytest.approx(max(out.details["forecast"]))
     assert out.score > out.details["forecast"][0] and out.answer
     n = len(trace.quantities)
-    assert m.run(trace).score == out.score and len(trace.quantities) == n   # computed once per trace
-
+    assert m.run(trace).score == out.score and len(trace.quantities) == n  # computed once per trace

@@ -2,12 +2,14 @@
 failures, attributed costs, the delegating LLM wrappers, options as part of a method's identity.
 Stand-in LLMs here are bookkeeping probes (the tests are about the trace and the wrappers, not a
 model); the warm-rerun test runs the real SmolLM2-135M."""
+
 from __future__ import annotations
 
 import json
 import math
 
 import pytest
+from test_llm_openai import _chat_reply, fake  # noqa: F401 - the scripted HTTP server fixture
 
 from verirag.awf.compose import build_method
 from verirag.awf.pipeline import Pipeline, PipelineConfig
@@ -23,10 +25,10 @@ from verirag.llm.wrapper import LLMWrapper, interface_members
 from verirag.retrieval import Index
 from verirag.types import ContinuationScore, Generation, Passage, TokenLogprob
 
-from test_llm_openai import _chat_reply, fake  # noqa: F401 - the scripted HTTP server fixture
-
-PASSAGES = [Passage("a", "The Harbour Ferry crosses the bay in 25 minutes.", title="Ferry"),
-            Passage("b", "Puffins nest on the cliffs in April.")]
+PASSAGES = [
+    Passage("a", "The Harbour Ferry crosses the bay in 25 minutes.", title="Ferry"),
+    Passage("b", "Puffins nest on the cliffs in April."),
+]
 QUESTION = "How long does the Harbour Ferry take to cross the bay?"
 
 
@@ -173,8 +175,11 @@ def test_nested_scopes_count_each_request_once():
 
 
 # ------------------------------------------------------------------------------------- wrappers
-@pytest.mark.parametrize("wrapper", [lambda llm, tmp: CachedLLM(llm, RequestCache(tmp / "c.sqlite")),
-                                     lambda llm, tmp: MeteredLLM(llm)], ids=["cached", "metered"])
+@pytest.mark.parametrize(
+    "wrapper",
+    [lambda llm, tmp: CachedLLM(llm, RequestCache(tmp / "c.sqlite")), lambda llm, tmp: MeteredLLM(llm)],
+    ids=["cached", "metered"],
+)
 def test_wrappers_forward_the_whole_interface(wrapper, tmp_path):
     probe = Probe()
     w = wrapper(probe, tmp_path)
@@ -223,6 +228,7 @@ def test_method_spec_routes_options_and_rejects_unknown_ones():
 def test_one_identity_names_options_with_defaults_prompts_and_the_model(monkeypatch):
     from verirag.awf.generators import vanilla
     from verirag.prompts import load_prompt
+
     base = build_method("instructrag", Probe())
     assert build_method("instructrag", Probe(), max_tokens=256).digest == base.digest  # the default, written out
     assert build_method("instructrag", Probe(), family="multi_hop").digest != base.digest
@@ -233,15 +239,21 @@ def test_one_identity_names_options_with_defaults_prompts_and_the_model(monkeypa
     trace = Trace("q?", PASSAGES)
     key = before.generator.quantity_key(trace)
     edited = load_prompt("vanilla", "shared")
-    monkeypatch.setattr(vanilla, "load_prompt", lambda *a, **k: type(edited)(
-        edited.name, edited.user + " Be brief.", edited.system, edited.source, edited.extra))
+    monkeypatch.setattr(
+        vanilla,
+        "load_prompt",
+        lambda *a, **k: type(edited)(
+            edited.name, edited.user + " Be brief.", edited.system, edited.source, edited.extra
+        ),
+    )
     after = build_method("vanilla+nli", Probe())
     assert after.digest != before.digest and after.generator.quantity_key(trace) != key
-    assert after.predictor.digest == before.predictor.digest   # only what reads the prompt changed
+    assert after.predictor.digest == before.predictor.digest  # only what reads the prompt changed
 
 
 def test_judge_applies_only_to_methods_with_an_entailment_model():
     from verirag.awf.entailment.llm_judge import LLMJudgeEntailment
+
     judge = LLMJudgeEntailment(Probe("judge"))
     assert build_method("vanilla+nli", Probe(), entailment=judge).predictor.entailment is judge
     for name in ("vanilla+llm_judge", "intrinsic", "vanilla"):
@@ -254,10 +266,10 @@ def _index():
     return Index.build(PASSAGES, kind="bm25")
 
 
-def test_a_failing_endpoint_is_asked_once_per_question(fake):  # noqa: F811
+def test_a_failing_endpoint_is_asked_once_per_question(fake):
     fake.add("/v1/chat/completions", 400, {"error": {"message": "prompt too long"}}, repeat=5)
     p = Pipeline(PipelineConfig(model=f"{fake.url}#fake-model", k=2), index=_index())
-    with pytest.raises(BackendError, match="HTTP 400"):   # an outage, never a verdict
+    with pytest.raises(BackendError, match="HTTP 400"):  # an outage, never a verdict
         p.ask(QUESTION)
     assert fake.count("/v1/chat/completions") == 1
 
@@ -277,17 +289,32 @@ def test_pipeline_judge_option_is_checked(monkeypatch):
 def test_warm_rerun_reports_the_same_costs_all_from_the_cache(tmp_path, smollm):
     from verirag.experiments.grid.config import parse_config
     from verirag.experiments.grid.runner import run_experiment
+
     data = tmp_path / "qa.jsonl"
-    data.write_text("\n".join(json.dumps({"id": f"q{i}", "question": q, "references": [a],
-                                          "passages": [{"id": "p", "text": PASSAGES[0].text}]})
-                              for i, (q, a) in enumerate([(QUESTION, "25 minutes"),
-                                                          ("Where do puffins nest?", "cliffs")])) + "\n")
+    data.write_text(
+        "\n".join(
+            json.dumps(
+                {"id": f"q{i}", "question": q, "references": [a], "passages": [{"id": "p", "text": PASSAGES[0].text}]}
+            )
+            for i, (q, a) in enumerate([(QUESTION, "25 minutes"), ("Where do puffins nest?", "cliffs")])
+        )
+        + "\n"
+    )
     cache = RequestCache(tmp_path / "cache.sqlite")
     factory = lambda spec, n_ctx: CachedLLM(smollm, cache)  # noqa: E731
-    cfg = parse_config({"datasets": [{"name": "jsonl", "path": str(data)}], "models": ["smollm2-135m"],
-                        "methods": ["vanilla", "vanilla+llm_judge", "vanilla+pre_answering",
-                                    {"name": "vanilla", "label": "vanilla-short", "max_tokens": 8}],
-                        "generation": {"max_tokens": 24, "n_ctx": 2048}})
+    cfg = parse_config(
+        {
+            "datasets": [{"name": "jsonl", "path": str(data)}],
+            "models": ["smollm2-135m"],
+            "methods": [
+                "vanilla",
+                "vanilla+llm_judge",
+                "vanilla+pre_answering",
+                {"name": "vanilla", "label": "vanilla-short", "max_tokens": 8},
+            ],
+            "generation": {"max_tokens": 24, "n_ctx": 2048},
+        }
+    )
 
     def records(out):
         run_experiment(cfg, out, llm_factory=factory, progress=False)
@@ -297,8 +324,11 @@ def test_warm_rerun_reports_the_same_costs_all_from_the_cache(tmp_path, smollm):
     assert cold.keys() == warm.keys() and len(cold) == 8
     for key, rec in cold.items():
         w = warm[key]
-        assert (rec["calls"], rec["prompt_tokens"], rec["completion_tokens"]) == \
-               (w["calls"], w["prompt_tokens"], w["completion_tokens"]), key
+        assert (rec["calls"], rec["prompt_tokens"], rec["completion_tokens"]) == (
+            w["calls"],
+            w["prompt_tokens"],
+            w["completion_tokens"],
+        ), key
         assert w["details"]["cache_hits"] == w["calls"] > 0
         assert rec["method_spec"]["options"]["max_tokens"] in (8, 24)
     judge = next(r for r in cold.values() if r["method"] == "vanilla+llm_judge")
@@ -306,7 +336,10 @@ def test_warm_rerun_reports_the_same_costs_all_from_the_cache(tmp_path, smollm):
     assert judge["calls"] == 2 and judge["prompt_tokens"] > plain["prompt_tokens"] > 0
     assert judge["details"]["shared"]["calls"] == 1 and judge["spent"]["calls"] == 1
     short = [k for k, r in cold.items() if r["method"] == "vanilla-short"]
-    assert all(k.endswith(cold[k]["method_digest"]) and cold[k]["method_spec"]["resolved_options"]["max_tokens"] == 8
-               for k in short)
+    assert all(
+        k.endswith(cold[k]["method_digest"]) and cold[k]["method_spec"]["resolved_options"]["max_tokens"] == 8
+        for k in short
+    )
     assert {cold[k]["method_digest"] for k in short}.isdisjoint(
-        r["method_digest"] for r in cold.values() if r["method"] == "vanilla")
+        r["method_digest"] for r in cold.values() if r["method"] == "vanilla"
+    )

@@ -1,4 +1,5 @@
 """HotpotQA loaders on tiny files written here: twins, distractor mode, both file formats."""
+
 from __future__ import annotations
 
 import json
@@ -11,12 +12,17 @@ from verirag.errors import InputError
 
 
 def record(qid: str, answer: str = "Paris", n_distractors: int = 8) -> dict:
-    context = [["Gold A", ["Alpha is in France.", " It is old."]],
-               ["Gold B", ["The capital of France is Paris."]]]
+    context = [["Gold A", ["Alpha is in France.", " It is old."]], ["Gold B", ["The capital of France is Paris."]]]
     context += [[f"{qid} distractor {i}", [f"Unrelated text {i}."]] for i in range(n_distractors)]
-    return {"_id": qid, "question": f"Where is the place of {qid}?", "answer": answer,
-            "type": "bridge", "level": "easy", "context": context,
-            "supporting_facts": [["Gold A", 0], ["Gold B", 0]]}
+    return {
+        "_id": qid,
+        "question": f"Where is the place of {qid}?",
+        "answer": answer,
+        "type": "bridge",
+        "level": "easy",
+        "context": context,
+        "supporting_facts": [["Gold A", 0], ["Gold B", 0]],
+    }
 
 
 def write_array(path: Path, records: list[dict]) -> Path:
@@ -32,8 +38,7 @@ def write_lines(path: Path, records: list[dict]) -> Path:
 def test_twins_from_official_array(tmp_path: Path) -> None:
     f = write_array(tmp_path / "hotpot_dev_distractor.json", [record("q1"), record("q2")])
     examples = load_dataset("hotpotqa_original", f)
-    assert [e.id for e in examples] == ["q1:unanswerable", "q1:answerable",
-                                        "q2:unanswerable", "q2:answerable"]
+    assert [e.id for e in examples] == ["q1:unanswerable", "q1:answerable", "q2:unanswerable", "q2:answerable"]
     una, ans = examples[0], examples[1]
     assert una.group == ans.group == "q1"
     assert (una.answerable, ans.answerable) == (False, True)
@@ -42,8 +47,9 @@ def test_twins_from_official_array(tmp_path: Path) -> None:
     gold_at = ans.relevance.index(1)
     # The gold paragraph holding the answer is preferred; it replaces exactly one distractor.
     assert ans.passages[gold_at].title == "Gold B" and ans.meta["gold_contains_answer"]
-    assert [p.id for i, p in enumerate(ans.passages) if i != gold_at] == \
-           [p.id for i, p in enumerate(una.passages) if i != gold_at]
+    assert [p.id for i, p in enumerate(ans.passages) if i != gold_at] == [
+        p.id for i, p in enumerate(una.passages) if i != gold_at
+    ]
     assert una.references == ["Paris"] and una.dataset == "hotpotqa_original"
     assert ans.passages[gold_at].text == "The capital of France is Paris."
     assert una.passages[0].text == "Unrelated text 0." and not una.meta["answer_in_distractors"]
@@ -94,7 +100,7 @@ def test_gold_text_found_in_another_questions_context(tmp_path: Path) -> None:
     lonely = record("lonely")
     lonely["context"] = lonely["context"][2:]
     f = write_array(tmp_path / "h.json", [other, lonely])
-    ans = [e for e in load_dataset("hotpotqa_original", f) if e.id == "lonely:answerable"][0]
+    ans = next(e for e in load_dataset("hotpotqa_original", f) if e.id == "lonely:answerable")
     assert ans.passages[ans.relevance.index(1)].text == "The capital of France is Paris."
 
 

@@ -1,4 +1,5 @@
 """`nomiracl` on tiny files in NoMIRACL's released format: prompt parsing, subsets, references."""
+
 from __future__ import annotations
 
 import json
@@ -12,9 +13,11 @@ from verirag.errors import BackendError, InputError
 from verirag.llm.base import LLM
 from verirag.types import Generation
 
-HEAD = ("I will give you a question and several contexts containing information about the "
-        "question. Read the contexts carefully. If any of the contexts answers the question, "
-        "respond as either \"Yes, answer is present\" or \"I don't know\".\n\n")
+HEAD = (
+    "I will give you a question and several contexts containing information about the "
+    "question. Read the contexts carefully. If any of the contexts answers the question, "
+    'respond as either "Yes, answer is present" or "I don\'t know".\n\n'
+)
 
 
 def prompt(query: str, passages: list[str]) -> str:
@@ -28,23 +31,34 @@ def write_nomiracl(root: Path, n_per_subset: int = 3) -> Path:
         lines = []
         for i in range(n_per_subset):
             passages = [f"Doc {subset} {i}-{j}: Text of passage {j} about topic {i}." for j in range(3)]
-            lines.append(json.dumps({"query_id": f"{subset[0]}{i}#0",
-                                     "docids": [f"{i}#{j}" for j in range(3)],
-                                     "prompt": prompt(f"what about topic {i} in {subset}?", passages),
-                                     "template": "vanilla", "results": {}}))
+            lines.append(
+                json.dumps(
+                    {
+                        "query_id": f"{subset[0]}{i}#0",
+                        "docids": [f"{i}#{j}" for j in range(3)],
+                        "prompt": prompt(f"what about topic {i} in {subset}?", passages),
+                        "template": "vanilla",
+                        "results": {},
+                    }
+                )
+            )
         (root / subset / "en.test.vanilla_prompt.jsonl").write_text("\n".join(lines) + "\n")
     return root
 
 
 def test_parse_prompt_keeps_brackets_newlines_and_colon_titles() -> None:
-    passages = ["Star Wars: Episode IV: A film [1977] by George Lucas.",
-                "Plain: first line\n\nsecond paragraph with [3] inside",
-                "Last: ends here."]
+    passages = [
+        "Star Wars: Episode IV: A film [1977] by George Lucas.",
+        "Plain: first line\n\nsecond paragraph with [3] inside",
+        "Last: ends here.",
+    ]
     query, parsed = parse_prompt(prompt("which film?", passages), 3, "here")
     assert query == "which film?"
-    assert parsed == [("Star Wars", "Episode IV: A film [1977] by George Lucas."),
-                      ("Plain", "first line\n\nsecond paragraph with [3] inside"),
-                      ("Last", "ends here.")]
+    assert parsed == [
+        ("Star Wars", "Episode IV: A film [1977] by George Lucas."),
+        ("Plain", "first line\n\nsecond paragraph with [3] inside"),
+        ("Last", "ends here."),
+    ]
     with pytest.raises(InputError, match="fewer than 4"):
         parse_prompt(prompt("q", passages), 4, "here")
     with pytest.raises(InputError, match="QUESTION"):
@@ -107,20 +121,28 @@ class FailingLLM(EchoLLM):
 
 
 def test_a_failed_request_leaves_one_example_without_reference(tmp_path: Path) -> None:
-    examples = load_dataset("nomiracl", write_nomiracl(tmp_path), subset="relevant",
-                            references_llm=FailingLLM(""))
+    examples = load_dataset("nomiracl", write_nomiracl(tmp_path), subset="relevant", references_llm=FailingLLM(""))
     assert all(e.references == [] and "context window" in e.meta["reference_error"] for e in examples)
 
     class ErrorReply(EchoLLM):
         def generate(self, prompt, **kwargs) -> Generation:
             return Generation(text="partial", finish_reason="error")
+
     examples = load_dataset("nomiracl", tmp_path, subset="relevant", references_llm=ErrorReply(""))
     assert all(e.references == [] and e.meta["reference_error"] for e in examples)
 
 
-@pytest.mark.parametrize("raw, expected", [
-    ("Paris", "Paris"), ("Answer: 1972.", "1972"), ("**Abraham Lincoln**\nmore", "Abraham Lincoln"),
-    ("\n\nI don't know.", ""), ("U.S.", "U.S."), ("Washington, D.C.", "Washington, D.C."), ("", ""),
-])
+@pytest.mark.parametrize(
+    "raw, expected",
+    [
+        ("Paris", "Paris"),
+        ("Answer: 1972.", "1972"),
+        ("**Abraham Lincoln**\nmore", "Abraham Lincoln"),
+        ("\n\nI don't know.", ""),
+        ("U.S.", "U.S."),
+        ("Washington, D.C.", "Washington, D.C."),
+        ("", ""),
+    ],
+)
 def test_clean_reference(raw: str, expected: str) -> None:
     assert clean_reference(raw, ["no answer", "i don't know"]) == expected

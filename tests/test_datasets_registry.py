@@ -1,4 +1,5 @@
 """The registry: names, options, default paths, and what goes wrong when data is missing."""
+
 from __future__ import annotations
 
 import json
@@ -46,7 +47,8 @@ def test_default_paths_come_from_the_data_dir(tmp_path: Path, monkeypatch: pytes
         load_dataset("squad2")
     (tmp_path / "nq_open").mkdir()
     (tmp_path / "nq_open" / "NQ-open.dev.jsonl").write_text(
-        "".join(json.dumps({"question": f"q{i}", "answer": [str(i)]}) + "\n" for i in range(10)))
+        "".join(json.dumps({"question": f"q{i}", "answer": [str(i)]}) + "\n" for i in range(10))
+    )
     assert len(load_dataset("nq_open")) == 10
 
 

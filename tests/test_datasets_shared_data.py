@@ -2,6 +2,7 @@
 
 Counts printed here (run with -s) are the ones the benchmarks rely on.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -23,8 +24,10 @@ def test_nq_bm25_top5(nq_all) -> None:
     assert len(nq_all) == 2655 and all(len(e.passages) == 5 for e in nq_all)
     answerable = sum(e.answerable for e in nq_all) / len(nq_all)
     gold = sum(e.meta["gold_retrieved"] for e in nq_all) / len(nq_all)
-    print(f"\nnq: {len(nq_all)} questions, pool {nq_all[0].meta['pool_size']} passages, k=5 BM25: "
-          f"{answerable:.1%} answerable, gold passage retrieved for {gold:.1%}")
+    print(
+        f"\nnq: {len(nq_all)} questions, pool {nq_all[0].meta['pool_size']} passages, k=5 BM25: "
+        f"{answerable:.1%} answerable, gold passage retrieved for {gold:.1%}"
+    )
     assert 0.5 < answerable < 0.99  # a mix, not all or nothing
     assert all(e.answerable == any(e.relevance) for e in nq_all)
     assert len({e.id for e in nq_all}) == len(nq_all)
@@ -46,9 +49,11 @@ def test_hotpotqa_twins(shared_data: Path) -> None:
         assert una.group == ans.group and (una.answerable, ans.answerable) == (False, True)
         assert len(una.passages) == len(ans.passages) and sum(ans.relevance) == 1
     leaky = sum(e.meta["answer_in_distractors"] for e in examples[::2]) / len(groups)
-    print(f"\nhotpotqa: {len(groups)} of 600 questions usable -> {len(examples)} examples; "
-          f"passages per example {dict(Counter(len(e.passages) for e in examples))}; "
-          f"answer string in some distractor for {leaky:.1%}")
+    print(
+        f"\nhotpotqa: {len(groups)} of 600 questions usable -> {len(examples)} examples; "
+        f"passages per example {dict(Counter(len(e.passages) for e in examples))}; "
+        f"answer string in some distractor for {leaky:.1%}"
+    )
     assert len(groups) > 500
     picked = load_dataset("hotpotqa", shared_data / "hotpotqa_amor_subset", n=25, seed=1)
     assert len(picked) == 50 and len({e.group for e in picked}) == 25
@@ -56,8 +61,7 @@ def test_hotpotqa_twins(shared_data: Path) -> None:
 
 
 def test_hotpotqa_original_distractor_setting(shared_data: Path) -> None:
-    dev = load_dataset("hotpotqa_original", shared_data / "hotpotqa_amor_subset" / "dev.json",
-                       mode="distractor")
+    dev = load_dataset("hotpotqa_original", shared_data / "hotpotqa_amor_subset" / "dev.json", mode="distractor")
     assert len(dev) == 100 and all(e.answerable and sum(e.relevance) == 2 for e in dev)
 
 
@@ -88,6 +92,7 @@ def test_nomiracl_references_with_smollm(shared_data: Path, smollm) -> None:
     # Contract, not quality: two relevant queries, cut to their first passage so that the
     # prompts stay short on a CPU (the loader itself sends all ten).
     from verirag.datasets.nomiracl import add_references
+
     examples = load_dataset("nomiracl", shared_data / "nomiracl_en", subset="relevant", n=2)
     for e in examples:
         e.passages = e.passages[:1]

@@ -1,5 +1,6 @@
 """Kill -9 a real `verirag eval` subprocess mid-way and run it again: the results equal those of an
 uninterrupted run, and no request the killed run had answered is sent to the model again."""
+
 from __future__ import annotations
 
 import json
@@ -22,18 +23,31 @@ COLOURS = ["green", "red", "blue", "yellow", "white", "black", "grey", "orange"]
 
 
 def fixture(path: Path) -> Path:
-    rows = [{"id": f"q{i}", "question": f"What colour is the bridge in {t}?",
-             "passages": [{"id": f"p{i}", "title": t, "text": f"The bridge in {t} is painted {c} every spring."},
-                          {"id": f"w{i}", "title": "Weather", "text": "It rains often in the valley."}],
-             "references": [c]} for i, (t, c) in enumerate(zip(TOWNS, COLOURS))]
+    rows = [
+        {
+            "id": f"q{i}",
+            "question": f"What colour is the bridge in {t}?",
+            "passages": [
+                {"id": f"p{i}", "title": t, "text": f"The bridge in {t} is painted {c} every spring."},
+                {"id": f"w{i}", "title": "Weather", "text": "It rains often in the valley."},
+            ],
+            "references": [c],
+        }
+        for i, (t, c) in enumerate(zip(TOWNS, COLOURS))
+    ]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
 
 
 def run_eval(cfg: Path, out: Path, cache: Path) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "VERIRAG_CACHE_DIR": str(cache), "VERIRAG_OFFLINE": "1"}
-    return subprocess.Popen([sys.executable, "-m", "verirag", "eval", str(cfg), "--out", str(out), "--no-report"],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    return subprocess.Popen(
+        [sys.executable, "-m", "verirag", "eval", str(cfg), "--out", str(out), "--no-report"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def records(out: Path) -> list[dict]:
@@ -42,7 +56,7 @@ def records(out: Path) -> list[dict]:
         return []
     rows = []
     for line in f.read_text().splitlines():
-        try:
+        try:  # noqa: SIM105
             rows.append(json.loads(line))
         except json.JSONDecodeError:  # the line the kill cut in half
             pass
@@ -62,10 +76,17 @@ def misses(rows: list[dict]) -> int:
 
 def test_kill_9_then_rerun_gives_the_same_results_and_repeats_no_request(tmp_path):
     cfg = tmp_path / "kill.yaml"
-    cfg.write_text(yaml.safe_dump({
-        "name": "kill", "datasets": [{"name": "jsonl", "path": str(fixture(tmp_path / "towns.jsonl"))}],
-        "models": ["smollm2-135m"], "methods": ["vanilla", "vanilla+self_check", "intrinsic"],
-        "generation": {"max_tokens": 24, "n_ctx": 2048}}))
+    cfg.write_text(
+        yaml.safe_dump(
+            {
+                "name": "kill",
+                "datasets": [{"name": "jsonl", "path": str(fixture(tmp_path / "towns.jsonl"))}],
+                "models": ["smollm2-135m"],
+                "methods": ["vanilla", "vanilla+self_check", "intrinsic"],
+                "generation": {"max_tokens": 24, "n_ctx": 2048},
+            }
+        )
+    )
     ref = run_eval(cfg, tmp_path / "ref", tmp_path / "ref-cache")
     assert ref.wait(600) == 0, ref.stderr.read().decode()[-2000:]
     reference = {r["key"]: r for r in records(tmp_path / "ref")}

@@ -1,4 +1,5 @@
 """No-RAG fallback and switch-to-larger-model on hand-made records."""
+
 from __future__ import annotations
 
 import json
@@ -12,9 +13,20 @@ from verirag.experiments.grid.records import ResultRecord
 
 
 def rec(i, score, correct, *, A=1, method="m", group=""):
-    return ResultRecord(dataset="d", model="x", method=method, example_id=f"e{i}", question="q", answer="a",
-                        score=float(score), hard=False, answerable=A, correct=correct,
-                        faithful=int(A and correct), group=group)
+    return ResultRecord(
+        dataset="d",
+        model="x",
+        method=method,
+        example_id=f"e{i}",
+        question="q",
+        answer="a",
+        score=float(score),
+        hard=False,
+        answerable=A,
+        correct=correct,
+        faithful=int(A and correct),
+        group=group,
+    )
 
 
 # --------------------------------------------------------------------------- pairing

@@ -1,4 +1,5 @@
 """Paired method comparisons (experiments.grid.comparisons) and their place in the report."""
+
 from __future__ import annotations
 
 import json
@@ -21,9 +22,21 @@ def records(method: str, n: int, *, signal: float, seed: int, hard: bool = False
         score = float(np.clip(signal * faithful + (1 - signal) * rng.random(), 0, 1))
         if i in skip:  # after the draws: the other examples keep their labels
             continue
-        out.append(ResultRecord(dataset="nq", model="m", method=method, example_id=f"e{i:03d}", question="q",
-                                answer="a", score=float(score >= 0.5) if hard else score, hard=hard,
-                                answerable=1, correct=faithful, faithful=faithful))
+        out.append(
+            ResultRecord(
+                dataset="nq",
+                model="m",
+                method=method,
+                example_id=f"e{i:03d}",
+                question="q",
+                answer="a",
+                score=float(score >= 0.5) if hard else score,
+                hard=hard,
+                answerable=1,
+                correct=faithful,
+                faithful=faithful,
+            )
+        )
     return out
 
 
@@ -68,8 +81,9 @@ def test_hard_methods_compare_by_their_label():
     b = records("intrinsic", 60, signal=0.9, seed=3, hard=True)
     (row,) = compare_methods(a + b, [("vanilla", "intrinsic")], BOOT)
     target = threshold_target({"threshold": {"value": 0.5}})
-    assert row["best_f1_diff"] == pytest.approx(summarize_cell(b, target, BOOT)["best_f1"]
-                                                - summarize_cell(a, target, BOOT)["best_f1"])
+    assert row["best_f1_diff"] == pytest.approx(
+        summarize_cell(b, target, BOOT)["best_f1"] - summarize_cell(a, target, BOOT)["best_f1"]
+    )
 
 
 def test_pairs_are_baseline_colon_method():
@@ -81,9 +95,13 @@ def test_pairs_are_baseline_colon_method():
 
 def test_report_tables_the_default_and_the_asked_comparisons(tmp_path):
     from verirag.cli import main
+
     store = ResultStore(tmp_path)
-    for r in (records("vanilla", 30, signal=0.3, seed=4, hard=True) + records("instructrag", 30, signal=0.6, seed=4, hard=True)
-              + records("vanilla+nli", 30, signal=0.5, seed=4)):
+    for r in (
+        records("vanilla", 30, signal=0.3, seed=4, hard=True)
+        + records("instructrag", 30, signal=0.6, seed=4, hard=True)
+        + records("vanilla+nli", 30, signal=0.5, seed=4)
+    ):
         store.append(r)
     (tmp_path / "run.json").write_text(json.dumps({"threshold": {"value": 0.5}, "bootstrap": BOOT}))
     assert main(["report", str(tmp_path), "--compare", "vanilla:vanilla+nli", "--compare", "vanilla:cot_hybrid"]) == 0
@@ -102,9 +120,11 @@ def test_twins_are_resampled_together():
     neither, so every resample is the single-copy resample doubled, and every number is the
     single-copy one. Resampling examples would split twins and give other intervals."""
     import dataclasses
+
     single = records("vanilla", 50, signal=0.3, seed=5, hard=True) + records("vanilla+nli", 50, signal=0.6, seed=6)
-    twins = [dataclasses.replace(r, example_id=f"{r.example_id}/{t}", group=r.example_id)
-             for r in single for t in ("a", "b")]
+    twins = [
+        dataclasses.replace(r, example_id=f"{r.example_id}/{t}", group=r.example_id) for r in single for t in ("a", "b")
+    ]
     pair = [("vanilla", "vanilla+nli")]
     (one,), (two,) = compare_methods(single, pair, BOOT), compare_methods(twins, pair, BOOT)
     assert two["n"] == 100 and one["n"] == 50

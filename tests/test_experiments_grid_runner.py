@@ -1,4 +1,5 @@
 """The experiment runner: config validation, ground truth, records, resume without repeated calls."""
+
 from __future__ import annotations
 
 import json
@@ -7,23 +8,34 @@ import pytest
 
 from verirag.errors import InputError
 from verirag.experiments.grid.config import parse_config
-from verirag.train.ground_truth import GroundTruth, answerable
 from verirag.experiments.grid.records import ResultRecord, ResultStore
 from verirag.llm.wrapper import LLMWrapper
+from verirag.train.ground_truth import GroundTruth, answerable
 from verirag.types import Example, Passage
 
 # Our own fixture: three questions about a made-up village, one whose passages do not answer it.
 FIXTURE = [
-    {"id": "q1", "question": "What colour is the bridge in Varnholt?",
-     "passages": [{"id": "p1", "title": "Varnholt", "text": "The bridge in Varnholt is painted green every spring."},
-                  {"id": "p2", "title": "Weather", "text": "It rains often in the valley."}],
-     "references": ["green"]},
-    {"id": "q2", "question": "How many mills stand in Varnholt?",
-     "passages": [{"id": "p3", "title": "Mills", "text": "Three mills stand beside the river in Varnholt."}],
-     "references": ["three", "3"]},
-    {"id": "q3", "question": "Who founded Varnholt?",
-     "passages": [{"id": "p4", "title": "Market", "text": "The market of Varnholt opens on Saturdays."}],
-     "references": ["Ida Berg"]},
+    {
+        "id": "q1",
+        "question": "What colour is the bridge in Varnholt?",
+        "passages": [
+            {"id": "p1", "title": "Varnholt", "text": "The bridge in Varnholt is painted green every spring."},
+            {"id": "p2", "title": "Weather", "text": "It rains often in the valley."},
+        ],
+        "references": ["green"],
+    },
+    {
+        "id": "q2",
+        "question": "How many mills stand in Varnholt?",
+        "passages": [{"id": "p3", "title": "Mills", "text": "Three mills stand beside the river in Varnholt."}],
+        "references": ["three", "3"],
+    },
+    {
+        "id": "q3",
+        "question": "Who founded Varnholt?",
+        "passages": [{"id": "p4", "title": "Market", "text": "The market of Varnholt opens on Saturdays."}],
+        "references": ["Ida Berg"],
+    },
 ]
 
 
@@ -35,9 +47,14 @@ def fixture_file(tmp_path):
 
 
 def config(path, **over):
-    raw = {"name": "tiny", "datasets": [{"name": "jsonl", "path": str(path)}], "models": ["smollm2-135m"],
-           "methods": ["vanilla", "vanilla+k_precision", "intrinsic"], "generation": {"max_tokens": 24},
-           "applications": {"no_rag_fallback": {"models": ["smollm2-135m"], "folds": 2}}}
+    raw = {
+        "name": "tiny",
+        "datasets": [{"name": "jsonl", "path": str(path)}],
+        "models": ["smollm2-135m"],
+        "methods": ["vanilla", "vanilla+k_precision", "intrinsic"],
+        "generation": {"max_tokens": 24},
+        "applications": {"no_rag_fallback": {"models": ["smollm2-135m"], "folds": 2}},
+    }
     raw.update(over)
     return parse_config(raw)
 
@@ -45,11 +62,12 @@ def config(path, **over):
 # --------------------------------------------------------------------------- config
 def test_a_groups_file_keeps_only_the_questions_it_names(fixture_file, tmp_path):
     from verirag.experiments.grid.runner import load_examples
+
     groups = tmp_path / "held-out.txt"
     groups.write_text("# the verifier's validation questions\njsonl:q1\n\njsonl:q3  # unanswerable\nnq:q2\n")
     ds = {"name": "jsonl", "path": str(fixture_file), "groups": str(groups)}
     got = load_examples(config(fixture_file, datasets=[ds]), None)["jsonl"]
-    assert [e.id for e in got] == ["q1", "q3"]          # nq:q2 names another dataset's question
+    assert [e.id for e in got] == ["q1", "q3"]  # nq:q2 names another dataset's question
     one = load_examples(config(fixture_file, datasets=[dict(ds, n=1)]), None)["jsonl"]
     assert len(one) == 1 and one[0].id in {"q1", "q3"}  # n draws among the named questions only
     groups.write_text("q1\n")
@@ -64,18 +82,37 @@ def test_a_groups_file_keeps_only_the_questions_it_names(fixture_file, tmp_path)
 
 def test_config_lists_every_problem_with_its_place():
     with pytest.raises(InputError) as e:
-        parse_config({"datasets": [{"name": "nope", "n": 0}], "models": ["m"], "methods": ["vanilla+nope"],
-                      "threshold": {"precision": 1.5}, "colour": "red",
-                      "applications": {"escalate": {"small": "other", "large": "big", "rate": 2}}})
+        parse_config(
+            {
+                "datasets": [{"name": "nope", "n": 0}],
+                "models": ["m"],
+                "methods": ["vanilla+nope"],
+                "threshold": {"precision": 1.5},
+                "colour": "red",
+                "applications": {"escalate": {"small": "other", "large": "big", "rate": 2}},
+            }
+        )
     msg = str(e.value)
-    for part in ("datasets[0].name", "datasets[0].n", "methods[0]", "threshold", "colour: unknown key",
-                 "applications.escalate.small", "applications.escalate.rate"):
+    for part in (
+        "datasets[0].name",
+        "datasets[0].n",
+        "methods[0]",
+        "threshold",
+        "colour: unknown key",
+        "applications.escalate.small",
+        "applications.escalate.rate",
+    ):
         assert part in msg, part
 
 
 def test_config_adds_the_runs_the_applications_need(fixture_file):
-    cfg = config(fixture_file, applications={"no_rag_fallback": {"models": ["smollm2-135m"]},
-                                             "escalate": {"large": "qwen2.5-0.5b", "large_method": "vanilla"}})
+    cfg = config(
+        fixture_file,
+        applications={
+            "no_rag_fallback": {"models": ["smollm2-135m"]},
+            "escalate": {"large": "qwen2.5-0.5b", "large_method": "vanilla"},
+        },
+    )
     runs = {model: [s.label for s in specs] for model, specs in cfg.runs()}
     assert runs["smollm2-135m"] == ["vanilla", "vanilla+k_precision", "intrinsic", "no_context"]
     assert runs["qwen2.5-0.5b"] == ["vanilla"]
@@ -89,6 +126,7 @@ def test_shipped_configs_are_valid():
 
     from verirag.experiments.commands import load_study
     from verirag.experiments.grid.config import load_config
+
     for p in (Path(__file__).resolve().parents[1] / "configs").glob("*.yaml"):
         load_study(p) or load_config(p)
 
@@ -114,8 +152,19 @@ def test_ground_truth_follows_the_paper():
 # --------------------------------------------------------------------------- records
 def test_store_survives_a_truncated_last_line(tmp_path):
     store = ResultStore(tmp_path)
-    rec = ResultRecord(dataset="d", model="m", method="x", example_id="1", question="q", answer="a",
-                       score=0.5, hard=False, answerable=1, correct=1, faithful=1)
+    rec = ResultRecord(
+        dataset="d",
+        model="m",
+        method="x",
+        example_id="1",
+        question="q",
+        answer="a",
+        score=0.5,
+        hard=False,
+        answerable=1,
+        correct=1,
+        faithful=1,
+    )
     store.append(rec)
     with open(store.path, "a") as f:
         f.write('{"dataset": "d", "model": "m", "meth')  # killed mid-write
@@ -160,6 +209,7 @@ class CountingLLM(LLMWrapper):
 def factory_for(smollm, cache_path, interrupt_after=None):
     from verirag.llm.cache import RequestCache
     from verirag.llm.cached import CachedLLM
+
     counting = CountingLLM(smollm, interrupt_after)
     llm = CachedLLM(counting, RequestCache(cache_path))
     return counting, (lambda spec, n_ctx: llm)
@@ -168,6 +218,7 @@ def factory_for(smollm, cache_path, interrupt_after=None):
 @pytest.mark.slow
 def test_run_writes_one_valid_record_per_cell(smollm, fixture_file, tmp_path):
     from verirag.experiments.grid.runner import run_experiment
+
     cfg = config(fixture_file)
     _, factory = factory_for(smollm, tmp_path / "cache.sqlite")
     out = run_experiment(cfg, tmp_path / "run", llm_factory=factory, progress=False)
@@ -191,6 +242,7 @@ def test_run_writes_one_valid_record_per_cell(smollm, fixture_file, tmp_path):
 @pytest.mark.slow
 def test_resume_after_a_kill_repeats_no_backend_call(smollm, fixture_file, tmp_path):
     from verirag.experiments.grid.runner import run_experiment
+
     cfg = config(fixture_file)
     # reference: one uninterrupted run on a fresh cache
     full, factory = factory_for(smollm, tmp_path / "ref.sqlite")
@@ -218,6 +270,7 @@ def test_resume_after_a_kill_repeats_no_backend_call(smollm, fixture_file, tmp_p
 @pytest.mark.slow
 def test_a_method_the_backend_cannot_serve_is_a_reported_failure(smollm, fixture_file, tmp_path):
     from verirag.experiments.grid.runner import run_experiment
+
     _, factory = factory_for(smollm, tmp_path / "c.sqlite")
     factory("smollm2-135m", 0).capabilities = frozenset()  # an endpoint without logprobs
     cfg = config(fixture_file, methods=["vanilla", "vanilla+pre_answering"], applications=None)
@@ -227,6 +280,7 @@ def test_a_method_the_backend_cannot_serve_is_a_reported_failure(smollm, fixture
     assert (tmp_path / "run" / "failures.jsonl").exists()
     assert {r.method for r in ResultStore(tmp_path / "run").load()} == {"vanilla"}
     from verirag.experiments.report.awf import build_report
+
     page = build_report(tmp_path / "run").read_text()
     assert "not run" in page and "vanilla+pre_answering" in page
 
@@ -237,6 +291,7 @@ def test_a_missing_model_fails_its_unit_not_the_grid(fixture_file, tmp_path):
 
     def factory(spec, n_ctx):
         raise ModelNotFoundError(f"no model {spec}")
+
     cfg = config(fixture_file, applications=None)
     out = run_experiment(cfg, tmp_path / "run", llm_factory=factory, progress=False)
     assert out.written == 0 and out.failures[0]["method"] == "*"
@@ -245,6 +300,7 @@ def test_a_missing_model_fails_its_unit_not_the_grid(fixture_file, tmp_path):
 
 def test_a_directory_of_another_setup_is_refused(fixture_file, tmp_path):
     from verirag.experiments.grid.runner import prepare_dir
+
     run = tmp_path / "run"
     prepare_dir(config(fixture_file), run)
     (run / "results.jsonl").write_text("")
@@ -256,6 +312,7 @@ def test_a_directory_of_another_setup_is_refused(fixture_file, tmp_path):
 def test_changed_method_options_give_new_record_keys(smollm, fixture_file):
     # a record's key names its built method's identity: other options give other keys
     from verirag.experiments.grid.runner import UnitRunner, load_examples, plan
+
     a, b = config(fixture_file), config(fixture_file, generation={"max_tokens": 99})
     ra, rb = (UnitRunner(c, plan(c, load_examples(c, None))[0], lambda spec, n_ctx: smollm) for c in (a, b))
     ex = ra.unit.examples[0]
@@ -264,22 +321,29 @@ def test_changed_method_options_give_new_record_keys(smollm, fixture_file):
 
 
 @pytest.mark.slow
-def test_a_resumed_run_after_a_prompt_edit_recomputes_what_reads_that_prompt(smollm, fixture_file, tmp_path,
-                                                                             monkeypatch):
+def test_a_resumed_run_after_a_prompt_edit_recomputes_what_reads_that_prompt(
+    smollm, fixture_file, tmp_path, monkeypatch
+):
     from verirag.awf.generators import vanilla
     from verirag.experiments.grid.runner import run_experiment
     from verirag.prompts import load_prompt
+
     cfg = config(fixture_file, applications=None)
     _, factory = factory_for(smollm, tmp_path / "cache.sqlite")
     assert run_experiment(cfg, tmp_path / "run", llm_factory=factory, progress=False).written == 9
     edited = load_prompt("vanilla", "shared")
-    monkeypatch.setattr(vanilla, "load_prompt", lambda *a, **k: type(edited)(
-        edited.name, edited.user + " Answer in a few words.", edited.system, edited.source, edited.extra))
+    monkeypatch.setattr(
+        vanilla,
+        "load_prompt",
+        lambda *a, **k: type(edited)(
+            edited.name, edited.user + " Answer in a few words.", edited.system, edited.source, edited.extra
+        ),
+    )
     out = run_experiment(cfg, tmp_path / "run", llm_factory=factory, progress=False)
     # vanilla and vanilla+k_precision read the edited prompt; intrinsic does not
     assert (out.recomputed, out.written, out.skipped) == (6, 6, 3)
     recs = ResultStore(tmp_path / "run").load()
-    assert len(recs) == 9   # the latest record of each slot, not both
+    assert len(recs) == 9  # the latest record of each slot, not both
     again = run_experiment(cfg, tmp_path / "run", llm_factory=factory, progress=False)
     assert (again.written, again.skipped) == (0, 9)
 
@@ -288,6 +352,7 @@ def test_a_resumed_run_after_a_prompt_edit_recomputes_what_reads_that_prompt(smo
 def test_ray_executor_gives_the_records_of_a_local_run(fixture_file, tmp_path):
     pytest.importorskip("ray", reason="Ray is an optional extra: pip install 'verirag[ray]'")
     from verirag.experiments.grid.runner import run_experiment
+
     cfg = config(fixture_file, methods=["vanilla", "vanilla+k_precision"], applications=None)
     local = run_experiment(cfg, tmp_path / "local", progress=False)
     assert local.written == 6
@@ -300,6 +365,7 @@ def test_ray_executor_gives_the_records_of_a_local_run(fixture_file, tmp_path):
 
 def test_unknown_executor_is_an_input_error(fixture_file, tmp_path):
     from verirag.experiments.grid.executors import get_executor
+
     with pytest.raises(InputError, match="unknown executor"):
         get_executor("dask")
 
@@ -314,11 +380,14 @@ class EchoEndpoint:
 
     def __init__(self):
         import threading
+
         self.lock, self.in_flight, self.max_in_flight = threading.Lock(), 0, 0
 
     def generate(self, prompt, **kw):
         import time as _t
+
         from verirag.types import Generation
+
         with self.lock:
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
@@ -333,6 +402,7 @@ class EchoEndpoint:
 
     def require(self, *caps):
         from verirag.errors import CapabilityError
+
         if caps:
             raise CapabilityError("echo has no logprobs")
 
@@ -342,6 +412,7 @@ class EchoEndpoint:
 
 def test_http_models_run_examples_concurrently_with_per_record_usage(fixture_file, tmp_path):
     from verirag.experiments.grid.runner import run_experiment
+
     endpoint = EchoEndpoint()
     cfg = config(fixture_file, methods=["vanilla", "vanilla+k_precision"], applications=None, concurrency=3)
     out = run_experiment(cfg, tmp_path / "run", llm_factory=lambda spec, n_ctx: endpoint, progress=False)
@@ -363,19 +434,35 @@ def test_records_are_identical_with_prefix_reuse_on_and_off(smollm_path, fixture
     and off (uncached backends; a small n_batch so that these short prompts share whole batches)."""
     from verirag.experiments.grid.runner import run_experiment
     from verirag.llm.llama_cpp_backend import LlamaCppLLM
-    methods = ["vanilla", "vanilla+pre_answering", "vanilla+nli", "vanilla+llm_judge", "vanilla+self_check",
-               "instructrag+nli", "intrinsic", "dual_generation"]
-    cfg = config(fixture_file, methods=methods, applications=None,
-                 datasets=[{"name": "jsonl", "path": str(fixture_file), "method_options": {"layout": layout}}])
+
+    methods = [
+        "vanilla",
+        "vanilla+pre_answering",
+        "vanilla+nli",
+        "vanilla+llm_judge",
+        "vanilla+self_check",
+        "instructrag+nli",
+        "intrinsic",
+        "dual_generation",
+    ]
+    cfg = config(
+        fixture_file,
+        methods=methods,
+        applications=None,
+        datasets=[{"name": "jsonl", "path": str(fixture_file), "method_options": {"layout": layout}}],
+    )
     records, llms = {}, {}
     for reuse in (False, True):
         llm = LlamaCppLLM(smollm_path, model_id="smollm2-135m", n_ctx=2048, n_batch=16, reuse_prefix=reuse)
         llms[reuse] = llm
-        out = run_experiment(cfg, tmp_path / f"reuse{reuse}", llm_factory=lambda spec, n_ctx, llm=llm: llm,
-                             progress=False)
+        out = run_experiment(
+            cfg, tmp_path / f"reuse{reuse}", llm_factory=lambda spec, n_ctx, llm=llm: llm, progress=False
+        )
         assert out.written == 3 * len(methods) and not out.failures
-        records[reuse] = {r.key: (r.answer, r.score, r.error, r.details.get("decision"))
-                          for r in ResultStore(tmp_path / f"reuse{reuse}").load()}
+        records[reuse] = {
+            r.key: (r.answer, r.score, r.error, r.details.get("decision"))
+            for r in ResultStore(tmp_path / f"reuse{reuse}").load()
+        }
     assert records[True] == records[False]
     assert llms[True].tokens_reused > 0 and llms[False].tokens_reused == 0
     assert llms[True].tokens_evaluated < llms[False].tokens_evaluated

@@ -1,4 +1,5 @@
 """Summary rows: hand-computed values, agreement with verirag.metrics, intervals, small n, files."""
+
 from __future__ import annotations
 
 import csv
@@ -8,22 +9,51 @@ import math
 import numpy as np
 import pytest
 
-from verirag.learned.threshold import ThresholdController, cross_fit_target
 from verirag.experiments.grid.records import ResultRecord
-from verirag.experiments.grid.summary import (CI_METRICS, group_records, summarize, write_summary)
-from verirag.metrics.awf import (awf_scores, best_f1, best_f1_statistic, pr_auc, qpp_precision,
-                                 qpp_recall, random_pr_auc)
+from verirag.experiments.grid.summary import CI_METRICS, group_records, summarize, write_summary
+from verirag.learned.threshold import ThresholdController, cross_fit_target
+from verirag.metrics.awf import awf_scores, best_f1, best_f1_statistic, pr_auc, qpp_precision, qpp_recall, random_pr_auc
 from verirag.metrics.stats import bootstrap_ci
 
 BOOT = {"bootstrap": {"n_resamples": 300, "confidence": 0.95, "seed": 0}}
 
 
-def rec(i, score, A, C, *, method="vanilla+nli", dataset="nq", model="m", hard=False, error=None,
-        abstained=0, seconds=0.0, pt=0, ct=0, group=""):
-    return ResultRecord(dataset=dataset, model=model, method=method, example_id=f"e{i:03d}", question="q",
-                        answer="a", score=float(score), hard=hard, answerable=int(A), correct=int(C),
-                        faithful=int(A and C), abstained=abstained, error=error, group=group,
-                        seconds=seconds, prompt_tokens=pt, completion_tokens=ct)
+def rec(
+    i,
+    score,
+    A,
+    C,
+    *,
+    method="vanilla+nli",
+    dataset="nq",
+    model="m",
+    hard=False,
+    error=None,
+    abstained=0,
+    seconds=0.0,
+    pt=0,
+    ct=0,
+    group="",
+):
+    return ResultRecord(
+        dataset=dataset,
+        model=model,
+        method=method,
+        example_id=f"e{i:03d}",
+        question="q",
+        answer="a",
+        score=float(score),
+        hard=hard,
+        answerable=int(A),
+        correct=int(C),
+        faithful=int(A and C),
+        abstained=abstained,
+        error=error,
+        group=group,
+        seconds=seconds,
+        prompt_tokens=pt,
+        completion_tokens=ct,
+    )
 
 
 # e0..e5 (score, A, C); e5 carries an error and so the score 0
@@ -33,8 +63,9 @@ HAND = [(0.9, 1, 1), (0.8, 1, 0), (0.6, 0, 0), (0.4, 1, 1), (0.2, 0, 1), (0.0, 1
 def hand_records():
     out = []
     for i, (s, A, C) in enumerate(HAND):
-        out.append(rec(i, s, A, C, error="boom" if i == 5 else None, abstained=int(i == 2),
-                       seconds=float(i), pt=10 * i, ct=1))
+        out.append(
+            rec(i, s, A, C, error="boom" if i == 5 else None, abstained=int(i == 2), seconds=float(i), pt=10 * i, ct=1)
+        )
     return out
 
 
@@ -44,8 +75,8 @@ def test_summary_by_hand():
     assert row["n"] == 6 and row["n_errors"] == 1 and row["n_answerable"] == 4 and row["n_faithful"] == 2
     assert row["awf_precision"] == pytest.approx(1 / 3)
     assert row["awf_recall"] == pytest.approx(1 / 4)
-    assert row["awf_f1"] == pytest.approx(2 / 7)          # 2 TP / (PP + NA)
-    assert row["qpp_precision"] == pytest.approx(2 / 3)   # e0, e1 answerable among 3 answered
+    assert row["awf_f1"] == pytest.approx(2 / 7)  # 2 TP / (PP + NA)
+    assert row["qpp_precision"] == pytest.approx(2 / 3)  # e0, e1 answerable among 3 answered
     assert row["qpp_recall"] == pytest.approx(2 / 4)
     # best F1 over thresholds: t=0.4 -> TP 2, PP 4 -> 2*2 / (4 + 4) = 0.5
     assert row["best_f1"] == pytest.approx(0.5)
@@ -112,25 +143,37 @@ def test_twins_are_resampled_together():
     import dataclasses
 
     from verirag.metrics.stats import percentile_interval, resample_indices
+
     first, second = random_records(80, seed=4), random_records(80, seed=9)
-    twins = [dataclasses.replace(r, example_id=f"{r.example_id}/{t}", group=r.example_id)
-             for a, b in zip(first, second) for t, r in (("a", a), ("b", b))]
+    twins = [
+        dataclasses.replace(r, example_id=f"{r.example_id}/{t}", group=r.example_id)
+        for a, b in zip(first, second)
+        for t, r in (("a", a), ("b", b))
+    ]
     cfg = {"threshold": {"value": 0.5}, **BOOT}
     [row] = summarize(twins, cfg)
     # brute force: groups in sorted order, each draw takes both twins
     C = np.array([r.correct for r in twins], dtype=float)
-    brute = [C[[2 * g + k for g in draw for k in (0, 1)]].mean()
-             for chunk in resample_indices(80, BOOT["bootstrap"]["n_resamples"], 0) for draw in chunk]
+    brute = [
+        C[[2 * g + k for g in draw for k in (0, 1)]].mean()
+        for chunk in resample_indices(80, BOOT["bootstrap"]["n_resamples"], 0)
+        for draw in chunk
+    ]
     assert (row["accuracy_low"], row["accuracy_high"]) == pytest.approx(percentile_interval(brute))
     s = np.array([r.score for r in twins])
     V = np.array([r.faithful for r in twins])
     A = np.array([r.answerable for r in twins]) | V
-    areas = [pr_auc(s[ix], V[ix], A[ix]) for chunk in resample_indices(80, BOOT["bootstrap"]["n_resamples"], 0)
-             for draw in chunk for ix in [[2 * g + k for g in draw for k in (0, 1)]]]
+    areas = [
+        pr_auc(s[ix], V[ix], A[ix])
+        for chunk in resample_indices(80, BOOT["bootstrap"]["n_resamples"], 0)
+        for draw in chunk
+        for ix in [[2 * g + k for g in draw for k in (0, 1)]]
+    ]
     assert (row["pr_auc_low"], row["pr_auc_high"]) == pytest.approx(percentile_interval(areas))
     ungrouped = summarize([dataclasses.replace(r, group="") for r in twins], cfg)[0]
     assert (ungrouped["accuracy_low"], ungrouped["accuracy_high"]) != pytest.approx(
-        (row["accuracy_low"], row["accuracy_high"]))
+        (row["accuracy_low"], row["accuracy_high"])
+    )
 
 
 @pytest.mark.parametrize("n, F, A", [(50, 5, 10), (12, 3, 3), (400, 190, 280), (30, 1, 20)])
@@ -171,7 +214,7 @@ def test_hard_method_uses_its_label():
     A = np.array([r.answerable for r in recs])
     ref = awf_scores(h, V, A)
     assert row["hard"] is True
-    assert row["best_f1"] == pytest.approx(ref.f1)                  # not a max over thresholds
+    assert row["best_f1"] == pytest.approx(ref.f1)  # not a max over thresholds
     assert row["pr_auc"] == pytest.approx(pr_auc(h, V, A, hard=True))  # precision x recall
     assert row["pr_auc"] == pytest.approx(ref.precision * ref.recall)
     assert row["best_f1_low"] <= row["best_f1"] <= row["best_f1_high"]
@@ -218,11 +261,17 @@ def test_nothing_answerable_gives_nan_pr_auc_clearly():
 
 
 def test_rows_sorted_per_cell_and_order_independent():
-    recs = random_records(60, seed=5) + random_records(60, seed=6, method="vanilla") \
+    recs = (
+        random_records(60, seed=5)
+        + random_records(60, seed=6, method="vanilla")
         + random_records(60, seed=7, dataset="hotpot")
+    )
     rows = summarize(recs, BOOT)
-    assert [(r["dataset"], r["method"]) for r in rows] == [("hotpot", "vanilla+nli"), ("nq", "vanilla"),
-                                                          ("nq", "vanilla+nli")]
+    assert [(r["dataset"], r["method"]) for r in rows] == [
+        ("hotpot", "vanilla+nli"),
+        ("nq", "vanilla"),
+        ("nq", "vanilla+nli"),
+    ]
     again = summarize(list(reversed(recs)), BOOT)
     assert [r["best_f1_low"] for r in rows] == [r["best_f1_low"] for r in again]
 
@@ -240,14 +289,32 @@ def test_write_summary(tmp_path):
 
 def test_costs_full_shared_and_spent():
     from verirag.experiments.grid.summary import spent_by_unit
-    a, b = rec(0, 0.9, 1, 1, method="vanilla", pt=100, ct=5), rec(0, 0.9, 1, 1, method="vanilla+llm_judge", pt=200, ct=5)
+
+    a, b = (
+        rec(0, 0.9, 1, 1, method="vanilla", pt=100, ct=5),
+        rec(0, 0.9, 1, 1, method="vanilla+llm_judge", pt=200, ct=5),
+    )
     # vanilla generated (half of it from the request cache); the judge method found that generation
-    a.spent = {"calls": 1, "cache_hits": 1, "prompt_tokens": 100, "completion_tokens": 5,
-               "cached_prompt_tokens": 100, "cached_completion_tokens": 5}
-    b.spent = {"calls": 1, "cache_hits": 0, "prompt_tokens": 100, "completion_tokens": 0,
-               "cached_prompt_tokens": 0, "cached_completion_tokens": 0}
-    a.details, b.details = {"shared": {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}}, \
-        {"shared": {"calls": 1, "prompt_tokens": 100, "completion_tokens": 5}}
+    a.spent = {
+        "calls": 1,
+        "cache_hits": 1,
+        "prompt_tokens": 100,
+        "completion_tokens": 5,
+        "cached_prompt_tokens": 100,
+        "cached_completion_tokens": 5,
+    }
+    b.spent = {
+        "calls": 1,
+        "cache_hits": 0,
+        "prompt_tokens": 100,
+        "completion_tokens": 0,
+        "cached_prompt_tokens": 0,
+        "cached_completion_tokens": 0,
+    }
+    a.details, b.details = (
+        {"shared": {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0}},
+        {"shared": {"calls": 1, "prompt_tokens": 100, "completion_tokens": 5}},
+    )
     old = rec(1, 0.5, 1, 1, method="vanilla", pt=7, ct=1)  # a record written before costs were attributed
     rows = {r["method"]: r for r in summarize([a, b, old], BOOT)}
     assert rows["vanilla+llm_judge"]["tokens_per_question"] == 205

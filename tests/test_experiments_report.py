@@ -1,4 +1,5 @@
 """The report of a run directory: files, a self-contained HTML page, figures, input errors."""
+
 from __future__ import annotations
 
 import json
@@ -10,11 +11,11 @@ import numpy as np
 import pytest
 
 from verirag.errors import InputError
-from verirag.experiments.report import plots
 from verirag.experiments.grid.records import ResultRecord, ResultStore
+from verirag.experiments.report import plots
 from verirag.experiments.report.awf import build_report
-from verirag.metrics.awf import awf_curve
 from verirag.metrics import stats
+from verirag.metrics.awf import awf_curve
 
 PNG = b"\x89PNG\r\n\x1a\n"
 SMALL, LARGE = "tiny-0.5b", "big_1.5b"
@@ -26,8 +27,10 @@ def make_records(n=60, seed=0, datasets=("nq", "hotpot_qa")):
     recs = []
     for ds in datasets:
         A = rng.random(n) < 0.7
-        for model, methods, skill in ((SMALL, ("vanilla", "vanilla+nli", "intrinsic", "no_context"), 0.5),
-                                      (LARGE, ("vanilla",), 0.7)):
+        for model, methods, skill in (
+            (SMALL, ("vanilla", "vanilla+nli", "intrinsic", "no_context"), 0.5),
+            (LARGE, ("vanilla",), 0.7),
+        ):
             for meth in methods:
                 hard = meth in ("vanilla", "intrinsic", "no_context")
                 for i in range(n):
@@ -36,17 +39,38 @@ def make_records(n=60, seed=0, datasets=("nq", "hotpot_qa")):
                     err = "backend failure: HTTP 500" if (meth == "vanilla+nli" and i < 2) else None
                     if hard or err:
                         s = float(s >= 0.5) if not err else 0.0
-                    recs.append(ResultRecord(
-                        dataset=ds, model=model, method=meth, example_id=f"{ds}-{i}", question="q", answer="a",
-                        score=s, hard=hard, answerable=int(A[i]), correct=int(c), faithful=int(A[i] and c),
-                        error=err, group=f"{ds}-g{i // 2}", seconds=0.5, prompt_tokens=100, completion_tokens=8))
+                    recs.append(
+                        ResultRecord(
+                            dataset=ds,
+                            model=model,
+                            method=meth,
+                            example_id=f"{ds}-{i}",
+                            question="q",
+                            answer="a",
+                            score=s,
+                            hard=hard,
+                            answerable=int(A[i]),
+                            correct=int(c),
+                            faithful=int(A[i] and c),
+                            error=err,
+                            group=f"{ds}-g{i // 2}",
+                            seconds=0.5,
+                            prompt_tokens=100,
+                            completion_tokens=8,
+                        )
+                    )
     return recs
 
 
-RUN = {"name": "unit & <test>", "threshold": {"value": 0.5},
-       "applications": {"no_rag_fallback": {"models": [SMALL], "fallback_method": "no_context", "folds": 5},
-                        "escalate": {"small": SMALL, "large": LARGE, "large_method": "vanilla", "rate": 0.2}},
-       "bootstrap": {"n_resamples": 200, "confidence": 0.95, "seed": 0}}
+RUN = {
+    "name": "unit & <test>",
+    "threshold": {"value": 0.5},
+    "applications": {
+        "no_rag_fallback": {"models": [SMALL], "fallback_method": "no_context", "folds": 5},
+        "escalate": {"small": SMALL, "large": LARGE, "large_method": "vanilla", "rate": 0.2},
+    },
+    "bootstrap": {"n_resamples": 200, "confidence": 0.95, "seed": 0},
+}
 
 
 def write_run(d, records, run=RUN):
@@ -63,9 +87,21 @@ def built(tmp_path_factory):
     d = tmp_path_factory.mktemp("run")
     recs = make_records()
     # an example the small model answered with RAG but not without: unpaired, reported
-    recs.append(ResultRecord(dataset="nq", model=SMALL, method="vanilla+nli", example_id="nq-extra",
-                             question="q", answer="a", score=0.7, hard=False, answerable=1, correct=1,
-                             faithful=1))
+    recs.append(
+        ResultRecord(
+            dataset="nq",
+            model=SMALL,
+            method="vanilla+nli",
+            example_id="nq-extra",
+            question="q",
+            answer="a",
+            score=0.7,
+            hard=False,
+            answerable=1,
+            correct=1,
+            faithful=1,
+        )
+    )
     write_run(d, recs)
     return d, build_report(d)
 
@@ -98,6 +134,7 @@ def test_html_is_self_contained(built):
     imgs = re.findall(r'<img [^>]*src="data:image/png;base64,([A-Za-z0-9+/=]+)"', h)
     assert len(imgs) == len(list((d / "figures").iterdir()))
     import base64
+
     assert base64.b64decode(imgs[0]).startswith(PNG)
     assert "<style>" in h
 
@@ -118,10 +155,10 @@ def test_html_content(built):
 def test_applications_json_reports_unpaired(built):
     d, _ = built
     apps = json.loads((d / "applications.json").read_text())
-    fb = [a for a in apps["no_rag_fallback"] if a["dataset"] == "nq" and a["method"] == "vanilla+nli"][0]
+    fb = next(a for a in apps["no_rag_fallback"] if a["dataset"] == "nq" and a["method"] == "vanilla+nli")
     assert fb["unpaired_rag"] == ["nq-extra"] and fb["n"] == 60
     assert {a["method"] for a in apps["no_rag_fallback"]} == {"vanilla", "vanilla+nli", "intrinsic"}
-    sw = [a for a in apps["escalate"] if a["dataset"] == "nq" and a["method"] == "vanilla+nli"][0]
+    sw = next(a for a in apps["escalate"] if a["dataset"] == "nq" and a["method"] == "vanilla+nli")
     assert sw["unpaired_small"] == ["nq-extra"] and sw["achieved_rate"] == pytest.approx(0.2)
 
 
@@ -153,8 +190,13 @@ def test_defaults_without_run_json_and_missing_application_inputs(tmp_path):
     assert tmp_path.name in h  # the name defaults to the directory
     assert not (tmp_path / "applications.json").exists()
     # applications configured, but the no-RAG answers and the large model's method are absent
-    run = {**RUN, "applications": {"no_rag_fallback": {"models": [SMALL]},
-                                   "escalate": {"small": SMALL, "large": LARGE, "large_method": "instructrag"}}}
+    run = {
+        **RUN,
+        "applications": {
+            "no_rag_fallback": {"models": [SMALL]},
+            "escalate": {"small": SMALL, "large": LARGE, "large_method": "instructrag"},
+        },
+    }
     (tmp_path / "run.json").write_text(json.dumps(run))
     h = build_report(tmp_path).read_text()
     assert "no &#x27;no_context&#x27; records for tiny-0.5b" in h
@@ -207,7 +249,8 @@ def test_bands_resample_question_groups():
     v = (s >= 0.5).astype(int)
     np.testing.assert_allclose(
         plots.point_interval(two(v), two(V), two(A), n_resamples=200, groups=list(np.repeat(groups, 2))),
-        plots.point_interval(v, V, A, n_resamples=200, groups=groups))
+        plots.point_interval(v, V, A, n_resamples=200, groups=groups),
+    )
 
 
 def test_error_bars_resample_groups_of_any_size():

@@ -1,18 +1,42 @@
 """Report tables: shape like the paper's, number formatting, escaping in Markdown / LaTeX / HTML."""
+
 from __future__ import annotations
 
 import math
 import re
 
-from verirag.experiments.report.tables import (Num, Section, Table, awf_tables, fallback_table, generator_of,
-                                        latex_escape, method_label, summary_table, switch_table)
+from verirag.experiments.report.tables import (
+    Num,
+    Section,
+    Table,
+    awf_tables,
+    fallback_table,
+    generator_of,
+    latex_escape,
+    method_label,
+    summary_table,
+    switch_table,
+)
 
 
 def srow(dataset, method, f1=0.5, model="m", **kw):
-    r = {"dataset": dataset, "model": model, "method": method, "n": 10, "n_errors": 0,
-         "best_f1": f1, "best_f1_low": f1 - 0.1, "best_f1_high": f1 + 0.1, "pr_auc": 0.4,
-         "pr_auc_low": 0.3, "pr_auc_high": 0.5, "best_f1_precision": 0.6, "best_f1_recall": 0.4,
-         "threshold_rule": "s >= 0.5", "threshold_cross_fitted": False}
+    r = {
+        "dataset": dataset,
+        "model": model,
+        "method": method,
+        "n": 10,
+        "n_errors": 0,
+        "best_f1": f1,
+        "best_f1_low": f1 - 0.1,
+        "best_f1_high": f1 + 0.1,
+        "pr_auc": 0.4,
+        "pr_auc_low": 0.3,
+        "pr_auc_high": 0.5,
+        "best_f1_precision": 0.6,
+        "best_f1_recall": 0.4,
+        "threshold_rule": "s >= 0.5",
+        "threshold_cross_fitted": False,
+    }
     for m in ("accuracy", "awf_precision", "awf_recall", "awf_f1", "qpp_precision", "qpp_recall"):
         r.update({m: 0.5, f"{m}_low": 0.4, f"{m}_high": 0.6})
     r.update(answer_rate=0.5, abstention_rate=0.0, seconds_per_question=1.234, tokens_per_question=321.0)
@@ -35,8 +59,12 @@ def test_num_formatting():
 
 
 def test_awf_table_shape():
-    rows = [srow(d, m, f1=0.5 + 0.01 * i) for i, (d, m) in enumerate(
-        (d, m) for d in ("nq", "hotpot") for m in ("vanilla", "vanilla+nli", "intrinsic", "instructrag+nli"))]
+    rows = [
+        srow(d, m, f1=0.5 + 0.01 * i)
+        for i, (d, m) in enumerate(
+            (d, m) for d in ("nq", "hotpot") for m in ("vanilla", "vanilla+nli", "intrinsic", "instructrag+nli")
+        )
+    ]
     rows.append(srow("nq", "vanilla", model="big"))
     tables = awf_tables(rows)
     assert [t.name for t in tables] == ["awf-big", "awf-m"]
@@ -58,11 +86,19 @@ def test_awf_table_shape():
     assert "—" in t2.to_markdown()
     # a generator's section names the no-skill PR-AUC of its answers, per dataset
     # (from the first of its methods with a row there; none for the unified methods)
-    t3 = awf_tables([srow("nq", "vanilla", pr_auc_random=0.123), srow("nq", "vanilla+nli", pr_auc_random=0.123),
-                     srow("hq", "vanilla", pr_auc_random=float("nan")), srow("xq", "vanilla+nli", pr_auc_random=0.05),
-                     srow("nq", "intrinsic", pr_auc_random=0.2)])[0]
+    t3 = awf_tables(
+        [
+            srow("nq", "vanilla", pr_auc_random=0.123),
+            srow("nq", "vanilla+nli", pr_auc_random=0.123),
+            srow("hq", "vanilla", pr_auc_random=float("nan")),
+            srow("xq", "vanilla+nli", pr_auc_random=0.05),
+            srow("nq", "intrinsic", pr_auc_random=0.2),
+        ]
+    )[0]
     assert [r.label for r in t3.rows if isinstance(r, Section)] == [
-        "unified", "vanilla (random-score PR-AUC: nq 12.3, xq 5.0)"]
+        "unified",
+        "vanilla (random-score PR-AUC: nq 12.3, xq 5.0)",
+    ]
 
 
 def _unescaped(tex: str, ch: str) -> list[str]:
@@ -71,7 +107,8 @@ def _unescaped(tex: str, ch: str) -> list[str]:
 
 def test_latex_escaping_and_booktabs():
     assert latex_escape("a_b & 50% $x$ #1 {y} ~ ^ \\") == (
-        r"a\_b \& 50\% \$x\$ \#1 \{y\} \textasciitilde{} \textasciicircum{} \textbackslash{}")
+        r"a\_b \& 50\% \$x\$ \#1 \{y\} \textasciitilde{} \textasciicircum{} \textbackslash{}"
+    )
     rows = [srow("nq_open & co", "vanilla+nli", model="m_1"), srow("nq_open & co", "intrinsic", model="m_1")]
     tex = awf_tables(rows)[0].to_latex()
     assert r"nq\_open \& co best F1" in tex and r"m\_1" in tex
@@ -85,7 +122,7 @@ def test_latex_escaping_and_booktabs():
     # every data row has as many cells as the column spec
     spec = re.search(r"\\begin\{tabular\}\{(\w+)\}", tex).group(1)
     for line in body.strip().splitlines():
-        if line.startswith("\\multicolumn") or line.startswith("\\midrule"):
+        if line.startswith(("\\multicolumn", "\\midrule")):
             continue
         assert len(re.split(r"(?<!\\)&", line)) == len(spec), line
     assert tex.count("{") - tex.count(r"\{") == tex.count("}") - tex.count(r"\}")
@@ -99,17 +136,38 @@ def test_html_and_markdown_escape():
 
 
 def test_fallback_and_switch_tables():
-    fb = {"n": 20, "rag_accuracy": 0.5, "norag_accuracy": 0.4, "cv_fallback_rate": 0.3, "cv_accuracy": 0.56,
-          "cv_gain": 0.06, "cv_gain_low": 0.01, "cv_gain_high": 0.11, "cv_gain_answerable": -0.01,
-          "cv_gain_unanswerable": 0.2, "best_accuracy": 0.6, "oracle_accuracy": 0.7,
-          "unpaired_rag": ["e1"], "unpaired_norag": []}
+    fb = {
+        "n": 20,
+        "rag_accuracy": 0.5,
+        "norag_accuracy": 0.4,
+        "cv_fallback_rate": 0.3,
+        "cv_accuracy": 0.56,
+        "cv_gain": 0.06,
+        "cv_gain_low": 0.01,
+        "cv_gain_high": 0.11,
+        "cv_gain_answerable": -0.01,
+        "cv_gain_unanswerable": 0.2,
+        "best_accuracy": 0.6,
+        "oracle_accuracy": 0.7,
+        "unpaired_rag": ["e1"],
+        "unpaired_norag": [],
+    }
     t = fallback_table([("nq", "m", "instructrag+nli", fb)])
     md = t.to_markdown()
     assert "| nq | m | instructrag+nli | 20 | 50.0 | 40.0 | 30.0 | 56.0 | +6.0 [+1.0, +11.0] | -1.0 | +20.0 |" in md
     assert md.rstrip().splitlines()[4].endswith("| 1 |")
-    sw = {"n": 10, "small_accuracy": 0.4, "accuracy_at_rate": 0.5, "random_at_rate": 0.44,
-          "gain_over_random": 0.06, "oracle_at_rate": 0.6, "large_accuracy": 0.7, "achieved_rate": 0.2,
-          "unpaired_small": [], "unpaired_large": ["e3", "e4"]}
+    sw = {
+        "n": 10,
+        "small_accuracy": 0.4,
+        "accuracy_at_rate": 0.5,
+        "random_at_rate": 0.44,
+        "gain_over_random": 0.06,
+        "oracle_at_rate": 0.6,
+        "large_accuracy": 0.7,
+        "achieved_rate": 0.2,
+        "unpaired_small": [],
+        "unpaired_large": ["e3", "e4"],
+    }
     t = switch_table([("nq", "s", "l", "vanilla", sw)])
     md = t.to_markdown()
     assert "| nq | s → l | vanilla+trivial | 10 | 40.0 | 50.0 | 44.0 | +6.0 | 60.0 | 70.0 | 20.0 | 2 |" in md

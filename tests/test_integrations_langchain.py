@@ -3,6 +3,7 @@
 through a real `verirag serve`; the conformal trust filter as a document compressor; the README
 snippet. The chain's own chat model is langchain-core's fake one (the tests are about verifying
 its answer); every verification runs the real pipeline."""
+
 from __future__ import annotations
 
 import asyncio
@@ -14,23 +15,24 @@ import pytest
 
 pytest.importorskip("langchain_core")
 
-from langchain_core.callbacks import BaseCallbackHandler  # noqa: E402
-from langchain_core.documents import Document  # noqa: E402
-from langchain_core.language_models.fake_chat_models import FakeListChatModel  # noqa: E402
-from langchain_core.messages import AIMessage  # noqa: E402
-from langchain_core.prompts import ChatPromptTemplate  # noqa: E402
-from langchain_core.runnables import RunnablePassthrough  # noqa: E402
+import itertools
 
-from verirag import Pipeline  # noqa: E402
-from verirag.awf.policies import ABSTENTION_TEXT  # noqa: E402
-from verirag.demo import corpus_path  # noqa: E402
-from verirag.errors import BackendError, InputError  # noqa: E402
-from verirag.integrations.langchain import TrustFilterCompressor, VeriragRetriever, VeriragVerifier  # noqa: E402
-from verirag.learned.trust_filter import ConformalTrustFilter  # noqa: E402
-from verirag.types import Passage  # noqa: E402
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.documents import Document
+from langchain_core.language_models.fake_chat_models import FakeListChatModel
+from langchain_core.messages import AIMessage
+from langchain_core.prompts import ChatPromptTemplate
+from langchain_core.runnables import RunnablePassthrough
+from readme import python_block
+from server_process import free_port, start_server
 
-from readme import python_block  # noqa: E402
-from server_process import free_port, start_server  # noqa: E402
+from verirag import Pipeline
+from verirag.awf.policies import ABSTENTION_TEXT
+from verirag.demo import corpus_path
+from verirag.errors import BackendError, InputError
+from verirag.integrations.langchain import TrustFilterCompressor, VeriragRetriever, VeriragVerifier
+from verirag.learned.trust_filter import ConformalTrustFilter
+from verirag.types import Passage
 
 pytestmark = pytest.mark.slow
 
@@ -75,14 +77,14 @@ def test_a_chain_answers_at_threshold_zero_with_the_supporting_document(pipe, re
     assert out["score"] == pytest.approx(same.score) and 0.0 <= out["score"] <= 1.0
     support = out["supporting_document"]
     assert any(support is d for d in docs) and support.id == same.supporting_passage.id
-    assert {"score", "rank", "source", "title"} <= set(support.metadata)   # the retriever's Document, as it was
+    assert {"score", "rank", "source", "title"} <= set(support.metadata)  # the retriever's Document, as it was
     assert out["verirag"]["retrieved_answer"] == ANSWER and len(out["verirag"]["evidence"]) == len(docs)
 
 
 def test_ainvoke_abstains_at_threshold_one_without_blocking_the_event_loop(pipe):
     # an answer no run has verified before (a warm request cache would answer at once): the model runs
     answer = f"Halvorsen Lighthouse was designed by a lens maker, order {uuid.uuid4().hex[:8]}."
-    top = VeriragRetriever(index=pipe.search_index, k=1)   # one document: one judge call
+    top = VeriragRetriever(index=pipe.search_index, k=1)  # one document: one judge call
     chain = rag_chain(top, answer) | VeriragVerifier(pipeline=pipe, threshold=1.0)
 
     async def run():
@@ -104,13 +106,14 @@ def test_ainvoke_abstains_at_threshold_one_without_blocking_the_event_loop(pipe)
     assert out["verirag"]["retrieved_answer"] == answer
     assert out["score"] == pytest.approx(direct(pipe, QUESTION, answer, out["context"]).score)
     # the loop kept ticking while the model ran: a loop blocked by it would stand still that long
-    seconds, longest_pause = ticks[-1] - ticks[0], max(b - a for a, b in zip(ticks, ticks[1:]))
+    seconds, longest_pause = ticks[-1] - ticks[0], max(b - a for a, b in itertools.pairwise(ticks))
     assert longest_pause < seconds / 2, (seconds, longest_pause)
 
 
 def test_no_rag_fallback_answers_again_without_the_documents(pipe, retriever):
     out = (rag_chain(retriever, ANSWER) | VeriragVerifier(pipeline=pipe, threshold=1.0, fallback="no-rag")).invoke(
-        {"input": QUESTION})
+        {"input": QUESTION}
+    )
     assert out["action"] == "fallback" and not out["faithful"]
     assert out["answer"].strip() and out["answer"] not in (ANSWER, ABSTENTION_TEXT)
     assert out["verirag"]["retrieved_answer"] == ANSWER
@@ -118,13 +121,16 @@ def test_no_rag_fallback_answers_again_without_the_documents(pipe, retriever):
 
 def test_batch_with_the_chains_own_field_names(pipe, retriever):
     docs = retriever.invoke(QUESTION)
-    verify = VeriragVerifier(pipeline=pipe, threshold=0.0, question_key="question", answer_key="response",
-                             documents_key="docs")
-    rows = [{"question": QUESTION, "response": AIMessage(content=ANSWER), "docs": docs, "trace_id": 7},
-            {"question": QUESTION, "response": ANSWER, "docs": docs[:1]}]
+    verify = VeriragVerifier(
+        pipeline=pipe, threshold=0.0, question_key="question", answer_key="response", documents_key="docs"
+    )
+    rows = [
+        {"question": QUESTION, "response": AIMessage(content=ANSWER), "docs": docs, "trace_id": 7},
+        {"question": QUESTION, "response": ANSWER, "docs": docs[:1]},
+    ]
     outs = verify.batch(rows)
     assert [o["action"] for o in outs] == ["answered", "answered"] and outs[0]["trace_id"] == 7
-    assert outs[0]["response"] == ANSWER   # the message's text
+    assert outs[0]["response"] == ANSWER  # the message's text
     assert outs[1]["supporting_document"] is docs[0]
     assert outs[1]["score"] == pytest.approx(direct(pipe, QUESTION, ANSWER, docs[:1]).score)
 
@@ -147,8 +153,9 @@ def test_callbacks_see_the_run_and_its_error(pipe, retriever):
     docs = retriever.invoke(QUESTION)
     verify = VeriragVerifier(pipeline=pipe, threshold=0.0)
     seen = Recorder()
-    out = verify.invoke({"input": QUESTION, "answer": ANSWER, "context": docs},
-                        config={"callbacks": [seen], "tags": ["checked"]})
+    out = verify.invoke(
+        {"input": QUESTION, "answer": ANSWER, "context": docs}, config={"callbacks": [seen], "tags": ["checked"]}
+    )
     assert seen.started == [("VeriragVerifier", ["checked"])]
     assert seen.ended[-1]["action"] == out["action"] and seen.ended[-1]["score"] == out["score"]
     # one chunk: a verdict needs the whole answer
@@ -219,7 +226,7 @@ def test_an_outage_is_an_error_not_a_verdict(retriever, monkeypatch):
         asyncio.run(VeriragVerifier(pipeline=dead, threshold=0.0).ainvoke(row))
 
 
-CALIBRATION = [   # demo questions, each with the file that answers it
+CALIBRATION = [  # demo questions, each with the file that answers it
     ("How tall is the lighthouse tower?", "halvorsen_lighthouse.md"),
     ("Who designed Halvorsen Lighthouse?", "halvorsen_lighthouse.md"),
     ("How long does the ferry crossing take?", "ferry.md"),
@@ -246,14 +253,14 @@ def test_the_trust_filter_keeps_the_documents_it_trusts(retriever, tmp_path, mon
     path = fitted.fit(scores, correct, k=retriever.k).save(tmp_path / "trust.json")
     compressor = TrustFilterCompressor.load(path, retriever=retriever)
 
-    question = "When was the light automated?"   # held out: the lighthouse file answers it
+    question = "When was the light automated?"  # held out: the lighthouse file answers it
     docs = retriever.invoke(question)
     kept = compressor.compress_documents(docs, question)
     assert len(docs) > 1 and [d.metadata["source"] for d in kept] == ["halvorsen_lighthouse.md"]
     assert kept[0] is docs[0]
     assert asyncio.run(compressor.acompress_documents(docs, question)) == kept
     assert compressor.compress_documents([], question) == []
-    monkeypatch.chdir(tmp_path)   # where the README's trust.json is
+    monkeypatch.chdir(tmp_path)  # where the README's trust.json is
     namespace = {"retriever": retriever}
     exec(compile(README_TRUST_SNIPPET, "README-langchain-trust", "exec"), namespace)
     assert namespace["docs"] == kept
@@ -266,7 +273,7 @@ def test_the_trust_filter_keeps_the_documents_it_trusts(retriever, tmp_path, mon
 
 
 def test_the_readme_snippet_runs(capsys):
-    namespace = {"llm": FakeListChatModel(responses=[ANSWER])}   # the reader's chat model
+    namespace = {"llm": FakeListChatModel(responses=[ANSWER])}  # the reader's chat model
     # the README's model is "local"; tests run the smallest one
     exec(compile(README_SNIPPET.replace('"local"', '"tiny"'), "README-langchain", "exec"), namespace)
     out = namespace["out"]

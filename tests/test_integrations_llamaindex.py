@@ -1,6 +1,7 @@
 """verirag inside LlamaIndex, end to end on the tiny model: the evaluator (in process and through a
 real `verirag serve`), the query-engine wrapper over a real LlamaIndex engine, outages, and the
 README snippet. The network is blocked (loopback only): nothing may download."""
+
 from __future__ import annotations
 
 import asyncio
@@ -32,6 +33,7 @@ pytestmark = pytest.mark.slow
 QUESTION = "What is the capital of France?"
 CONTEXTS = ["Paris is the capital of France.", "Berlin is the capital of Germany."]
 SUPPORTED, UNSUPPORTED = "Paris", "The capital of France is Rome."
+
 
 @pytest.fixture(autouse=True)
 def loopback_only(monkeypatch):
@@ -89,10 +91,11 @@ def test_evaluator_scores_and_names_the_supporting_context_at_both_thresholds(pi
     passages = [Passage(id=f"context-{i + 1}", text=c) for i, c in enumerate(CONTEXTS)]
     expected = pipeline.verify(QUESTION, answer, passages)
     for threshold in (0.0, 1.0):
-        result = VeriragEvaluator(pipeline, threshold=threshold).evaluate(query=QUESTION, response=answer,
-                                                                          contexts=CONTEXTS)
+        result = VeriragEvaluator(pipeline, threshold=threshold).evaluate(
+            query=QUESTION, response=answer, contexts=CONTEXTS
+        )
         _check(result, threshold, expected)
-        assert result.passing is (threshold == 0.0)   # the tiny model never scores exactly 1
+        assert result.passing is (threshold == 0.0)  # the tiny model never scores exactly 1
         assert result.contexts == CONTEXTS and result.response == answer and result.query == QUESTION
 
 
@@ -117,13 +120,14 @@ def test_aevaluate_leaves_the_event_loop_free_and_agrees_with_evaluate(pipeline)
 
     async def run():
         count = asyncio.create_task(ticker())
-        result = await evaluator.aevaluate(query="Which city is the capital of Germany?", response="Berlin",
-                                           contexts=CONTEXTS)
+        result = await evaluator.aevaluate(
+            query="Which city is the capital of Germany?", response="Berlin", contexts=CONTEXTS
+        )
         done.set()
         return result, await count
 
     result, ticks = asyncio.run(run())
-    assert ticks >= 3   # the loop ran while the model verified
+    assert ticks >= 3  # the loop ran while the model verified
     again = evaluator.evaluate(query="Which city is the capital of Germany?", response="Berlin", contexts=CONTEXTS)
     assert result.score == pytest.approx(again.score) and result.feedback == again.feedback
 
@@ -154,7 +158,8 @@ def test_bad_input_is_a_clear_error(pipeline):
     assert evaluator.get_prompts() == {}
     # a node postprocessor that drops every node (SummaryIndex's nodes carry no similarity score)
     nothing = SummaryIndex.from_documents([Document(text=c) for c in CONTEXTS]).as_query_engine(
-        llm=FixedAnswerLLM(answer=SUPPORTED), node_postprocessors=[SimilarityPostprocessor(similarity_cutoff=0.5)])
+        llm=FixedAnswerLLM(answer=SUPPORTED), node_postprocessors=[SimilarityPostprocessor(similarity_cutoff=0.5)]
+    )
     with pytest.raises(InputError, match="no source nodes"):
         VerifiedQueryEngine(nothing, pipeline).query(QUESTION)
 
@@ -168,7 +173,7 @@ def test_query_engine_answers_above_and_abstains_below_the_threshold(pipeline):
     assert v["action"] == "answered" and v["faithful"] and v["retrieved_answer"] == SUPPORTED
     assert v["supporting_passage"]["id"] in node_ids and [e["id"] for e in v["evidence"]] == node_ids
     assert v["feedback"].startswith("Supported")
-    assert all(k in answered.metadata for k in node_ids)   # the inner engine's metadata is kept
+    assert all(k in answered.metadata for k in node_ids)  # the inner engine's metadata is kept
 
     abstained = VerifiedQueryEngine(inner, pipeline, threshold=1.0).query(QUESTION)
     w = abstained.metadata["verirag"]
@@ -183,9 +188,12 @@ def test_query_engine_async_and_streaming(pipeline):
     assert result.response == ABSTENTION_TEXT and result.metadata["verirag"]["retrieved_answer"] == UNSUPPORTED
     assert result.metadata["verirag"]["score"] == pytest.approx(sync.metadata["verirag"]["score"])
     streaming = SummaryIndex.from_documents([Document(text=c) for c in CONTEXTS]).as_query_engine(
-        llm=FixedAnswerLLM(answer=UNSUPPORTED), streaming=True)
-    for streamed in (VerifiedQueryEngine(streaming, pipeline, threshold=0.0).query(QUESTION),
-                     asyncio.run(VerifiedQueryEngine(streaming, pipeline, threshold=0.0).aquery(QUESTION))):
+        llm=FixedAnswerLLM(answer=UNSUPPORTED), streaming=True
+    )
+    for streamed in (
+        VerifiedQueryEngine(streaming, pipeline, threshold=0.0).query(QUESTION),
+        asyncio.run(VerifiedQueryEngine(streaming, pipeline, threshold=0.0).aquery(QUESTION)),
+    ):
         assert streamed.response == UNSUPPORTED and streamed.metadata["verirag"]["action"] == "answered"
 
 
@@ -197,14 +205,15 @@ def test_an_outage_raises_and_is_never_a_verdict(monkeypatch):
         down = Pipeline.from_preset("tiny", method="vanilla+nli", model=f"{endpoint.url}#m")
         with pytest.raises(BackendError, match="500"):
             VeriragEvaluator(down).evaluate(query=QUESTION, response=SUPPORTED, contexts=CONTEXTS)
-        assert endpoint.posts == 1   # the verifier's request reached the endpoint and failed
+        assert endpoint.posts == 1  # the verifier's request reached the endpoint and failed
         with pytest.raises(BackendError, match="500"):
             VerifiedQueryEngine(query_engine(SUPPORTED), down, threshold=0.0).query(QUESTION)
     finally:
         endpoint.close()
     with pytest.raises(BackendError, match="did not answer"):
-        VeriragEvaluator(url=f"http://127.0.0.1:{free_port()}").evaluate(query=QUESTION, response=SUPPORTED,
-                                                                         contexts=CONTEXTS)
+        VeriragEvaluator(url=f"http://127.0.0.1:{free_port()}").evaluate(
+            query=QUESTION, response=SUPPORTED, contexts=CONTEXTS
+        )
 
 
 def test_evaluator_through_the_service(tmp_path, pipeline):
@@ -212,16 +221,19 @@ def test_evaluator_through_the_service(tmp_path, pipeline):
     try:
         remote = VeriragEvaluator(url=server.url, api_key="token", threshold=0.0)
         result = remote.evaluate(query=QUESTION, response=SUPPORTED, contexts=CONTEXTS)
-        local = VeriragEvaluator(pipeline, threshold=0.0).evaluate(query=QUESTION, response=SUPPORTED,
-                                                                   contexts=CONTEXTS)
+        local = VeriragEvaluator(pipeline, threshold=0.0).evaluate(
+            query=QUESTION, response=SUPPORTED, contexts=CONTEXTS
+        )
         assert result.passing and result.score == pytest.approx(local.score, abs=1e-3)
         assert result.feedback.split(" passage: ")[1] == local.feedback.split(" passage: ")[1]
         with pytest.raises(InputError, match="refused"):
             VeriragEvaluator(url=server.url, api_key="token", threshold=2.0).evaluate(
-                query=QUESTION, response=SUPPORTED, contexts=CONTEXTS)
+                query=QUESTION, response=SUPPORTED, contexts=CONTEXTS
+            )
         with pytest.raises(BackendError, match="401"):
-            VeriragEvaluator(url=server.url, api_key="wrong").evaluate(query=QUESTION, response=SUPPORTED,
-                                                                      contexts=CONTEXTS)
+            VeriragEvaluator(url=server.url, api_key="wrong").evaluate(
+                query=QUESTION, response=SUPPORTED, contexts=CONTEXTS
+            )
     finally:
         server.stop()
 

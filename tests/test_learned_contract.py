@@ -2,6 +2,7 @@
 fit, fit returning self, save / load giving equal predictions, the mismatch rule (a fingerprint in
 `refuse_on` refuses naming the command that refits, one in `warn_on` warns), and a file of the
 earlier format still loading."""
+
 from __future__ import annotations
 
 import json
@@ -10,6 +11,7 @@ import warnings
 
 import numpy as np
 import pytest
+from test_learned_verifier import toy_examples
 
 from verirag.errors import InputError, NotFittedError
 from verirag.learned.base import LearnedPart
@@ -20,8 +22,6 @@ from verirag.learned.threshold import ThresholdController
 from verirag.learned.trust_filter import ConformalTrustFilter
 from verirag.learned.verifier import TrainedVerifier
 from verirag.llm.lookback import LookbackRatios
-
-from test_learned_verifier import toy_examples
 
 
 def pairs(n_questions: int = 6):
@@ -54,10 +54,24 @@ def threshold_case():
     s = np.linspace(0, 1, 40)
     y = (s > 0.3).astype(int)
 
-    def old(part, path):   # FittedThreshold, before the format tag
-        path.write_text(json.dumps({"threshold": part.threshold_, "kind": "precision", "target": 0.8,
-                                    "model": "m", "method": "vanilla+nli", "dataset": "*", "n_fit": 40,
-                                    "valid": True, "delta": 0.1, "fit_action_rate": 0.3}))
+    def old(part, path):  # FittedThreshold, before the format tag
+        path.write_text(
+            json.dumps(
+                {
+                    "threshold": part.threshold_,
+                    "kind": "precision",
+                    "target": 0.8,
+                    "model": "m",
+                    "method": "vanilla+nli",
+                    "dataset": "*",
+                    "n_fit": 40,
+                    "valid": True,
+                    "delta": 0.1,
+                    "fit_action_rate": 0.3,
+                }
+            )
+        )
+
     return Case(lambda: ThresholdController(precision=0.8), lambda c: c.fit(s, y), lambda c: c.keep(s), old)
 
 
@@ -66,26 +80,58 @@ def trust_case():
     scores = [rng.random(4) * 3 for _ in range(30)]
     correct = [np.arange(4) == int(np.argmax(x)) for x in scores]
 
-    def old(part, path):   # "verirag.conformal_trust_filter/1"
+    def old(part, path):  # "verirag.conformal_trust_filter/1"
         st = part.state()
-        path.write_text(json.dumps({
-            "format": "verirag.conformal_trust_filter/1", "alpha": part.alpha, "beta": part.beta,
-            "retriever": part.fingerprints.get("retriever"), "corpus": part.fingerprints.get("corpus"),
-            "k": st["k_"], "n1": st["n1_"], "n2": st["n2_"], "q_hat": st["q_hat_"], "n_correct": st["n_correct_"],
-            "n_questions": st["n_questions_"], "calibration": st["calibration_"]}))
-    return Case(lambda: ConformalTrustFilter(alpha=0.2), lambda f: f.fit(scores, correct, k=4),
-                lambda f: np.concatenate([f.trusted(x) for x in scores]), old)
+        path.write_text(
+            json.dumps(
+                {
+                    "format": "verirag.conformal_trust_filter/1",
+                    "alpha": part.alpha,
+                    "beta": part.beta,
+                    "retriever": part.fingerprints.get("retriever"),
+                    "corpus": part.fingerprints.get("corpus"),
+                    "k": st["k_"],
+                    "n1": st["n1_"],
+                    "n2": st["n2_"],
+                    "q_hat": st["q_hat_"],
+                    "n_correct": st["n_correct_"],
+                    "n_questions": st["n_questions_"],
+                    "calibration": st["calibration_"],
+                }
+            )
+        )
+
+    return Case(
+        lambda: ConformalTrustFilter(alpha=0.2),
+        lambda f: f.fit(scores, correct, k=4),
+        lambda f: np.concatenate([f.trusted(x) for x in scores]),
+        old,
+    )
 
 
 def lookback_case():
     r, labels = ratios(np.random.default_rng(1))
 
-    def old(part, path):   # "verirag-lookback-classifier/1"
-        path.write_text(json.dumps({
-            "format": "verirag-lookback-classifier/1", "variant": part.variant, "k": part.k,
-            "max_iter": part.max_iter, "C": part.C, "layers": part.layers_, "heads": part.heads_,
-            "n_train": part.n_train_, "positive_rate": part.positive_rate_, "intercept": part.intercept_,
-            "coef": part.coef_.tolist(), "meta": {"model_fingerprint": part.fingerprints.get("model")}}))
+    def old(part, path):  # "verirag-lookback-classifier/1"
+        path.write_text(
+            json.dumps(
+                {
+                    "format": "verirag-lookback-classifier/1",
+                    "variant": part.variant,
+                    "k": part.k,
+                    "max_iter": part.max_iter,
+                    "C": part.C,
+                    "layers": part.layers_,
+                    "heads": part.heads_,
+                    "n_train": part.n_train_,
+                    "positive_rate": part.positive_rate_,
+                    "intercept": part.intercept_,
+                    "coef": part.coef_.tolist(),
+                    "meta": {"model_fingerprint": part.fingerprints.get("model")},
+                }
+            )
+        )
+
     return Case(lambda: LookbackClassifier("cw", k=4), lambda c: c.fit(r, labels), lambda c: c.predict_proba(r), old)
 
 
@@ -93,46 +139,79 @@ def forecaster_v1(part, path, extra):
     """Rewrite a saved forecaster's JSON (`path`) in the first format ("verirag-forecaster/1")."""
     d = json.loads(path.read_text())
     settings = {k: v for k, v in d["settings"].items() if k != "encoder"}
-    old = {"format": "verirag-forecaster/1", "kind": part.kind, "settings": settings, **d["state"],
-           "data_fingerprint_": d["fingerprints"]["data"], "meta": {}, **extra(d)}
+    old = {
+        "format": "verirag-forecaster/1",
+        "kind": part.kind,
+        "settings": settings,
+        **d["state"],
+        "data_fingerprint_": d["fingerprints"]["data"],
+        "meta": {},
+        **extra(d),
+    }
     path.write_text(json.dumps(old))
 
 
 def forecaster_case():
     q, d, y, g = pairs()
-    return Case(lambda: Forecaster(epochs=1, val_share=0.34), lambda f: f.fit(q, d, y, g),
-                lambda f: f.predict_proba(q[:4], d[:4]),
-                lambda part, path: forecaster_v1(part, path, lambda j: {
-                    "encoder": j["settings"]["encoder"], "weights_sha256": j["state"]["weights_sha256_"],
-                    "history_": j["state"]["history_"], "best_epoch_": j["state"]["best_epoch_"]}))
+    return Case(
+        lambda: Forecaster(epochs=1, val_share=0.34),
+        lambda f: f.fit(q, d, y, g),
+        lambda f: f.predict_proba(q[:4], d[:4]),
+        lambda part, path: forecaster_v1(
+            part,
+            path,
+            lambda j: {
+                "encoder": j["settings"]["encoder"],
+                "weights_sha256": j["state"]["weights_sha256_"],
+                "history_": j["state"]["history_"],
+                "best_epoch_": j["state"]["best_epoch_"],
+            },
+        ),
+    )
 
 
-def verifier_case():   # no earlier format to read
+def verifier_case():  # no earlier format to read
     exs, held = toy_examples(12), toy_examples(4, start=100)
-    return Case(lambda: TrainedVerifier(epochs=1, val_share=0.34), lambda v: v.fit(exs),
-                lambda v: v.predict_proba([e.question for e in held], [e.answer for e in held],
-                                          [e.passages for e in held]))
+    return Case(
+        lambda: TrainedVerifier(epochs=1, val_share=0.34),
+        lambda v: v.fit(exs),
+        lambda v: v.predict_proba([e.question for e in held], [e.answer for e in held], [e.passages for e in held]),
+    )
 
 
 def probe_case(llm):
     q, d, y, g = pairs(8)
-    return Case(lambda: ProbeForecaster(llm, val_share=0.25), lambda f: f.fit(q, d, y, g),
-                lambda f: f.predict_proba(q[:4], d[:4]),
-                lambda part, path: forecaster_v1(part, path, lambda j: {
-                    "encoder": f"llm:{llm.fingerprint}", "llm_model": llm.model_id}),
-                runtime={"llm": llm})
+    return Case(
+        lambda: ProbeForecaster(llm, val_share=0.25),
+        lambda f: f.fit(q, d, y, g),
+        lambda f: f.predict_proba(q[:4], d[:4]),
+        lambda part, path: forecaster_v1(
+            part, path, lambda j: {"encoder": f"llm:{llm.fingerprint}", "llm_model": llm.model_id}
+        ),
+        runtime={"llm": llm},
+    )
 
 
-def stack_case():   # no earlier format to read
+def stack_case():  # no earlier format to read
     rng = np.random.default_rng(2)
     X = rng.normal(size=(40, 3))
     y = (X[:, 0] + 0.5 * X[:, 1] + rng.normal(size=40) > 0).astype(int)
-    return Case(lambda: StackedVerifier(["verifier", "self_check", "logprob_min"], C=0.5), lambda s: s.fit(X, y),
-                lambda s: s.predict_proba(X))
+    return Case(
+        lambda: StackedVerifier(["verifier", "self_check", "logprob_min"], C=0.5),
+        lambda s: s.fit(X, y),
+        lambda s: s.predict_proba(X),
+    )
 
 
-CASES = ["threshold", "trust_filter", "lookback_classifier", "forecaster", "verifier", "stack",
-         pytest.param("forecaster_probe", marks=pytest.mark.slow)]
+CASES = [
+    "threshold",
+    "trust_filter",
+    "lookback_classifier",
+    "forecaster",
+    "verifier",
+    "stack",
+    pytest.param("forecaster_probe", marks=pytest.mark.slow),
+]
 
 
 @pytest.fixture
@@ -140,8 +219,14 @@ def case(request):
     name = request.param
     if name == "forecaster_probe":
         return probe_case(request.getfixturevalue("smollm"))
-    return {"threshold": threshold_case, "trust_filter": trust_case, "lookback_classifier": lookback_case,
-            "forecaster": forecaster_case, "verifier": verifier_case, "stack": stack_case}[name]()
+    return {
+        "threshold": threshold_case,
+        "trust_filter": trust_case,
+        "lookback_classifier": lookback_case,
+        "forecaster": forecaster_case,
+        "verifier": verifier_case,
+        "stack": stack_case,
+    }[name]()
 
 
 @pytest.mark.parametrize("case", CASES, indirect=True)
@@ -155,7 +240,7 @@ def test_every_learned_part_keeps_the_contract(case, tmp_path):
     assert case.fit(part) is part and part.fitted
     part.check_fitted()
     cls = type(part)
-    for key in cls.refuse_on + cls.warn_on:   # what it was fitted for, as a trainer records it
+    for key in cls.refuse_on + cls.warn_on:  # what it was fitted for, as a trainer records it
         part.fingerprints.setdefault(key, f"{key}-fitted")
     path = tmp_path / ("part" if cls.folder else "part.json")
     assert part.save(path, command="test") == path
@@ -166,7 +251,7 @@ def test_every_learned_part_keeps_the_contract(case, tmp_path):
 
     same = {k: part.fingerprints[k] for k in cls.refuse_on + cls.warn_on}
     with warnings.catch_warnings():
-        warnings.simplefilter("error")   # a matching set-up neither refuses nor warns
+        warnings.simplefilter("error")  # a matching set-up neither refuses nor warns
         back = cls.load(path, expect=same, **case.runtime)
     np.testing.assert_array_equal(case.predict(back), case.predict(part))
     assert back.settings() == part.settings() and back.fingerprints == part.fingerprints
@@ -186,5 +271,5 @@ def test_every_learned_part_keeps_the_contract(case, tmp_path):
     case.old(part, cls.json_path(old))
     again = cls.load(old, **case.runtime)
     np.testing.assert_allclose(case.predict(again), case.predict(part), rtol=1e-12)
-    if isinstance(part, (Forecaster, ProbeForecaster)):   # the dispatcher reads both kinds and both formats
+    if isinstance(part, (Forecaster, ProbeForecaster)):  # the dispatcher reads both kinds and both formats
         assert type(load_forecaster(old, llm=case.runtime.get("llm"))) is cls

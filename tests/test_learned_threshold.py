@@ -1,5 +1,6 @@
 """The threshold controller (fit / threshold_ / certified_ / decide / keep), Learn then Test,
 threshold files (old ones too), and the uncertified path through policies, pipeline and CLI."""
+
 from __future__ import annotations
 
 import json
@@ -14,8 +15,15 @@ import scipy.stats
 
 from verirag.errors import InputError, NotFittedError
 from verirag.learned import threshold as ltt
-from verirag.learned.threshold import (ACT, ANSWER, ThresholdController, as_controller, cross_fit_target,
-                                       parse_threshold, precision_guarantee_threshold)
+from verirag.learned.threshold import (
+    ACT,
+    ANSWER,
+    ThresholdController,
+    as_controller,
+    cross_fit_target,
+    parse_threshold,
+    precision_guarantee_threshold,
+)
 
 
 def simulate(n, rng):
@@ -28,8 +36,14 @@ def simulate(n, rng):
 def test_constructors():
     assert ThresholdController(value=0.3).kind == "value"
     assert as_controller(0.3).threshold_ == 0.3 and as_controller(0.3).decide(0.3) == ANSWER
-    for bad in ({}, {"value": 0.5, "precision": 0.9}, {"precision": 1.0}, {"action_rate": 1.5},
-                {"precision": 0.9, "method": "holm"}, {"precision": 0.9, "delta": 0.0}):
+    for bad in (
+        {},
+        {"value": 0.5, "precision": 0.9},
+        {"precision": 1.0},
+        {"action_rate": 1.5},
+        {"precision": 0.9, "method": "holm"},
+        {"precision": 0.9, "delta": 0.0},
+    ):
         with pytest.raises(ValueError):
             ThresholdController(**bad)
 
@@ -47,7 +61,7 @@ def test_certified_precision_target():
     rng = np.random.default_rng(0)
     s, y = simulate(2000, rng)
     c = ThresholdController(precision=0.8, delta=0.1).fit(s, y)
-    assert c.certified_ and 0.6 <= c.threshold_ < 1.0   # exact: 0.6 (conservative)
+    assert c.certified_ and 0.6 <= c.threshold_ < 1.0  # exact: 0.6 (conservative)
     assert c.n_fit_ == 2000 and c.result_.valid and c.result_.threshold == c.threshold_
     assert c.fit_action_rate_ == pytest.approx((s < c.threshold_).mean())
     held_s, held_y = simulate(20000, rng)
@@ -110,9 +124,13 @@ def test_unfitted_controller_refuses_to_decide():
 def test_saved_round_trip(tmp_path):
     rng = np.random.default_rng(4)
     s, y = simulate(500, rng)
-    for c in (ThresholdController(value=0.5), ThresholdController(precision=0.7, delta=0.05).fit(s, y),
-              ThresholdController(precision=0.99, method="fixed_sequence").fit(s[:20], y[:20]),
-              ThresholdController(action_rate=0.25).fit(s), ThresholdController(action_rate=1.0).fit(s)):
+    for c in (
+        ThresholdController(value=0.5),
+        ThresholdController(precision=0.7, delta=0.05).fit(s, y),
+        ThresholdController(precision=0.99, method="fixed_sequence").fit(s[:20], y[:20]),
+        ThresholdController(action_rate=0.25).fit(s),
+        ThresholdController(action_rate=1.0).fit(s),
+    ):
         back = ThresholdController.load(c.save(tmp_path / "t.json"))
         assert back.settings() == c.settings() and back.certified_ == c.certified_
         assert back.threshold_ == c.threshold_ and back.keep(s).tolist() == c.keep(s).tolist()
@@ -131,6 +149,7 @@ def test_cross_fit_uncertified_folds_keep_nothing():
     y2[:60] = 0
     kept = cross_fit_target(ThresholdController(precision=0.8), s, y2, n_folds=5, seed=0)
     from verirag.learned.threshold import kfold_indices
+
     for train, test in kfold_indices(300, 5, seed=0):
         t = ThresholdController(precision=0.8).fit(s[train], y2[train])
         assert kept[test].tolist() == t.keep(s[test]).tolist()
@@ -140,6 +159,7 @@ def test_cross_fit_uncertified_folds_keep_nothing():
 def test_ltt_moved_out_of_metrics():
     import verirag.metrics as metrics
     import verirag.metrics.stats as stats
+
     assert not hasattr(metrics, "precision_guarantee_threshold")
     assert not hasattr(stats, "precision_guarantee_threshold")
     assert precision_guarantee_threshold is ltt.precision_guarantee_threshold
@@ -154,8 +174,9 @@ def test_precision_threshold_basic():
     assert r.method == "bonferroni" and r.valid and 0.4 <= r.threshold <= 0.6
     assert r.calibration_precision >= 0.9
     # fixed sequence from a grid that starts where examples are selected
-    f = precision_guarantee_threshold(s, y, target_precision=0.9, delta=0.1,
-                                      grid=np.linspace(0, 0.8, 81), method="fixed_sequence")
+    f = precision_guarantee_threshold(
+        s, y, target_precision=0.9, delta=0.1, grid=np.linspace(0, 0.8, 81), method="fixed_sequence"
+    )
     assert f.valid and 0.4 <= f.threshold <= r.threshold
     assert f.rejected[:5].all()
     # ... from 1.0 nothing is selected at the top: the sequence stops at once
@@ -177,8 +198,9 @@ def test_ltt_pvalues_equal_scipy_binomtest():
     for t, p, n in zip(r.grid, r.p_values, r.n_selected):
         sel = s >= t
         assert n == sel.sum()
-        want = 1.0 if n == 0 else scipy.stats.binomtest(int((y[sel] == 0).sum()), int(n), 0.3,
-                                                         alternative="less").pvalue
+        want = (
+            1.0 if n == 0 else scipy.stats.binomtest(int((y[sel] == 0).sum()), int(n), 0.3, alternative="less").pvalue
+        )
         assert p == pytest.approx(want, rel=1e-9, abs=1e-12)
     certified = [t for t, p in zip(r.grid, r.p_values) if p <= 0.1 / len(grid)]
     assert r.threshold == (min(certified) if certified else None)
@@ -204,8 +226,15 @@ def test_precision_threshold_guarantee_by_simulation():
 
 # --------------------------------------------------------------------------- threshold files
 def _fitted(**kw):
-    base = dict(kind="precision", target=0.9, model="smollm2-135m", method="vanilla+k_precision",
-                dataset="*", n_fit=3, delta=0.1)
+    base = {
+        "kind": "precision",
+        "target": 0.9,
+        "model": "smollm2-135m",
+        "method": "vanilla+k_precision",
+        "dataset": "*",
+        "n_fit": 3,
+        "delta": 0.1,
+    }
     base.update(kw)
     return base
 
@@ -224,7 +253,7 @@ def test_uncertified_threshold_file_says_so(tmp_path):
     c = ThresholdController(precision=0.9).fit([0.5] * 20, [0, 1] * 10)
     path = c.save(tmp_path / "t.json")
     assert "inf" not in path.read_text()
-    value, fitted = parse_threshold(str(path))
+    value, fitted = parse_threshold(str(path))  # noqa: RUF059
     assert value.fitted and not value.certified_ and value.threshold_ is None and value.decide(1.0) == ACT
 
 
@@ -259,6 +288,7 @@ def test_policies_with_an_uncertified_controller():
     from verirag.awf.policies import ABSTAINED, ANSWERED, AbstainPolicy
     from verirag.awf.trace import Trace
     from verirag.types import Passage
+
     tr = Trace("q?", [Passage("a", "text")])
     unc = ThresholdController(precision=0.9).fit([0.5] * 20, [0, 1] * 10)
     d = AbstainPolicy().apply(tr, MethodOutput(answer="x", score=1.0), unc)
@@ -274,6 +304,7 @@ def test_pipeline_config_accepts_fitted_controllers():
     from dataclasses import replace
 
     from verirag.awf.pipeline import PRESETS
+
     unc = ThresholdController(precision=0.9).fit([0.5] * 20, [0, 1] * 10)
     replace(PRESETS["tiny"], threshold=unc).validate()
     replace(PRESETS["tiny"], threshold=0.7).validate()
@@ -285,11 +316,25 @@ def test_pipeline_config_accepts_fitted_controllers():
 
 def test_print_result_without_a_threshold(capsys, monkeypatch):
     from verirag import cli
+
     monkeypatch.setattr(cli.out, "width", 300)  # one line per field
     from verirag.types import AskResult
-    r = AskResult(question="q", answer="I don't know", score=0.9, faithful=False, threshold=None,
-                  action="abstained", evidence=[], supporting_passage=None, retrieved_answer="x",
-                  model="m", method="vanilla+nli", judge="nli", timings={"total": 0.1})
+
+    r = AskResult(
+        question="q",
+        answer="I don't know",
+        score=0.9,
+        faithful=False,
+        threshold=None,
+        action="abstained",
+        evidence=[],
+        supporting_passage=None,
+        retrieved_answer="x",
+        model="m",
+        method="vanilla+nli",
+        judge="nli",
+        timings={"total": 0.1},
+    )
     cli._print_result(r)
     assert "every answer acts" in capsys.readouterr().out
     assert json.loads(json.dumps(r.to_dict()))["threshold"] is None
@@ -298,15 +343,41 @@ def test_print_result_without_a_threshold(capsys, monkeypatch):
 def test_calibrate_an_uncertified_target_says_every_answer_acts_and_saves(tmp_path, capsys, monkeypatch):
     from verirag import cli
     from verirag.experiments.grid.records import ResultRecord, ResultStore
+
     monkeypatch.setattr(cli.out, "width", 300)
     store = ResultStore(tmp_path / "run")
     for i in range(12):  # half wrong at every score: precision 0.9 is out of reach
-        store.append(ResultRecord.from_dict({
-            "dataset": "d", "model": "m", "method": "vanilla+nli", "example_id": f"q{i}", "question": "q",
-            "answer": "a", "score": 0.8, "hard": False, "answerable": 1, "correct": i % 2,
-            "faithful": i % 2}))
-    code = cli.main(["calibrate", str(tmp_path / "run"), "--model", "m", "--method", "vanilla+nli",
-                     "--precision", "0.9", "--save", str(tmp_path / "t.json")])
+        store.append(
+            ResultRecord.from_dict(
+                {
+                    "dataset": "d",
+                    "model": "m",
+                    "method": "vanilla+nli",
+                    "example_id": f"q{i}",
+                    "question": "q",
+                    "answer": "a",
+                    "score": 0.8,
+                    "hard": False,
+                    "answerable": 1,
+                    "correct": i % 2,
+                    "faithful": i % 2,
+                }
+            )
+        )
+    code = cli.main(
+        [
+            "calibrate",
+            str(tmp_path / "run"),
+            "--model",
+            "m",
+            "--method",
+            "vanilla+nli",
+            "--precision",
+            "0.9",
+            "--save",
+            str(tmp_path / "t.json"),
+        ]
+    )
     text = " ".join(capsys.readouterr().out.split())
     assert code == 0
     assert "not certified" in text and "every answer acts" in text and "inf" not in text
@@ -314,8 +385,9 @@ def test_calibrate_an_uncertified_target_says_every_answer_acts_and_saves(tmp_pa
     assert not f.certified_ and f.threshold_ is None and f.n_fit_ == 12 and f.kind == "precision"
     assert f.fingerprints["method"] == "vanilla+nli" and f.provenance["command"] == "verirag calibrate"
     assert "method_options" in f.provenance
-    code = cli.main(["calibrate", str(tmp_path / "run"), "--model", "m", "--method", "vanilla+nli",
-                     "--action-rate", "0.25"])
+    code = cli.main(
+        ["calibrate", str(tmp_path / "run"), "--model", "m", "--method", "vanilla+nli", "--action-rate", "0.25"]
+    )
     assert code == 0 and "threshold 0.8 for action rate 0.25 on 12 examples" in capsys.readouterr().out
 
 
@@ -323,13 +395,32 @@ def test_calibrate_an_uncertified_target_says_every_answer_acts_and_saves(tmp_pa
 def test_ask_with_an_uncertified_threshold_file_acts_and_exits_0(tmp_path):
     """`verirag ask --threshold FILE` with an uncertified file: one warning, exit 0, the answer acts."""
     from verirag.demo import corpus_path
+
     path = tmp_path / "t.json"
-    path.write_text(json.dumps({**_fitted(n_fit=12), "threshold": None, "certified": False,
-                                "fit_action_rate": 1.0}))
-    r = subprocess.run([sys.executable, "-m", "verirag", "ask", "How long does the ferry crossing take?",
-                        "--corpus", str(corpus_path()), "--preset", "tiny", "--method", "vanilla+k_precision",
-                        "--json", "--threshold", str(path)],
-                       capture_output=True, text=True, timeout=600, env=os.environ.copy(), stdin=subprocess.DEVNULL)
+    path.write_text(json.dumps({**_fitted(n_fit=12), "threshold": None, "certified": False, "fit_action_rate": 1.0}))
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "verirag",
+            "ask",
+            "How long does the ferry crossing take?",
+            "--corpus",
+            str(corpus_path()),
+            "--preset",
+            "tiny",
+            "--method",
+            "vanilla+k_precision",
+            "--json",
+            "--threshold",
+            str(path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=os.environ.copy(),
+        stdin=subprocess.DEVNULL,
+    )
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     assert out["action"] != "answered" and out["action"] == "abstained" and out["threshold"] is None

@@ -1,11 +1,11 @@
 """Cross-validated thresholds: folds, the in-sample best threshold, out-of-fold decisions."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from verirag.learned.threshold import (ThresholdController, best_threshold, cross_fit_target, cv_threshold,
-                                 kfold_indices)
+from verirag.learned.threshold import ThresholdController, best_threshold, cross_fit_target, cv_threshold, kfold_indices
 
 
 # --------------------------------------------------------------------------- folds
@@ -37,7 +37,7 @@ def test_folds_keep_groups_together():
     for f, (_, te) in enumerate(folds):
         for i in te:
             assert fold_of.setdefault(groups[i], f) == f, "a group is split across folds"
-    assert len({f for f in fold_of.values()}) == 5
+    assert len(set(fold_of.values())) == 5
     # each group's examples are all on one side of every split
     for tr, te in folds:
         assert not set(groups[tr]) & set(groups[te])
@@ -89,8 +89,8 @@ def test_cv_threshold_by_hand_two_folds():
     # two groups -> two folds, each trained on the other
     s = np.array([0.2, 0.9, 0.3, 0.7])
     groups = ["g1", "g1", "g2", "g2"]
-    above = np.array([0, 1, 0, 1])   # RAG right on the high scores
-    below = np.array([1, 0, 1, 0])   # no-RAG right on the low scores
+    above = np.array([0, 1, 0, 1])  # RAG right on the high scores
+    below = np.array([1, 0, 1, 0])  # no-RAG right on the low scores
     res = cv_threshold(s, above, below, groups=groups, n_folds=2, seed=0)
     # fold trained on g1 (0.2 -> below, 0.9 -> above): best t = 0.9 (t=0.2 gives 0.5, 0.9 gives 1)
     # applied to g2: 0.3 < 0.9 below (right), 0.7 < 0.9 below (wrong) -> 1/2

@@ -1,5 +1,6 @@
 """The conformal trust filter (Geissler et al., section 3.2): the quantile, the chunk labels, the
 coverage guarantee on exchangeable scores, m1 / m2, the diagnostic, JSON, bad input."""
+
 from __future__ import annotations
 
 import json
@@ -26,7 +27,7 @@ def test_hand_computed_example():
     # trusted iff raw >= 6 (the correct chunk at the quantile is kept): 2, 2, 2 of 3 -> m1 = 1, m2 = 2/3
     assert cov.m1 == 1.0 and cov.m2 == pytest.approx(2 / 3) and cov.n_questions == 3
     # alpha so small that rank > n: nothing can be excluded, every chunk is trusted
-    g = ConformalTrustFilter(alpha=0.1).fit(scores, correct)   # rank = ceil(5 * 0.9) = 5 > 4
+    g = ConformalTrustFilter(alpha=0.1).fit(scores, correct)  # rank = ceil(5 * 0.9) = 5 > 4
     assert math.isinf(g.q_hat_) and g.trusted([-100.0]).tolist() == [True]
 
 
@@ -37,9 +38,9 @@ def test_chunk_labels_follow_the_paper():
     assert wrong_source_threshold(rouge, right, 0.5) == pytest.approx(0.3)
     labels, s_thres = chunk_ground_truth(rouge, right, 0.5)
     assert s_thres == pytest.approx(0.3)
-    assert [l.tolist() for l in labels] == [[True, False, False], [False, True]]
-    labels, s_thres = chunk_ground_truth(rouge, right, 0.0)   # by source only
-    assert s_thres == -math.inf and [l.tolist() for l in labels] == [[True, True, False], [False, True]]
+    assert [lab.tolist() for lab in labels] == [[True, False, False], [False, True]]
+    labels, s_thres = chunk_ground_truth(rouge, right, 0.0)  # by source only
+    assert s_thres == -math.inf and [lab.tolist() for lab in labels] == [[True, True, False], [False, True]]
 
 
 def test_coverage_on_exchangeable_scores_is_exactly_the_conformal_rank():
@@ -93,7 +94,8 @@ def test_diagnose_flags_a_retriever_that_keeps_nothing_too_often():
 
 def test_json_round_trip_and_mismatch_rule(tmp_path):
     f = ConformalTrustFilter(alpha=0.2, beta=0.5, fingerprints={"retriever": "bm25", "corpus": "abc123"}).fit(
-        [[3.0, 1.0, 0.0], [2.0, 2.5, 0.5]], [[True, False, False], [False, True, False]])
+        [[3.0, 1.0, 0.0], [2.0, 2.5, 0.5]], [[True, False, False], [False, True, False]]
+    )
     path = f.save(tmp_path / "trust.json")
     saved = json.loads(path.read_text())
     assert saved["format"] == "verirag.learned.trust_filter/2" and saved["fingerprints"]["retriever"] == "bm25"
@@ -101,9 +103,9 @@ def test_json_round_trip_and_mismatch_rule(tmp_path):
     assert g.state() == f.state() and g.settings() == f.settings() and g.fingerprints == f.fingerprints
     assert g.trusted([3.0, 0.2]).tolist() == f.trusted([3.0, 0.2]).tolist()
     with pytest.raises(InputError, match="retriever 'bm25', not 'dense'.*verirag calibrate-retrieval"):
-        ConformalTrustFilter.load(path, expect={"retriever": "dense"})   # its scores mean something else
+        ConformalTrustFilter.load(path, expect={"retriever": "dense"})  # its scores mean something else
     with pytest.warns(UserWarning, match="corpus"):
-        ConformalTrustFilter.load(path, expect={"corpus": "other"})    # the guarantee weakens
+        ConformalTrustFilter.load(path, expect={"corpus": "other"})  # the guarantee weakens
     (tmp_path / "bad.json").write_text('{"format": "something else"}')
     with pytest.raises(InputError, match="not a trust filter"):
         ConformalTrustFilter.load(tmp_path / "bad.json")
@@ -113,9 +115,20 @@ def test_json_round_trip_and_mismatch_rule(tmp_path):
 
 
 def test_a_first_format_file_still_loads(tmp_path):
-    old = {"format": "verirag.conformal_trust_filter/1", "alpha": 0.2, "beta": 0.0, "retriever": "bm25",
-           "corpus": "abc", "k": 3, "n1": 0.0, "n2": 3.0, "q_hat": 0.5, "n_correct": 2, "n_questions": 2,
-           "calibration": {"m1": 1.0, "m1_se": 0.0, "m2": 0.5, "m2_se": 0.1, "n_questions": 2}}
+    old = {
+        "format": "verirag.conformal_trust_filter/1",
+        "alpha": 0.2,
+        "beta": 0.0,
+        "retriever": "bm25",
+        "corpus": "abc",
+        "k": 3,
+        "n1": 0.0,
+        "n2": 3.0,
+        "q_hat": 0.5,
+        "n_correct": 2,
+        "n_questions": 2,
+        "calibration": {"m1": 1.0, "m1_se": 0.0, "m2": 0.5, "m2_se": 0.1, "n_questions": 2},
+    }
     (tmp_path / "old.json").write_text(json.dumps(old))
     f = ConformalTrustFilter.load(tmp_path / "old.json", expect={"retriever": "bm25", "k": 3})
     assert f.threshold_ == 0.5 and f.k_ == 3 and f.calibration_.m2 == 0.5 and f.fingerprints["corpus"] == "abc"
@@ -144,15 +157,21 @@ def test_bad_calibration_data_is_refused_with_a_reason():
 
 
 def test_label_chunks_from_text_uses_rouge_l_and_the_source():
-    from verirag.metrics.qa import rouge_l
     from verirag.learned.trust_filter import label_chunks
-    chunks = [[("The bridge in Varnholt is painted green.", "Varnholt"), ("Green hills.", "Hills"),
-               ("Rain in the valley.", "Varnholt")],
-              [("Three mills stand by the river.", "Mills"), ("The market opens on Saturday.", "Market")]]
+    from verirag.metrics.qa import rouge_l
+
+    chunks = [
+        [
+            ("The bridge in Varnholt is painted green.", "Varnholt"),
+            ("Green hills.", "Hills"),
+            ("Rain in the valley.", "Varnholt"),
+        ],
+        [("Three mills stand by the river.", "Mills"), ("The market opens on Saturday.", "Market")],
+    ]
     refs = ["the bridge is painted green", "three mills"]
     labels, s_thres = label_chunks(chunks, refs, [["Varnholt"], ["Mills"]], beta=0.5)
     wrong = [rouge_l("Green hills.", refs[0]), rouge_l("The market opens on Saturday.", refs[1])]
     assert s_thres == pytest.approx(float(np.quantile(wrong, 0.5)))
-    assert [l.tolist() for l in labels] == [[True, False, False], [True, False]]
+    assert [lab.tolist() for lab in labels] == [[True, False, False], [True, False]]
     with pytest.raises(InputError):
         label_chunks(chunks, refs[:1], [["Varnholt"]], beta=0.5)

@@ -2,6 +2,7 @@
 end of a long passage is read), training on a tiny synthetic set end to end, save / load, the
 encoder fingerprint, the `verifier` predictor through build_method and Pipeline.verify, and
 `verirag train verifier`."""
+
 from __future__ import annotations
 
 import json
@@ -25,8 +26,11 @@ FILLER = "The town holds a market every week and the river runs past the old mil
 def fact(i: int) -> tuple[str, str, str]:
     """(question, answer, the passage sentence that supports the answer) of item i."""
     thing, name, colour = THINGS[i % len(THINGS)], NAMES[(i // len(THINGS)) % len(NAMES)], COLOURS[i % len(COLOURS)]
-    return (f"What colour is the {thing} of {name}?", f"The {thing} of {name} is {colour}.",
-            f"The {thing} of {name} is painted {colour}.")
+    return (
+        f"What colour is the {thing} of {name}?",
+        f"The {thing} of {name} is {colour}.",
+        f"The {thing} of {name} is painted {colour}.",
+    )
 
 
 def example(i: int, supported: bool) -> VerifierExample:
@@ -35,7 +39,9 @@ def example(i: int, supported: bool) -> VerifierExample:
     q, a, evidence = fact(i)
     other = f"The {THINGS[(i + 3) % len(THINGS)]} of {NAMES[(i + 5) % len(NAMES)]} was sold last year."
     passages = (f"{FILLER} {evidence}", other) if supported else (FILLER, other)
-    return VerifierExample(q, a, passages, int(supported), "evidence_removal", f"toy:{i}", source=f"toy-{i}-{supported}")
+    return VerifierExample(
+        q, a, passages, int(supported), "evidence_removal", f"toy:{i}", source=f"toy-{i}-{supported}"
+    )
 
 
 def toy_examples(n: int = 40, start: int = 0) -> list[VerifierExample]:
@@ -46,30 +52,37 @@ def toy_examples(n: int = 40, start: int = 0) -> list[VerifierExample]:
 
 def toy_verifier(**settings) -> TrainedVerifier:
     """Settings that learn the toy task in three epochs over 30 examples (seconds on one core)."""
-    return TrainedVerifier(**{"epochs": 3, "val_share": 0.25, "learning_rate": 3e-4, "head_learning_rate": 1e-2,
-                              **settings})
+    return TrainedVerifier(
+        **{"epochs": 3, "val_share": 0.25, "learning_rate": 3e-4, "head_learning_rate": 1e-2, **settings}
+    )
 
 
 @pytest.fixture(scope="module")
 def trained():
     import torch
+
     torch.set_num_threads(1)
     return toy_verifier().fit(toy_examples())
 
 
 # ---- sentences and chunks ---------------------------------------------------------------------
-@pytest.mark.parametrize("text, expected", [
-    ("Paris is the capital. It has 2.1 million people!", ["Paris is the capital.", "It has 2.1 million people!"]),
-    ("Dr. Smith met J. K. Rowling in Jan. 1999. They talked.", ["Dr. Smith met J. K. Rowling in Jan. 1999.",
-                                                                "They talked."]),
-    ('He said "Yes." Then (quietly) he left?', ['He said "Yes."', "Then (quietly) he left?"]),
-    ("It costs e.g. 5 dollars. Really", ["It costs e.g. 5 dollars.", "Really"]),
-    ("First line\n- item one\n\n- item two", ["First line", "- item one", "- item two"]),
-    ("Paris", ["Paris"]),
-    ("Wait... What? 42 is it.", ["Wait...", "What?", "42 is it."]),
-    ("  ", []),
-    ("...", []),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("Paris is the capital. It has 2.1 million people!", ["Paris is the capital.", "It has 2.1 million people!"]),
+        (
+            "Dr. Smith met J. K. Rowling in Jan. 1999. They talked.",
+            ["Dr. Smith met J. K. Rowling in Jan. 1999.", "They talked."],
+        ),
+        ('He said "Yes." Then (quietly) he left?', ['He said "Yes."', "Then (quietly) he left?"]),
+        ("It costs e.g. 5 dollars. Really", ["It costs e.g. 5 dollars.", "Really"]),
+        ("First line\n- item one\n\n- item two", ["First line", "- item one", "- item two"]),
+        ("Paris", ["Paris"]),
+        ("Wait... What? 42 is it.", ["Wait...", "What?", "42 is it."]),
+        ("  ", []),
+        ("...", []),
+    ],
+)
 def test_sentences_are_split_where_a_reader_would(text, expected):
     assert split_sentences(text) == expected
 
@@ -81,8 +94,10 @@ def test_every_word_lands_in_exactly_one_sentence():
 
 def test_words_that_fit_is_the_largest_window_under_the_budget():
     counts = np.array([1, 3, 1, 1, 2, 1, 4, 1])
+
     def fits(k: int, budget: int) -> bool:
-        return all(counts[i:i + k].sum() <= budget for i in range(len(counts) - k + 1))
+        return all(counts[i : i + k].sum() <= budget for i in range(len(counts) - k + 1))
+
     for budget in range(1, 16):
         w = words_that_fit(counts, budget)
         assert w >= 1 and (fits(w, budget) or w == 1)
@@ -90,7 +105,7 @@ def test_words_that_fit_is_the_largest_window_under_the_budget():
 
 
 def test_chunks_fit_the_window_and_the_end_of_a_long_passage_is_read():
-    reader = TrainedVerifier(max_length=128).reader   # a small window: many chunks
+    reader = TrainedVerifier(max_length=128).reader  # a small window: many chunks
     words = [f"{w}{i % 97}" for i, w in enumerate(["harbour", "übermäßig", "1,234.5", "x-ray", "co-op"] * 1000)]
     passage = " ".join(words) + " The kite of Anna is painted green."
     assert len(passage.split()) > 5000
@@ -98,7 +113,7 @@ def test_chunks_fit_the_window_and_the_end_of_a_long_passage_is_read():
     assert len(r.claims) == 2 and len(r.chunks) > 50
     tok = reader.tokenizer
     longest = max(r.claims, key=lambda c: len(tok(c)["input_ids"]))
-    for chunk in r.chunks:   # not one pair is truncated
+    for chunk in r.chunks:  # not one pair is truncated
         assert len(tok(longest, chunk)["input_ids"]) <= reader.window
     assert r.chunks[-1].endswith("The kite of Anna is painted green.")
     covered = set()
@@ -106,7 +121,7 @@ def test_chunks_fit_the_window_and_the_end_of_a_long_passage_is_read():
         covered.update(c.split())
     assert covered == set(passage.split())
     counts = word_token_counts(tok, passage.split())
-    assert counts.sum() == len(tok(passage, add_special_tokens=False, verbose=False)["input_ids"])   # counts add up
+    assert counts.sum() == len(tok(passage, add_special_tokens=False, verbose=False)["input_ids"])  # counts add up
 
 
 def test_a_long_sentence_is_read_in_pieces_and_a_long_question_refused():
@@ -122,6 +137,7 @@ def test_a_long_sentence_is_read_in_pieces_and_a_long_question_refused():
 def test_an_encoder_is_found_by_name_where_installed(monkeypatch):
     from verirag.errors import ModelNotFoundError
     from verirag.learned.verifier import encoder_dir, encoder_fingerprint
+
     with pytest.raises(ModelNotFoundError, match="VERIRAG_MODEL_PATH_ALL_MPNET_BASE_V2"):
         encoder_dir("all-mpnet-base-v2")
     monkeypatch.setenv("VERIRAG_MODEL_PATH_ALL_MPNET_BASE_V2", str(encoder_dir("all-MiniLM-L6-v2")))
@@ -138,19 +154,19 @@ def test_training_lowers_the_loss_and_separates_held_out_answers(trained):
     h = trained.history_
     assert h[-1]["train_loss"] < h[0]["train_loss"] and h[-1]["val_loss"] < h[0]["val_loss"]
     assert trained.n_train_ + trained.n_val_ == 40 and trained.metrics_["auroc"] > 0.5
-    held = toy_examples(8, start=200)   # questions never seen in training
+    held = toy_examples(8, start=200)  # questions never seen in training
     p = trained.predict_proba([e.question for e in held], [e.answer for e in held], [e.passages for e in held])
-    for i in range(0, 8, 2):   # each supported answer above the unsupported one beside it
+    for i in range(0, 8, 2):  # each supported answer above the unsupported one beside it
         assert held[i].label == 1 and held[i + 1].label == 0 and p[i] > p[i + 1]
 
 
 def test_support_reports_each_sentence_and_finds_evidence_at_the_end_of_a_long_passage(trained):
     q, a, evidence = fact(201)
-    long = " ".join([FILLER] * 300)   # about 5,000 words
+    long = " ".join([FILLER] * 300)  # about 5,000 words
     found = trained.support(q, a, [f"{long} {evidence}"])
     missing = trained.support(q, a, [long])
     assert found.sentences[0].chunk.endswith(evidence) and found.score > missing.score
-    trained.read_top = 2   # the evidence is among the 2 chunks closest in words: the same verdict, 2 pairs read
+    trained.read_top = 2  # the evidence is among the 2 chunks closest in words: the same verdict, 2 pairs read
     try:
         assert trained.support(q, a, [f"{long} {evidence}"]).score == pytest.approx(found.score, abs=1e-6)
     finally:
@@ -162,8 +178,10 @@ def test_support_reports_each_sentence_and_finds_evidence_at_the_end_of_a_long_p
 
 
 def test_validation_holds_out_whole_groups():
-    twins = [VerifierExample(e.question, e.answer, e.passages, e.label, e.recipe, f"toy:{i // 4}")
-             for i, e in enumerate(toy_examples(16))]
+    twins = [
+        VerifierExample(e.question, e.answer, e.passages, e.label, e.recipe, f"toy:{i // 4}")
+        for i, e in enumerate(toy_examples(16))
+    ]
     v = toy_verifier(epochs=1, val_share=0.5)
     tr, va = v._split(twins, None)
     assert not {twins[i].group for i in tr} & {twins[i].group for i in va}
@@ -204,7 +222,7 @@ def test_another_encoder_is_refused(trained, tmp_path):
         TrainedVerifier.load(tmp_path / "v", expect={"encoder": "another"})
     meta = tmp_path / "v" / META_FILE
     d = json.loads(meta.read_text())
-    d["fingerprints"]["encoder"] = "0123456789abcdef"   # trained over other weights than those installed
+    d["fingerprints"]["encoder"] = "0123456789abcdef"  # trained over other weights than those installed
     meta.write_text(json.dumps(d))
     with pytest.raises(InputError, match="installed encoder all-MiniLM-L6-v2.*fitted for encoder '0123456789abcdef'"):
         TrainedVerifier.load(tmp_path / "v")
@@ -217,9 +235,20 @@ def test_another_encoder_is_refused(trained, tmp_path):
 def write_labels(path, examples):
     with open(path, "w", encoding="utf-8") as fh:
         for e in examples:
-            fh.write(json.dumps({"question": e.question, "answer": e.answer, "passages": list(e.passages),
-                                 "label": e.label, "recipe": e.recipe, "group": e.group,
-                                 "sentence_labels": None}) + "\n")
+            fh.write(
+                json.dumps(
+                    {
+                        "question": e.question,
+                        "answer": e.answer,
+                        "passages": list(e.passages),
+                        "label": e.label,
+                        "recipe": e.recipe,
+                        "group": e.group,
+                        "sentence_labels": None,
+                    }
+                )
+                + "\n"
+            )
             fh.write("\n")
 
 
@@ -229,9 +258,14 @@ def test_the_labels_file_is_read_and_checked(tmp_path):
     got = list(read_examples_jsonl(f))
     assert [e.question for e in got] == [e.question for e in toy_examples(4)] and got[0].source == f"{f}:1"
     good = json.loads(f.read_text().splitlines()[0])
-    for bad, msg in [({**good, "label": 2}, "`label` must be"), ({**good, "label": True}, "`label` must be"),
-                     ({**good, "passages": []}, "`passages`"), ({**good, "group": ""}, "`group`"),
-                     ({**good, "sentence_labels": [1, 5]}, "sentence_labels"), ([1], "not a JSON object")]:
+    for bad, msg in [
+        ({**good, "label": 2}, "`label` must be"),
+        ({**good, "label": True}, "`label` must be"),
+        ({**good, "passages": []}, "`passages`"),
+        ({**good, "group": ""}, "`group`"),
+        ({**good, "sentence_labels": [1, 5]}, "sentence_labels"),
+        ([1], "not a JSON object"),
+    ]:
         f.write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n")
         with pytest.raises(InputError, match=f"labels.jsonl:2: .*{msg}"):
             list(read_examples_jsonl(f))
@@ -245,9 +279,10 @@ def test_the_labels_file_is_read_and_checked(tmp_path):
 def test_sentence_labels_train_each_sentence_and_a_mismatch_warns(tmp_path):
     exs = toy_examples(12)
     q, a, _ = fact(0)
-    exs[0] = VerifierExample(q, f"{a} It was bought in Paris.", exs[0].passages, 0, "local_edit", exs[0].group,
-                             sentence_labels=(1, 0))
-    exs[2] = VerifierExample(q, a, exs[2].passages, 1, "real", exs[2].group, sentence_labels=(1, 1))   # 1 sentence
+    exs[0] = VerifierExample(
+        q, f"{a} It was bought in Paris.", exs[0].passages, 0, "local_edit", exs[0].group, sentence_labels=(1, 0)
+    )
+    exs[2] = VerifierExample(q, a, exs[2].passages, 1, "real", exs[2].group, sentence_labels=(1, 1))  # 1 sentence
     with pytest.warns(UserWarning, match="1 examples have sentence labels that do not match"):
         v = toy_verifier(epochs=1, val_share=0.34).fit(exs)
     assert v.sentence_labels_ignored_ == 1
@@ -255,6 +290,7 @@ def test_sentence_labels_train_each_sentence_and_a_mismatch_warns(tmp_path):
 
 def test_train_verifier_command(tmp_path):
     from verirag.cli import main
+
     f = tmp_path / "labels.jsonl"
     write_labels(f, toy_examples(40))
     out = tmp_path / "out"
@@ -272,15 +308,17 @@ def test_train_verifier_takes_any_reader(tmp_path):
     def reader(path):
         seen.append(path)
         return iter(toy_examples(12))
+
     v = train_verifier(tmp_path / "records", read=reader, verifier=toy_verifier(epochs=1, val_share=0.34))
     assert seen == [tmp_path / "records"] and v.provenance["label_summary"]["groups"] == 6
 
 
 # ---- the predictor ----------------------------------------------------------------------------
-@pytest.mark.slow   # loads the tiny preset's model (the pipeline's generator)
+@pytest.mark.slow  # loads the tiny preset's model (the pipeline's generator)
 def test_the_verifier_predictor_builds_and_verifies_through_the_pipeline(trained, tmp_path):
     from verirag.awf.pipeline import Pipeline
     from verirag.types import Passage
+
     trained.save(tmp_path / "v")
     q, a, evidence = fact(205)
     passages = [Passage("p1", FILLER, title="Town"), Passage("p2", f"{FILLER} {evidence}", title="Colours")]
@@ -290,7 +328,7 @@ def test_the_verifier_predictor_builds_and_verifies_through_the_pipeline(trained
     assert r.supporting_passage.id == "p2" and r.evidence[1].support_score > r.evidence[0].support_score
     v = p.answer_verifier().verify(q, a, passages)
     assert v.sentences == [{"text": a, "score": pytest.approx(v.score), "supporting_passage": "p2"}]
-    assert p.verify(q, a, passages[:1]).score < v.score   # without its evidence
+    assert p.verify(q, a, passages[:1]).score < v.score  # without its evidence
     bad = p.answer_verifier().verify(q, "...", passages)
     assert bad.error and "no sentence" in bad.error
 
@@ -303,6 +341,7 @@ def test_a_composed_method_records_each_sentence(trained, tmp_path):
     from verirag.awf.compose import build_method
     from verirag.awf.trace import Trace
     from verirag.types import Passage
+
     trained.save(tmp_path / "v")
     q, a, evidence = fact(206)
     m = build_method(f"instructrag+verifier(verifier={tmp_path / 'v'})", StandIn(text=f"{a} Nothing else."))
@@ -319,12 +358,13 @@ def test_training_from_frozen_states_scores_as_the_whole_encoder(train_layers):
 
     from verirag.learned.verifier import encoder_dir
     from verirag.learned.verifier_model import frozen_states, load_scorer, logits, top_logits
+
     torch.manual_seed(0)
     scorer, tokenizer = load_scorer(encoder_dir("all-MiniLM-L6-v2"))
     scorer.eval()
     q, a, evidence = fact(3)
     claims = [f"{q} {a}", f"{q} It is a short claim."]
-    chunks = [f"{FILLER} {evidence} {FILLER}", "A much shorter chunk."]   # two lengths: padding is dropped
+    chunks = [f"{FILLER} {evidence} {FILLER}", "A much shorter chunk."]  # two lengths: padding is dropped
     whole = logits(scorer, tokenizer, claims, chunks, 128)
     states = frozen_states(scorer, tokenizer, claims, chunks, 128, train_layers)
     assert [len(s) for s in states] == [len(m) for m in tokenizer(claims, chunks)["attention_mask"]]
@@ -340,6 +380,7 @@ def test_lora_trains_every_layer_in_a_small_adapter_that_round_trips(tmp_path):
     full layer's 3.5 MB), and a reloaded verifier scores as the one in memory."""
     import torch
     from safetensors.torch import load_file
+
     torch.set_num_threads(1)
     v = toy_verifier(train_layers=6, lora_rank=4, epochs=2).fit(toy_examples(24))
     assert v.history_[-1]["train_loss"] < v.history_[0]["train_loss"]
@@ -363,6 +404,7 @@ def test_compressing_a_full_fine_tuning_keeps_its_scores_in_a_small_adapter(tmp_
     width) nothing is lost: the compressed verifier scores as the one it was compressed from;
     at rank 8 the adapter is small and reloads to the same scores."""
     import torch
+
     torch.set_num_threads(1)
     held = toy_examples(6, start=300)
     args = ([e.question for e in held], [e.answer for e in held], [e.passages for e in held])
@@ -372,8 +414,9 @@ def test_compressing_a_full_fine_tuning_keeps_its_scores_in_a_small_adapter(tmp_
     # the same training; only the fp16 rounding of the factors differs from the full weights'
     np.testing.assert_allclose(exact.predict_proba(*args), full.predict_proba(*args), atol=2e-3)
     small = toy_verifier(train_layers=6, epochs=1, compress_rank=8).fit(toy_examples(16))
-    assert all(n.startswith("head.") or ".lora_" in n or n.endswith(".bias") or "LayerNorm" in n
-               for n in small._trainable)
+    assert all(
+        n.startswith("head.") or ".lora_" in n or n.endswith(".bias") or "LayerNorm" in n for n in small._trainable
+    )
     small.save(tmp_path / "v")
     full.save(tmp_path / "f")
     assert small.adapter_bytes_ < 1_000_000 < full.adapter_bytes_
@@ -385,16 +428,20 @@ def test_compressing_a_full_fine_tuning_keeps_its_scores_in_a_small_adapter(tmp_
 
 def test_recipe_weights_give_each_recipe_equal_label_weight():
     from verirag.learned.verifier import recipe_weights
+
     w = recipe_weights(["swap"] * 3 + ["real"] * 4 + ["removal"] * 2, [1, 1, 0, 1, 0, 0, 0, 0, 0])
     assert w["swap"] == {1: 0.75, 0: 1.5} and w["real"] == {1: 2.0, 0: 4 / 6} and w["removal"] == {0: 1.0}
-    for r, n in (("swap", (2, 1)), ("real", (1, 3))):   # equal halves, the recipe's total kept
-        assert w[r][1] * n[0] == pytest.approx(w[r][0] * n[1]) and w[r][1] * n[0] + w[r][0] * n[1] == pytest.approx(sum(n))
+    for r, n in (("swap", (2, 1)), ("real", (1, 3))):  # equal halves, the recipe's total kept
+        assert w[r][1] * n[0] == pytest.approx(w[r][0] * n[1]) and w[r][1] * n[0] + w[r][0] * n[1] == pytest.approx(
+            sum(n)
+        )
 
 
 def test_balancing_weights_the_training_loss_by_recipe_and_label():
     """An unbalanced recipe: with balance the rare label's examples weigh more in the loss (the
     weights are saved with the verifier); without it every example weighs 1."""
     import torch
+
     torch.set_num_threads(1)
     examples = toy_examples(20)[:-4] + [e for e in toy_examples(12, start=40) if e.label == 1]
     v = toy_verifier(epochs=1).fit(examples, val_groups=["toy:0", "toy:1"])

@@ -1,4 +1,5 @@
 """The persistent request cache: keys, persistence, concurrent writers, and CachedLLM accounting."""
+
 from __future__ import annotations
 
 import multiprocessing as mp

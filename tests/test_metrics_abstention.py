@@ -1,4 +1,5 @@
 """Abstention detection and P_IR / P_G."""
+
 from __future__ import annotations
 
 import math
@@ -10,17 +11,40 @@ from verirag.metrics import abstention as A
 from verirag.metrics.calibration import abstention_rate
 
 ABSTAIN = [
-    "I don't know.", "I don’t know", "i do not know the answer", "__DONT_KNOW__", "DONT KNOW",
-    "Response: __DONT_KNOW__", "The passage does not provide information about the band.",
-    "The given passages do not mention who won.", "It cannot be determined from the context.",
-    "There is not enough information to answer.", "No answer", "This question is unanswerable.",
-    "It is not mentioned in the passages.", "I'm sorry, but I cannot answer that.", "", None,
-    "I could not find the answer in the documents.", "Unknown.", "N/A", "Not stated.", "unclear",
+    "I don't know.",
+    "I don’t know",
+    "i do not know the answer",
+    "__DONT_KNOW__",
+    "DONT KNOW",
+    "Response: __DONT_KNOW__",
+    "The passage does not provide information about the band.",
+    "The given passages do not mention who won.",
+    "It cannot be determined from the context.",
+    "There is not enough information to answer.",
+    "No answer",
+    "This question is unanswerable.",
+    "It is not mentioned in the passages.",
+    "I'm sorry, but I cannot answer that.",
+    "",
+    None,
+    "I could not find the answer in the documents.",
+    "Unknown.",
+    "N/A",
+    "Not stated.",
+    "unclear",
 ]
 ANSWER = [
-    "Paris", "The answer is 1889.", "Knowledge is power", "No. 5 is the perfume.",
-    "Nobody knows who built it, but historians credit the Romans.", "He did not know her.",
-    "The Knowledge Tree", "Yes, it is in France.", "None.", "The author is unknown.", "Unknown Pleasures",
+    "Paris",
+    "The answer is 1889.",
+    "Knowledge is power",
+    "No. 5 is the perfume.",
+    "Nobody knows who built it, but historians credit the Romans.",
+    "He did not know her.",
+    "The Knowledge Tree",
+    "Yes, it is in France.",
+    "None.",
+    "The author is unknown.",
+    "Unknown Pleasures",
 ]
 
 

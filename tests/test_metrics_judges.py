@@ -1,4 +1,5 @@
 """LLM judges: verdict parsing on canned replies, a scripted fake LLM, and SmolLM2 end to end."""
+
 from __future__ import annotations
 
 import math
@@ -10,22 +11,39 @@ from verirag.metrics import judges as J
 from verirag.types import Generation
 
 
-@pytest.mark.parametrize("text,want", [
-    ("yes", True), ("Yes.", True), ("YES", True), ("no", False), ("No.", False), (" no\n", False),
-    ("CompareGPT response: yes", True), ("Answer: No, the prediction is wrong.", False),
-    ("**Yes**", True), ('"no"', False), ("Correct", True), ("Incorrect.", False),
-    ("True", True), ("false", False), ("Not supported by the evidence.", False),
-    ("The answer is yes.", True), ("I would say no", False), ("Supported", True),
-    ("Yes, but no details are given", True),  # first word decides
-])
+@pytest.mark.parametrize(
+    "text,want",
+    [
+        ("yes", True),
+        ("Yes.", True),
+        ("YES", True),
+        ("no", False),
+        ("No.", False),
+        (" no\n", False),
+        ("CompareGPT response: yes", True),
+        ("Answer: No, the prediction is wrong.", False),
+        ("**Yes**", True),
+        ('"no"', False),
+        ("Correct", True),
+        ("Incorrect.", False),
+        ("True", True),
+        ("false", False),
+        ("Not supported by the evidence.", False),
+        ("The answer is yes.", True),
+        ("I would say no", False),
+        ("Supported", True),
+        ("Yes, but no details are given", True),  # first word decides
+    ],
+)
 def test_parse_readable(text, want):
     verdict, reason = J.parse_yes_no(text)
     assert verdict is want, (text, reason)
     assert reason.startswith("parsed")
 
 
-@pytest.mark.parametrize("text", ["", "   ", None, "Maybe.", "It depends on yes or no", "Paris",
-                                  "The prediction mentions the date."])
+@pytest.mark.parametrize(
+    "text", ["", "   ", None, "Maybe.", "It depends on yes or no", "Paris", "The prediction mentions the date."]
+)
 def test_parse_unreadable_is_none_with_reason(text):
     verdict, reason = J.parse_yes_no(text)
     assert verdict is None and reason.startswith("unparseable")

@@ -1,4 +1,5 @@
 """Correctness metrics (verirag.metrics.qa): hand-computed cases, conventions, batch = scalar."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -10,15 +11,14 @@ from verirag.metrics import qa
 from verirag.metrics._text import normalize_many
 
 WORDS = ["the", "a", "an", "paris", "france", "eiffel", "tower", "1889", "x", "y", "is", "in"]
-text = st.lists(st.sampled_from(WORDS + ["Paris,", "THE", "tower!", "don't", "U.S."]),
-                max_size=8).map(" ".join)
+text = st.lists(st.sampled_from(WORDS + ["Paris,", "THE", "tower!", "don't", "U.S."]), max_size=8).map(" ".join)
 refs = st.lists(text, min_size=1, max_size=4)
 
 
 def test_normalize_answer_matches_squad():
     assert qa.normalize_answer("The  Eiffel-Tower, in Paris!") == "eiffeltower in paris"
     assert qa.normalize_answer("An apple a day") == "apple day"
-    assert qa.normalize_answer("theatre") == "theatre"          # articles only as whole words
+    assert qa.normalize_answer("theatre") == "theatre"  # articles only as whole words
     assert qa.normalize_answer("") == ""
     assert qa.get_tokens("A") == []
 
@@ -46,8 +46,8 @@ def test_hand_computed_token_metrics():
 
 
 def test_empty_conventions_follow_instruct_qa():
-    assert qa.token_f1("", [""]) == 1.0            # both empty: they agree
-    assert qa.token_f1("a", ["paris"]) == 0.0      # prediction normalises to nothing
+    assert qa.token_f1("", [""]) == 1.0  # both empty: they agree
+    assert qa.token_f1("a", ["paris"]) == 0.0  # prediction normalises to nothing
     assert qa.token_precision("", ["paris"]) == 0.0
     assert qa.token_recall("paris", ["the"]) == 1.0  # empty reference: recall 1
     assert qa.substring_match("anything", ["the"]) == 1.0
@@ -69,9 +69,14 @@ def test_batch_equals_scalar(items):
     preds = [p for p, _ in items]
     rl = [r for _, r in items]
     out = qa.token_metrics_batch(preds, rl)
-    fns = {"exact_match": qa.exact_match, "f1": qa.token_f1, "precision": qa.token_precision,
-           "recall": qa.token_recall, "recall_strict": qa.recall_strict,
-           "substring_match": qa.substring_match}
+    fns = {
+        "exact_match": qa.exact_match,
+        "f1": qa.token_f1,
+        "precision": qa.token_precision,
+        "recall": qa.token_recall,
+        "recall_strict": qa.recall_strict,
+        "substring_match": qa.substring_match,
+    }
     for key, fn in fns.items():
         np.testing.assert_allclose(out[key], [fn(p, r) for p, r in items], err_msg=key)
     np.testing.assert_allclose(qa.rouge_l_batch(preds, rl), [qa.rouge_l(p, r) for p, r in items])
@@ -82,8 +87,15 @@ def test_batch_equals_scalar(items):
 def test_scores_in_range_and_reference_order_invariant(pred, rs, rnd):
     shuffled = list(rs)
     rnd.shuffle(shuffled)
-    for fn in (qa.exact_match, qa.token_f1, qa.token_precision, qa.token_recall,
-               qa.recall_strict, qa.substring_match, qa.rouge_l):
+    for fn in (
+        qa.exact_match,
+        qa.token_f1,
+        qa.token_precision,
+        qa.token_recall,
+        qa.recall_strict,
+        qa.substring_match,
+        qa.rouge_l,
+    ):
         v = fn(pred, rs)
         assert 0.0 <= v <= 1.0
         assert fn(pred, shuffled) == v
@@ -131,13 +143,13 @@ def test_meteor_exact_stem_and_synonym():
     assert qa.meteor("", ["car"]) == 0.0
     # max over references
     assert qa.meteor("car", ["x", "car"]) == qa.meteor("car", ["car"])
-    np.testing.assert_allclose(qa.meteor_batch(["car", "x"], [["car"], ["y"]]),
-                               [qa.meteor("car", ["car"]), 0.0])
+    np.testing.assert_allclose(qa.meteor_batch(["car", "x"], [["car"], ["y"]]), [qa.meteor("car", ["car"]), 0.0])
 
 
 def test_meteor_against_nltk_directly():
     _wordnet_or_skip()
     from nltk.translate.meteor_score import meteor_score
+
     pred, ref = "the quick brown fox jumped", "a fast brown fox leaps"
     want = meteor_score([qa.get_tokens(ref)], qa.get_tokens(pred))
     assert qa.meteor(pred, ref) == pytest.approx(want)

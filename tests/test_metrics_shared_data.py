@@ -1,4 +1,5 @@
 """Metrics on the instruct-qa human-judged responses (../shared/data; skipped when absent)."""
+
 from __future__ import annotations
 
 import json

@@ -1,4 +1,5 @@
 """Bootstrap, rank correlations, conformal quantile. (Learn then Test: test_learned_threshold.py.)"""
+
 from __future__ import annotations
 
 import math
@@ -22,8 +23,9 @@ def test_bootstrap_reproducible_and_modes_agree():
     x = rng.normal(size=200)
     a = stats.bootstrap_ci(np.mean, x, n_resamples=300, seed=7, keep_distribution=True)
     b = stats.bootstrap_ci(np.mean, x, n_resamples=300, seed=7, keep_distribution=True)
-    c = stats.bootstrap_ci(_mean_rows, x, n_resamples=300, seed=7, vectorized=True,
-                           batch_size=37, keep_distribution=True)
+    c = stats.bootstrap_ci(
+        _mean_rows, x, n_resamples=300, seed=7, vectorized=True, batch_size=37, keep_distribution=True
+    )
     np.testing.assert_array_equal(a.distribution, b.distribution)
     np.testing.assert_allclose(a.distribution, c.distribution)
     assert (a.low, a.high) == (b.low, b.high)
@@ -51,10 +53,8 @@ def test_bootstrap_awf_statistics_all_modes_identical():
     V = A * (rng.random(n) < s).astype(int)
     for stat in (awf.best_f1_statistic, awf.pr_auc_statistic):
         w = stats.bootstrap_ci(stat, s, V, A, n_resamples=120, seed=5, keep_distribution=True)
-        r = stats.bootstrap_ci(stat, s, V, A, n_resamples=120, seed=5, vectorized=True,
-                               keep_distribution=True)
-        lo = stats.bootstrap_ci(stat, s, V, A, n_resamples=120, seed=5, vectorized=False,
-                                keep_distribution=True)
+        r = stats.bootstrap_ci(stat, s, V, A, n_resamples=120, seed=5, vectorized=True, keep_distribution=True)
+        lo = stats.bootstrap_ci(stat, s, V, A, n_resamples=120, seed=5, vectorized=False, keep_distribution=True)
         np.testing.assert_allclose(w.distribution, lo.distribution)
         np.testing.assert_allclose(r.distribution, lo.distribution)
         assert w.estimate == pytest.approx(stat(s, V, A))
@@ -87,9 +87,12 @@ def test_bootstrap_argument_checks():
 
 
 # ---------------------------------------------------------------- ranks and correlation
-small = st.integers(2, 40).flatmap(lambda n: st.tuples(
-    st.lists(st.integers(0, 5), min_size=n, max_size=n),
-    st.lists(st.floats(-3, 3, allow_nan=False).map(lambda v: round(v, 1)), min_size=n, max_size=n)))
+small = st.integers(2, 40).flatmap(
+    lambda n: st.tuples(
+        st.lists(st.integers(0, 5), min_size=n, max_size=n),
+        st.lists(st.floats(-3, 3, allow_nan=False).map(lambda v: round(v, 1)), min_size=n, max_size=n),
+    )
+)
 
 
 @settings(max_examples=150, deadline=None)
@@ -122,19 +125,23 @@ def test_kendall_hand_computed_and_large():
     y = np.round(rng.random(5000) + 0.3 * x, 2)
     assert stats.kendall_tau_b(x, y) == pytest.approx(scipy.stats.kendalltau(x, y).statistic)
     rows = rng.random((4, 50))
-    np.testing.assert_allclose(stats.spearman(rows, rows[::-1]),
-                               [scipy.stats.spearmanr(a, b).statistic for a, b in zip(rows, rows[::-1])])
+    np.testing.assert_allclose(
+        stats.spearman(rows, rows[::-1]), [scipy.stats.spearmanr(a, b).statistic for a, b in zip(rows, rows[::-1])]
+    )
 
 
 def test_metric_human_correlation_table():
-    recs = [{"em": e, "recall": r, "label_correct": h}
-            for e, r, h in [(0, 1, 1), (1, 1, 1), (0, 0.5, 1), (0, 0, 0), (0, 0.2, 0), (0, None, 1)]]
+    recs = [
+        {"em": e, "recall": r, "label_correct": h}
+        for e, r, h in [(0, 1, 1), (1, 1, 1), (0, 0.5, 1), (0, 0, 0), (0, 0.2, 0), (0, None, 1)]
+    ]
     t = stats.metric_human_correlation(recs, ["em", "recall"])
     assert [r.metric for r in t.rows] == ["em", "recall"]
     assert t.rows[1].n == 5 and t.rows[0].n == 6
     assert t.best().metric == "recall"
     assert t.rows[1].kendall_tau_b == pytest.approx(
-        scipy.stats.kendalltau([1, 1, .5, 0, .2], [1, 1, 1, 0, 0]).statistic)
+        scipy.stats.kendalltau([1, 1, 0.5, 0, 0.2], [1, 1, 1, 0, 0]).statistic
+    )
     text = t.to_text()
     assert "recall" in text and "Kendall" in text
     t2 = stats.metric_human_correlation(recs, ["recall"], n_resamples=50)

@@ -1,4 +1,5 @@
 """Assembly of split model files: verified, atomic, locked, never deleting what is not its own."""
+
 from __future__ import annotations
 
 import hashlib
@@ -40,8 +41,7 @@ def test_assemble_correct_sha_gives_the_file(tmp_path):
     parts, whole, sha = make_parts(tmp_path / "parts")
     dest = tmp_path / "out" / "model.gguf"
     seen = []
-    out = assemble_parts(parts, dest, sha, len(whole), progress=lambda d, t: seen.append((d, t)),
-                         chunk_size=4096)
+    out = assemble_parts(parts, dest, sha, len(whole), progress=lambda d, t: seen.append((d, t)), chunk_size=4096)
     assert out == dest.absolute()
     assert dest.read_bytes() == whole
     assert seen and seen[-1] == (len(whole), len(whole))
@@ -149,7 +149,7 @@ def test_two_threads_assemble_once(tmp_path):
         try:
             barrier.wait()
             assemble_parts(parts, dest, sha, len(whole), progress=slow, chunk_size=4096)
-        except BaseException as exc:  # noqa: BLE001
+        except BaseException as exc:
             errors.append(exc)
         built.append(bool(calls))
 
@@ -191,8 +191,9 @@ def test_two_processes_assemble_once(tmp_path):
     src = str(Path(verirag.__file__).resolve().parents[1])
     env = dict(os.environ, PYTHONPATH=src + os.pathsep + os.environ.get("PYTHONPATH", ""))
     args = [sys.executable, "-c", CHILD, str(dest), sha, str(len(whole)), *map(str, parts)]
-    procs = [subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              env=env) for _ in range(2)]
+    procs = [
+        subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) for _ in range(2)
+    ]
     for p in procs:
         assert p.stdout.readline().strip() == "READY"
     (out_dir / "go").touch()

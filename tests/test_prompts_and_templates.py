@@ -1,4 +1,5 @@
 """Prompt data files and chat-template rendering."""
+
 from __future__ import annotations
 
 import pytest
@@ -9,8 +10,10 @@ from verirag.llm.chat_template import render_chat, validate_messages
 from verirag.prompts import load_prompt
 from verirag.types import Passage
 
-CHATML = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
-          "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+CHATML = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
 
 
 def test_vanilla_prompt_has_the_papers_wording():
@@ -19,13 +22,15 @@ def test_vanilla_prompt_has_the_papers_wording():
     assert "do not refer to the context in anyway" in p.system
     msgs = p.messages(question="Who?", passages="P1\n\nP2")
     assert msgs[0]["role"] == "system"
-    assert msgs[1]["content"] == ("Read the following context carefully and answer the question below.\n"
-                                  "Question:\nWho?\nContext:\nP1\n\nP2")
+    assert msgs[1]["content"] == (
+        "Read the following context carefully and answer the question below.\nQuestion:\nWho?\nContext:\nP1\n\nP2"
+    )
 
 
 def test_vanilla_generator_formats_passages():
-    msgs = VanillaGenerator.prompt_messages("Q?", [Passage("a", " text A ", title="Title A"), Passage("b", "text B")],
-                                           layout="paper")
+    msgs = VanillaGenerator.prompt_messages(
+        "Q?", [Passage("a", " text A ", title="Title A"), Passage("b", "text B")], layout="paper"
+    )
     assert msgs[1]["content"].endswith("Title A\ntext A\n\ntext B")
 
 
@@ -41,8 +46,9 @@ def test_unknown_prompt():
 
 def test_render_chat_with_and_without_template():
     msgs = [{"role": "system", "content": "S"}, {"role": "user", "content": "U"}]
-    assert render_chat(CHATML, msgs) == ("<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n"
-                                         "<|im_start|>assistant\n")
+    assert render_chat(CHATML, msgs) == (
+        "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n<|im_start|>assistant\n"
+    )
     assert render_chat(None, msgs) == "System: S\n\nUser: U\n\nAssistant:"
 
 

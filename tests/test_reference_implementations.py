@@ -6,6 +6,7 @@ Where they differ, and why: MAPIE's LTT p-value is Hoeffding-Bentkus, min(Hoeffd
 tail); verirag's is the exact binomial tail, never larger. So at the same level every threshold MAPIE
 certifies verirag certifies too; verirag can certify more on small calibration sets (where the
 factor e matters), and on large ones the two agree."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -32,7 +33,9 @@ PAIRS = [
 def test_rouge_l_equals_rouge_score(prediction, reference):
     # rouge-score's default tokenizer lowercases and keeps [a-z0-9]; ours also drops articles and
     # punctuation (SQuAD normalisation), so compare on text without articles
-    strip = lambda t: " ".join(w for w in t.split() if w.lower() not in {"a", "an", "the"})
+    def strip(t):
+        return " ".join(w for w in t.split() if w.lower() not in {"a", "an", "the"})
+
     p, r = strip(prediction), strip(reference)
     ref = rouge_scorer.RougeScorer(["rougeL"]).score(r, p)["rougeL"].fmeasure
     assert rouge_l(p, [r]) == pytest.approx(ref, abs=1e-12)
@@ -57,8 +60,13 @@ class _Proba:
 
 def _mapie_certified(scores, labels, target, delta, grid) -> set[float]:
     c = risk_control.BinaryClassificationController(
-        _Proba().predict_proba, "precision", target, confidence_level=1 - delta, list_predict_params=grid,
-        fwer_method="bonferroni")
+        _Proba().predict_proba,
+        "precision",
+        target,
+        confidence_level=1 - delta,
+        list_predict_params=grid,
+        fwer_method="bonferroni",
+    )
     c.calibrate(scores, labels)
     return {round(float(t), 6) for t in np.asarray(c.valid_predict_params).ravel()}
 
@@ -73,7 +81,7 @@ def test_ltt_precision_thresholds_against_mapie(n, target, delta):
     ours = precision_guarantee_threshold(s, y.astype(int), target, delta, grid=grid, method="bonferroni")
     mine = {round(float(t), 6) for t in ours.grid[ours.rejected]}
     theirs = _mapie_certified(s, y.astype(int), target, delta, grid)
-    assert theirs <= mine                   # an exact binomial p-value is never larger than HB's
+    assert theirs <= mine  # an exact binomial p-value is never larger than HB's
     if n >= 3000:
-        assert mine == theirs               # with enough data the factor e no longer matters
+        assert mine == theirs  # with enough data the factor e no longer matters
         assert ours.threshold == min(theirs)

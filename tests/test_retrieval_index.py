@@ -1,18 +1,22 @@
 """`Index`: build with chunking, search, save/load round trips, safe saving, bad folders."""
+
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
 import pytest
-
 from test_retrieval_hybrid import BagOfWordsEmbedder
+
 from verirag.errors import InputError
 from verirag.retrieval import BM25Retriever, Index
 from verirag.types import Passage
 
-LONG = " ".join(f"filler{i}" for i in range(50)) + " the lighthouse keeper lit the lamp " + \
-       " ".join(f"padding{i}" for i in range(50))
+LONG = (
+    " ".join(f"filler{i}" for i in range(50))
+    + " the lighthouse keeper lit the lamp "
+    + " ".join(f"padding{i}" for i in range(50))
+)
 PASSAGES = [
     Passage(id="light", text=LONG, title="Lighthouse", source="light.txt"),
     Passage(id="cat", text="The feline slept on the warm windowsill.", source="cat.txt"),
@@ -59,15 +63,21 @@ def test_save_load_round_trip(tmp_path: Path, emb: BagOfWordsEmbedder, kind: str
 def test_meta_json(tmp_path: Path, emb: BagOfWordsEmbedder) -> None:
     build("hybrid", emb).save(tmp_path / "ix")
     meta = json.loads((tmp_path / "ix" / "meta.json").read_text())
-    assert meta == {"format": "verirag-index", "version": 1, "kind": "hybrid",
-                    "embedder": "test-bow", "chunk_words": 40, "overlap_words": 5, "k_rrf": 60.0,
-                    "n_passages": 6, "n_source_passages": 4}
-    assert sorted(p.name for p in (tmp_path / "ix").iterdir()) == \
-        ["bm25", "dense", "meta.json", "passages.jsonl"]
+    assert meta == {
+        "format": "verirag-index",
+        "version": 1,
+        "kind": "hybrid",
+        "embedder": "test-bow",
+        "chunk_words": 40,
+        "overlap_words": 5,
+        "k_rrf": 60.0,
+        "n_passages": 6,
+        "n_source_passages": 4,
+    }
+    assert sorted(p.name for p in (tmp_path / "ix").iterdir()) == ["bm25", "dense", "meta.json", "passages.jsonl"]
 
 
-def test_save_replaces_an_index_and_leaves_no_temp_folders(tmp_path: Path,
-                                                           emb: BagOfWordsEmbedder) -> None:
+def test_save_replaces_an_index_and_leaves_no_temp_folders(tmp_path: Path, emb: BagOfWordsEmbedder) -> None:
     build("hybrid", emb).save(tmp_path / "ix")
     Index.build(PASSAGES[1:], kind="bm25").save(tmp_path / "ix")
     assert [p.name for p in tmp_path.iterdir()] == ["ix"]
@@ -76,8 +86,9 @@ def test_save_replaces_an_index_and_leaves_no_temp_folders(tmp_path: Path,
     assert not (tmp_path / "ix" / "dense").exists()
 
 
-def test_interrupted_save_keeps_the_old_index(tmp_path: Path, emb: BagOfWordsEmbedder,
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_interrupted_save_keeps_the_old_index(
+    tmp_path: Path, emb: BagOfWordsEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
     old = Index.build(PASSAGES, kind="bm25")
     old.save(tmp_path / "ix")
 
@@ -107,10 +118,13 @@ def test_save_refuses_to_clobber_other_data(tmp_path: Path) -> None:
     assert len(Index.load(tmp_path / "empty")) == len(index)
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"kind": "sparse"}, "unknown index kind"),
-    ({"chunk_words": 10, "overlap_words": 10}, "overlap"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"kind": "sparse"}, "unknown index kind"),
+        ({"chunk_words": 10, "overlap_words": 10}, "overlap"),
+    ],
+)
 def test_build_rejects_bad_options(kwargs: dict, match: str) -> None:
     with pytest.raises(InputError, match=match):
         Index.build(PASSAGES, **kwargs)
@@ -132,6 +146,7 @@ def test_search_validates_query_and_k() -> None:
 
 
 # -- Index.load on bad folders ------------------------------------------------------------
+
 
 @pytest.fixture
 def saved(tmp_path: Path) -> Path:

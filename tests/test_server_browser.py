@@ -1,6 +1,7 @@
 """The web page in a real browser: headless Chromium (Debian's chromium + chromium-driver, which
 `make test` installs where it can) driven by Selenium against a real `verirag serve` subprocess.
 Skipped cleanly where no browser is installed."""
+
 from __future__ import annotations
 
 import os
@@ -8,7 +9,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from server_process import start_server
 
 pytestmark = pytest.mark.slow
@@ -21,12 +21,22 @@ DRIVER = shutil.which("chromedriver") or ("/usr/bin/chromedriver" if os.path.exi
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     from verirag.retrieval import Index, load_corpus
+
     tmp = tmp_path_factory.mktemp("browser")
     Index.build(load_corpus(DEMO).passages, kind="bm25").save(tmp / "index")
     # the lexical verifier for /v1/verify: which passage supports the answer is then certain
-    s = start_server(tmp, "--preset", "tiny", "--index", str(tmp / "index"), "--api-key", "page-token",
-                     "--verify-method", "vanilla+k_precision",
-                     cache_dir=tmp / "cache")
+    s = start_server(
+        tmp,
+        "--preset",
+        "tiny",
+        "--index",
+        str(tmp / "index"),
+        "--api-key",
+        "page-token",
+        "--verify-method",
+        "vanilla+k_precision",
+        cache_dir=tmp / "cache",
+    )
     yield s
     s.stop()
 
@@ -42,6 +52,7 @@ def browser():
     for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1200,900"):
         options.add_argument(arg)
     from selenium.webdriver.chrome.service import Service
+
     driver = webdriver.Chrome(service=Service(executable_path=DRIVER), options=options)
     yield driver
     driver.quit()
@@ -51,11 +62,13 @@ def wait_for(driver, css: str, timeout: float = 180):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as EC
     from selenium.webdriver.support.ui import WebDriverWait
+
     return WebDriverWait(driver, timeout).until(EC.presence_of_element_located((By.CSS_SELECTOR, css)))
 
 
 def test_ask_in_the_page_shows_answer_verdict_action_and_evidence(server, browser):
     from selenium.webdriver.common.by import By
+
     browser.get(server.url + "/")
     assert browser.title == "verirag"
     browser.find_element(By.CSS_SELECTOR, "#token-box summary").click()
@@ -78,6 +91,7 @@ def test_ask_in_the_page_shows_answer_verdict_action_and_evidence(server, browse
 
 def test_verify_tab_highlights_the_supporting_passage_and_shows_errors(server, browser):
     from selenium.webdriver.common.by import By
+
     browser.get(server.url + "/")
     browser.find_element(By.CSS_SELECTOR, "#token-box summary").click()
     token = browser.find_element(By.ID, "token")
@@ -88,7 +102,8 @@ def test_verify_tab_highlights_the_supporting_passage_and_shows_errors(server, b
     browser.find_element(By.ID, "verify-question").send_keys("What is the capital of France?")
     browser.find_element(By.ID, "verify-answer").send_keys("Paris")
     browser.find_element(By.ID, "verify-passages").send_keys(
-        "Berlin is the capital of Germany.\n\nParis is the capital of France.\n\nRome is in Italy.")
+        "Berlin is the capital of Germany.\n\nParis is the capital of France.\n\nRome is in Italy."
+    )
     # a threshold out of range: the service's 422 is shown, naming the field
     browser.find_element(By.ID, "verify-threshold").send_keys("2")
     browser.find_element(By.ID, "verify-submit").click()
@@ -109,6 +124,7 @@ def test_verify_tab_highlights_the_supporting_passage_and_shows_errors(server, b
 
 def test_without_the_token_the_page_says_so(server, browser):
     from selenium.webdriver.common.by import By
+
     browser.get(server.url + "/")
     browser.execute_script("sessionStorage.clear()")
     browser.get(server.url + "/")

@@ -1,12 +1,12 @@
 """The official OpenAI Python client against a real `verirag serve` process: it lists the model,
 and chats with and without streaming, sync and async, and each form carries the verification."""
+
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
 
 import pytest
-
 from server_process import start_server
 
 openai = pytest.importorskip("openai")
@@ -19,10 +19,21 @@ QUESTION = "Who kept the Halvorsen lighthouse?"
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     from verirag.retrieval import Index, load_corpus
+
     tmp = tmp_path_factory.mktemp("openai")
     Index.build(load_corpus(DEMO).passages, kind="bm25").save(tmp / "index")
-    s = start_server(tmp, "--preset", "tiny", "--index", str(tmp / "index"), "--api-key", "k",
-                     "--max-answer-tokens", "24", cache_dir=tmp / "cache")
+    s = start_server(
+        tmp,
+        "--preset",
+        "tiny",
+        "--index",
+        str(tmp / "index"),
+        "--api-key",
+        "k",
+        "--max-answer-tokens",
+        "24",
+        cache_dir=tmp / "cache",
+    )
     yield s
     s.stop()
 
@@ -33,8 +44,11 @@ def client(server):
 
 
 def chat(c, **kw):
-    return c.chat.completions.create(model="smollm2-135m", messages=[
-        {"role": "system", "content": "Answer briefly."}, {"role": "user", "content": QUESTION}], **kw)
+    return c.chat.completions.create(
+        model="smollm2-135m",
+        messages=[{"role": "system", "content": "Answer briefly."}, {"role": "user", "content": QUESTION}],
+        **kw,
+    )
 
 
 def test_the_client_lists_and_retrieves_the_model(client, server):
@@ -58,7 +72,7 @@ def test_a_chat_completion_carries_the_verified_answer(client):
 
 
 def test_a_stream_sends_the_verified_answer_then_the_verdict(client):
-    whole = chat(client)   # the same request: the stream is the answer the action gives, cut into pieces
+    whole = chat(client)  # the same request: the stream is the answer the action gives, cut into pieces
     chunks = list(chat(client, stream=True))
     assert all(c.object == "chat.completion.chunk" and c.id == chunks[0].id for c in chunks)
     assert chunks[0].choices[0].delta.role == "assistant"
@@ -82,6 +96,7 @@ def test_the_async_client_with_and_without_streaming(server):
         stream = await chat(c, stream=True)
         text = "".join([ch.choices[0].delta.content or "" async for ch in stream if ch.choices])
         return whole, text
+
     whole, text = asyncio.run(main())
     assert text == whole.choices[0].message.content == whole.model_extra["verirag"]["answer"]
 
@@ -94,8 +109,8 @@ def test_a_request_the_service_refuses_is_an_openai_error(client):
 
 def test_the_readme_snippet_runs(server, capsys):
     from readme import python_block
+
     snippet = python_block("from openai import OpenAI")
-    exec(snippet.replace("http://127.0.0.1:8000/v1", server.url + "/v1").replace('api_key="unused"', 'api_key="k"'),
-         {})
+    exec(snippet.replace("http://127.0.0.1:8000/v1", server.url + "/v1").replace('api_key="unused"', 'api_key="k"'), {})
     printed = capsys.readouterr().out
     assert printed.startswith("['smollm2-135m']") and ("answered" in printed or "abstained" in printed)

@@ -1,6 +1,7 @@
 """`verirag serve` as users run it: a real uvicorn subprocess on loopback with SmolLM2-135M, under
 load (50 concurrent clients), SIGTERM (in-flight requests finish) and kill -9 (nothing corrupted,
 the request cache serves the repeated request)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -14,7 +15,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-
 from server_process import start_server
 
 pytestmark = pytest.mark.slow
@@ -22,13 +22,16 @@ pytestmark = pytest.mark.slow
 GRACEFUL = (0, -signal.SIGTERM)
 
 DEMO = Path(__file__).resolve().parents[1] / "src" / "verirag" / "demo" / "corpus"
-PASSAGES = [{"id": "fr", "title": "France", "text": "Paris is the capital of France. It lies on the Seine."},
-            {"id": "de", "text": "Berlin is the capital of Germany."}]
+PASSAGES = [
+    {"id": "fr", "title": "France", "text": "Paris is the capital of France. It lies on the Seine."},
+    {"id": "de", "text": "Berlin is the capital of Germany."},
+]
 
 
 @pytest.fixture(scope="module")
 def index_dir(tmp_path_factory) -> Path:
     from verirag.retrieval import Index, load_corpus
+
     out = tmp_path_factory.mktemp("index")
     Index.build(load_corpus(DEMO).passages, kind="bm25").save(out)
     return out
@@ -48,8 +51,20 @@ def verify_body(i: int) -> dict:
 
 def test_fifty_concurrent_clients_get_answers_or_documented_refusals(tmp_path, index_dir):
     """Zero 5xx but the documented 503/504, every 429 with Retry-After, memory bounded."""
-    server = start_server(tmp_path, "--preset", "tiny", "--index", str(index_dir), "--queue-size", "8",
-                          "--queue-timeout", "60", "--timeout", "60", cache_dir=tmp_path / "cache")
+    server = start_server(
+        tmp_path,
+        "--preset",
+        "tiny",
+        "--index",
+        str(index_dir),
+        "--queue-size",
+        "8",
+        "--queue-timeout",
+        "60",
+        "--timeout",
+        "60",
+        cache_dir=tmp_path / "cache",
+    )
     try:
         rss_before = server.rss_mb()
         latencies: list[float] = []
@@ -60,8 +75,11 @@ def test_fifty_concurrent_clients_get_answers_or_documented_refusals(tmp_path, i
             n = 0
             while n < 4 and time.perf_counter() < until:  # bounded in count and in time
                 n += 1
-                path, body = (("/v1/ask", {"question": "Who kept the lighthouse?", "k": 2}) if i % 5 == 0
-                              else ("/v1/verify", verify_body(i + n)))
+                path, body = (
+                    ("/v1/ask", {"question": "Who kept the lighthouse?", "k": 2})
+                    if i % 5 == 0
+                    else ("/v1/verify", verify_body(i + n))
+                )
                 t0 = time.perf_counter()
                 r = await c.post(path, json=body)
                 latencies.append(time.perf_counter() - t0)
@@ -82,10 +100,12 @@ def test_fifty_concurrent_clients_get_answers_or_documented_refusals(tmp_path, i
         rss_after = server.rss_mb()
         ok = statuses.count(200)
         bad = [s for s in statuses if s >= 500 and s not in (503, 504)]
-        print(f"\nload: {len(statuses)} requests from 50 clients in {elapsed:.1f} s; 200: {ok}, "
-              f"429: {statuses.count(429)}, 503/504: {statuses.count(503) + statuses.count(504)}; "
-              f"p50 {statistics.median(latencies):.2f} s, p99 {sorted(latencies)[int(0.99 * (len(latencies) - 1))]:.2f} s; "
-              f"{ok / elapsed:.2f} answered/s; RSS {rss_before:.0f} -> {rss_after:.0f} MB")
+        print(
+            f"\nload: {len(statuses)} requests from 50 clients in {elapsed:.1f} s; 200: {ok}, "
+            f"429: {statuses.count(429)}, 503/504: {statuses.count(503) + statuses.count(504)}; "
+            f"p50 {statistics.median(latencies):.2f} s, p99 {sorted(latencies)[int(0.99 * (len(latencies) - 1))]:.2f} s; "
+            f"{ok / elapsed:.2f} answered/s; RSS {rss_before:.0f} -> {rss_after:.0f} MB"
+        )
         assert bad == [] and missing_retry_after == []
         assert ok >= 10 and statuses.count(429) > 0  # the queue both served and refused
         assert set(statuses) <= {200, 429, 503, 504}
@@ -122,10 +142,11 @@ def test_kill_9_mid_request_corrupts_nothing_and_the_cache_serves_the_repeat(tmp
     assert first["usage"]["calls"] >= 1 and first["usage"]["cache_hits"] == 0
 
     def doomed() -> None:
-        try:
+        try:  # noqa: SIM105
             httpx.post(server.url + "/v1/ask", json={"question": "Who restored the lighthouse?"}, timeout=120)
         except httpx.TransportError:
             pass  # the server died under it: that is the point
+
     t = threading.Thread(target=doomed)
     t.start()
     time.sleep(1.5)

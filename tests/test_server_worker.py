@@ -1,6 +1,7 @@
 """The model worker's queue: one job at a time, a bounded queue, timeouts that cancel.
 
 The jobs here sleep instead of calling a model: these tests are about the queue."""
+
 from __future__ import annotations
 
 import asyncio
@@ -30,6 +31,7 @@ def test_jobs_run_one_at_a_time_in_arrival_order():
             with lock:
                 active[0] -= 1
             return i
+
         return body
 
     async def main():
@@ -56,12 +58,12 @@ def test_a_full_queue_refuses_at_once_with_a_retry_after():
         t0 = time.perf_counter()
         with pytest.raises(Overloaded) as e:
             await w.run(lambda t: None)
-        assert time.perf_counter() - t0 < 0.5       # refused at once, not after waiting
+        assert time.perf_counter() - t0 < 0.5  # refused at once, not after waiting
         assert e.value.retry_after >= 1
         release.set()
         await asyncio.gather(*held)
         assert (w.running, w.waiting) == (0, 0)
-        assert max(w + r for w, r in depth) == 3   # never more than 1 running + queue_size waiting
+        assert max(w + r for w, r in depth) == 3  # never more than 1 running + queue_size waiting
         w.shutdown()
 
     run(main())
@@ -92,7 +94,7 @@ def test_a_request_that_runs_too_long_gets_run_timeout_and_its_job_stops_at_its_
 
     def job(token):
         for i in range(50):
-            token.check()           # the pipeline checks between stages
+            token.check()  # the pipeline checks between stages
             stages.append(i)
             time.sleep(0.02)
         return "finished"
@@ -102,7 +104,7 @@ def test_a_request_that_runs_too_long_gets_run_timeout_and_its_job_stops_at_its_
         with pytest.raises(RunTimeout):
             await w.run(job)
         await asyncio.sleep(0.2)
-        assert (w.running, w.waiting) == (0, 0)    # the job stopped and freed the model
+        assert (w.running, w.waiting) == (0, 0)  # the job stopped and freed the model
         w.shutdown()
 
     run(main())
@@ -123,6 +125,7 @@ def test_a_job_error_reaches_its_caller_and_frees_the_model():
 
 def test_cancel_token_raises_once_set():
     from verirag.server.worker import CancelToken
+
     token = CancelToken(threading.Event())
     token.check()
     token.event.set()
@@ -139,8 +142,8 @@ def test_a_request_that_gave_up_waiting_frees_its_slot_at_once():
         await asyncio.sleep(0.05)
         with pytest.raises(QueueTimeout):
             await w.run(lambda t: None)
-        assert (w.running, w.waiting) == (1, 0)   # not counted while its skipped turn is pending
-        waiter = asyncio.ensure_future(w.run(lambda t: "admitted"))   # the slot is free: no 429
+        assert (w.running, w.waiting) == (1, 0)  # not counted while its skipped turn is pending
+        waiter = asyncio.ensure_future(w.run(lambda t: "admitted"))  # the slot is free: no 429
         await asyncio.sleep(0.05)
         assert w.waiting == 1
         release.set()

@@ -3,6 +3,7 @@ per generated answer, missing signals named or imputed), the logistic regression
 scikit-learn, cross-validation split by question group, the report beside each signal alone, the
 JSON round trip and `verirag train verifier --stack RUN`. The tiny real run is in
 tests/test_stack_run.py."""
+
 from __future__ import annotations
 
 import json
@@ -36,8 +37,12 @@ def records(n: int = 120, seed: int = 0, twins: bool = False, drop: dict | None 
         verifier = 1 / (1 + math.exp(-(a + rng.normal())))
         self_check = 1 / (1 + math.exp(-(b + rng.normal())))
         lp = -abs(rng.normal()) - 0.3 * (1 - faithful)
-        values = {"logprob_min": lp * 3, "logprob_mean": lp, "logprob_sum": lp * 5,
-                  "k_precision": float(np.clip(0.7 + 0.1 * rng.normal(), 0, 1))}
+        values = {
+            "logprob_min": lp * 3,
+            "logprob_mean": lp,
+            "logprob_sum": lp * 5,
+            "k_precision": float(np.clip(0.7 + 0.1 * rng.normal(), 0, 1)),
+        }
         missing = {"retrieval_top": NO_RETRIEVER, "retrieval_mean": NO_RETRIEVER}
         if drop and i in drop:
             for s in drop[i]:
@@ -45,15 +50,37 @@ def records(n: int = 120, seed: int = 0, twins: bool = False, drop: dict | None 
                 missing[s] = "the backend gave no token log-probabilities for the answer"
         group = f"g{i // 2}" if twins else f"g{i}"
         for pred, score in (("self_check", self_check), ("verifier", verifier)):
-            details = {"generator": "vanilla", "predictor": pred, "predictor_digest": f"{pred}-digest",
-                       "generation": f"generator:vanilla|m|{i:04d}", "model_fingerprint": "m-fp",
-                       "signals": {"values": values, "missing": missing}}
-            spec = {"name": f"vanilla+{pred}", "label": f"vanilla+{pred}",
-                    "options": {"max_tokens": 24, **({"verifier": "v-dir"} if pred == "verifier" else {})}}
-            out.append(ResultRecord(dataset="toy", model="m", method=f"vanilla+{pred}", example_id=f"q{i}",
-                                    question=f"question {i}?", answer=f"answer {i}", score=score, hard=False,
-                                    answerable=1 if faithful or i % 3 else 0, correct=faithful, faithful=faithful,
-                                    group=group, details=details, method_spec=spec))
+            details = {
+                "generator": "vanilla",
+                "predictor": pred,
+                "predictor_digest": f"{pred}-digest",
+                "generation": f"generator:vanilla|m|{i:04d}",
+                "model_fingerprint": "m-fp",
+                "signals": {"values": values, "missing": missing},
+            }
+            spec = {
+                "name": f"vanilla+{pred}",
+                "label": f"vanilla+{pred}",
+                "options": {"max_tokens": 24, **({"verifier": "v-dir"} if pred == "verifier" else {})},
+            }
+            out.append(
+                ResultRecord(
+                    dataset="toy",
+                    model="m",
+                    method=f"vanilla+{pred}",
+                    example_id=f"q{i}",
+                    question=f"question {i}?",
+                    answer=f"answer {i}",
+                    score=score,
+                    hard=False,
+                    answerable=1 if faithful or i % 3 else 0,
+                    correct=faithful,
+                    faithful=faithful,
+                    group=group,
+                    details=details,
+                    method_spec=spec,
+                )
+            )
     return out
 
 
@@ -72,15 +99,22 @@ def test_one_row_per_answer_with_every_column_the_run_has():
     assert t.column("logprob_mean")[4] == recs[8].details["signals"]["values"]["logprob_mean"]
     assert t.y.tolist() == [r.faithful for r in recs[::2]]
     assert t.absent == {"retrieval_top": NO_RETRIEVER, "retrieval_mean": NO_RETRIEVER}
-    assert t.sources["verifier"] == {"predictor": "verifier", "options": {"verifier": "v-dir"},
-                                     "method": "vanilla+verifier", "digest": "verifier-digest"}
+    assert t.sources["verifier"] == {
+        "predictor": "verifier",
+        "options": {"verifier": "v-dir"},
+        "method": "vanilla+verifier",
+        "digest": "verifier-digest",
+    }
     assert t.model_fingerprint == "m-fp"
 
 
 def test_a_missing_signal_is_named_or_imputed_never_dropped():
     recs = records(12, drop={5: ["logprob_min"]})
-    with pytest.raises(InputError, match=r"logprob_min is missing for 1 of 12 answers \(first: toy\|m\|q5\|.*"
-                                         r"no token log-probabilities.*--impute"):
+    with pytest.raises(
+        InputError,
+        match=r"logprob_min is missing for 1 of 12 answers \(first: toy\|m\|q5\|.*"
+        r"no token log-probabilities.*--impute",
+    ):
         feature_table(recs)
     t = feature_table(recs, impute=True)
     assert len(t.keys) == 12 and t.missing == {"logprob_min": 1} and np.isnan(t.column("logprob_min")[5])
@@ -97,8 +131,9 @@ def test_a_missing_signal_is_named_or_imputed_never_dropped():
 
 def test_a_predictor_missing_on_some_answers_is_named():
     recs = [r for r in records(8) if not (r.example_id == "q2" and r.method == "vanilla+self_check")]
-    with pytest.raises(InputError, match="self_check is missing for 1 of 8.*no record of a method with predictor "
-                                         "self_check"):
+    with pytest.raises(
+        InputError, match="self_check is missing for 1 of 8.*no record of a method with predictor self_check"
+    ):
         feature_table(recs)
 
 
@@ -114,7 +149,9 @@ def test_unknown_features_methods_and_absent_signals_are_clear_errors():
 
 def test_two_methods_with_one_predictor_need_a_choice():
     recs = records(6)
-    other = [ResultRecord(**{**r.__dict__, "method": "vanilla+verifier-b"}) for r in recs if r.method == "vanilla+verifier"]
+    other = [
+        ResultRecord(**{**r.__dict__, "method": "vanilla+verifier-b"}) for r in recs if r.method == "vanilla+verifier"
+    ]
     with pytest.raises(InputError, match="two methods score the same answers with predictor verifier.*--methods"):
         feature_table(recs + other)
     t = feature_table(recs + other, methods=["vanilla+self_check", "vanilla+verifier-b"])
@@ -123,8 +160,20 @@ def test_two_methods_with_one_predictor_need_a_choice():
 
 def test_unified_methods_are_counted_not_read_and_answers_must_agree():
     recs = records(6)
-    intrinsic = ResultRecord(dataset="toy", model="m", method="intrinsic", example_id="q0", question="q", answer="x",
-                             score=1.0, hard=True, answerable=1, correct=1, faithful=1, details={"parse_ok": True})
+    intrinsic = ResultRecord(
+        dataset="toy",
+        model="m",
+        method="intrinsic",
+        example_id="q0",
+        question="q",
+        answer="x",
+        score=1.0,
+        hard=True,
+        answerable=1,
+        correct=1,
+        faithful=1,
+        details={"parse_ok": True},
+    )
     assert feature_table(recs + [intrinsic]).ignored == {"intrinsic": 1}
     recs[1] = ResultRecord(**{**recs[1].__dict__, "answer": "another answer"})
     with pytest.raises(InputError, match="disagree on the answer"):
@@ -143,6 +192,7 @@ def test_the_stack_is_scikit_learns_logistic_regression_on_standardised_features
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
+
     t = feature_table(records(80))
     stack = StackedVerifier(t.features, C=0.5).fit(t.X, t.y)
     ref = make_pipeline(StandardScaler(), LogisticRegression(C=0.5, max_iter=1000)).fit(t.X, t.y)
@@ -161,7 +211,7 @@ def test_cross_validation_holds_out_whole_question_groups():
     groups = np.asarray(t.groups)
     assert sorted(np.concatenate([test for _, test in splits]).tolist()) == list(range(60))
     for train, test in splits:
-        assert not set(groups[train]) & set(groups[test])   # twins never straddle a split
+        assert not set(groups[train]) & set(groups[test])  # twins never straddle a split
         manual = StackedVerifier(t.features).fit(t.X[train], t.y[train]).predict_proba(t.X[test])
         np.testing.assert_allclose(p[STACKED][test], manual)
     assert not np.isnan(p[BOOSTED]).any()
@@ -172,7 +222,7 @@ def test_the_report_measures_the_stack_beside_each_signal_alone():
     r = train_stack(t, folds=5, seed=0, n_resamples=300)
     rows = r.report["rows"]
     assert set(rows) == {STACKED, BOOSTED, *t.features}
-    for f in t.features:   # each signal alone: its raw value as the score
+    for f in t.features:  # each signal alone: its raw value as the score
         x = t.column(f)
         assert rows[f]["auroc"] == pytest.approx(auroc(x, t.y))
         assert rows[f]["pr_auc"] == pytest.approx(pr_auc(x, t.y, t.answerable, strict=False))
@@ -218,13 +268,31 @@ def test_json_round_trip_refuses_another_model(tmp_path):
 
 def test_train_verifier_stack_command(tmp_path, capsys):
     from verirag.cli import main
+
     run = tmp_path / "run"
     store = ResultStore(run)
     for rec in records(60):
         store.append(rec)
     out = tmp_path / "stack.json"
-    assert main(["train", "verifier", "--stack", str(run), "--out", str(out), "--folds", "3",
-                 "--resamples", "50", "--c", "0.5"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "verifier",
+                "--stack",
+                str(run),
+                "--out",
+                str(out),
+                "--folds",
+                "3",
+                "--resamples",
+                "50",
+                "--c",
+                "0.5",
+            ]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
     assert "not in this run: retrieval_top" in text
     for name in ("stacked", "gradient", "self_check", "verifier", "k_precision", "logprob_sum"):
@@ -239,6 +307,6 @@ def test_train_verifier_stack_command(tmp_path, capsys):
 
 def test_scores_of_two_predictor_identities_are_not_mixed():
     recs = records(6)
-    recs[1].details = {**recs[1].details, "predictor_digest": "retrained"}   # q0's verifier record
+    recs[1].details = {**recs[1].details, "predictor_digest": "retrained"}  # q0's verifier record
     with pytest.raises(InputError, match="verifier scores come from two different predictors"):
         feature_table(recs)

@@ -3,20 +3,20 @@ toy examples): the records carry the answer's signals (token logprobs from the g
 K-Precision, retrieval scores), `verirag train verifier --stack` fits on them, and
 `vanilla+stacked(stack=FILE)` recomputes the same features at answer time and gives the score the
 stack gives the recorded ones."""
+
 from __future__ import annotations
 
 import json
 
 import numpy as np
 import pytest
+from test_learned_verifier import toy_examples, toy_verifier
 
 from verirag.errors import InputError
 from verirag.experiments.grid.records import ResultStore
 from verirag.learned.stack import StackedVerifier
 from verirag.metrics.faithfulness import k_precision
 from verirag.types import Passage
-
-from test_learned_verifier import toy_examples, toy_verifier
 
 pytestmark = pytest.mark.slow
 
@@ -31,13 +31,23 @@ def questions(n: int = 10) -> list[dict]:
     rows = []
     for i in range(n):
         thing, town, colour = THINGS[i % len(THINGS)], TOWNS[i % len(TOWNS)], COLOURS[i % len(COLOURS)]
-        other = [f"The market of {town} opens on Saturdays and sells fish.", f"It rains often in the valley near {town}."]
+        other = [
+            f"The market of {town} opens on Saturdays and sells fish.",
+            f"It rains often in the valley near {town}.",
+        ]
         if i % 2 == 0:
             passages, scores = [f"The {thing} in {town} is painted {colour}.", other[0]], [8.0 + i % 3, 3.0]
         else:
             passages, scores = other, [3.5, 2.0 + i % 3]
-        rows.append({"id": f"q{i}", "question": f"What colour is the {thing} in {town}?", "passages": passages,
-                     "references": [colour], "meta": {"retrieval_scores": scores}})
+        rows.append(
+            {
+                "id": f"q{i}",
+                "question": f"What colour is the {thing} in {town}?",
+                "passages": passages,
+                "references": [colour],
+                "meta": {"retrieval_scores": scores},
+            }
+        )
     return rows
 
 
@@ -46,17 +56,25 @@ def run(smollm, tmp_path_factory):
     """(run folder, the questions, the verifier folder): vanilla answers judged by self_check and
     by the verifier."""
     import torch
+
     torch.set_num_threads(1)
     from verirag.experiments.grid.config import parse_config
     from verirag.experiments.grid.runner import run_experiment
+
     tmp = tmp_path_factory.mktemp("stack")
     verifier = toy_verifier(epochs=1).fit(toy_examples(16)).save(tmp / "verifier")
     rows = questions()
     data = tmp / "towns.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    cfg = parse_config({"name": "stack", "datasets": [{"name": "jsonl", "path": str(data)}], "models": ["smollm2-135m"],
-                        "methods": ["vanilla+self_check", {"name": "vanilla+verifier", "verifier": str(verifier)}],
-                        "generation": {"max_tokens": 16}})
+    cfg = parse_config(
+        {
+            "name": "stack",
+            "datasets": [{"name": "jsonl", "path": str(data)}],
+            "models": ["smollm2-135m"],
+            "methods": ["vanilla+self_check", {"name": "vanilla+verifier", "verifier": str(verifier)}],
+            "generation": {"max_tokens": 16},
+        }
+    )
     out = run_experiment(cfg, tmp / "run", llm_factory=lambda spec, n_ctx: smollm, progress=False)
     assert out.written == 2 * len(rows) and not out.failures
     return tmp / "run", {r["id"]: r for r in rows}, verifier
@@ -76,7 +94,7 @@ def test_records_carry_the_answers_signals(run):
         assert values["retrieval_top"] == max(row["meta"]["retrieval_scores"])
         assert values["retrieval_mean"] == pytest.approx(np.mean(row["meta"]["retrieval_scores"]))
         assert r.details["predictor_digest"] and r.details["model_fingerprint"]
-    for pair in by_example.values():   # both predictors judged one generation
+    for pair in by_example.values():  # both predictors judged one generation
         assert len({r.details["generation"] for r in pair}) == 1 and len({r.answer for r in pair}) == 1
     assert 0 < sum(r.faithful for r in recs) < len(recs)
 
@@ -86,27 +104,41 @@ def test_stacked_from_the_run_scores_new_answers_as_it_scored_the_recorded_ones(
     from verirag.awf.trace import Trace
     from verirag.cli import main
     from verirag.types import Example
+
     run_dir, rows, _ = run
     path = tmp_path / "stack.json"
-    assert main(["train", "verifier", "--stack", str(run_dir), "--out", str(path), "--folds", "3",
-                 "--resamples", "100"]) == 0
+    assert (
+        main(["train", "verifier", "--stack", str(run_dir), "--out", str(path), "--folds", "3", "--resamples", "100"])
+        == 0
+    )
     stack = StackedVerifier.load(path)
-    assert stack.features == ["self_check", "verifier", "logprob_min", "logprob_mean", "logprob_sum", "k_precision",
-                              "retrieval_top", "retrieval_mean"]
+    assert stack.features == [
+        "self_check",
+        "verifier",
+        "logprob_min",
+        "logprob_mean",
+        "logprob_sum",
+        "k_precision",
+        "retrieval_top",
+        "retrieval_mean",
+    ]
     report = stack.provenance["cv"]
     assert report["answers"] == len(rows) and set(report["rows"]) >= {"stacked", "self_check", "verifier"}
 
     from verirag.train.stack_features import feature_table
+
     table = feature_table(ResultStore(run_dir).load())
     method = build_method("vanilla+stacked", smollm, stack=str(path))
-    assert method.predictor.continues_generation   # it reads self_check, which continues the conversation
+    assert method.predictor.continues_generation  # it reads self_check, which continues the conversation
     for i in (0, 1):
         row = rows[f"q{i}"]
-        ex = Example.from_dict({**row, "passages": [{"id": f"q{i}:{j}", "text": t} for j, t in enumerate(row["passages"])]})
+        ex = Example.from_dict(
+            {**row, "passages": [{"id": f"q{i}:{j}", "text": t} for j, t in enumerate(row["passages"])]}
+        )
         out = method.run(Trace(ex.question, ex.passages, retrieval_scores=row["meta"]["retrieval_scores"]))
         k = next(n for n, key in enumerate(table.keys) if f"|q{i}|" in key)
         assert out.error is None and out.answer
-        assert out.score == pytest.approx(stack.predict_proba(table.X[k:k + 1])[0], abs=1e-6)
+        assert out.score == pytest.approx(stack.predict_proba(table.X[k : k + 1])[0], abs=1e-6)
 
     # an answer written elsewhere has no token logprobs: named, never guessed
     v = method.predictor.verify(rows["q0"]["question"], "It is green.", [Passage("p", rows["q0"]["passages"][0])])
@@ -117,6 +149,7 @@ def test_a_stack_for_another_verifier_or_model_is_refused(run, smollm, tmp_path)
     from verirag.awf.compose import build_method
     from verirag.train.stack import train_stack
     from verirag.train.stack_features import feature_table
+
     run_dir, _, _ = run
     table = feature_table(ResultStore(run_dir).load(), features=["verifier", "self_check", "k_precision"])
     result = train_stack(table, folds=3, n_resamples=20)

@@ -1,5 +1,6 @@
 """calibrate-retrieval end to end on our own fixture (real BM25, no model), and the pipeline's trust
 stage: only trusted chunks reach the model; an empty trusted set is the user's chosen action."""
+
 from __future__ import annotations
 
 import json
@@ -8,8 +9,8 @@ import math
 import pytest
 
 from verirag.errors import InputError
-from verirag.retrieval import Index
 from verirag.learned.trust_filter import ConformalTrustFilter
+from verirag.retrieval import Index
 from verirag.train.trust_calibration import calibrate_retrieval, reference_sources
 from verirag.types import Example, Passage
 
@@ -20,11 +21,22 @@ COLOURS = ["green", "red", "blue", "yellow", "white", "black", "grey", "orange",
 def fixture_rows():
     rows = []
     for t, c in zip(TOWNS, COLOURS):
-        rows.append({"question": f"What colour is the bridge in {t}?", "references": [c], "source": t,
-                     "passages": [{"id": f"{t}-bridge", "title": t, "text": f"The bridge in {t} is painted {c}."},
-                                  {"id": f"{t}-market", "title": t, "text": f"The market of {t} opens on Saturdays."},
-                                  {"id": f"{t}-weather", "title": f"{t} weather",
-                                   "text": f"It rains often in the valley around {t} in autumn."}]})
+        rows.append(
+            {
+                "question": f"What colour is the bridge in {t}?",
+                "references": [c],
+                "source": t,
+                "passages": [
+                    {"id": f"{t}-bridge", "title": t, "text": f"The bridge in {t} is painted {c}."},
+                    {"id": f"{t}-market", "title": t, "text": f"The market of {t} opens on Saturdays."},
+                    {
+                        "id": f"{t}-weather",
+                        "title": f"{t} weather",
+                        "text": f"It rains often in the valley around {t} in autumn.",
+                    },
+                ],
+            }
+        )
     return rows
 
 
@@ -37,6 +49,7 @@ def data_file(tmp_path):
 
 def examples():
     from verirag.datasets.jsonl import parse_line
+
     return [parse_line(r, i, "fixture") for i, r in enumerate(fixture_rows(), 1)]
 
 
@@ -47,8 +60,12 @@ def pooled_index(kind="bm25"):
 def test_reference_sources_from_the_source_field_or_the_relevant_passages():
     ex = examples()[0]
     assert reference_sources(ex) == ["Varnholt"]
-    labelled = Example(id="x", question="q", passages=[Passage("a", "t", title="Gold"), Passage("b", "u", title="Other")],
-                       relevance=[1, 0])
+    labelled = Example(
+        id="x",
+        question="q",
+        passages=[Passage("a", "t", title="Gold"), Passage("b", "u", title="Other")],
+        relevance=[1, 0],
+    )
     assert reference_sources(labelled) == ["Gold"]
     assert reference_sources(Example(id="y", question="q")) == []
 
@@ -58,7 +75,7 @@ def test_calibration_on_a_pooled_bm25_index():
     cal = calibrate_retrieval(examples(), idx, k=3, alpha=0.2)
     f = cal.filter
     assert f.fingerprints["retriever"] == "bm25" and f.fingerprints["corpus"] == idx.fingerprint and f.k_ == 3
-    assert f.n_questions_ == 10 and f.n_correct_ >= 10     # the bridge chunk of each town is of its source
+    assert f.n_questions_ == 10 and f.n_correct_ >= 10  # the bridge chunk of each town is of its source
     assert 0.0 < f.calibration_.m1 <= 1.0 and 0.0 < f.calibration_.m2 <= 1.0
     # the top chunk of every question is its own town's bridge: trusted, and what is kept is a subset
     hits = idx.search("What colour is the bridge in Ostby?", k=3)
@@ -70,6 +87,7 @@ def test_calibration_on_a_pooled_bm25_index():
 
 def test_the_cli_writes_a_filter_that_ask_loads(tmp_path, data_file, capsys):
     from verirag.cli import main
+
     out = tmp_path / "trust.json"
     assert main(["calibrate-retrieval", str(data_file), "--out", str(out), "--k", "3", "--alpha", "0.2"]) == 0
     printed = capsys.readouterr().out
@@ -109,7 +127,7 @@ def pipeline_with_trust(monkeypatch, tmp_path, on_untrusted):
 
 
 def test_ask_keeps_only_trusted_chunks_and_reports_m1_m2(monkeypatch, tmp_path):
-    p, llm = pipeline_with_trust(monkeypatch, tmp_path, "abstain")
+    p, _llm = pipeline_with_trust(monkeypatch, tmp_path, "abstain")
     r = p.ask("What colour is the bridge in Varnholt?")
     assert r.trust["m1"] is True and 0 < r.trust["m2"] <= 1
     assert [e.id for e in r.evidence] == r.trust["trusted"] and "Varnholt-bridge" in r.trust["trusted"]
@@ -118,7 +136,7 @@ def test_ask_keeps_only_trusted_chunks_and_reports_m1_m2(monkeypatch, tmp_path):
 
 @pytest.mark.parametrize("action", ["abstain", "no-context", "keep-top"])
 def test_an_empty_trusted_set_is_the_chosen_action_never_a_crash(monkeypatch, tmp_path, action):
-    p, llm = pipeline_with_trust(monkeypatch, tmp_path, action)
+    p, _llm = pipeline_with_trust(monkeypatch, tmp_path, action)
     # a question only the weather chunks match, weakly: retrieved, none trusted
     r = p.ask("Does it rain in autumn?")
     assert r.trust["m1"] is False and r.trust["trusted"] == [] and r.trust["empty_action"] == action
@@ -132,15 +150,21 @@ def test_an_empty_trusted_set_is_the_chosen_action_never_a_crash(monkeypatch, tm
 
 def test_on_untrusted_is_checked():
     from verirag.awf.pipeline import PipelineConfig
+
     with pytest.raises(InputError, match="on_untrusted"):
         PipelineConfig(on_untrusted="shrug").validate()
 
 
 def test_the_cli_checks_the_guarantee_on_held_out_questions(tmp_path, data_file, capsys):
     from verirag.cli import main
+
     out = tmp_path / "trust.json"
-    assert main(["calibrate-retrieval", str(data_file), "--out", str(out), "--k", "3", "--alpha", "0.2",
-                 "--holdout", "0.3"]) == 0
+    assert (
+        main(
+            ["calibrate-retrieval", str(data_file), "--out", str(out), "--k", "3", "--alpha", "0.2", "--holdout", "0.3"]
+        )
+        == 0
+    )
     printed = " ".join(capsys.readouterr().out.split())
     assert "7 questions" in printed and "held out (3 questions" in printed and "95% CI" in printed
     assert main(["calibrate-retrieval", str(data_file), "--out", str(out), "--holdout", "1.0"]) == 2

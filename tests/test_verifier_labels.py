@@ -1,6 +1,7 @@
 """`verirag label verifier` (issue 27, part 1): each recipe's labels on a tiny made-up data folder,
 the resolve round trip, the exclusion of instruct_qa_human questions, resuming after kill -9, and
 the real recipe with the smallest real model."""
+
 from __future__ import annotations
 
 import gzip
@@ -28,42 +29,93 @@ from verirag.types import Generation
 
 # A small made-up world: no benchmark text.
 NQ_ROWS = [
-    ("who designed the tallbridge lighthouse", ["Mara Quill"], "Tallbridge Lighthouse",
-     "The Tallbridge Lighthouse is a stone tower on the Wexmoor coast. It was designed by the engineer "
-     "Mara Quill and completed in 1887. The tower stands 31 metres tall."),
-    ("when was the orrin canal opened", ["1902"], "Orrin Canal",
-     "The Orrin Canal links the river Dell to the port of Harwick. It was opened in 1902 after eleven "
-     "years of work led by Tobias Fenn."),
-    ("how many arches does the kelby viaduct have", ["fourteen", "14"], "Kelby Viaduct",
-     "The Kelby Viaduct carries the railway over the Amber valley on fourteen arches. It was built by "
-     "Selma Hart in 1871."),
-    ("who painted the harbour at dawn", ["Ivo Brandt"], "The Harbour at Dawn",
-     "The Harbour at Dawn is an oil painting by Ivo Brandt, finished in 1911 and kept in a museum of "
-     "the coast."),
-    ("what river flows through harwick", ["river Dell", "Dell"], "Harwick",
-     "Harwick is a port town where the river Dell meets the sea. Its harbour master in 1890 was Piet Lund."),
-    ("who founded the wexmoor museum", ["Edda Morn"], "Wexmoor Museum",
-     "The Wexmoor Museum was founded by Edda Morn in 1923 and holds paintings of the coast."),
-    ("who wrote the song of amber valley", ["Luca Venn"], "Song of Amber Valley",
-     "The Song of Amber Valley is a folk song written by Luca Venn in 1934."),
-    ("what colour is the kelby signal box", ["green"], "Kelby signal box",
-     "The Kelby signal box stands beside the viaduct and was rebuilt after a fire."),   # no answer: unusable
+    (
+        "who designed the tallbridge lighthouse",
+        ["Mara Quill"],
+        "Tallbridge Lighthouse",
+        "The Tallbridge Lighthouse is a stone tower on the Wexmoor coast. It was designed by the engineer "
+        "Mara Quill and completed in 1887. The tower stands 31 metres tall.",
+    ),
+    (
+        "when was the orrin canal opened",
+        ["1902"],
+        "Orrin Canal",
+        "The Orrin Canal links the river Dell to the port of Harwick. It was opened in 1902 after eleven "
+        "years of work led by Tobias Fenn.",
+    ),
+    (
+        "how many arches does the kelby viaduct have",
+        ["fourteen", "14"],
+        "Kelby Viaduct",
+        "The Kelby Viaduct carries the railway over the Amber valley on fourteen arches. It was built by "
+        "Selma Hart in 1871.",
+    ),
+    (
+        "who painted the harbour at dawn",
+        ["Ivo Brandt"],
+        "The Harbour at Dawn",
+        "The Harbour at Dawn is an oil painting by Ivo Brandt, finished in 1911 and kept in a museum of the coast.",
+    ),
+    (
+        "what river flows through harwick",
+        ["river Dell", "Dell"],
+        "Harwick",
+        "Harwick is a port town where the river Dell meets the sea. Its harbour master in 1890 was Piet Lund.",
+    ),
+    (
+        "who founded the wexmoor museum",
+        ["Edda Morn"],
+        "Wexmoor Museum",
+        "The Wexmoor Museum was founded by Edda Morn in 1923 and holds paintings of the coast.",
+    ),
+    (
+        "who wrote the song of amber valley",
+        ["Luca Venn"],
+        "Song of Amber Valley",
+        "The Song of Amber Valley is a folk song written by Luca Venn in 1934.",
+    ),
+    (
+        "what colour is the kelby signal box",
+        ["green"],
+        "Kelby signal box",
+        "The Kelby signal box stands beside the viaduct and was rebuilt after a fire.",
+    ),  # no answer: unusable
 ]
 EXCLUDED_NQ = "who wrote the song of amber valley"
 HOTPOT = [
-    {"_id": "h1", "question": "What year was the architect of Gallo Hall born?", "answer": "1850",
-     "gold": [("Gallo Hall", ["Gallo Hall is a concert hall in Harwick.", " It was designed by Nora Vell."]),
-              ("Nora Vell", ["Nora Vell (born 1850) was an architect from Dellport."])]},
-    {"_id": "h2", "question": "Which is older, the Orrin waterway or the Kelby bridge?", "answer": "Kelby bridge",
-     "gold": [("Orrin waterway", ["The Orrin waterway opened in 1902."]),
-              ("Kelby bridge", ["The Kelby bridge was completed in 1871."])]},
-    {"_id": "h3", "question": "Who directed the film Grey Tide?", "answer": "Ada Roe",
-     "gold": [("Grey Tide", ["Grey Tide is a film about fishermen."]),
-              ("Ada Roe", ["Ada Roe directed Grey Tide, her first film."])]},
+    {
+        "_id": "h1",
+        "question": "What year was the architect of Gallo Hall born?",
+        "answer": "1850",
+        "gold": [
+            ("Gallo Hall", ["Gallo Hall is a concert hall in Harwick.", " It was designed by Nora Vell."]),
+            ("Nora Vell", ["Nora Vell (born 1850) was an architect from Dellport."]),
+        ],
+    },
+    {
+        "_id": "h2",
+        "question": "Which is older, the Orrin waterway or the Kelby bridge?",
+        "answer": "Kelby bridge",
+        "gold": [
+            ("Orrin waterway", ["The Orrin waterway opened in 1902."]),
+            ("Kelby bridge", ["The Kelby bridge was completed in 1871."]),
+        ],
+    },
+    {
+        "_id": "h3",
+        "question": "Who directed the film Grey Tide?",
+        "answer": "Ada Roe",
+        "gold": [
+            ("Grey Tide", ["Grey Tide is a film about fishermen."]),
+            ("Ada Roe", ["Ada Roe directed Grey Tide, her first film."]),
+        ],
+    },
 ]
-HOTPOT_DISTRACTORS = [("Amber Valley", ["Amber Valley is a valley with orchards and a railway."]),
-                      ("Piet Lund", ["Piet Lund was a sailor and harbour master."]),
-                      ("Dellport", ["Dellport is a village on the river Dell."])]
+HOTPOT_DISTRACTORS = [
+    ("Amber Valley", ["Amber Valley is a valley with orchards and a railway."]),
+    ("Piet Lund", ["Piet Lund was a sailor and harbour master."]),
+    ("Dellport", ["Dellport is a village on the river Dell."]),
+]
 EXCLUDED_HOTPOT = "Who directed the film Grey Tide?"
 
 # What the scripted model says, by a word of the question; long answers are two grounded sentences.
@@ -83,27 +135,61 @@ def write_data(root: Path) -> Path:
     (root / "lost_in_the_middle_nq").mkdir(parents=True)
     with gzip.open(root / "lost_in_the_middle_nq" / "nq-open-oracle.jsonl.gz", "wt", encoding="utf-8") as f:
         for q, answers, title, text in NQ_ROWS:
-            f.write(json.dumps({"question": q, "answers": answers,
-                                "ctxs": [{"title": title, "text": text, "hasanswer": True, "isgold": True}]}) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "question": q,
+                        "answers": answers,
+                        "ctxs": [{"title": title, "text": text, "hasanswer": True, "isgold": True}],
+                    }
+                )
+                + "\n"
+            )
     (root / "hotpotqa_amor_subset").mkdir()
     with open(root / "hotpotqa_amor_subset" / "dev.json", "w", encoding="utf-8") as f:
         for h in HOTPOT:
             context = [[t, s] for t, s in h["gold"]] + [[t, s] for t, s in HOTPOT_DISTRACTORS]
-            f.write(json.dumps({"_id": h["_id"], "question": h["question"], "answer": h["answer"], "context": context,
-                                "supporting_facts": [[t, 0] for t, _ in h["gold"]]}) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "_id": h["_id"],
+                        "question": h["question"],
+                        "answer": h["answer"],
+                        "context": context,
+                        "supporting_facts": [[t, 0] for t, _ in h["gold"]],
+                    }
+                )
+                + "\n"
+            )
     folder = root / "instruct_qa_human"
     folder.mkdir()
-    row = {"model": "m", "response": "r", "references": ["x"], "gold_passages": [{"title": "t", "text": "x"}],
-           "human_correctness": "correct", "label_correct": 1}
+    row = {
+        "model": "m",
+        "response": "r",
+        "references": ["x"],
+        "gold_passages": [{"title": "t", "text": "x"}],
+        "human_correctness": "correct",
+        "label_correct": 1,
+    }
     with open(folder / "correctness_nq_corrected_396.jsonl", "w", encoding="utf-8") as f:
-        f.write(json.dumps({**row, "dataset": "natural_questions", "id": 1, "question": "Who wrote the Song of Amber-Valley?"}) + "\n")
+        f.write(
+            json.dumps(
+                {**row, "dataset": "natural_questions", "id": 1, "question": "Who wrote the Song of Amber-Valley?"}
+            )
+            + "\n"
+        )
     with open(folder / "correctness_human_eval_1200.jsonl", "w", encoding="utf-8") as f:
-        f.write(json.dumps({**row, "dataset": "hotpot_qa", "id": 2, "question": "who directed the film  grey tide"}) + "\n")
+        f.write(
+            json.dumps({**row, "dataset": "hotpot_qa", "id": 2, "question": "who directed the film  grey tide"}) + "\n"
+        )
     (root / "nomiracl_en" / "non_relevant").mkdir(parents=True)
-    prompt = ("Answer.\n\nQUESTION:\nWhat is the capital of Veloria?\n\nCONTEXTS:\n[1] Orchards: Apples grow in the "
-              "valley.\n\n[2] Ferries: The ferry crosses twice a day.\n\nOUTPUT:\n")
+    prompt = (
+        "Answer.\n\nQUESTION:\nWhat is the capital of Veloria?\n\nCONTEXTS:\n[1] Orchards: Apples grow in the "
+        "valley.\n\n[2] Ferries: The ferry crosses twice a day.\n\nOUTPUT:\n"
+    )
     (root / "nomiracl_en" / "non_relevant" / "en.test.jsonl").write_text(
-        json.dumps({"query_id": "n1", "docids": ["d1", "d2"], "prompt": prompt}) + "\n", encoding="utf-8")
+        json.dumps({"query_id": "n1", "docids": ["d1", "d2"], "prompt": prompt}) + "\n", encoding="utf-8"
+    )
     return root
 
 
@@ -149,29 +235,36 @@ def test_swap_gold_is_supported_and_swapped_is_not(tmp_path, data):
     swapped = [e for s, e in examples.items() if s.split("/")[3] == "swapped"]
     assert len(gold) == 6 + 2 and r.summary["by_recipe"]["swap"]["supported"] == len(gold)
     assert all(e.label == 1 for e in gold) and all(e.label == 0 for e in swapped) and len(swapped) >= 6
-    for e in gold:   # the unchanged gold answer, among passages that hold it
+    for e in gold:  # the unchanged gold answer, among passages that hold it
         assert any(substring_match(p, [e.answer]) for p in e.passages)
-    for e in swapped:   # a different answer of the same question, which no gold answer matches
-        refs = next(q[1] for q in NQ_ROWS if q[0] == e.question) if e.group.startswith("nq:") else \
-            [next(h["answer"] for h in HOTPOT if h["question"] == e.question)]
+    for e in swapped:  # a different answer of the same question, which no gold answer matches
+        refs = (
+            next(q[1] for q in NQ_ROWS if q[0] == e.question)
+            if e.group.startswith("nq:")
+            else [next(h["answer"] for h in HOTPOT if h["question"] == e.question)]
+        )
         assert not matches(e.answer, refs, "recall_or_substring"), e
     choice = next(e for e in swapped if e.group == "hotpotqa:h2")
-    assert choice.answer == "Orrin waterway"   # a choice question: the other option
+    assert choice.answer == "Orrin waterway"  # a choice question: the other option
 
 
 def test_evidence_sentence_gives_whole_sentences_of_either_label(tmp_path, data):
     run(tmp_path, data, recipes=["evidence_sentence"], datasets=["nq"])
-    examples = {e.source.split("/")[2] + "/" + e.source.split("/")[3]: e
-                for e in resolve_file(tmp_path / "labels.jsonl", data)}
+    examples = {
+        e.source.split("/")[2] + "/" + e.source.split("/")[3]: e for e in resolve_file(tmp_path / "labels.jsonl", data)
+    }
     rows = {str(i): row for i, row in enumerate(NQ_ROWS)}
     lighthouse = rows["0"]
     evidence, swapped, other = (examples[f"0/{v}"] for v in ("evidence", "evidence-swapped", "other-sentence"))
     # the sentence that holds the gold answer, copied whole: supported
-    assert evidence.label == 1 and evidence.answer == ("It was designed by the engineer Mara Quill and "
-                                                       "completed in 1887.")
+    assert evidence.label == 1 and evidence.answer == (
+        "It was designed by the engineer Mara Quill and completed in 1887."
+    )
     # the same sentence with the answer swapped: as long, unsupported, no gold answer left in it
     assert swapped.label == 0 and "Mara Quill" not in swapped.answer
-    assert swapped.answer.startswith("It was designed by the engineer ") and swapped.answer.endswith(" and completed in 1887.")
+    assert swapped.answer.startswith("It was designed by the engineer ") and swapped.answer.endswith(
+        " and completed in 1887."
+    )
     # another sentence of the evidence, true but no answer: unsupported
     assert other.label == 0 and other.answer in lighthouse[3] and not substring_match(other.answer, lighthouse[1])
     assert all(len(e.answer.split()) >= 6 for e in examples.values())
@@ -188,13 +281,14 @@ def test_evidence_removal_is_unsupported(tmp_path, data):
     nq = [e for e in examples if e.group.startswith("nq:")]
     assert len(nq) == 6 and not any(substring_match(p, [e.answer]) for e in nq for p in e.passages)
     hotpot = [e for e in examples if e.group == "hotpotqa:h1"]
-    assert len(hotpot) == 2   # each supporting paragraph dropped in turn
+    assert len(hotpot) == 2  # each supporting paragraph dropped in turn
     assert sorted(sum(p.startswith(("Gallo Hall\n", "Nora Vell\n")) for p in e.passages) for e in hotpot) == [1, 1]
 
 
 def test_real_labels_right_with_support_only(tmp_path, data):
-    r = run(tmp_path, data, recipes=["real"], models=["scripted"], llm_loader=lambda m: ScriptedLLM(),
-            real_per_question=3)
+    r = run(
+        tmp_path, data, recipes=["real"], models=["scripted"], llm_loader=lambda m: ScriptedLLM(), real_per_question=3
+    )
     records = [x for x in by_id(tmp_path).values() if "skip" not in x]
     assert len(records) == r.planned == 8 * 3
     for x in records:
@@ -234,8 +328,13 @@ def test_swap_on_a_model_answer_edits_the_answer_sentence(tmp_path, data):
 def test_records_hold_no_benchmark_text_and_resolve_round_trips(tmp_path, data):
     run(tmp_path, data, recipes=["swap", "evidence_removal"], datasets=["nq", "hotpotqa", "nomiracl"])
     lines = (tmp_path / "labels.jsonl").read_text(encoding="utf-8").splitlines()
-    texts = [q for q, *_ in NQ_ROWS] + [a for _, ans, *_ in NQ_ROWS for a in ans if len(a) > 4] + \
-        [t[:30] for *_, t in NQ_ROWS] + [h["question"] for h in HOTPOT] + [h["answer"] for h in HOTPOT]
+    texts = (
+        [q for q, *_ in NQ_ROWS]
+        + [a for _, ans, *_ in NQ_ROWS for a in ans if len(a) > 4]
+        + [t[:30] for *_, t in NQ_ROWS]
+        + [h["question"] for h in HOTPOT]
+        + [h["answer"] for h in HOTPOT]
+    )
     for line in lines:
         assert not [t for t in texts if t.lower() in line.lower()], line
     examples = resolve_file(tmp_path / "labels.jsonl", data)
@@ -282,7 +381,8 @@ def test_rerun_makes_nothing_and_options_are_checked(tmp_path, data, monkeypatch
     summary = json.loads((tmp_path / "labels.summary.json").read_text())
     assert summary["examples"] + sum(c["skipped"] for c in summary["by_recipe"].values()) == third.planned
     from verirag.train.verifier_labels import swap
-    monkeypatch.setattr(swap, "VERSION", swap.VERSION + 1)   # a changed recipe: its items are made again
+
+    monkeypatch.setattr(swap, "VERSION", swap.VERSION + 1)  # a changed recipe: its items are made again
     fourth = run(tmp_path, data, recipes=["swap", "evidence_removal"])
     assert fourth.remade == fourth.written == summary["by_recipe"]["swap"]["supported"] * 2
     assert all(r["v"] == swap.VERSION for r in by_id(tmp_path).values() if r["recipe"] == "swap")
@@ -309,7 +409,10 @@ def test_resumes_after_kill_9_without_recomputing(tmp_path, data):
     out, log = tmp_path / "labels.jsonl", tmp_path / "calls.log"
     script = tmp_path / "label.py"
     script.write_text(KILL_SCRIPT.format(tests=str(Path(__file__).parent), log=str(log), out=str(out), data=str(data)))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[1] / "src"), os.environ.get("PYTHONPATH", "")])}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(Path(__file__).parents[1] / "src"), os.environ.get("PYTHONPATH", "")]),
+    }
     proc = subprocess.Popen([sys.executable, str(script)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.time() + 60
     while time.time() < deadline and (not out.exists() or out.read_text().count("\n") < 4):
@@ -324,7 +427,7 @@ def test_resumes_after_kill_9_without_recomputing(tmp_path, data):
     assert done.returncode == 0, done.stderr
     planned, written, already, calls = map(int, done.stdout.split())
     assert planned == 24 and already == len(ids_before) and written == planned - already
-    assert calls == written == len(log.read_text().splitlines())   # one request per item not yet in the file
+    assert calls == written == len(log.read_text().splitlines())  # one request per item not yet in the file
     records = [json.loads(line) for line in out.read_text().splitlines() if line.strip().endswith("}")]
     ids = [r["id"] for r in records]
     assert len(ids) == len(set(ids)) == planned
@@ -335,6 +438,7 @@ def smollm_one_thread(smollm_path):
     """SmolLM2-135M with one llama.cpp thread: on two shared cores, two threads that wait for each
     other are many times slower."""
     from verirag.llm.llama_cpp_backend import LlamaCppLLM
+
     llm = LlamaCppLLM(smollm_path, model_id="smollm2-135m", n_ctx=2048, n_threads=1)
     yield llm
     llm.close()
@@ -343,8 +447,16 @@ def smollm_one_thread(smollm_path):
 @pytest.mark.slow
 def test_real_recipe_with_the_smallest_real_model(tmp_path, data, smollm_one_thread):
     smollm = smollm_one_thread
-    r = run(tmp_path, data, recipes=["real"], datasets=["nq", "nomiracl"], n=2, models=["smollm2-135m"],
-            llm_loader=lambda m: smollm, real_per_question=2)
+    r = run(
+        tmp_path,
+        data,
+        recipes=["real"],
+        datasets=["nq", "nomiracl"],
+        n=2,
+        models=["smollm2-135m"],
+        llm_loader=lambda m: smollm,
+        real_per_question=2,
+    )
     records = list(by_id(tmp_path).values())
     assert r.planned == len(records) == 3 * 2 and r.summary["by_model"]
     examples = {e.source: e for e in resolve(records, data)}
@@ -352,7 +464,7 @@ def test_real_recipe_with_the_smallest_real_model(tmp_path, data, smollm_one_thr
         assert "skip" not in x, x
         e = examples[x["id"]]
         assert e.answer == x["answer"] and x["model"] == "smollm2-135m" and x["fingerprint"] == smollm.fingerprint[:16]
-        if x["dataset"] == "nomiracl":   # no relevant passage: never supported
+        if x["dataset"] == "nomiracl":  # no relevant passage: never supported
             assert x["label"] == 0 and x["meta"]["condition"] == "non_relevant" and x["meta"]["correct"] is None
             continue
         refs = next(q[1] for q in NQ_ROWS if q[0] == e.question)
@@ -364,23 +476,70 @@ def test_real_recipe_with_the_smallest_real_model(tmp_path, data, smollm_one_thr
 @pytest.mark.slow
 def test_cli_labels_and_reports(tmp_path, data):
     out = tmp_path / "labels.jsonl"
-    r = subprocess.run([sys.executable, "-m", "verirag", "label", "verifier", "--out", str(out), "--data", str(data),
-                        "--recipes", "swap,evidence_removal", "--models", "none", "--n", "0"],
-                       capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "verirag",
+            "label",
+            "verifier",
+            "--out",
+            str(out),
+            "--data",
+            str(data),
+            "--recipes",
+            "swap,evidence_removal",
+            "--models",
+            "none",
+            "--n",
+            "0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
     assert r.returncode == 0, r.stderr
     summary = json.loads((tmp_path / "labels.summary.json").read_text())
-    assert summary["by_recipe"]["swap"]["supported"] == 8 and summary["last_run"]["questions"] == {"nq": 6, "hotpotqa": 2}
+    assert summary["by_recipe"]["swap"]["supported"] == 8 and summary["last_run"]["questions"] == {
+        "nq": 6,
+        "hotpotqa": 2,
+    }
     assert "nq 1, hotpotqa 1" in r.stdout and "supported" in r.stdout
-    r = subprocess.run([sys.executable, "-m", "verirag", "label", "verifier", "--out", str(out), "--data", str(data),
-                        "--recipes", "real", "--models", "none"], capture_output=True, text=True, timeout=120,
-                       stdin=subprocess.DEVNULL)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "verirag",
+            "label",
+            "verifier",
+            "--out",
+            str(out),
+            "--data",
+            str(data),
+            "--recipes",
+            "real",
+            "--models",
+            "none",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
     assert r.returncode != 0 and "need a model" in r.stderr + r.stdout
 
 
 @pytest.mark.shared_data
 def test_on_the_shared_data(tmp_path, shared_data):
-    run = label_verifier(tmp_path / "labels.jsonl", data_root=shared_data, n=4, recipes=["swap", "evidence_removal"],
-                         models=[], datasets=["nq", "hotpotqa"])
+    run = label_verifier(
+        tmp_path / "labels.jsonl",
+        data_root=shared_data,
+        n=4,
+        recipes=["swap", "evidence_removal"],
+        models=[],
+        datasets=["nq", "hotpotqa"],
+    )
     assert run.excluded["nq"] > 0 and run.questions == {"nq": 4, "hotpotqa": 4}
     examples = resolve_file(tmp_path / "labels.jsonl", shared_data)
     assert {e.label for e in examples} == {0, 1} and all(e.passages and e.answer for e in examples)
@@ -388,16 +547,32 @@ def test_on_the_shared_data(tmp_path, shared_data):
 
 def test_train_verifier_reads_the_labels_file_or_resolved_examples(tmp_path, data, monkeypatch):
     from verirag.train.verifier import read_labels
+
     run(tmp_path, data, recipes=["swap"])
     monkeypatch.setenv("VERIRAG_DATA_DIR", str(data))
     examples = list(read_labels(tmp_path / "labels.jsonl"))
     assert examples == resolve_file(tmp_path / "labels.jsonl", data) and examples
-    resolved = tmp_path / "examples.jsonl"   # the other format: the examples themselves
-    resolved.write_text("".join(json.dumps({"question": e.question, "answer": e.answer, "passages": list(e.passages),
-                                            "label": e.label, "recipe": e.recipe, "group": e.group}) + "\n"
-                                for e in examples), encoding="utf-8")
-    assert [(e.question, e.answer, e.label) for e in read_labels(resolved)] == \
-        [(e.question, e.answer, e.label) for e in examples]
+    resolved = tmp_path / "examples.jsonl"  # the other format: the examples themselves
+    resolved.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "question": e.question,
+                    "answer": e.answer,
+                    "passages": list(e.passages),
+                    "label": e.label,
+                    "recipe": e.recipe,
+                    "group": e.group,
+                }
+            )
+            + "\n"
+            for e in examples
+        ),
+        encoding="utf-8",
+    )
+    assert [(e.question, e.answer, e.label) for e in read_labels(resolved)] == [
+        (e.question, e.answer, e.label) for e in examples
+    ]
     with pytest.raises(InputError, match="cannot read"):
         list(read_labels(tmp_path / "missing.jsonl"))
 
@@ -413,7 +588,7 @@ def test_swap_from_passage_draws_only_wrong_spans_of_the_same_passages(tmp_path,
     assert made and all(x["meta"]["origin"] == "passage" for x in made)
     assert all("from passage" in x["skip"] for x in swapped if "skip" in x)
     examples = {e.source: e for e in resolve_file(tmp_path / "labels.jsonl", data)}
-    for x in made:   # the wrong answer is there, word for word, in the passages it is judged against
+    for x in made:  # the wrong answer is there, word for word, in the passages it is judged against
         e = examples[x["id"]]
         assert e.label == 0 and any(e.answer.lower() in p.lower() for p in e.passages)
     assert r.summary["by_recipe"]["swap"]["unsupported"] == len(made)

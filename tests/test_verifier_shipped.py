@@ -5,24 +5,30 @@ verify method's fallback, and each sentence's support in Pipeline.verify / ask, 
 
 A tiny verifier trained on a toy task stands in for the shipped one (VERIRAG_VERIFIER_DIR); the
 one main ships is checked by test_the_shipped_artifact_is_small_and_loads where it is present."""
+
 from __future__ import annotations
 
 import json
 
 import pytest
+from verifier_artifact import FILLER, fact
 
 from verirag.awf import pipeline as pipeline_module
 from verirag.awf.compose import build_method
-from verirag.awf.pipeline import (JUDGED_METHOD, TRAINED_VERIFY_METHOD, Pipeline, default_verify_method,
-                                  uses_shipped_verifier)
+from verirag.awf.pipeline import (
+    JUDGED_METHOD,
+    TRAINED_VERIFY_METHOD,
+    Pipeline,
+    default_verify_method,
+    uses_shipped_verifier,
+)
 from verirag.errors import ModelNotFoundError
 from verirag.learned import shipped
 from verirag.learned.shipped import MAX_SHIPPED_BYTES, VERIFIER_ENV, VERIFIER_FILES, shipped_verifier_dir
 from verirag.types import JudgedSentence, Passage
-from verifier_artifact import FILLER, fact
 
-Q, A, EVIDENCE = fact(205)        # an answer whose one sentence a passage states
-_, A_OTHER, _ = fact(207)         # a second sentence no passage states
+Q, A, EVIDENCE = fact(205)  # an answer whose one sentence a passage states
+_, A_OTHER, _ = fact(207)  # a second sentence no passage states
 PASSAGES = [Passage("town", FILLER, title="Town"), Passage("colours", f"{FILLER} {EVIDENCE}", title="Colours")]
 
 
@@ -79,28 +85,50 @@ def test_the_shipped_artifact_is_small_and_loads(monkeypatch):
 # Held-out pairs written here (invented places and people, in no benchmark): the same question and
 # passages, answered once as the passages say and once with what they do not say.
 HELD_OUT = [
-    ("Who founded the village of Marrowby?",
-     ["Marrowby is a village on the east bank of the Tessel. It was founded in 1412 by the miller Osric Vane, "
-      "whose family kept its mill for three centuries.", "The Tessel floods most springs."],
-     "Marrowby was founded by Osric Vane.", "Marrowby was founded by Edmund Hale."),
-    ("What is the capital of the province of Ardel?",
-     ["Ardel is a mountain province in the north. Its capital, Vostrin, lies at the head of the Ardel valley "
-      "and is home to about 40,000 people."],
-     "The capital of Ardel is Vostrin.", "The capital of Ardel is Keldmouth."),
-    ("How long is the Sund tunnel?",
-     ["The Sund tunnel links the islands of Orm and Haska. Opened in 1994, it is 7.4 kilometres long "
-      "and carries both road and rail traffic."],
-     "The Sund tunnel is 7.4 kilometres long.", "The Sund tunnel is 19 kilometres long."),
-    ("Which instrument did Lidia March play?",
-     ["Lidia March (1921-1990) was a Welsh musician. She played the cello in the Cardiff Philharmonic for "
-      "thirty years and taught at its school."],
-     "Lidia March played the cello.", "Lidia March played the trumpet."),
+    (
+        "Who founded the village of Marrowby?",
+        [
+            "Marrowby is a village on the east bank of the Tessel. It was founded in 1412 by the miller Osric Vane, "
+            "whose family kept its mill for three centuries.",
+            "The Tessel floods most springs.",
+        ],
+        "Marrowby was founded by Osric Vane.",
+        "Marrowby was founded by Edmund Hale.",
+    ),
+    (
+        "What is the capital of the province of Ardel?",
+        [
+            "Ardel is a mountain province in the north. Its capital, Vostrin, lies at the head of the Ardel valley "
+            "and is home to about 40,000 people."
+        ],
+        "The capital of Ardel is Vostrin.",
+        "The capital of Ardel is Keldmouth.",
+    ),
+    (
+        "How long is the Sund tunnel?",
+        [
+            "The Sund tunnel links the islands of Orm and Haska. Opened in 1994, it is 7.4 kilometres long "
+            "and carries both road and rail traffic."
+        ],
+        "The Sund tunnel is 7.4 kilometres long.",
+        "The Sund tunnel is 19 kilometres long.",
+    ),
+    (
+        "Which instrument did Lidia March play?",
+        [
+            "Lidia March (1921-1990) was a Welsh musician. She played the cello in the Cardiff Philharmonic for "
+            "thirty years and taught at its school."
+        ],
+        "Lidia March played the cello.",
+        "Lidia March played the trumpet.",
+    ),
 ]
 
 
 @pytest.mark.parametrize("question, passages, supported, unsupported", HELD_OUT, ids=[q for q, *_ in HELD_OUT])
 def test_the_shipped_artifact_scores_a_supported_answer_above_an_unsupported_one(
-        question, passages, supported, unsupported, monkeypatch):
+    question, passages, supported, unsupported, monkeypatch
+):
     monkeypatch.delenv(VERIFIER_ENV, raising=False)
     if not (shipped.SHIPPED_VERIFIER / VERIFIER_FILES[0]).is_file():
         pytest.skip("no verifier is shipped in this checkout yet")
@@ -113,7 +141,7 @@ def test_the_shipped_artifact_scores_a_supported_answer_above_an_unsupported_one
 def test_every_generator_composes_with_the_shipped_verifier_sharing_one_network(stand_in):
     methods = {g: build_method(f"{g}+verifier", None) for g in ("vanilla", "instructrag", "no_context")}
     scorers = {id(m.predictor.model._scorer) for m in methods.values()}
-    assert len(scorers) == 1   # loaded once per process, whichever method reads it
+    assert len(scorers) == 1  # loaded once per process, whichever method reads it
     cheap = build_method("vanilla+verifier(read_top=1)", None)
     assert cheap.predictor.model.read_top == 1 and methods["vanilla"].predictor.model.read_top is None
     named = build_method(f"instructrag+verifier(verifier={stand_in})", None)
@@ -135,9 +163,17 @@ def test_the_library_default_is_unchanged():
     assert default_verify_method() == (JUDGED_METHOD, None)
 
 
-@pytest.mark.parametrize("name, expected", [
-    ("vanilla+verifier", True), ("instructrag+verifier(read_top=2)", True),
-    ("vanilla+verifier(verifier=/some/dir)", False), ("vanilla+nli", False), ("intrinsic", False), ("vanilla", False)])
+@pytest.mark.parametrize(
+    "name, expected",
+    [
+        ("vanilla+verifier", True),
+        ("instructrag+verifier(read_top=2)", True),
+        ("vanilla+verifier(verifier=/some/dir)", False),
+        ("vanilla+nli", False),
+        ("intrinsic", False),
+        ("vanilla", False),
+    ],
+)
 def test_which_methods_use_the_shipped_verifier(name, expected):
     assert uses_shipped_verifier(name) is expected
 
@@ -147,21 +183,23 @@ def test_which_methods_use_the_shipped_verifier(name, expected):
 def tiny_pipeline(tiny_verifier_dir):
     """The tiny preset answering with vanilla and judging with the stand-in verifier (named by
     its folder: a module-scoped pipeline outlives a test's environment)."""
-    return Pipeline.from_preset("tiny", method=f"vanilla+verifier(verifier={tiny_verifier_dir})",
-                                max_answer_tokens=12)
+    return Pipeline.from_preset("tiny", method=f"vanilla+verifier(verifier={tiny_verifier_dir})", max_answer_tokens=12)
 
 
-@pytest.mark.slow   # loads the tiny preset's model (the method's generator)
+@pytest.mark.slow  # loads the tiny preset's model (the method's generator)
 def test_verify_reports_each_sentence_with_its_supporting_passage(tiny_pipeline):
     r = tiny_pipeline.verify(Q, f"{A}\n{A_OTHER}", PASSAGES)
     assert r.error is None and [s.text for s in r.sentences] == [A, A_OTHER]
     assert all(isinstance(s, JudgedSentence) and 0.0 <= s.score <= 1.0 for s in r.sentences)
     assert {s.supporting_passage for s in r.sentences} <= {"town", "colours"}
-    assert r.sentences[0].supporting_passage == "colours"   # the passage that states it
+    assert r.sentences[0].supporting_passage == "colours"  # the passage that states it
     assert r.score == pytest.approx(min(s.score for s in r.sentences))
     d = json.loads(json.dumps(r.to_dict()))
-    assert d["sentences"][1] == {"text": A_OTHER, "score": pytest.approx(r.sentences[1].score),
-                                 "supporting_passage": r.sentences[1].supporting_passage}
+    assert d["sentences"][1] == {
+        "text": A_OTHER,
+        "score": pytest.approx(r.sentences[1].score),
+        "supporting_passage": r.sentences[1].supporting_passage,
+    }
     acted = tiny_pipeline.verify_and_act(Q, A, PASSAGES)
     assert [s.text for s in acted.sentences] == [A] and acted.to_dict()["sentences"][0]["text"] == A
     # a judge of the whole answer has none
@@ -173,9 +211,10 @@ def test_verify_reports_each_sentence_with_its_supporting_passage(tiny_pipeline)
 def test_ask_reports_the_sentences_of_the_answer_it_judged(tiny_pipeline):
     from verirag.retrieval import Index
     from verirag.retrieval.sentences import split_sentences
+
     p = Pipeline(tiny_pipeline.config, index=Index.build(PASSAGES, kind="bm25"))
     r = p.ask(Q)
-    assert split_sentences(r.retrieved_answer), r   # the model answered with words
+    assert split_sentences(r.retrieved_answer), r  # the model answered with words
     assert r.error is None and [s.text for s in r.sentences] == split_sentences(r.retrieved_answer)
     assert r.score == pytest.approx(min(s.score for s in r.sentences))
     assert r.to_dict()["sentences"] == [s.__dict__ for s in r.sentences]
@@ -184,9 +223,21 @@ def test_ask_reports_the_sentences_of_the_answer_it_judged(tiny_pipeline):
 @pytest.mark.slow
 def test_verirag_verify_prints_and_records_each_sentence(stand_in, tmp_path, capsys):
     from verirag.cli import main
+
     (tmp_path / "colours.txt").write_text(f"{FILLER} {EVIDENCE}\n")
-    args = ["verify", "--question", Q, "--answer", f"{A} {A_OTHER}", "--passages", str(tmp_path / "colours.txt"),
-            "--preset", "tiny", "--method", "vanilla+verifier"]
+    args = [
+        "verify",
+        "--question",
+        Q,
+        "--answer",
+        f"{A} {A_OTHER}",
+        "--passages",
+        str(tmp_path / "colours.txt"),
+        "--preset",
+        "tiny",
+        "--method",
+        "vanilla+verifier",
+    ]
     assert main(args + ["--json"]) == 0
     r = json.loads(capsys.readouterr().out)
     assert [s["text"] for s in r["sentences"]] == [A, A_OTHER]
@@ -195,10 +246,16 @@ def test_verirag_verify_prints_and_records_each_sentence(stand_in, tmp_path, cap
     shown = capsys.readouterr().out
     assert A_OTHER in shown and ("unsupported" in shown or r["faithful"])
     log = tmp_path / "log.jsonl"
-    log.write_text("".join(json.dumps({"user_input": Q, "response": a, "retrieved_contexts": [f"{FILLER} {EVIDENCE}"]})
-                           + "\n" for a in (A, f"{A} {A_OTHER}")))
-    assert main(["verify", str(log), "--out", str(tmp_path / "out"), "--preset", "tiny",
-                 "--method", "vanilla+verifier"]) == 0
+    log.write_text(
+        "".join(
+            json.dumps({"user_input": Q, "response": a, "retrieved_contexts": [f"{FILLER} {EVIDENCE}"]}) + "\n"
+            for a in (A, f"{A} {A_OTHER}")
+        )
+    )
+    assert (
+        main(["verify", str(log), "--out", str(tmp_path / "out"), "--preset", "tiny", "--method", "vanilla+verifier"])
+        == 0
+    )
     rows = [json.loads(x) for x in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
     assert [[s["text"] for s in row["sentences"]] for row in rows] == [[A], [A, A_OTHER]]
     assert all(set(s) == {"text", "score", "supporting_passage"} for row in rows for s in row["sentences"])
@@ -207,9 +264,25 @@ def test_verirag_verify_prints_and_records_each_sentence(stand_in, tmp_path, cap
 @pytest.mark.slow
 def test_verify_without_a_method_falls_back_with_a_warning(trained_default, none_shipped, tmp_path, capsys):
     from verirag.cli import main
+
     (tmp_path / "colours.txt").write_text(f"{FILLER} {EVIDENCE}\n")
-    assert main(["verify", "--question", Q, "--answer", A, "--passages", str(tmp_path / "colours.txt"),
-                 "--preset", "tiny", "--json"]) == 0
+    assert (
+        main(
+            [
+                "verify",
+                "--question",
+                Q,
+                "--answer",
+                A,
+                "--passages",
+                str(tmp_path / "colours.txt"),
+                "--preset",
+                "tiny",
+                "--json",
+            ]
+        )
+        == 0
+    )
     captured = capsys.readouterr()
     r = json.loads(captured.out)
     assert r["method"] == JUDGED_METHOD and r["sentences"] is None
@@ -221,6 +294,7 @@ def served(**config):
     from fastapi.testclient import TestClient
 
     from verirag.server import ServiceConfig, VeriragService, create_app
+
     return TestClient(create_app(VeriragService(ServiceConfig(preset="tiny", warm_up=False, **config))))
 
 
@@ -229,14 +303,18 @@ def documented(client, body: dict, model: str) -> None:
     every response to in test_server_contract, here with sentences that are not null)."""
     jsonschema = pytest.importorskip("jsonschema")
     spec = client.get("/openapi.json").json()
-    jsonschema.Draft202012Validator({"$ref": f"#/components/schemas/{model}", "components": spec["components"]}
-                                    ).validate(body)
+    jsonschema.Draft202012Validator(
+        {"$ref": f"#/components/schemas/{model}", "components": spec["components"]}
+    ).validate(body)
 
 
 @pytest.mark.slow
 def test_v1_verify_defaults_to_the_shipped_verifier_with_sentences(stand_in, trained_default):
-    body = {"question": Q, "answer": f"{A} {A_OTHER}",
-            "passages": [{"id": p.id, "title": p.title, "text": p.text} for p in PASSAGES]}
+    body = {
+        "question": Q,
+        "answer": f"{A} {A_OTHER}",
+        "passages": [{"id": p.id, "title": p.title, "text": p.text} for p in PASSAGES],
+    }
     with served() as client:
         assert client.get("/v1/methods").json()["verify_default"] == TRAINED_VERIFY_METHOD
         r = client.post("/v1/verify", json=body)
@@ -246,7 +324,7 @@ def test_v1_verify_defaults_to_the_shipped_verifier_with_sentences(stand_in, tra
         assert [s["text"] for s in out["sentences"]] == [A, A_OTHER]
         assert out["score"] == pytest.approx(min(s["score"] for s in out["sentences"]))
         documented(client, out, "VerifyResult")
-        with pytest.raises(Exception, match=r"On instance\['sentences'\]"):   # the check can fail
+        with pytest.raises(Exception, match=r"On instance\['sentences'\]"):  # the check can fail
             documented(client, {**out, "sentences": [{"text": A, "score": 0.5}]}, "VerifyResult")
         nli = client.post("/v1/verify", json={**body, "method": "vanilla+k_precision"}).json()
         assert nli["sentences"] is None
@@ -258,7 +336,7 @@ def test_v1_verify_falls_back_without_the_artifact_and_says_so(trained_default, 
     with served() as client:
         methods = client.get("/v1/methods").json()
         assert methods["verify_default"] == JUDGED_METHOD
-        assert not any(m.endswith("+verifier") for m in methods["methods"])   # not runnable here
+        assert not any(m.endswith("+verifier") for m in methods["methods"])  # not runnable here
         out = client.post("/v1/verify", json=body).json()
         assert out["method"] == JUDGED_METHOD and out["sentences"] is None
         assert any(TRAINED_VERIFY_METHOD in w and "verirag train verifier" in w for w in out["warnings"])
@@ -266,6 +344,7 @@ def test_v1_verify_falls_back_without_the_artifact_and_says_so(trained_default, 
 
 def test_a_service_told_to_verify_with_the_missing_verifier_refuses_to_start(none_shipped):
     from verirag.server import ServiceConfig, VeriragService
+
     with pytest.raises(ModelNotFoundError, match="verirag train verifier"):
         VeriragService(ServiceConfig(preset="tiny", warm_up=False, verify_method="vanilla+verifier"))
 
@@ -274,6 +353,7 @@ def test_a_service_told_to_verify_with_the_missing_verifier_refuses_to_start(non
 def test_chat_completions_carry_the_sentences_in_the_verirag_block(stand_in, tmp_path):
     from verirag.retrieval import Index
     from verirag.retrieval.sentences import split_sentences
+
     Index.build(PASSAGES, kind="bm25").save(tmp_path / "index")
     with served(index=tmp_path / "index", overrides={"method": "vanilla+verifier", "max_answer_tokens": 12}) as client:
         r = client.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": Q}]})
@@ -283,4 +363,3 @@ def test_chat_completions_carry_the_sentences_in_the_verirag_block(stand_in, tmp
         assert [s["text"] for s in block["sentences"]] == split_sentences(block["retrieved_answer"])
         assert all(set(s) == {"text", "score", "supporting_passage"} for s in block["sentences"])
         documented(client, block, "AskResult")
-

@@ -1,11 +1,13 @@
 """verirag: retrieval-augmented question answering that verifies its answers.
 
-    from verirag import Pipeline
-    p = Pipeline.from_preset("local"); p.index("docs/"); r = p.ask("...")
+from verirag import Pipeline
+p = Pipeline.from_preset("local"); p.index("docs/"); r = p.ask("...")
 """
+
 from __future__ import annotations
 
 from verirag.version import __version__
+
 __all__ = ["Pipeline", "PipelineConfig", "__version__"]
 
 
@@ -13,5 +15,6 @@ def __getattr__(name: str):
     # Lazy: `import verirag` stays cheap; models and torch load only when a pipeline is used.
     if name in ("Pipeline", "PipelineConfig"):
         from verirag.awf import pipeline
+
         return getattr(pipeline, name)
     raise AttributeError(f"module 'verirag' has no attribute {name!r}")

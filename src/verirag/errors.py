@@ -1,4 +1,5 @@
 """Errors a user can cause and fix. The CLI prints their message without a traceback."""
+
 from __future__ import annotations
 
 

@@ -5,6 +5,7 @@ arrays plain numbers and lists, so any JSON reader takes the file. In one step: 
 a temporary file beside the target, which then replaces it, so a killed write leaves the old file
 whole rather than a torn one.
 """
+
 from __future__ import annotations
 
 import json
@@ -69,7 +70,7 @@ class AppendedJsonl:
                     self.unreadable_lines += 1
         return records
 
-    def __enter__(self) -> "AppendedJsonl":
+    def __enter__(self) -> AppendedJsonl:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._f = open(self.path, "a+b")
         self._f.seek(0, os.SEEK_END)

@@ -2,15 +2,16 @@
 
 Nothing here imports the rest of verirag, so any module may depend on it.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Union
+from typing import Any
 
 # A prompt is either raw text (sent as is) or chat messages ({"role", "content"}),
 # which each backend renders with the model's own chat template.
 Message = dict[str, str]
-Prompt = Union[str, list[Message]]
+Prompt = str | list[Message]
 
 
 @dataclass
@@ -27,9 +28,14 @@ class Passage:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Passage":
-        return cls(id=str(d["id"]), text=d["text"], title=d.get("title", "") or "",
-                   source=d.get("source", "") or "", meta=dict(d.get("meta") or {}))
+    def from_dict(cls, d: dict[str, Any]) -> Passage:
+        return cls(
+            id=str(d["id"]),
+            text=d["text"],
+            title=d.get("title", "") or "",
+            source=d.get("source", "") or "",
+            meta=dict(d.get("meta") or {}),
+        )
 
 
 @dataclass
@@ -56,9 +62,10 @@ class TokenLogprob:
         return {"token": self.token, "logprob": self.logprob, "top": [list(t) for t in self.top]}
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "TokenLogprob":
-        return cls(token=d["token"], logprob=float(d["logprob"]),
-                   top=[(str(t), float(lp)) for t, lp in d.get("top", [])])
+    def from_dict(cls, d: dict[str, Any]) -> TokenLogprob:
+        return cls(
+            token=d["token"], logprob=float(d["logprob"]), top=[(str(t), float(lp)) for t, lp in d.get("top", [])]
+        )
 
 
 @dataclass
@@ -84,12 +91,17 @@ class Generation:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Generation":
-        return cls(text=d["text"], tokens=[TokenLogprob.from_dict(t) for t in d.get("tokens", [])],
-                   finish_reason=d.get("finish_reason", "stop"), model=d.get("model", ""),
-                   prompt_tokens=int(d.get("prompt_tokens", 0)),
-                   completion_tokens=int(d.get("completion_tokens", 0)),
-                   cached=bool(d.get("cached", False)), token_ids=[int(t) for t in d.get("token_ids", [])])
+    def from_dict(cls, d: dict[str, Any]) -> Generation:
+        return cls(
+            text=d["text"],
+            tokens=[TokenLogprob.from_dict(t) for t in d.get("tokens", [])],
+            finish_reason=d.get("finish_reason", "stop"),
+            model=d.get("model", ""),
+            prompt_tokens=int(d.get("prompt_tokens", 0)),
+            completion_tokens=int(d.get("completion_tokens", 0)),
+            cached=bool(d.get("cached", False)),
+            token_ids=[int(t) for t in d.get("token_ids", [])],
+        )
 
 
 @dataclass
@@ -111,9 +123,8 @@ class ContinuationScore:
         return {"tokens": [t.to_dict() for t in self.tokens], "cached": self.cached}
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "ContinuationScore":
-        return cls(tokens=[TokenLogprob.from_dict(t) for t in d["tokens"]],
-                   cached=bool(d.get("cached", False)))
+    def from_dict(cls, d: dict[str, Any]) -> ContinuationScore:
+        return cls(tokens=[TokenLogprob.from_dict(t) for t in d["tokens"]], cached=bool(d.get("cached", False)))
 
 
 @dataclass
@@ -141,7 +152,7 @@ class JudgedSentence:
     supporting_passage: str | None
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "JudgedSentence":
+    def from_dict(cls, d: dict[str, Any]) -> JudgedSentence:
         return cls(text=str(d["text"]), score=float(d["score"]), supporting_passage=d.get("supporting_passage"))
 
 
@@ -257,10 +268,16 @@ class Example:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Example":
-        return cls(id=str(d["id"]), question=d["question"],
-                   passages=[Passage.from_dict(p) for p in d.get("passages", [])],
-                   references=list(d.get("references", [])), history=list(d.get("history", [])),
-                   relevance=d.get("relevance"), answerable=d.get("answerable"),
-                   dataset=d.get("dataset", ""), group=d.get("group", "") or "",
-                   meta=dict(d.get("meta") or {}))
+    def from_dict(cls, d: dict[str, Any]) -> Example:
+        return cls(
+            id=str(d["id"]),
+            question=d["question"],
+            passages=[Passage.from_dict(p) for p in d.get("passages", [])],
+            references=list(d.get("references", [])),
+            history=list(d.get("history", [])),
+            relevance=d.get("relevance"),
+            answerable=d.get("answerable"),
+            dataset=d.get("dataset", ""),
+            group=d.get("group", "") or "",
+            meta=dict(d.get("meta") or {}),
+        )

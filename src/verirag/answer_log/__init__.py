@@ -13,10 +13,24 @@
 - `report`: OUT/report.html, the flagged answers first.
 - `passages`: the passages of one answer (`verirag verify --question Q --answer A --passages ...`).
 """
+
 from verirag.answer_log.formats import FORMATS, AnswerLog, LogEntry, LogFields, read_answer_log
 from verirag.answer_log.passages import read_passages
 from verirag.answer_log.run import RESULTS_FILE, LogRun, run_log
 from verirag.answer_log.summary import SUMMARY_FILE, summarize, summary_lines, write_summary
 
-__all__ = ["FORMATS", "AnswerLog", "LogEntry", "LogFields", "LogRun", "RESULTS_FILE", "SUMMARY_FILE",
-           "read_answer_log", "read_passages", "run_log", "summarize", "summary_lines", "write_summary"]
+__all__ = [
+    "FORMATS",
+    "RESULTS_FILE",
+    "SUMMARY_FILE",
+    "AnswerLog",
+    "LogEntry",
+    "LogFields",
+    "LogRun",
+    "read_answer_log",
+    "read_passages",
+    "run_log",
+    "summarize",
+    "summary_lines",
+    "write_summary",
+]

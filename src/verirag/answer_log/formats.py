@@ -17,6 +17,7 @@ verified (bad JSON, a missing or empty field, no contexts, a bad label, a repeat
 entry with `error` set and its line number: reported and counted, never dropped. Blank lines carry
 nothing and are passed over.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -47,8 +48,14 @@ class LogFields:
     label: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"format": self.format, "question": self.question, "answer": self.answer,
-                "contexts": self.contexts, "references": list(self.references), "label": self.label}
+        return {
+            "format": self.format,
+            "question": self.question,
+            "answer": self.answer,
+            "contexts": self.contexts,
+            "references": list(self.references),
+            "label": self.label,
+        }
 
 
 FORMATS: dict[str, LogFields] = {
@@ -71,7 +78,7 @@ class LogEntry:
     label: int | None = None
     warnings: list[str] = field(default_factory=list)
     error: str | None = None
-    raw_digest: str = ""   # of the line's bytes: what a malformed line's record is keyed by
+    raw_digest: str = ""  # of the line's bytes: what a malformed line's record is keyed by
     raw_excerpt: str = ""  # a malformed line's start, to show which line it is
 
     @property
@@ -104,7 +111,7 @@ def parse_label(value: Any) -> int | None:
         return int(value)
     if isinstance(value, str) and value.strip().lower() in LABEL_WORDS:
         return LABEL_WORDS[value.strip().lower()]
-    raise MalformedLine(f"label {value!r} is not one of true/false, 0/1, \"supported\"/\"unsupported\"")
+    raise MalformedLine(f'label {value!r} is not one of true/false, 0/1, "supported"/"unsupported"')
 
 
 def _text_field(obj: dict, name: str) -> str:
@@ -122,7 +129,7 @@ def _passages(obj: dict, name: str, warnings: list[str]) -> list[Passage]:
     if name not in obj or obj[name] is None:
         raise MalformedLine(f"no {name!r} field")
     items = obj[name]
-    if isinstance(items, (str, dict)):   # one context given bare rather than in a list
+    if isinstance(items, (str, dict)):  # one context given bare rather than in a list
         items = [items]
     if not isinstance(items, list):
         raise MalformedLine(f"field {name!r} must be a list of contexts, got {type(items).__name__}")
@@ -132,8 +139,9 @@ def _passages(obj: dict, name: str, warnings: list[str]) -> list[Passage]:
         if isinstance(item, dict):
             key = next((k for k in CONTEXT_TEXT_KEYS if k in item), None)
             if key is None or not isinstance(item[key], str):
-                raise MalformedLine(f"context {i} has no text (expected a string in one of "
-                                    f"{', '.join(CONTEXT_TEXT_KEYS)})")
+                raise MalformedLine(
+                    f"context {i} has no text (expected a string in one of {', '.join(CONTEXT_TEXT_KEYS)})"
+                )
             text = item[key]
             if item.get("id") not in (None, ""):
                 pid = str(item["id"])
@@ -212,17 +220,25 @@ def detect_fields(objects: list[dict], overrides: dict[str, Any]) -> LogFields:
         seen = Counter(k for o in objects for k in o)
         listed = ", ".join(k for k, _ in seen.most_common(12)) or "none"
         known = "; ".join(f"{f.format}: {f.question}/{f.answer}/{f.contexts}" for f in FORMATS.values())
-        raise InputError(f"no line has the question, answer and contexts fields of a known log format ({known}); "
-                         f"the fields seen are: {listed}. Name yours with --question-field, --answer-field "
-                         "and --contexts-field")
-    mapped = set(overrides) - {"label"}   # a label field is no part of any format
+        raise InputError(
+            f"no line has the question, answer and contexts fields of a known log format ({known}); "
+            f"the fields seen are: {listed}. Name yours with --question-field, --answer-field "
+            "and --contexts-field"
+        )
+    mapped = set(overrides) - {"label"}  # a label field is no part of any format
     name = "mapped" if {"question", "answer", "contexts"} <= mapped else best.format + (" (mapped)" if mapped else "")
     return replace(best, format=name)
 
 
-def read_answer_log(path: str | Path, *, question_field: str | None = None, answer_field: str | None = None,
-                    contexts_field: str | None = None, reference_field: str | None = None,
-                    label_field: str | None = None) -> AnswerLog:
+def read_answer_log(
+    path: str | Path,
+    *,
+    question_field: str | None = None,
+    answer_field: str | None = None,
+    contexts_field: str | None = None,
+    reference_field: str | None = None,
+    label_field: str | None = None,
+) -> AnswerLog:
     """Every non-blank line of the JSONL log at `path` as a LogEntry (malformed ones with `error`)."""
     path = Path(path).expanduser()
     if not path.is_file():
@@ -231,8 +247,16 @@ def read_answer_log(path: str | Path, *, question_field: str | None = None, answ
         raw_lines = path.read_bytes().split(b"\n")
     except OSError as e:
         raise InputError(f"cannot read {path}: {e.strerror or e}") from None
-    overrides: dict[str, Any] = {k: v for k, v in (("question", question_field), ("answer", answer_field),
-                                                    ("contexts", contexts_field), ("label", label_field)) if v}
+    overrides: dict[str, Any] = {
+        k: v
+        for k, v in (
+            ("question", question_field),
+            ("answer", answer_field),
+            ("contexts", contexts_field),
+            ("label", label_field),
+        )
+        if v
+    }
     if reference_field:
         overrides["references"] = (reference_field,)
     decoded: list[tuple[int, bytes, Any]] = []
@@ -259,8 +283,12 @@ def read_answer_log(path: str | Path, *, question_field: str | None = None, answ
         except MalformedLine as e:
             entry_id = obj.get("id") if isinstance(obj, dict) else None
             usable = isinstance(entry_id, (str, int)) and not isinstance(entry_id, bool) and str(entry_id).strip()
-            entry = LogEntry(line=line, id=str(entry_id).strip() if usable else f"line-{line}", error=str(e),
-                             raw_excerpt=raw.strip()[:EXCERPT_BYTES].decode("utf-8", "replace"))
+            entry = LogEntry(
+                line=line,
+                id=str(entry_id).strip() if usable else f"line-{line}",
+                error=str(e),
+                raw_excerpt=raw.strip()[:EXCERPT_BYTES].decode("utf-8", "replace"),
+            )
         entry.raw_digest = digest
         entries.append(entry)
     return AnswerLog(path=path, fields=fields, entries=entries)

@@ -1,4 +1,5 @@
 """The passages of one answer to verify (`verirag verify --question Q --answer A --passages FILE...`)."""
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -22,7 +23,7 @@ def read_passages(paths: Sequence[str | Path]) -> tuple[list[Passage], list[tupl
         passages += loaded.passages
         skipped += loaded.skipped
     seen: dict[str, int] = {}
-    for i, p in enumerate(passages):   # two files of one name in different folders: keep both, apart
+    for i, p in enumerate(passages):  # two files of one name in different folders: keep both, apart
         if p.id in seen:
             passages[i] = Passage(id=f"{p.id}#{i + 1}", text=p.text, title=p.title, source=p.source, meta=p.meta)
         seen.setdefault(p.id, i)

@@ -2,6 +2,7 @@
 ones first (failed verifications and unsupported answers, lowest score first, then malformed lines),
 each with the passage that supports it best (the closest one when it is unsupported).
 Written by the reports' one page writer (`verirag.experiments.report.page`): one self-contained file."""
+
 from __future__ import annotations
 
 import html
@@ -38,15 +39,21 @@ def score_histogram(scores: Sequence[float], labels: Sequence[int | None], thres
         parts = [s[y == 1], s[y == 0], s[np.isnan(y)]]
         names = ["labelled supported", "labelled unsupported", "unlabelled"]
         keep = [i for i, p in enumerate(parts) if p.size]
-        ax.hist([parts[i] for i in keep], bins=bins, stacked=True, label=[names[i] for i in keep],
-                color=[("#27ae60", "#c0392b", "#95a5a6")[i] for i in keep])
+        ax.hist(
+            [parts[i] for i in keep],
+            bins=bins,
+            stacked=True,
+            label=[names[i] for i in keep],
+            color=[("#27ae60", "#c0392b", "#95a5a6")[i] for i in keep],
+        )
         ax.legend(fontsize=8)
     else:
         ax.hist(s, bins=bins, color="#34495e")
     if threshold is not None and np.isfinite(threshold):
         ax.axvline(threshold, color="#e67e22", linestyle="--", linewidth=1.5)
-        ax.text(threshold, ax.get_ylim()[1] * 0.95, f" threshold {threshold:.2f}", color="#e67e22", fontsize=8,
-                va="top")
+        ax.text(
+            threshold, ax.get_ylim()[1] * 0.95, f" threshold {threshold:.2f}", color="#e67e22", fontsize=8, va="top"
+        )
     ax.set_xlim(0, 1)
     ax.set_xlabel("faithfulness score")
     ax.set_ylabel("answers")
@@ -58,10 +65,12 @@ def score_histogram(scores: Sequence[float], labels: Sequence[int | None], thres
 def flagged_first(records: Sequence[dict[str, Any]]) -> list[int]:
     """Positions of `records` in report order: failed, then unsupported by rising score, then
     malformed lines, then supported by rising score."""
+
     def rank(i: int) -> tuple:
         r = records[i]
         group = {"failed": 0, "malformed": 2}.get(r["status"], 1 if not r["supported"] else 3)
         return group, r["score"] if r["score"] is not None else -1.0, r["line"]
+
     return sorted(range(len(records)), key=rank)
 
 
@@ -90,16 +99,20 @@ def _row(r: dict[str, Any], label: int | None) -> str:
     if sp:
         kind = "evidence" if r["supported"] else "closest passage"
         name = e(sp["id"]) + (f" ({e(sp['title'])})" if sp.get("title") else "")
-        passage = (f'<div class="pass"><b>{kind}</b> {name}, support {num(sp.get("support_score"))}: '
-                   f"{e(_excerpt(sp['text']))}</div>")
+        passage = (
+            f'<div class="pass"><b>{kind}</b> {name}, support {num(sp.get("support_score"))}: '
+            f"{e(_excerpt(sp['text']))}</div>"
+        )
     else:
         passage = ""
     notes = [f'<div class="warn">{e(r["error"])}</div>'] if r.get("error") else []
     notes += [f'<div class="cap">{e(w)}</div>' for w in r.get("warnings") or []]
     label_text = {1: "supported", 0: "unsupported"}.get(label, "–")
-    return (f"<tr><td>{e(str(r['id']))}<br><span class=\"cap\">line {r['line']}</span></td>"
-            f"<td>{_verdict(r)}<br>{num(r['score'])}</td><td>{e(label_text)}</td>"
-            f"<td>{_texts(r)}{passage}{''.join(notes)}</td></tr>")
+    return (
+        f'<tr><td>{e(str(r["id"]))}<br><span class="cap">line {r["line"]}</span></td>'
+        f"<td>{_verdict(r)}<br>{num(r['score'])}</td><td>{e(label_text)}</td>"
+        f"<td>{_texts(r)}{passage}{''.join(notes)}</td></tr>"
+    )
 
 
 def _fields_text(fields: dict[str, Any]) -> str:
@@ -112,46 +125,70 @@ def _fields_text(fields: dict[str, Any]) -> str:
 def _summary_table(summary: dict[str, Any]) -> str:
     s = summary
     v = s["verifier"]
-    rows = [("lines", s["lines"]), ("answers (verified + failed)", s["answers"]), ("supported", s["supported"]),
-            ("share supported", s["share_supported"]), ("failed to verify", s["failed"]),
-            ("malformed lines", s["malformed"]), ("method", v.get("method")), ("judge", v.get("judge")),
-            ("model", v.get("model")), ("threshold", v.get("threshold"))]
+    rows = [
+        ("lines", s["lines"]),
+        ("answers (verified + failed)", s["answers"]),
+        ("supported", s["supported"]),
+        ("share supported", s["share_supported"]),
+        ("failed to verify", s["failed"]),
+        ("malformed lines", s["malformed"]),
+        ("method", v.get("method")),
+        ("judge", v.get("judge")),
+        ("model", v.get("model")),
+        ("threshold", v.get("threshold")),
+    ]
     rows += [(f"score {k}", q) for k, q in s["scores"]["quantiles"].items()]
-    body = "".join(f"<tr><td>{html.escape(k)}</td><td class=\"n\">{html.escape(num(x))}</td></tr>" for k, x in rows)
+    body = "".join(f'<tr><td>{html.escape(k)}</td><td class="n">{html.escape(num(x))}</td></tr>' for k, x in rows)
     return f'<table class="t"><tr><th>summary</th><th></th></tr>{body}</table>'
 
 
 def _labels_table(lab: dict[str, Any]) -> str:
     if not lab.get("auroc"):
         return f"<p>Labels ({html.escape(lab['meaning'])}): none on a verified answer.</p>"
-    rows = [[name, lab[key]["estimate"], lab[key]["low"], lab[key]["high"]]
-            for name, key in (("AUROC of the score", "auroc"), ("PR-AUC of the score", "pr_auc"),
-                              ("precision of the verdict", "precision"), ("recall of the verdict", "recall"))]
-    cap = (f"{lab['labelled']} labelled answers, {lab['positives']} labelled supported; labels: "
-           f"{lab['meaning']}. {lab['confidence']:.0%} percentile bootstrap intervals over "
-           f"{lab['n_resamples']} resamples of the answers; PR-AUC by chance {num(lab['chance_pr_auc'])}; "
-           f"{lab['note']}.")
+    rows = [
+        [name, lab[key]["estimate"], lab[key]["low"], lab[key]["high"]]
+        for name, key in (
+            ("AUROC of the score", "auroc"),
+            ("PR-AUC of the score", "pr_auc"),
+            ("precision of the verdict", "precision"),
+            ("recall of the verdict", "recall"),
+        )
+    ]
+    cap = (
+        f"{lab['labelled']} labelled answers, {lab['positives']} labelled supported; labels: "
+        f"{lab['meaning']}. {lab['confidence']:.0%} percentile bootstrap intervals over "
+        f"{lab['n_resamples']} resamples of the answers; PR-AUC by chance {num(lab['chance_pr_auc'])}; "
+        f"{lab['note']}."
+    )
     return html_table(["", "estimate", "low", "high"], rows) + f'<p class="cap">{html.escape(cap)}</p>'
 
 
-def write_report(out_dir: str | Path, summary: dict[str, Any], records: Sequence[dict[str, Any]],
-                 labels: Sequence[int | None]) -> Path:
+def write_report(
+    out_dir: str | Path, summary: dict[str, Any], records: Sequence[dict[str, Any]], labels: Sequence[int | None]
+) -> Path:
     """OUT/report.html (and OUT/figures/score_histogram.png); `labels[i]` is records[i]'s label."""
     out_dir = Path(out_dir)
     verified = [(r, y) for r, y in zip(records, labels) if r["status"] == "verified"]
     cut = summary["verifier"].get("threshold")
     png = score_histogram([r["score"] for r, _ in verified], [y for _, y in verified], cut)
-    parts = [f"<style>{ROW_CSS}</style>", f"<h1>verirag verify: {html.escape(Path(summary['log']).name)}</h1>",
-             f'<p class="cap">Log {html.escape(summary["log"])}; {html.escape(_fields_text(summary["fields"]))}.</p>',
-             _summary_table(summary),
-             save_figure(out_dir / FIGURES_DIR, "score_histogram.png", "Faithfulness scores of the verified answers",
-                         png)]
+    parts = [
+        f"<style>{ROW_CSS}</style>",
+        f"<h1>verirag verify: {html.escape(Path(summary['log']).name)}</h1>",
+        f'<p class="cap">Log {html.escape(summary["log"])}; {html.escape(_fields_text(summary["fields"]))}.</p>',
+        _summary_table(summary),
+        save_figure(out_dir / FIGURES_DIR, "score_histogram.png", "Faithfulness scores of the verified answers", png),
+    ]
     if summary.get("labels"):
         parts += ["<h2>Against the labels</h2>", _labels_table(summary["labels"])]
     order = flagged_first(records)
     flagged = sum(1 for r in records if r["status"] != "verified" or not r["supported"])
-    parts += [f"<h2>Answers, flagged first ({flagged} flagged of {len(records)})</h2>",
-              ('<table class="answers"><tr><th>id</th><th>verdict, score</th><th>label</th>'
-               "<th>question, answer, passage</th></tr>"),
-              *(_row(records[i], labels[i]) for i in order), "</table>"]
+    parts += [
+        f"<h2>Answers, flagged first ({flagged} flagged of {len(records)})</h2>",
+        (
+            '<table class="answers"><tr><th>id</th><th>verdict, score</th><th>label</th>'
+            "<th>question, answer, passage</th></tr>"
+        ),
+        *(_row(records[i], labels[i]) for i in order),
+        "</table>",
+    ]
     return write_page(out_dir / REPORT_FILE, "verirag verify report", parts)

@@ -17,6 +17,7 @@ is remembered like a verdict. An outage of the model backend (BackendError) or a
 capability the verifier needs (CapabilityError) is no verdict: it stops the run, the lines written
 so far stay, and the same command resumes.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -38,18 +39,25 @@ RESULTS_FILE = "results.jsonl"
 def verifier_identity(pipeline, threshold: float | ThresholdController) -> dict[str, Any]:
     """What a verdict depends on besides the entry (loads the model: its fingerprint is part of it)."""
     predictor = pipeline.answer_verifier()
-    return {"method": pipeline.config.method, "predictor": predictor.digest,
-            "threshold": as_controller(threshold).threshold_}
+    return {
+        "method": pipeline.config.method,
+        "predictor": predictor.digest,
+        "threshold": as_controller(threshold).threshold_,
+    }
 
 
 def entry_key(entry: LogEntry, identity: dict[str, Any]) -> str:
-    """"id|digest" of the entry's question, answer and contexts and the verifier's identity; a
+    """ "id|digest" of the entry's question, answer and contexts and the verifier's identity; a
     malformed line's digest is of its bytes and line number."""
     if not entry.ok:
         content: Any = {"malformed": entry.raw_digest, "line": entry.line}
     else:
-        content = {"question": entry.question, "answer": entry.answer,
-                   "contexts": [[p.id, p.title, p.text] for p in entry.passages], "verifier": identity}
+        content = {
+            "question": entry.question,
+            "answer": entry.answer,
+            "contexts": [[p.id, p.title, p.text] for p in entry.passages],
+            "verifier": identity,
+        }
     blob = json.dumps(content, sort_keys=True, ensure_ascii=False, default=str)
     return f"{entry.id}|{hashlib.sha256(blob.encode('utf-8')).hexdigest()[:16]}"
 
@@ -67,23 +75,46 @@ def verify_entry(pipeline, entry: LogEntry, threshold: float | ThresholdControll
     """The record of one entry (module doc); raises only for an outage or a missing capability."""
     base = {"key": key, "id": entry.id, "line": entry.line, "question": entry.question, "answer": entry.answer}
     if not entry.ok:
-        return {**base, "status": "malformed", "score": None, "supported": False, "error": entry.error,
-                "line_text": entry.raw_excerpt}
+        return {
+            **base,
+            "status": "malformed",
+            "score": None,
+            "supported": False,
+            "error": entry.error,
+            "line_text": entry.raw_excerpt,
+        }
     t0 = time.perf_counter()
     try:
         v = pipeline.verify(entry.question, entry.answer, entry.passages, threshold=threshold)
     except (BackendError, CapabilityError):
         raise
-    except Exception as e:  # noqa: BLE001 - this answer could not be verified: a recorded error, not a stop
-        return {**base, "status": "failed", "score": None, "supported": False, "error": f"{type(e).__name__}: {e}",
-                "warnings": entry.warnings, "seconds": round(time.perf_counter() - t0, 4)}
-    return {**base, "status": "failed" if v.score is None else "verified", "score": v.score,
-            "supported": v.faithful, "threshold": v.threshold,
-            "supporting_passage": _passage_dict(v.supporting_passage) if v.supporting_passage else None,
-            "support_scores": [{"id": e.id, "support_score": e.support_score} for e in v.evidence],
-            "sentences": None if v.sentences is None else [asdict(s) for s in v.sentences],
-            "method": v.method, "judge": v.judge, "model": pipeline.config.model, "error": v.error,
-            "warnings": entry.warnings + v.warnings, "seconds": v.timings.get("verify"), "usage": v.usage}
+    except Exception as e:
+        return {
+            **base,
+            "status": "failed",
+            "score": None,
+            "supported": False,
+            "error": f"{type(e).__name__}: {e}",
+            "warnings": entry.warnings,
+            "seconds": round(time.perf_counter() - t0, 4),
+        }
+    return {
+        **base,
+        "status": "failed" if v.score is None else "verified",
+        "score": v.score,
+        "supported": v.faithful,
+        "threshold": v.threshold,
+        "supporting_passage": _passage_dict(v.supporting_passage) if v.supporting_passage else None,
+        "support_scores": [{"id": e.id, "support_score": e.support_score} for e in v.evidence],
+        "sentences": None if v.sentences is None else [asdict(s) for s in v.sentences],
+        "method": v.method,
+        "judge": v.judge,
+        "model": pipeline.config.model,
+        "error": v.error,
+        "warnings": entry.warnings + v.warnings,
+        "seconds": v.timings.get("verify"),
+        "usage": v.usage,
+    }
 
 
 @dataclass
@@ -94,20 +125,26 @@ class LogRun:
     written: int = 0
     already_done: int = 0
     unreadable_lines: int = 0
-    stale_lines: int = 0   # lines of an earlier log or verifier, not read by the summary
+    stale_lines: int = 0  # lines of an earlier log or verifier, not read by the summary
 
     def count(self, status: str) -> int:
         return sum(r["status"] == status for r in self.records)
 
 
-def run_log(pipeline, log: AnswerLog, out_dir: str | Path, *, threshold: float | ThresholdController | None = None,
-            limit: int | None = None,
-            on_progress: Callable[[int, int, dict[str, Any] | None], None] | None = None) -> LogRun:
+def run_log(
+    pipeline,
+    log: AnswerLog,
+    out_dir: str | Path,
+    *,
+    threshold: float | ThresholdController | None = None,
+    limit: int | None = None,
+    on_progress: Callable[[int, int, dict[str, Any] | None], None] | None = None,
+) -> LogRun:
     """Verify the entries of `log` (the first `limit`) into OUT/results.jsonl, skipping those done.
     `on_progress(done, total, record)` after each entry (record None when it was already done)."""
     threshold = pipeline.config.threshold if threshold is None else threshold
-    entries = log.entries if limit is None else log.entries[:max(limit, 0)]
-    identity = verifier_identity(pipeline, threshold)   # InputError first, for a method that cannot verify
+    entries = log.entries if limit is None else log.entries[: max(limit, 0)]
+    identity = verifier_identity(pipeline, threshold)  # InputError first, for a method that cannot verify
     results = results_file(out_dir)
     done = results.load()
     run = LogRun(unreadable_lines=results.unreadable_lines)

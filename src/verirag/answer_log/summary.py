@@ -17,6 +17,7 @@ verdict agree with that.
   a percentile bootstrap interval (`verirag.metrics.stats.bootstrap_intervals`: one set of
   resamples, by answer, for all four).
 """
+
 from __future__ import annotations
 
 import math
@@ -36,9 +37,11 @@ from verirag.train.ground_truth import GroundTruth
 from verirag.types import Example
 
 REFERENCE_RULE = "recall_or_substring"
-REFERENCE_LABEL = ("faithful (the AwF paper's V): the answer matches a reference (token recall 1 or normalised "
-                   "substring, verirag.train.ground_truth rule recall_or_substring; abstentions never do) and "
-                   "a context contains a reference")
+REFERENCE_LABEL = (
+    "faithful (the AwF paper's V): the answer matches a reference (token recall 1 or normalised "
+    "substring, verirag.train.ground_truth rule recall_or_substring; abstentions never do) and "
+    "a context contains a reference"
+)
 QUANTILES = {"min": 0.0, "p10": 0.1, "p25": 0.25, "median": 0.5, "p75": 0.75, "p90": 0.9, "max": 1.0}
 HISTOGRAM_EDGES = np.linspace(0.0, 1.0, 11)
 SUMMARY_FILE = "summary.json"
@@ -47,27 +50,46 @@ SUMMARY_FILE = "summary.json"
 def entry_labels(log: AnswerLog, entries: Sequence[LogEntry]) -> tuple[dict[str, Any] | None, list[int | None]]:
     """(where the labels come from, one label per entry: 1 supported, 0 not, None unlabelled)."""
     if log.fields.label:
-        return ({"source": "label", "field": log.fields.label,
-                 "meaning": f"the log's field {log.fields.label!r}"}, [e.label for e in entries])
+        return (
+            {"source": "label", "field": log.fields.label, "meaning": f"the log's field {log.fields.label!r}"},
+            [e.label for e in entries],
+        )
     if not any(e.ok and e.references for e in entries):
         return None, [None] * len(entries)
     truth = GroundTruth(REFERENCE_RULE)
-    labels = [truth.label(Example(id=e.id, question=e.question, passages=e.passages, references=e.references),
-                          e.answer).faithful if e.ok and e.references else None for e in entries]
-    return ({"source": "reference", "field": " | ".join(log.fields.references), "rule": REFERENCE_RULE,
-             "meaning": REFERENCE_LABEL}, labels)
+    labels = [
+        truth.label(
+            Example(id=e.id, question=e.question, passages=e.passages, references=e.references), e.answer
+        ).faithful
+        if e.ok and e.references
+        else None
+        for e in entries
+    ]
+    return (
+        {
+            "source": "reference",
+            "field": " | ".join(log.fields.references),
+            "rule": REFERENCE_RULE,
+            "meaning": REFERENCE_LABEL,
+        },
+        labels,
+    )
 
 
 def score_distribution(scores: Sequence[float]) -> dict[str, Any]:
     s = np.asarray(scores, dtype=np.float64)
     counts = np.histogram(np.clip(s, 0.0, 1.0), bins=HISTOGRAM_EDGES)[0] if s.size else np.zeros(10, int)
-    return {"n": int(s.size), "mean": float(s.mean()) if s.size else None,
-            "quantiles": {k: float(np.quantile(s, q)) for k, q in QUANTILES.items()} if s.size else {},
-            "histogram": {"edges": HISTOGRAM_EDGES.round(2).tolist(), "counts": counts.tolist()}}
+    return {
+        "n": int(s.size),
+        "mean": float(s.mean()) if s.size else None,
+        "quantiles": {k: float(np.quantile(s, q)) for k, q in QUANTILES.items()} if s.size else {},
+        "histogram": {"edges": HISTOGRAM_EDGES.round(2).tolist(), "counts": counts.tolist()},
+    }
 
 
-def labelled_metrics(scores, verdicts, labels, *, confidence: float = 0.95, n_resamples: int = 1000,
-                     seed: int = 0) -> dict[str, Any]:
+def labelled_metrics(
+    scores, verdicts, labels, *, confidence: float = 0.95, n_resamples: int = 1000, seed: int = 0
+) -> dict[str, Any]:
     """AUROC and PR-AUC of `scores`, precision and recall of `verdicts`, against `labels` (1 =
     supported), each {estimate, low, high, ...} (NaN -> null where undefined, e.g. one class)."""
     s = np.asarray(scores, dtype=np.float64)
@@ -76,56 +98,88 @@ def labelled_metrics(scores, verdicts, labels, *, confidence: float = 0.95, n_re
 
     def statistic(ix: np.ndarray) -> dict[str, np.ndarray]:
         counts = awf_counts(v, y, y, indices=ix)
-        return {"auroc": auroc(s[ix], y[ix]), "pr_auc": pr_auc_statistic(s, y, y, indices=ix),
-                "precision": counts.precision(np.nan), "recall": counts.recall(np.nan)}
+        return {
+            "auroc": auroc(s[ix], y[ix]),
+            "pr_auc": pr_auc_statistic(s, y, y, indices=ix),
+            "precision": counts.precision(np.nan),
+            "recall": counts.recall(np.nan),
+        }
 
     results = bootstrap_intervals(statistic, len(s), n_resamples=n_resamples, confidence=confidence, seed=seed)
     out: dict[str, Any] = {name: r.to_dict() for name, r in results.items()}
-    out.update(n=len(s), positives=int(y.sum()), confidence=confidence, n_resamples=n_resamples,
-               chance_pr_auc=float(y.mean()) if len(y) else None)
+    out.update(
+        n=len(s),
+        positives=int(y.sum()),
+        confidence=confidence,
+        n_resamples=n_resamples,
+        chance_pr_auc=float(y.mean()) if len(y) else None,
+    )
     return out
 
 
-def summarize(log: AnswerLog, records: Sequence[dict[str, Any]], *, confidence: float = 0.95,
-              n_resamples: int = 1000, seed: int = 0) -> dict[str, Any]:
+def summarize(
+    log: AnswerLog,
+    records: Sequence[dict[str, Any]],
+    *,
+    confidence: float = 0.95,
+    n_resamples: int = 1000,
+    seed: int = 0,
+) -> dict[str, Any]:
     """The summary of `records` (one per entry of `log`, in log order, as `run_log` returns them)."""
-    entries = log.entries[:len(records)]
+    entries = log.entries[: len(records)]
     answered = [r for r in records if r["status"] != "malformed"]
     verified = [r for r in records if r["status"] == "verified"]
     supported = sum(bool(r["supported"]) for r in answered)
     first = verified[0] if verified else {}
     summary: dict[str, Any] = {
-        "log": str(log.path), "fields": log.fields.to_dict(),
+        "log": str(log.path),
+        "fields": log.fields.to_dict(),
         "verifier": {k: first.get(k) for k in ("method", "judge", "model", "threshold")},
-        "lines": len(records), "answers": len(answered), "verified": len(verified),
-        "failed": len(answered) - len(verified), "malformed": len(records) - len(answered),
-        "supported": supported, "share_supported": supported / len(answered) if answered else None,
+        "lines": len(records),
+        "answers": len(answered),
+        "verified": len(verified),
+        "failed": len(answered) - len(verified),
+        "malformed": len(records) - len(answered),
+        "supported": supported,
+        "share_supported": supported / len(answered) if answered else None,
         "scores": score_distribution([r["score"] for r in verified]),
-        "failures": [{"line": r["line"], "id": r["id"], "error": r.get("error")}
-                     for r in records if r["status"] == "failed"],
-        "malformed_lines": [{"line": r["line"], "id": r["id"], "reason": r.get("error")}
-                            for r in records if r["status"] == "malformed"],
+        "failures": [
+            {"line": r["line"], "id": r["id"], "error": r.get("error")} for r in records if r["status"] == "failed"
+        ],
+        "malformed_lines": [
+            {"line": r["line"], "id": r["id"], "reason": r.get("error")} for r in records if r["status"] == "malformed"
+        ],
         "labels": None,
     }
     source, labels = entry_labels(log, entries)
     rows = [(r, y) for r, y in zip(records, labels) if y is not None and r["status"] != "malformed"]
     if source is not None:
-        summary["labels"] = {**source, "labelled": len(rows),
-                             "note": "a failed verification counts as score 0, unsupported"}
+        summary["labels"] = {
+            **source,
+            "labelled": len(rows),
+            "note": "a failed verification counts as score 0, unsupported",
+        }
         if rows:
-            summary["labels"].update(labelled_metrics(
-                [r["score"] if r["score"] is not None else 0.0 for r, _ in rows],
-                [bool(r["supported"]) for r, _ in rows], [y for _, y in rows],
-                confidence=confidence, n_resamples=n_resamples, seed=seed))
+            summary["labels"].update(
+                labelled_metrics(
+                    [r["score"] if r["score"] is not None else 0.0 for r, _ in rows],
+                    [bool(r["supported"]) for r, _ in rows],
+                    [y for _, y in rows],
+                    confidence=confidence,
+                    n_resamples=n_resamples,
+                    seed=seed,
+                )
+            )
     return summary
 
 
-def write_summary(log: AnswerLog, records: Sequence[dict[str, Any]], out_dir: str | Path,
-                  **options) -> tuple[dict[str, Any], Path]:
+def write_summary(
+    log: AnswerLog, records: Sequence[dict[str, Any]], out_dir: str | Path, **options
+) -> tuple[dict[str, Any], Path]:
     """(summary, report path): OUT/summary.json and OUT/report.html of a run's records."""
     summary = summarize(log, records, **options)
     write_json(Path(out_dir) / SUMMARY_FILE, summary)
-    _, labels = entry_labels(log, log.entries[:len(records)])
+    _, labels = entry_labels(log, log.entries[: len(records)])
     return summary, write_report(out_dir, summary, records, labels)
 
 
@@ -145,22 +199,28 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
     s = summary
     cut = s["verifier"].get("threshold")
     share = s["share_supported"]
-    lines = [f"{s['answers']} answers verified from {s['lines']} lines: {s['supported']} supported"
-             + (f" ({share:.1%})" if share is not None else "")
-             + (f" at threshold {cut:.2f}" if cut is not None else "")
-             + f", {s['failed']} failed to verify, {s['malformed']} malformed lines."]
+    lines = [
+        f"{s['answers']} answers verified from {s['lines']} lines: {s['supported']} supported"
+        + (f" ({share:.1%})" if share is not None else "")
+        + (f" at threshold {cut:.2f}" if cut is not None else "")
+        + f", {s['failed']} failed to verify, {s['malformed']} malformed lines."
+    ]
     q = s["scores"]["quantiles"]
     if q:
-        lines.append(f"scores: median {q['median']:.3f}, p10 {q['p10']:.3f}, p90 {q['p90']:.3f}, "
-                     f"mean {s['scores']['mean']:.3f} (n {s['scores']['n']})")
+        lines.append(
+            f"scores: median {q['median']:.3f}, p10 {q['p10']:.3f}, p90 {q['p90']:.3f}, "
+            f"mean {s['scores']['mean']:.3f} (n {s['scores']['n']})"
+        )
     lab = s["labels"]
     if lab:
         if lab.get("auroc"):
             c = lab["confidence"]
-            lines.append(f"against {lab['labelled']} labels ({lab['positives']} supported; {lab['meaning']}), "
-                         f"{c:.0%} intervals: AUROC {_ci(lab['auroc'])}, PR-AUC {_ci(lab['pr_auc'])} "
-                         f"(chance {lab['chance_pr_auc']:.3f}); verdict precision {_ci(lab['precision'])}, "
-                         f"recall {_ci(lab['recall'])}")
+            lines.append(
+                f"against {lab['labelled']} labels ({lab['positives']} supported; {lab['meaning']}), "
+                f"{c:.0%} intervals: AUROC {_ci(lab['auroc'])}, PR-AUC {_ci(lab['pr_auc'])} "
+                f"(chance {lab['chance_pr_auc']:.3f}); verdict precision {_ci(lab['precision'])}, "
+                f"recall {_ci(lab['recall'])}"
+            )
         else:
             lines.append(f"labels ({lab['meaning']}): none on a verified answer")
     for f in s["malformed_lines"][:10]:

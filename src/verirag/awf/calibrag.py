@@ -5,6 +5,7 @@ Each step is one request (through whatever cache and meter wrap the LLM) and nev
 what the model writes: an unreadable confidence or an empty reply comes back as an `error` string
 beside the text, so callers record it instead of dropping the example.
 """
+
 from __future__ import annotations
 
 import re
@@ -23,8 +24,17 @@ NO_ANSWER = "no answer"
 # the paper's order (level i -> i / 10, as the Number scale reads 0..10), even where a reader might
 # rank two neighbours the other way (Likely before Possible).
 LINGUISTIC_SCALE: dict[str, float] = {
-    "unlikely": 0.0, "doubtful": 0.1, "uncertain": 0.2, "ambiguous": 0.3, "probable": 0.4,
-    "likely": 0.5, "possible": 0.6, "specified": 0.7, "confirmed": 0.8, "certain": 0.9, "inevitable": 1.0,
+    "unlikely": 0.0,
+    "doubtful": 0.1,
+    "uncertain": 0.2,
+    "ambiguous": 0.3,
+    "probable": 0.4,
+    "likely": 0.5,
+    "possible": 0.6,
+    "specified": 0.7,
+    "confirmed": 0.8,
+    "certain": 0.9,
+    "inevitable": 1.0,
 }
 _NEGATIONS = {"not", "never", "hardly", "barely"}
 
@@ -102,8 +112,9 @@ def linguistic_term(text: str) -> str | None:
     """The first term of LINGUISTIC_SCALE in a reply that is not negated ("not certain" is no
     reading of "certain")."""
     words = re.findall(r"[a-z]+", (text or "").lower())
-    return next((w for i, w in enumerate(words) if w in LINGUISTIC_SCALE and (i == 0 or words[i - 1] not in _NEGATIONS)),
-                None)
+    return next(
+        (w for i, w in enumerate(words) if w in LINGUISTIC_SCALE and (i == 0 or words[i - 1] not in _NEGATIONS)), None
+    )
 
 
 def parse_linguistic_confidence(text: str) -> float | None:
@@ -126,12 +137,14 @@ def verbal_confidence(llm: LLM, guidance: Guidance, *, scale: str = "number", ma
     return Confidence(value, raw, None if value is not None else f"unreadable confidence {raw.strip()[:40]!r}", term)
 
 
-def user_decision(llm: LLM, question: str, guidance: Guidance, confidence: Confidence | str, *,
-                  max_tokens: int = 32) -> tuple[str, str | None]:
+def user_decision(
+    llm: LLM, question: str, guidance: Guidance, confidence: Confidence | str, *, max_tokens: int = 32
+) -> tuple[str, str | None]:
     """The surrogate user's decision U(x, z, c) (prompt `calibrag_decision`): (text, error)."""
     shown = confidence if isinstance(confidence, str) else confidence.shown()
-    messages = load_prompt("calibrag_decision").messages(guidance=guidance.text or NO_ANSWER, confidence=shown,
-                                                        question=question)
+    messages = load_prompt("calibrag_decision").messages(
+        guidance=guidance.text or NO_ANSWER, confidence=shown, question=question
+    )
     try:
         text = llm.generate(messages, max_tokens=max_tokens).text.strip()
     except VeriragError as e:

@@ -11,6 +11,7 @@ generator and predictor, a predictor's entailment model). Its `digest` is the on
 trace keys, result-record keys and threshold files name, so a change of a default, a prompt or a
 model is never mistaken for work already done.
 """
+
 from __future__ import annotations
 
 import functools
@@ -49,8 +50,11 @@ class Component:
             init(self, *args, **kwargs)  # a subclass's wrapper runs after this one, and wins
             bound = sig.bind(self, *args, **kwargs)
             bound.apply_defaults()
-            self.options = {k: v for k, v in bound.arguments.items()
-                            if k not in WIRING and sig.parameters[k].kind is not inspect.Parameter.VAR_KEYWORD}
+            self.options = {
+                k: v
+                for k, v in bound.arguments.items()
+                if k not in WIRING and sig.parameters[k].kind is not inspect.Parameter.VAR_KEYWORD
+            }
 
         cls.__init__ = recording_init
 
@@ -74,8 +78,13 @@ class Component:
                 prompts[attr] = value.digest
             elif isinstance(value, Component):
                 parts[attr] = value.identity()
-        return {"component": f"{self.kind}:{self.display_name}", "options": self.options,
-                "model": self.model_fingerprint(), "prompts": prompts, "parts": parts}
+        return {
+            "component": f"{self.kind}:{self.display_name}",
+            "options": self.options,
+            "model": self.model_fingerprint(),
+            "prompts": prompts,
+            "parts": parts,
+        }
 
     def resolved_options(self) -> dict[str, Any]:
         """Its options and its parts' (defaults included), flat: what a user would compare."""
@@ -106,10 +115,14 @@ class Component:
         """The trace key of what this component computes on `trace` (`part` names one of
         several quantities, e.g. "score_ctx"; `inputs` are what else it read, e.g. the answer)."""
         component = f"{self.kind}:{self.display_name}" + (f".{part}" if part else "")
-        return quantity_key(component, model=self.model_fingerprint(), identity=self.digest,
-                            passages=trace.passages if self.reads_passages else (), **inputs)
+        return quantity_key(
+            component,
+            model=self.model_fingerprint(),
+            identity=self.digest,
+            passages=trace.passages if self.reads_passages else (),
+            **inputs,
+        )
 
     def compute(self, trace: Trace, compute: Callable[[], Any], part: str = "", **inputs: Any) -> Any:
         """`compute()` through the trace, at most once per key, announced as this component's stage."""
-        return trace.get(self.quantity_key(trace, part, **inputs), compute,
-                         stage=self.stage_text(len(trace.passages)))
+        return trace.get(self.quantity_key(trace, part, **inputs), compute, stage=self.stage_text(len(trace.passages)))

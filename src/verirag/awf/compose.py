@@ -16,6 +16,7 @@ a predictor error (NaN score) gives score 0 with the predictor's error. Only err
 backend can cause (VeriragError) are recorded so, with the exception in `failure` (an outage is
 a BackendError there, never a verdict); a programming error propagates.
 """
+
 from __future__ import annotations
 
 import math
@@ -47,15 +48,16 @@ class ComposedMethod(AwFMethod):
         self.needs = tuple(getattr(predictor, "needs", ()))
         self.hard = self.pred_name == "trivial"  # always exactly 1.0
         if predictor.continues_generation and not generator.reads_passages:
-            raise InputError(f"{self.registry_name}: {self.pred_name} continues the generator's "
-                             f"conversation, and {self.gen_name} shows the model no passages to check against")
+            raise InputError(
+                f"{self.registry_name}: {self.pred_name} continues the generator's "
+                f"conversation, and {self.gen_name} shows the model no passages to check against"
+            )
 
     def verify_key(self, trace: Trace, answer: str) -> str:
         if self.predictor.answer_independent:
             return self.predictor.quantity_key(trace)
         if self.predictor.continues_generation:  # the generator's conversation is part of its input
-            return self.predictor.quantity_key(trace, answer=answer,
-                                               conversation=self.generator.quantity_key(trace))
+            return self.predictor.quantity_key(trace, answer=answer, conversation=self.generator.quantity_key(trace))
         return self.predictor.quantity_key(trace, answer=answer)
 
     def answer_details(self, trace: Trace, ans) -> dict[str, Any]:
@@ -65,18 +67,30 @@ class ComposedMethod(AwFMethod):
         about a millisecond for 5 passages of 200 words, so each method computes them rather than the
         trace keeping them)."""
         signals = answer_signals(ans.text, ans.generation, trace.passages, trace.retrieval_scores)
-        return {"generation": self.generator.quantity_key(trace), "model_fingerprint": self.generator.model_fingerprint(),
-                "signals": signals.to_dict()}
+        return {
+            "generation": self.generator.quantity_key(trace),
+            "model_fingerprint": self.generator.model_fingerprint(),
+            "signals": signals.to_dict(),
+        }
 
     def run(self, trace: Trace) -> MethodOutput:
-        details: dict[str, Any] = {"generator": self.gen_name, "predictor": self.pred_name,
-                                   "predictor_digest": self.predictor.digest}
+        details: dict[str, Any] = {
+            "generator": self.gen_name,
+            "predictor": self.pred_name,
+            "predictor_digest": self.predictor.digest,
+        }
         t0 = time.perf_counter()
         try:
             ans = trace.answer(self.generator)
         except VeriragError as e:  # an output with an error and its exception, not a crash
-            return MethodOutput(answer="", score=0.0, hard=self.hard, details=details, failure=e,
-                                error=f"generator {self.gen_name} failed: {type(e).__name__}: {e}")
+            return MethodOutput(
+                answer="",
+                score=0.0,
+                hard=self.hard,
+                details=details,
+                failure=e,
+                error=f"generator {self.gen_name} failed: {type(e).__name__}: {e}",
+            )
         finally:  # the method reports its own split of the time (a shared generation counts 0)
             details["timings"] = {"generate": time.perf_counter() - t0}
         for k in ("parse_ok", "parse_warning"):  # structured generators: was the format followed?
@@ -87,19 +101,29 @@ class ComposedMethod(AwFMethod):
             return MethodOutput(answer=ans.text, score=0.0, hard=self.hard, error=ans.error, details=details)
         t0 = time.perf_counter()
         try:
-            v: Verification = trace.get(self.verify_key(trace, ans.text), lambda: self.predictor.verify_in(trace, ans),
-                                        stage=self.predictor.stage_text(len(trace.passages)))
+            v: Verification = trace.get(
+                self.verify_key(trace, ans.text),
+                lambda: self.predictor.verify_in(trace, ans),
+                stage=self.predictor.stage_text(len(trace.passages)),
+            )
         except VeriragError as e:
-            return MethodOutput(answer=ans.text, score=0.0, hard=self.hard, details=details, failure=e,
-                                error=f"predictor {self.pred_name} failed: {type(e).__name__}: {e}")
+            return MethodOutput(
+                answer=ans.text,
+                score=0.0,
+                hard=self.hard,
+                details=details,
+                failure=e,
+                error=f"predictor {self.pred_name} failed: {type(e).__name__}: {e}",
+            )
         finally:
             details["timings"]["verify"] = time.perf_counter() - t0
         details.update(per_passage=v.per_passage, best=v.best, warnings=list(v.warnings))
         if v.sentences is not None:
             details["sentences"] = v.sentences
         score = 0.0 if math.isnan(v.score) else min(1.0, max(0.0, float(v.score)))
-        return MethodOutput(answer=ans.text, score=score, hard=self.hard, error=v.error, details=details,
-                            failure=v.failure)
+        return MethodOutput(
+            answer=ans.text, score=score, hard=self.hard, error=v.error, details=details, failure=v.failure
+        )
 
 
 def entailment_predictors() -> list[str]:
@@ -108,13 +132,15 @@ def entailment_predictors() -> list[str]:
 
 
 def _no_judge(name: str) -> InputError:
-    return InputError(f"{name!r} uses no entailment model, so a judge (--judge) does not apply to it; "
-                      "it applies to GENERATOR+PREDICTOR methods whose predictor is one of: "
-                      + ", ".join(entailment_predictors()))
+    return InputError(
+        f"{name!r} uses no entailment model, so a judge (--judge) does not apply to it; "
+        "it applies to GENERATOR+PREDICTOR methods whose predictor is one of: " + ", ".join(entailment_predictors())
+    )
 
 
-def build_predictor(name: str, llm, judge_llm=None, entailment=None, options: Mapping[str, Any] | None = None
-                    ) -> FaithfulnessPredictor:
+def build_predictor(
+    name: str, llm, judge_llm=None, entailment=None, options: Mapping[str, Any] | None = None
+) -> FaithfulnessPredictor:
     """The predictor `name` with `options`, wired as `build_method` wires it (see there)."""
     options = dict(options or {})
     cls = registry.get("predictor", name)
@@ -128,7 +154,7 @@ def build_predictor(name: str, llm, judge_llm=None, entailment=None, options: Ma
     return cls(llm, **options)
 
 
-def build_method(name: "str | MethodSpec", llm, *, judge_llm=None, entailment=None, **options) -> AwFMethod:
+def build_method(name: str | MethodSpec, llm, *, judge_llm=None, entailment=None, **options) -> AwFMethod:
     """The AwF method `name` (or a MethodSpec) with `options`, each routed to the part that takes it:
     - a registered unified method ("method" kind): cls(llm, **options);
     - "GEN+PRED": ComposedMethod(generator(llm, ...), predictor), where a predictor that uses an
@@ -151,7 +177,8 @@ def build_method(name: "str | MethodSpec", llm, *, judge_llm=None, entailment=No
         method = registry.create("method", unified, llm, **routed.get("method", {}))
     else:
         generator = registry.create("generator", gen_name, llm, **routed.get("generator", {}))
-        method = ComposedMethod(generator, build_predictor(pred_name, llm, judge_llm, entailment,
-                                                      routed.get("predictor", {})))
+        method = ComposedMethod(
+            generator, build_predictor(pred_name, llm, judge_llm, entailment, routed.get("predictor", {}))
+        )
     method.spec = spec
     return method

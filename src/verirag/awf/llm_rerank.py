@@ -2,6 +2,7 @@
 scored by the LLM's P(Yes) / (P(Yes) + P(No)) that it contains the answer (prompt `llm_rerank`),
 one first-token request per document, and the documents are sorted by it. A document whose reply
 gives neither token scores NaN and sorts last, with the count in `failures`."""
+
 from __future__ import annotations
 
 import math

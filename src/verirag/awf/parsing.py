@@ -12,12 +12,13 @@ line (so the text is kept, never dropped) and `reason` says what went wrong. `fo
 decides what that means for the item (see there); either way the item is marked and counted in
 every denominator.
 """
+
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
-__all__ = ["ParsedResponse", "extract_response", "is_dont_know", "clean_answer", "format_error"]
+__all__ = ["ParsedResponse", "clean_answer", "extract_response", "format_error", "is_dont_know"]
 
 # "Response" as a word (markdown emphasis or heading marks may surround it), then a colon.
 _RESPONSE = re.compile(r"(?<![A-Za-z])(?:final\s+)?response[ \t]*[*_]*[ \t]*:", re.IGNORECASE)
@@ -73,9 +74,8 @@ def extract_response(text: str | None) -> ParsedResponse:
         return ParsedResponse(answer="", ok=False, reason="empty output")
     matches = list(_RESPONSE.finditer(text))
     if not matches:
-        return ParsedResponse(answer=_last_nonempty_line(text), ok=False,
-                              reason='no "Response:" line')
-    rest = text[matches[-1].end():]
+        return ParsedResponse(answer=_last_nonempty_line(text), ok=False, reason='no "Response:" line')
+    rest = text[matches[-1].end() :]
     lines = rest.splitlines() or [""]
     answer = clean_answer(lines[0])
     if not answer:
@@ -84,8 +84,9 @@ def extract_response(text: str | None) -> ParsedResponse:
             if answer:
                 break
     if not answer:
-        return ParsedResponse(answer=_last_nonempty_line(text[:matches[-1].start()]), ok=False,
-                              reason='empty answer after "Response:"')
+        return ParsedResponse(
+            answer=_last_nonempty_line(text[: matches[-1].start()]), ok=False, reason='empty answer after "Response:"'
+        )
     return ParsedResponse(answer=answer, ok=True)
 
 
@@ -106,8 +107,9 @@ def is_dont_know(text: str | None) -> bool:
     return bool(_DONT_KNOW.search(t))
 
 
-def format_error(parsed: ParsedResponse, finish_reason: str, what: str, *,
-                 strict: bool = False) -> tuple[str | None, str | None]:
+def format_error(
+    parsed: ParsedResponse, finish_reason: str, what: str, *, strict: bool = False
+) -> tuple[str | None, str | None]:
     """(error, warning) for a reply whose "Response:" line is missing.
 
     Small models often skip the rationale and answer directly ("The capital is Lima."). When the

@@ -1,4 +1,5 @@
 """How retrieved passages are written into a prompt."""
+
 from __future__ import annotations
 
 from collections.abc import Sequence

@@ -1,9 +1,10 @@
 """The pipeline: retrieve -> post-retrieval stages -> generate + verify -> act.
 
-    p = Pipeline.from_preset("local")
-    p.index("docs/")                 # or p.load_index("my-index/")
-    r = p.ask("Who wrote ...?")      # AskResult: answer, score, faithful, action, evidence, timings
+p = Pipeline.from_preset("local")
+p.index("docs/")                 # or p.load_index("my-index/")
+r = p.ask("Who wrote ...?")      # AskResult: answer, score, faithful, action, evidence, timings
 """
+
 from __future__ import annotations
 
 import logging
@@ -27,10 +28,9 @@ from verirag.errors import InputError, ModelNotFoundError, is_outage
 from verirag.learned.threshold import ANSWER, ThresholdController, as_controller
 from verirag.llm.factory import load_llm
 from verirag.llm.metered import MeteredLLM
-from verirag.metrics.abstention import is_abstention
 from verirag.llm.usage import Usage, metering
+from verirag.metrics.abstention import is_abstention
 from verirag.types import AskResult, Evidence, Passage, ScoredPassage, VerifyResult, judged_sentences
-
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +63,7 @@ def shipped_or_fallback(name: str, fallback: str, what: str) -> tuple[str, str |
     if not uses_shipped_verifier(name):
         return name, None
     from verirag.learned.shipped import shipped_verifier_dir
+
     try:
         shipped_verifier_dir()
     except ModelNotFoundError as e:
@@ -94,11 +95,15 @@ def why_it_cannot_verify(method: AwFMethod) -> str | None:
     predictor of a GENERATOR+PREDICTOR method that reads the answer can."""
     predictor = getattr(method, "predictor", None)
     if predictor is None or method.hard:
-        return (f"method {method.registry_name!r} scores only the answers it generates; to verify "
-                "an answer, use a GENERATOR+PREDICTOR method such as " + JUDGED_METHOD)
+        return (
+            f"method {method.registry_name!r} scores only the answers it generates; to verify "
+            "an answer, use a GENERATOR+PREDICTOR method such as " + JUDGED_METHOD
+        )
     if predictor.answer_independent:
-        return (f"{predictor.registry_name} judges the passages, not the answer, so it cannot verify "
-                "a given answer; use e.g. " + JUDGED_METHOD)
+        return (
+            f"{predictor.registry_name} judges the passages, not the answer, so it cannot verify "
+            "a given answer; use e.g. " + JUDGED_METHOD
+        )
     return None
 
 
@@ -123,7 +128,7 @@ class PipelineConfig:
     threshold: float = 0.5
     fallback: str = "abstain"
     n_ctx: int = 4096
-    max_answer_tokens: int | None = None   # None: each method's own answer length
+    max_answer_tokens: int | None = None  # None: each method's own answer length
     chunk_words: int = 200
     overlap_words: int = 20
     # post-retrieval: a conformal trust filter (`verirag calibrate-retrieval`) keeps only trusted
@@ -138,8 +143,8 @@ class PipelineConfig:
     rerank_depth: int = 20
     forecast_keep: int = 1
 
-    def validate(self) -> "PipelineConfig":
-        threshold = as_controller(self.threshold)   # a controller must be fitted; an uncertified one acts on all
+    def validate(self) -> PipelineConfig:
+        threshold = as_controller(self.threshold)  # a controller must be fitted; an uncertified one acts on all
         if threshold.kind == "value" and not 0.0 <= threshold.threshold_ <= 1.0:
             raise InputError(f"threshold must be in [0, 1], got {self.threshold}")
         if self.max_answer_tokens is not None and self.max_answer_tokens < 1:
@@ -175,7 +180,7 @@ class Pipeline:
         self.method_warning: str | None = None
         self._index = index
         self._method: AwFMethod | None = None
-        self._answer_verifier = None   # (method name, predictor) that `verify` uses
+        self._answer_verifier = None  # (method name, predictor) that `verify` uses
         self._policies: dict = {}
         self._trust = None
         self._forecaster = None
@@ -183,7 +188,7 @@ class Pipeline:
         self._llms: dict[str, MeteredLLM] = {}
 
     @classmethod
-    def from_preset(cls, name: str = "local", **overrides) -> "Pipeline":
+    def from_preset(cls, name: str = "local", **overrides) -> Pipeline:
         if name not in PRESETS:
             raise InputError(f"unknown pipeline preset {name!r}; known: {', '.join(PRESETS)}")
         overrides = {k: v for k, v in overrides.items() if v is not None}
@@ -191,7 +196,7 @@ class Pipeline:
         if "method" not in overrides and PRESETS[name].method == DEFAULT_METHOD:
             if overrides.get("judge"):
                 overrides["method"] = JUDGED_METHOD  # a judge was chosen: verify with the method that uses it
-            else:   # the default needs the shipped verifier: without it, self_check, said once
+            else:  # the default needs the shipped verifier: without it, self_check, said once
                 overrides["method"], warning = default_ask_method()
         pipeline = cls(replace(PRESETS[name], **overrides))
         if warning:
@@ -203,6 +208,7 @@ class Pipeline:
     def index(self, corpus: str | Path | Sequence[Passage], *, save_to: str | Path | None = None):
         """Build the retrieval index from a folder/file path or from passages; optionally save it."""
         from verirag.retrieval import Index, load_corpus
+
         if isinstance(corpus, (str, Path)):
             loaded = load_corpus(corpus)
             passages, self.skipped = loaded.passages, loaded.skipped
@@ -210,8 +216,12 @@ class Pipeline:
             passages, self.skipped = list(corpus), []
         if not passages:
             raise InputError("the corpus is empty: there is nothing to retrieve from")
-        self._index = Index.build(passages, kind=self.config.retrieval, chunk_words=self.config.chunk_words,
-                                  overlap_words=self.config.overlap_words)
+        self._index = Index.build(
+            passages,
+            kind=self.config.retrieval,
+            chunk_words=self.config.chunk_words,
+            overlap_words=self.config.overlap_words,
+        )
         if save_to is not None:
             self._index.save(save_to)
         return self._index
@@ -223,6 +233,7 @@ class Pipeline:
 
     def load_index(self, path: str | Path):
         from verirag.retrieval import Index
+
         self._index = Index.load(path)
         return self._index
 
@@ -250,15 +261,15 @@ class Pipeline:
             options = self._answer_length()
             if "max_tokens" not in accepted_options(MethodSpec.parse(self.config.method).name):
                 options = {}
-            self._method = build_method(self.config.method, self.llm, judge_llm=judge_llm,
-                                        entailment=self._entailment(), **options)
+            self._method = build_method(
+                self.config.method, self.llm, judge_llm=judge_llm, entailment=self._entailment(), **options
+            )
         return self._method
 
     def policy(self, fallback: str):
         if fallback not in self._policies:
             escalate = self._load(self.config.escalate_model) if fallback == "escalate" else None
-            self._policies[fallback] = make_policy(fallback, self.llm, escalate_llm=escalate,
-                                                   **self._answer_length())
+            self._policies[fallback] = make_policy(fallback, self.llm, escalate_llm=escalate, **self._answer_length())
         return self._policies[fallback]
 
     def _entailment(self) -> EntailmentModel | None:
@@ -278,10 +289,16 @@ class Pipeline:
         calibrated for another retriever, corpus or K warns."""
         if self._trust is None and self.config.trust:
             from verirag.learned.trust_filter import ConformalTrustFilter
+
             index = self._index
-            self._trust = ConformalTrustFilter.load(self.config.trust, expect={
-                "retriever": getattr(index, "kind", None), "corpus": getattr(index, "fingerprint", None),
-                "k": self.config.k})
+            self._trust = ConformalTrustFilter.load(
+                self.config.trust,
+                expect={
+                    "retriever": getattr(index, "kind", None),
+                    "corpus": getattr(index, "fingerprint", None),
+                    "k": self.config.k,
+                },
+            )
         return self._trust
 
     @property
@@ -289,6 +306,7 @@ class Pipeline:
         """CalibRAG's forecaster of `config.forecaster` (None without one), loaded once."""
         if self._forecaster is None and self.config.forecaster:
             from verirag.learned.forecaster import load_forecaster
+
             self._forecaster = load_forecaster(self.config.forecaster, llm=self.llm)
         return self._forecaster
 
@@ -297,9 +315,9 @@ class Pipeline:
         """The post-retrieval stages in order: the trust filter, then the forecast rerank."""
         if self._stages is None:
             c = self.config
-            self._stages = ([TrustFilterStage(self.trust_filter, c.on_untrusted)] if c.trust else []) + \
-                ([ForecastRerankStage(self.forecaster, epsilon=c.epsilon, keep=c.forecast_keep)]
-                 if c.forecaster else [])
+            self._stages = ([TrustFilterStage(self.trust_filter, c.on_untrusted)] if c.trust else []) + (
+                [ForecastRerankStage(self.forecaster, epsilon=c.epsilon, keep=c.forecast_keep)] if c.forecaster else []
+            )
         return self._stages
 
     # ---- asking ---------------------------------------------------------------------------
@@ -308,8 +326,15 @@ class Pipeline:
             raise InputError("no index: call index(corpus) or load_index(path) first")
         return self._index.search(question, k=k or self.config.k)
 
-    def ask(self, question: str, *, k: int | None = None, threshold: float | ThresholdController | None = None,
-            fallback: str | None = None, on_stage: Callable[[str], None] | None = None) -> AskResult:
+    def ask(
+        self,
+        question: str,
+        *,
+        k: int | None = None,
+        threshold: float | ThresholdController | None = None,
+        fallback: str | None = None,
+        on_stage: Callable[[str], None] | None = None,
+    ) -> AskResult:
         """Answer, verify and act: retrieve -> post-retrieval stages (trust filter, forecast
         rerank, one re-query when a stage asks) -> generate + verify -> act. `on_stage` is told
         each stage as it starts ("retrieving", "reading 5 passages and answering (vanilla)",
@@ -328,29 +353,39 @@ class Pipeline:
         # retrieve and post-retrieval stages
         say("retrieving")
         depth = max(k or self.config.k, self.config.rerank_depth) if self.config.forecaster else k
-        with metering() as stage_usage:   # a re-query's reformulation is an LLM call
-            got = run_stages(question, lambda q: self.retrieve(q, depth), self.stages, say,
-                             reformulate=lambda q: reformulate_query(self.llm, q))
+        with metering() as stage_usage:  # a re-query's reformulation is an LLM call
+            got = run_stages(
+                question,
+                lambda q: self.retrieve(q, depth),
+                self.stages,
+                say,
+                reformulate=lambda q: reformulate_query(self.llm, q),
+            )
         hits = got.hits
         timings["retrieve"] = time.perf_counter() - t0
         trust = got.results["trust"].info if "trust" in got.results else None
         forecast = None
         if "forecast" in got.results:
-            forecast = {**got.results["forecast"].info, "reformulated": got.requery is not None,
-                        "query": (got.requery or {}).get("query"), "usage": stage_usage.to_dict()}
+            forecast = {
+                **got.results["forecast"].info,
+                "reformulated": got.requery is not None,
+                "query": (got.requery or {}).get("query"),
+                "usage": stage_usage.to_dict(),
+            }
             if got.requery is not None:
                 forecast.update(used=got.requery["used"], first_pass_confidence=got.requery["first_pass_confidence"])
                 if "error" in got.requery:
                     forecast["reformulate_error"] = got.requery["error"]
 
         # generate + verify (the method reports its own split of the time)
-        trace = Trace(question, [h.passage for h in hits], on_compute=say,
-                      retrieval_scores=[float(h.score) for h in hits])
+        trace = Trace(
+            question, [h.passage for h in hits], on_compute=say, retrieval_scores=[float(h.score) for h in hits]
+        )
         method = self.method
         untrusted = trust is not None and not hits
         t = time.perf_counter()
         with trace.attribute() as used:
-            if untrusted:   # no chunk is trusted: nothing to answer from, the user's action decides
+            if untrusted:  # no chunk is trusted: nothing to answer from, the user's action decides
                 out = MethodOutput(answer="", score=0.0, error="no retrieved chunk is trusted by the conformal filter")
             else:
                 out = method.run(trace)
@@ -358,7 +393,7 @@ class Pipeline:
             split = out.details.get("timings") or {}
             timings["generate"] = split.get("generate", elapsed)
             timings["verify"] = split.get("verify", max(0.0, elapsed - timings["generate"]))
-            if out.outage:   # the model could not be reached: abstaining would hide it as a verdict
+            if out.outage:  # the model could not be reached: abstaining would hide it as a verdict
                 raise out.failure
             if out.answer.strip() and is_abstention(out.answer):
                 # The model declined ("the context does not say"): nothing was answered, so there is
@@ -375,31 +410,60 @@ class Pipeline:
             timings["fallback"] = time.perf_counter() - t
         timings["total"] = time.perf_counter() - t0
         usage = used.cost
-        usage += stage_usage   # the re-query's LLM call is part of what this answer cost
+        usage += stage_usage  # the re-query's LLM call is part of what this answer cost
 
         error = "; ".join(e for e in (out.error, decision.details.get("error")) if e) or None
         per = out.details.get("per_passage") or [None] * len(hits)
-        evidence = [Evidence(id=h.passage.id, text=h.passage.text, title=h.passage.title,
-                             source=h.passage.source, retrieval_score=float(h.score), support_score=s)
-                    for h, s in zip(hits, per)]
+        evidence = [
+            Evidence(
+                id=h.passage.id,
+                text=h.passage.text,
+                title=h.passage.title,
+                source=h.passage.source,
+                retrieval_score=float(h.score),
+                support_score=s,
+            )
+            for h, s in zip(hits, per)
+        ]
         best = out.details.get("best")
         return AskResult(
-            question=question, answer=decision.final_answer, score=float(out.score),
-            faithful=decision.action == ANSWERED, action=decision.action,
-            threshold=None if untrusted else as_controller(threshold).threshold_,  # None: not certified / nothing to verify
-            evidence=evidence, supporting_passage=evidence[best] if best is not None else None,
-            retrieved_answer=out.answer, model=self.llm.model_id, method=method.registry_name,
-            judge="" if untrusted else (getattr(getattr(method, "predictor", None), "name", "") or method.registry_name),
-            timings={k: round(v, 4) for k, v in timings.items()}, usage=usage.to_dict(), error=error, trust=trust,
-            forecast=forecast, sentences=judged_sentences(out.details.get("sentences")))
+            question=question,
+            answer=decision.final_answer,
+            score=float(out.score),
+            faithful=decision.action == ANSWERED,
+            action=decision.action,
+            threshold=None
+            if untrusted
+            else as_controller(threshold).threshold_,  # None: not certified / nothing to verify
+            evidence=evidence,
+            supporting_passage=evidence[best] if best is not None else None,
+            retrieved_answer=out.answer,
+            model=self.llm.model_id,
+            method=method.registry_name,
+            judge=""
+            if untrusted
+            else (getattr(getattr(method, "predictor", None), "name", "") or method.registry_name),
+            timings={k: round(v, 4) for k, v in timings.items()},
+            usage=usage.to_dict(),
+            error=error,
+            trust=trust,
+            forecast=forecast,
+            sentences=judged_sentences(out.details.get("sentences")),
+        )
 
     def _untrusted_fallback(self) -> str:
         """The policy for "no chunk is trusted": abstain, or answer without context (no-rag)."""
         return "no-rag" if self.config.on_untrusted == "no-context" else "abstain"
 
-    def verify(self, question: str, answer: str, passages: Sequence[Passage], *,
-               threshold: float | ThresholdController | None = None,
-               on_stage: Callable[[str], None] | None = None) -> VerifyResult:
+    def verify(
+        self,
+        question: str,
+        answer: str,
+        passages: Sequence[Passage],
+        *,
+        threshold: float | ThresholdController | None = None,
+        on_stage: Callable[[str], None] | None = None,
+    ) -> VerifyResult:
         """Verify an answer another system produced from `passages`: the score of this pipeline's
         predictor (the PRED of its GEN+PRED method; self_check checks the answer in the conversation
         Vanilla would have had), the verdict at `threshold`, each passage's support and, from a
@@ -422,7 +486,7 @@ class Pipeline:
         t0 = time.perf_counter()
         with metering() as usage:
             v = predictor.verify(question, answer, passages)
-        if is_outage(v.failure):   # the verifier could not be reached: not a verdict of "unsupported"
+        if is_outage(v.failure):  # the verifier could not be reached: not a verdict of "unsupported"
             raise v.failure
         seconds = time.perf_counter() - t0
         score = None if math.isnan(v.score) else float(v.score)
@@ -433,14 +497,26 @@ class Pipeline:
         cut = as_controller(threshold).threshold_
         faithful = v.error is None and score is not None and as_controller(threshold).decide(score) == ANSWER
         per = v.per_passage or [None] * len(passages)
-        evidence = [Evidence(id=p.id, text=p.text, title=p.title, source=p.source, retrieval_score=None,
-                             support_score=s) for p, s in zip(passages, per)]
+        evidence = [
+            Evidence(id=p.id, text=p.text, title=p.title, source=p.source, retrieval_score=None, support_score=s)
+            for p, s in zip(passages, per)
+        ]
         return VerifyResult(
-            question=question, answer=answer, score=score, faithful=bool(faithful), threshold=cut,
-            evidence=evidence, supporting_passage=evidence[v.best] if v.best is not None else None,
-            method=self._answer_verifier[0], judge=getattr(predictor, "name", "") or predictor.registry_name,
-            timings={"verify": round(seconds, 4)}, usage=usage.to_dict(), error=v.error, warnings=warnings,
-            sentences=judged_sentences(v.sentences))
+            question=question,
+            answer=answer,
+            score=score,
+            faithful=bool(faithful),
+            threshold=cut,
+            evidence=evidence,
+            supporting_passage=evidence[v.best] if v.best is not None else None,
+            method=self._answer_verifier[0],
+            judge=getattr(predictor, "name", "") or predictor.registry_name,
+            timings={"verify": round(seconds, 4)},
+            usage=usage.to_dict(),
+            error=v.error,
+            warnings=warnings,
+            sentences=judged_sentences(v.sentences),
+        )
 
     def answer_verifier(self):
         """The predictor that `verify` scores a given answer with; InputError when this pipeline's
@@ -470,11 +546,20 @@ class Pipeline:
         if cls.uses_llm or cls.answer_independent:
             return None
         gen_name = get_component("generator", gen).registry_name
-        return f"{gen_name}{SEPARATOR}{cls.registry_name}", build_predictor(pred, None, options=spec.routed().get("predictor", {}))
+        return f"{gen_name}{SEPARATOR}{cls.registry_name}", build_predictor(
+            pred, None, options=spec.routed().get("predictor", {})
+        )
 
-    def verify_and_act(self, question: str, answer: str, passages: Sequence[Passage], *,
-                       threshold: float | ThresholdController | None = None, fallback: str | None = None,
-                       on_stage: Callable[[str], None] | None = None) -> AskResult:
+    def verify_and_act(
+        self,
+        question: str,
+        answer: str,
+        passages: Sequence[Passage],
+        *,
+        threshold: float | ThresholdController | None = None,
+        fallback: str | None = None,
+        on_stage: Callable[[str], None] | None = None,
+    ) -> AskResult:
         """Verify another system's answer (as `verify`), then act on it by the policy `ask` uses
         (`fallback`: abstain, no-rag or escalate): what a framework integration needs to put
         verirag after its own chain. The result is an AskResult whose `retrieved_answer` is the
@@ -495,13 +580,26 @@ class Pipeline:
         if decision.action != ANSWERED and fallback != "abstain":
             timings["fallback"] = round(time.perf_counter() - t, 4)
         usage = Usage(**v.usage)
-        usage += used.cost   # the fallback's calls count in what this answer cost
+        usage += used.cost  # the fallback's calls count in what this answer cost
         error = "; ".join(e for e in (v.error, decision.details.get("error")) if e) or None
         return AskResult(
-            question=v.question, answer=decision.final_answer, score=out.score, faithful=decision.action == ANSWERED,
-            threshold=v.threshold, action=decision.action, evidence=v.evidence,
-            supporting_passage=v.supporting_passage, retrieved_answer=answer, model=self.llm.model_id,
-            method=v.method, judge=v.judge, timings=timings, usage=usage.to_dict(), error=error, sentences=v.sentences)
+            question=v.question,
+            answer=decision.final_answer,
+            score=out.score,
+            faithful=decision.action == ANSWERED,
+            threshold=v.threshold,
+            action=decision.action,
+            evidence=v.evidence,
+            supporting_passage=v.supporting_passage,
+            retrieved_answer=answer,
+            model=self.llm.model_id,
+            method=v.method,
+            judge=v.judge,
+            timings=timings,
+            usage=usage.to_dict(),
+            error=error,
+            sentences=v.sentences,
+        )
 
     def describe(self) -> dict:
         return asdict(self.config)

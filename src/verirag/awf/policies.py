@@ -5,6 +5,7 @@ with a threshold that is a float or a fitted ThresholdController (fixed, target 
 target action rate); a controller whose target could not be certified
 makes every answer act. `make_policy` builds one from the pipeline's `fallback` option.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -40,7 +41,7 @@ class PolicyDecision:
     action: str
     final_answer: str
     details: dict[str, Any] = field(default_factory=dict)
-    failure: VeriragError | None = None   # the second answer's exception (an outage: raised by the pipeline)
+    failure: VeriragError | None = None  # the second answer's exception (an outage: raised by the pipeline)
 
     @property
     def outage(self) -> bool:
@@ -59,8 +60,12 @@ def _supported(output, threshold) -> bool:
 
 def _base_details(output, threshold) -> dict[str, Any]:
     # "threshold" is None for a controller whose target could not be certified
-    return {"score": output.score, "threshold": as_controller(threshold).threshold_, "original_answer": output.answer,
-            "method_error": output.error}
+    return {
+        "score": output.score,
+        "threshold": as_controller(threshold).threshold_,
+        "original_answer": output.answer,
+        "method_error": output.error,
+    }
 
 
 class AbstainPolicy:
@@ -108,6 +113,7 @@ class NoRagFallbackPolicy(_ReanswerPolicy):
 
     def __init__(self, llm, **generator_kw):
         from verirag.awf.registry import create
+
         self.generator = create("generator", "no_context", llm, **generator_kw)
 
     def _second(self, trace):
@@ -124,6 +130,7 @@ class EscalatePolicy(_ReanswerPolicy):
 
     def __init__(self, larger_llm, generator_name: str = "vanilla", **generator_kw):
         from verirag.awf.registry import create
+
         self.llm = larger_llm
         self.generator = create("generator", generator_name, larger_llm, **generator_kw)
 

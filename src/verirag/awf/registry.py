@@ -4,6 +4,7 @@ Kinds: "generator" (question + passages -> answer), "entailment" (premise, hypot
 "predictor" (question, answer, passages -> faithfulness score), "method" (unified methods:
 question + passages -> answer and faithfulness indicator together).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -20,6 +21,7 @@ def register(kind: str, name: str) -> Callable[[type], type]:
         table[name] = cls
         cls.registry_name = name
         return cls
+
     return deco
 
 

@@ -10,6 +10,7 @@ or predictor, or the unified method), so an option no part of the method takes i
 not silently ignored. What identifies a built method (its options with their defaults, its
 prompts' text, its models) is the method's `digest` (`verirag.awf.component`), not the spec's.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -41,8 +42,11 @@ def split_name(name: str) -> tuple[str | None, str | None, str | None]:
 def option_defaults(cls: type) -> dict[str, Any]:
     """A component class's options (constructor keywords that are not wiring) with their defaults."""
     params = inspect.signature(cls.__init__).parameters.values()
-    return {p.name: p.default for p in params
-            if p.name not in WIRING and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
+    return {
+        p.name: p.default
+        for p in params
+        if p.name not in WIRING and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
+    }
 
 
 def accepted_options(name: str) -> dict[str, str]:
@@ -50,9 +54,9 @@ def accepted_options(name: str) -> dict[str, str]:
     unified, gen, pred = split_name(name)
     check_name(name)
     if unified:
-        return {k: "method" for k in option_defaults(registry.get("method", unified))}
-    out = {k: "predictor" for k in option_defaults(registry.get("predictor", pred))}
-    out.update({k: "generator" for k in option_defaults(registry.get("generator", gen))})
+        return dict.fromkeys(option_defaults(registry.get("method", unified)), "method")
+    out = dict.fromkeys(option_defaults(registry.get("predictor", pred)), "predictor")
+    out.update(dict.fromkeys(option_defaults(registry.get("generator", gen)), "generator"))
     return out
 
 
@@ -62,28 +66,36 @@ def check_name(name: str) -> None:
     if unified:
         return
     if gen not in registry.names("generator"):
-        raise InputError(f"unknown method {name!r}: {gen!r} is not a generator; "
-                         f"known methods: {', '.join(method_names())}")
+        raise InputError(
+            f"unknown method {name!r}: {gen!r} is not a generator; known methods: {', '.join(method_names())}"
+        )
     if pred not in registry.names("predictor"):
-        raise InputError(f"unknown predictor {pred!r} in {name!r}; "
-                         f"known predictors: {', '.join(registry.names('predictor'))}")
+        raise InputError(
+            f"unknown predictor {pred!r} in {name!r}; known predictors: {', '.join(registry.names('predictor'))}"
+        )
 
 
 def method_names() -> list[str]:
     """Every name build_method accepts: unified methods, bare generators, and GEN+PRED pairs
     (but a predictor that continues the conversation after a generator that shows no passages)."""
     gens, preds = registry.names("generator"), registry.names("predictor")
-    return (registry.names("method") + gens
-            + [f"{g}{SEPARATOR}{p}" for g in gens for p in preds
-               if registry.get("generator", g).reads_passages
-               or not registry.get("predictor", p).continues_generation])
+    return (
+        registry.names("method")
+        + gens
+        + [
+            f"{g}{SEPARATOR}{p}"
+            for g in gens
+            for p in preds
+            if registry.get("generator", g).reads_passages or not registry.get("predictor", p).continues_generation
+        ]
+    )
 
 
 _CALL = re.compile(r"^\s*([^()]+?)\s*\((.*)\)\s*$", re.S)
 
 
 def parse_call(text: str) -> tuple[str, dict[str, Any]]:
-    """"name(key=value, ...)" -> (name, options); a plain name has no options. Values are read as
+    """ "name(key=value, ...)" -> (name, options); a plain name has no options. Values are read as
     YAML scalars (numbers, true/false, null, text); text needs no quotes unless it holds a comma."""
     m = _CALL.match(text)
     if m is None:
@@ -99,8 +111,9 @@ def parse_call(text: str) -> tuple[str, dict[str, Any]]:
             parsed = yaml.safe_load(value) if value.strip() else ""
         except yaml.YAMLError:
             parsed = value.strip()
-        options[key.strip()] = parsed if isinstance(parsed, (str, int, float, bool)) or parsed is None \
-            else value.strip()
+        options[key.strip()] = (
+            parsed if isinstance(parsed, (str, int, float, bool)) or parsed is None else value.strip()
+        )
     return m.group(1), options
 
 
@@ -136,11 +149,13 @@ class MethodSpec:
         accepted = accepted_options(self.name)
         unknown = sorted(set(self.options) - set(accepted))
         if unknown:
-            raise InputError(f"method {self.name!r} takes no option {', '.join(map(repr, unknown))}; "
-                             f"it takes: {', '.join(sorted(accepted)) or 'none'}")
+            raise InputError(
+                f"method {self.name!r} takes no option {', '.join(map(repr, unknown))}; "
+                f"it takes: {', '.join(sorted(accepted)) or 'none'}"
+            )
 
     @classmethod
-    def parse(cls, entry: "str | Mapping[str, Any] | MethodSpec") -> "MethodSpec":
+    def parse(cls, entry: str | Mapping[str, Any] | MethodSpec) -> MethodSpec:
         """A config entry: "vanilla+nli", or {name: ..., label: ..., OPTION: VALUE, ...}."""
         if isinstance(entry, MethodSpec):
             return entry
@@ -158,8 +173,10 @@ class MethodSpec:
         unified, gen, pred = split_name(self.name)
         if unified:
             return {"method": dict(self.options)} if self.options else {}
-        takes = {"generator": option_defaults(registry.get("generator", gen)),
-                 "predictor": option_defaults(registry.get("predictor", pred))}
+        takes = {
+            "generator": option_defaults(registry.get("generator", gen)),
+            "predictor": option_defaults(registry.get("predictor", pred)),
+        }
         out: dict[str, dict[str, Any]] = {}
         for k, v in self.options.items():
             for part, keywords in takes.items():
@@ -167,7 +184,7 @@ class MethodSpec:
                     out.setdefault(part, {})[k] = v
         return out
 
-    def with_defaults(self, defaults: Mapping[str, Any]) -> "MethodSpec":
+    def with_defaults(self, defaults: Mapping[str, Any]) -> MethodSpec:
         """These options over `defaults`, keeping only the defaults this method takes."""
         accepted = accepted_options(self.name)
         merged = {k: v for k, v in defaults.items() if k in accepted}

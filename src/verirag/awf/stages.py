@@ -17,6 +17,7 @@ stages once more when a stage asks for it.
   questions; the rewrite is for the retriever), and the pass whose best document scores higher is
   kept (a rewrite that retrieves worse documents does not replace better ones).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -56,8 +57,14 @@ class TrustFilterStage:
         f = self.filter
         mask = f.trusted([h.score for h in hits]) if hits else []
         kept = [h for h, m in zip(hits, mask) if m]
-        info = {"threshold": f.threshold_, "alpha": f.alpha, "trusted": [h.passage.id for h in kept],
-                "m1": bool(kept), "m2": len(kept) / len(hits) if hits else 0.0, "empty_action": None}
+        info = {
+            "threshold": f.threshold_,
+            "alpha": f.alpha,
+            "trusted": [h.passage.id for h in kept],
+            "m1": bool(kept),
+            "m2": len(kept) / len(hits) if hits else 0.0,
+            "empty_action": None,
+        }
         if not kept:
             info["empty_action"] = self.on_untrusted
             kept = hits[:1] if self.on_untrusted == "keep-top" else []
@@ -84,16 +91,23 @@ class ForecastRerankStage:
         say(f"forecasting {len(hits)} documents")
         ranked = self.score(question, hits)
         best = ranked[0][1] if ranked else 0.0
-        kept = [h for h, _ in ranked[:self.keep]]
+        kept = [h for h, _ in ranked[: self.keep]]
         info: dict[str, Any] = {
-            "epsilon": self.epsilon, "confidence": best, "kept": [h.passage.id for h in kept],
-            "reranked": [{"id": h.passage.id, "f": round(p, 6), "retrieval_rank": h.rank,
-                          "retrieval_score": float(h.score)} for h, p in ranked]}
+            "epsilon": self.epsilon,
+            "confidence": best,
+            "kept": [h.passage.id for h in kept],
+            "reranked": [
+                {"id": h.passage.id, "f": round(p, 6), "retrieval_rank": h.rank, "retrieval_score": float(h.score)}
+                for h, p in ranked
+            ],
+        }
         trained_k = self.forecaster.provenance.get("k")
         if isinstance(trained_k, int) and len(hits) > trained_k:
             # measured (README, CalibRAG): documents below the trained depth are where a weak f picks wrongly
-            info["warning"] = (f"f scored {len(hits)} documents but was trained on the top {trained_k} of each "
-                               f"question: ranks beyond {trained_k} are outside its training data")
+            info["warning"] = (
+                f"f scored {len(hits)} documents but was trained on the top {trained_k} of each "
+                f"question: ranks beyond {trained_k} are outside its training data"
+            )
         return StageResult(kept, info, requery=best < self.epsilon, confidence=best)
 
 
@@ -112,8 +126,13 @@ class Retrieved:
         return min(values) if values else 0.0
 
 
-def run_stages(question: str, retrieve: Callable[[str], list[ScoredPassage]], stages: Sequence, say: Say,
-               reformulate: Callable[[str], tuple[str, str | None]] | None = None) -> Retrieved:
+def run_stages(
+    question: str,
+    retrieve: Callable[[str], list[ScoredPassage]],
+    stages: Sequence,
+    say: Say,
+    reformulate: Callable[[str], tuple[str, str | None]] | None = None,
+) -> Retrieved:
     """Retrieve for `question`, run `stages` in order; when a stage asks for a re-query, rewrite
     the question once (`reformulate`: question -> (query, error)), retrieve and run the stages
     again, and keep the pass with the higher confidence."""
@@ -138,7 +157,7 @@ def _one_pass(question: str, query: str, retrieve, stages, say: Say) -> Retrieve
     hits = retrieve(query)
     results = {}
     for stage in stages:
-        if not hits:   # nothing left to filter or rerank (e.g. no chunk trusted): the act stage decides
+        if not hits:  # nothing left to filter or rerank (e.g. no chunk trusted): the act stage decides
             break
         r = stage.run(question, hits, say)
         results[stage.name], hits = r, r.kept

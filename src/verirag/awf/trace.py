@@ -11,6 +11,7 @@ second backend request. Each quantity remembers its own cost (the requests made 
 it, not those of quantities it asked for in turn), so `attribute()` can state the full cost of what
 a method used, whether computed for it or found in the trace, and how much of it was shared.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -30,13 +31,18 @@ def passages_digest(passages: Sequence[Passage]) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
 
 
-def quantity_key(component: str, *, model: str = "", identity: str = "",
-                 passages: Sequence[Passage] = (), **inputs: Any) -> str:
-    """"component|model|digest": the digest covers the component's identity (options, prompts,
+def quantity_key(
+    component: str, *, model: str = "", identity: str = "", passages: Sequence[Passage] = (), **inputs: Any
+) -> str:
+    """ "component|model|digest": the digest covers the component's identity (options, prompts,
     model: `Component.digest`), the passages read and any other input (e.g. the answer a
     predictor judged). The readable head says what computed it."""
-    body = json.dumps({"model": model, "identity": identity, "passages": passages_digest(passages),
-                       "inputs": inputs}, sort_keys=True, default=str, ensure_ascii=False)
+    body = json.dumps(
+        {"model": model, "identity": identity, "passages": passages_digest(passages), "inputs": inputs},
+        sort_keys=True,
+        default=str,
+        ensure_ascii=False,
+    )
     return f"{component}|{model[:16]}|{hashlib.sha256(body.encode('utf-8')).hexdigest()[:16]}"
 
 
@@ -59,7 +65,7 @@ class Attribution:
     the requests it made outside any quantity. `cost` = direct + the cost of every quantity used;
     `shared` = the cost of those it found already computed; `spent` = cost - shared."""
 
-    trace: "Trace"
+    trace: Trace
     used: list[str] = field(default_factory=list)
     computed: list[str] = field(default_factory=list)
     direct: Usage = field(default_factory=Usage)
@@ -118,7 +124,7 @@ class Trace:
             with metering(q.cost):
                 try:
                     q.value = compute()
-                except Exception as e:  # noqa: BLE001 - memoised and re-raised unchanged below
+                except Exception as e:
                     q.error = e
             q.seconds = time.perf_counter() - t0
             self.quantities[key] = q

@@ -9,6 +9,7 @@ Built from ../shared/data in the AwF paper's ways: nq, hotpotqa, nomiracl, instr
 Original formats, for users who have those files: nq_open, hotpotqa_original, topiocqa, squad2,
 bioasq, and jsonl (a generic format). No loader reaches the network.
 """
+
 from .registry import data_dir, dataset_info, dataset_names, load_dataset
 
 __all__ = ["data_dir", "dataset_info", "dataset_names", "load_dataset"]

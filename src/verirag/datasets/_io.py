@@ -3,6 +3,7 @@
 Every loader reads through these helpers so that a missing file, a bad line or a wrong top-level
 type always ends as one `InputError` naming the file (and line), never as a bare traceback.
 """
+
 from __future__ import annotations
 
 import gzip

@@ -5,6 +5,7 @@ A passage counts as relevant when it contains a reference answer after SQuAD nor
 any of its passages is relevant. This is a proxy: a passage may mention the answer string
 without supporting it, or support a paraphrase of it.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -41,8 +42,7 @@ def attach_retrieved(examples: list[Example], retriever: SearchesMany, k: int) -
     if not examples:
         return
     if not callable(getattr(retriever, "search_many", None)):
-        raise InputError(f"retriever must have a search_many(queries, k) method, "
-                         f"got {type(retriever).__name__}")
+        raise InputError(f"retriever must have a search_many(queries, k) method, got {type(retriever).__name__}")
     results = retriever.search_many([ex.question for ex in examples], k)
     for ex, hits in zip(examples, results):
         ex.passages = [h.passage for h in hits]

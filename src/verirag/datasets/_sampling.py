@@ -4,6 +4,7 @@ Loaders subsample their *source items* (questions) before any costly step (retri
 generation) and before building derived examples, so `n` counts questions and HotpotQA's twin
 examples of one question are always kept or dropped together.
 """
+
 from __future__ import annotations
 
 import random

@@ -9,6 +9,7 @@ short-answer metrics): passages = its snippets, references = the exact answers. 
 were selected by experts as relevant, so relevance is 1 and answerable True; the AwF paper makes
 unanswerable copies by swapping in other questions' snippets, which callers can do on top.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -33,18 +34,19 @@ def flatten_answers(value: Any) -> list[str]:
         elif isinstance(v, list):
             for x in v:
                 walk(x)
+
     walk(value)
     return out
 
 
-def load_bioasq(path: str | Path, *, n: int | None = None, seed: int = 0,
-                types: tuple[str, ...] | list[str] | str = ("factoid",)) -> list[Example]:
+def load_bioasq(
+    path: str | Path, *, n: int | None = None, seed: int = 0, types: tuple[str, ...] | list[str] | str = ("factoid",)
+) -> list[Example]:
     """Questions of a BioASQ JSON file whose type is in `types` ("all" for every type)."""
     wanted = set(TYPES) if types == "all" else {types} if isinstance(types, str) else set(types)
     unknown = wanted - set(TYPES)
     if unknown:
-        raise InputError(f"unknown BioASQ question type(s) {sorted(unknown)}; choose from "
-                         f"{', '.join(TYPES)} or 'all'")
+        raise InputError(f"unknown BioASQ question type(s) {sorted(unknown)}; choose from {', '.join(TYPES)} or 'all'")
     questions = require(read_json(path), "questions", str(path))
     if not isinstance(questions, list):
         raise InputError(f"{path}: `questions` must be a list")
@@ -55,15 +57,25 @@ def load_bioasq(path: str | Path, *, n: int | None = None, seed: int = 0,
             continue
         qid = str(q.get("id") or i)
         snippets = [s for s in q.get("snippets") or [] if isinstance(s, dict) and s.get("text")]
-        passages = [Passage(id=f"{qid}:{j}", text=str(s["text"]), source="bioasq",
-                            meta={"document": s.get("document", "")})
-                    for j, s in enumerate(snippets)]
+        passages = [
+            Passage(id=f"{qid}:{j}", text=str(s["text"]), source="bioasq", meta={"document": s.get("document", "")})
+            for j, s in enumerate(snippets)
+        ]
         refs = flatten_answers(q.get("exact_answer"))
         meta = {"type": q["type"]}
         if q.get("ideal_answer"):
             meta["ideal_answer"] = q["ideal_answer"]
-        examples.append(Example(
-            id=qid, question=str(require(q, "body", where)), passages=passages, references=refs,
-            relevance=[1] * len(passages), answerable=bool(passages), dataset="bioasq", group=qid,
-            meta=meta))
+        examples.append(
+            Example(
+                id=qid,
+                question=str(require(q, "body", where)),
+                passages=passages,
+                references=refs,
+                relevance=[1] * len(passages),
+                answerable=bool(passages),
+                dataset="bioasq",
+                group=qid,
+                meta=meta,
+            )
+        )
     return subsample(examples, n, seed)

@@ -9,6 +9,7 @@ all read, in name order: by default ../shared/data/hotpotqa_amor_subset (dev.jso
 distractor-setting questions; test.json: 500 questions whose context paragraphs were retrieved,
 so for some of them no gold paragraph text is in the file and they are skipped).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -22,7 +23,9 @@ def hotpotqa_files(path: str | Path) -> list[Path]:
     """The HotpotQA files at `path`: the file itself, or the JSON files of a folder."""
     p = Path(path).expanduser()
     if p.is_dir():
-        files = sorted(f for f in p.iterdir() if f.is_file() and f.name.endswith((".json", ".jsonl", ".json.gz", ".jsonl.gz")))
+        files = sorted(
+            f for f in p.iterdir() if f.is_file() and f.name.endswith((".json", ".jsonl", ".json.gz", ".jsonl.gz"))
+        )
         if not files:
             raise InputError(f"no HotpotQA .json or .jsonl file in folder {p}")
         return files
@@ -43,12 +46,14 @@ def read_hotpotqa_path(path: str | Path) -> list[HotpotRecord]:
     return records
 
 
-def load_hotpotqa(path: str | Path, *, n: int | None = None, seed: int = 0,
-                  n_passages: int | None = None) -> list[Example]:
+def load_hotpotqa(
+    path: str | Path, *, n: int | None = None, seed: int = 0, n_passages: int | None = None
+) -> list[Example]:
     """Twin (unanswerable, answerable) examples of every usable question at `path`.
 
     n_passages: keep the first n_passages distractors per question (default: all, typically 8).
     """
     check_n_passages(n_passages)
-    return build_examples(read_hotpotqa_path(path), dataset="hotpotqa", mode="twins", n=n,
-                          seed=seed, n_passages=n_passages)
+    return build_examples(
+        read_hotpotqa_path(path), dataset="hotpotqa", mode="twins", n=n, seed=seed, n_passages=n_passages
+    )

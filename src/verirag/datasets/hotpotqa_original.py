@@ -18,6 +18,7 @@ example in `meta`: HotpotQA questions are multi-hop, so a single gold paragraph 
 answer the question alone (the gold paragraph that contains the answer string is preferred, see
 `_pick_gold`); and a distractor may mention the answer string (`answer_in_distractors`).
 """
+
 from __future__ import annotations
 
 import logging
@@ -90,8 +91,14 @@ def parse_record(rec: Any, where: str) -> HotpotRecord:
     if not isinstance(question, str) or not question.strip():
         raise InputError(f"{where}: `question` must be a non-empty string")
     answer = rec.get("answer", "")
-    return HotpotRecord(id=qid, question=question, answer=str(answer or ""), paragraphs=paragraphs,
-                        gold_titles=gold, meta={k: rec[k] for k in ("type", "level") if k in rec})
+    return HotpotRecord(
+        id=qid,
+        question=question,
+        answer=str(answer or ""),
+        paragraphs=paragraphs,
+        gold_titles=gold,
+        meta={k: rec[k] for k in ("type", "level") if k in rec},
+    )
 
 
 def read_hotpotqa(path: str | Path) -> list[HotpotRecord]:
@@ -135,8 +142,9 @@ def _passage(title: str, text: str) -> Passage:
     return Passage(id=passage_id(title), text=text, title=title, source="hotpotqa")
 
 
-def twin_examples(rec: HotpotRecord, texts: dict[str, str], *, dataset: str,
-                  n_passages: int | None = None) -> list[Example]:
+def twin_examples(
+    rec: HotpotRecord, texts: dict[str, str], *, dataset: str, n_passages: int | None = None
+) -> list[Example]:
     """[unanswerable, answerable] examples of one question, or [] when they cannot be built
     (no distractor paragraph, or no text for any gold paragraph).
 
@@ -153,20 +161,37 @@ def twin_examples(rec: HotpotRecord, texts: dict[str, str], *, dataset: str,
     position = random.Random(f"hotpotqa-twin:{rec.id}").randrange(len(distractors))
     with_gold = list(distractors)
     with_gold[position] = gold
-    meta = dict(rec.meta, answer=rec.answer, gold_title=gold[0], gold_position=position,
-                gold_contains_answer=bool(_answer_in(gold[1], rec.answer)),
-                answer_in_distractors=any(_answer_in(x, rec.answer) for _, x in distractors))
+    meta = dict(
+        rec.meta,
+        answer=rec.answer,
+        gold_title=gold[0],
+        gold_position=position,
+        gold_contains_answer=bool(_answer_in(gold[1], rec.answer)),
+        answer_in_distractors=any(_answer_in(x, rec.answer) for _, x in distractors),
+    )
     refs = [rec.answer] if rec.answer else []
     unanswerable = Example(
-        id=f"{rec.id}:unanswerable", question=rec.question,
-        passages=[_passage(t, x) for t, x in distractors], references=refs,
-        relevance=[0] * len(distractors), answerable=False, dataset=dataset, group=rec.id,
-        meta=dict(meta, variant="unanswerable"))
+        id=f"{rec.id}:unanswerable",
+        question=rec.question,
+        passages=[_passage(t, x) for t, x in distractors],
+        references=refs,
+        relevance=[0] * len(distractors),
+        answerable=False,
+        dataset=dataset,
+        group=rec.id,
+        meta=dict(meta, variant="unanswerable"),
+    )
     answerable = Example(
-        id=f"{rec.id}:answerable", question=rec.question,
-        passages=[_passage(t, x) for t, x in with_gold], references=list(refs),
-        relevance=[int(i == position) for i in range(len(with_gold))], answerable=True,
-        dataset=dataset, group=rec.id, meta=dict(meta, variant="answerable"))
+        id=f"{rec.id}:answerable",
+        question=rec.question,
+        passages=[_passage(t, x) for t, x in with_gold],
+        references=list(refs),
+        relevance=[int(i == position) for i in range(len(with_gold))],
+        answerable=True,
+        dataset=dataset,
+        group=rec.id,
+        meta=dict(meta, variant="answerable"),
+    )
     return [unanswerable, answerable]
 
 
@@ -177,10 +202,16 @@ def distractor_example(rec: HotpotRecord, *, dataset: str) -> Example:
     present = gold_set & {t for t, _ in rec.paragraphs}
     answerable = True if present == gold_set else (False if not present else None)
     return Example(
-        id=rec.id, question=rec.question, passages=[_passage(t, x) for t, x in rec.paragraphs],
+        id=rec.id,
+        question=rec.question,
+        passages=[_passage(t, x) for t, x in rec.paragraphs],
         references=[rec.answer] if rec.answer else [],
-        relevance=[int(t in gold_set) for t, _ in rec.paragraphs], answerable=answerable,
-        dataset=dataset, group=rec.id, meta=dict(rec.meta, gold_titles=list(rec.gold_titles)))
+        relevance=[int(t in gold_set) for t, _ in rec.paragraphs],
+        answerable=answerable,
+        dataset=dataset,
+        group=rec.id,
+        meta=dict(rec.meta, gold_titles=list(rec.gold_titles)),
+    )
 
 
 def check_n_passages(n_passages: object) -> int | None:
@@ -191,8 +222,9 @@ def check_n_passages(n_passages: object) -> int | None:
     return n_passages
 
 
-def build_examples(records: list[HotpotRecord], *, dataset: str, mode: str, n: int | None,
-                   seed: int, n_passages: int | None) -> list[Example]:
+def build_examples(
+    records: list[HotpotRecord], *, dataset: str, mode: str, n: int | None, seed: int, n_passages: int | None
+) -> list[Example]:
     """Examples of `records` in `mode`; `n` samples questions (twins: among buildable ones)."""
     if mode not in MODES:
         raise InputError(f"unknown HotpotQA mode {mode!r}; choose one of {', '.join(MODES)}")
@@ -200,16 +232,20 @@ def build_examples(records: list[HotpotRecord], *, dataset: str, mode: str, n: i
     if mode == "distractor":
         return [distractor_example(r, dataset=dataset) for r in subsample(records, n, seed)]
     texts = texts_by_title(records)
-    pairs = [p for p in (twin_examples(r, texts, dataset=dataset, n_passages=n_passages)
-                         for r in records) if p]
+    pairs = [p for p in (twin_examples(r, texts, dataset=dataset, n_passages=n_passages) for r in records) if p]
     if len(pairs) < len(records):
-        log.info("%s: %d of %d questions skipped (no distractor, or no text for a gold paragraph)",
-                 dataset, len(records) - len(pairs), len(records))
+        log.info(
+            "%s: %d of %d questions skipped (no distractor, or no text for a gold paragraph)",
+            dataset,
+            len(records) - len(pairs),
+            len(records),
+        )
     return [ex for pair in subsample(pairs, n, seed) for ex in pair]
 
 
-def load_hotpotqa_original(path: str | Path, *, n: int | None = None, seed: int = 0,
-                           mode: str = "twins", n_passages: int | None = None) -> list[Example]:
+def load_hotpotqa_original(
+    path: str | Path, *, n: int | None = None, seed: int = 0, mode: str = "twins", n_passages: int | None = None
+) -> list[Example]:
     """Examples from one official HotpotQA file (JSON array or JSON lines).
 
     Options: mode "twins" | "distractor"; n_passages (twins only): keep the first n_passages
@@ -217,5 +253,6 @@ def load_hotpotqa_original(path: str | Path, *, n: int | None = None, seed: int 
     """
     if mode not in MODES:
         raise InputError(f"unknown HotpotQA mode {mode!r}; choose one of {', '.join(MODES)}")
-    return build_examples(read_hotpotqa(path), dataset="hotpotqa_original", mode=mode, n=n,
-                          seed=seed, n_passages=n_passages)
+    return build_examples(
+        read_hotpotqa(path), dataset="hotpotqa_original", mode=mode, n=n, seed=seed, n_passages=n_passages
+    )

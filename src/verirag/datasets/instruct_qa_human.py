@@ -14,6 +14,7 @@ question share `group` ("<dataset>:<id>"), ids are "<dataset>:<id>:<model>".
 History turns alternate user and agent, oldest first, and are written "User: ..." /
 "Agent: ..." as in the instruct-qa prompts.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -24,8 +25,16 @@ from ._io import iter_jsonl, require, string_list
 from ._sampling import subsample
 
 FILES = {"396": "correctness_nq_corrected_396.jsonl", "1200": "correctness_human_eval_1200.jsonl"}
-_META_FIELDS = ("response", "human_correctness", "label_correct", "model", "dataset",
-                "human_correctness_original", "reference_corrected_by_ispas", "note")
+_META_FIELDS = (
+    "response",
+    "human_correctness",
+    "label_correct",
+    "model",
+    "dataset",
+    "human_correctness_original",
+    "reference_corrected_by_ispas",
+    "note",
+)
 
 
 def speaker_turns(history: list[str]) -> list[str]:
@@ -44,8 +53,9 @@ def resolve_file(path: str | Path, file: str) -> Path:
     return p / FILES[file]
 
 
-def load_instruct_qa_human(path: str | Path, *, n: int | None = None, seed: int = 0,
-                           file: str = "396") -> list[Example]:
+def load_instruct_qa_human(
+    path: str | Path, *, n: int | None = None, seed: int = 0, file: str = "396"
+) -> list[Example]:
     """Rows of the chosen file (`path`: the folder holding it, or a file of the same format)."""
     if str(file) not in FILES:
         raise InputError(f"unknown instruct_qa_human file {file!r}; choose one of {', '.join(FILES)}")
@@ -57,13 +67,26 @@ def load_instruct_qa_human(path: str | Path, *, n: int | None = None, seed: int 
         if not isinstance(gold, list):
             raise InputError(f"{where}: gold_passages must be a list of {{title, text}}")
         dataset, qid, model = rec.get("dataset", ""), require(rec, "id", where), rec.get("model", "")
-        passages = [Passage(id=f"{dataset}:{qid}:gold{i}", text=str(require(g, "text", where)),
-                            title=str(g.get("title") or ""), source=str(dataset))
-                    for i, g in enumerate(gold)]
+        passages = [
+            Passage(
+                id=f"{dataset}:{qid}:gold{i}",
+                text=str(require(g, "text", where)),
+                title=str(g.get("title") or ""),
+                source=str(dataset),
+            )
+            for i, g in enumerate(gold)
+        ]
         history = rec.get("history") or []
-        examples.append(Example(
-            id=f"{dataset}:{qid}:{model}", question=str(require(rec, "question", where)),
-            passages=passages, references=string_list(rec.get("references"), where),
-            history=speaker_turns([str(t) for t in history]), dataset="instruct_qa_human",
-            group=f"{dataset}:{qid}", meta={k: rec[k] for k in _META_FIELDS if k in rec}))
+        examples.append(
+            Example(
+                id=f"{dataset}:{qid}:{model}",
+                question=str(require(rec, "question", where)),
+                passages=passages,
+                references=string_list(rec.get("references"), where),
+                history=speaker_turns([str(t) for t in history]),
+                dataset="instruct_qa_human",
+                group=f"{dataset}:{qid}",
+                meta={k: rec[k] for k in _META_FIELDS if k in rec},
+            )
+        )
     return subsample(examples, n, seed)

@@ -10,6 +10,7 @@ Missing ids become the line number; passage ids default to "<example id>:<index>
 `answerable` is absent it is derived from `relevance` (True if any passage is relevant, False if
 all are labelled 0, else unknown). A malformed line raises `InputError` naming its line number.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -31,8 +32,14 @@ def _passages(value: Any, example_id: str, where: str) -> list[Passage]:
         if isinstance(p, str):
             out.append(Passage(id=f"{example_id}:{i}", text=p))
         elif isinstance(p, dict) and isinstance(p.get("text"), str):
-            out.append(Passage(id=str(p.get("id") or f"{example_id}:{i}"), text=p["text"],
-                               title=str(p.get("title") or ""), source=str(p.get("source") or "")))
+            out.append(
+                Passage(
+                    id=str(p.get("id") or f"{example_id}:{i}"),
+                    text=p["text"],
+                    title=str(p.get("title") or ""),
+                    source=str(p.get("source") or ""),
+                )
+            )
         else:
             raise InputError(f"{where}: passage {i} must be a string or an object with a `text` string")
     return out
@@ -41,10 +48,12 @@ def _passages(value: Any, example_id: str, where: str) -> list[Passage]:
 def _relevance(value: Any, n_passages: int, where: str) -> list[int | None] | None:
     if value is None:
         return None
-    if not isinstance(value, list) or len(value) != n_passages or not all(
-            v is None or (v in (0, 1) and not isinstance(v, float)) for v in value):
-        raise InputError(f"{where}: `relevance` must list 0, 1 or null for each of the "
-                         f"{n_passages} passages")
+    if (
+        not isinstance(value, list)
+        or len(value) != n_passages
+        or not all(v is None or (v in (0, 1) and not isinstance(v, float)) for v in value)
+    ):
+        raise InputError(f"{where}: `relevance` must list 0, 1 or null for each of the {n_passages} passages")
     return [None if v is None else int(v) for v in value]
 
 
@@ -78,10 +87,18 @@ def parse_line(rec: Any, lineno: int, where: str) -> Example:
         raise InputError(f"{where}: `meta` must be an object")
     if rec.get("source") not in (None, "", []):  # where the reference comes from (calibrate-retrieval)
         meta = {**meta, "source": string_list(rec["source"], f"{where}, source")}
-    return Example(id=example_id, question=question, passages=passages,
-                   references=string_list(refs, f"{where}, references"), history=list(history),
-                   relevance=relevance, answerable=_answerable(rec.get("answerable"), relevance, where),
-                   dataset="jsonl", group=str(rec.get("group") or example_id), meta=dict(meta))
+    return Example(
+        id=example_id,
+        question=question,
+        passages=passages,
+        references=string_list(refs, f"{where}, references"),
+        history=list(history),
+        relevance=relevance,
+        answerable=_answerable(rec.get("answerable"), relevance, where),
+        dataset="jsonl",
+        group=str(rec.get("group") or example_id),
+        meta=dict(meta),
+    )
 
 
 def load_jsonl(path: str | Path, *, n: int | None = None, seed: int = 0) -> list[Example]:

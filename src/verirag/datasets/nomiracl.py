@@ -15,6 +15,7 @@ NoMIRACL has no reference answers. Given `references_llm` (an `LLM`; wrap it in 
 so a rerun pays nothing), each relevant query gets a short reference generated from its passages
 with the prompt `nomiracl_reference`; the raw reply is kept in meta["reference_raw"].
 """
+
 from __future__ import annotations
 
 import logging
@@ -71,8 +72,9 @@ def parse_prompt(prompt: str, n_passages: int, where: str) -> tuple[str, list[tu
 def subset_file(folder: Path, subset: str) -> Path:
     files = sorted((folder / subset).glob("*.jsonl")) if (folder / subset).is_dir() else []
     if not files:
-        raise InputError(f"no NoMIRACL {subset} file: expected {folder / subset}/*.jsonl "
-                         f"(e.g. en.test.vanilla_prompt.jsonl)")
+        raise InputError(
+            f"no NoMIRACL {subset} file: expected {folder / subset}/*.jsonl (e.g. en.test.vanilla_prompt.jsonl)"
+        )
     return files[0]
 
 
@@ -83,14 +85,22 @@ def read_subset(folder: Path, subset: str) -> list[Example]:
         where = f"{path}, line {lineno}"
         docids = require(rec, "docids", where)
         query, parsed = parse_prompt(str(require(rec, "prompt", where)), len(docids), where)
-        passages = [Passage(id=str(d), text=text, title=title, source="nomiracl")
-                    for d, (title, text) in zip(docids, parsed)]
+        passages = [
+            Passage(id=str(d), text=text, title=title, source="nomiracl") for d, (title, text) in zip(docids, parsed)
+        ]
         relevant = subset == "relevant"
-        examples.append(Example(
-            id=str(require(rec, "query_id", where)), question=query, passages=passages,
-            relevance=[None] * len(passages) if relevant else [0] * len(passages),
-            answerable=relevant, dataset="nomiracl", group=str(rec["query_id"]),
-            meta={"subset": subset}))
+        examples.append(
+            Example(
+                id=str(require(rec, "query_id", where)),
+                question=query,
+                passages=passages,
+                relevance=[None] * len(passages) if relevant else [0] * len(passages),
+                answerable=relevant,
+                dataset="nomiracl",
+                group=str(rec["query_id"]),
+                meta={"subset": subset},
+            )
+        )
     return examples
 
 
@@ -118,11 +128,15 @@ def add_references(examples: list[Example], llm: Any) -> None:
     for ex in examples:
         if not ex.answerable:
             continue
-        passages = "\n\n".join(f"[{i}] {p.title}\n{p.text}" if p.title else f"[{i}] {p.text}"
-                               for i, p in enumerate(ex.passages, start=1))
+        passages = "\n\n".join(
+            f"[{i}] {p.title}\n{p.text}" if p.title else f"[{i}] {p.text}" for i, p in enumerate(ex.passages, start=1)
+        )
         try:
-            gen = llm.generate(template.messages(question=ex.question, passages=passages),
-                               max_tokens=REFERENCE_MAX_TOKENS, temperature=0.0)
+            gen = llm.generate(
+                template.messages(question=ex.question, passages=passages),
+                max_tokens=REFERENCE_MAX_TOKENS,
+                temperature=0.0,
+            )
         except VeriragError as e:  # one failed request leaves one example without a reference
             log.warning("no reference for NoMIRACL query %s: %s", ex.id, e)
             ex.references = []
@@ -138,8 +152,9 @@ def add_references(examples: list[Example], llm: Any) -> None:
         ex.meta["reference_model"] = getattr(llm, "model_id", "")
 
 
-def load_nomiracl(path: str | Path, *, n: int | None = None, seed: int = 0, subset: str = "both",
-                  references_llm: Any = None) -> list[Example]:
+def load_nomiracl(
+    path: str | Path, *, n: int | None = None, seed: int = 0, subset: str = "both", references_llm: Any = None
+) -> list[Example]:
     """NoMIRACL queries from `path` (the folder holding relevant/ and non_relevant/).
 
     Options: subset "both" | "relevant" | "non_relevant"; references_llm: an LLM that writes a
@@ -149,8 +164,9 @@ def load_nomiracl(path: str | Path, *, n: int | None = None, seed: int = 0, subs
         raise InputError(f"unknown NoMIRACL subset {subset!r}; choose both, relevant or non_relevant")
     folder = Path(path).expanduser()
     if not folder.is_dir():
-        raise InputError(f"NoMIRACL folder not found at {folder}: pass the folder that holds "
-                         f"relevant/ and non_relevant/")
+        raise InputError(
+            f"NoMIRACL folder not found at {folder}: pass the folder that holds relevant/ and non_relevant/"
+        )
     chosen = SUBSETS if subset == "both" else (subset,)
     examples = subsample([ex for s in chosen for ex in read_subset(folder, s)], n, seed)
     if references_llm is not None:

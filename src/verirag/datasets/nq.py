@@ -15,6 +15,7 @@ passage (minutes on a laptop CPU), so it is saved under the verirag cache direct
 (`verirag.models.cache_dir()/datasets/`), keyed by a hash of the pool and the embedder name,
 and later calls load it in a second.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -50,8 +51,10 @@ def find_oracle_file(path: str | Path) -> Path:
     for candidate in (p / ORACLE_FILE, p / ORACLE_FOLDER / ORACLE_FILE):
         if candidate.is_file():
             return candidate
-    raise InputError(f"NQ oracle file not found at {p}: pass the path of {ORACLE_FILE} "
-                     f"(from nelson-liu/lost-in-the-middle) or a folder that holds it")
+    raise InputError(
+        f"NQ oracle file not found at {p}: pass the path of {ORACLE_FILE} "
+        f"(from nelson-liu/lost-in-the-middle) or a folder that holds it"
+    )
 
 
 def find_distractors(oracle_file: Path, distractors: Any) -> Path | None:
@@ -64,9 +67,11 @@ def find_distractors(oracle_file: Path, distractors: Any) -> Path | None:
     for folder in (oracle_file.parent, oracle_file.parent.parent):
         if (folder / DISTRACTOR_FOLDER).is_dir():
             return folder / DISTRACTOR_FOLDER
-    raise InputError(f"no {DISTRACTOR_FOLDER}/ folder found beside {oracle_file.parent}: pass "
-                     f"distractors=<HotpotQA file or folder>, or distractors=None for a pool of "
-                     f"oracle passages only")
+    raise InputError(
+        f"no {DISTRACTOR_FOLDER}/ folder found beside {oracle_file.parent}: pass "
+        f"distractors=<HotpotQA file or folder>, or distractors=None for a pool of "
+        f"oracle passages only"
+    )
 
 
 def read_oracle(path: Path) -> list[dict[str, Any]]:
@@ -78,8 +83,9 @@ def read_oracle(path: Path) -> list[dict[str, Any]]:
             question, ctx = rec["question"], rec["ctxs"][0]
             gold = (str(ctx.get("title") or ""), str(ctx["text"]))
         except (KeyError, IndexError, TypeError, AttributeError) as e:
-            raise InputError(f"{where}: expected question, answers and ctxs[0] with a text "
-                             f"({type(e).__name__}: {e})") from e
+            raise InputError(
+                f"{where}: expected question, answers and ctxs[0] with a text ({type(e).__name__}: {e})"
+            ) from e
         answers = string_list(rec.get("answers"), f"{where}, answers")
         rows.append({"row": len(rows), "question": question, "answers": answers, "gold": gold})
     if not rows:
@@ -104,8 +110,7 @@ def build_pool(rows: list[dict[str, Any]], distractor_path: Path | None) -> tupl
             for title, text in rec.paragraphs:
                 if text and title not in titles:
                     titles.add(title)
-                    pool.append(Passage(id=f"hotpotqa:{title}", text=text, title=title,
-                                        source="hotpotqa"))
+                    pool.append(Passage(id=f"hotpotqa:{title}", text=text, title=title, source="hotpotqa"))
     return pool, gold_ids
 
 
@@ -121,6 +126,7 @@ def pool_hash(pool: list[Passage]) -> str:
 def dense_retriever(pool: list[Passage], embedder: Any = None, cache: bool = True):
     """A DenseRetriever over `pool`, loaded from the cache when this pool was embedded before."""
     from ..retrieval import DenseRetriever, Embedder
+
     emb = embedder if embedder is not None and not isinstance(embedder, str) else Embedder.load(embedder)
     if not cache:
         return DenseRetriever.build(pool, emb)
@@ -148,13 +154,22 @@ def dense_retriever(pool: list[Passage], embedder: Any = None, cache: bool = Tru
 def build_retriever(pool: list[Passage], retriever: str, embedder: Any = None, cache: bool = True):
     if retriever == "bm25":
         from ..retrieval import BM25Retriever
+
         return BM25Retriever.build(pool)
     return dense_retriever(pool, embedder, cache)
 
 
-def load_nq(path: str | Path, *, n: int | None = None, seed: int = 0, k: int = 5,
-            retriever: str = "bm25", distractors: Any = "auto", embedder: Any = None,
-            cache_index: bool = True) -> list[Example]:
+def load_nq(
+    path: str | Path,
+    *,
+    n: int | None = None,
+    seed: int = 0,
+    k: int = 5,
+    retriever: str = "bm25",
+    distractors: Any = "auto",
+    embedder: Any = None,
+    cache_index: bool = True,
+) -> list[Example]:
     """NQ-open oracle questions with their top-k passages from the oracle + HotpotQA pool.
 
     Options: k (passages per question); retriever "bm25" | "dense"; distractors: HotpotQA file
@@ -170,11 +185,17 @@ def load_nq(path: str | Path, *, n: int | None = None, seed: int = 0, k: int = 5
     rows = read_oracle(oracle)
     pool, gold_ids = build_pool(rows, distractor_path)
     picked = subsample(rows, n, seed)
-    examples = [Example(id=str(r["row"]), question=r["question"], references=list(r["answers"]),
-                        dataset="nq", group=str(r["row"]),
-                        meta={"gold_passage_id": gold_ids[r["row"]], "retriever": retriever,
-                              "pool_size": len(pool)})
-                for r in picked]
+    examples = [
+        Example(
+            id=str(r["row"]),
+            question=r["question"],
+            references=list(r["answers"]),
+            dataset="nq",
+            group=str(r["row"]),
+            meta={"gold_passage_id": gold_ids[r["row"]], "retriever": retriever, "pool_size": len(pool)},
+        )
+        for r in picked
+    ]
     attach_retrieved(examples, build_retriever(pool, retriever, embedder, cache_index), k)
     for ex in examples:
         ex.meta["gold_retrieved"] = ex.meta["gold_passage_id"] in {p.id for p in ex.passages}

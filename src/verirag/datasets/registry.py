@@ -5,6 +5,7 @@ A loader is found by its dataset name, lives in the module of that name, and tak
 $VERIRAG_DATA_DIR, else the `shared/data` folder beside the verirag checkout (where the project's
 benchmark files live); datasets with no default file need an explicit path.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -45,38 +46,81 @@ class DatasetInfo:
     def options(self) -> list[str]:
         """Keyword options of the loader, besides n and seed."""
         params = inspect.signature(self.loader).parameters.values()
-        return [p.name for p in params
-                if p.kind is inspect.Parameter.KEYWORD_ONLY and p.name not in ("n", "seed")]
+        return [p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY and p.name not in ("n", "seed")]
 
 
-_DATASETS = {d.name: d for d in [
-    DatasetInfo("nq", load_nq, "lost_in_the_middle_nq/nq-open-oracle.jsonl.gz",
-                "nq-open-oracle.jsonl.gz (nelson-liu/lost-in-the-middle), with a "
-                "hotpotqa_amor_subset/ folder in the same data folder",
-                "NQ-open questions, top-k passages retrieved from oracle + HotpotQA paragraphs"),
-    DatasetInfo("hotpotqa", load_hotpotqa, "hotpotqa_amor_subset",
-                "a HotpotQA file or a folder of them (JSON or JSON lines)",
-                "HotpotQA twins: distractors only / one distractor replaced by a gold paragraph"),
-    DatasetInfo("nomiracl", load_nomiracl, "nomiracl_en",
-                "the NoMIRACL folder holding relevant/ and non_relevant/ *.jsonl",
-                "NoMIRACL English: queries with and without a relevant passage"),
-    DatasetInfo("instruct_qa_human", load_instruct_qa_human, "instruct_qa_human",
-                "the instruct_qa_human folder (or one of its .jsonl files)",
-                "model responses with human correctness labels (Adlakha et al.)"),
-    DatasetInfo("nq_open", load_nq_open, "nq_open/NQ-open.dev.jsonl",
-                "an NQ-open .jsonl file", "NQ-open questions and answers, no passages"),
-    DatasetInfo("hotpotqa_original", load_hotpotqa_original, None,
-                "an official HotpotQA file (JSON array or JSON lines)",
-                "official HotpotQA: twins or the 10-paragraph distractor setting"),
-    DatasetInfo("topiocqa", load_topiocqa, "topiocqa/topiocqa_dev.early-2021-11.json",
-                "a TopiOCQA .json file", "TopiOCQA conversational turns with history"),
-    DatasetInfo("squad2", load_squad2, None, "a SQuAD 2.0 .json file",
-                "SQuAD 2.0: one paragraph per question, unanswerable ones included"),
-    DatasetInfo("bioasq", load_bioasq, None, "a BioASQ .json file ({\"questions\": [...]})",
-                "BioASQ questions with their snippets"),
-    DatasetInfo("jsonl", load_jsonl, None, "a .jsonl file in verirag's generic format",
-                "your own benchmark as JSON lines"),
-]}
+_DATASETS = {
+    d.name: d
+    for d in [
+        DatasetInfo(
+            "nq",
+            load_nq,
+            "lost_in_the_middle_nq/nq-open-oracle.jsonl.gz",
+            "nq-open-oracle.jsonl.gz (nelson-liu/lost-in-the-middle), with a "
+            "hotpotqa_amor_subset/ folder in the same data folder",
+            "NQ-open questions, top-k passages retrieved from oracle + HotpotQA paragraphs",
+        ),
+        DatasetInfo(
+            "hotpotqa",
+            load_hotpotqa,
+            "hotpotqa_amor_subset",
+            "a HotpotQA file or a folder of them (JSON or JSON lines)",
+            "HotpotQA twins: distractors only / one distractor replaced by a gold paragraph",
+        ),
+        DatasetInfo(
+            "nomiracl",
+            load_nomiracl,
+            "nomiracl_en",
+            "the NoMIRACL folder holding relevant/ and non_relevant/ *.jsonl",
+            "NoMIRACL English: queries with and without a relevant passage",
+        ),
+        DatasetInfo(
+            "instruct_qa_human",
+            load_instruct_qa_human,
+            "instruct_qa_human",
+            "the instruct_qa_human folder (or one of its .jsonl files)",
+            "model responses with human correctness labels (Adlakha et al.)",
+        ),
+        DatasetInfo(
+            "nq_open",
+            load_nq_open,
+            "nq_open/NQ-open.dev.jsonl",
+            "an NQ-open .jsonl file",
+            "NQ-open questions and answers, no passages",
+        ),
+        DatasetInfo(
+            "hotpotqa_original",
+            load_hotpotqa_original,
+            None,
+            "an official HotpotQA file (JSON array or JSON lines)",
+            "official HotpotQA: twins or the 10-paragraph distractor setting",
+        ),
+        DatasetInfo(
+            "topiocqa",
+            load_topiocqa,
+            "topiocqa/topiocqa_dev.early-2021-11.json",
+            "a TopiOCQA .json file",
+            "TopiOCQA conversational turns with history",
+        ),
+        DatasetInfo(
+            "squad2",
+            load_squad2,
+            None,
+            "a SQuAD 2.0 .json file",
+            "SQuAD 2.0: one paragraph per question, unanswerable ones included",
+        ),
+        DatasetInfo(
+            "bioasq",
+            load_bioasq,
+            None,
+            'a BioASQ .json file ({"questions": [...]})',
+            "BioASQ questions with their snippets",
+        ),
+        DatasetInfo(
+            "jsonl", load_jsonl, None, "a .jsonl file in verirag's generic format", "your own benchmark as JSON lines"
+        ),
+    ]
+}
 
 
 def dataset_names() -> list[str]:
@@ -103,18 +147,22 @@ def default_path(name: str) -> Path:
     """Where `name`'s data is looked for when no path is given; `InputError` if it is not there."""
     info = dataset_info(name)
     if info.default is None:
-        raise InputError(f"dataset {name!r} needs a path: pass {info.expects}, e.g. "
-                         f"load_dataset({name!r}, 'path/to/file')")
+        raise InputError(
+            f"dataset {name!r} needs a path: pass {info.expects}, e.g. load_dataset({name!r}, 'path/to/file')"
+        )
     path = data_dir() / info.default
     if not path.exists():
-        raise InputError(f"dataset {name!r}: expected {info.expects} at {path}, which does not "
-                         f"exist; pass the path explicitly or set {DATA_DIR_ENV} to the folder "
-                         f"that holds {info.default}")
+        raise InputError(
+            f"dataset {name!r}: expected {info.expects} at {path}, which does not "
+            f"exist; pass the path explicitly or set {DATA_DIR_ENV} to the folder "
+            f"that holds {info.default}"
+        )
     return path
 
 
-def load_dataset(name: str, path: str | Path | None = None, *, n: int | None = None,
-                 seed: int = 0, **options: Any) -> list[Example]:
+def load_dataset(
+    name: str, path: str | Path | None = None, *, n: int | None = None, seed: int = 0, **options: Any
+) -> list[Example]:
     """Examples of dataset `name` read from `path` (default: see `default_path`).
 
     `n` draws that many source questions with `random.Random(seed)` (HotpotQA twins of a
@@ -129,7 +177,8 @@ def load_dataset(name: str, path: str | Path | None = None, *, n: int | None = N
     allowed = info.options()
     unknown = sorted(set(options) - set(allowed))
     if unknown:
-        raise InputError(f"unknown option(s) {', '.join(unknown)} for dataset {name!r}; valid "
-                         f"options: {', '.join(allowed) or 'none'}")
-    return info.loader(default_path(name) if path is None else Path(path).expanduser(),
-                       n=n, seed=seed, **options)
+        raise InputError(
+            f"unknown option(s) {', '.join(unknown)} for dataset {name!r}; valid "
+            f"options: {', '.join(allowed) or 'none'}"
+        )
+    return info.loader(default_path(name) if path is None else Path(path).expanduser(), n=n, seed=seed, **options)

@@ -9,6 +9,7 @@ references = the answer texts (none for an impossible question; its plausible an
 the paragraph does *not* support, go to meta["plausible_answers"]). Questions of one paragraph
 share `group`.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -38,14 +39,21 @@ def load_squad2(path: str | Path, *, n: int | None = None, seed: int = 0) -> lis
         title = str(article.get("title") or "") if isinstance(article, dict) else ""
         for p, para in enumerate(require(article, "paragraphs", f"{path}, data[{a}]")):
             where = f"{path}, data[{a}].paragraphs[{p}]"
-            passage = Passage(id=f"{a}:{p}", text=str(require(para, "context", where)),
-                              title=title, source="squad2")
+            passage = Passage(id=f"{a}:{p}", text=str(require(para, "context", where)), title=title, source="squad2")
             for qa in require(para, "qas", where):
                 impossible = bool(qa.get("is_impossible", False))
                 meta = {"plausible_answers": _texts(qa.get("plausible_answers"))} if impossible else {}
-                examples.append(Example(
-                    id=str(require(qa, "id", where)), question=str(require(qa, "question", where)),
-                    passages=[passage], references=[] if impossible else _texts(qa.get("answers")),
-                    relevance=[int(not impossible)], answerable=not impossible, dataset="squad2",
-                    group=passage.id, meta=meta))
+                examples.append(
+                    Example(
+                        id=str(require(qa, "id", where)),
+                        question=str(require(qa, "question", where)),
+                        passages=[passage],
+                        references=[] if impossible else _texts(qa.get("answers")),
+                        relevance=[int(not impossible)],
+                        answerable=not impossible,
+                        dataset="squad2",
+                        group=passage.id,
+                        meta=meta,
+                    )
+                )
     return subsample(examples, n, seed)

@@ -11,6 +11,7 @@ TopiOCQA marks turns the topic cannot answer with the answer "UNANSWERABLE": the
 reference and answerable False; other turns are answerable True only when the gold passage is
 present (unknown otherwise).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -39,8 +40,14 @@ def _gold_passage(rec: dict[str, Any], example_id: str) -> list[Passage]:
     gold = rec.get("Gold_passage")
     if not isinstance(gold, dict) or not str(gold.get("text") or "").strip():
         return []
-    return [Passage(id=str(gold.get("id") or f"{example_id}:gold"), text=str(gold["text"]),
-                    title=str(gold.get("title") or ""), source="topiocqa")]
+    return [
+        Passage(
+            id=str(gold.get("id") or f"{example_id}:gold"),
+            text=str(gold["text"]),
+            title=str(gold.get("title") or ""),
+            source="topiocqa",
+        )
+    ]
 
 
 def load_topiocqa(path: str | Path, *, n: int | None = None, seed: int = 0) -> list[Example]:
@@ -65,12 +72,20 @@ def load_topiocqa(path: str | Path, *, n: int | None = None, seed: int = 0) -> l
         passages = _gold_passage(rec, example_id)
         unanswerable = str(rec.get("Answer", "")).strip() == UNANSWERABLE
         answerable = False if unanswerable else (True if passages else None)
-        examples.append(Example(
-            id=example_id, question=str(rec["Question"]), passages=passages,
-            references=_answers(rec), history=speaker_turns(history),
-            relevance=[int(not unanswerable)] * len(passages) if passages else None,
-            answerable=answerable, dataset="topiocqa", group=str(conv),
-            meta={k: rec[k] for k in ("Topic", "Topic_section", "is_nq", "Rationale") if k in rec}))
+        examples.append(
+            Example(
+                id=example_id,
+                question=str(rec["Question"]),
+                passages=passages,
+                references=_answers(rec),
+                history=speaker_turns(history),
+                relevance=[int(not unanswerable)] * len(passages) if passages else None,
+                answerable=answerable,
+                dataset="topiocqa",
+                group=str(conv),
+                meta={k: rec[k] for k in ("Topic", "Topic_section", "is_nq", "Rationale") if k in rec},
+            )
+        )
     if not examples:
         raise InputError(f"{path} holds no TopiOCQA turns")
     return subsample(examples, n, seed)

@@ -1,4 +1,5 @@
 """The demo corpus and questions that ship with verirag (our own text, about a fictional island)."""
+
 from __future__ import annotations
 
 from importlib import resources

@@ -1,6 +1,7 @@
 """What `verirag eval` and `verirag report` run, chosen by the config or the run directory: the
 AwF grid (`grid/`, a config without `study`), or a paper study (`study: dependable`, Geissler et
 al.; `study: calibrag`, Jang et al.; `studies/`) whose directory holds study.json."""
+
 from __future__ import annotations
 
 import json
@@ -17,9 +18,10 @@ from verirag.experiments.schema import listing, read_yaml, shown
 from verirag.experiments.studies import calibrag, dependable
 from verirag.experiments.studies.common import STUDY_FILE, write_study
 
-STUDIES = {"dependable": (dependable.parse_dependable_study, dependable.run_dependable_study,
-                          dependable_report.summary_lines),
-           "calibrag": (calibrag.parse_calibrag_study, calibrag.run_calibrag_study, calibrag_report.summary_lines)}
+STUDIES = {
+    "dependable": (dependable.parse_dependable_study, dependable.run_dependable_study, dependable_report.summary_lines),
+    "calibrag": (calibrag.parse_calibrag_study, calibrag.run_calibrag_study, calibrag_report.summary_lines),
+}
 StudyConfig = dependable.DependableStudyConfig | calibrag.CalibragStudyConfig
 
 
@@ -29,13 +31,15 @@ def load_study(path: str | Path) -> StudyConfig | None:
     if not isinstance(raw, dict) or "study" not in raw:
         return None
     if raw["study"] not in STUDIES:
-        raise InputError(f"{Path(path)}: 1 problem(s): study: must be one of {listing(STUDIES)}, "
-                         f"got {shown(raw['study'])}")
+        raise InputError(
+            f"{Path(path)}: 1 problem(s): study: must be one of {listing(STUDIES)}, got {shown(raw['study'])}"
+        )
     return STUDIES[raw["study"]][0](raw, str(Path(path)))
 
 
-def run_study(cfg: StudyConfig, out_dir: str | Path, *,
-              on_stage: Callable[[str], None] | None = None) -> dict[str, Any]:
+def run_study(
+    cfg: StudyConfig, out_dir: str | Path, *, on_stage: Callable[[str], None] | None = None
+) -> dict[str, Any]:
     """Run (or resume, through the request cache) the study into `out_dir`: study.json, report.html."""
     return STUDIES[cfg.study][1](cfg, out_dir, on_stage=on_stage)
 

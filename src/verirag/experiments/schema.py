@@ -5,6 +5,7 @@ checks a YAML mapping against it and turns every problem into one InputError tha
 place and says what the place takes, in the config's own words:
 "config.yaml: 2 problem(s): datasets[1].n: must be an integer >= 1, got 0; colour: unknown key (...)".
 """
+
 from __future__ import annotations
 
 import json
@@ -30,9 +31,13 @@ class StrictModel(BaseModel):
 def fail(problems: list[tuple[tuple, str, Any]]) -> None:
     """Raise [(place, message, value)] as one ValidationError, placed under the field validated."""
     if problems:
-        raise ValidationError.from_exception_data("config", [
-            InitErrorDetails(type=PydanticCustomError("verirag", msg), loc=tuple(loc), input=v)
-            for loc, msg, v in problems])
+        raise ValidationError.from_exception_data(
+            "config",
+            [
+                InitErrorDetails(type=PydanticCustomError("verirag", msg), loc=tuple(loc), input=v)
+                for loc, msg, v in problems
+            ],
+        )
 
 
 def shown(v: Any) -> str:
@@ -42,7 +47,7 @@ def shown(v: Any) -> str:
     s = repr(v) if len(repr(v)) <= 60 else repr(v)[:57] + "..."
     if isinstance(v, (int, float)):
         return s
-    return f"{ {str: 'text', list: 'a list', dict: 'a mapping'}.get(type(v), type(v).__name__)} {s}"
+    return f"{ {str: 'text', list: 'a list', dict: 'a mapping'}.get(type(v), type(v).__name__) } {s}"
 
 
 def listing(names: Any) -> str:
@@ -51,10 +56,12 @@ def listing(names: Any) -> str:
 
 def _schema_at(root: type[BaseModel], loc: tuple) -> tuple[type[BaseModel] | None, FieldInfo | None]:
     """The model that holds the last key of `loc`, and that key's field (None where unknown)."""
+
     def model_in(tp: Any) -> type[BaseModel] | None:
         if isinstance(tp, type) and issubclass(tp, BaseModel):
             return tp
         return next(filter(None, map(model_in, get_args(tp))), None)
+
     model, parent, info = root, None, None
     for part in (p for p in loc if isinstance(p, str)):
         parent, info = model, model.model_fields.get(part) if model else None
@@ -64,23 +71,37 @@ def _schema_at(root: type[BaseModel], loc: tuple) -> tuple[type[BaseModel] | Non
 
 def _bounds(info: FieldInfo | None) -> str | None:
     """What a bounded number field takes (these schemas bound integers below, numbers on both sides)."""
-    b = {k: getattr(m, k) for m in (info.metadata if info else ()) for k in ("gt", "ge", "lt", "le")
-         if getattr(m, k, None) is not None}
+    b = {
+        k: getattr(m, k)
+        for m in (info.metadata if info else ())
+        for k in ("gt", "ge", "lt", "le")
+        if getattr(m, k, None) is not None
+    }
     if set(b) == {"ge"}:
         return f"must be an integer >= {b['ge']}"
     if len(b) == 2:
-        return (f"must be a number in {'(' if 'gt' in b else '['}{b.get('gt', b.get('ge')):g}, "
-                f"{b.get('lt', b.get('le')):g}{')' if 'lt' in b else ']'}")
+        return (
+            f"must be a number in {'(' if 'gt' in b else '['}{b.get('gt', b.get('ge')):g}, "
+            f"{b.get('lt', b.get('le')):g}{')' if 'lt' in b else ']'}"
+        )
     return None
 
 
-_SAY = {"model_type": "must be a mapping (key: value)", "dict_type": "must be a mapping (key: value)",
-        "list_type": "must be a non-empty list",
-        "string_type": "must be non-empty text", "string_too_short": "must be non-empty text",
-        "int_type": "must be an integer", "int_parsing": "must be an integer", "int_from_float": "must be an integer",
-        "float_type": "must be a number", "float_parsing": "must be a number",
-        "bool_type": "must be true or false", "bool_parsing": "must be true or false",
-        "finite_number": "must be a finite number"}
+_SAY = {
+    "model_type": "must be a mapping (key: value)",
+    "dict_type": "must be a mapping (key: value)",
+    "list_type": "must be a non-empty list",
+    "string_type": "must be non-empty text",
+    "string_too_short": "must be non-empty text",
+    "int_type": "must be an integer",
+    "int_parsing": "must be an integer",
+    "int_from_float": "must be an integer",
+    "float_type": "must be a number",
+    "float_parsing": "must be a number",
+    "bool_type": "must be true or false",
+    "bool_parsing": "must be true or false",
+    "finite_number": "must be a finite number",
+}
 
 
 def _problem(root: type[BaseModel], err: dict[str, Any]) -> str:
@@ -107,8 +128,9 @@ def _problem(root: type[BaseModel], err: dict[str, Any]) -> str:
 def validate_config(model: type[M], raw: Any, source_name: str = "config", context: dict | None = None) -> M:
     """`raw` validated as `model`; one InputError listing every problem with its place otherwise."""
     if not isinstance(raw, dict):
-        raise InputError(f"{source_name}: the top level must be a mapping of {listing(model.model_fields)}, "
-                         f"got {shown(raw)}")
+        raise InputError(
+            f"{source_name}: the top level must be a mapping of {listing(model.model_fields)}, got {shown(raw)}"
+        )
     try:
         return model.model_validate(raw, context=context)
     except ValidationError as e:
@@ -130,14 +152,17 @@ def read_yaml(path: str | Path) -> Any:
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
-        line = data[:e.start].count(b"\n") + 1
-        raise InputError(f"{p}: not UTF-8 text (byte {e.start}, line {line}: {data[e.start:e.start + 1]!r}); "
-                         "save the config as UTF-8") from None
+        line = data[: e.start].count(b"\n") + 1
+        raise InputError(
+            f"{p}: not UTF-8 text (byte {e.start}, line {line}: {data[e.start : e.start + 1]!r}); "
+            "save the config as UTF-8"
+        ) from None
     try:
         raw = yaml.safe_load(text)
     except (yaml.YAMLError, ValueError, OverflowError, TypeError, RecursionError) as e:  # also 2024-13-45, 10**5000
-        raise InputError(f"{p}: not valid YAML: {'nested too deeply' if isinstance(e, RecursionError) else e}") \
-            from None
+        raise InputError(
+            f"{p}: not valid YAML: {'nested too deeply' if isinstance(e, RecursionError) else e}"
+        ) from None
     if raw is None:
         raise InputError(f"{p} is empty; a config names at least datasets, models and methods")
     return raw

@@ -12,18 +12,19 @@
     verified = rag_chain | VeriragVerifier(pipeline=Pipeline.from_preset("local", method="vanilla+nli"))
     out = verified.invoke({"input": "Who designed the lighthouse?"})   # out["answer"], ["action"], ["score"]
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import httpx
 
 try:
     import langchain_core  # noqa: F401
-except ImportError as e:   # the extra is not installed: say which one
+except ImportError as e:  # the extra is not installed: say which one
     raise ImportError("verirag.integrations.langchain needs langchain-core: pip install 'verirag[langchain]'") from e
 from langchain_core.callbacks import CallbackManagerForRetrieverRun, Callbacks
 from langchain_core.documents import BaseDocumentCompressor, Document
@@ -63,26 +64,28 @@ class VeriragVerifier(RunnableSerializable[dict, dict]):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    pipeline: Optional[Pipeline] = None
-    service_url: Optional[str] = None
-    api_key: Optional[SecretStr] = None
-    method: Optional[str] = None
-    threshold: Optional[Any] = None   # a float in [0, 1], or (in process) a fitted ThresholdController
-    fallback: Optional[str] = None
+    pipeline: Pipeline | None = None
+    service_url: str | None = None
+    api_key: SecretStr | None = None
+    method: str | None = None
+    threshold: Any | None = None  # a float in [0, 1], or (in process) a fitted ThresholdController
+    fallback: str | None = None
     question_key: str = "input"
     answer_key: str = "answer"
     documents_key: str = "context"
     timeout: float = Field(300.0, gt=0)
 
     @model_validator(mode="after")
-    def _one_backend(self) -> "VeriragVerifier":
+    def _one_backend(self) -> VeriragVerifier:
         if (self.pipeline is None) == (self.service_url is None):
             raise InputError("give VeriragVerifier one backend: pipeline=Pipeline(...) or service_url='http://...'")
         if self.fallback is not None and self.fallback not in FALLBACKS:
             raise InputError(f"fallback must be one of {', '.join(FALLBACKS)}, got {self.fallback!r}")
         if self.service_url is not None and self.fallback not in (None, "abstain"):
-            raise InputError(f"fallback {self.fallback!r} answers again with a model, which /v1/verify does not: "
-                             "through the service only 'abstain' is possible; use pipeline=... for it")
+            raise InputError(
+                f"fallback {self.fallback!r} answers again with a model, which /v1/verify does not: "
+                "through the service only 'abstain' is possible; use pipeline=... for it"
+            )
         if self.service_url is not None and self.threshold is not None and not isinstance(self.threshold, (int, float)):
             raise InputError("through the service the threshold is a number in [0, 1]")
         if self.pipeline is not None and self.method is not None:
@@ -90,10 +93,10 @@ class VeriragVerifier(RunnableSerializable[dict, dict]):
         return self
 
     # ---- the Runnable interface: batch, stream and their async forms come from invoke / ainvoke
-    def invoke(self, input: dict, config: Optional[RunnableConfig] = None, **kwargs: Any) -> dict:
+    def invoke(self, input: dict, config: RunnableConfig | None = None, **kwargs: Any) -> dict:
         return self._call_with_config(self._verify, input, config, **kwargs)
 
-    async def ainvoke(self, input: dict, config: Optional[RunnableConfig] = None, **kwargs: Any) -> dict:
+    async def ainvoke(self, input: dict, config: RunnableConfig | None = None, **kwargs: Any) -> dict:
         return await self._acall_with_config(self._averify, input, config, **kwargs)
 
     def _verify(self, input: dict) -> dict:
@@ -106,7 +109,7 @@ class VeriragVerifier(RunnableSerializable[dict, dict]):
 
     async def _averify(self, input: dict, config: RunnableConfig) -> dict:
         question, answer, docs, passages = self._read(input)
-        if self.pipeline is not None:   # the model runs in a worker thread: the event loop stays free
+        if self.pipeline is not None:  # the model runs in a worker thread: the event loop stays free
             result = await run_in_executor(config, self._in_process, question, answer, passages)
             return self._output(input, docs, passages, result)
         with _outage_if_unreachable():
@@ -120,36 +123,52 @@ class VeriragVerifier(RunnableSerializable[dict, dict]):
             raise InputError(f"VeriragVerifier takes a dict with the keys {keys}, got {type(input).__name__}")
         missing = [k for k in keys if k not in input]
         if missing:
-            raise InputError(f"the input has no {', '.join(map(repr, missing))} (its keys: {sorted(map(str, input))}); "
-                             "set question_key, answer_key or documents_key to the names your chain uses")
+            raise InputError(
+                f"the input has no {', '.join(map(repr, missing))} (its keys: {sorted(map(str, input))}); "
+                "set question_key, answer_key or documents_key to the names your chain uses"
+            )
         question, answer, docs = (input[k] for k in keys)
         answer = _message_text(answer) if isinstance(answer, BaseMessage) else answer
         for key, value in ((self.question_key, question), (self.answer_key, answer)):
             if not isinstance(value, str) or not value.strip():
-                raise InputError(f"{key!r} must be a non-empty string (or, for the answer, a chat message), "
-                                 f"got {value!r:.80}")
+                raise InputError(
+                    f"{key!r} must be a non-empty string (or, for the answer, a chat message), got {value!r:.80}"
+                )
         if isinstance(docs, (str, bytes)) or not isinstance(docs, Sequence):
             raise InputError(f"{self.documents_key!r} must be a list of Documents, got {type(docs).__name__}")
         if not docs:
-            raise InputError(f"no documents under {self.documents_key!r}: an answer is verified against the "
-                             "documents it was answered from (did the retriever, or a trust filter, keep none?)")
+            raise InputError(
+                f"no documents under {self.documents_key!r}: an answer is verified against the "
+                "documents it was answered from (did the retriever, or a trust filter, keep none?)"
+            )
         for i, d in enumerate(docs):
             if not isinstance(d, Document) or not d.page_content.strip():
                 raise InputError(f"{self.documents_key}[{i}] must be a Document with text, got {d!r:.80}")
         ids = [str(d.id or d.metadata.get("id") or f"doc-{i}") for i, d in enumerate(docs)]
-        if len(set(ids)) < len(ids):   # the supporting passage must name one Document
+        if len(set(ids)) < len(ids):  # the supporting passage must name one Document
             ids = [f"doc-{i}" for i in range(len(docs))]
-        passages = [Passage(id=i, text=d.page_content, title=str(d.metadata.get("title") or ""),
-                            source=str(d.metadata.get("source") or "")) for i, d in zip(ids, docs)]
+        passages = [
+            Passage(
+                id=i,
+                text=d.page_content,
+                title=str(d.metadata.get("title") or ""),
+                source=str(d.metadata.get("source") or ""),
+            )
+            for i, d in zip(ids, docs)
+        ]
         return question, answer, list(docs), passages
 
     def _in_process(self, question: str, answer: str, passages: list[Passage]) -> dict:
-        return self.pipeline.verify_and_act(question, answer, passages, threshold=self.threshold,
-                                            fallback=self.fallback).to_dict()
+        return self.pipeline.verify_and_act(
+            question, answer, passages, threshold=self.threshold, fallback=self.fallback
+        ).to_dict()
 
     def _request(self, question: str, answer: str, passages: list[Passage]) -> dict:
-        body = {"question": question, "answer": answer,
-                "passages": [{"id": p.id, "title": p.title, "text": p.text} for p in passages]}
+        body = {
+            "question": question,
+            "answer": answer,
+            "passages": [{"id": p.id, "title": p.title, "text": p.text} for p in passages],
+        }
         body.update({k: v for k, v in (("method", self.method), ("threshold", self.threshold)) if v is not None})
         headers = {"Authorization": f"Bearer {self.api_key.get_secret_value()}"} if self.api_key else {}
         return {"url": self.service_url.rstrip("/") + "/v1/verify", "json": body, "headers": headers}
@@ -158,14 +177,25 @@ class VeriragVerifier(RunnableSerializable[dict, dict]):
     def _acted(answer: str, verdict: dict) -> dict:
         """/v1/verify's verdict, acted on here the only way a verdict allows: abstain below the threshold."""
         action = ANSWERED if verdict["faithful"] else ABSTAINED
-        return {**verdict, "answer": answer if action == ANSWERED else ABSTENTION_TEXT, "action": action,
-                "retrieved_answer": answer}
+        return {
+            **verdict,
+            "answer": answer if action == ANSWERED else ABSTENTION_TEXT,
+            "action": action,
+            "retrieved_answer": answer,
+        }
 
     def _output(self, input: Mapping, docs: list[Document], passages: list[Passage], result: dict) -> dict:
         best = result.get("supporting_passage")
         support = docs[[p.id for p in passages].index(best["id"])] if best else None
-        return {**input, self.answer_key: result["answer"], "score": result["score"], "faithful": result["faithful"],
-                "action": result["action"], "supporting_document": support, "verirag": result}
+        return {
+            **input,
+            self.answer_key: result["answer"],
+            "score": result["score"],
+            "faithful": result["faithful"],
+            "action": result["action"],
+            "supporting_document": support,
+            "verirag": result,
+        }
 
 
 def _message_text(message: BaseMessage) -> str:
@@ -173,8 +203,11 @@ def _message_text(message: BaseMessage) -> str:
     content = message.content
     if isinstance(content, str):
         return content
-    return "".join(b if isinstance(b, str) else str(b.get("text", "")) for b in content
-                   if isinstance(b, str) or b.get("type") == "text")
+    return "".join(
+        b if isinstance(b, str) else str(b.get("text", ""))
+        for b in content
+        if isinstance(b, str) or b.get("type") == "text"
+    )
 
 
 def _checked(response: httpx.Response) -> dict:
@@ -198,7 +231,7 @@ def _checked(response: httpx.Response) -> dict:
 def _outage_if_unreachable():
     try:
         yield
-    except httpx.HTTPError as e:   # connection refused, timeout, broken response
+    except httpx.HTTPError as e:  # connection refused, timeout, broken response
         raise BackendError(f"the verirag service cannot be reached: {type(e).__name__}: {e}") from e
 
 
@@ -213,10 +246,21 @@ class VeriragRetriever(BaseRetriever):
     k: int = Field(5, ge=1)
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[Document]:
-        return [Document(id=h.passage.id, page_content=h.passage.text,
-                         metadata={**h.passage.meta, "id": h.passage.id, "title": h.passage.title,
-                                   "source": h.passage.source, "score": float(h.score), "rank": h.rank})
-                for h in self.index.search(query, k=self.k)]
+        return [
+            Document(
+                id=h.passage.id,
+                page_content=h.passage.text,
+                metadata={
+                    **h.passage.meta,
+                    "id": h.passage.id,
+                    "title": h.passage.title,
+                    "source": h.passage.source,
+                    "score": float(h.score),
+                    "rank": h.rank,
+                },
+            )
+            for h in self.index.search(query, k=self.k)
+        ]
 
 
 class TrustFilterCompressor(BaseDocumentCompressor):
@@ -228,32 +272,37 @@ class TrustFilterCompressor(BaseDocumentCompressor):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    trust_filter: ConformalTrustFilter   # fitted, or loaded from `verirag calibrate-retrieval`
+    trust_filter: ConformalTrustFilter  # fitted, or loaded from `verirag calibrate-retrieval`
     score_key: str = "score"
 
     @model_validator(mode="after")
-    def _fitted(self) -> "TrustFilterCompressor":
+    def _fitted(self) -> TrustFilterCompressor:
         self.trust_filter.check_fitted()
         return self
 
     @classmethod
-    def load(cls, path: str | Path, retriever: Optional[VeriragRetriever] = None,
-             **kwargs: Any) -> "TrustFilterCompressor":
+    def load(cls, path: str | Path, retriever: VeriragRetriever | None = None, **kwargs: Any) -> TrustFilterCompressor:
         """The filter saved at `path`. Given the retriever it will filter, a filter calibrated for
         another kind of retriever is refused, and another corpus or k warns (the coverage
         guarantee does not carry over)."""
-        expect = None if retriever is None else {"retriever": retriever.index.kind,
-                                                 "corpus": retriever.index.fingerprint, "k": retriever.k}
+        expect = (
+            None
+            if retriever is None
+            else {"retriever": retriever.index.kind, "corpus": retriever.index.fingerprint, "k": retriever.k}
+        )
         return cls(trust_filter=ConformalTrustFilter.load(path, expect=expect), **kwargs)
 
-    def compress_documents(self, documents: Sequence[Document], query: str,
-                           callbacks: Optional[Callbacks] = None) -> list[Document]:
+    def compress_documents(
+        self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
+    ) -> list[Document]:
         documents = list(documents)
         for i, d in enumerate(documents):
             score = d.metadata.get(self.score_key)
             if isinstance(score, bool) or not isinstance(score, (int, float)):
-                raise InputError(f"document {i} has no retrieval score in metadata[{self.score_key!r}] (got "
-                                 f"{score!r}): the trust filter judges the raw scores of the retriever it was "
-                                 "calibrated on (VeriragRetriever records them)")
+                raise InputError(
+                    f"document {i} has no retrieval score in metadata[{self.score_key!r}] (got "
+                    f"{score!r}): the trust filter judges the raw scores of the retriever it was "
+                    "calibrated on (VeriragRetriever records them)"
+                )
         mask = self.trust_filter.trusted([d.metadata[self.score_key] for d in documents])
         return [d for d, trusted in zip(documents, mask) if trusted]

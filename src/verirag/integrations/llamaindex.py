@@ -10,6 +10,7 @@ so BatchEvalRunner and RetryQueryEngine take it). `VerifiedQueryEngine` wraps an
 verifies each answer against the response's source nodes, then acts as `Pipeline.ask` does (answer,
 abstain, fall back, escalate). A backend outage raises BackendError: it is never a "not passing".
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -46,9 +47,14 @@ def passages_from_nodes(nodes: Sequence[NodeWithScore]) -> list[Passage]:
     passages = []
     for n in nodes:
         meta = n.node.metadata or {}
-        passages.append(Passage(id=n.node.node_id, text=n.node.get_content(),
-                                title=str(meta.get("title") or meta.get("file_name") or ""),
-                                source=str(meta.get("file_path") or meta.get("url") or meta.get("source") or "")))
+        passages.append(
+            Passage(
+                id=n.node.node_id,
+                text=n.node.get_content(),
+                title=str(meta.get("title") or meta.get("file_name") or ""),
+                source=str(meta.get("file_path") or meta.get("url") or meta.get("source") or ""),
+            )
+        )
     return passages
 
 
@@ -61,8 +67,10 @@ def _passages_from_contexts(contexts: Sequence[str] | None) -> list[Passage]:
 def _no_prompts(owner: str, prompts: PromptDictType) -> None:
     own = [k for k in prompts if ":" not in k]  # "module:key" entries go to sub-modules
     if own:
-        raise InputError(f"{owner} has no LlamaIndex prompts to update ({', '.join(own)}): its verifier's "
-                         "prompts are the templates of the verirag method it runs")
+        raise InputError(
+            f"{owner} has no LlamaIndex prompts to update ({', '.join(own)}): its verifier's "
+            "prompts are the templates of the verirag method it runs"
+        )
 
 
 def _typed(response: RESPONSE_TYPE) -> Response:
@@ -85,8 +93,16 @@ class VeriragEvaluator(BaseEvaluator):
     answer best and the score against the threshold. A score the verifier could not compute gives
     `invalid_result` with the reason, never a silent pass or fail."""
 
-    def __init__(self, pipeline: Pipeline | None = None, *, url: str | None = None, api_key: str | None = None,
-                 method: str | None = None, threshold: float | None = None, timeout: float = 300.0):
+    def __init__(
+        self,
+        pipeline: Pipeline | None = None,
+        *,
+        url: str | None = None,
+        api_key: str | None = None,
+        method: str | None = None,
+        threshold: float | None = None,
+        timeout: float = 300.0,
+    ):
         if (pipeline is None) == (url is None):
             raise InputError("give VeriragEvaluator a verirag Pipeline or the url of a `verirag serve`, exactly one")
         if method is not None and url is None:
@@ -104,34 +120,48 @@ class VeriragEvaluator(BaseEvaluator):
         return {}
 
     # ---- the framework's entry points ----------------------------------------------------------
-    def evaluate(self, query: str | None = None, response: str | None = None,
-                 contexts: Sequence[str] | None = None, **kwargs: Any) -> EvaluationResult:
+    def evaluate(
+        self,
+        query: str | None = None,
+        response: str | None = None,
+        contexts: Sequence[str] | None = None,
+        **kwargs: Any,
+    ) -> EvaluationResult:
         # Directly, not through the base class's asyncio_run: no event loop is needed to call a model.
         return self.verify_passages(query, response, _passages_from_contexts(contexts), **kwargs)
 
-    async def aevaluate(self, query: str | None = None, response: str | None = None,
-                        contexts: Sequence[str] | None = None, **kwargs: Any) -> EvaluationResult:
+    async def aevaluate(
+        self,
+        query: str | None = None,
+        response: str | None = None,
+        contexts: Sequence[str] | None = None,
+        **kwargs: Any,
+    ) -> EvaluationResult:
         return await asyncio.to_thread(self.evaluate, query, response, contexts, **kwargs)
 
-    def evaluate_response(self, query: str | None = None, response: Response | None = None,
-                          **kwargs: Any) -> EvaluationResult:
+    def evaluate_response(
+        self, query: str | None = None, response: Response | None = None, **kwargs: Any
+    ) -> EvaluationResult:
         """As the base class, but the passages keep their node ids, so feedback names the node."""
         if response is None:
             raise InputError("no response to evaluate")
         response = _typed(response)
         return self.verify_passages(query, response.response, passages_from_nodes(response.source_nodes), **kwargs)
 
-    async def aevaluate_response(self, query: str | None = None, response: Response | None = None,
-                                 **kwargs: Any) -> EvaluationResult:
+    async def aevaluate_response(
+        self, query: str | None = None, response: Response | None = None, **kwargs: Any
+    ) -> EvaluationResult:
         typed = None if response is None else await _atyped(response)
         return await asyncio.to_thread(self.evaluate_response, query, typed, **kwargs)
 
     # ---- verification ------------------------------------------------------------------------
-    def verify_passages(self, query: str | None, answer: str | None, passages: list[Passage],
-                        **kwargs: Any) -> EvaluationResult:
+    def verify_passages(
+        self, query: str | None, answer: str | None, passages: list[Passage], **kwargs: Any
+    ) -> EvaluationResult:
         if kwargs:  # e.g. a reference answer: this evaluator judges support, not correctness
-            raise InputError(f"VeriragEvaluator takes no {', '.join(sorted(kwargs))}: it verifies the response "
-                             "against its contexts")
+            raise InputError(
+                f"VeriragEvaluator takes no {', '.join(sorted(kwargs))}: it verifies the response against its contexts"
+            )
         if not passages:
             raise InputError("no contexts: a response is verified against the contexts it was generated from")
         if self.pipeline is not None:
@@ -139,13 +169,25 @@ class VeriragEvaluator(BaseEvaluator):
                 result = self.pipeline.verify(query or "", answer or "", passages, threshold=self.threshold).to_dict()
         else:
             result = self._verify_remote(query or "", answer or "", passages)
-        return EvaluationResult(query=query, response=answer, contexts=[p.text for p in passages],
-                                passing=result["faithful"], score=result["score"], feedback=feedback(result),
-                                invalid_result=result["score"] is None, invalid_reason=result.get("error"))
+        return EvaluationResult(
+            query=query,
+            response=answer,
+            contexts=[p.text for p in passages],
+            passing=result["faithful"],
+            score=result["score"],
+            feedback=feedback(result),
+            invalid_result=result["score"] is None,
+            invalid_reason=result.get("error"),
+        )
 
     def _verify_remote(self, question: str, answer: str, passages: list[Passage]) -> dict:
-        body = {"question": question, "answer": answer, "method": self.method, "threshold": self.threshold,
-                "passages": [{"id": p.id, "title": p.title, "text": p.text} for p in passages]}
+        body = {
+            "question": question,
+            "answer": answer,
+            "method": self.method,
+            "threshold": self.threshold,
+            "passages": [{"id": p.id, "title": p.title, "text": p.text} for p in passages],
+        }
         headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         try:
             r = httpx.post(f"{self.url}/v1/verify", json=body, headers=headers, timeout=self.timeout)
@@ -187,8 +229,15 @@ class VerifiedQueryEngine(BaseQueryEngine):
     against; `metadata["verirag"]` is the full result (score, faithful, action, threshold,
     supporting_passage whose id is the node id, retrieved_answer: the inner engine's answer)."""
 
-    def __init__(self, query_engine: BaseQueryEngine, pipeline: Pipeline, *, threshold: float | None = None,
-                 fallback: str | None = None, callback_manager: CallbackManager | None = None):
+    def __init__(
+        self,
+        query_engine: BaseQueryEngine,
+        pipeline: Pipeline,
+        *,
+        threshold: float | None = None,
+        fallback: str | None = None,
+        callback_manager: CallbackManager | None = None,
+    ):
         self._query_engine, self.pipeline, self.threshold, self.fallback = query_engine, pipeline, threshold, fallback
         super().__init__(callback_manager or getattr(query_engine, "callback_manager", None))
 
@@ -211,13 +260,22 @@ class VerifiedQueryEngine(BaseQueryEngine):
 
     def _verified(self, question: str, inner: Response) -> Response:
         if not inner.source_nodes:
-            raise InputError("the query engine returned no source nodes: there is nothing to verify its answer "
-                             "against (did the retriever or a node postprocessor drop them all?)")
+            raise InputError(
+                "the query engine returned no source nodes: there is nothing to verify its answer "
+                "against (did the retriever or a node postprocessor drop them all?)"
+            )
         with _MODEL_LOCK:
-            result = self.pipeline.verify_and_act(question, inner.response or "",
-                                                  passages_from_nodes(inner.source_nodes),
-                                                  threshold=self.threshold, fallback=self.fallback)
+            result = self.pipeline.verify_and_act(
+                question,
+                inner.response or "",
+                passages_from_nodes(inner.source_nodes),
+                threshold=self.threshold,
+                fallback=self.fallback,
+            )
         record = result.to_dict()
         record["feedback"] = feedback(record)
-        return Response(response=result.answer, source_nodes=inner.source_nodes,
-                        metadata={**(inner.metadata or {}), "verirag": record})
+        return Response(
+            response=result.answer,
+            source_nodes=inner.source_nodes,
+            metadata={**(inner.metadata or {}), "verirag": record},
+        )

@@ -21,6 +21,7 @@ forecasters) is a `LearnedPart`:
 - files of an older format go through `upgrade`, which rewrites them into this layout or fails
   with an InputError naming `fit_command`.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -40,14 +41,14 @@ VERSION = 2
 
 
 class LearnedPart:
-    format_name: ClassVar[str]                # names the format: "verirag.learned.<format_name>/2"
-    title: ClassVar[str]                      # how messages name it: "trust filter"
-    fitted_attribute: ClassVar[str]           # set (not None) once fitted or loaded
-    fit_command: ClassVar[str]                # what fits one, for messages: "verirag calibrate-retrieval"
+    format_name: ClassVar[str]  # names the format: "verirag.learned.<format_name>/2"
+    title: ClassVar[str]  # how messages name it: "trust filter"
+    fitted_attribute: ClassVar[str]  # set (not None) once fitted or loaded
+    fit_command: ClassVar[str]  # what fits one, for messages: "verirag calibrate-retrieval"
     refuse_on: ClassVar[tuple[str, ...]] = ()
     warn_on: ClassVar[tuple[str, ...]] = ()
-    folder: ClassVar[str | None] = None       # saved as a folder holding this JSON file (else one file)
-    arrays: ClassVar[tuple[str, ...]] = ()    # fitted attributes restored as float arrays
+    folder: ClassVar[str | None] = None  # saved as a folder holding this JSON file (else one file)
+    arrays: ClassVar[tuple[str, ...]] = ()  # fitted attributes restored as float arrays
     runtime: ClassVar[tuple[str, ...]] = ("fingerprints",)  # constructor arguments that are not settings
 
     def __init__(self, fingerprints: Mapping[str, Any] | None = None):
@@ -65,15 +66,19 @@ class LearnedPart:
 
     def check_fitted(self) -> None:
         if not self.fitted:
-            raise NotFittedError(f"{type(self).__name__} is not fitted: call fit() first, or load one "
-                                 f"made by `{self.fit_command}`")
+            raise NotFittedError(
+                f"{type(self).__name__} is not fitted: call fit() first, or load one made by `{self.fit_command}`"
+            )
 
     # ---- what is saved --------------------------------------------------------------------------
     def settings(self) -> dict[str, Any]:
         """The constructor arguments, read back from the attributes of the same name."""
         params = inspect.signature(type(self).__init__).parameters
-        return {n: getattr(self, n) for n, p in params.items()
-                if n != "self" and n not in self.runtime and p.kind is not p.VAR_KEYWORD}
+        return {
+            n: getattr(self, n)
+            for n, p in params.items()
+            if n != "self" and n not in self.runtime and p.kind is not p.VAR_KEYWORD
+        }
 
     def state(self) -> dict[str, Any]:
         """The fitted state: every public attribute ending in `_`."""
@@ -94,22 +99,37 @@ class LearnedPart:
         """Write the part to `path` (a folder for folder kinds, else one JSON file); `provenance`
         adds to what is recorded (command, data, metrics). Returns `path`."""
         from verirag.version import __version__
+
         self.check_fitted()
         path = Path(path)
         (path if self.folder else path.parent).mkdir(parents=True, exist_ok=True)
-        self.provenance = {**self.provenance, **provenance, "verirag": __version__,
-                           "created": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+        self.provenance = {
+            **self.provenance,
+            **provenance,
+            "verirag": __version__,
+            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        }
         self.save_weights(path)
-        write_json(self.json_path(path), {"format": self.format(), "provenance": self.provenance,
-                                          "fingerprints": self.fingerprints, "settings": self.settings(),
-                                          "state": self.state()}, indent=1)
+        write_json(
+            self.json_path(path),
+            {
+                "format": self.format(),
+                "provenance": self.provenance,
+                "fingerprints": self.fingerprints,
+                "settings": self.settings(),
+                "state": self.state(),
+            },
+            indent=1,
+        )
         return path
 
     @classmethod
     def upgrade(cls, d: dict[str, Any], path: Path) -> dict[str, Any]:
         """An older file's content in this layout; parts whose old files still load override it."""
-        raise InputError(f"{path} is not a {cls.title} of format {cls.format()} (format {d.get('format')!r}); "
-                         f"make one with `{cls.fit_command}`")
+        raise InputError(
+            f"{path} is not a {cls.title} of format {cls.format()} (format {d.get('format')!r}); "
+            f"make one with `{cls.fit_command}`"
+        )
 
     @classmethod
     def load(cls, path: str | Path, expect: Mapping[str, Any] | None = None, **runtime: Any):
@@ -131,8 +151,9 @@ class LearnedPart:
             part = cls(**d["settings"], **runtime)
             part.restore(d["state"], path)
         except (AttributeError, KeyError, TypeError, ValueError) as e:
-            raise InputError(f"{file}: a malformed {cls.title} ({type(e).__name__}: {e}); make a new one with "
-                             f"`{cls.fit_command}`") from None
+            raise InputError(
+                f"{file}: a malformed {cls.title} ({type(e).__name__}: {e}); make a new one with `{cls.fit_command}`"
+            ) from None
         part.fingerprints = dict(d.get("fingerprints") or {})
         part.provenance = dict(d.get("provenance") or {})
         part.check_expected(expect, where=str(path))
@@ -158,8 +179,11 @@ class LearnedPart:
         refused, warned = self.mismatches(expect)
         at = f"{where}: " if where else ""
         if refused:
-            raise InputError(f"{at}{'; '.join(refused)}: its outputs would mean something else; "
-                             f"fit one for this set-up with `{self.fit_command}`")
+            raise InputError(
+                f"{at}{'; '.join(refused)}: its outputs would mean something else; "
+                f"fit one for this set-up with `{self.fit_command}`"
+            )
         for msg in warned:
-            warnings.warn(f"{at}{msg}: its guarantee may not carry over (refit with `{self.fit_command}`)",
-                          stacklevel=3)
+            warnings.warn(
+                f"{at}{msg}: its guarantee may not carry over (refit with `{self.fit_command}`)", stacklevel=3
+            )

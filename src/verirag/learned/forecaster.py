@@ -34,6 +34,7 @@ pickled. A probe loaded with another LLM is refused (its features would mean som
 cross-encoder loaded for another encoder too; a cross-encoder used with another RAG model than
 the one it was labelled with warns (it forecasts that model's correctness).
 """
+
 from __future__ import annotations
 
 import copy
@@ -52,7 +53,7 @@ from verirag.learned.base import LearnedPart
 from verirag.learned.splits import split_by_group
 from verirag.metrics.calibration import sigmoid
 
-FORMAT_V1 = "verirag-forecaster/1"   # both kinds before the shared contract
+FORMAT_V1 = "verirag-forecaster/1"  # both kinds before the shared contract
 META_FILE = "forecaster.json"
 ENCODER_DIR = "encoder"
 DEFAULT_ENCODER = "all-MiniLM-L6-v2"
@@ -80,8 +81,14 @@ def data_fingerprint(queries: Sequence[str], documents: Sequence[str], labels: S
 MIN_PER_CLASS_FOR_TEMPERATURE = 5
 
 
-def training_split(labels: Sequence[int], groups: Sequence[str], n_pairs: int, val_groups: Sequence[str] | None,
-                   val_share: float, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def training_split(
+    labels: Sequence[int],
+    groups: Sequence[str],
+    n_pairs: int,
+    val_groups: Sequence[str] | None,
+    val_share: float,
+    seed: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(labels as 0/1 array, training indices, validation indices) after the checks every
     forecaster's `fit` needs: one label and group per pair, both classes, and both classes among
     the training questions. The validation questions are `val_groups`, or about `val_share` of
@@ -94,8 +101,10 @@ def training_split(labels: Sequence[int], groups: Sequence[str], n_pairs: int, v
     if not np.isin(y, (0, 1)).all():
         raise InputError("labels must be 0 or 1")
     if y.min() == y.max():
-        raise InputError(f"every training label is {int(y[0])}: a forecaster needs both correct and "
-                         "incorrect decisions to learn from (more questions, or another labelling mode)")
+        raise InputError(
+            f"every training label is {int(y[0])}: a forecaster needs both correct and "
+            "incorrect decisions to learn from (more questions, or another labelling mode)"
+        )
     if val_groups is not None:
         held = set(val_groups)
         val = np.array([g in held for g in groups])
@@ -108,12 +117,15 @@ def training_split(labels: Sequence[int], groups: Sequence[str], n_pairs: int, v
         n_groups = len(set(groups))
         if n_groups < 2:
             raise InputError("validation holds out whole questions: the data needs at least two questions")
-        train, val = split_by_group(list(groups), seed=seed,
-                                    count=min(n_groups - 1, max(1, int(round(val_share * n_groups)))))
+        train, val = split_by_group(
+            list(groups), seed=seed, count=min(n_groups - 1, max(1, round(val_share * n_groups)))
+        )
     tr, va = np.flatnonzero(train), np.flatnonzero(val)
     if len(set(y[tr])) < 2:
-        raise InputError("the training questions hold one class only (the other is all in the validation "
-                         "questions): label more questions")
+        raise InputError(
+            "the training questions hold one class only (the other is all in the validation "
+            "questions): label more questions"
+        )
     return y, tr, va
 
 
@@ -122,6 +134,7 @@ def fit_temperature(logits: np.ndarray, labels: np.ndarray) -> float:
     scaling, for one logit), searched in [e^-4, e^4]; 1.0 when either class has fewer than
     MIN_PER_CLASS_FOR_TEMPERATURE labels (nothing reliable to fit)."""
     from scipy.optimize import minimize_scalar
+
     y = np.asarray(labels, dtype=np.float64)
     z = np.asarray(logits, dtype=np.float64)
     if min(y.sum(), len(y) - y.sum()) < MIN_PER_CLASS_FOR_TEMPERATURE:
@@ -138,6 +151,7 @@ def fit_temperature(logits: np.ndarray, labels: np.ndarray) -> float:
 
 def _encoder_path(name: str) -> str:
     from verirag.models import resolve_embedder_path
+
     return str(resolve_embedder_path(name))
 
 
@@ -149,8 +163,10 @@ def _load_cross_encoder(path: str, max_length: int, device: str | None):
         from transformers.utils import logging as hf_logging
     except ImportError as e:
         raise ModelNotFoundError("the forecaster needs sentence-transformers and torch") from e
-    from verirag.retrieval.embedder import default_device
     import logging
+
+    from verirag.retrieval.embedder import default_device
+
     level = hf_logging.get_verbosity()
     st_logger = logging.getLogger("sentence_transformers")
     st_level = st_logger.level
@@ -220,11 +236,19 @@ class ForecasterBase(LearnedPart):
             fingerprints = {"model": d["encoder"].removeprefix("llm:")}
             meta["llm_model"] = d.get("llm_model")
         else:
-            fingerprints = {"encoder": d["encoder"], "model": meta.get("model_fingerprint"),
-                            "retriever": meta.get("retriever"), "corpus": meta.get("corpus")}
+            fingerprints = {
+                "encoder": d["encoder"],
+                "model": meta.get("model_fingerprint"),
+                "retriever": meta.get("retriever"),
+                "corpus": meta.get("corpus"),
+            }
             d = {**d, "settings": {"encoder": d["encoder"], **d["settings"]}, "weights_sha256_": d["weights_sha256"]}
-        return {"settings": d["settings"], "state": {k: d[k] for k in cls.v1_state}, "provenance": meta,
-                "fingerprints": {**fingerprints, "data": d.get("data_fingerprint_")}}
+        return {
+            "settings": d["settings"],
+            "state": {k: d[k] for k in cls.v1_state},
+            "provenance": meta,
+            "fingerprints": {**fingerprints, "data": d.get("data_fingerprint_")},
+        }
 
 
 class Forecaster(ForecasterBase):
@@ -242,10 +266,21 @@ class Forecaster(ForecasterBase):
     runtime = ("fingerprints", "device")
     v1_state = ForecasterBase.v1_state + ("history_", "best_epoch_", "weights_sha256_")
 
-    def __init__(self, encoder: str = DEFAULT_ENCODER, *, max_length: int = 256, epochs: int = 3,
-                 batch_size: int = 16, learning_rate: float = 3e-5, patience: int = 1, val_share: float = 0.2,
-                 temperature: bool = True, seed: int = 0, device: str | None = None,
-                 fingerprints: dict[str, Any] | None = None):
+    def __init__(
+        self,
+        encoder: str = DEFAULT_ENCODER,
+        *,
+        max_length: int = 256,
+        epochs: int = 3,
+        batch_size: int = 16,
+        learning_rate: float = 3e-5,
+        patience: int = 1,
+        val_share: float = 0.2,
+        temperature: bool = True,
+        seed: int = 0,
+        device: str | None = None,
+        fingerprints: dict[str, Any] | None = None,
+    ):
         super().__init__({"encoder": encoder, **(fingerprints or {})})
         if epochs < 1 or batch_size < 1 or max_length < 8:
             raise InputError("epochs and batch_size must be >= 1 and max_length >= 8")
@@ -263,14 +298,21 @@ class Forecaster(ForecasterBase):
     def _batches(self, queries, documents, order: Sequence[int]):
         ce = self.model
         for start in range(0, len(order), self.batch_size):
-            idx = order[start:start + self.batch_size]
-            enc = ce.tokenizer([queries[i] for i in idx], [documents[i] for i in idx], padding=True,
-                               truncation="longest_first", max_length=self.max_length, return_tensors="pt")
+            idx = order[start : start + self.batch_size]
+            enc = ce.tokenizer(
+                [queries[i] for i in idx],
+                [documents[i] for i in idx],
+                padding=True,
+                truncation="longest_first",
+                max_length=self.max_length,
+                return_tensors="pt",
+            )
             yield idx, enc.to(ce.model.device)
 
     def logits(self, queries: Sequence[str], documents: Sequence[str]) -> np.ndarray:
         """The encoder's raw logit per (query, document) pair (before the temperature)."""
         import torch
+
         queries, documents = _check_pairs(queries, documents)
         if not queries:
             return np.zeros(0)
@@ -281,14 +323,22 @@ class Forecaster(ForecasterBase):
                 out[idx] = self.model.model(**enc).logits[:, 0].float().cpu().numpy()
         return out
 
-    def fit(self, queries: Sequence[str], documents: Sequence[str], labels: Sequence[int],
-            groups: Sequence[str], *, val_groups: Sequence[str] | None = None,
-            progress: Callable[[int, int], None] | None = None) -> "Forecaster":
+    def fit(
+        self,
+        queries: Sequence[str],
+        documents: Sequence[str],
+        labels: Sequence[int],
+        groups: Sequence[str],
+        *,
+        val_groups: Sequence[str] | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> Forecaster:
         """Fine-tune on (query, document, label) pairs. `groups` names each pair's question; the
         validation split holds out whole questions (`val_groups`, or `val_share` of them drawn
         with `seed`). Early stopping keeps the epoch with the lowest validation NLL. `progress`
         is told (steps done, steps in all) after each optimiser step."""
         import torch
+
         queries, documents, y, tr, va = self._split(queries, documents, labels, groups, val_groups)
         self.best_epoch_ = None
         torch.manual_seed(self.seed)
@@ -365,18 +415,30 @@ class ProbeForecaster(ForecasterBase):
     runtime = ("fingerprints", "llm")
     v1_state = ForecasterBase.v1_state + ("mean_", "scale_", "coef_", "intercept_")
 
-    def __init__(self, llm, *, C: float = 0.1, val_share: float = 0.2, temperature: bool = True, seed: int = 0,
-                 max_iter: int = 2000, fingerprints: dict[str, Any] | None = None):
+    def __init__(
+        self,
+        llm,
+        *,
+        C: float = 0.1,
+        val_share: float = 0.2,
+        temperature: bool = True,
+        seed: int = 0,
+        max_iter: int = 2000,
+        fingerprints: dict[str, Any] | None = None,
+    ):
         if llm is None:
-            raise InputError("a probe forecaster reads an LLM's hidden states: it needs the model it was "
-                             "trained on (its fingerprints name it)")
+            raise InputError(
+                "a probe forecaster reads an LLM's hidden states: it needs the model it was "
+                "trained on (its fingerprints name it)"
+            )
         llm.require("hidden_state")
         super().__init__({"model": llm.fingerprint, **(fingerprints or {})})
         self.llm, self.C, self.val_share, self.temperature, self.seed = llm, C, val_share, temperature, seed
         self.max_iter = max_iter
 
-    def features(self, queries: Sequence[str], documents: Sequence[str],
-                 progress: Callable[[int, int], None] | None = None) -> np.ndarray:
+    def features(
+        self, queries: Sequence[str], documents: Sequence[str], progress: Callable[[int, int], None] | None = None
+    ) -> np.ndarray:
         queries, documents = _check_pairs(queries, documents)
         rows = []
         for i, (q, d) in enumerate(zip(queries, documents)):
@@ -393,10 +455,18 @@ class ProbeForecaster(ForecasterBase):
         x = self.features(queries, documents)
         return self._logits(x) if len(x) else np.zeros(0)
 
-    def fit(self, queries: Sequence[str], documents: Sequence[str], labels: Sequence[int], groups: Sequence[str],
-            *, val_groups: Sequence[str] | None = None,
-            progress: Callable[[int, int], None] | None = None) -> "ProbeForecaster":
+    def fit(
+        self,
+        queries: Sequence[str],
+        documents: Sequence[str],
+        labels: Sequence[int],
+        groups: Sequence[str],
+        *,
+        val_groups: Sequence[str] | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> ProbeForecaster:
         from sklearn.linear_model import LogisticRegression
+
         queries, documents, y, tr, va = self._split(queries, documents, labels, groups, val_groups)
         x = self.features(queries, documents, progress)
         self.mean_ = x[tr].mean(axis=0)
@@ -416,8 +486,9 @@ def load_forecaster(directory: str | Path, *, llm=None, encoder: str | None = No
     try:
         d = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise InputError(f"{directory} is not a forecaster (no {META_FILE}); train one with "
-                         "`verirag train forecaster`") from None
+        raise InputError(
+            f"{directory} is not a forecaster (no {META_FILE}); train one with `verirag train forecaster`"
+        ) from None
     except (OSError, ValueError) as e:
         raise InputError(f"{path} is not valid JSON: {e}") from None
     fingerprint = getattr(llm, "fingerprint", None)
@@ -429,17 +500,18 @@ def load_forecaster(directory: str | Path, *, llm=None, encoder: str | None = No
 def validation_metrics(probs: np.ndarray, labels: np.ndarray) -> dict[str, float]:
     """AUROC, ECE, Brier and NLL of `probs` against `labels` (verirag.metrics.calibration)."""
     from verirag.metrics.calibration import auroc, brier, ece, nll
+
     y = np.asarray(labels).astype(int)
-    out = {"n": int(len(y)), "positives": int(y.sum()), "accuracy": float(np.mean((probs >= 0.5) == y)) if len(y) else float("nan"),
-           "ece": ece(probs, y) if len(y) else float("nan"), "brier": float(brier(probs, y)) if len(y) else float("nan"),
-           "nll": float(nll(probs, y)) if len(y) else float("nan")}
+    out = {
+        "n": len(y),
+        "positives": int(y.sum()),
+        "accuracy": float(np.mean((probs >= 0.5) == y)) if len(y) else float("nan"),
+        "ece": ece(probs, y) if len(y) else float("nan"),
+        "brier": float(brier(probs, y)) if len(y) else float("nan"),
+        "nll": float(nll(probs, y)) if len(y) else float("nan"),
+    }
     out["auroc"] = float(auroc(probs, y)) if 0 < y.sum() < len(y) else float("nan")
     return out
-
-
-def _nll(logits: np.ndarray, labels: np.ndarray) -> float:
-    y = np.asarray(labels, dtype=np.float64)
-    return float(np.mean(np.logaddexp(0.0, -logits) * y + np.logaddexp(0.0, logits) * (1 - y))) if len(y) else math.inf
 
 
 def _nll(logits: np.ndarray, labels: np.ndarray) -> float:

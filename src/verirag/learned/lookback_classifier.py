@@ -19,6 +19,7 @@ attention model's fingerprint, the training summary in the provenance); loading 
 probabilities with numpy, no pickle. Another attention model (other weights) is refused: its heads
 mean something else.
 """
+
 from __future__ import annotations
 
 import math
@@ -49,7 +50,7 @@ def feature_vector(ratios: LookbackRatios, variant: str, k: int) -> np.ndarray:
     cw = cw[:, :, :k]
     out = np.zeros(cw.shape[:2] + (k,))
     if cw.shape[2]:
-        out[:, :, :cw.shape[2]] = _minmax(cw)
+        out[:, :, : cw.shape[2]] = _minmax(cw)
     return out.ravel()
 
 
@@ -75,8 +76,15 @@ class LookbackClassifier(LearnedPart):
     refuse_on = ("model",)
     arrays = ("coef_",)
 
-    def __init__(self, variant: str = "cw", k: int = 10, *, max_iter: int = 1000, C: float = 1.0,
-                 fingerprints: dict[str, Any] | None = None):
+    def __init__(
+        self,
+        variant: str = "cw",
+        k: int = 10,
+        *,
+        max_iter: int = 1000,
+        C: float = 1.0,
+        fingerprints: dict[str, Any] | None = None,
+    ):
         super().__init__(fingerprints)
         if variant not in VARIANTS:
             raise InputError(f"variant must be one of {', '.join(VARIANTS)}, got {variant!r}")
@@ -87,14 +95,17 @@ class LookbackClassifier(LearnedPart):
     def features(self, ratios: Sequence[LookbackRatios]) -> np.ndarray:
         return np.stack([feature_vector(r, self.variant, self.k) for r in ratios])
 
-    def fit(self, ratios: Sequence[LookbackRatios], labels: Sequence[int]) -> "LookbackClassifier":
+    def fit(self, ratios: Sequence[LookbackRatios], labels: Sequence[int]) -> LookbackClassifier:
         from sklearn.linear_model import LogisticRegression
+
         if len(ratios) != len(labels):
             raise InputError(f"{len(ratios)} samples but {len(labels)} labels")
         y = np.asarray([int(bool(v)) for v in labels])
         if len(set(y.tolist())) < 2:
-            raise InputError(f"the training labels are all {y[0] if len(y) else 'missing'}: a classifier "
-                             "needs factual and non-factual answers")
+            raise InputError(
+                f"the training labels are all {y[0] if len(y) else 'missing'}: a classifier "
+                "needs factual and non-factual answers"
+            )
         shapes = {(r.layers, r.heads) for r in ratios}
         if len(shapes) != 1:
             raise InputError(f"the samples come from models of different shapes: {sorted(shapes)}")
@@ -103,8 +114,8 @@ class LookbackClassifier(LearnedPart):
         model.fit(X, y)
         self.coef_ = model.coef_[0].astype(np.float64)
         self.intercept_ = float(model.intercept_[0])
-        (self.layers_, self.heads_), = shapes
-        self.n_train_ = int(len(y))
+        ((self.layers_, self.heads_),) = shapes
+        self.n_train_ = len(y)
         self.positive_rate_ = float(y.mean())
         return self
 
@@ -113,9 +124,11 @@ class LookbackClassifier(LearnedPart):
         self.check_fitted()
         for r in ratios:
             if (r.layers, r.heads) != (self.layers_, self.heads_):
-                raise InputError(f"lookback ratios of a model with {r.layers} layers x {r.heads} heads, but the "
-                                 f"classifier was trained on {self.layers_} x {self.heads_}: use the "
-                                 "attention model it was trained with")
+                raise InputError(
+                    f"lookback ratios of a model with {r.layers} layers x {r.heads} heads, but the "
+                    f"classifier was trained on {self.layers_} x {self.heads_}: use the "
+                    "attention model it was trained with"
+                )
         z = self.features(ratios) @ self.coef_ + self.intercept_
         return sigmoid(z)
 
@@ -135,7 +148,16 @@ class LookbackClassifier(LearnedPart):
         if d.get("format") != "verirag-lookback-classifier/1":
             return super().upgrade(d, path)
         meta = dict(d.get("meta") or {})
-        return {"settings": {"variant": d["variant"], "k": d["k"], "max_iter": d["max_iter"], "C": d["C"]},
-                "fingerprints": {"model": meta.pop("model_fingerprint", None)}, "provenance": meta,
-                "state": {"coef_": d["coef"], "intercept_": d["intercept"], "layers_": d["layers"],
-                          "heads_": d["heads"], "n_train_": d["n_train"], "positive_rate_": d["positive_rate"]}}
+        return {
+            "settings": {"variant": d["variant"], "k": d["k"], "max_iter": d["max_iter"], "C": d["C"]},
+            "fingerprints": {"model": meta.pop("model_fingerprint", None)},
+            "provenance": meta,
+            "state": {
+                "coef_": d["coef"],
+                "intercept_": d["intercept"],
+                "layers_": d["layers"],
+                "heads_": d["heads"],
+                "n_train_": d["n_train"],
+                "positive_rate_": d["positive_rate"],
+            },
+        }

@@ -3,6 +3,7 @@
 A question's items (its retrieved documents, HotpotQA's twin examples, one answer per retriever)
 share its wording, so a split by item would leak it: a group is always wholly on one side.
 """
+
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
@@ -17,12 +18,13 @@ def shuffled_groups(groups: Sequence[Hashable], seed: int = 0) -> list:
     return [distinct[i] for i in np.random.default_rng(seed).permutation(len(distinct))]
 
 
-def split_by_group(groups: Sequence[Hashable], share: float | None = None, seed: int = 0, *,
-                   count: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+def split_by_group(
+    groups: Sequence[Hashable], share: float | None = None, seed: int = 0, *, count: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """(rest, drawn): boolean masks over the items. Drawn are the items of the first `count`
     shuffled groups (`shuffled_groups`), or of round(share * number of groups) of them."""
     order = shuffled_groups(groups, seed)
-    n = count if count is not None else int(round((share or 0.0) * len(order)))
+    n = count if count is not None else round((share or 0.0) * len(order))
     drawn = set(order[:n])
     mask = np.array([g in drawn for g in groups], dtype=bool)
     return ~mask, mask

@@ -23,6 +23,7 @@ signals: nothing, `verirag.awf.signals` computes them). Fingerprints: `model` (t
 weights: its logprobs and self-check mean something else on another model) is refused on a
 mismatch; `data` (the records it was fitted on) is only recorded.
 """
+
 from __future__ import annotations
 
 import math
@@ -48,8 +49,15 @@ class StackedVerifier(LearnedPart):
     refuse_on = ("model",)
     arrays = ("coef_", "mean_", "scale_")
 
-    def __init__(self, features: Sequence[str], *, C: float = 1.0, impute: bool = False,
-                 sources: Mapping[str, Any] | None = None, fingerprints: Mapping[str, Any] | None = None):
+    def __init__(
+        self,
+        features: Sequence[str],
+        *,
+        C: float = 1.0,
+        impute: bool = False,
+        sources: Mapping[str, Any] | None = None,
+        fingerprints: Mapping[str, Any] | None = None,
+    ):
         super().__init__(fingerprints)
         features = list(features)
         if not features or not all(isinstance(f, str) and f for f in features):
@@ -66,13 +74,16 @@ class StackedVerifier(LearnedPart):
         """X as a float matrix of this stack's width; NaN (missing) refused unless `impute`."""
         X = np.asarray(X, dtype=np.float64)
         if X.ndim != 2 or X.shape[1] != len(self.features):
-            raise InputError(f"expected rows of {len(self.features)} features ({', '.join(self.features)}), "
-                             f"got shape {X.shape}")
+            raise InputError(
+                f"expected rows of {len(self.features)} features ({', '.join(self.features)}), got shape {X.shape}"
+            )
         if np.isinf(X).any():
             raise InputError(f"infinite values in feature(s) {self._named(np.isinf(X))}")
         if not self.impute and np.isnan(X).any():
-            raise InputError(f"missing values in feature(s) {self._named(np.isnan(X))} (the stack was made "
-                             "without imputation: compute them, or refit with imputation)")
+            raise InputError(
+                f"missing values in feature(s) {self._named(np.isnan(X))} (the stack was made "
+                "without imputation: compute them, or refit with imputation)"
+            )
         return X
 
     def _named(self, mask: np.ndarray) -> str:
@@ -80,13 +91,16 @@ class StackedVerifier(LearnedPart):
 
     def fit(self, X, y) -> StackedVerifier:
         from sklearn.linear_model import LogisticRegression
+
         X = self.matrix(X)
         y = np.asarray(y)
         if y.shape != (X.shape[0],) or not np.isin(y, (0, 1)).all():
             raise InputError(f"labels must be one 0 / 1 per row ({X.shape[0]} rows), got shape {y.shape}")
         if len(set(y.tolist())) < 2:
-            raise InputError(f"the labels are all {int(y[0]) if len(y) else 'missing'}: a stack needs faithful "
-                             "and unfaithful answers")
+            raise InputError(
+                f"the labels are all {int(y[0]) if len(y) else 'missing'}: a stack needs faithful "
+                "and unfaithful answers"
+            )
         missing = np.isnan(X)
         if missing.all(axis=0).any():
             raise InputError(f"feature(s) {self._named(missing.all(axis=0)[None])} have no value at all")

@@ -20,6 +20,7 @@ method's options in its provenance (`method_options`); a mismatch with the answe
 warns (`warn_on`), since only the precision guarantee weakens. Files written before the format
 tag (FittedThreshold: "threshold": "inf", "valid": false for an uncertified target) still load.
 """
+
 from __future__ import annotations
 
 import copy
@@ -33,8 +34,8 @@ import numpy as np
 
 from verirag.learned.base import LearnedPart
 
-ANSWER = "answer"   # the score reaches the threshold: the answer stands
-ACT = "act"         # it does not (or no threshold is certified): abstain / fall back / escalate
+ANSWER = "answer"  # the score reaches the threshold: the answer stands
+ACT = "act"  # it does not (or no threshold is certified): abstain / fall back / escalate
 KINDS = ("value", "precision", "action_rate")
 
 
@@ -74,12 +75,20 @@ class ThresholdController(LearnedPart):
     fit_command = "verirag calibrate RUN_DIR --model M --method METHOD --save FILE"
     warn_on = ("model", "method", "method_digest")
 
-    def __init__(self, *, value: float | None = None, precision: float | None = None,
-                 action_rate: float | None = None, delta: float = 0.1, method: str = "bonferroni",
-                 fingerprints: dict[str, Any] | None = None):
+    def __init__(
+        self,
+        *,
+        value: float | None = None,
+        precision: float | None = None,
+        action_rate: float | None = None,
+        delta: float = 0.1,
+        method: str = "bonferroni",
+        fingerprints: dict[str, Any] | None = None,
+    ):
         super().__init__(fingerprints)
-        given = [k for k, v in (("value", value), ("precision", precision), ("action_rate", action_rate))
-                 if v is not None]
+        given = [
+            k for k, v in (("value", value), ("precision", precision), ("action_rate", action_rate)) if v is not None
+        ]
         if len(given) != 1:
             raise ValueError("give exactly one of value, precision, action_rate")
         self.kind = given[0]
@@ -103,11 +112,10 @@ class ThresholdController(LearnedPart):
     @property
     def target(self) -> float:
         """The target's number: the value, the precision or the action rate."""
-        return float({"value": self.value, "precision": self.precision,
-                      "action_rate": self.action_rate}[self.kind])
+        return float({"value": self.value, "precision": self.precision, "action_rate": self.action_rate}[self.kind])
 
     # ---- fit ------------------------------------------------------------------------------
-    def fit(self, scores, labels=None) -> "ThresholdController":
+    def fit(self, scores, labels=None) -> ThresholdController:
         """Fit on scores (and 0/1 labels, 1 = correct / faithful, for a target precision)."""
         s = np.asarray(scores, dtype=np.float64).ravel()
         if self.kind == "value":
@@ -120,17 +128,18 @@ class ThresholdController(LearnedPart):
         if self.kind == "precision":
             if labels is None:
                 raise ValueError("a target precision needs labels (1 = correct / faithful)")
-            res = precision_guarantee_threshold(np.nan_to_num(s, nan=0.0), labels, self.precision,
-                                                delta=self.delta, method=self.method)
+            res = precision_guarantee_threshold(
+                np.nan_to_num(s, nan=0.0), labels, self.precision, delta=self.delta, method=self.method
+            )
             self.result_ = res
             threshold, certified = res.threshold, res.valid
         else:
             finite = np.sort(s[~np.isnan(s)])
-            budget = int(math.floor(self.action_rate * s.size + 1e-9)) - int(np.isnan(s).sum())
+            budget = math.floor(self.action_rate * s.size + 1e-9) - int(np.isnan(s).sum())
             if finite.size == 0 or budget <= 0:
                 threshold = float(finite[0]) if finite.size else 0.0
             elif budget >= finite.size:
-                threshold = math.inf   # a rate of 1: every answer may act
+                threshold = math.inf  # a rate of 1: every answer may act
             else:
                 threshold = float(finite[budget])
             certified = True
@@ -152,7 +161,7 @@ class ThresholdController(LearnedPart):
             return ~np.isnan(s) & (s >= self.threshold_)
 
     def decide(self, score: float | None) -> str:
-        """"answer" when the score reaches the threshold, else "act" (NaN / None scores act; an
+        """ "answer" when the score reaches the threshold, else "act" (NaN / None scores act; an
         uncertified controller always acts)."""
         s = math.nan if score is None else float(score)
         return ANSWER if bool(self.keep(s)) else ACT
@@ -160,19 +169,21 @@ class ThresholdController(LearnedPart):
     def __float__(self) -> float:
         self.check_fitted()
         if self.threshold_ is None:
-            raise ValueError(f"{self!r} is not certified: no threshold reaches the target on "
-                             f"{getattr(self, 'n_fit_', '?')} examples, so there is no number to "
-                             "compare with; every answer acts (use decide() or keep())")
+            raise ValueError(
+                f"{self!r} is not certified: no threshold reaches the target on "
+                f"{getattr(self, 'n_fit_', '?')} examples, so there is no number to "
+                "compare with; every answer acts (use decide() or keep())"
+            )
         return float(self.threshold_)
 
     # ---- saved form (a threshold file) --------------------------------------------------------
     def state(self) -> dict[str, Any]:
-        return {k: v for k, v in super().state().items() if k != "result_"}   # p-values are not kept
+        return {k: v for k, v in super().state().items() if k != "result_"}  # p-values are not kept
 
     def restore(self, state: dict[str, Any], path: Path) -> None:
         super().restore(state, path)
         if self.threshold_ is None and self.certified_:
-            self.threshold_ = math.inf   # an action rate of 1, written as null by the strict writer
+            self.threshold_ = math.inf  # an action rate of 1, written as null by the strict writer
 
     @classmethod
     def upgrade(cls, d: dict[str, Any], path: Path) -> dict[str, Any]:
@@ -188,17 +199,22 @@ class ThresholdController(LearnedPart):
         settings: dict[str, Any] = {kind: target}
         if kind == "precision":
             settings.update(delta=float(d.get("delta") or 0.1), method=d.get("ltt_method") or "bonferroni")
-        return {"settings": settings, "fingerprints": {k: d.get(k) for k in ("model", "method", "dataset")},
-                "state": {"threshold_": target if kind == "value" else t if certified else None,
-                          "certified_": certified or kind == "value", "n_fit_": d.get("n_fit"),
-                          "fit_action_rate_": d.get("fit_action_rate")}}
+        return {
+            "settings": settings,
+            "fingerprints": {k: d.get(k) for k in ("model", "method", "dataset")},
+            "state": {
+                "threshold_": target if kind == "value" else t if certified else None,
+                "certified_": certified or kind == "value",
+                "n_fit_": d.get("n_fit"),
+                "fit_action_rate_": d.get("fit_action_rate"),
+            },
+        }
 
     def __repr__(self) -> str:
         name = type(self).__name__
         fitted = ""
         if self.fitted and self.kind != "value":
-            fitted = (f", threshold_={self.threshold_:.4g}" if self.threshold_ is not None
-                      else ", not certified")
+            fitted = f", threshold_={self.threshold_:.4g}" if self.threshold_ is not None else ", not certified"
         return f"{name}({self.kind}={self.target:g}{fitted})"
 
 
@@ -269,9 +285,14 @@ class PrecisionThreshold:
         return float(self.precision[k])
 
 
-def precision_guarantee_threshold(scores, labels, target_precision: float, delta: float = 0.1,
-                                  grid: Sequence[float] | np.ndarray | None = None,
-                                  method: str = "bonferroni") -> PrecisionThreshold:
+def precision_guarantee_threshold(
+    scores,
+    labels,
+    target_precision: float,
+    delta: float = 0.1,
+    grid: Sequence[float] | np.ndarray | None = None,
+    method: str = "bonferroni",
+) -> PrecisionThreshold:
     """A score threshold whose precision is at least `target_precision` with probability
     at least 1 - delta (Learn then Test, Angelopoulos et al. 2021, with a binomial tail bound).
 
@@ -327,9 +348,18 @@ def precision_guarantee_threshold(scores, labels, target_precision: float, delta
         prec = np.where(n_sel > 0, (n_sel - n_err) / np.maximum(n_sel, 1), np.nan)
     valid = bool(rejected.any())
     thr = float(g[rejected].min()) if valid else None
-    return PrecisionThreshold(threshold=thr, valid=valid, target_precision=target_precision,
-                              delta=delta, method=method, grid=g, p_values=pvals, n_selected=n_sel,
-                              precision=prec, rejected=rejected)
+    return PrecisionThreshold(
+        threshold=thr,
+        valid=valid,
+        target_precision=target_precision,
+        delta=delta,
+        method=method,
+        grid=g,
+        p_values=pvals,
+        n_selected=n_sel,
+        precision=prec,
+        rejected=rejected,
+    )
 
 
 # ---- Cross-validated thresholds: choose a threshold on some examples, judge it on others.
@@ -338,8 +368,7 @@ def precision_guarantee_threshold(scores, labels, target_precision: float, delta
 # reported gain or precision estimates what the fitted rule does on new data. Folds are
 # group-aware: examples sharing a group (e.g. one HotpotQA question asked with and without its
 # gold paragraph) always fall into the same fold, so no group is on both sides.
-def kfold_indices(n: int, n_folds: int = 5, *, groups=None,
-                  seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
+def kfold_indices(n: int, n_folds: int = 5, *, groups=None, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
     """Split range(n) into folds; returns [(train_idx, test_idx)] (sorted index arrays).
 
     Every example is in exactly one test fold; examples with equal `groups` values share a fold.
@@ -397,13 +426,13 @@ def best_threshold(scores, gain_above, gain_below) -> tuple[float, float]:
         raise ValueError("scores contain NaN")
     order = np.argsort(s, kind="stable")
     ss = s[order]
-    starts = np.flatnonzero(np.r_[True, ss[1:] != ss[:-1]])   # first position of each distinct score
-    below_cum = np.r_[0.0, np.cumsum(below[order])]             # sum of gain_below over the first k
+    starts = np.flatnonzero(np.r_[True, ss[1:] != ss[:-1]])  # first position of each distinct score
+    below_cum = np.r_[0.0, np.cumsum(below[order])]  # sum of gain_below over the first k
     above_cum = np.r_[0.0, np.cumsum(above[order])]
-    cut = np.r_[starts, s.size]                                 # examples below each candidate
+    cut = np.r_[starts, s.size]  # examples below each candidate
     total = below_cum[cut] + (above_cum[-1] - above_cum[cut])
     thresholds = np.r_[ss[starts], np.inf]
-    j = int(np.argmax(total))                                   # first maximum: smallest threshold
+    j = int(np.argmax(total))  # first maximum: smallest threshold
     return float(thresholds[j]), float(total[j] / s.size)
 
 
@@ -426,8 +455,7 @@ class CVThreshold:
         return float(self.kept.mean()) if self.kept.size else float("nan")
 
 
-def cv_threshold(scores, gain_above, gain_below, *, n_folds: int = 5, groups=None,
-                 seed: int = 0) -> CVThreshold:
+def cv_threshold(scores, gain_above, gain_below, *, n_folds: int = 5, groups=None, seed: int = 0) -> CVThreshold:
     """K-fold cross-validated threshold for a per-example gain.
 
     For each fold f: t_f = `best_threshold` on the other folds; the held-out examples are kept
@@ -449,8 +477,9 @@ def cv_threshold(scores, gain_above, gain_below, *, n_folds: int = 5, groups=Non
     return CVThreshold(kept=kept, gain=gain, fold_thresholds=ts, folds=folds)
 
 
-def cross_fit_target(target: ThresholdController, scores, labels=None, n_folds: int = 5, groups=None,
-                     seed: int = 0) -> np.ndarray:
+def cross_fit_target(
+    target: ThresholdController, scores, labels=None, n_folds: int = 5, groups=None, seed: int = 0
+) -> np.ndarray:
     """Out-of-fold decisions kept[i] = s_i >= threshold, the threshold never fitted on example i.
 
     A fixed value needs no fitting: kept = s >= value on all examples. A fitted target (target

@@ -22,6 +22,7 @@ Saved as one JSON file (`verirag.learned.base`). Loading it for another retrieve
 min-max normalisation is of that retriever's scores); another corpus or K warns: the filter still
 works, but its coverage guarantee does not carry over.
 """
+
 from __future__ import annotations
 
 import math
@@ -45,15 +46,17 @@ def wrong_source_threshold(rouge: Sequence[np.ndarray], right_source: Sequence[n
         raise InputError(f"beta must be in [0, 1], got {beta}")
     if beta == 0.0:
         return -math.inf
-    wrong = np.concatenate([np.asarray(h, float)[~np.asarray(d, bool)] for h, d in zip(rouge, right_source)]
-                           or [np.empty(0)])
+    wrong = np.concatenate(
+        [np.asarray(h, float)[~np.asarray(d, bool)] for h, d in zip(rouge, right_source)] or [np.empty(0)]
+    )
     if wrong.size == 0:
         raise InputError("no chunk of a wrong source in the calibration data: s_thres needs some (or use beta=0)")
     return float(np.quantile(wrong, beta))
 
 
-def chunk_ground_truth(rouge: Sequence[np.ndarray], right_source: Sequence[np.ndarray],
-                       beta: float) -> tuple[list[np.ndarray], float]:
+def chunk_ground_truth(
+    rouge: Sequence[np.ndarray], right_source: Sequence[np.ndarray], beta: float
+) -> tuple[list[np.ndarray], float]:
     """Boolean correctness of every chunk (paper Y_cal): from the right source and ROUGE-L >= s_thres.
     Returns the per-question labels and s_thres."""
     s_thres = wrong_source_threshold(rouge, right_source, beta)
@@ -61,9 +64,13 @@ def chunk_ground_truth(rouge: Sequence[np.ndarray], right_source: Sequence[np.nd
     return labels, s_thres
 
 
-def label_chunks(chunks: Sequence[Sequence[tuple[str, str]]], references: Sequence[str],
-                 sources: Sequence[Sequence[str]], beta: float,
-                 s_thres: float | None = None) -> tuple[list[np.ndarray], float]:
+def label_chunks(
+    chunks: Sequence[Sequence[tuple[str, str]]],
+    references: Sequence[str],
+    sources: Sequence[Sequence[str]],
+    beta: float,
+    s_thres: float | None = None,
+) -> tuple[list[np.ndarray], float]:
     """`correct` for `ConformalTrustFilter.fit` from text: per question, its retrieved chunks as
     (text, source) pairs, its reference answer, and the source(s) the reference comes from (NQ: the
     gold passage's title; HotpotQA: the gold paragraphs' titles; a JSONL's `source` field).
@@ -71,6 +78,7 @@ def label_chunks(chunks: Sequence[Sequence[tuple[str, str]]], references: Sequen
     and s_thres: estimated from these chunks, or `s_thres` as given (held-out questions are
     labelled with their calibration's threshold)."""
     from verirag.metrics.qa import rouge_l_batch
+
     if not (len(chunks) == len(references) == len(sources)):
         raise InputError(f"{len(chunks)} chunk lists, {len(references)} references, {len(sources)} source lists")
     rouge, right = [], []
@@ -95,8 +103,7 @@ class Coverage:
     n_questions: int
 
     def to_dict(self) -> dict[str, float]:
-        return {"m1": self.m1, "m1_se": self.m1_se, "m2": self.m2, "m2_se": self.m2_se,
-                "n_questions": self.n_questions}
+        return {"m1": self.m1, "m1_se": self.m1_se, "m2": self.m2, "m2_se": self.m2_se, "n_questions": self.n_questions}
 
 
 class ConformalTrustFilter(LearnedPart):
@@ -126,8 +133,9 @@ class ConformalTrustFilter(LearnedPart):
         self.alpha, self.beta = float(alpha), float(beta)
 
     # ---- fitting --------------------------------------------------------------------------------
-    def fit(self, scores: Sequence[Sequence[float]], correct: Sequence[Sequence[bool]],
-            k: int | None = None) -> "ConformalTrustFilter":
+    def fit(
+        self, scores: Sequence[Sequence[float]], correct: Sequence[Sequence[bool]], k: int | None = None
+    ) -> ConformalTrustFilter:
         """`k`: the chunks retrieved per question (default: the most any question has)."""
         if len(scores) != len(correct):
             raise InputError(f"{len(scores)} score arrays but {len(correct)} label arrays")
@@ -146,8 +154,10 @@ class ConformalTrustFilter(LearnedPart):
         self.n1_, self.n2_ = float(flat.min()), float(flat.max())
         nonconformity = 1.0 - self.normalize(np.concatenate([a[b] for a, b in zip(s, y)]))
         if nonconformity.size == 0:
-            raise InputError("no correct chunk in the calibration data: the retriever never found the right "
-                             "source in its top K, so there is nothing to calibrate on")
+            raise InputError(
+                "no correct chunk in the calibration data: the retriever never found the right "
+                "source in its top K, so there is nothing to calibrate on"
+            )
         self.q_hat_ = conformal_quantile(nonconformity, self.alpha)
         self.n_correct_, self.n_questions_ = int(nonconformity.size), len(s)
         self.k_ = int(k or max(a.size for a in s))
@@ -180,7 +190,10 @@ class ConformalTrustFilter(LearnedPart):
         m1 = np.array([c > 0 for c in kept], float)
         m2 = np.array([c / (k or max(1, len(a))) for c, a in zip(kept, scores)], float)
         n = len(kept)
-        se = (lambda v: float(v.std(ddof=1) / math.sqrt(n)) if n > 1 else math.nan)
+
+        def se(v):
+            return float(v.std(ddof=1) / math.sqrt(n)) if n > 1 else math.nan
+
         return Coverage(float(m1.mean()) if n else math.nan, se(m1), float(m2.mean()) if n else math.nan, se(m2), n)
 
     def diagnose(self, coverage: Coverage | None = None) -> str | None:
@@ -189,10 +202,12 @@ class ConformalTrustFilter(LearnedPart):
         c = coverage or self.calibration_
         gap = c.m1 - (1.0 - self.alpha)
         if gap < 0 and -gap > (c.m1_se if not math.isnan(c.m1_se) else 0.0):
-            return (f"mean m1 = {c.m1:.3f} (SE {c.m1_se:.3f}) falls short of 1 - alpha = {1 - self.alpha:.3f}: "
-                    f"on {c.n_questions} questions this retriever often keeps no chunk, so the coverage "
-                    "guarantee does not carry over (exchangeability fails: the right source is often "
-                    "missing from the top K)")
+            return (
+                f"mean m1 = {c.m1:.3f} (SE {c.m1_se:.3f}) falls short of 1 - alpha = {1 - self.alpha:.3f}: "
+                f"on {c.n_questions} questions this retriever often keeps no chunk, so the coverage "
+                "guarantee does not carry over (exchangeability fails: the right source is often "
+                "missing from the top K)"
+            )
         return None
 
     # ---- saved form -------------------------------------------------------------------------------
@@ -201,7 +216,7 @@ class ConformalTrustFilter(LearnedPart):
 
     def restore(self, state: dict[str, Any], path: Path) -> None:
         super().restore(state, path)
-        self.q_hat_ = math.inf if self.q_hat_ is None else float(self.q_hat_)   # inf is written as null
+        self.q_hat_ = math.inf if self.q_hat_ is None else float(self.q_hat_)  # inf is written as null
         self.calibration_ = Coverage(**{k: math.nan if v is None else v for k, v in self.calibration_.items()})
 
     @classmethod
@@ -209,8 +224,16 @@ class ConformalTrustFilter(LearnedPart):
         """A filter of the first format ("verirag.conformal_trust_filter/1")."""
         if d.get("format") != "verirag.conformal_trust_filter/1":
             return super().upgrade(d, path)
-        return {"settings": {"alpha": d["alpha"], "beta": d["beta"]},
-                "fingerprints": {"retriever": d.get("retriever"), "corpus": d.get("corpus"), "k": d["k"]},
-                "state": {"k_": d["k"], "n1_": d["n1"], "n2_": d["n2"], "q_hat_": d["q_hat"],
-                          "n_correct_": d["n_correct"], "n_questions_": d["n_questions"],
-                          "calibration_": d["calibration"]}}
+        return {
+            "settings": {"alpha": d["alpha"], "beta": d["beta"]},
+            "fingerprints": {"retriever": d.get("retriever"), "corpus": d.get("corpus"), "k": d["k"]},
+            "state": {
+                "k_": d["k"],
+                "n1_": d["n1"],
+                "n2_": d["n2"],
+                "q_hat_": d["q_hat"],
+                "n_correct_": d["n_correct"],
+                "n_questions_": d["n_questions"],
+                "calibration_": d["calibration"],
+            },
+        }

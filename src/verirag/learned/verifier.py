@@ -34,6 +34,7 @@ Fitted state: `best_epoch_`, `history_` (per epoch: train_loss, val_loss, val_au
 (examples whose sentence labels did not match the answer's sentences), `adapter_sha256_`,
 `adapter_bytes_`.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -58,7 +59,7 @@ DEFAULT_ENCODER = "all-MiniLM-L6-v2"
 META_FILE = "verifier.json"
 ADAPTER_FILE = "adapter.safetensors"
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
-INFERENCE_BATCH = 32   # pairs per forward pass when scoring
+INFERENCE_BATCH = 32  # pairs per forward pass when scoring
 
 
 def encoder_dir(name: str) -> Path:
@@ -67,6 +68,7 @@ def encoder_dir(name: str) -> Path:
     or a folder (`verirag.models.resolve_embedder_path`, never a download: the adapter's
     fingerprint is of these very weights)."""
     from verirag.models import resolve_embedder_path
+
     found = resolve_embedder_path(name, allow_download=False)
     if not isinstance(found, Path) or not found.is_dir():
         raise ModelNotFoundError(f"the verifier's encoder {name!r} must be a local model folder, got {found}")
@@ -76,6 +78,7 @@ def encoder_dir(name: str) -> Path:
 def encoder_fingerprint(name: str) -> str:
     """sha256 (16 hex digits) of the encoder's weights file: what the adapter was trained over."""
     from verirag.models.hashing import file_fingerprint
+
     folder = encoder_dir(name)
     for f in WEIGHT_FILES:
         if (folder / f).is_file():
@@ -86,9 +89,18 @@ def encoder_fingerprint(name: str) -> str:
 def examples_fingerprint(examples: Sequence[Any]) -> str:
     h = hashlib.sha256()
     for e in examples:
-        h.update(json.dumps([e.question, e.answer, list(e.passages), int(e.label),
-                             list(e.sentence_labels) if e.sentence_labels is not None else None],
-                            ensure_ascii=False).encode())
+        h.update(
+            json.dumps(
+                [
+                    e.question,
+                    e.answer,
+                    list(e.passages),
+                    int(e.label),
+                    list(e.sentence_labels) if e.sentence_labels is not None else None,
+                ],
+                ensure_ascii=False,
+            ).encode()
+        )
     return h.hexdigest()[:16]
 
 
@@ -138,8 +150,10 @@ def recipe_weights(recipes: Sequence[str], labels: Sequence[int]) -> dict[str, d
     for r, y in zip(recipes, labels):
         counts.setdefault(r, {}).setdefault(int(y), 0)
         counts[r][int(y)] += 1
-    return {r: ({y: sum(c.values()) / (2 * k) for y, k in c.items()} if len(c) == 2 else {y: 1.0 for y in c})
-            for r, c in counts.items()}
+    return {
+        r: ({y: sum(c.values()) / (2 * k) for y, k in c.items()} if len(c) == 2 else dict.fromkeys(c, 1.0))
+        for r, c in counts.items()
+    }
 
 
 def _check_examples(examples: Sequence[Any]) -> list[Any]:
@@ -153,8 +167,10 @@ def _check_examples(examples: Sequence[Any]) -> list[Any]:
             raise InputError(f"example {i} ({e.source}): no question group (validation holds out whole groups)")
     labels = {int(e.label) for e in examples}
     if len(labels) < 2:
-        raise InputError(f"every example has label {labels.pop()}: the verifier needs supported and unsupported "
-                         "answers to learn from")
+        raise InputError(
+            f"every example has label {labels.pop()}: the verifier needs supported and unsupported "
+            "answers to learn from"
+        )
     return examples
 
 
@@ -180,12 +196,29 @@ class TrainedVerifier(LearnedPart):
     refuse_on = ("encoder",)
     runtime = ("fingerprints", "device")
 
-    def __init__(self, encoder: str = DEFAULT_ENCODER, *, max_length: int | None = None, train_layers: int = 1,
-                 epochs: int = 2, batch_size: int = 8, learning_rate: float = 1e-4, head_learning_rate: float = 2e-3,
-                 balance: bool = True, lora_rank: int = 0, compress_rank: int = 0, candidates: int = 2,
-                 read_top: int | None = None, overlap_words: int = 30, val_share: float = 0.2, patience: int = 1,
-                 temperature: bool = True, seed: int = 0, device: str | None = None,
-                 fingerprints: dict[str, Any] | None = None):
+    def __init__(
+        self,
+        encoder: str = DEFAULT_ENCODER,
+        *,
+        max_length: int | None = None,
+        train_layers: int = 1,
+        epochs: int = 2,
+        batch_size: int = 8,
+        learning_rate: float = 1e-4,
+        head_learning_rate: float = 2e-3,
+        balance: bool = True,
+        lora_rank: int = 0,
+        compress_rank: int = 0,
+        candidates: int = 2,
+        read_top: int | None = None,
+        overlap_words: int = 30,
+        val_share: float = 0.2,
+        patience: int = 1,
+        temperature: bool = True,
+        seed: int = 0,
+        device: str | None = None,
+        fingerprints: dict[str, Any] | None = None,
+    ):
         super().__init__(fingerprints)
         if epochs < 1 or batch_size < 1 or candidates < 1 or patience < 1 or (read_top is not None and read_top < 1):
             raise InputError("epochs, batch_size, candidates, read_top and patience must be at least 1")
@@ -212,6 +245,7 @@ class TrainedVerifier(LearnedPart):
         """The installed encoder with a fresh head (its window resolved)."""
         from verirag.learned.verifier_model import add_lora, load_scorer
         from verirag.retrieval.embedder import default_device
+
         folder = encoder_dir(self.encoder)
         self._scorer, self._tokenizer = load_scorer(folder, self.device or default_device())
         if self.lora_rank:
@@ -247,11 +281,12 @@ class TrainedVerifier(LearnedPart):
     # ---- scoring ------------------------------------------------------------------------------
     def _pair_logits(self, claims: list[str], chunks: list[str]) -> np.ndarray:
         from verirag.learned.verifier_model import logits
+
         self._scorer.eval()
         order = sorted(range(len(claims)), key=lambda i: len(claims[i]) + len(chunks[i]))  # less padding
         out = np.zeros(len(claims))
         for start in range(0, len(order), INFERENCE_BATCH):
-            idx = order[start:start + INFERENCE_BATCH]
+            idx = order[start : start + INFERENCE_BATCH]
             z = logits(self._scorer, self._tokenizer, [claims[i] for i in idx], [chunks[i] for i in idx], self.window_)
             out[idx] = z.float().cpu().numpy()
         return out
@@ -261,8 +296,11 @@ class TrainedVerifier(LearnedPart):
         `read_top`, a claim reads only its `read_top` lexically closest chunks (-inf elsewhere)."""
         claims, chunks, cells, shapes = [], [], [], []
         for r in readings:
-            read = (lexical_candidates(r.claims, r.chunks, r.question, self.read_top) if self.read_top
-                    else [range(len(r.chunks))] * len(r.claims))
+            read = (
+                lexical_candidates(r.claims, r.chunks, r.question, self.read_top)
+                if self.read_top
+                else [range(len(r.chunks))] * len(r.claims)
+            )
             cells.append([(s, c) for s, cs in enumerate(read) for c in cs])
             claims += [r.claims[s] for s, _ in cells[-1]]
             chunks += [r.chunks[c] for _, c in cells[-1]]
@@ -271,7 +309,7 @@ class TrainedVerifier(LearnedPart):
         out, at = [], 0
         for shape, read in zip(shapes, cells):
             table = np.full(shape, -np.inf)
-            for (s, c), z in zip(read, flat[at:at + len(read)]):
+            for (s, c), z in zip(read, flat[at : at + len(read)]):
                 table[s, c] = z
             out.append(table)
             at += len(read)
@@ -294,23 +332,31 @@ class TrainedVerifier(LearnedPart):
             own = [i for i, o in enumerate(reading.sentence_of) if o == s]
             weakest = min(own, key=lambda i: claim_support[i])
             c = int(best_chunk[weakest])
-            sentences.append(SentenceSupport(text=text, score=float(sigmoid(claim_support[weakest])),
-                                             passage=reading.passage_of[c], chunk=reading.chunks[c]))
+            sentences.append(
+                SentenceSupport(
+                    text=text,
+                    score=float(sigmoid(claim_support[weakest])),
+                    passage=reading.passage_of[c],
+                    chunk=reading.chunks[c],
+                )
+            )
         owner, of_sentence = np.asarray(reading.passage_of), np.asarray(reading.sentence_of)
         per_passage = []
         for p in range(len(passages)):
             cols = owner == p
-            if not cols.any():   # a passage without text supports nothing
+            if not cols.any():  # a passage without text supports nothing
                 per_passage.append(0.0)
                 continue
             claim_in_p = sigmoid(table[:, cols].max(axis=1))
             per_passage.append(float(np.mean([claim_in_p[of_sentence == s].min() for s in range(len(sentences))])))
         best = max(range(len(per_passage)), key=lambda i: (per_passage[i], -i))
-        return AnswerSupport(score=float(sigmoid(self._answer_logit(table))), sentences=sentences,
-                             per_passage=per_passage, best=best)
+        return AnswerSupport(
+            score=float(sigmoid(self._answer_logit(table))), sentences=sentences, per_passage=per_passage, best=best
+        )
 
-    def predict_proba(self, questions: Sequence[str], answers: Sequence[str],
-                      passages: Sequence[Sequence[str]]) -> np.ndarray:
+    def predict_proba(
+        self, questions: Sequence[str], answers: Sequence[str], passages: Sequence[Sequence[str]]
+    ) -> np.ndarray:
         """The score of each (question, answer, passages), batched."""
         self.check_fitted()
         if not len(questions) == len(answers) == len(passages):
@@ -322,14 +368,15 @@ class TrainedVerifier(LearnedPart):
     def _prepare(self, e) -> Prepared:
         try:
             r = self.reader.read(e.question, e.answer, list(e.passages))
-        except InputError as err:   # which example, so the labels can be fixed
+        except InputError as err:  # which example, so the labels can be fixed
             raise InputError(f"example {e.source or e.group}: {err}") from None
         sentence_labels = tuple(int(v) for v in e.sentence_labels) if e.sentence_labels is not None else None
         if sentence_labels is not None and len(sentence_labels) != len(r.sentences):
             sentence_labels = None
             self.sentence_labels_ignored_ += 1
-        return Prepared(r, int(e.label), sentence_labels,
-                        lexical_candidates(r.claims, r.chunks, e.question, self.candidates))
+        return Prepared(
+            r, int(e.label), sentence_labels, lexical_candidates(r.claims, r.chunks, e.question, self.candidates)
+        )
 
     def validation_groups(self, examples: Sequence[Any]) -> list[str]:
         """The question groups `fit` holds out of training for these examples (sorted): evaluate the
@@ -355,11 +402,13 @@ class TrainedVerifier(LearnedPart):
             raise InputError("the training groups hold one label only: label more questions")
         return tr, va
 
-    def _read_frozen(self, prepared: list[Prepared], progress: Callable[[int, int], None] | None,
-                     total_steps: int) -> list[Any]:
+    def _read_frozen(
+        self, prepared: list[Prepared], progress: Callable[[int, int], None] | None, total_steps: int
+    ) -> list[Any]:
         """Every candidate pair's frozen states (`verifier_model.frozen_states`), read once in
         batches of similar length; each Prepared learns where its pairs are."""
         from verirag.learned.verifier_model import frozen_states
+
         claims, chunks = [], []
         for p in prepared:
             p.pairs = []
@@ -372,9 +421,18 @@ class TrainedVerifier(LearnedPart):
         states: list[Any] = [None] * len(claims)
         batches = math.ceil(len(order) / INFERENCE_BATCH)
         for b, start in enumerate(range(0, len(order), INFERENCE_BATCH), 1):
-            idx = order[start:start + INFERENCE_BATCH]
-            for i, st in zip(idx, frozen_states(self._scorer, self._tokenizer, [claims[i] for i in idx],
-                                                [chunks[i] for i in idx], self.window_, self.train_layers)):
+            idx = order[start : start + INFERENCE_BATCH]
+            for i, st in zip(
+                idx,
+                frozen_states(
+                    self._scorer,
+                    self._tokenizer,
+                    [claims[i] for i in idx],
+                    [chunks[i] for i in idx],
+                    self.window_,
+                    self.train_layers,
+                ),
+            ):
                 states[i] = st
             if progress:
                 progress(b, batches + total_steps)
@@ -385,24 +443,43 @@ class TrainedVerifier(LearnedPart):
         """(each sentence's logit, the answer's) from the pair logits `z` of the fit's table: a
         claim's best candidate, a sentence's weakest claim, the answer's weakest sentence."""
         import torch
+
         claim_logit = torch.stack([z[ix].max() for ix in p.pairs])
-        sentence_logit = torch.stack([claim_logit[[i for i, o in enumerate(p.reading.sentence_of) if o == s]].min()
-                                      for s in range(len(p.reading.sentences))])
+        sentence_logit = torch.stack(
+            [
+                claim_logit[[i for i, o in enumerate(p.reading.sentence_of) if o == s]].min()
+                for s in range(len(p.reading.sentences))
+            ]
+        )
         return sentence_logit, sentence_logit.min()
 
     def _batch_aggregates(self, batch: list[Prepared], states: list[Any]) -> list[tuple[Any, Any]]:
         """Per example of `batch`, (its sentences' logits, its answer's), from one top-layer pass
         over the batch's pairs."""
         from verirag.learned.verifier_model import top_logits
+
         wanted = sorted({i for p in batch for ix in p.pairs for i in ix})
         at = {g: k for k, g in enumerate(wanted)}
         z = top_logits(self._scorer, [states[i] for i in wanted], self.train_layers)
-        return [self._aggregate(Prepared(p.reading, p.label, p.sentence_labels, p.candidates,
-                                         [[at[i] for i in ix] for ix in p.pairs], p.weight), z) for p in batch]
+        return [
+            self._aggregate(
+                Prepared(
+                    p.reading,
+                    p.label,
+                    p.sentence_labels,
+                    p.candidates,
+                    [[at[i] for i in ix] for ix in p.pairs],
+                    p.weight,
+                ),
+                z,
+            )
+            for p in batch
+        ]
 
     def _batch_loss(self, batch: list[Prepared], states: list[Any]):
         """Mean BCE of the batch's aggregates over the candidate pairs (see the module docstring)."""
         import torch
+
         bce = torch.nn.functional.binary_cross_entropy_with_logits
         losses = []
         for p, (sentence_logit, answer_logit) in zip(batch, self._batch_aggregates(batch, states)):
@@ -410,8 +487,11 @@ class TrainedVerifier(LearnedPart):
                 target = torch.tensor(p.sentence_labels, dtype=sentence_logit.dtype, device=sentence_logit.device)
                 losses.append(bce(sentence_logit, target))
             else:
-                losses.append(bce(answer_logit, torch.tensor(float(p.label), dtype=answer_logit.dtype,
-                                                             device=answer_logit.device)))
+                losses.append(
+                    bce(
+                        answer_logit, torch.tensor(float(p.label), dtype=answer_logit.dtype, device=answer_logit.device)
+                    )
+                )
             losses[-1] = losses[-1] * p.weight
         return torch.stack(losses).mean()
 
@@ -419,29 +499,36 @@ class TrainedVerifier(LearnedPart):
         """The answers' logits read as in training (each claim's `candidates` chunks, as scoring
         with read_top = candidates reads them), and their labels."""
         import torch
+
         self._scorer.eval()
         out = []
         with torch.inference_mode():
             for start in range(0, len(prepared), INFERENCE_BATCH):
-                batch = prepared[start:start + INFERENCE_BATCH]
+                batch = prepared[start : start + INFERENCE_BATCH]
                 out += [float(answer) for _, answer in self._batch_aggregates(batch, states)]
         return np.array(out), np.array([p.label for p in prepared])
 
-    def fit(self, examples: Sequence[Any], *, val_groups: Sequence[str] | None = None,
-            progress: Callable[[int, int], None] | None = None,
-            on_epoch: Callable[[dict[str, Any]], None] | None = None) -> TrainedVerifier:
+    def fit(
+        self,
+        examples: Sequence[Any],
+        *,
+        val_groups: Sequence[str] | None = None,
+        progress: Callable[[int, int], None] | None = None,
+        on_epoch: Callable[[dict[str, Any]], None] | None = None,
+    ) -> TrainedVerifier:
         """Train on VerifierExamples (see the module docstring). `val_groups` names the held-out
         question groups (default: `val_share` of them, drawn with `seed`); `progress` is told
         (steps done, steps in all) after each step, `on_epoch` each epoch's history entry."""
         import torch
 
         from verirag.learned.verifier_model import compress_update, merge_lora, round_to_fp16, select_trainable
+
         examples = _check_examples(examples)
         tr, va = self._split(examples, val_groups)
         self.best_epoch_ = None
         self.window_ = None
-        torch.manual_seed(self.seed)   # the head's initialisation and the dropout
-        self._load_base()   # a fresh head over the installed encoder
+        torch.manual_seed(self.seed)  # the head's initialisation and the dropout
+        self._load_base()  # a fresh head over the installed encoder
         self.fingerprints.update(encoder=encoder_fingerprint(self.encoder), data=examples_fingerprint(examples))
         self._trainable = select_trainable(self._scorer, self.train_layers, lora=bool(self.lora_rank))
         params = dict(self._scorer.named_parameters())
@@ -449,23 +536,32 @@ class TrainedVerifier(LearnedPart):
         self.sentence_labels_ignored_ = 0
         prepared = [self._prepare(e) for e in examples]
         if self.sentence_labels_ignored_:
-            warnings.warn(f"{self.sentence_labels_ignored_} examples have sentence labels that do not match their "
-                          "answer's sentences (verirag.retrieval.sentences.split_sentences): their answer label is "
-                          "used instead", stacklevel=2)
+            warnings.warn(
+                f"{self.sentence_labels_ignored_} examples have sentence labels that do not match their "
+                "answer's sentences (verirag.retrieval.sentences.split_sentences): their answer label is "
+                "used instead",
+                stacklevel=2,
+            )
         y = np.array([p.label for p in prepared])
         self.n_train_, self.n_val_, self.label_balance_ = len(tr), len(va), float(y[tr].mean())
         self.recipe_weights_ = None
-        if self.balance:   # from the training examples only
+        if self.balance:  # from the training examples only
             weights = recipe_weights([examples[i].recipe for i in tr], [examples[i].label for i in tr])
             self.recipe_weights_ = {r: {str(k): v for k, v in w.items()} for r, w in weights.items()}
             for i in tr:
                 prepared[i].weight = weights[examples[i].recipe][int(examples[i].label)]
         steps = self.epochs * math.ceil(len(tr) / self.batch_size)
         states = self._read_frozen(prepared, progress, steps)
-        opt = torch.optim.AdamW([
-            {"params": [params[n] for n in self._trainable if not n.startswith("head.")], "lr": self.learning_rate},
-            {"params": [params[n] for n in self._trainable if n.startswith("head.")], "lr": self.head_learning_rate},
-        ], weight_decay=0.01)
+        opt = torch.optim.AdamW(
+            [
+                {"params": [params[n] for n in self._trainable if not n.startswith("head.")], "lr": self.learning_rate},
+                {
+                    "params": [params[n] for n in self._trainable if n.startswith("head.")],
+                    "lr": self.head_learning_rate,
+                },
+            ],
+            weight_decay=0.01,
+        )
         rng = np.random.default_rng(self.seed)
         total = self._read_batches + steps
         done, waited, best_key, best_state = self._read_batches, 0, None, None
@@ -475,7 +571,7 @@ class TrainedVerifier(LearnedPart):
             order = rng.permutation(tr)
             losses = []
             for start in range(0, len(order), self.batch_size):
-                loss = self._batch_loss([prepared[i] for i in order[start:start + self.batch_size]], states)
+                loss = self._batch_loss([prepared[i] for i in order[start : start + self.batch_size]], states)
                 opt.zero_grad()
                 loss.backward()
                 opt.step()
@@ -484,8 +580,12 @@ class TrainedVerifier(LearnedPart):
                 if progress:
                     progress(done, total)
             z, yv = self._validate([prepared[i] for i in va], states)
-            entry = {"epoch": epoch, "train_loss": float(np.mean(losses)), "val_loss": _bce(z, yv),
-                     "val_auroc": float(auroc(z, yv)) if 0 < yv.sum() < len(yv) else float("nan")}
+            entry = {
+                "epoch": epoch,
+                "train_loss": float(np.mean(losses)),
+                "val_loss": _bce(z, yv),
+                "val_auroc": float(auroc(z, yv)) if 0 < yv.sum() < len(yv) else float("nan"),
+            }
             self.history_.append(entry)
             if on_epoch:
                 on_epoch(entry)
@@ -498,16 +598,16 @@ class TrainedVerifier(LearnedPart):
                 if waited >= self.patience:
                     break
         if done < total and progress:
-            progress(total, total)   # stopped early: the bar ends full
+            progress(total, total)  # stopped early: the bar ends full
         with torch.no_grad():
             for n, t in best_state.items():
                 params[n].copy_(t)
         if self.compress_rank:
             self.val_auroc_before_compression_ = float(best_key[0])
             self._trainable = compress_update(self._scorer, before, self.train_layers, self.compress_rank)
-        round_to_fp16(self._scorer, self._trainable)   # what is saved is what is measured
+        round_to_fp16(self._scorer, self._trainable)  # what is saved is what is measured
         if self.compress_rank:
-            merge_lora(self._scorer)   # and scored as `load` scores it
+            merge_lora(self._scorer)  # and scored as `load` scores it
         z, yv = self._validate([prepared[i] for i in va], states)
         self.temperature_ = fit_temperature(z, yv) if self.temperature else 1.0
         self.metrics_ = validation_metrics(sigmoid(z / self.temperature_), yv)
@@ -516,6 +616,7 @@ class TrainedVerifier(LearnedPart):
     # ---- saved --------------------------------------------------------------------------------
     def save_weights(self, directory: Path) -> None:
         from verirag.learned.verifier_model import save_adapter
+
         save_adapter(self._scorer, self._trainable, directory / ADAPTER_FILE)
         self.adapter_sha256_ = _sha256(directory / ADAPTER_FILE)
         self.adapter_bytes_ = (directory / ADAPTER_FILE).stat().st_size
@@ -534,12 +635,15 @@ class TrainedVerifier(LearnedPart):
         """The verifier saved at `path` over the installed encoder; refused (InputError) when that
         encoder's weights are not those it was trained over, or `expect` differs (the one rule)."""
         from verirag.learned.verifier_model import load_adapter, merge_lora
+
         part = super().load(path, expect, **runtime)
-        part.check_expected({"encoder": encoder_fingerprint(part.encoder)},
-                            where=f"{path} over the installed encoder {part.encoder}")
+        part.check_expected(
+            {"encoder": encoder_fingerprint(part.encoder)}, where=f"{path} over the installed encoder {part.encoder}"
+        )
         part._load_base()
         if part.compress_rank:
             from verirag.learned.verifier_model import add_lora
+
             add_lora(part._scorer, part.train_layers, part.compress_rank)
         part._trainable = load_adapter(part._scorer, part._adapter_path)
         if part.compress_rank:

@@ -9,6 +9,7 @@ the words' token counts come from the tokenizer itself, so the end of a 5,000-wo
 like its beginning. A claim may take at most half the window; a longer sentence is read in word
 pieces (each a claim of its own), a longer question is an InputError.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -52,7 +53,7 @@ def words_that_fit(counts: np.ndarray, budget: int) -> int:
     def fits(w: int) -> bool:
         return bool((cum[w:] - cum[:-w]).max() <= budget)
 
-    lo, hi = 1, n   # fits(lo) is assumed (or nothing fits: 1 word), fits(hi) is False
+    lo, hi = 1, n  # fits(lo) is assumed (or nothing fits: 1 word), fits(hi) is False
     while hi - lo > 1:
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if fits(mid) else (lo, mid)
@@ -90,8 +91,10 @@ class PairReader:
         q_tokens = self.n_tokens(question)
         room = self.claim_budget - q_tokens
         if room < 8:
-            raise InputError(f"the question takes {q_tokens} tokens: too long for the verifier's window of "
-                             f"{self.window} tokens (a claim may take {self.claim_budget})")
+            raise InputError(
+                f"the question takes {q_tokens} tokens: too long for the verifier's window of "
+                f"{self.window} tokens (a claim may take {self.claim_budget})"
+            )
         sentences = split_sentences(answer)
         claims, owner = [], []
         for i, s in enumerate(sentences):
@@ -137,7 +140,9 @@ def lexical_candidates(claims: Sequence[str], chunks: Sequence[str], question: s
     out = []
     for claim in claims:
         own = set(get_tokens(claim)) - q or set(get_tokens(claim))
-        scores = [(len(own & ct) / max(len(own), 1) + 0.5 * len(q & ct) / max(len(q), 1), -j)
-                  for j, ct in enumerate(chunk_tokens)]
+        scores = [
+            (len(own & ct) / max(len(own), 1) + 0.5 * len(q & ct) / max(len(q), 1), -j)
+            for j, ct in enumerate(chunk_tokens)
+        ]
         out.append([-j for _, j in sorted(scores, reverse=True)[:k]])
     return out

@@ -9,6 +9,7 @@ MiniLM-L6 at rank 16 is 1.3 MB.
 
 Imported lazily (torch takes seconds to import).
 """
+
 from __future__ import annotations
 
 import re
@@ -65,19 +66,21 @@ def _only_layers(encoder, start: int, stop: int, from_hidden: bool) -> Iterator[
         encoder.encoder.layer, encoder.embeddings = layers, embeddings
 
 
-def frozen_states(scorer: PairScorer, tokenizer, claims: list[str], chunks: list[str], window: int,
-                  train_layers: int) -> list[torch.Tensor]:
+def frozen_states(
+    scorer: PairScorer, tokenizer, claims: list[str], chunks: list[str], window: int, train_layers: int
+) -> list[torch.Tensor]:
     """Per pair, the hidden states that enter the top `train_layers` layers ([tokens, hidden],
     fp16, padding dropped): they do not change while only the top layers learn, so training
     computes them once instead of every epoch (`top_logits` goes on from them)."""
     device = next(scorer.parameters()).device
-    enc = tokenizer(claims, chunks, padding=True, truncation="only_second", max_length=window,
-                    return_tensors="pt").to(device)
+    enc = tokenizer(claims, chunks, padding=True, truncation="only_second", max_length=window, return_tensors="pt").to(
+        device
+    )
     n = layer_count(scorer)
     with torch.inference_mode(), _only_layers(scorer.encoder, 0, n - train_layers, from_hidden=False):
         hidden = scorer.encoder(**enc).last_hidden_state
     lengths = enc["attention_mask"].sum(1).tolist()
-    return [hidden[i, :int(k)].to(torch.float16).clone() for i, k in enumerate(lengths)]
+    return [hidden[i, : int(k)].to(torch.float16).clone() for i, k in enumerate(lengths)]
 
 
 def top_logits(scorer: PairScorer, states: Sequence[torch.Tensor], train_layers: int) -> torch.Tensor:
@@ -88,8 +91,8 @@ def top_logits(scorer: PairScorer, states: Sequence[torch.Tensor], train_layers:
     hidden = torch.zeros(len(states), longest, states[0].shape[-1], device=device)
     mask = torch.zeros(len(states), longest, dtype=torch.long, device=device)
     for i, s in enumerate(states):
-        hidden[i, :len(s)] = s.float()
-        mask[i, :len(s)] = 1
+        hidden[i, : len(s)] = s.float()
+        mask[i, : len(s)] = 1
     n = layer_count(scorer)
     with _only_layers(scorer.encoder, n - train_layers, n, from_hidden=True):
         out = scorer.encoder(inputs_embeds=hidden, attention_mask=mask).last_hidden_state
@@ -101,8 +104,9 @@ def load_scorer(encoder_dir: str | Path, device: str = "cpu") -> tuple[PairScore
     folder holds the transformer at its root)."""
     from transformers import AutoModel, AutoTokenizer
     from transformers.utils import logging as hf_logging
+
     level = hf_logging.get_verbosity()
-    hf_logging.set_verbosity_error()   # "pooler weights newly initialised": unused here
+    hf_logging.set_verbosity_error()  # "pooler weights newly initialised": unused here
     hf_logging.disable_progress_bar()
     try:
         tokenizer = AutoTokenizer.from_pretrained(str(encoder_dir))
@@ -114,8 +118,8 @@ def load_scorer(encoder_dir: str | Path, device: str = "cpu") -> tuple[PairScore
     return PairScorer(encoder).to(device), tokenizer
 
 
-LORA_TARGETS = ("query", "key", "value", "dense")   # a BERT layer's attention and feed-forward
-LORA_SCALE = 2   # alpha / rank, the usual scale
+LORA_TARGETS = ("query", "key", "value", "dense")  # a BERT layer's attention and feed-forward
+LORA_SCALE = 2  # alpha / rank, the usual scale
 _LAYER = re.compile(r"(?:^|\.)layers?\.(\d+)\.")
 
 
@@ -134,11 +138,18 @@ def add_lora(scorer: PairScorer, train_layers: int, rank: int) -> None:
     """Put LoRA updates of `rank` (alpha = LORA_SCALE x rank) into every linear map of
     the top `train_layers` layers, in place; they start at zero, so the encoder is unchanged."""
     from peft import LoraConfig, inject_adapter_in_model
+
     n = layer_count(scorer)
     if not 1 <= train_layers <= n or rank < 1:
         raise InputError(f"LoRA needs a rank of at least 1 and 1 to {n} layers, got rank {rank}, {train_layers} layers")
-    config = LoraConfig(r=rank, lora_alpha=LORA_SCALE * rank, lora_dropout=0.0, target_modules=list(LORA_TARGETS),
-                        layers_to_transform=list(range(n - train_layers, n)), layers_pattern="layer")
+    config = LoraConfig(
+        r=rank,
+        lora_alpha=LORA_SCALE * rank,
+        lora_dropout=0.0,
+        target_modules=list(LORA_TARGETS),
+        layers_to_transform=list(range(n - train_layers, n)),
+        layers_pattern="layer",
+    )
     inject_adapter_in_model(config, scorer.encoder)
 
 
@@ -163,8 +174,12 @@ def compress_update(scorer: PairScorer, before: dict[str, torch.Tensor], train_l
             params[f"{stem}.lora_B.default.weight"].copy_(u[:, :rank] * root / LORA_SCALE)
             params[f"{stem}.lora_A.default.weight"].copy_(root[:, None] * vh[:rank])
     top = _top(scorer, train_layers)
-    return [name for name in params if name.startswith(HEAD) or (
-        _in_top_layers(name, top) and ("lora_" in name or name.endswith(".bias") or "LayerNorm" in name))]
+    return [
+        name
+        for name in params
+        if name.startswith(HEAD)
+        or (_in_top_layers(name, top) and ("lora_" in name or name.endswith(".bias") or "LayerNorm" in name))
+    ]
 
 
 def merge_lora(scorer: PairScorer) -> None:
@@ -172,6 +187,7 @@ def merge_lora(scorer: PairScorer) -> None:
     product per linear map instead of three (about 20% of a verifier's time). The factors stay as
     parameters, so what is saved does not change."""
     from peft.tuners.lora.layer import LoraLayer
+
     for module in scorer.modules():
         if isinstance(module, LoraLayer) and not module.merged:
             module.merge()
@@ -208,6 +224,7 @@ def round_to_fp16(scorer: PairScorer, names: list[str]) -> None:
 
 def save_adapter(scorer: PairScorer, names: list[str], path: Path) -> None:
     from safetensors.torch import save_file
+
     params = dict(scorer.named_parameters())
     save_file({n: params[n].detach().half().contiguous().cpu() for n in names}, str(path))
 
@@ -215,12 +232,14 @@ def save_adapter(scorer: PairScorer, names: list[str], path: Path) -> None:
 def load_adapter(scorer: PairScorer, path: Path) -> list[str]:
     """Put the adapter's weights into `scorer`; the names it held."""
     from safetensors.torch import load_file
+
     tensors = load_file(str(path))
     params = dict(scorer.named_parameters())
     unknown = sorted(set(tensors) - set(params))
     if unknown:
-        raise InputError(f"{path}: weights {', '.join(unknown[:3])} are not in the encoder: it was trained "
-                         "over another encoder")
+        raise InputError(
+            f"{path}: weights {', '.join(unknown[:3])} are not in the encoder: it was trained over another encoder"
+        )
     with torch.no_grad():
         for n, t in tensors.items():
             if params[n].shape != t.shape:
@@ -229,13 +248,15 @@ def load_adapter(scorer: PairScorer, path: Path) -> list[str]:
     return sorted(tensors)
 
 
-def logits(scorer: PairScorer, tokenizer, claims: list[str], chunks: list[str], window: int,
-           grad: bool = False) -> torch.Tensor:
+def logits(
+    scorer: PairScorer, tokenizer, claims: list[str], chunks: list[str], window: int, grad: bool = False
+) -> torch.Tensor:
     """One batch of pair logits. Chunks are sized to fit (`verifier_inputs`); truncation of the
     chunk is only a guard for a single word longer than the window."""
     device = next(scorer.parameters()).device
-    enc = tokenizer(claims, chunks, padding=True, truncation="only_second", max_length=window,
-                    return_tensors="pt").to(device)
+    enc = tokenizer(claims, chunks, padding=True, truncation="only_second", max_length=window, return_tensors="pt").to(
+        device
+    )
     if grad:
         return scorer(**enc)
     with torch.inference_mode():

@@ -1,4 +1,5 @@
 """One LLM interface, three backends (llama.cpp, OpenAI-compatible HTTP, HF transformers), one cache."""
+
 from verirag.llm.base import LLM
 from verirag.llm.cache import RequestCache
 from verirag.llm.cached import CachedLLM

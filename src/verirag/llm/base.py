@@ -7,6 +7,7 @@ Three operations cover every method verirag implements:
 Backends that cannot do one of them say so in `capabilities`, and raise CapabilityError when asked.
 Generation is deterministic by default: temperature 0 and a fixed seed.
 """
+
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
@@ -17,11 +18,11 @@ from verirag.errors import CapabilityError
 from verirag.types import ContinuationScore, Generation, Prompt
 
 # Capability names.
-LOGPROBS = "logprobs"          # per-token logprobs (+ top-k) on generate
-SCORE = "score"                # score(prompt, continuation)
-NEXT_TOKEN = "next_token"      # next_token_logprobs
+LOGPROBS = "logprobs"  # per-token logprobs (+ top-k) on generate
+SCORE = "score"  # score(prompt, continuation)
+NEXT_TOKEN = "next_token"  # next_token_logprobs
 EXACT_NEXT_TOKEN = "exact_next_token"  # any candidate token can be looked up, not only the top-k
-ATTENTIONS = "attentions"      # attention weights (HF transformers only)
+ATTENTIONS = "attentions"  # attention weights (HF transformers only)
 HIDDEN_STATE = "hidden_state"  # a text's mean-pooled last-layer hidden state (probe features)
 
 DEFAULT_SEED = 0
@@ -63,9 +64,17 @@ class LLM(ABC):
     logprobs_assured: bool = False
 
     @abstractmethod
-    def generate(self, prompt: Prompt, *, max_tokens: int = 256, temperature: float = 0.0,
-                 seed: int = DEFAULT_SEED, stop: Sequence[str] | None = None,
-                 logprobs: bool = False, top_logprobs: int = 0) -> Generation:
+    def generate(
+        self,
+        prompt: Prompt,
+        *,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+        seed: int = DEFAULT_SEED,
+        stop: Sequence[str] | None = None,
+        logprobs: bool = False,
+        top_logprobs: int = 0,
+    ) -> Generation:
         """Generate a reply. With `logprobs`, `Generation.tokens` holds each token's logprob
         and its `top_logprobs` most likely alternatives."""
 
@@ -74,8 +83,9 @@ class LLM(ABC):
         the beginning of the assistant's reply."""
         raise CapabilityError(f"backend {self.backend!r} cannot score a fixed continuation")
 
-    def next_token_logprobs(self, prompt: Prompt, *, top_k: int = 20,
-                            candidates: Sequence[str] = ()) -> dict[str, float]:
+    def next_token_logprobs(
+        self, prompt: Prompt, *, top_k: int = 20, candidates: Sequence[str] = ()
+    ) -> dict[str, float]:
         """Log-probabilities of the first token of the reply.
 
         Returns the `top_k` most likely tokens and, where the backend can look them up
@@ -86,14 +96,17 @@ class LLM(ABC):
     def lookback_ratios(self, prompt: Prompt, continuation: str, segments: Sequence[str]):
         """Lookback ratios (`verirag.llm.lookback`) of `continuation` as the reply to `prompt`,
         with `segments` the passages' texts in the order they occur in the prompt."""
-        raise CapabilityError(f"backend {self.backend!r} gives no attention weights; lookback ratios "
-                              "need the HF transformers backend (a model spec hf:...)")
+        raise CapabilityError(
+            f"backend {self.backend!r} gives no attention weights; lookback ratios "
+            "need the HF transformers backend (a model spec hf:...)"
+        )
 
     def hidden_state(self, text: str) -> list[float]:
         """The mean over `text`'s tokens (read as plain text, no chat template) of the model's
         last-layer hidden state: features of the model itself for a probe."""
-        raise CapabilityError(f"backend {self.backend!r} gives no hidden states; use the local llama.cpp "
-                              "or the HF transformers backend")
+        raise CapabilityError(
+            f"backend {self.backend!r} gives no hidden states; use the local llama.cpp or the HF transformers backend"
+        )
 
     def count_tokens(self, text: str) -> int:
         """Number of tokens of `text`; backends without a tokenizer estimate it."""
@@ -112,11 +125,17 @@ class LLM(ABC):
         if missing:
             raise CapabilityError(
                 f"{self.backend} model {self.model_id!r} lacks {', '.join(missing)}; "
-                f"it supports: {', '.join(sorted(self.capabilities)) or 'plain generation only'}")
+                f"it supports: {', '.join(sorted(self.capabilities)) or 'plain generation only'}"
+            )
 
     def describe(self) -> dict[str, Any]:
-        return {"backend": self.backend, "model": self.model_id, "fingerprint": self.fingerprint,
-                "capabilities": sorted(self.capabilities), "context_window": self.context_window}
+        return {
+            "backend": self.backend,
+            "model": self.model_id,
+            "fingerprint": self.fingerprint,
+            "capabilities": sorted(self.capabilities),
+            "context_window": self.context_window,
+        }
 
     def close(self) -> None:
         """Release weights or connections."""

@@ -6,6 +6,7 @@ that changes the result. SQLite in WAL mode with a busy timeout lets several pro
 write the same file without corrupting it; writes are single INSERT OR REPLACE statements, each
 its own transaction, so a killed process loses at most the request it was making.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -22,14 +23,14 @@ SCHEMA_VERSION = 1
 
 def default_cache_path() -> Path:
     base = os.environ.get("VERIRAG_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "verirag")
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "verirag"
+    )
     return Path(base) / "requests.sqlite"
 
 
 def request_key(**parts: Any) -> str:
     """Stable key over JSON-serialisable parts (sorted keys, no whitespace variance)."""
-    blob = json.dumps({"v": SCHEMA_VERSION, **parts}, sort_keys=True, ensure_ascii=False,
-                      separators=(",", ":"))
+    blob = json.dumps({"v": SCHEMA_VERSION, **parts}, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
@@ -43,8 +44,10 @@ class RequestCache:
         self.hits = 0
         self.misses = 0
         with self._conn() as conn:
-            conn.execute("CREATE TABLE IF NOT EXISTS requests (key TEXT PRIMARY KEY, op TEXT,"
-                         " value TEXT NOT NULL, created REAL NOT NULL)")
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS requests (key TEXT PRIMARY KEY, op TEXT,"
+                " value TEXT NOT NULL, created REAL NOT NULL)"
+            )
 
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
@@ -68,7 +71,8 @@ class RequestCache:
     def put(self, key: str, value: Any, op: str = "") -> None:
         self._conn().execute(
             "INSERT OR REPLACE INTO requests (key, op, value, created) VALUES (?, ?, ?, ?)",
-            (key, op, json.dumps(value, ensure_ascii=False), time.time()))
+            (key, op, json.dumps(value, ensure_ascii=False), time.time()),
+        )
 
     def __len__(self) -> int:
         return int(self._conn().execute("SELECT COUNT(*) FROM requests").fetchone()[0])

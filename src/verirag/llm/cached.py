@@ -5,6 +5,7 @@ the key includes the seed and temperature, so a sampled call with another seed i
 A failed generation (finish_reason "error") is never cached, so the next run tries again.
 Everything but the cached requests (generate, score, next_token, lookback, hidden_state) is forwarded unchanged (LLMWrapper).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -24,11 +25,17 @@ class CachedLLM(LLMWrapper):
         super().__init__(inner)
         self.cache = cache
 
-    def _through_cache(self, op: str, prompt: Prompt, params: dict, compute: Callable[[], Any],
-                       load: Callable[[Any], Any], dump: Callable[[Any], Any] = lambda out: out.to_dict()) -> Any:
+    def _through_cache(
+        self,
+        op: str,
+        prompt: Prompt,
+        params: dict,
+        compute: Callable[[], Any],
+        load: Callable[[Any], Any],
+        dump: Callable[[Any], Any] = lambda out: out.to_dict(),
+    ) -> Any:
         """The cached answer to this request (marked `cached`), else `compute()`, stored."""
-        key = request_key(backend=self.inner.backend, model=self.inner.fingerprint, op=op,
-                          prompt=prompt, params=params)
+        key = request_key(backend=self.inner.backend, model=self.inner.fingerprint, op=op, prompt=prompt, params=params)
         hit = self.cache.get(key)
         if hit is not None:
             out = load(hit)
@@ -39,34 +46,68 @@ class CachedLLM(LLMWrapper):
             self.cache.put(key, dump(out), op=op)
         return out
 
-    def generate(self, prompt: Prompt, *, max_tokens: int = 256, temperature: float = 0.0,
-                 seed: int = DEFAULT_SEED, stop: Sequence[str] | None = None,
-                 logprobs: bool = False, top_logprobs: int = 0) -> Generation:
-        params = dict(max_tokens=max_tokens, temperature=temperature, seed=seed,
-                      stop=list(stop or []), logprobs=logprobs, top_logprobs=top_logprobs)
-        return self._through_cache("generate", prompt, params, lambda: self.inner.generate(prompt, **params),
-                                   Generation.from_dict)
+    def generate(
+        self,
+        prompt: Prompt,
+        *,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+        seed: int = DEFAULT_SEED,
+        stop: Sequence[str] | None = None,
+        logprobs: bool = False,
+        top_logprobs: int = 0,
+    ) -> Generation:
+        params = {
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+            "seed": seed,
+            "stop": list(stop or []),
+            "logprobs": logprobs,
+            "top_logprobs": top_logprobs,
+        }
+        return self._through_cache(
+            "generate", prompt, params, lambda: self.inner.generate(prompt, **params), Generation.from_dict
+        )
 
     def score(self, prompt: Prompt, continuation: str) -> ContinuationScore:
-        return self._through_cache("score", prompt, dict(continuation=continuation),
-                                   lambda: self.inner.score(prompt, continuation),
-                                   ContinuationScore.from_dict)
-
-    def next_token_logprobs(self, prompt: Prompt, *, top_k: int = 20,
-                            candidates: Sequence[str] = ()) -> NextTokenLogprobs:
         return self._through_cache(
-            "next_token", prompt, dict(top_k=top_k, candidates=list(candidates)),
+            "score",
+            prompt,
+            {"continuation": continuation},
+            lambda: self.inner.score(prompt, continuation),
+            ContinuationScore.from_dict,
+        )
+
+    def next_token_logprobs(
+        self, prompt: Prompt, *, top_k: int = 20, candidates: Sequence[str] = ()
+    ) -> NextTokenLogprobs:
+        return self._through_cache(
+            "next_token",
+            prompt,
+            {"top_k": top_k, "candidates": list(candidates)},
             lambda: NextTokenLogprobs(self.inner.next_token_logprobs(prompt, top_k=top_k, candidates=candidates)),
-            lambda hit: NextTokenLogprobs({k: float(v) for k, v in hit.items()}), dict)
+            lambda hit: NextTokenLogprobs({k: float(v) for k, v in hit.items()}),
+            dict,
+        )
 
     def lookback_ratios(self, prompt: Prompt, continuation: str, segments: Sequence[str]) -> LookbackRatios:
-        return self._through_cache("lookback", prompt, dict(continuation=continuation, segments=list(segments)),
-                                   lambda: self.inner.lookback_ratios(prompt, continuation, segments),
-                                   LookbackRatios.from_dict)
+        return self._through_cache(
+            "lookback",
+            prompt,
+            {"continuation": continuation, "segments": list(segments)},
+            lambda: self.inner.lookback_ratios(prompt, continuation, segments),
+            LookbackRatios.from_dict,
+        )
 
     def hidden_state(self, text: str) -> list[float]:
-        return self._through_cache("hidden_state", text, {}, lambda: HiddenState(self.inner.hidden_state(text)),
-                                   lambda hit: HiddenState(float(x) for x in hit), list)
+        return self._through_cache(
+            "hidden_state",
+            text,
+            {},
+            lambda: HiddenState(self.inner.hidden_state(text)),
+            lambda hit: HiddenState(float(x) for x in hit),
+            list,
+        )
 
     def describe(self):
         return {**self.inner.describe(), "cache": str(self.cache.path)}

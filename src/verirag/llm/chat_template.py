@@ -3,6 +3,7 @@
 Rendering ourselves, instead of letting each backend do it, means that generation, scoring and
 next-token reads all see exactly the same prompt text.
 """
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -26,8 +27,14 @@ def _compile(template: str):
     return env.from_string(template)
 
 
-def render_chat(template: str | None, messages: list[dict[str, str]], *, bos_token: str = "",
-                eos_token: str = "", add_generation_prompt: bool = True) -> str:
+def render_chat(
+    template: str | None,
+    messages: list[dict[str, str]],
+    *,
+    bos_token: str = "",
+    eos_token: str = "",
+    add_generation_prompt: bool = True,
+) -> str:
     """Render `messages` to the prompt string the model was trained on.
 
     Models without a template (base models such as gemma3-270m) get a plain transcript that
@@ -38,8 +45,9 @@ def render_chat(template: str | None, messages: list[dict[str, str]], *, bos_tok
         if add_generation_prompt:
             lines.append("Assistant:")
         return "\n\n".join(lines)
-    return _compile(template).render(messages=messages, add_generation_prompt=add_generation_prompt,
-                                     bos_token=bos_token, eos_token=eos_token)
+    return _compile(template).render(
+        messages=messages, add_generation_prompt=add_generation_prompt, bos_token=bos_token, eos_token=eos_token
+    )
 
 
 def plain_messages(messages: list[dict]) -> list[dict[str, str]]:

@@ -9,6 +9,7 @@ Specs:
     hf:ID_OR_PATH_OR_PRESET              HF transformers (GPU when present; attentions)
 A process loads each distinct spec once: the generator and the judge share the weights.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -30,16 +31,20 @@ def cache_enabled() -> bool:
 def _build(spec: str, n_ctx: int, n_threads: int | None = None) -> LLM:
     if spec == "openai" or spec.startswith("openai:"):
         from verirag.llm.openai.backend import OpenAICompatibleLLM
+
         model = spec.split(":", 1)[1] if ":" in spec else None
         return OpenAICompatibleLLM(model=model or None)
     if spec.startswith(("http://", "https://")):
         from verirag.llm.openai.backend import OpenAICompatibleLLM
+
         url, _, model = spec.partition("#")
         return OpenAICompatibleLLM(base_url=url, model=model or None)
     if spec.startswith("hf:"):
         from verirag.llm.hf.backend import TransformersLLM
+
         target = spec[3:]
         from verirag.models import PRESETS, resolve_model
+
         if target in PRESETS:
             resolved = resolve_model(target)
             llm = TransformersLLM(str(resolved.path.parent), gguf_file=resolved.path.name)
@@ -50,13 +55,16 @@ def _build(spec: str, n_ctx: int, n_threads: int | None = None) -> LLM:
         return TransformersLLM(target)
     from verirag.llm.llama_cpp_backend import LlamaCppLLM
     from verirag.models import resolve_model
+
     resolved = resolve_model(spec)
-    return LlamaCppLLM(resolved.path, model_id=resolved.name, fingerprint=resolved.sha256, n_ctx=n_ctx,
-                       n_threads=n_threads)
+    return LlamaCppLLM(
+        resolved.path, model_id=resolved.name, fingerprint=resolved.sha256, n_ctx=n_ctx, n_threads=n_threads
+    )
 
 
-def load_llm(spec: str, *, n_ctx: int = 4096, cache: RequestCache | bool | None = None,
-             n_threads: int | None = None) -> LLM:
+def load_llm(
+    spec: str, *, n_ctx: int = 4096, cache: RequestCache | bool | None = None, n_threads: int | None = None
+) -> LLM:
     """Load (once per process) the model named by `spec`; wrap it in the request cache unless
     `cache` is False or VERIRAG_NO_CACHE=1. `n_threads` (llama.cpp; default: every core): on a
     machine other processes keep busy, one thread can be many times faster than two that wait

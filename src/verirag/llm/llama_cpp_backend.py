@@ -25,6 +25,7 @@ happened to be cached.
 This module uses two private members of `llama_cpp.Llama` (`_ctx`, `_batch`); the version of
 llama-cpp-python is pinned in pyproject.toml for that reason.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -40,7 +41,6 @@ from verirag.llm.base import DEFAULT_SEED, EXACT_NEXT_TOKEN, HIDDEN_STATE, LLM, 
 from verirag.llm.chat_template import continued_message, plain_messages, render_chat, validate_messages
 from verirag.llm.prefix_store import Chunk, PrefixStore, batched, n_tokens, shared_chunks, singles
 from verirag.types import ContinuationScore, Generation, Prompt, TokenLogprob
-
 
 # Shorter contexts are cheaper to recompute than to save and restore.
 MIN_SAVED_TOKENS = 64
@@ -81,7 +81,6 @@ def top_k_indices(logprobs: np.ndarray, k: int) -> np.ndarray:
     return idx[np.argsort(-logprobs[idx], kind="stable")]
 
 
-
 def threads_from_env() -> int | None:
     """VERIRAG_THREADS: llama.cpp threads for every model this process loads without an explicit
     count (on a machine other jobs keep busy, fewer threads than cores can be much faster)."""
@@ -92,15 +91,26 @@ def threads_from_env() -> int | None:
         raise InputError(f"VERIRAG_THREADS must be a positive integer, got {raw!r}")
     return int(raw)
 
+
 class LlamaCppLLM(LLM):
     """A GGUF model in-process. Thread-safe: one request at a time per loaded model."""
 
     backend = "llama_cpp"
 
-    def __init__(self, model_path: str | os.PathLike[str], *, model_id: str | None = None,
-                 fingerprint: str | None = None, n_ctx: int = 4096, n_threads: int | None = None,
-                 n_batch: int | None = None, n_gpu_layers: int = 0, reuse_prefix: bool | None = None,
-                 prefix_cache_mb: float | None = None, verbose: bool = False):
+    def __init__(
+        self,
+        model_path: str | os.PathLike[str],
+        *,
+        model_id: str | None = None,
+        fingerprint: str | None = None,
+        n_ctx: int = 4096,
+        n_threads: int | None = None,
+        n_batch: int | None = None,
+        n_gpu_layers: int = 0,
+        reuse_prefix: bool | None = None,
+        prefix_cache_mb: float | None = None,
+        verbose: bool = False,
+    ):
         path = Path(model_path)
         if not path.is_file():
             raise ModelNotFoundError(f"GGUF model file not found: {path}")
@@ -113,9 +123,16 @@ class LlamaCppLLM(LLM):
         if n_batch < 1:
             raise InputError(f"n_batch must be a positive number of tokens, got {n_batch}")
         try:
-            self.llama = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=threads,
-                               n_threads_batch=threads, n_batch=n_batch, n_gpu_layers=n_gpu_layers,
-                               logits_all=False, verbose=verbose)
+            self.llama = Llama(
+                model_path=str(path),
+                n_ctx=n_ctx,
+                n_threads=threads,
+                n_threads_batch=threads,
+                n_batch=n_batch,
+                n_gpu_layers=n_gpu_layers,
+                logits_all=False,
+                verbose=verbose,
+            )
         except (ValueError, RuntimeError) as e:
             raise ModelNotFoundError(f"llama.cpp could not load {path}: {e}") from e
         self.model_path = path
@@ -148,8 +165,9 @@ class LlamaCppLLM(LLM):
         validate_messages(prompt)
         if isinstance(prompt, str):
             return prompt
-        return render_chat(self.chat_template, plain_messages(prompt), bos_token=self._bos_text,
-                           eos_token=self._eos_text)
+        return render_chat(
+            self.chat_template, plain_messages(prompt), bos_token=self._bos_text, eos_token=self._eos_text
+        )
 
     def _tokenize_prompt(self, prompt: Prompt) -> list[int]:
         text = self.render(prompt)
@@ -172,8 +190,7 @@ class LlamaCppLLM(LLM):
         if spelled != prompt[i]["content"] or not full.startswith(head_text + spelled):
             return batched(self._tokenize_prompt(prompt), self.n_batch)
         head = self.llama.tokenize(head_text.encode("utf-8"), add_bos=True, special=True)
-        tail = self.llama.tokenize(full[len(head_text) + len(spelled):].encode("utf-8"),
-                                   add_bos=False, special=True)
+        tail = self.llama.tokenize(full[len(head_text) + len(spelled) :].encode("utf-8"), add_bos=False, special=True)
         return batched(head, self.n_batch) + singles(ids) + batched(tail, self.n_batch)
 
     def _tokenize_continuation(self, text: str) -> list[int]:
@@ -192,6 +209,7 @@ class LlamaCppLLM(LLM):
             import ctypes
 
             import llama_cpp
+
             buf = ctypes.create_string_buffer(64)
             n = llama_cpp.llama_token_to_piece(self.llama._model.vocab, token, buf, len(buf), 0, False)
             if n < 0:  # buffer too small: -n is the size needed
@@ -206,6 +224,7 @@ class LlamaCppLLM(LLM):
 
     def _is_eog(self, token: int) -> bool:
         import llama_cpp
+
         return bool(llama_cpp.llama_vocab_is_eog(self.llama._model.vocab, token))
 
     # ---- evaluation ---------------------------------------------------------------------
@@ -213,7 +232,8 @@ class LlamaCppLLM(LLM):
         if n_prompt + extra > self.context_window:
             raise InputError(
                 f"prompt of {n_prompt} tokens does not fit the context window of {self.context_window} "
-                f"tokens of {self.model_id} (split long passages, retrieve fewer, or raise n_ctx)")
+                f"tokens of {self.model_id} (split long passages, retrieve fewer, or raise n_ctx)"
+            )
 
     def _evaluate(self, path: list[Chunk]) -> None:
         """Bring the context to the end of `path` (decode batches from position 0), reusing the
@@ -222,7 +242,7 @@ class LlamaCppLLM(LLM):
         llama = self.llama
         limit = len(path) - 1
         live = [t for c in self._path for t in c]
-        if llama.n_tokens != len(live) or list(llama.input_ids[:len(live)]) != live:
+        if llama.n_tokens != len(live) or list(llama.input_ids[: len(live)]) != live:
             self._path = []  # someone used the Llama object directly: its KV cache is not ours
         keep = min(shared_chunks(self._path, path), limit) if self.reuse_prefix else 0
         if self._store is not None:
@@ -253,6 +273,7 @@ class LlamaCppLLM(LLM):
         if self._store is None or n_tokens(self._path) < MIN_SAVED_TOKENS or self._store.covers(self._path):
             return
         import llama_cpp
+
         ctx = self.llama._ctx.ctx
         size = llama_cpp.llama_state_seq_get_size(ctx, 0)
         if size > self._store.budget_bytes:
@@ -265,13 +286,14 @@ class LlamaCppLLM(LLM):
     def _restore(self, path, state) -> bool:
         """Make a saved sequence state the live KV cache (its cells replace sequence 0's)."""
         import llama_cpp
+
         llama = self.llama
         if not llama_cpp.llama_state_seq_set_data(llama._ctx.ctx, state, len(state), 0):
             self._truncate(0)  # could not restore: evaluate from scratch instead
             return False
         self._path = list(path)
         tokens = [t for c in self._path for t in c]
-        llama.input_ids[:len(tokens)] = tokens
+        llama.input_ids[: len(tokens)] = tokens
         llama.n_tokens = len(tokens)
         return True
 
@@ -295,7 +317,7 @@ class LlamaCppLLM(LLM):
             llama._batch.set_batch(batch=list(chunk), n_past=n_past, logits_all=True)
             ctx.decode(llama._batch)
             rows.append(np.ctypeslib.as_array(ctx.get_logits(), shape=(len(chunk), self.n_vocab)).copy())
-            llama.input_ids[n_past:n_past + len(chunk)] = chunk
+            llama.input_ids[n_past : n_past + len(chunk)] = chunk
             llama.n_tokens += len(chunk)
             self._path.append(chunk)
             self.tokens_evaluated += len(chunk)
@@ -308,9 +330,17 @@ class LlamaCppLLM(LLM):
         return TokenLogprob(token=self.piece(token), logprob=float(lp[token]), top=top)
 
     # ---- the LLM interface --------------------------------------------------------------
-    def generate(self, prompt: Prompt, *, max_tokens: int = 256, temperature: float = 0.0,
-                 seed: int = DEFAULT_SEED, stop: Sequence[str] | None = None,
-                 logprobs: bool = False, top_logprobs: int = 0) -> Generation:
+    def generate(
+        self,
+        prompt: Prompt,
+        *,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+        seed: int = DEFAULT_SEED,
+        stop: Sequence[str] | None = None,
+        logprobs: bool = False,
+        top_logprobs: int = 0,
+    ) -> Generation:
         with self._lock:
             path = self._prompt_path(prompt)
             n_prompt = n_tokens(path)
@@ -353,9 +383,15 @@ class LlamaCppLLM(LLM):
                 if cut >= 0:
                     text = text[:cut]
                     records = _trim_records(records, len(text))
-            return Generation(text=text, tokens=records, finish_reason=finish, model=self.model_id,
-                              prompt_tokens=n_prompt, completion_tokens=len(out_tokens),
-                              token_ids=out_tokens)
+            return Generation(
+                text=text,
+                tokens=records,
+                finish_reason=finish,
+                model=self.model_id,
+                prompt_tokens=n_prompt,
+                completion_tokens=len(out_tokens),
+                token_ids=out_tokens,
+            )
 
     def score(self, prompt: Prompt, continuation: str) -> ContinuationScore:
         with self._lock:
@@ -381,8 +417,9 @@ class LlamaCppLLM(LLM):
                 out.append(TokenLogprob(token=self.piece(token), logprob=float(lp[token])))
             return ContinuationScore(tokens=out)
 
-    def next_token_logprobs(self, prompt: Prompt, *, top_k: int = 20,
-                            candidates: Sequence[str] = ()) -> dict[str, float]:
+    def next_token_logprobs(
+        self, prompt: Prompt, *, top_k: int = 20, candidates: Sequence[str] = ()
+    ) -> dict[str, float]:
         with self._lock:
             path = self._prompt_path(prompt)
             self._check_fits(n_tokens(path))
@@ -402,14 +439,22 @@ class LlamaCppLLM(LLM):
         embedding mode over the same (memory-mapped, so shared) weights, made on first use. The
         whole text is one batch (pooling needs it), so it must fit EMBED_CTX tokens."""
         from llama_cpp import LLAMA_POOLING_TYPE_MEAN, Llama
+
         if not (text or "").strip():
             raise InputError("hidden_state: the text is empty")
         with self._lock:
             if self._embedder is None:
-                self._embedder = Llama(model_path=str(self.model_path), embedding=True,
-                                       pooling_type=LLAMA_POOLING_TYPE_MEAN, n_ctx=EMBED_CTX, n_batch=EMBED_CTX,
-                                       n_ubatch=EMBED_CTX, n_threads=self._n_threads,
-                                       n_threads_batch=self._n_threads, verbose=self._verbose)
+                self._embedder = Llama(
+                    model_path=str(self.model_path),
+                    embedding=True,
+                    pooling_type=LLAMA_POOLING_TYPE_MEAN,
+                    n_ctx=EMBED_CTX,
+                    n_batch=EMBED_CTX,
+                    n_ubatch=EMBED_CTX,
+                    n_threads=self._n_threads,
+                    n_threads_batch=self._n_threads,
+                    verbose=self._verbose,
+                )
             n = len(self._embedder.tokenize(text.encode("utf-8")))
             if n > EMBED_CTX:
                 raise InputError(f"hidden_state: {n} tokens exceed the {EMBED_CTX} read at once")

@@ -16,6 +16,7 @@ with alpha the attention row of that token in one teacher-forced pass over promp
 Rows are the answer tokens' own positions (teacher forcing, as Lookback Lens's training features).
 Only per-segment sums of each attention row are kept (`LookbackSums`), never the attention tensors.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -61,13 +62,23 @@ class LookbackRatios:
         return len(self.fc[0]) if self.fc else 0
 
     def to_dict(self) -> dict:
-        return {"cw": self.cw, "fc": self.fc, "n_prompt": self.n_prompt, "n_answer": self.n_answer,
-                "chunk_tokens": list(self.chunk_tokens)}
+        return {
+            "cw": self.cw,
+            "fc": self.fc,
+            "n_prompt": self.n_prompt,
+            "n_answer": self.n_answer,
+            "chunk_tokens": list(self.chunk_tokens),
+        }
 
     @classmethod
-    def from_dict(cls, d: dict) -> "LookbackRatios":
-        return cls(cw=d["cw"], fc=d["fc"], n_prompt=int(d["n_prompt"]), n_answer=int(d["n_answer"]),
-                   chunk_tokens=list(d.get("chunk_tokens", [])))
+    def from_dict(cls, d: dict) -> LookbackRatios:
+        return cls(
+            cw=d["cw"],
+            fc=d["fc"],
+            n_prompt=int(d["n_prompt"]),
+            n_answer=int(d["n_answer"]),
+            chunk_tokens=list(d.get("chunk_tokens", [])),
+        )
 
 
 def segment_sums(rows: np.ndarray, n_context: int, spans: Sequence[tuple[int, int]]):
@@ -75,8 +86,11 @@ def segment_sums(rows: np.ndarray, n_context: int, spans: Sequence[tuple[int, in
     to (context [H, T], output [H, T], chunks [H, T, K])."""
     context = rows[..., :n_context].sum(-1)
     output = rows[..., n_context:].sum(-1)
-    chunks = np.stack([rows[..., a:b].sum(-1) for a, b in spans], axis=-1) if spans else \
-        np.zeros(rows.shape[:2] + (0,), dtype=rows.dtype)
+    chunks = (
+        np.stack([rows[..., a:b].sum(-1) for a, b in spans], axis=-1)
+        if spans
+        else np.zeros(rows.shape[:2] + (0,), dtype=rows.dtype)
+    )
     return context, output, chunks
 
 
@@ -99,8 +113,9 @@ def ratios_from_sums(sums: LookbackSums) -> LookbackRatios:
     else:
         cw = np.zeros((L, H, 0))
     fc = (a_ctx / denom).mean(axis=2)
-    return LookbackRatios(cw=cw.tolist(), fc=fc.tolist(), n_prompt=sums.n_context, n_answer=T,
-                          chunk_tokens=list(sums.chunk_tokens))
+    return LookbackRatios(
+        cw=cw.tolist(), fc=fc.tolist(), n_prompt=sums.n_context, n_answer=T, chunk_tokens=list(sums.chunk_tokens)
+    )
 
 
 def char_spans(text: str, segments: Sequence[str]) -> list[tuple[int, int]]:
@@ -112,8 +127,10 @@ def char_spans(text: str, segments: Sequence[str]) -> list[tuple[int, int]]:
             raise InputError(f"segment {i} is empty")
         at = text.find(seg, cursor)
         if at < 0:
-            raise InputError(f"passage {i + 1} does not occur in the prompt (after the passages "
-                             "before it), so its tokens cannot be found")
+            raise InputError(
+                f"passage {i + 1} does not occur in the prompt (after the passages "
+                "before it), so its tokens cannot be found"
+            )
         spans.append((at, at + len(seg)))
         cursor = at + len(seg)
     return spans

@@ -6,6 +6,7 @@ requests, whose backends report none) and the completion tokens written. A score
 its continuation too, so its tokens count as prompt tokens. Counts do not depend on the cache:
 a warm rerun reports the same calls and tokens, each call a cache hit.
 """
+
 from __future__ import annotations
 
 from verirag.llm.usage import current_usage
@@ -21,20 +22,21 @@ class MeteredLLM(LLMWrapper):
 
     def generate(self, prompt, **kw):
         g = self.inner.generate(prompt, **kw)
-        self._count("generate", cached=g.cached, prompt_tokens=g.prompt_tokens,
-                    completion_tokens=g.completion_tokens)
+        self._count("generate", cached=g.cached, prompt_tokens=g.prompt_tokens, completion_tokens=g.completion_tokens)
         return g
 
     def score(self, prompt, continuation):
         s = self.inner.score(prompt, continuation)
-        self._count("score", cached=s.cached,
-                    prompt_tokens=lambda: self.count_prompt_tokens(prompt) + len(s.tokens))
+        self._count("score", cached=s.cached, prompt_tokens=lambda: self.count_prompt_tokens(prompt) + len(s.tokens))
         return s
 
     def next_token_logprobs(self, prompt, **kw):
         out = self.inner.next_token_logprobs(prompt, **kw)
-        self._count("next_token", cached=bool(getattr(out, "cached", False)),
-                    prompt_tokens=lambda: self.count_prompt_tokens(prompt))
+        self._count(
+            "next_token",
+            cached=bool(getattr(out, "cached", False)),
+            prompt_tokens=lambda: self.count_prompt_tokens(prompt),
+        )
         return out
 
     def lookback_ratios(self, prompt, continuation, segments):
@@ -44,7 +46,9 @@ class MeteredLLM(LLMWrapper):
 
     def hidden_state(self, text):
         out = self.inner.hidden_state(text)
-        self._count("hidden_state", cached=bool(getattr(out, "cached", False)), prompt_tokens=lambda: self.count_tokens(text))
+        self._count(
+            "hidden_state", cached=bool(getattr(out, "cached", False)), prompt_tokens=lambda: self.count_tokens(text)
+        )
         return out
 
     def close(self):  # whoever built the model owns its lifetime, not the meter

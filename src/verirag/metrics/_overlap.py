@@ -5,10 +5,11 @@ sorted integer keys owner * V + token; the overlap |pred ∩ ref| (multiset inte
 Counter(pred) & Counter(ref) in instruct-qa) of every reference with its prediction is then a
 `searchsorted` and a `bincount`. Only the tokenisation loop runs in Python.
 """
+
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -49,8 +50,13 @@ def flatten_references(references: Sequence[Sequence[str]]) -> tuple[list[str], 
     return flat, owner, starts
 
 
-def overlap(pred_norm: Sequence[str], ref_norm: Sequence[str], owner: np.ndarray,
-            starts: np.ndarray, query_norm: Sequence[str] | None = None) -> Overlap:
+def overlap(
+    pred_norm: Sequence[str],
+    ref_norm: Sequence[str],
+    owner: np.ndarray,
+    starts: np.ndarray,
+    query_norm: Sequence[str] | None = None,
+) -> Overlap:
     """Overlap counts of normalised predictions with their normalised references.
 
     With `query_norm`, prediction tokens that occur anywhere in the query of the same item are
@@ -84,8 +90,13 @@ def overlap(pred_norm: Sequence[str], ref_norm: Sequence[str], owner: np.ndarray
     found = (pos < len(pk)) & (pk[pos_c] == lookup) if len(pk) else np.zeros(len(lookup), bool)
     shared = np.where(found, np.minimum(rc, pc[pos_c] if len(pc) else 0), 0)
     common = np.bincount(ref_of, weights=shared, minlength=m)
-    return Overlap(common=common, len_pred=np.asarray(len_pred, dtype=np.float64),
-                   len_ref=np.diff(r_off).astype(np.float64), owner=owner, starts=starts)
+    return Overlap(
+        common=common,
+        len_pred=np.asarray(len_pred, dtype=np.float64),
+        len_ref=np.diff(r_off).astype(np.float64),
+        owner=owner,
+        starts=starts,
+    )
 
 
 def prf(ov: Overlap, empty_pred_score: float | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

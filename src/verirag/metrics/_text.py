@@ -8,6 +8,7 @@ Batch helpers normalise many strings in one pass of C-level string operations (t
 joined with a NUL separator, which none of the steps touches) and map tokens to integer ids, so
 that the metrics in `qa` and `faithfulness` can count overlaps with numpy.
 """
+
 from __future__ import annotations
 
 import re
@@ -79,8 +80,7 @@ class Vocab:
         Returns (ids, offsets) with the tokens of string k in ids[offsets[k]:offsets[k+1]].
         Normalised strings have single spaces, so a string has count(" ") + 1 tokens (0 if empty).
         """
-        lengths = np.fromiter((s.count(" ") + 1 if s else 0 for s in normalized), dtype=np.int64,
-                              count=len(normalized))
+        lengths = np.fromiter((s.count(" ") + 1 if s else 0 for s in normalized), dtype=np.int64, count=len(normalized))
         tokens = " ".join(normalized).split()
         ids_of = self.ids
         for tok in dict.fromkeys(tokens):

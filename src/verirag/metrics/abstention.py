@@ -9,6 +9,7 @@ uses the token `__DONT_KNOW__` ("DONT KNOW").
 `is_abstention` is a containment test with a list of regular expressions (`ABSTENTION_PATTERNS`)
 over the lowercased text with typographic apostrophes made plain; callers may add their own.
 """
+
 from __future__ import annotations
 
 import re
@@ -16,7 +17,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-__all__ = ["ABSTENTION_PATTERNS", "is_abstention", "abstention_mask", "p_ir", "p_g"]
+__all__ = ["ABSTENTION_PATTERNS", "abstention_mask", "is_abstention", "p_g", "p_ir"]
 
 _SUBJECT = r"(?:passages?|context|contexts|documents?|texts?|information|evidence|sources?|articles?)"
 _VERB = r"(?:provide|contain|mention|include|specify|say|state|give|indicate|answer|have|offer|discuss)"

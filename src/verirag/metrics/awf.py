@@ -31,6 +31,7 @@ with one sort, O(n log n). PR-AUC is the step-wise area sum_k (R_k - R_{k-1}) P_
 (the "average precision" of scikit-learn); for a hard-label method it reduces to P x R, the
 paper's definition (Table 7), which `pr_auc(..., hard=True)` computes.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -39,10 +40,31 @@ from typing import Any, NamedTuple
 import numpy as np
 
 __all__ = [
-    "AwFCounts", "AwFScores", "AwFCurve", "BestF1", "awf_counts", "awf_curve_counts", "harmonic_f1",
-    "awf_precision", "awf_recall", "awf_f1", "awf_scores", "recall_decomposition", "qpp_precision",
-    "qpp_recall", "qpp_f1", "awf_curve", "qpp_curve", "best_f1", "pr_auc", "random_pr_auc", "AwFStatistic",
-    "best_f1_statistic", "pr_auc_statistic", "hard_pr_auc_statistic", "f1_statistic",
+    "AwFCounts",
+    "AwFCurve",
+    "AwFScores",
+    "AwFStatistic",
+    "BestF1",
+    "awf_counts",
+    "awf_curve",
+    "awf_curve_counts",
+    "awf_f1",
+    "awf_precision",
+    "awf_recall",
+    "awf_scores",
+    "best_f1",
+    "best_f1_statistic",
+    "f1_statistic",
+    "hard_pr_auc_statistic",
+    "harmonic_f1",
+    "pr_auc",
+    "pr_auc_statistic",
+    "qpp_curve",
+    "qpp_f1",
+    "qpp_precision",
+    "qpp_recall",
+    "random_pr_auc",
+    "recall_decomposition",
 ]
 
 
@@ -69,9 +91,11 @@ def _check(v, V, answerable=None, strict: bool = True):
     bad = (V == 1) & (A == 0)
     if bad.any():
         if strict:
-            raise ValueError(f"{int(bad.sum())} examples have a faithful answer (V=1) but are marked "
-                             "not answerable; a faithful answer makes a question answerable. Fix the "
-                             "labels or pass strict=False to count those questions as answerable.")
+            raise ValueError(
+                f"{int(bad.sum())} examples have a faithful answer (V=1) but are marked "
+                "not answerable; a faithful answer makes a question answerable. Fix the "
+                "labels or pass strict=False to count those questions as answerable."
+            )
         A = A | V
     return v, V, A
 
@@ -189,11 +213,17 @@ def awf_scores(v, V, answerable, *, zero_division: float = 1.0, strict: bool = T
     """All AwF quantities of hard decisions v (see the module docstring for the formulas)."""
     v, V, A = _check(v, V, answerable, strict)
     c = awf_counts(_binary(v, "v"), V, A)
-    return AwFScores(precision=c.precision(zero_division), recall=c.recall(zero_division),
-                     f1=c.f1(zero_division), true_pos=int(c.true_pos), pred_pos=int(c.pred_pos),
-                     faithful=int(c.faithful), answerable=int(c.answerable),
-                     classifier_recall=_div(c.true_pos, c.faithful, zero_division),
-                     answering_recall=_div(c.faithful, c.answerable, zero_division))
+    return AwFScores(
+        precision=c.precision(zero_division),
+        recall=c.recall(zero_division),
+        f1=c.f1(zero_division),
+        true_pos=int(c.true_pos),
+        pred_pos=int(c.pred_pos),
+        faithful=int(c.faithful),
+        answerable=int(c.answerable),
+        classifier_recall=_div(c.true_pos, c.faithful, zero_division),
+        answering_recall=_div(c.faithful, c.answerable, zero_division),
+    )
 
 
 def awf_precision(v, V, *, zero_division: float = 1.0) -> float:
@@ -212,8 +242,7 @@ def awf_f1(v, V, answerable, *, zero_division: float = 1.0, strict: bool = True)
     return awf_scores(v, V, answerable, zero_division=zero_division, strict=strict).f1
 
 
-def recall_decomposition(v, V, answerable, *, zero_division: float = 1.0,
-                         strict: bool = True) -> tuple[float, float]:
+def recall_decomposition(v, V, answerable, *, zero_division: float = 1.0, strict: bool = True) -> tuple[float, float]:
     """(classifier recall, answering recall) = (TP / Faithful, Faithful / F-Answerable);
     their product is AwF-Recall (also under the empty-denominator conventions)."""
     s = awf_scores(v, V, answerable, zero_division=zero_division, strict=strict)
@@ -268,9 +297,15 @@ def awf_curve(scores, V, answerable, *, strict: bool = True) -> AwFCurve:
         raise ValueError("scores contain NaN")
     thresholds, c = awf_curve_counts(s, V, A)
     precision, recall = c.precision()[0], c.recall()[0]
-    return AwFCurve(thresholds=thresholds, precision=precision, recall=recall,
-                    f1=harmonic_f1(precision, recall), true_pos=c.true_pos[0],
-                    pred_pos=c.pred_pos[0], n_answerable=int(c.answerable[0, 0]))
+    return AwFCurve(
+        thresholds=thresholds,
+        precision=precision,
+        recall=recall,
+        f1=harmonic_f1(precision, recall),
+        true_pos=c.true_pos[0],
+        pred_pos=c.pred_pos[0],
+        n_answerable=int(c.answerable[0, 0]),
+    )
 
 
 def qpp_curve(scores, answerable) -> AwFCurve:

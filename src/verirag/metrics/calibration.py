@@ -5,6 +5,7 @@ y_i in {0, 1}, whether it is. Brier, NLL and AUROC also accept 2-D arrays, one r
 bootstrap resample (`verirag.metrics.stats.bootstrap_ci(..., vectorized=True)`), and then return
 one value per row.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -12,8 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["ece", "brier", "nll", "auroc", "reliability_diagram", "ReliabilityDiagram",
-           "abstention_rate", "sigmoid"]
+__all__ = ["ReliabilityDiagram", "abstention_rate", "auroc", "brier", "ece", "nll", "reliability_diagram", "sigmoid"]
 
 
 def sigmoid(z):
@@ -100,8 +100,7 @@ def reliability_diagram(probs, labels, n_bins: int = 15, strategy: str = "unifor
     with np.errstate(invalid="ignore", divide="ignore"):
         conf = np.where(count > 0, s_p / np.maximum(count, 1), np.nan)
         acc = np.where(count > 0, s_y / np.maximum(count, 1), np.nan)
-    return ReliabilityDiagram(lower=lower, upper=upper, count=count, confidence=conf, accuracy=acc,
-                              strategy=strategy)
+    return ReliabilityDiagram(lower=lower, upper=upper, count=count, confidence=conf, accuracy=acc, strategy=strategy)
 
 
 def ece(probs, labels, n_bins: int = 15, strategy: str = "uniform") -> float:
@@ -169,6 +168,7 @@ def abstention_rate(abstained: Sequence[bool] | Sequence[str] | np.ndarray) -> f
         return float("nan")
     if not isinstance(a, np.ndarray) and any(isinstance(x, str) or x is None for x in a):
         from verirag.metrics.abstention import abstention_mask
+
         mask = abstention_mask(a)
     else:
         mask = np.asarray(a, dtype=bool)

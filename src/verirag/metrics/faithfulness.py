@@ -15,6 +15,7 @@ response asserts nothing beyond the question, so it contains nothing unsupported
 
 K-BERTScore is BERTScore with the evidence string as the single reference.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -27,8 +28,19 @@ from verirag.metrics._bertscore import BertScore, BertScorer, default_scorer
 from verirag.metrics._text import get_tokens, normalize_many
 from verirag.metrics.qa import prf_tokens
 
-__all__ = ["evidence_text", "history_text", "k_precision", "k_recall", "k_f1", "k_precision_pp",
-           "k_recall_pp", "k_f1_pp", "k_bertscore", "k_metrics_batch", "k_bertscore_batch"]
+__all__ = [
+    "evidence_text",
+    "history_text",
+    "k_bertscore",
+    "k_bertscore_batch",
+    "k_f1",
+    "k_f1_pp",
+    "k_metrics_batch",
+    "k_precision",
+    "k_precision_pp",
+    "k_recall",
+    "k_recall_pp",
+]
 
 Passages = str | Sequence[Any]
 History = str | Sequence[str] | None
@@ -105,8 +117,9 @@ def k_f1_pp(response: str, passages: Passages, history: History) -> float:
     return _k_scores(response, passages, history, True)[2]
 
 
-def k_metrics_batch(responses: Sequence[str], passages: Sequence[Passages],
-                    histories: Sequence[History] | None = None) -> dict[str, np.ndarray]:
+def k_metrics_batch(
+    responses: Sequence[str], passages: Sequence[Passages], histories: Sequence[History] | None = None
+) -> dict[str, np.ndarray]:
     """K-Precision, K-Recall, K-F1 (and the ++ variants when `histories` is given) of many
     items, vectorised. Keys: k_precision, k_recall, k_f1[, k_precision_pp, k_recall_pp, k_f1_pp]."""
     n = len(responses)
@@ -115,13 +128,13 @@ def k_metrics_batch(responses: Sequence[str], passages: Sequence[Passages],
     ev = [evidence_text(p) for p in passages]
     parts = list(responses) + ev + ([history_text(h) for h in histories] if histories is not None else [])
     norm = normalize_many(parts)
-    un, kn = norm[:n], norm[n:2 * n]
+    un, kn = norm[:n], norm[n : 2 * n]
     owner = np.arange(n, dtype=np.int64)
     ov = _overlap.overlap(un, kn, owner, owner)
     p, r, f = _overlap.prf(ov)
     out = {"k_precision": p, "k_recall": r, "k_f1": f}
     if histories is not None:
-        ovpp = _overlap.overlap(un, kn, owner, owner, query_norm=norm[2 * n:])
+        ovpp = _overlap.overlap(un, kn, owner, owner, query_norm=norm[2 * n :])
         p, r, f = _overlap.prf(ovpp, empty_pred_score=1.0)
         out.update({"k_precision_pp": p, "k_recall_pp": r, "k_f1_pp": f})
     return out
@@ -132,7 +145,8 @@ def k_bertscore(response: str, passages: Passages, scorer: BertScorer | None = N
     return (scorer or default_scorer()).score(response, evidence_text(passages))
 
 
-def k_bertscore_batch(responses: Sequence[str], passages: Sequence[Passages],
-                      scorer: BertScorer | None = None) -> BertScore:
+def k_bertscore_batch(
+    responses: Sequence[str], passages: Sequence[Passages], scorer: BertScorer | None = None
+) -> BertScore:
     """K-BERTScore of each item (arrays)."""
     return (scorer or default_scorer()).score_batch(list(responses), [evidence_text(p) for p in passages])

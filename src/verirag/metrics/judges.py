@@ -13,6 +13,7 @@ Every call keeps its raw output (the generated text, or the yes/no probabilities
 that cannot be read is recorded as `verdict=None` with a `reason`, never dropped and never
 counted as "no"; `score_or_nan` makes such records NaN for aggregation.
 """
+
 from __future__ import annotations
 
 import math
@@ -21,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["JudgeVerdict", "parse_yes_no", "CorrectnessJudge", "FaithfulnessJudge", "score_or_nan"]
+__all__ = ["CorrectnessJudge", "FaithfulnessJudge", "JudgeVerdict", "parse_yes_no", "score_or_nan"]
 
 
 @dataclass
@@ -55,12 +56,25 @@ def score_or_nan(v: JudgeVerdict) -> float:
 
 
 # --------------------------------------------------------------------------- parsing
-_PREFIX = re.compile(r"^\s*(?:comparegpt(?: response)?|response|answer|verdict|final answer|output|"
-                     r"assistant)\s*[:\-]\s*", re.I)
+_PREFIX = re.compile(
+    r"^\s*(?:comparegpt(?: response)?|response|answer|verdict|final answer|output|"
+    r"assistant)\s*[:\-]\s*",
+    re.I,
+)
 _FIRST_WORD = {
-    "yes": True, "y": True, "true": True, "correct": True, "supported": True, "faithful": True,
-    "no": False, "n": False, "false": False, "incorrect": False, "unsupported": False,
-    "unfaithful": False, "wrong": False,
+    "yes": True,
+    "y": True,
+    "true": True,
+    "correct": True,
+    "supported": True,
+    "faithful": True,
+    "no": False,
+    "n": False,
+    "false": False,
+    "incorrect": False,
+    "unsupported": False,
+    "unfaithful": False,
+    "wrong": False,
 }
 _YES = re.compile(r"\byes\b", re.I)
 _NO = re.compile(r"\bno\b", re.I)
@@ -97,8 +111,7 @@ def parse_yes_no(text: str | None) -> tuple[bool | None, str]:
     return None, "unparseable: no yes/no verdict in reply"
 
 
-def yes_no_mass(logprobs: dict[str, float],
-                words: dict[str, Sequence[str]] | None = None) -> tuple[float, float]:
+def yes_no_mass(logprobs: dict[str, float], words: dict[str, Sequence[str]] | None = None) -> tuple[float, float]:
     """(P(yes), P(no)): probability mass of the next-token candidates spelling each word,
     compared case- and space-insensitively: P(w) = sum_{t: norm(t) in spellings(w)} exp(logprob_t)."""
     words = words or {"yes": ("yes",), "no": ("no",)}
@@ -110,8 +123,9 @@ def yes_no_mass(logprobs: dict[str, float],
     return p_yes, p_no
 
 
-def yes_probability(logprobs: dict[str, float], words: dict[str, Sequence[str]] | None = None
-                    ) -> tuple[float, dict[str, float], str | None]:
+def yes_probability(
+    logprobs: dict[str, float], words: dict[str, Sequence[str]] | None = None
+) -> tuple[float, dict[str, float], str | None]:
     """(P(yes) / (P(yes) + P(no)), {"p_yes", "p_no"}, error), the masses from `yes_no_mass`.
     NaN and an error naming what was seen when neither word is among the candidates."""
     p_yes, p_no = yes_no_mass(logprobs, words)
@@ -119,8 +133,14 @@ def yes_probability(logprobs: dict[str, float], words: dict[str, Sequence[str]] 
     if p_yes + p_no <= 0.0:
         words = words or {"yes": ("yes",), "no": ("no",)}
         seen = ", ".join(sorted(logprobs)[:10]) or "nothing"
-        return math.nan, raw, (f"neither {'/'.join(words['yes'])} nor {'/'.join(words['no'])} among "
-                               f"the next-token candidates (saw: {seen})")
+        return (
+            math.nan,
+            raw,
+            (
+                f"neither {'/'.join(words['yes'])} nor {'/'.join(words['no'])} among "
+                f"the next-token candidates (saw: {seen})"
+            ),
+        )
     return p_yes / (p_yes + p_no), raw, None
 
 
@@ -128,8 +148,9 @@ def yes_probability(logprobs: dict[str, float], words: dict[str, Sequence[str]] 
 class _Judge:
     prompt_name = ""
 
-    def __init__(self, llm, *, mode: str = "generate", prompt: str | None = None,
-                 max_tokens: int = 8, top_k: int = 20) -> None:
+    def __init__(
+        self, llm, *, mode: str = "generate", prompt: str | None = None, max_tokens: int = 8, top_k: int = 20
+    ) -> None:
         from verirag.prompts import load_prompt
 
         if mode not in ("generate", "logprobs"):
@@ -152,8 +173,12 @@ class _Judge:
                 gen = self.llm.generate(messages, max_tokens=self.max_tokens, temperature=0.0)
                 text = gen.text
                 verdict, reason = parse_yes_no(text)
-                return {"verdict": verdict, "score": None if verdict is None else float(verdict),
-                        "raw": text, "reason": reason}
+                return {
+                    "verdict": verdict,
+                    "score": None if verdict is None else float(verdict),
+                    "raw": text,
+                    "reason": reason,
+                }
             cands = tuple(dict.fromkeys(w.strip() for ws in self.words.values() for w in ws))
             lps = self.llm.next_token_logprobs(messages, top_k=self.top_k, candidates=cands)
             score, raw, error = yes_probability(lps, self.words)

@@ -13,6 +13,7 @@ Conventions for empty token lists follow instruct-qa exactly:
 - recall = 1 when the reference has no token;
 - F1 = 1 when both are empty, 0 when exactly one is.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -27,11 +28,30 @@ from verirag.metrics._text import as_reference_list, get_tokens, normalize_answe
 References = str | Sequence[str]
 
 __all__ = [
-    "normalize_answer", "get_tokens", "exact_match", "token_f1", "token_precision", "token_recall",
-    "recall_strict", "substring_match", "rouge_l", "meteor", "bertscore", "lcs_length",
-    "token_metrics_batch", "exact_match_batch", "token_f1_batch", "token_precision_batch",
-    "token_recall_batch", "recall_strict_batch", "substring_match_batch", "rouge_l_batch",
-    "meteor_batch", "bertscore_batch", "BertScore", "BertScorer",
+    "BertScore",
+    "BertScorer",
+    "bertscore",
+    "bertscore_batch",
+    "exact_match",
+    "exact_match_batch",
+    "get_tokens",
+    "lcs_length",
+    "meteor",
+    "meteor_batch",
+    "normalize_answer",
+    "recall_strict",
+    "recall_strict_batch",
+    "rouge_l",
+    "rouge_l_batch",
+    "substring_match",
+    "substring_match_batch",
+    "token_f1",
+    "token_f1_batch",
+    "token_metrics_batch",
+    "token_precision",
+    "token_precision_batch",
+    "token_recall",
+    "token_recall_batch",
 ]
 
 
@@ -148,15 +168,18 @@ def _meteor_fn():
         try:
             wordnet.ensure_loaded()
         except LookupError as e:
-            raise LookupError("METEOR needs the WordNet corpus for nltk; run "
-                              "`bash scripts/install_wordnet.sh` (offline, from Debian's "
-                              "wordnet-base) or nltk.download('wordnet')") from e
+            raise LookupError(
+                "METEOR needs the WordNet corpus for nltk; run "
+                "`bash scripts/install_wordnet.sh` (offline, from Debian's "
+                "wordnet-base) or nltk.download('wordnet')"
+            ) from e
         _WORDNET_READY = True
     return nltk_meteor
 
 
-def meteor(prediction: str, references: References, *, alpha: float = 0.9, beta: float = 3.0,
-           gamma: float = 0.5) -> float:
+def meteor(
+    prediction: str, references: References, *, alpha: float = 0.9, beta: float = 3.0, gamma: float = 0.5
+) -> float:
     """METEOR (Banerjee & Lavie 2005) as nltk computes it, max over references.
 
     Unigram matches in three stages (exact, Porter stem, WordNet synonym); with m matches,
@@ -192,7 +215,7 @@ def token_metrics_batch(predictions: Sequence[str], references: Sequence[Referen
     _check_lengths(predictions, references)
     flat, owner, starts = _overlap.flatten_references(references)
     norm = normalize_many(list(predictions) + flat)
-    pn, rn = norm[:len(predictions)], norm[len(predictions):]
+    pn, rn = norm[: len(predictions)], norm[len(predictions) :]
     ov = _overlap.overlap(pn, rn, owner, starts)
     precision, recall, f1 = _overlap.prf(ov)
     ids: dict[str, int] = {}
@@ -202,8 +225,14 @@ def token_metrics_batch(predictions: Sequence[str], references: Sequence[Referen
     strict = ((ov.len_ref == 0) | (ov.common == ov.len_ref)).astype(float)
     sub = np.fromiter((r in pn[o] for r, o in zip(rn, owner.tolist())), dtype=float, count=len(rn))
     mx = lambda v: _overlap.max_per_item(v, ov)  # noqa: E731
-    return {"exact_match": mx(em), "f1": mx(f1), "precision": mx(precision), "recall": mx(recall),
-            "recall_strict": mx(strict), "substring_match": mx(sub)}
+    return {
+        "exact_match": mx(em),
+        "f1": mx(f1),
+        "precision": mx(precision),
+        "recall": mx(recall),
+        "recall_strict": mx(strict),
+        "substring_match": mx(sub),
+    }
 
 
 def exact_match_batch(predictions: Sequence[str], references: Sequence[References]) -> np.ndarray:
@@ -241,9 +270,10 @@ def rouge_l_batch(predictions: Sequence[str], references: Sequence[References]) 
     _check_lengths(predictions, references)
     flat, owner, starts = _overlap.flatten_references(references)
     norm = normalize_many(list(predictions) + flat)
-    ptoks = [s.split() for s in norm[:len(predictions)]]
-    vals = np.array([_rouge_l_tokens(ptoks[o], r.split())
-                     for r, o in zip(norm[len(predictions):], owner.tolist())], dtype=float)
+    ptoks = [s.split() for s in norm[: len(predictions)]]
+    vals = np.array(
+        [_rouge_l_tokens(ptoks[o], r.split()) for r, o in zip(norm[len(predictions) :], owner.tolist())], dtype=float
+    )
     return np.maximum.reduceat(vals, starts) if len(starts) else np.zeros(0)
 
 
@@ -253,8 +283,9 @@ def meteor_batch(predictions: Sequence[str], references: Sequence[References], *
     return np.array([meteor(p, r, **kw) for p, r in zip(predictions, references)], dtype=float)
 
 
-def bertscore_batch(predictions: Sequence[str], references: Sequence[References],
-                    scorer: BertScorer | None = None) -> BertScore:
+def bertscore_batch(
+    predictions: Sequence[str], references: Sequence[References], scorer: BertScorer | None = None
+) -> BertScore:
     """BERTScore of each item; arrays of precision, recall and F1 (encoder batched)."""
     _check_lengths(predictions, references)
     return (scorer or default_scorer()).score_batch(list(predictions), list(references))

@@ -29,6 +29,7 @@ mode in a `vectorized` attribute (the AwF statistics declare "indices"). Interva
 percentile intervals [q_{(1-c)/2}, q_{(1+c)/2}] of the resampled statistics; resamples where the
 statistic is NaN (e.g. an undefined ratio) are left out and counted in `n_invalid`.
 """
+
 from __future__ import annotations
 
 import math
@@ -39,9 +40,21 @@ from typing import Any
 import numpy as np
 
 __all__ = [
-    "BootstrapResult", "resample_indices", "percentile_interval", "bootstrap_intervals",
-    "bootstrap_ci", "group_resample_indices", "group_bootstrap_intervals", "resample_weights", "rankdata", "spearman", "kendall_tau_b", "CorrelationRow",
-    "CorrelationTable", "metric_human_correlation", "conformal_quantile",
+    "BootstrapResult",
+    "CorrelationRow",
+    "CorrelationTable",
+    "bootstrap_ci",
+    "bootstrap_intervals",
+    "conformal_quantile",
+    "group_bootstrap_intervals",
+    "group_resample_indices",
+    "kendall_tau_b",
+    "metric_human_correlation",
+    "percentile_interval",
+    "rankdata",
+    "resample_indices",
+    "resample_weights",
+    "spearman",
 ]
 
 
@@ -72,8 +85,9 @@ def resample_weights(idx: np.ndarray, n: int) -> np.ndarray:
     return np.bincount(flat, minlength=b * n).reshape(b, n)
 
 
-def resample_indices(n: int, n_resamples: int, seed: int | np.random.Generator | None = 0, *,
-                     chunk_rows: int | None = None) -> Iterator[np.ndarray]:
+def resample_indices(
+    n: int, n_resamples: int, seed: int | np.random.Generator | None = 0, *, chunk_rows: int | None = None
+) -> Iterator[np.ndarray]:
     """The bootstrap resamples of n examples in chunks of rows; row b = the examples drawn
     (uniformly, with replacement) in resample b. The rows are drawn in order from one generator
     (`default_rng(seed)`, or `seed` if a Generator), so they depend on (seed, n) only: `chunk_rows`
@@ -82,8 +96,7 @@ def resample_indices(n: int, n_resamples: int, seed: int | np.random.Generator |
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     rows = chunk_rows or max(1, 2_000_000 // max(n, 1))
     dtype = np.int64 if n >= 2**31 else np.int32
-    return (rng.integers(0, n, size=(min(rows, n_resamples - s), n), dtype=dtype)
-            for s in range(0, n_resamples, rows))
+    return (rng.integers(0, n, size=(min(rows, n_resamples - s), n), dtype=dtype) for s in range(0, n_resamples, rows))
 
 
 def percentile_interval(dist, confidence: float = 0.95, axis: int = 0) -> tuple[Any, Any]:
@@ -97,8 +110,13 @@ def percentile_interval(dist, confidence: float = 0.95, axis: int = 0) -> tuple[
     return (float(low), float(high)) if low.ndim == 0 else (low, high)
 
 
-def _results(est: Mapping[str, Any], parts: Mapping[str, list[np.ndarray]], confidence: float,
-             n_resamples: int, keep_distribution: bool = False) -> dict[str, BootstrapResult]:
+def _results(
+    est: Mapping[str, Any],
+    parts: Mapping[str, list[np.ndarray]],
+    confidence: float,
+    n_resamples: int,
+    keep_distribution: bool = False,
+) -> dict[str, BootstrapResult]:
     """{name: BootstrapResult} from the sample's estimates and the resampled values (NaN left out
     of the interval and counted)."""
     out = {}
@@ -106,17 +124,28 @@ def _results(est: Mapping[str, Any], parts: Mapping[str, list[np.ndarray]], conf
         d = np.concatenate(p)
         valid = d[~np.isnan(d)]
         se = float(valid.std(ddof=1)) if valid.size > 1 else (0.0 if valid.size else math.nan)
-        out[k] = BootstrapResult(float(np.asarray(est[k]).ravel()[0]), *percentile_interval(d, confidence),
-                                 confidence=confidence, n_resamples=n_resamples, standard_error=se,
-                                 n_invalid=int(d.size - valid.size),
-                                 distribution=d if keep_distribution else None)
+        out[k] = BootstrapResult(
+            float(np.asarray(est[k]).ravel()[0]),
+            *percentile_interval(d, confidence),
+            confidence=confidence,
+            n_resamples=n_resamples,
+            standard_error=se,
+            n_invalid=int(d.size - valid.size),
+            distribution=d if keep_distribution else None,
+        )
     return out
 
 
-def bootstrap_intervals(statistic: Callable[[np.ndarray], Mapping[str, Any]], n: int, *,
-                        n_resamples: int = 1000, confidence: float = 0.95,
-                        seed: int | np.random.Generator | None = 0, chunk_rows: int | None = None,
-                        keep_distribution: bool = False) -> dict[str, BootstrapResult]:
+def bootstrap_intervals(
+    statistic: Callable[[np.ndarray], Mapping[str, Any]],
+    n: int,
+    *,
+    n_resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int | np.random.Generator | None = 0,
+    chunk_rows: int | None = None,
+    keep_distribution: bool = False,
+) -> dict[str, BootstrapResult]:
     """{name: BootstrapResult} of several statistics on ONE set of resamples.
 
     `statistic(indices)` maps a (B, n) index array (row b = the examples of resample b) to
@@ -124,12 +153,24 @@ def bootstrap_intervals(statistic: Callable[[np.ndarray], Mapping[str, Any]], n:
     the distributions its values on `resample_indices(n, n_resamples, seed, chunk_rows=...)`.
     NaN values are left out of the percentile interval and counted in `n_invalid`.
     """
-    return _evaluate(statistic, n, resample_indices(n, n_resamples, seed, chunk_rows=chunk_rows),
-                     confidence, n_resamples, keep_distribution)
+    return _evaluate(
+        statistic,
+        n,
+        resample_indices(n, n_resamples, seed, chunk_rows=chunk_rows),
+        confidence,
+        n_resamples,
+        keep_distribution,
+    )
 
 
-def _evaluate(statistic: Callable[[np.ndarray], Mapping[str, Any]], n: int, draws: Iterable[np.ndarray],
-              confidence: float, n_resamples: int, keep_distribution: bool = False) -> dict[str, BootstrapResult]:
+def _evaluate(
+    statistic: Callable[[np.ndarray], Mapping[str, Any]],
+    n: int,
+    draws: Iterable[np.ndarray],
+    confidence: float,
+    n_resamples: int,
+    keep_distribution: bool = False,
+) -> dict[str, BootstrapResult]:
     """The statistic on the sample (its n examples) and on every chunk of `draws`, as results."""
     est = statistic(np.arange(n)[None])
     parts: dict[str, list[np.ndarray]] = {k: [] for k in est}
@@ -137,14 +178,17 @@ def _evaluate(statistic: Callable[[np.ndarray], Mapping[str, Any]], n: int, draw
         for k, v in statistic(ix).items():
             v = np.asarray(v, dtype=np.float64)
             if v.shape != ix.shape[:1]:
-                raise ValueError(f"a vectorised statistic must return one value per resample "
-                                 f"({ix.shape[0]}), got shape {v.shape} for {k!r}")
+                raise ValueError(
+                    f"a vectorised statistic must return one value per resample "
+                    f"({ix.shape[0]}), got shape {v.shape} for {k!r}"
+                )
             parts[k].append(v)
     return _results(est, parts, confidence, n_resamples, keep_distribution)
 
 
-def group_resample_indices(groups: Sequence[Any], n_resamples: int,
-                           seed: int | np.random.Generator | None = 0) -> Iterator[np.ndarray]:
+def group_resample_indices(
+    groups: Sequence[Any], n_resamples: int, seed: int | np.random.Generator | None = 0
+) -> Iterator[np.ndarray]:
     """The bootstrap resamples of whole groups (clusters), as example indices in chunks of rows.
 
     `groups[i]` is example i's group; a resample draws len(set(groups)) groups with replacement
@@ -174,23 +218,33 @@ def _group_draws(members: list[np.ndarray], n_examples: int, n_resamples: int, s
             yield np.concatenate([members[g] for g in row])[None]
 
 
-def group_bootstrap_intervals(statistic: Callable[[np.ndarray], Mapping[str, Any]], groups: Sequence[Any], *,
-                              n_resamples: int = 1000, confidence: float = 0.95,
-                              seed: int | np.random.Generator | None = 0) -> dict[str, BootstrapResult]:
+def group_bootstrap_intervals(
+    statistic: Callable[[np.ndarray], Mapping[str, Any]],
+    groups: Sequence[Any],
+    *,
+    n_resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int | np.random.Generator | None = 0,
+) -> dict[str, BootstrapResult]:
     """`bootstrap_intervals` resampling whole groups (clusters) instead of examples
     (`group_resample_indices`), so examples that are not independent (a question's two HotpotQA
     twins, one question answered under two retrievers) go in and out together.
     `statistic(indices)` as in `bootstrap_intervals`."""
     if not len(groups):
         raise ValueError("group_bootstrap_intervals needs at least one example")
-    return _evaluate(statistic, len(groups), group_resample_indices(groups, n_resamples, seed),
-                     confidence, n_resamples)
+    return _evaluate(statistic, len(groups), group_resample_indices(groups, n_resamples, seed), confidence, n_resamples)
 
 
-def bootstrap_ci(statistic: Callable[..., Any], *arrays, n_resamples: int = 1000,
-                 confidence: float = 0.95, seed: int | np.random.Generator | None = 0,
-                 vectorized: bool | str | None = None, batch_size: int | None = None,
-                 keep_distribution: bool = False) -> BootstrapResult:
+def bootstrap_ci(
+    statistic: Callable[..., Any],
+    *arrays,
+    n_resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int | np.random.Generator | None = 0,
+    vectorized: bool | str | None = None,
+    batch_size: int | None = None,
+    keep_distribution: bool = False,
+) -> BootstrapResult:
     """Percentile bootstrap confidence interval of `statistic(*arrays)` (see the module doc).
 
     Args:
@@ -224,11 +278,17 @@ def bootstrap_ci(statistic: Callable[..., Any], *arrays, n_resamples: int = 1000
         if mode is True:
             return statistic(*(a[ix] for a in arrays))
         return [statistic(*(a[i] for a in arrays)) for i in ix]
+
     per_row = n * max(1, sum(int(np.prod(a.shape[1:], dtype=np.int64)) for a in arrays))
-    return bootstrap_intervals(lambda ix: {"": np.asarray(of_indices(ix), dtype=np.float64).ravel()},
-                               n, n_resamples=n_resamples, confidence=confidence, seed=seed,
-                               chunk_rows=batch_size or max(1, 4_000_000 // per_row),
-                               keep_distribution=keep_distribution)[""]
+    return bootstrap_intervals(
+        lambda ix: {"": np.asarray(of_indices(ix), dtype=np.float64).ravel()},
+        n,
+        n_resamples=n_resamples,
+        confidence=confidence,
+        seed=seed,
+        chunk_rows=batch_size or max(1, 4_000_000 // per_row),
+        keep_distribution=keep_distribution,
+    )[""]
 
 
 # --------------------------------------------------------------------------- ranks and correlation
@@ -360,6 +420,7 @@ class CorrelationTable:
 
     def to_text(self, scale: float = 100.0, digits: int = 2) -> str:
         """A plain-text table; coefficients multiplied by `scale` (x100 as in Adlakha et al.)."""
+
         def fmt(v: float) -> str:
             return "nan" if math.isnan(v) else f"{v * scale:.{digits}f}"
 
@@ -374,12 +435,13 @@ class CorrelationTable:
         for r in self.rows:
             cells = [r.metric, fmt(r.spearman), fmt(r.kendall_tau_b), str(r.n)]
             if with_ci:
-                cells = [r.metric, fmt(r.spearman), ci(r.spearman_ci), fmt(r.kendall_tau_b),
-                         ci(r.kendall_ci), str(r.n)]
+                cells = [r.metric, fmt(r.spearman), ci(r.spearman_ci), fmt(r.kendall_tau_b), ci(r.kendall_ci), str(r.n)]
             body.append(cells)
         widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(head)]
-        line = lambda cells: "  ".join(c.ljust(w) if i == 0 else c.rjust(w)  # noqa: E731
-                                       for i, (c, w) in enumerate(zip(cells, widths)))
+
+        def line(cells):
+            return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+
         out = [line(head), line(["-" * w for w in widths])] + [line(b) for b in body]
         return "\n".join(out)
 
@@ -393,9 +455,15 @@ def _get(rec: Any, key: str) -> Any:
     return getattr(rec, key, None)
 
 
-def metric_human_correlation(records: Sequence[Any], metric_names: Sequence[str],
-                             human_key: str = "label_correct", *, n_resamples: int = 0,
-                             confidence: float = 0.95, seed: int = 0) -> CorrelationTable:
+def metric_human_correlation(
+    records: Sequence[Any],
+    metric_names: Sequence[str],
+    human_key: str = "label_correct",
+    *,
+    n_resamples: int = 0,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> CorrelationTable:
     """Spearman's rho and Kendall's tau-b between each metric and the human judgement.
 
     `records` are dicts (or objects) holding each metric's value under its name and the human
@@ -406,9 +474,14 @@ def metric_human_correlation(records: Sequence[Any], metric_names: Sequence[str]
     rows = []
     for name in metric_names:
         pairs = [(_get(r, name), _get(r, human_key)) for r in records]
-        pairs = [(float(m), float(h)) for m, h in pairs
-                 if m is not None and h is not None and not (isinstance(m, float) and math.isnan(m))
-                 and not (isinstance(h, float) and math.isnan(h))]
+        pairs = [
+            (float(m), float(h))
+            for m, h in pairs
+            if m is not None
+            and h is not None
+            and not (isinstance(m, float) and math.isnan(m))
+            and not (isinstance(h, float) and math.isnan(h))
+        ]
         if not pairs:
             rows.append(CorrelationRow(name, float("nan"), float("nan"), 0))
             continue
@@ -417,10 +490,10 @@ def metric_human_correlation(records: Sequence[Any], metric_names: Sequence[str]
         rho, tau = spearman(m, h), kendall_tau_b(m, h)
         s_ci = k_ci = None
         if n_resamples > 0:
-            bs = bootstrap_ci(spearman, m, h, n_resamples=n_resamples, confidence=confidence,
-                              seed=seed, vectorized=True)
-            bk = bootstrap_ci(kendall_tau_b, m, h, n_resamples=n_resamples, confidence=confidence,
-                              seed=seed)
+            bs = bootstrap_ci(
+                spearman, m, h, n_resamples=n_resamples, confidence=confidence, seed=seed, vectorized=True
+            )
+            bk = bootstrap_ci(kendall_tau_b, m, h, n_resamples=n_resamples, confidence=confidence, seed=seed)
             s_ci, k_ci = (bs.low, bs.high), (bk.low, bk.high)
         rows.append(CorrelationRow(name, float(rho), float(tau), len(pairs), s_ci, k_ci))
     return CorrelationTable(rows=rows, human_key=human_key)

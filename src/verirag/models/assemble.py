@@ -12,8 +12,10 @@ Both:
   overwrite anything else. A leftover ``.partial-*`` file of an interrupted run is never used (it is
   logged as safe to delete). An existing ``dest`` with a wrong checksum is reported, not replaced.
 """
+
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
@@ -23,8 +25,7 @@ from pathlib import Path
 from filelock import FileLock
 
 from verirag.errors import ChecksumError, VeriragError
-from verirag.models.hashing import (CHUNK, Progress, file_fingerprint, hash_copy, record_fingerprint,
-                                    sha256_file)
+from verirag.models.hashing import CHUNK, Progress, file_fingerprint, hash_copy, record_fingerprint, sha256_file
 
 log = logging.getLogger(__name__)
 
@@ -45,20 +46,24 @@ def _check_existing(dest: Path, expected_sha256: str, expected_size: int | None)
     if expected_size is not None and size != expected_size:
         raise ChecksumError(
             f"{dest} exists but has {size:,} bytes, expected {expected_size:,}. It is not replaced "
-            f"automatically: delete it and run again to rebuild it.")
+            f"automatically: delete it and run again to rebuild it."
+        )
     actual = file_fingerprint(dest)
     if actual != expected_sha256:
         raise ChecksumError(
             f"{dest} exists but its sha256 is {actual}, expected {expected_sha256}. It is not "
-            f"replaced automatically: delete it and run again to rebuild it.")
+            f"replaced automatically: delete it and run again to rebuild it."
+        )
     return True
 
 
 def _note_leftovers(dest: Path, own: Path) -> None:
     leftovers = [p for p in dest.parent.glob(dest.with_suffix("").name + ".partial-*") if p != own]
     if leftovers:
-        log.warning("ignoring unfinished file(s) from an interrupted build, safe to delete: %s",
-                    ", ".join(str(p) for p in leftovers))
+        log.warning(
+            "ignoring unfinished file(s) from an interrupted build, safe to delete: %s",
+            ", ".join(str(p) for p in leftovers),
+        )
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -81,12 +86,17 @@ def _check_space(directory: Path, needed: int | None) -> None:
     if free < needed:
         raise VeriragError(
             f"not enough disk space in {directory}: {needed:,} bytes needed, {free:,} free. "
-            f"Free some space or set VERIRAG_CACHE_DIR to a larger disk.")
+            f"Free some space or set VERIRAG_CACHE_DIR to a larger disk."
+        )
 
 
-def build_file(dest: str | os.PathLike[str], writer: Callable[[Path], str | None],
-               expected_sha256: str, expected_size: int | None = None,
-               progress: Progress | None = None) -> Path:
+def build_file(
+    dest: str | os.PathLike[str],
+    writer: Callable[[Path], str | None],
+    expected_sha256: str,
+    expected_size: int | None = None,
+    progress: Progress | None = None,
+) -> Path:
     """Create `dest` with `writer(tmp_path)` under the lock, verify, and move it into place.
 
     `writer` writes the whole file at the path it is given and may return the hex sha256 it
@@ -105,30 +115,31 @@ def build_file(dest: str | os.PathLike[str], writer: Callable[[Path], str | None
             digest = writer(tmp)
             size = tmp.stat().st_size
             if expected_size is not None and size != expected_size:
-                raise ChecksumError(
-                    f"building {dest.name} produced {size:,} bytes, expected {expected_size:,}")
+                raise ChecksumError(f"building {dest.name} produced {size:,} bytes, expected {expected_size:,}")
             if digest is None:
                 digest = sha256_file(tmp, progress=progress)
             if digest != expected_sha256:
-                raise ChecksumError(
-                    f"building {dest.name} gave sha256 {digest}, expected {expected_sha256}")
+                raise ChecksumError(f"building {dest.name} gave sha256 {digest}, expected {expected_sha256}")
             with open(tmp, "rb+") as f:
                 os.fsync(f.fileno())
             os.replace(tmp, dest)
         except BaseException:
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 tmp.unlink()
-            except FileNotFoundError:
-                pass
             raise
         _fsync_dir(dest.parent)
         record_fingerprint(dest, digest)
         return dest
 
 
-def assemble_parts(part_paths: Sequence[str | os.PathLike[str]], dest: str | os.PathLike[str],
-                   expected_sha256: str, expected_size: int,
-                   progress: Progress | None = None, chunk_size: int = CHUNK) -> Path:
+def assemble_parts(
+    part_paths: Sequence[str | os.PathLike[str]],
+    dest: str | os.PathLike[str],
+    expected_sha256: str,
+    expected_size: int,
+    progress: Progress | None = None,
+    chunk_size: int = CHUNK,
+) -> Path:
     """Concatenate `part_paths` in order into `dest`, hashing while writing; verify size and sha256.
 
     See the module docstring for the locking, temp-file and no-deletion guarantees. Raises
@@ -146,7 +157,8 @@ def assemble_parts(part_paths: Sequence[str | os.PathLike[str]], dest: str | os.
     if total != expected_size:
         raise ChecksumError(
             f"the {len(parts)} parts for {Path(dest).name} add up to {total:,} bytes, expected "
-            f"{expected_size:,}: a part is missing, truncated or from another version")
+            f"{expected_size:,}: a part is missing, truncated or from another version"
+        )
 
     def write(tmp: Path) -> str:
         with open(tmp, "wb") as out:

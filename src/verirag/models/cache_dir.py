@@ -6,6 +6,7 @@
 Both are read from the environment at every call (tests and users can change them at run time),
 and neither function creates the directory: the code that writes there does.
 """
+
 from __future__ import annotations
 
 import os

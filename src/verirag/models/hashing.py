@@ -6,6 +6,7 @@ against its size and mtime_ns, so a 1 GB model is hashed on first use only, not 
 A file that changes (other size or mtime) is hashed again. If the store cannot be written (read-only
 home, full disk) the digest is still returned; only the caching is lost.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -31,8 +32,12 @@ STORE_VERSION = 1
 Progress = Callable[[int, int], None]  # (bytes done, bytes total)
 
 
-def hash_copy(sources: Sequence[str | os.PathLike[str]], out: BinaryIO | None = None, chunk: int = CHUNK,
-              progress: Progress | None = None) -> str:
+def hash_copy(
+    sources: Sequence[str | os.PathLike[str]],
+    out: BinaryIO | None = None,
+    chunk: int = CHUNK,
+    progress: Progress | None = None,
+) -> str:
     """Hex sha256 of the files' bytes read in order, `chunk` bytes at a time, written on to `out`
     as well when given (assembling split parts)."""
     paths = [Path(p) for p in sources]
@@ -53,8 +58,7 @@ def hash_copy(sources: Sequence[str | os.PathLike[str]], out: BinaryIO | None = 
     return h.hexdigest()
 
 
-def sha256_file(path: str | os.PathLike[str], chunk: int = CHUNK,
-                progress: Progress | None = None) -> str:
+def sha256_file(path: str | os.PathLike[str], chunk: int = CHUNK, progress: Progress | None = None) -> str:
     """Hex sha256 of the file's bytes, read `chunk` bytes at a time."""
     return hash_copy([path], chunk=chunk, progress=progress)
 
@@ -82,8 +86,12 @@ def _read_store(store: Path) -> dict[str, Any]:
 
 def _lookup(key: tuple[str, int, int]) -> str | None:
     entry = _read_store(_store_path()).get(key[0])
-    if (isinstance(entry, dict) and entry.get("size") == key[1]
-            and entry.get("mtime_ns") == key[2] and isinstance(entry.get("sha256"), str)):
+    if (
+        isinstance(entry, dict)
+        and entry.get("size") == key[1]
+        and entry.get("mtime_ns") == key[2]
+        and isinstance(entry.get("sha256"), str)
+    ):
         return entry["sha256"]
     return None
 
@@ -99,8 +107,9 @@ def _record(key: tuple[str, int, int], digest: str) -> None:
             # Forget files that no longer exist, so the store stays small.
             files = {p: e for p, e in files.items() if os.path.exists(p)}
             tmp = store.with_name(f"{store.name}.tmp-{os.getpid()}")
-            tmp.write_text(json.dumps({"version": STORE_VERSION, "files": files}, indent=1,
-                                      sort_keys=True), encoding="utf-8")
+            tmp.write_text(
+                json.dumps({"version": STORE_VERSION, "files": files}, indent=1, sort_keys=True), encoding="utf-8"
+            )
             os.replace(tmp, store)
     except (OSError, Timeout) as exc:  # caching is an optimisation; never fail because of it
         log.debug("could not update fingerprint store %s: %s", store, exc)
@@ -155,11 +164,13 @@ def check_preset_file(path: Path, preset: ModelPreset, origin: str, progress: Pr
             raise ChecksumError(
                 f"{origin} {path} has {size:,} bytes, but preset {preset.name!r} is "
                 f"{preset.filename} with {preset.size:,} bytes (sha256 {preset.sha256}). "
-                f"To use a different file pass its path directly (--model PATH).")
+                f"To use a different file pass its path directly (--model PATH)."
+            )
     actual = file_fingerprint(path, progress=progress)
     if preset.sha256 is not None and actual != preset.sha256:
         raise ChecksumError(
             f"{origin} {path} has sha256 {actual}, but preset {preset.name!r} expects "
             f"{preset.sha256} ({preset.filename}). To use a different file pass its path "
-            f"directly (--model PATH).")
+            f"directly (--model PATH)."
+        )
     return actual

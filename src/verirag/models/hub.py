@@ -1,6 +1,7 @@
 """Weights from the model hub (``huggingface_hub.hf_hub_download``), only when downloads are allowed:
 ``allow_download=True``, or ``allow_download=None`` and neither ``VERIRAG_OFFLINE`` nor
 ``HF_HUB_OFFLINE`` is set. With downloads off, a file already in the local hub cache is still used."""
+
 from __future__ import annotations
 
 import os
@@ -40,8 +41,9 @@ def _hub_cached(preset: ModelPreset) -> Path | None:
         return None
     try:
         import huggingface_hub
+
         hit = huggingface_hub.try_to_load_from_cache(preset.hub_repo, preset.hub_filename)
-    except Exception:  # noqa: BLE001 - a missing or odd hub library only means "not cached"
+    except Exception:
         return None
     return Path(hit) if isinstance(hit, (str, os.PathLike)) and os.path.isfile(hit) else None
 
@@ -50,8 +52,9 @@ def hub_cached_model(repo_id: str) -> bool:
     """Whether the local hub cache holds model `repo_id` (its config.json), found without any network."""
     try:
         import huggingface_hub
+
         hit = huggingface_hub.try_to_load_from_cache(repo_id, "config.json")
-    except Exception:  # noqa: BLE001 - a missing or odd hub library only means "not cached"
+    except Exception:
         return False
     return isinstance(hit, (str, os.PathLike)) and os.path.isfile(hit)
 
@@ -65,25 +68,26 @@ def find(preset: ModelPreset, at: Attempt) -> ResolvedModel | str | None:
             return preset.hub_repo
         try:
             import huggingface_hub
+
             if preset.kind == SENTENCE_TRANSFORMERS:
                 folder = Path(huggingface_hub.snapshot_download(repo_id=preset.hub_repo))
                 return ResolvedModel(preset.name, folder.absolute(), None, "hub", preset)
             assert preset.hub_filename is not None
-            path = Path(huggingface_hub.hf_hub_download(repo_id=preset.hub_repo,
-                                                        filename=preset.hub_filename)).absolute()
+            path = Path(
+                huggingface_hub.hf_hub_download(repo_id=preset.hub_repo, filename=preset.hub_filename)
+            ).absolute()
             sha = check_preset_file(path, preset, f"the file downloaded from {preset.hub_repo}", at.progress)
             return ResolvedModel(preset.name, path, sha, "hub", preset)
         except ChecksumError:
             raise
-        except Exception as exc:  # noqa: BLE001 - any hub failure falls through to the message
+        except Exception as exc:
             at.tried.append(f"hub: {preset.hub_repo}: {type(exc).__name__}: {exc}")
     else:
         cached = _hub_cached(preset)
         if cached is not None:
             sha = check_preset_file(cached.absolute(), preset, "the hub-cached file", at.progress)
             return ResolvedModel(preset.name, cached.absolute(), sha, "hub", preset)
-        at.tried.append(f"hub: {preset.hub_repo}: {offline_reason(at.allow_download)}, "
-                        f"and not in the local hub cache")
+        at.tried.append(f"hub: {preset.hub_repo}: {offline_reason(at.allow_download)}, and not in the local hub cache")
     return None
 
 
@@ -92,7 +96,8 @@ def status(preset: ModelPreset, st: dict[str, Any]) -> dict[str, Any] | None:
     if hub_file is not None:
         return found_status(st, preset, "hub", hub_file, "in the local hub cache")
     if preset.hub_repo and downloads_allowed():
-        st.update(location="hub", needs_download=True,
-                  detail=f"not installed; would be downloaded from {preset.hub_repo}")
+        st.update(
+            location="hub", needs_download=True, detail=f"not installed; would be downloaded from {preset.hub_repo}"
+        )
         return st
     return None

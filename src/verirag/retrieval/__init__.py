@@ -9,6 +9,7 @@
 Nothing heavy is imported until used: the embedding model (and torch) load only for dense or
 hybrid indexes.
 """
+
 from __future__ import annotations
 
 from .bm25 import BM25Retriever
@@ -20,6 +21,14 @@ from .hybrid import HybridRetriever
 from .index import Index
 
 __all__ = [
-    "BM25Retriever", "CorpusLoad", "DEFAULT_EMBEDDER", "DenseRetriever", "Embedder",
-    "HybridRetriever", "Index", "chunk_passages", "chunk_words", "load_corpus",
+    "DEFAULT_EMBEDDER",
+    "BM25Retriever",
+    "CorpusLoad",
+    "DenseRetriever",
+    "Embedder",
+    "HybridRetriever",
+    "Index",
+    "chunk_passages",
+    "chunk_words",
+    "load_corpus",
 ]

@@ -4,6 +4,7 @@ One stateless function of the text, so documents and queries are processed ident
 an index can be reloaded and queried by a fresh process. The stopword list is bm25s's English
 list (from NLTK); stemming is PyStemmer's English Snowball stemmer.
 """
+
 from __future__ import annotations
 
 import re

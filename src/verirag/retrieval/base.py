@@ -4,6 +4,7 @@ Retrievers work internally on positions in their passage list (numpy arrays of i
 scores) so that fusion (hybrid) can combine them without string keys; `to_scored` converts
 at the edge.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -59,8 +60,9 @@ def top_k(scores: np.ndarray, k: int) -> Hits:
 
 def to_scored(passages: Sequence[Passage], hits: Hits) -> list[ScoredPassage]:
     idx, scores = hits
-    return [ScoredPassage(passage=passages[int(i)], score=float(s), rank=r)
-            for r, (i, s) in enumerate(zip(idx, scores))]
+    return [
+        ScoredPassage(passage=passages[int(i)], score=float(s), rank=r) for r, (i, s) in enumerate(zip(idx, scores))
+    ]
 
 
 class Retriever:

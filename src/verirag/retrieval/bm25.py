@@ -8,6 +8,7 @@ benchmarks/bench_bm25.py). The scoring variant is Lucene's (idf = ln(1 + (N - n 
 The title and the text of each passage are indexed together: titles often carry the entity a
 question names ("Michael Jackson (writer)") while the text does not repeat it.
 """
+
 from __future__ import annotations
 
 import json
@@ -38,22 +39,20 @@ class BM25Retriever(Retriever):
     may return fewer than k passages (none for a query of unknown words or only stopwords).
     """
 
-    def __init__(self, passages: Sequence[Passage], model: bm25s.BM25,
-                 analyzer: EnglishAnalyzer | None = None) -> None:
+    def __init__(self, passages: Sequence[Passage], model: bm25s.BM25, analyzer: EnglishAnalyzer | None = None) -> None:
         self.passages = list(passages)
         self.model = model
         self.analyzer = analyzer or EnglishAnalyzer()
 
     @classmethod
-    def build(cls, passages: Sequence[Passage], k1: float = 1.5, b: float = 0.75) -> "BM25Retriever":
+    def build(cls, passages: Sequence[Passage], k1: float = 1.5, b: float = 0.75) -> BM25Retriever:
         """Tokenise and index `passages` (title + text)."""
         if not passages:
             raise InputError("cannot build a BM25 index over zero passages")
         analyzer = EnglishAnalyzer()
         tokens = analyzer.many([passage_text(p) for p in passages])
         if not any(tokens):
-            raise InputError("no passage contains an indexable word "
-                             "(all text is stopwords or punctuation)")
+            raise InputError("no passage contains an indexable word (all text is stopwords or punctuation)")
         # csc_backend="auto" builds the sparse matrix with scipy when it is installed: about
         # twice as fast as bm25s's pure-numpy path; the index is identical either way.
         model = bm25s.BM25(k1=k1, b=b, method="lucene", csc_backend="auto")
@@ -76,8 +75,6 @@ class BM25Retriever(Retriever):
             check_query(q)
         return [self.search_hits(q, k) for q in queries]
 
-
-
     def save(self, directory: str | Path) -> None:
         """Write the bm25s index files and bm25.json (analyzer, passage count) into `directory`."""
         d = Path(directory)
@@ -87,7 +84,7 @@ class BM25Retriever(Retriever):
         (d / _META).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
 
     @classmethod
-    def load(cls, directory: str | Path, passages: Sequence[Passage]) -> "BM25Retriever":
+    def load(cls, directory: str | Path, passages: Sequence[Passage]) -> BM25Retriever:
         """Read an index written by `save`; `passages` must be the list it was built from."""
         d = Path(directory)
         analyzer = EnglishAnalyzer()
@@ -98,8 +95,10 @@ class BM25Retriever(Retriever):
         except (OSError, ValueError, KeyError, TypeError) as e:
             raise InputError(f"BM25 index in {d} is missing or corrupt ({type(e).__name__}: {e})") from e
         if meta.get("analyzer") != analyzer.name:
-            raise InputError(f"BM25 index in {d} was tokenised with {meta.get('analyzer')!r}, this "
-                             f"version of verirag uses {analyzer.name!r}; rebuild the index")
+            raise InputError(
+                f"BM25 index in {d} was tokenised with {meta.get('analyzer')!r}, this "
+                f"version of verirag uses {analyzer.name!r}; rebuild the index"
+            )
         if n_docs != len(passages):
             raise InputError(f"BM25 index in {d} holds {n_docs} passages but {len(passages)} were given")
         return cls(passages, model, analyzer)

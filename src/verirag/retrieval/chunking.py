@@ -7,6 +7,7 @@ window boundary still appears whole in one of the two neighbouring chunks.
 Words are maximal runs of non-whitespace; each chunk is the slice of the original text from
 its first to its last word, so line breaks inside a chunk are preserved.
 """
+
 from __future__ import annotations
 
 import re
@@ -25,8 +26,10 @@ def validate_chunking(max_words: int, overlap_words: int) -> None:
     if isinstance(overlap_words, bool) or not isinstance(overlap_words, int) or overlap_words < 0:
         raise InputError(f"chunk overlap must be a non-negative number of words, got {overlap_words!r}")
     if overlap_words >= max_words:
-        raise InputError(f"chunk overlap ({overlap_words} words) must be smaller than the chunk "
-                         f"size ({max_words} words), otherwise chunking never advances")
+        raise InputError(
+            f"chunk overlap ({overlap_words} words) must be smaller than the chunk "
+            f"size ({max_words} words), otherwise chunking never advances"
+        )
 
 
 def chunk_words(text: str, max_words: int = 200, overlap_words: int = 20) -> list[str]:
@@ -47,14 +50,13 @@ def chunk_words(text: str, max_words: int = 200, overlap_words: int = 20) -> lis
     start = 0
     while True:
         end = min(start + max_words, len(spans))
-        chunks.append(text[spans[start][0]:spans[end - 1][1]])
+        chunks.append(text[spans[start][0] : spans[end - 1][1]])
         if end == len(spans):
             return chunks
         start += step
 
 
-def chunk_passages(passages: Iterable[Passage], max_words: int = 200,
-                   overlap_words: int = 20) -> list[Passage]:
+def chunk_passages(passages: Iterable[Passage], max_words: int = 200, overlap_words: int = 20) -> list[Passage]:
     """Chunk every passage; keep title and source; record the parent in `meta`.
 
     A passage that fits in one chunk keeps its id; a split passage gives ids ``"{id}#{i}"``

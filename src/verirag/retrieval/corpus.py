@@ -10,6 +10,7 @@ Files that cannot be used (binary, not UTF-8, empty) are not fatal: they are lis
 `CorpusLoad.skipped` with a reason so that the caller can report them. Only a corpus with no
 usable passage at all is an error, because nothing could be retrieved from it.
 """
+
 from __future__ import annotations
 
 import json
@@ -58,8 +59,7 @@ def load_corpus(path: str | os.PathLike[str]) -> CorpusLoad:
     elif root.suffix.lower() in TEXT_SUFFIXES:
         load = _load_text_files(root.parent, [root])
     else:
-        raise InputError(
-            f"unsupported corpus file {root}: expected a folder, a .txt or .md file, or a .jsonl file")
+        raise InputError(f"unsupported corpus file {root}: expected a folder, a .txt or .md file, or a .jsonl file")
     if not load.passages:
         raise InputError(_no_passages_message(root, load.skipped))
     return load
@@ -80,8 +80,7 @@ def _load_folder(root: Path) -> CorpusLoad:
                 files.append(p)
             else:
                 kind = p.suffix or "(none)"
-                skipped.append((_rel(p, root),
-                                f"unsupported file type '{kind}' (only .txt and .md are read)"))
+                skipped.append((_rel(p, root), f"unsupported file type '{kind}' (only .txt and .md are read)"))
     # Sort the whole list (not per folder) so that order depends only on relative paths.
     files.sort(key=lambda p: _rel(p, root))
     load = _load_text_files(root, files)
@@ -164,8 +163,10 @@ def _load_jsonl(path: Path) -> CorpusLoad:
                 skipped.append((f"{path.name}:{lineno}", "empty text"))
                 continue
             if passage.id in first_line_of:
-                raise InputError(f"{where}: duplicate id {passage.id!r} "
-                                 f"(first used on line {first_line_of[passage.id]}); ids must be unique")
+                raise InputError(
+                    f"{where}: duplicate id {passage.id!r} "
+                    f"(first used on line {first_line_of[passage.id]}); ids must be unique"
+                )
             first_line_of[passage.id] = lineno
             passages.append(passage)
     return CorpusLoad(passages=passages, skipped=skipped)

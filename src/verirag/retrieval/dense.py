@@ -4,6 +4,7 @@ Embeddings are unit vectors, so cosine similarity is a plain dot product; an exa
 a (n, 384) float32 matrix takes milliseconds for tens of thousands of passages, which is the
 scale verirag targets, so no approximate-nearest-neighbour library is needed.
 """
+
 from __future__ import annotations
 
 import json
@@ -35,16 +36,19 @@ class DenseRetriever(Retriever):
 
     def __init__(self, passages: Sequence[Passage], embedder: Embedder, embeddings: np.ndarray) -> None:
         if embeddings.shape != (len(passages), embedder.dim):
-            raise InputError(f"dense index has embeddings of shape {embeddings.shape}, expected "
-                             f"({len(passages)}, {embedder.dim}) for {len(passages)} passages "
-                             f"and embedder {embedder.name}")
+            raise InputError(
+                f"dense index has embeddings of shape {embeddings.shape}, expected "
+                f"({len(passages)}, {embedder.dim}) for {len(passages)} passages "
+                f"and embedder {embedder.name}"
+            )
         self.passages = list(passages)
         self.embedder = embedder
         self.embeddings = np.ascontiguousarray(embeddings, dtype=np.float32)
 
     @classmethod
-    def build(cls, passages: Sequence[Passage], embedder: Embedder | None = None,
-              batch_size: int = 64) -> "DenseRetriever":
+    def build(
+        cls, passages: Sequence[Passage], embedder: Embedder | None = None, batch_size: int = 64
+    ) -> DenseRetriever:
         """Embed every passage (in batches) with `embedder` (default: MiniLM)."""
         embedder = embedder or Embedder.load()
         vecs = embedder.encode([passage_text(p) for p in passages], batch_size=batch_size)
@@ -64,11 +68,9 @@ class DenseRetriever(Retriever):
         # Score blocks of queries so that the (queries x passages) similarity matrix stays
         # small (256 x 100k float32 = 100 MB) however many queries are passed.
         for start in range(0, len(q_vecs), _QUERY_BLOCK):
-            sims = q_vecs[start:start + _QUERY_BLOCK] @ self.embeddings.T
+            sims = q_vecs[start : start + _QUERY_BLOCK] @ self.embeddings.T
             hits.extend(top_k(row, k) for row in sims)
         return hits
-
-
 
     def save(self, directory: str | Path) -> None:
         """Write embeddings.npy and dense.json (embedder name, dimension, count) into `directory`."""
@@ -79,8 +81,9 @@ class DenseRetriever(Retriever):
         (d / _META).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
 
     @classmethod
-    def load(cls, directory: str | Path, passages: Sequence[Passage],
-             embedder: Embedder | None = None) -> "DenseRetriever":
+    def load(
+        cls, directory: str | Path, passages: Sequence[Passage], embedder: Embedder | None = None
+    ) -> DenseRetriever:
         """Read a saved dense index; `passages` must be the list it was built from.
 
         Without `embedder`, the model named in dense.json is loaded. A given embedder must have
@@ -92,14 +95,17 @@ class DenseRetriever(Retriever):
             vecs = np.load(d / _EMBEDDINGS, allow_pickle=False)
             name = str(meta["embedder"])
         except (OSError, ValueError, KeyError, TypeError) as e:
-            raise InputError(
-                f"dense index in {d} is missing or corrupt ({type(e).__name__}: {e})") from e
+            raise InputError(f"dense index in {d} is missing or corrupt ({type(e).__name__}: {e})") from e
         if embedder is None:
             embedder = Embedder.load(name)
         elif embedder.name != name:
-            raise InputError(f"dense index in {d} was built with embedder {name!r}, "
-                             f"not {embedder.name!r}; rebuild the index or use {name!r}")
+            raise InputError(
+                f"dense index in {d} was built with embedder {name!r}, "
+                f"not {embedder.name!r}; rebuild the index or use {name!r}"
+            )
         if vecs.ndim != 2 or vecs.shape[0] != len(passages):
-            raise InputError(f"dense index in {d} holds {vecs.shape[0] if vecs.ndim else 0} "
-                             f"embeddings but {len(passages)} passages were given")
+            raise InputError(
+                f"dense index in {d} holds {vecs.shape[0] if vecs.ndim else 0} "
+                f"embeddings but {len(passages)} passages were given"
+            )
         return cls(passages, embedder, vecs)

@@ -8,6 +8,7 @@ by VERIRAG_MODEL_PATH_<NAME>, or a hub id when a hub is reachable or the id is i
 Loading a model costs seconds, so loaded models are cached per process: every `Embedder.load`
 of the same name and device returns the same object.
 """
+
 from __future__ import annotations
 
 import threading
@@ -23,7 +24,7 @@ DEFAULT_EMBEDDER = "all-MiniLM-L6-v2"
 # Names that mean the PyPI-packaged MiniLM.
 _MINILM_ALIASES = {DEFAULT_EMBEDDER, "sentence-transformers/all-MiniLM-L6-v2"}
 
-_CACHE: dict[tuple[str, str], "Embedder"] = {}
+_CACHE: dict[tuple[str, str], Embedder] = {}
 _CACHE_LOCK = threading.Lock()
 
 
@@ -41,7 +42,7 @@ class Embedder:
         self.dim = int(_dimension(model))
 
     @classmethod
-    def load(cls, name_or_path: str | None = None, device: str | None = None) -> "Embedder":
+    def load(cls, name_or_path: str | None = None, device: str | None = None) -> Embedder:
         """Load (or take from the process cache) the model `name_or_path`.
 
         None or "all-MiniLM-L6-v2" loads the PyPI-packaged MiniLM. `device` defaults to "cuda"
@@ -67,8 +68,13 @@ class Embedder:
             raise TypeError("encode expects a list of texts, not a single string")
         if len(texts) == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
-        vecs = self.model.encode(list(texts), batch_size=batch_size, convert_to_numpy=True,
-                                 normalize_embeddings=True, show_progress_bar=False)
+        vecs = self.model.encode(
+            list(texts),
+            batch_size=batch_size,
+            convert_to_numpy=True,
+            normalize_embeddings=True,
+            show_progress_bar=False,
+        )
         vecs = np.asarray(vecs, dtype=np.float32)
         # Normalise again: cheap, and guarantees dot product == cosine whatever the model's
         # pipeline does (some models ship without a Normalize module).
@@ -94,10 +100,12 @@ def _load_model(name: str, device: str) -> Any:
         from sentence_transformers import SentenceTransformer
     except ImportError as e:
         raise ModelNotFoundError(
-            "dense retrieval needs sentence-transformers: pip install sentence-transformers") from e
+            "dense retrieval needs sentence-transformers: pip install sentence-transformers"
+        ) from e
     path = str(resolve_embedder_path(name))
     try:
         from transformers.utils import logging as hf_logging
+
         hf_logging.disable_progress_bar()  # a weight-loading bar per start clutters CLI output
     except ImportError:
         pass
@@ -107,7 +115,8 @@ def _load_model(name: str, device: str) -> Any:
         raise ModelNotFoundError(
             f"cannot load embedding model {name!r} ({type(e).__name__}: {e}). Give a local "
             f"sentence-transformers folder, a model id when a hub is reachable, or use the "
-            f"default {DEFAULT_EMBEDDER}.") from e
+            f"default {DEFAULT_EMBEDDER}."
+        ) from e
 
 
 def _dimension(model: Any) -> int:

@@ -12,6 +12,7 @@ is the constant of Cormack, Clarke & Buettcher (SIGIR 2009), which damps the wei
 very first ranks. A passage missing from one retriever's candidate list contributes nothing
 from that retriever.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -33,7 +34,8 @@ class HybridRetriever(Retriever):
 
     def __init__(self, bm25: BM25Retriever, dense: DenseRetriever, k_rrf: float = 60) -> None:
         if len(bm25.passages) != len(dense.passages) or any(
-                a.id != b.id for a, b in zip(bm25.passages, dense.passages)):
+            a.id != b.id for a, b in zip(bm25.passages, dense.passages)
+        ):
             raise InputError("hybrid retrieval needs BM25 and dense indexes over the same passages")
         if k_rrf < 0:
             raise InputError(f"k_rrf must be >= 0, got {k_rrf}")
@@ -56,8 +58,6 @@ class HybridRetriever(Retriever):
     def search_hits(self, query: str, k: int) -> Hits:
         return self.search_hits_many([query], k)[0]
 
-
-
     def _fuse(self, runs: list[Hits], k: int) -> Hits:
         fused: dict[int, float] = {}
         best_rank: dict[int, int] = {}
@@ -68,5 +68,4 @@ class HybridRetriever(Retriever):
         # Ties (common: rank 1 in one list vs rank 1 in the other) go to the better single rank,
         # then to the lower passage position, so results are deterministic.
         order = sorted(fused, key=lambda i: (-fused[i], best_rank[i], i))[:k]
-        return (np.asarray(order, dtype=np.int64),
-                np.asarray([fused[i] for i in order], dtype=np.float64))
+        return (np.asarray(order, dtype=np.int64), np.asarray([fused[i] for i in order], dtype=np.float64))

@@ -12,6 +12,7 @@ into place, so an interrupted save never leaves a half-written index where a goo
 (A process killed outright mid-save leaves a hidden ``.<name>.tmp-*`` folder beside the
 target; it is safe to delete.)
 """
+
 from __future__ import annotations
 
 import json
@@ -20,7 +21,7 @@ import shutil
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 from ..errors import InputError
 from ..types import Example, Passage, ScoredPassage
@@ -38,7 +39,7 @@ KINDS = ("hybrid", "bm25", "dense")
 _META = "meta.json"
 _PASSAGES = "passages.jsonl"
 
-Retriever = Union[BM25Retriever, DenseRetriever, HybridRetriever]
+Retriever = BM25Retriever | DenseRetriever | HybridRetriever
 
 
 class Index:
@@ -49,8 +50,15 @@ class Index:
     whole), `embedder_name` (None for BM25), `n_source_passages` (passages before chunking).
     """
 
-    def __init__(self, kind: str, passages: list[Passage], retriever: Retriever,
-                 chunk_words: int | None, overlap_words: int, n_source_passages: int) -> None:
+    def __init__(
+        self,
+        kind: str,
+        passages: list[Passage],
+        retriever: Retriever,
+        chunk_words: int | None,
+        overlap_words: int,
+        n_source_passages: int,
+    ) -> None:
         self.kind = kind
         self.passages = passages
         self.retriever = retriever
@@ -66,9 +74,15 @@ class Index:
     # -- build and search ---------------------------------------------------------------
 
     @classmethod
-    def build(cls, passages: Sequence[Passage], kind: str = "hybrid", chunk_words: int | None = 200,
-              overlap_words: int = 20, embedder: Embedder | str | None = None,
-              k_rrf: float = 60) -> "Index":
+    def build(
+        cls,
+        passages: Sequence[Passage],
+        kind: str = "hybrid",
+        chunk_words: int | None = 200,
+        overlap_words: int = 20,
+        embedder: Embedder | str | None = None,
+        k_rrf: float = 60,
+    ) -> Index:
         """Chunk `passages` (unless chunk_words is None) and index them.
 
         `embedder` (dense and hybrid only): an `Embedder` (or any object with `name`, `dim`
@@ -94,8 +108,7 @@ class Index:
 
         bm25 = BM25Retriever.build(chunks) if kind in ("bm25", "hybrid") else None
         dense = DenseRetriever.build(chunks, embedder) if kind in ("dense", "hybrid") else None
-        return cls(kind, chunks, _combine(kind, bm25, dense, k_rrf),
-                   chunk_words, overlap_words, len(passages))
+        return cls(kind, chunks, _combine(kind, bm25, dense, k_rrf), chunk_words, overlap_words, len(passages))
 
     def search(self, query: str, k: int = 5) -> list[ScoredPassage]:
         """The (up to) k best passages for `query`, best first, ranks from 0.
@@ -116,6 +129,7 @@ class Index:
         """16 hex digits naming the indexed chunks (ids and texts): what a calibration was made on."""
         import hashlib
         import json
+
         blob = json.dumps([[p.id, p.text] for p in self.passages], ensure_ascii=False)
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
 
@@ -123,8 +137,10 @@ class Index:
         return len(self.passages)
 
     def __repr__(self) -> str:
-        return (f"Index(kind={self.kind!r}, passages={len(self)}, "
-                f"embedder={self.embedder_name!r}, chunk_words={self.chunk_words})")
+        return (
+            f"Index(kind={self.kind!r}, passages={len(self)}, "
+            f"embedder={self.embedder_name!r}, chunk_words={self.chunk_words})"
+        )
 
     # -- persistence ----------------------------------------------------------------------
 
@@ -176,7 +192,7 @@ class Index:
         (d / _META).write_text(json.dumps(self.meta(), indent=2) + "\n", encoding="utf-8")
 
     @classmethod
-    def load(cls, directory: str | os.PathLike[str], embedder: Embedder | None = None) -> "Index":
+    def load(cls, directory: str | os.PathLike[str], embedder: Embedder | None = None) -> Index:
         """Read an index written by `save`.
 
         Dense and hybrid indexes reload the embedder named in meta.json unless `embedder` is
@@ -189,22 +205,28 @@ class Index:
         meta = _read_meta(d)
         passages = _read_passages(d / _PASSAGES)
         if len(passages) != meta["n_passages"]:
-            raise InputError(f"index at {d} is corrupt: meta.json counts {meta['n_passages']} "
-                             f"passages, {_PASSAGES} holds {len(passages)}")
+            raise InputError(
+                f"index at {d} is corrupt: meta.json counts {meta['n_passages']} "
+                f"passages, {_PASSAGES} holds {len(passages)}"
+            )
         kind = meta["kind"]
         bm25 = BM25Retriever.load(d / "bm25", passages) if kind in ("bm25", "hybrid") else None
-        dense = (DenseRetriever.load(d / "dense", passages, embedder)
-                 if kind in ("dense", "hybrid") else None)
+        dense = DenseRetriever.load(d / "dense", passages, embedder) if kind in ("dense", "hybrid") else None
         k_rrf = meta["k_rrf"] if meta.get("k_rrf") is not None else 60
-        return cls(kind, passages, _combine(kind, bm25, dense, k_rrf), meta.get("chunk_words"),
-                   int(meta.get("overlap_words") or 0),
-                   int(meta.get("n_source_passages", len(passages))))
+        return cls(
+            kind,
+            passages,
+            _combine(kind, bm25, dense, k_rrf),
+            meta.get("chunk_words"),
+            int(meta.get("overlap_words") or 0),
+            int(meta.get("n_source_passages", len(passages))),
+        )
 
 
 # -- helpers ------------------------------------------------------------------------------
 
-def _combine(kind: str, bm25: BM25Retriever | None, dense: DenseRetriever | None,
-             k_rrf: float) -> Retriever:
+
+def _combine(kind: str, bm25: BM25Retriever | None, dense: DenseRetriever | None, k_rrf: float) -> Retriever:
     if kind == "hybrid":
         assert bm25 is not None and dense is not None
         return HybridRetriever(bm25, dense, k_rrf=k_rrf)
@@ -240,8 +262,10 @@ def _check_replaceable(target: Path) -> None:
         raise InputError(f"cannot save an index to {target}: a file of that name exists")
     if (target / _META).exists() or not any(target.iterdir()):
         return
-    raise InputError(f"cannot save an index to {target}: the folder is not empty and is not a "
-                     "verirag index (no meta.json); choose another folder")
+    raise InputError(
+        f"cannot save an index to {target}: the folder is not empty and is not a "
+        "verirag index (no meta.json); choose another folder"
+    )
 
 
 def _swap_into_place(tmp: Path, target: Path) -> None:
@@ -275,8 +299,10 @@ def _read_meta(d: Path) -> dict[str, Any]:
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise InputError(f"{d} is not a verirag index ({_META} has no format {FORMAT!r})")
     if meta.get("version") != FORMAT_VERSION:
-        raise InputError(f"index at {d} has format version {meta.get('version')!r}, this verirag "
-                         f"reads version {FORMAT_VERSION}; rebuild the index")
+        raise InputError(
+            f"index at {d} has format version {meta.get('version')!r}, this verirag "
+            f"reads version {FORMAT_VERSION}; rebuild the index"
+        )
     if meta.get("kind") not in KINDS:
         raise InputError(f"index at {d} is corrupt: unknown kind {meta.get('kind')!r}")
     if not isinstance(meta.get("n_passages"), int):
@@ -294,8 +320,7 @@ def _read_passages(path: Path) -> list[Passage]:
                 try:
                     passages.append(Passage.from_dict(json.loads(line)))
                 except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as e:
-                    raise InputError(f"index file {path} is corrupt at line {lineno} "
-                                     f"({type(e).__name__}: {e})") from e
+                    raise InputError(f"index file {path} is corrupt at line {lineno} ({type(e).__name__}: {e})") from e
     except (OSError, UnicodeDecodeError) as e:
         raise InputError(f"cannot read index file {path} ({e})") from e
     return passages
@@ -306,8 +331,13 @@ def pooled_passages(examples: Sequence[Example]) -> list[Passage]:
     return list({p.id: p for ex in examples for p in ex.passages}.values())
 
 
-def index_or_pooled(examples: Sequence[Example], index: str | os.PathLike[str] | None = None, *,
-                    kind: str = "bm25", source: str = "the data") -> Index:
+def index_or_pooled(
+    examples: Sequence[Example],
+    index: str | os.PathLike[str] | None = None,
+    *,
+    kind: str = "bm25",
+    source: str = "the data",
+) -> Index:
     """The index saved at `index`, or else one of `kind` over the examples' pooled passages, unchunked
     (the pool holds every question's passages, held-out ones included: it stands for the one corpus
     a deployment retrieves from). `source` names the examples in the error when none has a passage."""

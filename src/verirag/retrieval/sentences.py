@@ -10,16 +10,85 @@ The rules cover what LLM answers and encyclopaedic passages hold:
 Each sentence is a stripped slice of the input; a piece with no letter or digit (a stray "-" or
 "...") joins the sentence before it, so every word of the text is in exactly one sentence.
 """
+
 from __future__ import annotations
 
 import re
 
 # Lower-cased, without the final dot; multi-dot ones ("e.g", "u.s") are matched with their inner dots.
-ABBREVIATIONS = frozenset("""
-mr mrs ms dr prof sr jr st mt ft vs etc e.g i.e cf al approx ca no nos vol pp p inc ltd co corp
-gen col lt sgt capt cmdr adm gov sen rep rev hon fr u.s u.k u.n u.s.a d.c a.m p.m b.c a.d
-jan feb mar apr jun jul aug sep sept oct nov dec est fig ed eds dept univ assn bros
-""".split())
+ABBREVIATIONS = frozenset(
+    [
+        "mr",
+        "mrs",
+        "ms",
+        "dr",
+        "prof",
+        "sr",
+        "jr",
+        "st",
+        "mt",
+        "ft",
+        "vs",
+        "etc",
+        "e.g",
+        "i.e",
+        "cf",
+        "al",
+        "approx",
+        "ca",
+        "no",
+        "nos",
+        "vol",
+        "pp",
+        "p",
+        "inc",
+        "ltd",
+        "co",
+        "corp",
+        "gen",
+        "col",
+        "lt",
+        "sgt",
+        "capt",
+        "cmdr",
+        "adm",
+        "gov",
+        "sen",
+        "rep",
+        "rev",
+        "hon",
+        "fr",
+        "u.s",
+        "u.k",
+        "u.n",
+        "u.s.a",
+        "d.c",
+        "a.m",
+        "p.m",
+        "b.c",
+        "a.d",
+        "jan",
+        "feb",
+        "mar",
+        "apr",
+        "jun",
+        "jul",
+        "aug",
+        "sep",
+        "sept",
+        "oct",
+        "nov",
+        "dec",
+        "est",
+        "fig",
+        "ed",
+        "eds",
+        "dept",
+        "univ",
+        "assn",
+        "bros",
+    ]
+)
 
 _BOUNDARY = re.compile(r"""([.!?]+["'”’)\]]*)\s+(?=["'“‘(\[]?[A-Z0-9])""")
 _WORD_BEFORE = re.compile(r"(\S+)$")
@@ -42,8 +111,11 @@ _LINE = re.compile(r"[^\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]+")
 def _line_pieces(line: str) -> list[tuple[int, int]]:
     pieces, start = [], 0
     for m in _BOUNDARY.finditer(line):
-        if m.group(1).startswith(".") and len(m.group(1).rstrip("\"'”’)]")) == 1 \
-                and _ends_with_abbreviation(line[start:m.start()]):
+        if (
+            m.group(1).startswith(".")
+            and len(m.group(1).rstrip("\"'”’)]")) == 1
+            and _ends_with_abbreviation(line[start : m.start()])
+        ):
             continue
         pieces.append((start, m.end(1)))
         start = m.end()
@@ -69,7 +141,7 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
                 spans[-1] = (spans[-1][0], e)
             else:
                 spans.append((s, e))
-    if spans and not _HAS_CONTENT.search(text[spans[0][0]:spans[0][1]]):  # only punctuation: no sentence
+    if spans and not _HAS_CONTENT.search(text[spans[0][0] : spans[0][1]]):  # only punctuation: no sentence
         return [] if len(spans) == 1 else [(spans[0][0], spans[1][1]), *spans[2:]]
     return spans
 

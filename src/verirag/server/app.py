@@ -9,6 +9,7 @@ request (the field named), 429 queue full (with
 Retry-After), 502 backend failed, 503 not ready or waited too long, 504 ran too long, 500 only for a
 bug of ours, never with a traceback (that goes to the log, under the request id).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -29,29 +30,52 @@ from verirag.server import openai_compat
 from verirag.server.contract import ON_THE_WORKER, WITH_BODY, errors
 from verirag.server.contract import install as install_contract
 from verirag.server.gateway import Gateway
-from verirag.server.schemas import (AskRequest, ChatCompletion, ChatCompletionRequest, ModelCard, ModelList, Readiness,
-                                    RetrieveRequest, RetrieveResponse, VerifyRequest)
+from verirag.server.schemas import (
+    AskRequest,
+    ChatCompletion,
+    ChatCompletionRequest,
+    ModelCard,
+    ModelList,
+    Readiness,
+    RetrieveRequest,
+    RetrieveResponse,
+    VerifyRequest,
+)
 from verirag.server.service import NoIndex, VeriragService
 from verirag.server.telemetry import Telemetry, access_logger
 from verirag.server.worker import Cancelled, Overloaded, QueueTimeout, RunTimeout
 from verirag.types import AskResult, Passage, VerifyResult
 
 log = logging.getLogger("verirag.server")
-HTTP_CODES = {400: "bad_request", 401: "unauthorized", 404: "not_found", 405: "method_not_allowed",
-              413: "body_too_large", 415: "unsupported_media_type"}
+HTTP_CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "body_too_large",
+    415: "unsupported_media_type",
+}
 
 
-def _error(request: Request, status: int, code: str, message: str, headers: dict | None = None,
-           **extra: Any) -> JSONResponse:
+def _error(
+    request: Request, status: int, code: str, message: str, headers: dict | None = None, **extra: Any
+) -> JSONResponse:
     rid = getattr(request.state, "request_id", "")
-    return JSONResponse({"error": {"code": code, "message": message, **extra}, "request_id": rid},
-                        status_code=status, headers=headers)
+    return JSONResponse(
+        {"error": {"code": code, "message": message, **extra}, "request_id": rid}, status_code=status, headers=headers
+    )
 
 
 def _fields(exc: RequestValidationError) -> list[dict[str, str]]:
     # loc and message only: the offending input may be huge or binary, and is the client's own
-    return [{"field": ".".join(str(p) for p in e.get("loc", ())), "message": str(e.get("msg", "")),
-             "type": str(e.get("type", ""))} for e in exc.errors()[:20]]
+    return [
+        {
+            "field": ".".join(str(p) for p in e.get("loc", ())),
+            "message": str(e.get("msg", "")),
+            "type": str(e.get("type", "")),
+        }
+        for e in exc.errors()[:20]
+    ]
 
 
 async def _run(request: Request, service: VeriragService, job):
@@ -78,8 +102,9 @@ async def _run(request: Request, service: VeriragService, job):
 
 class NotReady(Exception):
     def __init__(self, load_error: str | None):
-        super().__init__(f"the models failed to load: {load_error}" if load_error
-                         else "the models are still loading; retry shortly")
+        super().__init__(
+            f"the models failed to load: {load_error}" if load_error else "the models are still loading; retry shortly"
+        )
         self.failed = load_error is not None
 
 
@@ -91,20 +116,26 @@ def create_app(service: VeriragService) -> FastAPI:
     @asynccontextmanager
     async def lifespan(_app: FastAPI):
         if cfg.warm_up:
+
             def warm() -> None:
                 try:
                     service.warm_up()
                 except Exception:
                     log.exception("the models could not be loaded; /readyz says why")
+
             service.worker.start(warm)  # on the model thread, before any request
         yield
         # uvicorn has stopped accepting and finished in-flight requests (graceful shutdown);
         # let the model thread finish what it runs, so no cache write is cut in half.
         await asyncio.get_running_loop().run_in_executor(None, service.worker.shutdown)
 
-    app = FastAPI(title="verirag", version=_version(), lifespan=lifespan,
-                  description="Retrieval-augmented answers that come verified: a faithfulness score, a verdict "
-                              "at a threshold, the supporting passage, and the action taken.")
+    app = FastAPI(
+        title="verirag",
+        version=_version(),
+        lifespan=lifespan,
+        description="Retrieval-augmented answers that come verified: a faithfulness score, a verdict "
+        "at a threshold, the supporting passage, and the action taken.",
+    )
 
     # ---- errors --------------------------------------------------------------------------------
     @app.exception_handler(RequestValidationError)
@@ -116,16 +147,23 @@ def create_app(service: VeriragService) -> FastAPI:
     @app.exception_handler(HTTPException)
     async def _http(request: Request, exc: HTTPException):
         headers = getattr(exc, "headers", None)
-        if exc.status_code == 405:   # Starlette names the methods of the first route of the path only
+        if exc.status_code == 405:  # Starlette names the methods of the first route of the path only
             headers = {**(headers or {}), "Allow": ", ".join(_methods_of(app, request.url.path))}
-        return _error(request, exc.status_code, HTTP_CODES.get(exc.status_code, "http_error"), str(exc.detail),
-                      headers=headers)
+        return _error(
+            request, exc.status_code, HTTP_CODES.get(exc.status_code, "http_error"), str(exc.detail), headers=headers
+        )
 
     @app.exception_handler(Overloaded)
     async def _overloaded(request: Request, exc: Overloaded):
         telemetry.rejected.labels("overloaded").inc()
-        return _error(request, 429, "overloaded", str(exc), headers={"Retry-After": str(exc.retry_after)},
-                      retry_after=exc.retry_after)
+        return _error(
+            request,
+            429,
+            "overloaded",
+            str(exc),
+            headers={"Retry-After": str(exc.retry_after)},
+            retry_after=exc.retry_after,
+        )
 
     @app.exception_handler(QueueTimeout)
     async def _queue_timeout(request: Request, exc: QueueTimeout):
@@ -135,8 +173,13 @@ def create_app(service: VeriragService) -> FastAPI:
 
     @app.exception_handler(NotReady)
     async def _not_ready(request: Request, exc: NotReady):
-        return _error(request, 503, "model_load_failed" if exc.failed else "not_ready", str(exc),
-                      headers=None if exc.failed else {"Retry-After": "5"})
+        return _error(
+            request,
+            503,
+            "model_load_failed" if exc.failed else "not_ready",
+            str(exc),
+            headers=None if exc.failed else {"Retry-After": "5"},
+        )
 
     @app.exception_handler(RunTimeout)
     async def _run_timeout(request: Request, exc: RunTimeout):
@@ -172,9 +215,16 @@ def create_app(service: VeriragService) -> FastAPI:
         """The process is up."""
         return {"status": "ok"}
 
-    @app.get("/readyz", responses=(readiness := {
-        200: {"model": Readiness}, 503: {"model": Readiness, "description": "The models are loading or failed to load."},
-        **errors()}))
+    @app.get(
+        "/readyz",
+        responses=(
+            readiness := {
+                200: {"model": Readiness},
+                503: {"model": Readiness, "description": "The models are loading or failed to load."},
+                **errors(),
+            }
+        ),
+    )
     @app.head("/readyz", responses=readiness)
     async def readyz():
         """The models are loaded and requests will be answered."""
@@ -198,8 +248,13 @@ def create_app(service: VeriragService) -> FastAPI:
     async def ask(body: AskRequest, request: Request) -> dict:
         """Retrieve, answer, verify and act: what `verirag ask --json` prints."""
         service.check_method(body.method)  # a bad name is refused before it waits in the queue
-        result = await _run(request, service, lambda token: service.ask(
-            token, body.question, k=body.k, method=body.method, threshold=body.threshold, fallback=body.fallback))
+        result = await _run(
+            request,
+            service,
+            lambda token: service.ask(
+                token, body.question, k=body.k, method=body.method, threshold=body.threshold, fallback=body.fallback
+            ),
+        )
         out = result.to_dict()
         telemetry.result("/v1/ask", out)
         return out
@@ -210,14 +265,18 @@ def create_app(service: VeriragService) -> FastAPI:
         service.check_method(body.method)
         service.check_passages(len(body.passages))
         passages = [Passage(id=p.id or f"p{i}", text=p.text, title=p.title) for i, p in enumerate(body.passages)]
-        result = await _run(request, service, lambda token: service.verify(
-            token, body.question, body.answer, passages, method=body.method, threshold=body.threshold))
+        result = await _run(
+            request,
+            service,
+            lambda token: service.verify(
+                token, body.question, body.answer, passages, method=body.method, threshold=body.threshold
+            ),
+        )
         out = result.to_dict()
         telemetry.result("/v1/verify", out)
         return out
 
-    @app.post("/v1/retrieve", responses={200: {"model": RetrieveResponse},
-                                         **errors(409, *WITH_BODY, *ON_THE_WORKER)})
+    @app.post("/v1/retrieve", responses={200: {"model": RetrieveResponse}, **errors(409, *WITH_BODY, *ON_THE_WORKER)})
     async def retrieve(body: RetrieveRequest, request: Request) -> dict:
         """The passages the index returns for a question (no model call)."""
         hits = await _run(request, service, lambda token: service.retrieve(token, body.question, body.k))
@@ -237,11 +296,18 @@ def create_app(service: VeriragService) -> FastAPI:
             raise HTTPException(404, detail=f"no model {model!r}: this service answers with {service.model_id!r}")
         return openai_compat.model_card(model, created=started)
 
-    @app.post("/v1/chat/completions", responses={
-        200: {"model": ChatCompletion, "description": "The verified answer; with `stream: true`, the same as "
-              "server-sent `chat.completion.chunk` events ending with `data: [DONE]`.",
-              "content": {"text/event-stream": {}}},   # each event's schema: contract.py
-        **errors(409, *WITH_BODY, *ON_THE_WORKER)})
+    @app.post(
+        "/v1/chat/completions",
+        responses={
+            200: {
+                "model": ChatCompletion,
+                "description": "The verified answer; with `stream: true`, the same as "
+                "server-sent `chat.completion.chunk` events ending with `data: [DONE]`.",
+                "content": {"text/event-stream": {}},
+            },  # each event's schema: contract.py
+            **errors(409, *WITH_BODY, *ON_THE_WORKER),
+        },
+    )
     async def chat_completions(body: ChatCompletionRequest, request: Request):
         """OpenAI-compatible: the last user message with text is the question; the answer (or,
         below the threshold, what the configured action gives) is the assistant message, and the
@@ -255,11 +321,20 @@ def create_app(service: VeriragService) -> FastAPI:
             return openai_compat.completion(out, **ids)
         include_usage = bool(body.stream_options and body.stream_options.include_usage)
         events = openai_compat.chunks(out, include_usage=include_usage, **ids)
-        return StreamingResponse(openai_compat.server_sent_events(events), media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-cache"})
+        return StreamingResponse(
+            openai_compat.server_sent_events(events),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache"},
+        )
 
-    app.add_middleware(Gateway, telemetry=telemetry, log=access_logger(), api_key=cfg.api_key,
-                       max_body_bytes=cfg.max_body_bytes, routes=app.router.routes)
+    app.add_middleware(
+        Gateway,
+        telemetry=telemetry,
+        log=access_logger(),
+        api_key=cfg.api_key,
+        max_body_bytes=cfg.max_body_bytes,
+        routes=app.router.routes,
+    )
     install_contract(app, service)
     app.state.service = service
     app.state.telemetry = telemetry
@@ -277,7 +352,7 @@ def _methods_of(app: FastAPI, path: str) -> list[str]:
 def _version() -> str:
     try:
         from importlib.metadata import version
+
         return version("verirag")
     except Exception:  # running from a source tree without an install
         return "0"
-

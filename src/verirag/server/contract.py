@@ -5,6 +5,7 @@ passage limit, whether the escalate fallback has a model, whether a bearer token
 A request valid by this schema is never refused as invalid; tests/test_server_contract.py holds
 the service to it with schemathesis and all its checks.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -67,8 +68,10 @@ def tailor(schema: dict[str, Any], service) -> None:
                 continue
             for op in operations.values():
                 op["security"] = [{"bearer": []}]
-                op["responses"]["401"] = {"description": WHY[401], "content": {
-                    "application/json": {"schema": {"$ref": "#/components/schemas/ErrorResponse"}}}}
+                op["responses"]["401"] = {
+                    "description": WHY[401],
+                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorResponse"}}},
+                }
 
 
 def _only(optional_name: dict[str, Any], names: list[str]) -> None:
@@ -84,8 +87,22 @@ def _stream_events(schema: dict[str, Any]) -> None:
     for name, definition in chunk.pop("$defs", {}).items():
         models.setdefault(name, definition)
     models["ChatCompletionChunk"] = chunk
-    event = {"type": "object", "required": ["data"], "properties": {"data": {"anyOf": [
-        {"const": "[DONE]"},
-        {"type": "string", "contentMediaType": "application/json",
-         "contentSchema": {"$ref": "#/components/schemas/ChatCompletionChunk"}}]}}}
-    schema["paths"]["/v1/chat/completions"]["post"]["responses"]["200"]["content"]["text/event-stream"] = {"schema": event}
+    event = {
+        "type": "object",
+        "required": ["data"],
+        "properties": {
+            "data": {
+                "anyOf": [
+                    {"const": "[DONE]"},
+                    {
+                        "type": "string",
+                        "contentMediaType": "application/json",
+                        "contentSchema": {"$ref": "#/components/schemas/ChatCompletionChunk"},
+                    },
+                ]
+            }
+        },
+    }
+    schema["paths"]["/v1/chat/completions"]["post"]["responses"]["200"]["content"]["text/event-stream"] = {
+        "schema": event
+    }

@@ -4,6 +4,7 @@ request counts.
 Pure ASGI (not BaseHTTPMiddleware), so the body limit counts bytes as they arrive: a client that
 lies in Content-Length, or sends a chunked body, is cut off at the limit all the same.
 """
+
 from __future__ import annotations
 
 import hmac
@@ -21,8 +22,9 @@ from verirag.server.telemetry import Telemetry, log_access
 
 # What needs no token: the probes, and the pages that hold no data (the web page and the API
 # schema); a browser cannot attach a bearer header to a page load. Every data route needs it.
-OPEN_PATHS = frozenset({"/healthz", "/readyz", "/", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json",
-                        "/favicon.ico"})
+OPEN_PATHS = frozenset(
+    {"/healthz", "/readyz", "/", "/docs", "/docs/oauth2-redirect", "/redoc", "/openapi.json", "/favicon.ico"}
+)
 REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
 
 
@@ -41,8 +43,16 @@ def json_error(status: int, code: str, message: str, request_id: str, **extra) -
 
 
 class Gateway:
-    def __init__(self, app: ASGIApp, *, telemetry: Telemetry, log, api_key: str | None, max_body_bytes: int,
-                 routes: Iterable = ()):
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        telemetry: Telemetry,
+        log,
+        api_key: str | None,
+        max_body_bytes: int,
+        routes: Iterable = (),
+    ):
         self.app = app
         self.telemetry = telemetry
         self.log = log
@@ -84,8 +94,7 @@ class Gateway:
             nonlocal status_seen, started_response
             if message["type"] == "http.response.start":
                 status_seen, started_response = message["status"], True
-                message = {**message, "headers": [*message.get("headers", []),
-                                                  (b"x-request-id", request_id.encode())]}
+                message = {**message, "headers": [*message.get("headers", []), (b"x-request-id", request_id.encode())]}
             await send(message)
 
         async def reply(status: int, hdrs: list, body: bytes) -> None:
@@ -95,8 +104,9 @@ class Gateway:
         try:
             if not self._authorised(scope):
                 self.telemetry.rejected.labels("unauthorized").inc()
-                status, hdrs, body = json_error(401, "unauthorized", "a bearer token is required: "
-                                                "send 'Authorization: Bearer <token>'", request_id)
+                status, hdrs, body = json_error(
+                    401, "unauthorized", "a bearer token is required: send 'Authorization: Bearer <token>'", request_id
+                )
                 await reply(status, [*hdrs, (b"www-authenticate", b"Bearer")], body)
                 return
             declared = headers.get(b"content-length")
@@ -122,18 +132,32 @@ class Gateway:
             except Exception as exc:  # a bug of ours: logged with its traceback, never sent
                 self.log.error("unhandled error", exc_info=exc, extra={"fields": {"request_id": request_id}})
                 if not started_response:
-                    await reply(*json_error(500, "internal", f"internal error (request id {request_id}); "
-                                            "the server log has the details", request_id))
+                    await reply(
+                        *json_error(
+                            500,
+                            "internal",
+                            f"internal error (request id {request_id}); the server log has the details",
+                            request_id,
+                        )
+                    )
         finally:
             if status_seen == 413:
                 self.telemetry.rejected.labels("body_too_large").inc()
             self.telemetry.requests.labels(route, str(status_seen)).inc()
             self.telemetry.latency.labels(route).observe(time.perf_counter() - started)
             client = scope.get("client")
-            log_access(self.log, request_id=request_id, method=scope.get("method", ""), route=route,
-                       path=scope.get("path", ""), status=status_seen, started=started,
-                       client=client[0] if client else None)
+            log_access(
+                self.log,
+                request_id=request_id,
+                method=scope.get("method", ""),
+                route=route,
+                path=scope.get("path", ""),
+                status=status_seen,
+                started=started,
+                client=client[0] if client else None,
+            )
 
     async def _too_large(self, reply, request_id: str) -> None:
-        await reply(*json_error(413, "body_too_large", f"the request body exceeds {self.max_body_bytes} bytes",
-                                request_id))
+        await reply(
+            *json_error(413, "body_too_large", f"the request body exceeds {self.max_body_bytes} bytes", request_id)
+        )

@@ -5,6 +5,7 @@ The answer is generated and verified before anything is sent, so a stream carrie
 configured action gives (the answer, an abstention, a fallback answer), never text that is later
 taken back; the last chunk holds `finish_reason` and the `verirag` result.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,10 +24,22 @@ def usage(result: dict[str, Any]) -> dict[str, int]:
 
 
 def completion(result: dict[str, Any], *, completion_id: str, created: int) -> dict[str, Any]:
-    return {"id": completion_id, "object": "chat.completion", "created": created, "model": result["model"],
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": result["answer"]},
-                         "finish_reason": "stop", "logprobs": None}],
-            "usage": usage(result), "verirag": result}
+    return {
+        "id": completion_id,
+        "object": "chat.completion",
+        "created": created,
+        "model": result["model"],
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": result["answer"]},
+                "finish_reason": "stop",
+                "logprobs": None,
+            }
+        ],
+        "usage": usage(result),
+        "verirag": result,
+    }
 
 
 def chunks(result: dict[str, Any], *, completion_id: str, created: int, include_usage: bool) -> Iterator[dict]:

@@ -9,16 +9,17 @@ except the OpenAI-compatible request, which must accept whatever an OpenAI clien
 Responses are the library's own records (`AskResult`, `VerifyResult`), so the service answers
 exactly what `verirag ask --json` prints.
 """
+
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Optional, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
-MAX_TEXT = 20_000      # characters of a question or an answer
-MAX_PASSAGE = 50_000   # characters of one passage
+MAX_TEXT = 20_000  # characters of a question or an answer
+MAX_PASSAGE = 50_000  # characters of one passage
 MAX_K = 50
-MAX_PASSAGES = 1_000   # the schema states the service's own limit (ServiceConfig.max_passages, 64)
+MAX_PASSAGES = 1_000  # the schema states the service's own limit (ServiceConfig.max_passages, 64)
 
 # The schema's patterns are read by Python's `re` in the fuzzers that honour them; `\s` there is
 # what str.strip() strips, which is what the validators below check.
@@ -52,9 +53,16 @@ Flag = Annotated[bool, Field(strict=True)]
 
 
 def _text(max_length: int, *, blank: bool = False, min_length: int = 1, **kw):
-    return Annotated[str, Field(min_length=min_length, max_length=max_length,
-                                json_schema_extra={"pattern": NO_NUL if blank else NOT_BLANK}, **kw),
-                     AfterValidator(_no_nul if blank else _not_blank)]
+    return Annotated[
+        str,
+        Field(
+            min_length=min_length,
+            max_length=max_length,
+            json_schema_extra={"pattern": NO_NUL if blank else NOT_BLANK},
+            **kw,
+        ),
+        AfterValidator(_no_nul if blank else _not_blank),
+    ]
 
 
 Question = _text(MAX_TEXT, description="the question (not blank)")
@@ -66,14 +74,14 @@ class Strict(BaseModel):
 
 class AskRequest(Strict):
     question: Question
-    k: Optional[Count] = Field(None, description="passages to retrieve")
-    method: Optional[str] = Field(None, max_length=200, description="an AwF method (GET /v1/methods)")
-    threshold: Optional[Threshold] = Field(None, description="verdict threshold on the score")
-    fallback: Optional[Literal["abstain", "no-rag", "escalate"]] = None
+    k: Count | None = Field(None, description="passages to retrieve")
+    method: str | None = Field(None, max_length=200, description="an AwF method (GET /v1/methods)")
+    threshold: Threshold | None = Field(None, description="verdict threshold on the score")
+    fallback: Literal["abstain", "no-rag", "escalate"] | None = None
 
 
 class PassageIn(Strict):
-    id: Optional[_text(500, blank=True, min_length=0)] = None
+    id: _text(500, blank=True, min_length=0) | None = None
     title: _text(2_000, blank=True, min_length=0) = ""
     text: _text(MAX_PASSAGE)
 
@@ -82,13 +90,13 @@ class VerifyRequest(Strict):
     question: Question
     answer: _text(MAX_TEXT, description="the answer to verify (not blank)")
     passages: list[PassageIn] = Field(..., min_length=1, max_length=MAX_PASSAGES)
-    method: Optional[str] = Field(None, max_length=200, description="GEN+PRED method whose predictor verifies")
-    threshold: Optional[Threshold] = None
+    method: str | None = Field(None, max_length=200, description="GEN+PRED method whose predictor verifies")
+    threshold: Threshold | None = None
 
 
 class RetrieveRequest(Strict):
     question: Question
-    k: Optional[Count] = None
+    k: Count | None = None
 
 
 # ---- the OpenAI-compatible request --------------------------------------------------------------
@@ -97,24 +105,37 @@ class ContentPart(BaseModel):
 
     model_config = ConfigDict(extra="allow")
     type: str = Field(..., max_length=50)
-    text: Optional[_text(MAX_TEXT, blank=True, min_length=0)] = None
+    text: _text(MAX_TEXT, blank=True, min_length=0) | None = None
 
 
 # A user message whose text is not blank, as JSON Schema says it: `messages` must contain one.
 USER_MESSAGE_WITH_TEXT = {
-    "type": "object", "required": ["role", "content"],
-    "properties": {"role": {"const": "user"}, "content": {"anyOf": [
-        {"type": "string", "pattern": NOT_BLANK},
-        {"type": "array", "contains": {"type": "object", "required": ["type", "text"],
-                                       "properties": {"type": {"const": "text"},
-                                                      "text": {"type": "string", "pattern": NOT_BLANK}}}}]}}}
+    "type": "object",
+    "required": ["role", "content"],
+    "properties": {
+        "role": {"const": "user"},
+        "content": {
+            "anyOf": [
+                {"type": "string", "pattern": NOT_BLANK},
+                {
+                    "type": "array",
+                    "contains": {
+                        "type": "object",
+                        "required": ["type", "text"],
+                        "properties": {"type": {"const": "text"}, "text": {"type": "string", "pattern": NOT_BLANK}},
+                    },
+                },
+            ]
+        },
+    },
+}
 
 
 class ChatMessage(BaseModel):
     model_config = ConfigDict(extra="allow")
     role: str = Field(..., max_length=50)
     # a string, or OpenAI's list of content parts ({"type": "text", "text": ...})
-    content: Union[_text(MAX_TEXT, blank=True, min_length=0), list[ContentPart], None] = Field(None)
+    content: _text(MAX_TEXT, blank=True, min_length=0) | list[ContentPart] | None = Field(None)
 
     def text(self) -> str:
         if isinstance(self.content, list):
@@ -134,14 +155,15 @@ class ChatCompletionRequest(BaseModel):
     max_tokens, ...) is accepted and ignored: the service's own model, method and settings answer."""
 
     model_config = ConfigDict(extra="allow")
-    messages: list[ChatMessage] = Field(..., min_length=1, max_length=1_000,
-                                        json_schema_extra={"contains": USER_MESSAGE_WITH_TEXT})
-    model: Optional[str] = Field(None, max_length=500)
-    stream: Optional[Flag] = False
-    stream_options: Optional[StreamOptions] = None
+    messages: list[ChatMessage] = Field(
+        ..., min_length=1, max_length=1_000, json_schema_extra={"contains": USER_MESSAGE_WITH_TEXT}
+    )
+    model: str | None = Field(None, max_length=500)
+    stream: Flag | None = False
+    stream_options: StreamOptions | None = None
 
     @model_validator(mode="after")
-    def _a_user_message_with_text(self) -> "ChatCompletionRequest":
+    def _a_user_message_with_text(self) -> ChatCompletionRequest:
         if not self.question():
             raise ValueError("no user message with text: the last user message with text is the question")
         return self
@@ -156,12 +178,15 @@ class ChatCompletionRequest(BaseModel):
 # ---- responses (documented in /openapi.json; the routes return plain dicts) -------------------
 class ErrorDetail(BaseModel):
     model_config = ConfigDict(extra="allow")
-    code: str = Field(..., description="bad_request, unauthorized, not_found, body_too_large, invalid_request, "
-                                       "no_index, overloaded, backend_error, not_ready, model_load_failed, "
-                                       "queue_timeout, unavailable, timeout, internal, ...")
+    code: str = Field(
+        ...,
+        description="bad_request, unauthorized, not_found, body_too_large, invalid_request, "
+        "no_index, overloaded, backend_error, not_ready, model_load_failed, "
+        "queue_timeout, unavailable, timeout, internal, ...",
+    )
     message: str
-    fields: Optional[list[dict[str, str]]] = Field(None, description="422: each invalid field and why")
-    retry_after: Optional[int] = None
+    fields: list[dict[str, str]] | None = Field(None, description="422: each invalid field and why")
+    retry_after: int | None = None
 
 
 class ErrorResponse(BaseModel):
@@ -211,20 +236,20 @@ class ChatCompletion(BaseModel):
 
 class Readiness(BaseModel):
     status: Literal["ready", "loading", "failed"]
-    model: Optional[str] = None
-    index: Optional[bool] = None
-    error: Optional[str] = None
+    model: str | None = None
+    index: bool | None = None
+    error: str | None = None
 
 
 class Delta(BaseModel):
-    role: Optional[Literal["assistant"]] = None
-    content: Optional[str] = None
+    role: Literal["assistant"] | None = None
+    content: str | None = None
 
 
 class ChunkChoice(BaseModel):
     index: int
     delta: Delta
-    finish_reason: Optional[str] = None
+    finish_reason: str | None = None
     logprobs: None = None
 
 
@@ -236,8 +261,8 @@ class ChatCompletionChunk(BaseModel):
     created: int
     model: str
     choices: list[ChunkChoice]
-    usage: Optional[Usage] = None
-    verirag: Optional[dict[str, Any]] = Field(None, description="on the finishing chunk: the verified result")
+    usage: Usage | None = None
+    verirag: dict[str, Any] | None = Field(None, description="on the finishing chunk: the verified result")
 
 
 class RetrieveResponse(BaseModel):

@@ -5,6 +5,7 @@ method than the default, and gets a pipeline that shares the index and the loade
 load once per process). Each job checks its cancel token between stages, so a request whose client
 has timed out stops at its next stage.
 """
+
 from __future__ import annotations
 
 import threading
@@ -12,8 +13,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from verirag.awf.spec import method_names
 from verirag.awf.pipeline import Pipeline, default_verify_method, uses_shipped_verifier, why_it_cannot_verify
+from verirag.awf.spec import method_names
 from verirag.errors import InputError, VeriragError
 from verirag.learned.threshold import as_controller
 from verirag.server.worker import CancelToken, ModelWorker
@@ -32,27 +33,31 @@ class ServiceConfig:
 
     preset: str = "local"
     index: Path | None = None
-    overrides: dict[str, Any] = field(default_factory=dict)   # model, method, judge, k, fallback, ...
+    overrides: dict[str, Any] = field(default_factory=dict)  # model, method, judge, k, fallback, ...
     threshold: Any = None
     api_key: str | None = None
     queue_size: int = 16
     queue_timeout: float = 120.0
     request_timeout: float = 300.0
     max_body_bytes: int = 1 << 20
-    max_passages: int = 64          # /v1/verify: more would take minutes to judge on a CPU
+    max_passages: int = 64  # /v1/verify: more would take minutes to judge on a CPU
     verify_method: str | None = None  # None: default_verify_method() (the shipped verifier, or NLI without it)
-    warm_up: bool = True            # load the models at start-up, so /readyz means ready
+    warm_up: bool = True  # load the models at start-up, so /readyz means ready
 
 
 class VeriragService:
     def __init__(self, config: ServiceConfig):
         self.config = config
-        self.pipeline = Pipeline.from_preset(config.preset, **config.overrides,
-                                             **({"threshold": config.threshold} if config.threshold is not None else {}))
+        self.pipeline = Pipeline.from_preset(
+            config.preset,
+            **config.overrides,
+            **({"threshold": config.threshold} if config.threshold is not None else {}),
+        )
         if config.index is not None:
             self.pipeline.load_index(config.index)
-        self.worker = ModelWorker(queue_size=config.queue_size, queue_timeout=config.queue_timeout,
-                                  run_timeout=config.request_timeout)
+        self.worker = ModelWorker(
+            queue_size=config.queue_size, queue_timeout=config.queue_timeout, run_timeout=config.request_timeout
+        )
         self._pipelines: dict[str, Pipeline] = {self.pipeline.config.method: self.pipeline}
         self._lock = threading.Lock()
         self.ready = threading.Event()
@@ -63,8 +68,9 @@ class VeriragService:
         # the method /v1/verify uses when a request names none; `verify_warning` says why it is not
         # the library's default (added to each such result, so a client sees what judged it)
         if config.verify_method:
-            if uses_shipped_verifier(config.verify_method):   # named, so missing is an error now, not on each request
+            if uses_shipped_verifier(config.verify_method):  # named, so missing is an error now, not on each request
                 from verirag.learned.shipped import shipped_verifier_dir
+
                 shipped_verifier_dir()
             self.verify_method, self.verify_warning = config.verify_method, None
         else:
@@ -127,23 +133,48 @@ class VeriragService:
 
     def methods(self) -> dict[str, Any]:
         cfg = self.pipeline.config
-        return {"default": cfg.method, "verify_default": self.verify_method, "methods": self.runnable_methods(),
-                "verify_methods": self.verifying_methods(),
-                "model": cfg.model, "threshold": as_controller(cfg.threshold).threshold_,
-                "fallback": cfg.fallback, "k": cfg.k}
+        return {
+            "default": cfg.method,
+            "verify_default": self.verify_method,
+            "methods": self.runnable_methods(),
+            "verify_methods": self.verifying_methods(),
+            "model": cfg.model,
+            "threshold": as_controller(cfg.threshold).threshold_,
+            "fallback": cfg.fallback,
+            "k": cfg.k,
+        }
 
     # ---- jobs (run on the worker thread) -----------------------------------------------------
-    def ask(self, token: CancelToken, question: str, *, k: int | None = None, method: str | None = None,
-            threshold: float | None = None, fallback: str | None = None) -> AskResult:
+    def ask(
+        self,
+        token: CancelToken,
+        question: str,
+        *,
+        k: int | None = None,
+        method: str | None = None,
+        threshold: float | None = None,
+        fallback: str | None = None,
+    ) -> AskResult:
         token.check()
         if not self.has_index:
-            raise NoIndex("this service has no index to answer from: start it with `verirag serve --index DIR`, "
-                          "or send your own passages to /v1/verify")
-        return self.pipeline_for(method).ask(question, k=k, threshold=threshold, fallback=fallback,
-                                             on_stage=lambda _stage: token.check())
+            raise NoIndex(
+                "this service has no index to answer from: start it with `verirag serve --index DIR`, "
+                "or send your own passages to /v1/verify"
+            )
+        return self.pipeline_for(method).ask(
+            question, k=k, threshold=threshold, fallback=fallback, on_stage=lambda _stage: token.check()
+        )
 
-    def verify(self, token: CancelToken, question: str, answer: str, passages: list[Passage], *,
-               method: str | None = None, threshold: float | None = None) -> VerifyResult:
+    def verify(
+        self,
+        token: CancelToken,
+        question: str,
+        answer: str,
+        passages: list[Passage],
+        *,
+        method: str | None = None,
+        threshold: float | None = None,
+    ) -> VerifyResult:
         token.check()
         self.check_passages(len(passages))
         pipeline = self.pipeline_for(method or self.verify_method)
@@ -158,5 +189,7 @@ class VeriragService:
             raise InputError("the question is empty")
         if not self.has_index:
             raise NoIndex("this service has no index: start it with `verirag serve --index DIR`")
-        return [{"rank": h.rank, "score": float(h.score), **h.passage.to_dict()}
-                for h in self.pipeline.retrieve(question.strip(), k)]
+        return [
+            {"rank": h.rank, "score": float(h.score), **h.passage.to_dict()}
+            for h in self.pipeline.retrieve(question.strip(), k)
+        ]

@@ -4,6 +4,7 @@ Each app has its own registry, so two apps in one process (tests) never share co
 are route templates, never raw paths, so a client cannot grow the label set. No header is logged:
 a bearer token never reaches a log line.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,25 +21,35 @@ ACCESS_LOG = "verirag.access"
 class Telemetry:
     def __init__(self) -> None:
         r = self.registry = CollectorRegistry()
-        self.requests = Counter("verirag_requests_total", "HTTP requests by route and status code",
-                                ["route", "status"], registry=r)
-        self.latency = Histogram("verirag_request_duration_seconds", "Time to answer a request, by route", ["route"],
-                                 buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600),
-                                 registry=r)
+        self.requests = Counter(
+            "verirag_requests_total", "HTTP requests by route and status code", ["route", "status"], registry=r
+        )
+        self.latency = Histogram(
+            "verirag_request_duration_seconds",
+            "Time to answer a request, by route",
+            ["route"],
+            buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600),
+            registry=r,
+        )
         self.queue_depth = Gauge("verirag_queue_depth", "Requests waiting for the model", registry=r)
         self.running = Gauge("verirag_requests_running", "Requests the model is serving now", registry=r)
-        self.rejected = Counter("verirag_rejected_total", "Requests refused or abandoned, by reason "
-                                "(overloaded, queue_timeout, run_timeout, body_too_large, unauthorized)",
-                                ["reason"], registry=r)
-        self.verdicts = Counter("verirag_verdicts_total", "Verdicts by route, verdict and action",
-                                ["route", "verdict", "action"], registry=r)
-        self.model_calls = Counter("verirag_model_calls_total", "Model requests made (cache hits included)",
-                                   registry=r)
-        self.cache_hits = Counter("verirag_cache_hits_total", "Model requests served by the request cache",
-                                  registry=r)
+        self.rejected = Counter(
+            "verirag_rejected_total",
+            "Requests refused or abandoned, by reason "
+            "(overloaded, queue_timeout, run_timeout, body_too_large, unauthorized)",
+            ["reason"],
+            registry=r,
+        )
+        self.verdicts = Counter(
+            "verirag_verdicts_total",
+            "Verdicts by route, verdict and action",
+            ["route", "verdict", "action"],
+            registry=r,
+        )
+        self.model_calls = Counter("verirag_model_calls_total", "Model requests made (cache hits included)", registry=r)
+        self.cache_hits = Counter("verirag_cache_hits_total", "Model requests served by the request cache", registry=r)
         self.prompt_tokens = Counter("verirag_prompt_tokens_total", "Prompt tokens the model read", registry=r)
-        self.completion_tokens = Counter("verirag_completion_tokens_total", "Tokens the model generated",
-                                         registry=r)
+        self.completion_tokens = Counter("verirag_completion_tokens_total", "Tokens the model generated", registry=r)
 
     def queue(self, waiting: int, running: int) -> None:
         self.queue_depth.set(waiting)
@@ -46,8 +57,11 @@ class Telemetry:
 
     def result(self, route: str, result: dict[str, Any]) -> None:
         """Count a verdict and the model work behind it (an AskResult or VerifyResult as a dict)."""
-        verdict = "error" if result.get("error") and not result.get("faithful") else (
-            "supported" if result.get("faithful") else "unsupported")
+        verdict = (
+            "error"
+            if result.get("error") and not result.get("faithful")
+            else ("supported" if result.get("faithful") else "unsupported")
+        )
         self.verdicts.labels(route, verdict, result.get("action", "none")).inc()
         usage = result.get("usage") or {}
         self.model_calls.inc(usage.get("calls", 0))
@@ -58,8 +72,12 @@ class Telemetry:
 
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        line = {"ts": round(record.created, 3), "level": record.levelname.lower(), "logger": record.name,
-                "message": record.getMessage()}
+        line = {
+            "ts": round(record.created, 3),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
         line.update(getattr(record, "fields", {}))
         if record.exc_info:
             line["exception"] = self.formatException(record.exc_info)
@@ -89,8 +107,28 @@ def access_logger() -> logging.Logger:
     return log
 
 
-def log_access(log: logging.Logger, *, request_id: str, method: str, route: str, path: str, status: int,
-               started: float, client: str | None) -> None:
-    log.info("request", extra={"fields": {
-        "request_id": request_id, "method": method, "route": route, "path": path[:200], "status": status,
-        "duration_ms": round(1000 * (time.perf_counter() - started), 1), "client": client}})
+def log_access(
+    log: logging.Logger,
+    *,
+    request_id: str,
+    method: str,
+    route: str,
+    path: str,
+    status: int,
+    started: float,
+    client: str | None,
+) -> None:
+    log.info(
+        "request",
+        extra={
+            "fields": {
+                "request_id": request_id,
+                "method": method,
+                "route": route,
+                "path": path[:200],
+                "status": status,
+                "duration_ms": round(1000 * (time.perf_counter() - started), 1),
+                "client": client,
+            }
+        },
+    )

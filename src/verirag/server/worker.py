@@ -9,6 +9,7 @@ cancelled: a waiting job is skipped when its turn comes, a running one stops at 
 model call is not interrupted mid-way: llama.cpp offers no safe way to, so the worker stays busy
 until that call returns).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -62,9 +63,9 @@ class ModelWorker:
         self.queue_timeout = queue_timeout
         self.run_timeout = run_timeout
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="verirag-model")
-        self._admitted = 0    # waiting + running, counted on the event loop only
+        self._admitted = 0  # waiting + running, counted on the event loop only
         self._running = 0
-        self._seconds = 0.0   # an exponential mean of run time, for Retry-After
+        self._seconds = 0.0  # an exponential mean of run time, for Retry-After
         self.on_change: Callable[[int, int], None] = lambda waiting, running: None
 
     @property
@@ -89,7 +90,7 @@ class ModelWorker:
         loop = asyncio.get_running_loop()
         token = CancelToken(threading.Event())
         started = asyncio.Event()
-        gate = threading.Lock()   # a job either starts or is abandoned, never both
+        gate = threading.Lock()  # a job either starts or is abandoned, never both
         state = {"started": False, "abandoned": False}
         self._admitted += 1
         self._changed()
@@ -137,7 +138,7 @@ class ModelWorker:
                 await asyncio.wait_for(started.wait(), timeout=self.queue_timeout)
             except asyncio.TimeoutError:
                 if abandon():
-                    raise QueueTimeout(f"the request waited more than {self.queue_timeout:g} s for the model")
+                    raise QueueTimeout(f"the request waited more than {self.queue_timeout:g} s for the model") from None
                 await started.wait()  # it started as the wait ran out: it is a running job now
             # asyncio.wait, not wait_for: a TimeoutError the job itself raises is its own error
             done, _ = await asyncio.wait({future}, timeout=self.run_timeout)

@@ -18,6 +18,7 @@ computed but not yet written), so a killed run loses at most the pair in flight;
 is dropped from the file. A pair whose generation failed keeps its line with `label` null and the
 `error`: it is counted and reported, never silently dropped, and the next run tries it again.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -29,9 +30,9 @@ from typing import Any
 
 from verirag.awf.calibrag import generate_guidance, user_decision, verbal_confidence
 from verirag.errors import InputError
-from verirag.train.ground_truth import matches
 from verirag.metrics.abstention import is_abstention
 from verirag.prompts import load_prompt
+from verirag.train.ground_truth import matches
 from verirag.types import Example
 
 MODES = ("answer", "decision")
@@ -61,7 +62,7 @@ class LabelRecord:
     details: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "LabelRecord":
+    def from_dict(cls, d: dict[str, Any]) -> LabelRecord:
         return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
 
 
@@ -71,7 +72,7 @@ class LabelSet:
 
     records: list[LabelRecord]
     path: Path | None
-    computed: int = 0            # pairs labelled by this call (the rest were in the file)
+    computed: int = 0  # pairs labelled by this call (the rest were in the file)
     skipped: dict[str, int] = field(default_factory=dict)  # questions left out, by reason
     unreadable_lines: int = 0
 
@@ -89,18 +90,33 @@ class LabelSet:
         return sum(r.label for r in rs) / len(rs) if rs else float("nan")
 
     def summary(self) -> dict[str, Any]:
-        return {"pairs": len(self.records), "labelled": len(self.labelled), "failed": len(self.failed),
-                "questions": len({r.question_id for r in self.records}), "positive_share": self.balance(),
-                "top1_positive_share": self.balance(0), "computed": self.computed, "skipped": self.skipped,
-                "unreadable_lines": self.unreadable_lines}
+        return {
+            "pairs": len(self.records),
+            "labelled": len(self.labelled),
+            "failed": len(self.failed),
+            "questions": len({r.question_id for r in self.records}),
+            "positive_share": self.balance(),
+            "top1_positive_share": self.balance(0),
+            "computed": self.computed,
+            "skipped": self.skipped,
+            "unreadable_lines": self.unreadable_lines,
+        }
 
 
 def settings_digest(mode: str, llm, user_llm, match: str, judge_llm, max_tokens: int) -> str:
     """What changes a pair's label: models, mode, match rule and the prompts' wording."""
-    prompts = [load_prompt(n).user + load_prompt(n).system for n in
-               ("calibrag_guidance", "verbal_number", "calibrag_decision")]
-    parts = [mode, getattr(llm, "fingerprint", ""), getattr(user_llm, "fingerprint", "") if mode == "decision" else "",
-             match, getattr(judge_llm, "fingerprint", "") if match == "llm" else "", str(max_tokens), *prompts]
+    prompts = [
+        load_prompt(n).user + load_prompt(n).system for n in ("calibrag_guidance", "verbal_number", "calibrag_decision")
+    ]
+    parts = [
+        mode,
+        getattr(llm, "fingerprint", ""),
+        getattr(user_llm, "fingerprint", "") if mode == "decision" else "",
+        match,
+        getattr(judge_llm, "fingerprint", "") if match == "llm" else "",
+        str(max_tokens),
+        *prompts,
+    ]
     return hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:12]
 
 
@@ -126,10 +142,20 @@ def read_labels(path: str | Path) -> tuple[list[LabelRecord], int]:
     return records, bad
 
 
-def label_pairs(examples: Sequence[Example], index, llm, *, k: int = 20, mode: str = "answer",
-                user_llm=None, match: str = "recall_or_substring", judge_llm=None, max_tokens: int = 48,
-                out: str | Path | None = None,
-                progress: Callable[[int, int], None] | None = None) -> LabelSet:
+def label_pairs(
+    examples: Sequence[Example],
+    index,
+    llm,
+    *,
+    k: int = 20,
+    mode: str = "answer",
+    user_llm=None,
+    match: str = "recall_or_substring",
+    judge_llm=None,
+    max_tokens: int = 48,
+    out: str | Path | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> LabelSet:
     """Label the top-k documents of every example's question (see the module docstring).
 
     `index` is a `verirag.retrieval.Index`; `user_llm` (decision mode) defaults to `llm`;
@@ -147,6 +173,7 @@ def label_pairs(examples: Sequence[Example], index, llm, *, k: int = 20, mode: s
     judge = None
     if match == "llm":
         from verirag.metrics.judges import CorrectnessJudge
+
         judge = CorrectnessJudge(judge_llm)
     digest = settings_digest(mode, llm, user_llm, match, judge_llm, max_tokens)
     path = Path(out) if out is not None else None
@@ -176,13 +203,13 @@ def label_pairs(examples: Sequence[Example], index, llm, *, k: int = 20, mode: s
 
     records: list[LabelRecord] = []
     computed = 0
-    fh = open(path, "a", encoding="utf-8") if path else None
+    fh = open(path, "a", encoding="utf-8") if path else None  # noqa: SIM115
     if fh and path.stat().st_size and not path.read_bytes().endswith(b"\n"):
         fh.write("\n")  # a last line cut right after its closing brace
     try:
         for i, (ex, refs, hit) in enumerate(plan):
             key = f"{ex.id}|{hit.passage.id}|{_text_digest(hit.passage)}|{digest}"
-            if key in done:   # the label stands; rank and score are today's (the corpus may have grown)
+            if key in done:  # the label stands; rank and score are today's (the corpus may have grown)
                 records.append(replace(done[key], rank=hit.rank, retrieval_score=float(hit.score)))
             else:
                 rec = _label_one(ex, refs, hit, key, mode, llm, user_llm, match, judge, max_tokens)
@@ -199,13 +226,24 @@ def label_pairs(examples: Sequence[Example], index, llm, *, k: int = 20, mode: s
     return LabelSet(records, path, computed, skipped, bad)
 
 
-def _label_one(ex: Example, refs: list[str], hit, key: str, mode: str, llm, user_llm, match: str, judge,
-               max_tokens: int) -> LabelRecord:
+def _label_one(
+    ex: Example, refs: list[str], hit, key: str, mode: str, llm, user_llm, match: str, judge, max_tokens: int
+) -> LabelRecord:
     q = ex.question_with_history()
     p = hit.passage
-    rec = LabelRecord(key=key, question_id=ex.id, group=ex.group or ex.id, question=q, references=refs,
-                      doc_id=p.id, doc_title=p.title, doc_text=p.text, rank=hit.rank,
-                      retrieval_score=float(hit.score), mode=mode)
+    rec = LabelRecord(
+        key=key,
+        question_id=ex.id,
+        group=ex.group or ex.id,
+        question=q,
+        references=refs,
+        doc_id=p.id,
+        doc_title=p.title,
+        doc_text=p.text,
+        rank=hit.rank,
+        retrieval_score=float(hit.score),
+        mode=mode,
+    )
     if not p.text.strip():
         rec.error = "the document is empty"
         return rec

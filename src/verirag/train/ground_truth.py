@@ -16,6 +16,7 @@ Match rules (`verirag.metrics.qa`):
 Examples without references (e.g. NoMIRACL before references are generated): correct = answered
 (not an abstention) on an answerable example; the rule is recorded as "no_references".
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -70,7 +71,7 @@ class GroundTruth:
 
     def label(self, example: Example, answer: str) -> Truth:
         A = answerable(example)
-        gave_up = is_abstention(answer)   # empty included
+        gave_up = is_abstention(answer)  # empty included
         refs = [r for r in example.references if r.strip()]
         details: dict[str, Any] = {"match_rule": self.rule if refs else "no_references"}
         if gave_up:
@@ -83,5 +84,6 @@ class GroundTruth:
             correct = bool(v.verdict)
         else:
             correct = matches(answer, refs, self.rule)
-        return Truth(answerable=A, correct=int(correct), faithful=int(correct and A),
-                     abstained=int(gave_up), details=details)
+        return Truth(
+            answerable=A, correct=int(correct), faithful=int(correct and A), abstained=int(gave_up), details=details
+        )

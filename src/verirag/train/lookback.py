@@ -20,6 +20,7 @@ error and counted, never silently left out.
 
 Splits are by example group (twin HotpotQA examples stay together), 3:2 train:test as the paper.
 """
+
 from __future__ import annotations
 
 import json
@@ -76,8 +77,9 @@ class TrainResult:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
-def split_groups(samples: Sequence[LookbackSample], test_share: float = TEST_SHARE, seed: int = 0
-                 ) -> tuple[list[LookbackSample], list[LookbackSample]]:
+def split_groups(
+    samples: Sequence[LookbackSample], test_share: float = TEST_SHARE, seed: int = 0
+) -> tuple[list[LookbackSample], list[LookbackSample]]:
     """(train, test) with every group wholly on one side; about `test_share` of the groups test."""
     if not 0 < test_share < 1:
         raise InputError(f"the test share must lie in (0, 1), got {test_share}")
@@ -89,11 +91,13 @@ def usable(samples: Sequence[LookbackSample]) -> list[LookbackSample]:
     return [s for s in samples if s.ratios is not None and s.label is not None]
 
 
-def auroc_with_interval(clf: LookbackClassifier, samples: Sequence[LookbackSample], *,
-                        n_resamples: int = 1000, seed: int = 0) -> tuple[float, tuple[float, float]]:
+def auroc_with_interval(
+    clf: LookbackClassifier, samples: Sequence[LookbackSample], *, n_resamples: int = 1000, seed: int = 0
+) -> tuple[float, tuple[float, float]]:
     """Held-out AUROC and its 95% percentile bootstrap interval (resampling samples)."""
     from verirag.metrics.calibration import auroc
     from verirag.metrics.stats import bootstrap_ci
+
     samples = usable(samples)
     if not samples:
         return math.nan, (math.nan, math.nan)
@@ -105,10 +109,17 @@ def auroc_with_interval(clf: LookbackClassifier, samples: Sequence[LookbackSampl
     return float(auroc(p, y)), (ci.low, ci.high)
 
 
-def train_lookback(samples: Sequence[LookbackSample], *, variant: str = "cw", k: int = 10,
-                   test_share: float = TEST_SHARE, seed: int = 0) -> TrainResult:
+def train_lookback(
+    samples: Sequence[LookbackSample],
+    *,
+    variant: str = "cw",
+    k: int = 10,
+    test_share: float = TEST_SHARE,
+    seed: int = 0,
+) -> TrainResult:
     """Fit on the training groups, report AUROC on them and on the held-out groups."""
     from verirag.metrics.calibration import auroc
+
     train, test = split_groups(usable(samples), test_share, seed)
     if not train:
         raise InputError("no sample with features and a label to train on")
@@ -118,8 +129,9 @@ def train_lookback(samples: Sequence[LookbackSample], *, variant: str = "cw", k:
     return TrainResult(clf, train_auc, test_auc, interval, len(train), len(test))
 
 
-def cross_dataset_auroc(samples: Sequence[LookbackSample], *, variant: str, k: int = 10,
-                        test_share: float = TEST_SHARE, seed: int = 0) -> dict[str, dict[str, float]]:
+def cross_dataset_auroc(
+    samples: Sequence[LookbackSample], *, variant: str, k: int = 10, test_share: float = TEST_SHARE, seed: int = 0
+) -> dict[str, dict[str, float]]:
     """{train dataset: {test dataset: held-out AUROC}}: fit on one dataset's training groups,
     test on every dataset's test groups (the diagonal is the in-dataset held-out AUROC)."""
     by_ds: dict[str, tuple[list, list]] = {}
@@ -130,7 +142,7 @@ def cross_dataset_auroc(samples: Sequence[LookbackSample], *, variant: str, k: i
         row: dict[str, float] = {}
         labels = {s.label for s in train}
         if len(labels) < 2:
-            out[src] = {dst: math.nan for dst in by_ds}
+            out[src] = dict.fromkeys(by_ds, math.nan)
             continue
         clf = LookbackClassifier(variant, k).fit([s.ratios for s in train], [s.label for s in train])
         for dst, (_, test) in by_ds.items():
@@ -139,35 +151,52 @@ def cross_dataset_auroc(samples: Sequence[LookbackSample], *, variant: str, k: i
     return out
 
 
-def cross_dataset_cells(samples: Sequence[LookbackSample], *, k: int = 10, test_share: float = TEST_SHARE,
-                        seed: int = 0, n_resamples: int = 1000) -> list[dict[str, Any]]:
+def cross_dataset_cells(
+    samples: Sequence[LookbackSample],
+    *,
+    k: int = 10,
+    test_share: float = TEST_SHARE,
+    seed: int = 0,
+    n_resamples: int = 1000,
+) -> list[dict[str, Any]]:
     """Figure 6 with intervals: per (train dataset, test dataset), the held-out AUROC of the CW and
     the FC classifier with 95% bootstrap intervals over the test answers' question groups, and
     FC - CW paired (one resample scores both), so "FC beats CW" can be told from noise.
     `cross_dataset_auroc`'s grids are these cells' point values."""
     from verirag.metrics.calibration import auroc
     from verirag.metrics.stats import group_bootstrap_intervals
-    by_ds = {ds: split_groups(usable([s for s in samples if s.dataset == ds]), test_share, seed)
-             for ds in sorted({s.dataset for s in samples})}
+
+    by_ds = {
+        ds: split_groups(usable([s for s in samples if s.dataset == ds]), test_share, seed)
+        for ds in sorted({s.dataset for s in samples})
+    }
     fitted = {}
     for src, (train, _) in by_ds.items():
         if len({s.label for s in train}) == 2:
-            fitted[src] = {v: LookbackClassifier(v, k).fit([s.ratios for s in train], [s.label for s in train])
-                           for v in ("cw", "fc")}
+            fitted[src] = {
+                v: LookbackClassifier(v, k).fit([s.ratios for s in train], [s.label for s in train])
+                for v in ("cw", "fc")
+            }
     cells = []
     for src, (train, _) in by_ds.items():
         for dst, (_, test) in by_ds.items():
             y = np.asarray([s.label for s in test], dtype=int)
-            cell: dict[str, Any] = {"train": src, "test": dst, "n_train": len(train), "n_test": len(test),
-                                    "test_positives": int(y.sum())}
+            cell: dict[str, Any] = {
+                "train": src,
+                "test": dst,
+                "n_train": len(train),
+                "n_test": len(test),
+                "test_positives": int(y.sum()),
+            }
             cells.append(cell)
             if src not in fitted or len(set(y.tolist())) < 2:
                 continue
             p = {v: np.asarray(fitted[src][v].predict_proba([s.ratios for s in test])) for v in ("cw", "fc")}
 
             def statistic(ix: np.ndarray) -> dict[str, np.ndarray]:
-                cw, fc = auroc(p["cw"][ix], y[ix]), auroc(p["fc"][ix], y[ix])
+                cw, fc = auroc(p["cw"][ix], y[ix]), auroc(p["fc"][ix], y[ix])  # noqa: B023
                 return {"cw": cw, "fc": fc, "fc_minus_cw": np.asarray(fc) - np.asarray(cw)}
+
             # resampling whole question groups: one question's answers under several retrievers
             # are not independent (and one resample scores both classifiers: FC - CW is paired)
             res = group_bootstrap_intervals(statistic, [s.group for s in test], n_resamples=n_resamples, seed=seed)
@@ -188,11 +217,19 @@ def _run_config(run_dir: Path) -> dict[str, Any]:
         raise InputError(f"{path} is not readable JSON: {e}") from None
 
 
-def collect_samples(run_dir: str | Path, run_records: Sequence[Any], *, method: str = "vanilla", model: str | None = None,
-                    attention_model: str | None = None, label: str = "faithful",
-                    judge_model: str | None = None, datasets: Sequence[str] | None = None,
-                    n_ctx: int = 4096, on_sample: Callable[[LookbackSample], None] | None = None
-                    ) -> Samples:
+def collect_samples(
+    run_dir: str | Path,
+    run_records: Sequence[Any],
+    *,
+    method: str = "vanilla",
+    model: str | None = None,
+    attention_model: str | None = None,
+    label: str = "faithful",
+    judge_model: str | None = None,
+    datasets: Sequence[str] | None = None,
+    n_ctx: int = 4096,
+    on_sample: Callable[[LookbackSample], None] | None = None,
+) -> Samples:
     """One LookbackSample per record of `method` (its generator answers) among the run's records
     (`run_records`, the run directory's ResultStore)."""
     from verirag.awf.compose import ComposedMethod, build_method
@@ -204,12 +241,18 @@ def collect_samples(run_dir: str | Path, run_records: Sequence[Any], *, method: 
         raise InputError(f"label must be one of {', '.join(LABELS)}, got {label!r}")
     run_dir = Path(run_dir)
     cfg = _run_config(run_dir)
-    records = [r for r in run_records if r.method == method
-               and (model is None or r.model == model) and (not datasets or r.dataset in datasets)]
+    records = [
+        r
+        for r in run_records
+        if r.method == method and (model is None or r.model == model) and (not datasets or r.dataset in datasets)
+    ]
     if not records:
         known = sorted({r.method for r in run_records})
-        raise InputError(f"{run_dir} has no records of method {method!r}"
-                         + (f" and model {model!r}" if model else "") + f"; it has: {', '.join(known) or 'none'}")
+        raise InputError(
+            f"{run_dir} has no records of method {method!r}"
+            + (f" and model {model!r}" if model else "")
+            + f"; it has: {', '.join(known) or 'none'}"
+        )
     models = sorted({r.model for r in records})
     if len(models) > 1:
         raise InputError(f"method {method!r} ran with several models ({', '.join(models)}): pick one with --model")
@@ -217,8 +260,10 @@ def collect_samples(run_dir: str | Path, run_records: Sequence[Any], *, method: 
     spec = records[0].method_spec
     built = build_method(MethodSpec(spec["name"], spec.get("options") or {}, spec.get("label", "")), llm)
     if not isinstance(built, ComposedMethod):
-        raise InputError(f"{method!r} is a unified method; the lookback classifier reads a generator's "
-                         "answer: train on a generator (e.g. vanilla) or GENERATOR+PREDICTOR")
+        raise InputError(
+            f"{method!r} is a unified method; the lookback classifier reads a generator's "
+            "answer: train on a generator (e.g. vanilla) or GENERATOR+PREDICTOR"
+        )
     generator = built.generator
     att_spec = attention_model or f"hf:{models[0]}"
     att = load_llm(att_spec, n_ctx=n_ctx)
@@ -226,20 +271,23 @@ def collect_samples(run_dir: str | Path, run_records: Sequence[Any], *, method: 
     judge = None
     if label == "judge":
         from verirag.metrics.judges import FaithfulnessJudge
+
         judge = FaithfulnessJudge(load_llm(judge_model or models[0], n_ctx=n_ctx), mode="logprobs")
 
     examples: dict[tuple[str, str], Any] = {}
     for d in cfg.get("datasets", []):
         if d["name"] in {r.dataset for r in records}:
-            for ex in load_dataset(d["name"], d.get("path"), n=d.get("n"), seed=d.get("seed", 0),
-                                   **(d.get("options") or {})):
+            for ex in load_dataset(
+                d["name"], d.get("path"), n=d.get("n"), seed=d.get("seed", 0), **(d.get("options") or {})
+            ):
                 examples[(d["name"], ex.id)] = ex
     samples = []
     for r in records:
         ex = examples.get((r.dataset, r.example_id))
         if ex is None:
-            s = LookbackSample(r.dataset, r.example_id, r.group, None, None,
-                               error="the example is not in the run's dataset any more")
+            s = LookbackSample(
+                r.dataset, r.example_id, r.group, None, None, error="the example is not in the run's dataset any more"
+            )
         else:
             s = _sample(r, ex, generator, att, label, judge)
         samples.append(s)
@@ -251,6 +299,7 @@ def collect_samples(run_dir: str | Path, run_records: Sequence[Any], *, method: 
 def _sample(r, ex, generator, att, label, judge) -> LookbackSample:
     from verirag.awf.predictors.lookback import reply_ratios
     from verirag.awf.trace import Trace
+
     s = LookbackSample(r.dataset, r.example_id, r.group, None, None)
     try:
         ans = Trace(ex.question_with_history(), ex.passages).answer(generator)

@@ -20,6 +20,7 @@ Intervals: 95% percentile bootstrap over question groups (`group_bootstrap_inter
 column scored on the same resamples, so `stacked - X` is paired. The saved stack is then fitted on
 every answer.
 """
+
 from __future__ import annotations
 
 import math
@@ -44,19 +45,21 @@ METRICS = ("auroc", "pr_auc")
 class StackResult:
     stack: StackedVerifier
     report: dict[str, Any]
-    out_of_fold: dict[str, np.ndarray] = field(default_factory=dict)   # model -> P(faithful) per answer
+    out_of_fold: dict[str, np.ndarray] = field(default_factory=dict)  # model -> P(faithful) per answer
 
     @property
     def provenance(self) -> dict[str, Any]:
         return {"cv": self.report}
 
 
-def out_of_fold(table: StackTable, *, folds: int = 5, seed: int = 0, C: float = 1.0,
-                impute: bool = False) -> tuple[dict[str, np.ndarray], list[tuple[np.ndarray, np.ndarray]]]:
+def out_of_fold(
+    table: StackTable, *, folds: int = 5, seed: int = 0, C: float = 1.0, impute: bool = False
+) -> tuple[dict[str, np.ndarray], list[tuple[np.ndarray, np.ndarray]]]:
     """({"stacked": p, "gradient_boosting": p}, the folds): every answer's probability from models
     fitted on the other folds' question groups."""
     from sklearn.ensemble import HistGradientBoostingClassifier
     from threadpoolctl import threadpool_limits
+
     n = len(table.y)
     try:
         splits = kfold_indices(n, folds, groups=table.groups, seed=seed)
@@ -65,18 +68,21 @@ def out_of_fold(table: StackTable, *, folds: int = 5, seed: int = 0, C: float = 
     p = {STACKED: np.full(n, math.nan), BOOSTED: np.full(n, math.nan)}
     for k, (train, test) in enumerate(splits):
         if len(set(table.y[train].tolist())) < 2:
-            raise InputError(f"fold {k + 1}'s training answers are all of one label: too few answers of the "
-                             "other kind for cross-validation (use fewer --folds, or a larger run)")
+            raise InputError(
+                f"fold {k + 1}'s training answers are all of one label: too few answers of the "
+                "other kind for cross-validation (use fewer --folds, or a larger run)"
+            )
         lr = StackedVerifier(table.features, C=C, impute=impute).fit(table.X[train], table.y[train])
         p[STACKED][test] = lr.predict_proba(table.X[test])
-        with threadpool_limits(1):   # a stack's table is small: one thread is faster, and the machine is shared
+        with threadpool_limits(1):  # a stack's table is small: one thread is faster, and the machine is shared
             gb = HistGradientBoostingClassifier(random_state=seed).fit(table.X[train], table.y[train])
             p[BOOSTED][test] = gb.predict_proba(table.X[test])[:, 1]
     return p, splits
 
 
-def compare(table: StackTable, predictions: dict[str, np.ndarray], *, n_resamples: int = 2000,
-            seed: int = 0) -> dict[str, dict[str, Any]]:
+def compare(
+    table: StackTable, predictions: dict[str, np.ndarray], *, n_resamples: int = 2000, seed: int = 0
+) -> dict[str, dict[str, Any]]:
     """{column: {metric: value, metric_low, metric_high, gain_<metric> (stacked - column, paired),
     gain_<metric>_low, ...}} for the stacked predictions, the alternatives and each feature alone."""
     columns: dict[str, np.ndarray] = dict(predictions)
@@ -104,26 +110,44 @@ def compare(table: StackTable, predictions: dict[str, np.ndarray], *, n_resample
     return rows
 
 
-def train_stack(table: StackTable, *, folds: int = 5, seed: int = 0, C: float = 1.0, impute: bool = False,
-                n_resamples: int = 2000) -> StackResult:
+def train_stack(
+    table: StackTable, *, folds: int = 5, seed: int = 0, C: float = 1.0, impute: bool = False, n_resamples: int = 2000
+) -> StackResult:
     """Cross-validate (module docstring), then fit the stack on every answer."""
     predictions, splits = out_of_fold(table, folds=folds, seed=seed, C=C, impute=impute)
     rows = compare(table, predictions, n_resamples=n_resamples, seed=seed)
     boosted = rows[BOOSTED]
-    boosted_better = boosted.get("gain_auroc_high", math.nan) < 0   # stacked - boosted, entirely below 0
-    stack = StackedVerifier(table.features, C=C, impute=impute, sources=table.sources,
-                            fingerprints={"model": table.model_fingerprint, "data": table.data_fingerprint})
+    boosted_better = boosted.get("gain_auroc_high", math.nan) < 0  # stacked - boosted, entirely below 0
+    stack = StackedVerifier(
+        table.features,
+        C=C,
+        impute=impute,
+        sources=table.sources,
+        fingerprints={"model": table.model_fingerprint, "data": table.data_fingerprint},
+    )
     stack.fit(table.X, table.y)
     report = {
-        "label": table.label, "answers": int(len(table.y)), "groups": len(set(table.groups)),
-        "positives": int(table.y.sum()), "answerable": int(table.answerable.sum()), "folds": len(splits), "seed": seed, "C": C,
-        "features": list(table.features), "weights": stack.weights(), "imputed": dict(table.missing),
-        "predictor_errors": dict(table.errors), "absent": dict(table.absent), "ignored_methods": dict(table.ignored),
-        "model": table.model, "pr_auc_random": random_pr_auc(int(table.y.sum()), int(((table.answerable > 0) |
-                                                                                      (table.y > 0)).sum()),
-                                                             len(table.y)),
+        "label": table.label,
+        "answers": len(table.y),
+        "groups": len(set(table.groups)),
+        "positives": int(table.y.sum()),
+        "answerable": int(table.answerable.sum()),
+        "folds": len(splits),
+        "seed": seed,
+        "C": C,
+        "features": list(table.features),
+        "weights": stack.weights(),
+        "imputed": dict(table.missing),
+        "predictor_errors": dict(table.errors),
+        "absent": dict(table.absent),
+        "ignored_methods": dict(table.ignored),
+        "model": table.model,
+        "pr_auc_random": random_pr_auc(
+            int(table.y.sum()), int(((table.answerable > 0) | (table.y > 0)).sum()), len(table.y)
+        ),
         "bootstrap": {"resamples": n_resamples, "over": "question groups", "confidence": 0.95},
-        "rows": rows, "saved_model": "logistic regression",
+        "rows": rows,
+        "saved_model": "logistic regression",
         "gradient_boosting_better": bool(boosted_better),
     }
     return StackResult(stack, report, predictions)

@@ -22,6 +22,7 @@ The label is the record's `faithful` (the AwF V: correct and answerable; default
 holds out whole groups). Records of unified methods (intrinsic, ...) judge answers of their own and
 are listed in `ignored`, not read.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -54,27 +55,27 @@ class Answer:
     label: int
     answerable: int
     values: dict[str, float] = field(default_factory=dict)
-    missing: dict[str, str] = field(default_factory=dict)     # signal -> why the record has no value
-    methods: dict[str, str] = field(default_factory=dict)     # predictor column -> method label
-    errors: dict[str, str] = field(default_factory=dict)      # predictor column -> its error (scored 0)
+    missing: dict[str, str] = field(default_factory=dict)  # signal -> why the record has no value
+    methods: dict[str, str] = field(default_factory=dict)  # predictor column -> method label
+    errors: dict[str, str] = field(default_factory=dict)  # predictor column -> its error (scored 0)
 
 
 @dataclass
 class StackTable:
     features: list[str]
-    X: np.ndarray                 # (answers, features), NaN where a value is missing (imputed later)
-    y: np.ndarray                 # the label
+    X: np.ndarray  # (answers, features), NaN where a value is missing (imputed later)
+    y: np.ndarray  # the label
     answerable: np.ndarray
     groups: list[str]
     keys: list[str]
     label: str
-    sources: dict[str, dict[str, Any]]        # predictor column -> {predictor, options, method, digest}
-    model: str                                 # the run's model (spec) and its fingerprint
+    sources: dict[str, dict[str, Any]]  # predictor column -> {predictor, options, method, digest}
+    model: str  # the run's model (spec) and its fingerprint
     model_fingerprint: str
-    absent: dict[str, str] = field(default_factory=dict)     # a signal no answer has -> why
-    missing: dict[str, int] = field(default_factory=dict)    # feature -> answers without it (imputed)
-    errors: dict[str, int] = field(default_factory=dict)     # predictor column -> answers it failed on
-    ignored: dict[str, int] = field(default_factory=dict)    # method label -> records not read
+    absent: dict[str, str] = field(default_factory=dict)  # a signal no answer has -> why
+    missing: dict[str, int] = field(default_factory=dict)  # feature -> answers without it (imputed)
+    errors: dict[str, int] = field(default_factory=dict)  # predictor column -> answers it failed on
+    ignored: dict[str, int] = field(default_factory=dict)  # method label -> records not read
 
     @property
     def data_fingerprint(self) -> str:
@@ -104,16 +105,24 @@ def _answers(records: Sequence[Any], label: str) -> tuple[dict[str, Answer], dic
         if "generator" not in d or "predictor" not in d:
             ignored[r.method] += 1
             continue
-        gen = d.get("generation") or f"generator:{d['generator']}"   # runs before answers named their generation
+        gen = d.get("generation") or f"generator:{d['generator']}"  # runs before answers named their generation
         key = f"{r.dataset}|{r.model}|{r.example_id}|{gen}"
         a = answers.get(key)
         if a is None:
-            a = answers[key] = Answer(key=key, dataset=r.dataset, example_id=r.example_id,
-                                      group=f"{r.dataset}:{r.group or r.example_id}", text=r.answer or "",
-                                      label=int(getattr(r, label)), answerable=int(r.answerable))
+            a = answers[key] = Answer(
+                key=key,
+                dataset=r.dataset,
+                example_id=r.example_id,
+                group=f"{r.dataset}:{r.group or r.example_id}",
+                text=r.answer or "",
+                label=int(getattr(r, label)),
+                answerable=int(r.answerable),
+            )
         elif (r.answer or "") != a.text:
-            raise InputError(f"records of one generation disagree on the answer ({key}: {r.method} says "
-                             f"{r.answer!r}, another method {a.text!r}): the run mixes set-ups")
+            raise InputError(
+                f"records of one generation disagree on the answer ({key}: {r.method} says "
+                f"{r.answer!r}, another method {a.text!r}): the run mixes set-ups"
+            )
         fingerprints.add((r.model, d.get("model_fingerprint") or ""))
         signals = d.get("signals") or {}
         for name, v in (signals.get("values") or {}).items():
@@ -123,29 +132,46 @@ def _answers(records: Sequence[Any], label: str) -> tuple[dict[str, Answer], dic
         pred = d["predictor"]
         if pred in CONSTANT_PREDICTORS:
             continue
-        if pred in SIGNALS:   # k_precision: the same quantity as the signal (which older records lack)
+        if pred in SIGNALS:  # k_precision: the same quantity as the signal (which older records lack)
             if not r.error:
                 a.values.setdefault(pred, float(r.score))
             continue
         if pred in a.methods and a.methods[pred] != r.method:
-            raise InputError(f"two methods score the same answers with predictor {pred} ({a.methods[pred]} and "
-                             f"{r.method}): keep one with --methods")
+            raise InputError(
+                f"two methods score the same answers with predictor {pred} ({a.methods[pred]} and "
+                f"{r.method}): keep one with --methods"
+            )
         a.methods[pred] = r.method
         a.values[pred] = 0.0 if r.error else float(r.score)
         if r.error:
             a.errors[pred] = r.error
-        source = sources.setdefault(pred, {"predictor": pred, "options": _predictor_options(r.method_spec or {}),
-                                           "method": r.method, "digest": d.get("predictor_digest", "")})
+        source = sources.setdefault(
+            pred,
+            {
+                "predictor": pred,
+                "options": _predictor_options(r.method_spec or {}),
+                "method": r.method,
+                "digest": d.get("predictor_digest", ""),
+            },
+        )
         if d.get("predictor_digest", "") != source["digest"]:
-            raise InputError(f"the {pred} scores come from two different predictors (identities {source['digest']!r} "
-                             f"and {d.get('predictor_digest', '')!r}, e.g. a verifier retrained between runs): "
-                             "stack the records of one set-up")
+            raise InputError(
+                f"the {pred} scores come from two different predictors (identities {source['digest']!r} "
+                f"and {d.get('predictor_digest', '')!r}, e.g. a verifier retrained between runs): "
+                "stack the records of one set-up"
+            )
     return answers, sources, dict(ignored), fingerprints
 
 
-def feature_table(records: Sequence[Any], *, methods: Sequence[str] | None = None,
-                  features: Sequence[str] | None = None, label: str = "faithful", impute: bool = False,
-                  model: str | None = None) -> StackTable:
+def feature_table(
+    records: Sequence[Any],
+    *,
+    methods: Sequence[str] | None = None,
+    features: Sequence[str] | None = None,
+    label: str = "faithful",
+    impute: bool = False,
+    model: str | None = None,
+) -> StackTable:
     """The table of the run's `records` (its ResultRecords), of the `methods` labels only when
     given, of one model (`model`, needed when the run has several). See the module docstring."""
     if label not in LABELS:
@@ -163,25 +189,37 @@ def feature_table(records: Sequence[Any], *, methods: Sequence[str] | None = Non
             raise InputError(f"the run has no records of model {model!r}; it has: {', '.join(models) or 'none'}")
         records = [r for r in records if r.model == model]
     elif len(models) > 1:
-        raise InputError(f"the run holds answers of several models ({', '.join(models)}): a stack combines one "
-                         "model's signals; choose it with --model")
+        raise InputError(
+            f"the run holds answers of several models ({', '.join(models)}): a stack combines one "
+            "model's signals; choose it with --model"
+        )
     answers, sources, ignored, fingerprints = _answers(records, label)
     if not answers:
-        raise InputError("the run holds no answers of a GENERATOR+PREDICTOR method (e.g. vanilla+self_check, "
-                         "vanilla+verifier(verifier=DIR)): nothing to stack"
-                         + (f"; records not read: {', '.join(ignored)}" if ignored else ""))
+        raise InputError(
+            "the run holds no answers of a GENERATOR+PREDICTOR method (e.g. vanilla+self_check, "
+            "vanilla+verifier(verifier=DIR)): nothing to stack"
+            + (f"; records not read: {', '.join(ignored)}" if ignored else "")
+        )
     rows = list(answers.values())
     present_signals = [s for s in SIGNALS if any(s in a.values for a in rows)]
     predictor_columns = sorted(sources)
     available = predictor_columns + present_signals
-    absent = {s: Counter(a.missing.get(s, "not recorded (a run made before answers carried signals)")
-                         for a in rows).most_common(1)[0][0] for s in SIGNALS if s not in present_signals}
+    absent = {
+        s: Counter(
+            a.missing.get(s, "not recorded (a run made before answers carried signals)") for a in rows
+        ).most_common(1)[0][0]
+        for s in SIGNALS
+        if s not in present_signals
+    }
     if features:
         unknown = [f for f in features if f not in available]
         if unknown:
             why = "; ".join(f"{f}: {absent[f]}" for f in unknown if f in absent)
-            raise InputError(f"feature(s) {', '.join(unknown)} are not in this run"
-                             + (f" ({why})" if why else "") + f"; it has: {', '.join(available)}")
+            raise InputError(
+                f"feature(s) {', '.join(unknown)} are not in this run"
+                + (f" ({why})" if why else "")
+                + f"; it has: {', '.join(available)}"
+            )
         chosen = list(dict.fromkeys(features))
     else:
         chosen = available
@@ -192,19 +230,33 @@ def feature_table(records: Sequence[Any], *, methods: Sequence[str] | None = Non
     if missing and not impute:
         f = next(iter(missing))
         first = next(a for a in rows if f not in a.values)
-        why = first.missing.get(f) or (f"no record of a method with predictor {f} on this answer"
-                                       if f in sources else "not recorded")
-        raise InputError(f"feature {f} is missing for {missing[f]} of {len(rows)} answers (first: {first.key}: {why})"
-                         + ("; also missing: " + ", ".join(f"{g} ({n})" for g, n in missing.items() if g != f)
-                            if len(missing) > 1 else "")
-                         + ". Leave it out with --features, or pass --impute to fill missing values with the "
-                         "training mean (counted in the report)")
+        why = first.missing.get(f) or (
+            f"no record of a method with predictor {f} on this answer" if f in sources else "not recorded"
+        )
+        raise InputError(
+            f"feature {f} is missing for {missing[f]} of {len(rows)} answers (first: {first.key}: {why})"
+            + (
+                "; also missing: " + ", ".join(f"{g} ({n})" for g, n in missing.items() if g != f)
+                if len(missing) > 1
+                else ""
+            )
+            + ". Leave it out with --features, or pass --impute to fill missing values with the "
+            "training mean (counted in the report)"
+        )
     fps = {fp for _, fp in fingerprints}
     return StackTable(
-        features=chosen, X=X, y=np.array([a.label for a in rows], dtype=np.int64),
-        answerable=np.array([a.answerable for a in rows], dtype=np.int64), groups=[a.group for a in rows],
-        keys=[a.key for a in rows], label=label, sources={f: sources[f] for f in chosen if f in sources},
-        model=models[0] if model is None else model, model_fingerprint=fps.pop() if len(fps) == 1 else "",
-        absent=absent, missing=missing,
+        features=chosen,
+        X=X,
+        y=np.array([a.label for a in rows], dtype=np.int64),
+        answerable=np.array([a.answerable for a in rows], dtype=np.int64),
+        groups=[a.group for a in rows],
+        keys=[a.key for a in rows],
+        label=label,
+        sources={f: sources[f] for f in chosen if f in sources},
+        model=models[0] if model is None else model,
+        model_fingerprint=fps.pop() if len(fps) == 1 else "",
+        absent=absent,
+        missing=missing,
         errors={f: sum(f in a.errors for a in rows) for f in chosen if any(f in a.errors for a in rows)},
-        ignored=ignored)
+        ignored=ignored,
+    )

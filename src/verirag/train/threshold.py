@@ -4,6 +4,7 @@
 The labels are the records' `faithful` (V): a target precision then means "of the answers we let
 through, at least P are correct and supported". Records with an error stay in, with their score 0.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -14,23 +15,35 @@ from verirag.errors import InputError
 from verirag.learned.threshold import ThresholdController
 
 
-def fit_threshold(records: Sequence, *, model: str, method: str, dataset: str | None = None,
-                  target: ThresholdController, run: str = "") -> ThresholdController:
+def fit_threshold(
+    records: Sequence,
+    *,
+    model: str,
+    method: str,
+    dataset: str | None = None,
+    target: ThresholdController,
+    run: str = "",
+) -> ThresholdController:
     """Fit `target` (fitted in place) on the records (a run's ResultRecords) of (model, method[,
     dataset]), and record what it was fitted for: fingerprints model, method, the records'
     method_digest and dataset; provenance the method's options (defaults included) and `run`. A
     target that cannot be certified gives `certified_` False and no threshold: every answer acts."""
-    records = [r for r in records
-               if r.model == model and r.method == method and (dataset is None or r.dataset == dataset)]
+    records = [
+        r for r in records if r.model == model and r.method == method and (dataset is None or r.dataset == dataset)
+    ]
     if not records:
-        raise InputError(f"no records for model {model!r}, method {method!r}"
-                         + (f", dataset {dataset!r}" if dataset else "") + (f" in {run}" if run else ""))
+        raise InputError(
+            f"no records for model {model!r}, method {method!r}"
+            + (f", dataset {dataset!r}" if dataset else "")
+            + (f" in {run}" if run else "")
+        )
     scores = np.array([0.0 if r.error else r.score for r in records])
     labels = np.array([r.faithful for r in records])
     target.fit(scores, labels)
     digests = {r.method_digest for r in records}
-    target.fingerprints.update(model=model, method=method, dataset=dataset or "*",
-                               method_digest=digests.pop() if len(digests) == 1 else "")
-    spec = records[0].method_spec   # resolved_options: every option, defaults included (older runs: those given)
+    target.fingerprints.update(
+        model=model, method=method, dataset=dataset or "*", method_digest=digests.pop() if len(digests) == 1 else ""
+    )
+    spec = records[0].method_spec  # resolved_options: every option, defaults included (older runs: those given)
     target.provenance.update(run=run, method_options=spec.get("resolved_options") or spec.get("options") or {})
     return target

@@ -6,6 +6,7 @@ of its passages labelled relevant (NQ-pool: the gold passage; HotpotQA: the gold
 retrieved chunk comes from the right source when its title (or, failing that, its source) is one of
 them. Questions without a known source or reference are skipped and counted, never guessed.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -37,23 +38,34 @@ def chunk_source(p: Passage) -> str:
 class TrustCalibration:
     filter: ConformalTrustFilter
     s_thres: float
-    skipped: dict[str, int] = field(default_factory=dict)   # reason -> questions
+    skipped: dict[str, int] = field(default_factory=dict)  # reason -> questions
     warning: str | None = None
-    scores: list[list[float]] = field(default_factory=list)   # per question, what it was fitted on
+    scores: list[list[float]] = field(default_factory=list)  # per question, what it was fitted on
     labels: list[np.ndarray] = field(default_factory=list)
 
     def refit(self, alpha: float) -> ConformalTrustFilter:
         """The same calibration data at another error rate (Figure 4's sweep)."""
         f = self.filter
         return ConformalTrustFilter(alpha=alpha, beta=f.beta, fingerprints=f.fingerprints).fit(
-            self.scores, self.labels, k=f.k_)
+            self.scores, self.labels, k=f.k_
+        )
 
     def summary(self) -> dict[str, Any]:
         f = self.filter
-        return {"alpha": f.alpha, "beta": f.beta, "retriever": f.fingerprints.get("retriever"), "k": f.k_, "q_hat": f.q_hat_,
-                "threshold": f.threshold_, "n_questions": f.n_questions_, "n_correct_chunks": f.n_correct_,
-                "s_thres": self.s_thres, **{f"calibration_{k}": v for k, v in f.calibration_.to_dict().items()},
-                "skipped": dict(self.skipped), "warning": self.warning}
+        return {
+            "alpha": f.alpha,
+            "beta": f.beta,
+            "retriever": f.fingerprints.get("retriever"),
+            "k": f.k_,
+            "q_hat": f.q_hat_,
+            "threshold": f.threshold_,
+            "n_questions": f.n_questions_,
+            "n_correct_chunks": f.n_correct_,
+            "s_thres": self.s_thres,
+            **{f"calibration_{k}": v for k, v in f.calibration_.to_dict().items()},
+            "skipped": dict(self.skipped),
+            "warning": self.warning,
+        }
 
 
 @dataclass
@@ -75,8 +87,7 @@ class HeldOut:
         return self.high >= 1.0 - alpha
 
 
-def split_holdout(examples: Sequence[Example], share: float, seed: int = 0
-                  ) -> tuple[list[Example], list[Example]]:
+def split_holdout(examples: Sequence[Example], share: float, seed: int = 0) -> tuple[list[Example], list[Example]]:
     """(calibration, held out): about `share` of the example groups held out, each group whole
     (HotpotQA's twin examples stay together)."""
     if not 0.0 <= share < 1.0:
@@ -104,10 +115,11 @@ def _prepare(examples: Sequence[Example], index, k: int):
     return skipped, hits, chunks, refs, sources
 
 
-def held_out_check(cal: "TrustCalibration", examples: Sequence[Example], index) -> HeldOut:
+def held_out_check(cal: TrustCalibration, examples: Sequence[Example], index) -> HeldOut:
     """Evaluate a fitted filter on other questions, labelling their chunks with the calibration's
     s_thres (not one re-estimated on them)."""
     from scipy.stats import beta as beta_dist
+
     f = cal.filter
     _, hits, chunks, refs, sources = _prepare(examples, index, f.k_)
     if not hits:
@@ -122,21 +134,24 @@ def held_out_check(cal: "TrustCalibration", examples: Sequence[Example], index) 
     x, n = correct_trusted, n_correct
     low = float(beta_dist.ppf(0.025, x, n - x + 1)) if x > 0 else 0.0
     high = float(beta_dist.ppf(0.975, x + 1, n - x)) if x < n else 1.0
-    return HeldOut(x / n if n else float("nan"), low, high, n, cov.m1, cov.m1_se, cov.m2, cov.m2_se,
-                   cov.n_questions)
+    return HeldOut(x / n if n else float("nan"), low, high, n, cov.m1, cov.m1_se, cov.m2, cov.m2_se, cov.n_questions)
 
 
-def calibrate_retrieval(examples: Sequence[Example], index, *, k: int = 10, alpha: float = 0.1,
-                        beta: float = 0.0) -> TrustCalibration:
+def calibrate_retrieval(
+    examples: Sequence[Example], index, *, k: int = 10, alpha: float = 0.1, beta: float = 0.0
+) -> TrustCalibration:
     """Retrieve the top `k` for each question from `index`, label the chunks (paper eq. 1) and fit."""
     if k < 1:
         raise InputError(f"k must be at least 1, got {k}")
     skipped, hits, chunks, refs, sources = _prepare(examples, index, k)
     if not hits:
-        raise InputError("no question with both a reference answer and its source: nothing to calibrate on "
-                         f"(skipped: {skipped})")
+        raise InputError(
+            f"no question with both a reference answer and its source: nothing to calibrate on (skipped: {skipped})"
+        )
     labels, s_thres = label_chunks(chunks, refs, sources, beta)
-    f = ConformalTrustFilter(alpha=alpha, beta=beta, fingerprints={"retriever": index.kind, "corpus": index.fingerprint})
+    f = ConformalTrustFilter(
+        alpha=alpha, beta=beta, fingerprints={"retriever": index.kind, "corpus": index.fingerprint}
+    )
     scores = [[h.score for h in hs] for hs in hits]
     f.fit(scores, labels, k=k)
     return TrustCalibration(f, s_thres, skipped, f.diagnose(), scores, list(labels))

@@ -14,6 +14,7 @@ label per answer sentence as `verirag.retrieval.sentences.split_sentences` split
 (optional) names the record it came from (default: file:line). Blank lines are skipped; any
 other line that is not such an object is an InputError naming the line.
 """
+
 from __future__ import annotations
 
 import json
@@ -45,20 +46,29 @@ def example_from_json(d: Any, where: str) -> VerifierExample:
     if isinstance(label, bool) or label not in (SUPPORTED, UNSUPPORTED):
         raise InputError(f"{where}: `label` must be {SUPPORTED} (supported) or {UNSUPPORTED}, got {label!r}")
     sentence_labels = d.get("sentence_labels")
-    if sentence_labels is not None and (not isinstance(sentence_labels, list) or not sentence_labels or any(
-            isinstance(v, bool) or v not in (SUPPORTED, UNSUPPORTED) for v in sentence_labels)):
+    if sentence_labels is not None and (
+        not isinstance(sentence_labels, list)
+        or not sentence_labels
+        or any(isinstance(v, bool) or v not in (SUPPORTED, UNSUPPORTED) for v in sentence_labels)
+    ):
         raise InputError(f"{where}: `sentence_labels` must be null or a non-empty list of 0 / 1")
-    return VerifierExample(question=d["question"], answer=d["answer"], passages=tuple(passages), label=int(label),
-                           recipe=str(d.get("recipe") or "unknown"), group=d["group"],
-                           sentence_labels=tuple(sentence_labels) if sentence_labels is not None else None,
-                           source=str(d.get("source") or where))
+    return VerifierExample(
+        question=d["question"],
+        answer=d["answer"],
+        passages=tuple(passages),
+        label=int(label),
+        recipe=str(d.get("recipe") or "unknown"),
+        group=d["group"],
+        sentence_labels=tuple(sentence_labels) if sentence_labels is not None else None,
+        source=str(d.get("source") or where),
+    )
 
 
 def read_examples_jsonl(path: Path) -> Iterator[VerifierExample]:
     """The resolved examples of a JSONL file (the format in the module docstring)."""
     path = Path(path)
     try:
-        fh = open(path, encoding="utf-8")
+        fh = open(path, encoding="utf-8")  # noqa: SIM115
     except OSError as e:
         raise InputError(f"cannot read the labels {path}: {e}") from None
     with fh:
@@ -90,9 +100,13 @@ def summary(examples: list[VerifierExample]) -> dict[str, Any]:
         r["examples"] += 1
         r["supported"] += e.label
     n = len(examples)
-    return {"examples": n, "groups": len({e.group for e in examples}),
-            "supported_share": sum(e.label for e in examples) / n if n else float("nan"),
-            "with_sentence_labels": sum(e.sentence_labels is not None for e in examples), "recipes": recipes}
+    return {
+        "examples": n,
+        "groups": len({e.group for e in examples}),
+        "supported_share": sum(e.label for e in examples) / n if n else float("nan"),
+        "with_sentence_labels": sum(e.sentence_labels is not None for e in examples),
+        "recipes": recipes,
+    }
 
 
 def read_labels(path: Path) -> Iterator[VerifierExample]:
@@ -113,18 +127,24 @@ def read_labels(path: Path) -> Iterator[VerifierExample]:
         yield from read_examples_jsonl(path)
 
 
-def read_examples(paths: Sequence[str | Path], max_examples: int | None = None, seed: int = 0,
-                  read: ExampleReader = read_labels) -> list[VerifierExample]:
+def read_examples(
+    paths: Sequence[str | Path], max_examples: int | None = None, seed: int = 0, read: ExampleReader = read_labels
+) -> list[VerifierExample]:
     """The examples of the labels files, in order, at most `max_examples` of them (a seeded sample):
     what `train_verifier` fits on, so its data fingerprint can be checked again later."""
     return sample([e for p in paths for e in read(Path(p))], max_examples, seed)
 
 
-def train_verifier(labels: str | Path | Sequence[str | Path], *, read: ExampleReader = read_labels,
-                   verifier: TrainedVerifier | None = None, max_examples: int | None = None,
-                   progress: Callable[[int, int], None] | None = None,
-                   on_epoch: Callable[[dict[str, Any]], None] | None = None,
-                   provenance: dict[str, Any] | None = None) -> TrainedVerifier:
+def train_verifier(
+    labels: str | Path | Sequence[str | Path],
+    *,
+    read: ExampleReader = read_labels,
+    verifier: TrainedVerifier | None = None,
+    max_examples: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    on_epoch: Callable[[dict[str, Any]], None] | None = None,
+    provenance: dict[str, Any] | None = None,
+) -> TrainedVerifier:
     """Fit `verifier` (default settings when None) on the examples `read` yields from each labels
     file (one path or several: e.g. the LLM-free recipes' file beside each model's), at most
     `max_examples` of them (a seeded sample). The provenance saved with it records the labels,
@@ -136,6 +156,9 @@ def train_verifier(labels: str | Path | Sequence[str | Path], *, read: ExampleRe
     examples = read_examples(paths, max_examples, v.seed, read)
     if not examples:
         raise InputError(f"{', '.join(map(str, paths))} hold no examples")
-    v.provenance = {**(provenance or {}), "labels": [str(p) for p in paths] if len(paths) > 1 else str(paths[0]),
-                    "label_summary": summary(examples)}
+    v.provenance = {
+        **(provenance or {}),
+        "labels": [str(p) for p in paths] if len(paths) > 1 else str(paths[0]),
+        "label_summary": summary(examples),
+    }
     return v.fit(examples, progress=progress, on_epoch=on_epoch)

@@ -4,6 +4,7 @@ The labelling run (`verirag label verifier`) writes compact records (dataset ids
 labels, recipe, model fingerprint; never benchmark text) and resolves them into these against
 ../shared/data; the trainer (`verirag train verifier`) reads only these.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -15,9 +16,9 @@ SUPPORTED, UNSUPPORTED = 1, 0
 class VerifierExample:
     question: str
     answer: str
-    passages: tuple[str, ...]       # what the answer was given (or is judged against)
-    label: int                      # SUPPORTED or UNSUPPORTED: the whole answer
-    recipe: str                     # how it was made: "real", "swap", "evidence_removal", "local_edit", ...
-    group: str                      # the question's group ("dataset:question id"): splits never cut one
-    sentence_labels: tuple[int, ...] | None = None   # per answer sentence, where known (local edits)
-    source: str = ""                # the record it came from (its id in the labels file)
+    passages: tuple[str, ...]  # what the answer was given (or is judged against)
+    label: int  # SUPPORTED or UNSUPPORTED: the whole answer
+    recipe: str  # how it was made: "real", "swap", "evidence_removal", "local_edit", ...
+    group: str  # the question's group ("dataset:question id"): splits never cut one
+    sentence_labels: tuple[int, ...] | None = None  # per answer sentence, where known (local edits)
+    source: str = ""  # the record it came from (its id in the labels file)

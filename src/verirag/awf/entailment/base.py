@@ -1,4 +1,5 @@
 """The entailment interface shared by NLI classifiers and LLM judges."""
+
 from __future__ import annotations
 
 import math

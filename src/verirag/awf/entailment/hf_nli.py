@@ -1,6 +1,7 @@
 """Entailment from a Hugging Face sequence-classification NLI model (as in the AwF paper,
 e.g. MoritzLaurer/deberta-v3-large-zeroshot-v2.0). Any hub id or local folder works;
 the GPU is used when one exists."""
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -22,8 +23,9 @@ def entailment_label_index(id2label: dict[int, str]) -> int:
 
 @register("entailment", "hf_nli")
 class HFNLIEntailment(EntailmentModel):
-    def __init__(self, model: str = _DEFAULT_MODEL, *, device: str | None = None, batch_size: int = 8,
-                 max_length: int = 512):
+    def __init__(
+        self, model: str = _DEFAULT_MODEL, *, device: str | None = None, batch_size: int = 8, max_length: int = 512
+    ):
         try:
             import torch
             from transformers import AutoModelForSequenceClassification, AutoTokenizer
@@ -36,7 +38,8 @@ class HFNLIEntailment(EntailmentModel):
         except OSError as e:
             raise ModelNotFoundError(
                 f"cannot load NLI model {model!r}: {e}. Give a local folder, or a hub id on a machine "
-                "with network access; offline, use the LLM judge (--judge llm).") from e
+                "with network access; offline, use the LLM judge (--judge llm)."
+            ) from e
         self.entail_idx = entailment_label_index(self.model.config.id2label)
         self.batch_size = batch_size
         self.max_length = max_length
@@ -51,9 +54,15 @@ class HFNLIEntailment(EntailmentModel):
         out: list[Judgement] = []
         torch = self._torch
         for i in range(0, len(pairs), self.batch_size):
-            batch = pairs[i:i + self.batch_size]
-            enc = self.tokenizer([p for p, _ in batch], [h for _, h in batch], truncation="only_first",
-                                 max_length=self.max_length, padding=True, return_tensors="pt").to(self.device)
+            batch = pairs[i : i + self.batch_size]
+            enc = self.tokenizer(
+                [p for p, _ in batch],
+                [h for _, h in batch],
+                truncation="only_first",
+                max_length=self.max_length,
+                padding=True,
+                return_tensors="pt",
+            ).to(self.device)
             with torch.inference_mode():
                 probs = torch.softmax(self.model(**enc).logits.float(), dim=-1)[:, self.entail_idx]
             out.extend(Judgement(prob=float(p)) for p in probs.cpu().tolist())

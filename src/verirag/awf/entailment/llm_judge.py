@@ -5,6 +5,7 @@ of the first token instead of parsing text gives a continuous score that can be 
 and never fails to parse; when neither Yes nor No is among the tokens the backend reports
 (endpoints that expose only the top 20), the pair gets no score and the reason is recorded.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence

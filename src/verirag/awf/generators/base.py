@@ -1,4 +1,5 @@
 """What every answer generator returns and accepts."""
+
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
@@ -35,7 +36,9 @@ class AnswerGenerator(Component, ABC):
         gives them in the same request (the answer's signals, `verirag.awf.signals`: one
         log-softmax per generated token, no extra request). Only where they are assured: an
         endpoint that claims them and does not deliver must not cost the answer."""
-        logprobs = LOGPROBS in getattr(self.llm, "capabilities", ()) and bool(getattr(self.llm, "logprobs_assured", False))
+        logprobs = LOGPROBS in getattr(self.llm, "capabilities", ()) and bool(
+            getattr(self.llm, "logprobs_assured", False)
+        )
         return self.llm.generate(messages, max_tokens=self.max_tokens, logprobs=logprobs)
 
     @abstractmethod

@@ -9,15 +9,16 @@ with a warning if the reply ended on its own, an error if it was cut by max_toke
 always, with `strict_format=True`); see `verirag.awf.parsing.format_error`. `meta["raw"]` keeps
 the reply.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from verirag.awf.generators.base import Answer, AnswerGenerator
 from verirag.awf.parsing import extract_response, format_error
+from verirag.awf.passages import prompt_passages
 from verirag.awf.registry import register
 from verirag.errors import InputError
-from verirag.awf.passages import prompt_passages
 from verirag.prompts import DEFAULT_LAYOUT, PromptTemplate, check_layout, load_prompt
 from verirag.types import Passage
 
@@ -29,29 +30,36 @@ def _as_question(q: str) -> str:
     return q if q.endswith("?") else q + "?"
 
 
-def fewshot_messages(prompt: PromptTemplate, family: str, question: str,
-                     passages: Sequence[Passage]) -> list[dict[str, str]]:
+def fewshot_messages(
+    prompt: PromptTemplate, family: str, question: str, passages: Sequence[Passage]
+) -> list[dict[str, str]]:
     """The messages of an InstructRAG-style prompt (also used by CoT few-shot Hybrid)."""
     examples = prompt.extra["examples"][family]
-    shots = "\n\n".join(prompt.extra["example"].format(n=n, question=_as_question(ex["question"]),
-                                                       rationale=ex["rationale"].strip())
-                        for n, ex in enumerate(examples, 1))
-    return prompt.messages(examples=shots, passages=prompt_passages(prompt, passages),
-                           question=_as_question(question))
+    shots = "\n\n".join(
+        prompt.extra["example"].format(n=n, question=_as_question(ex["question"]), rationale=ex["rationale"].strip())
+        for n, ex in enumerate(examples, 1)
+    )
+    return prompt.messages(examples=shots, passages=prompt_passages(prompt, passages), question=_as_question(question))
 
 
 def check_family(prompt: PromptTemplate, family: str) -> str:
     known = sorted(prompt.extra["examples"])
     if family not in known:
-        raise InputError(f"unknown dataset family {family!r} for prompt {prompt.name!r}; "
-                         f"known: {', '.join(known)}")
+        raise InputError(f"unknown dataset family {family!r} for prompt {prompt.name!r}; known: {', '.join(known)}")
     return family
 
 
 @register("generator", "instructrag")
 class InstructRAGGenerator(AnswerGenerator):
-    def __init__(self, llm, *, family: str = "open_domain", max_tokens: int = 256,
-                 strict_format: bool = False, layout: str = DEFAULT_LAYOUT):
+    def __init__(
+        self,
+        llm,
+        *,
+        family: str = "open_domain",
+        max_tokens: int = 256,
+        strict_format: bool = False,
+        layout: str = DEFAULT_LAYOUT,
+    ):
         super().__init__(llm, max_tokens=max_tokens)
         self.layout = check_layout(layout)
         self.prompt = load_prompt("instructrag", layout)
@@ -66,8 +74,13 @@ class InstructRAGGenerator(AnswerGenerator):
         gen = self.generate(messages)
         raw = gen.text
         parsed = extract_response(raw)
-        meta = {"raw": raw, "parse_ok": parsed.ok, "parse_error": parsed.reason,
-                "family": self.family, "finish_reason": gen.finish_reason}
+        meta = {
+            "raw": raw,
+            "parse_ok": parsed.ok,
+            "parse_error": parsed.reason,
+            "family": self.family,
+            "finish_reason": gen.finish_reason,
+        }
         error, warning = format_error(parsed, gen.finish_reason, "InstructRAG", strict=self.strict_format)
         if warning:
             meta["parse_warning"] = warning

@@ -2,6 +2,7 @@
 
 The No-RAG fallback policy answers with it when the retrieved answer is not supported.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -15,6 +16,7 @@ from verirag.types import Passage
 @register("generator", "no_context")
 class NoContextGenerator(AnswerGenerator):
     reads_passages = False  # its answer is shared by every trace of the same question
+
     def __init__(self, llm, *, max_tokens: int = 96):
         super().__init__(llm, max_tokens=max_tokens)
         self.prompt = load_prompt("no_context")

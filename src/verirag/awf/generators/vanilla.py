@@ -1,4 +1,5 @@
 """Vanilla (AwF, section 4): answer the question from the retrieved passages, concisely."""
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -18,8 +19,9 @@ class VanillaGenerator(AnswerGenerator):
         self.prompt = load_prompt("vanilla", layout)
 
     @staticmethod
-    def prompt_messages(question: str, passages: Sequence[Passage],
-                        layout: str = DEFAULT_LAYOUT) -> list[dict[str, str]]:
+    def prompt_messages(
+        question: str, passages: Sequence[Passage], layout: str = DEFAULT_LAYOUT
+    ) -> list[dict[str, str]]:
         prompt = load_prompt("vanilla", layout)
         return prompt.messages(question=question, passages=prompt_passages(prompt, passages))
 

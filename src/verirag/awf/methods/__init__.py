@@ -1,5 +1,6 @@
 """AwF methods M(q, P) -> (answer, score): unified methods, and compositions GENERATOR+PREDICTOR.
 Importing registers the unified ones."""
+
 from verirag.awf.methods.base import AwFMethod, MethodOutput
 from verirag.awf.methods.calibrag import CalibRAGMethod
 from verirag.awf.methods.cot_hybrid import CoTHybrid

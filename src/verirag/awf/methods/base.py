@@ -1,4 +1,5 @@
 """The output contract every AwF method honours: M(q, P) = (answer, score)."""
+
 from __future__ import annotations
 
 import math

@@ -9,6 +9,7 @@ line is a direct answer (v = 1 unless it abstains; `parse_warning` says so); if 
 max_tokens or is empty, or with `strict_format=True`, it is an error with score 0
 (`verirag.awf.parsing.format_error`). Either way the item is counted.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -28,8 +29,15 @@ class CoTHybrid(AwFMethod):
     hard = True
     needs = ()
 
-    def __init__(self, llm, *, family: str = "open_domain", max_tokens: int = 256,
-                 strict_format: bool = False, layout: str = DEFAULT_LAYOUT):
+    def __init__(
+        self,
+        llm,
+        *,
+        family: str = "open_domain",
+        max_tokens: int = 256,
+        strict_format: bool = False,
+        layout: str = DEFAULT_LAYOUT,
+    ):
         self.llm = llm
         self.max_tokens = max_tokens
         self.layout = check_layout(layout)
@@ -41,11 +49,15 @@ class CoTHybrid(AwFMethod):
         return fewshot_messages(self.prompt, self.family, question, passages)
 
     def _answer(self, trace: Trace) -> Answer:
-        gen = self.llm.generate(self.messages(trace.question, trace.passages),
-                                max_tokens=self.max_tokens)
+        gen = self.llm.generate(self.messages(trace.question, trace.passages), max_tokens=self.max_tokens)
         parsed = extract_response(gen.text)
-        meta = {"raw": gen.text, "parse_ok": parsed.ok, "parse_error": parsed.reason,
-                "family": self.family, "finish_reason": gen.finish_reason}
+        meta = {
+            "raw": gen.text,
+            "parse_ok": parsed.ok,
+            "parse_error": parsed.reason,
+            "family": self.family,
+            "finish_reason": gen.finish_reason,
+        }
         error, warning = format_error(parsed, gen.finish_reason, "CoT few-shot Hybrid", strict=self.strict_format)
         if warning:
             meta["parse_warning"] = warning
@@ -53,13 +65,15 @@ class CoTHybrid(AwFMethod):
 
     def run(self, trace: Trace) -> MethodOutput:
         ans = self.compute(trace, lambda: self._answer(trace))
-        details = {"raw": ans.meta.get("raw", ans.text), "parse_ok": ans.meta.get("parse_ok", False),
-                   "parse_error": ans.meta.get("parse_error"), "parse_warning": ans.meta.get("parse_warning")}
+        details = {
+            "raw": ans.meta.get("raw", ans.text),
+            "parse_ok": ans.meta.get("parse_ok", False),
+            "parse_error": ans.meta.get("parse_error"),
+            "parse_warning": ans.meta.get("parse_warning"),
+        }
         if ans.error:
             details["abstained"] = is_dont_know(ans.text)
-            return MethodOutput(answer=ans.text, score=0.0, hard=True, error=ans.error,
-                                details=details)
+            return MethodOutput(answer=ans.text, score=0.0, hard=True, error=ans.error, details=details)
         abstained = is_dont_know(ans.text)
         details["abstained"] = abstained
-        return MethodOutput(answer=ans.text, score=0.0 if abstained else 1.0, hard=True,
-                            details=details)
+        return MethodOutput(answer=ans.text, score=0.0 if abstained else 1.0, hard=True, details=details)

@@ -13,6 +13,7 @@ positive when the passages make the answer more likely (the answer relies on the
 `score` = logistic(d / temperature), monotone in d, so precision-recall curves are those of d;
 `details` keeps d, both perplexities and both mean logprobs.
 """
+
 from __future__ import annotations
 
 import math
@@ -45,24 +46,42 @@ class DualGeneration(AwFMethod):
     def run(self, trace: Trace) -> MethodOutput:
         ans = trace.answer(self.generator)
         if ans.error or not ans.text.strip():
-            return MethodOutput(answer=ans.text, score=0.0, error=ans.error or "empty answer",
-                                details={"decision": None})
+            return MethodOutput(
+                answer=ans.text, score=0.0, error=ans.error or "empty answer", details={"decision": None}
+            )
         text = ans.text
         try:
-            ctx = self.compute(trace, lambda: self.llm.score(
-                self.generator.messages(trace.question, trace.passages), text), "score_ctx", answer=text)
-            noctx = self.compute(trace, lambda: self.llm.score(
-                self.no_context.prompt.messages(question=trace.question), text), "score_noctx", answer=text)
+            ctx = self.compute(
+                trace,
+                lambda: self.llm.score(self.generator.messages(trace.question, trace.passages), text),
+                "score_ctx",
+                answer=text,
+            )
+            noctx = self.compute(
+                trace,
+                lambda: self.llm.score(self.no_context.prompt.messages(question=trace.question), text),
+                "score_noctx",
+                answer=text,
+            )
         except VeriragError as e:  # a backend failure is recorded, the example still counts
-            return MethodOutput(answer=text, score=0.0, error=f"scoring failed: {e}", failure=e,
-                                details={"decision": None})
+            return MethodOutput(
+                answer=text, score=0.0, error=f"scoring failed: {e}", failure=e, details={"decision": None}
+            )
         if not ctx.tokens or not noctx.tokens:
-            return MethodOutput(answer=text, score=0.0, error="the backend scored no tokens",
-                                details={"decision": None})
+            return MethodOutput(
+                answer=text, score=0.0, error="the backend scored no tokens", details={"decision": None}
+            )
         lp_ctx, lp_noctx = ctx.mean_logprob, noctx.mean_logprob
         decision = lp_ctx - lp_noctx  # = log ppl_noctx - log ppl_ctx
-        return MethodOutput(answer=text, score=sigmoid(decision / self.temperature), details={
-            "decision": decision,
-            "ppl_ctx": math.exp(-lp_ctx), "ppl_noctx": math.exp(-lp_noctx),
-            "mean_logprob_ctx": lp_ctx, "mean_logprob_noctx": lp_noctx,
-            "n_tokens": len(ctx.tokens)})
+        return MethodOutput(
+            answer=text,
+            score=sigmoid(decision / self.temperature),
+            details={
+                "decision": decision,
+                "ppl_ctx": math.exp(-lp_ctx),
+                "ppl_noctx": math.exp(-lp_noctx),
+                "mean_logprob_ctx": lp_ctx,
+                "mean_logprob_noctx": lp_noctx,
+                "n_tokens": len(ctx.tokens),
+            },
+        )

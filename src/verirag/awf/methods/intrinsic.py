@@ -8,6 +8,7 @@ with `broad_abstention=True` the phrase list of `verirag.metrics.abstention.is_a
 ("the context does not provide ...", "cannot be determined", ...) counts too.
 An empty reply is an error: recorded, score 0, still counted.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -28,8 +29,7 @@ class IntrinsicAbstention(AwFMethod):
     hard = True
     needs = ()
 
-    def __init__(self, llm, *, max_tokens: int = 96, broad_abstention: bool = False,
-                 layout: str = DEFAULT_LAYOUT):
+    def __init__(self, llm, *, max_tokens: int = 96, broad_abstention: bool = False, layout: str = DEFAULT_LAYOUT):
         self.llm = llm
         self.max_tokens = max_tokens
         self.broad_abstention = broad_abstention
@@ -40,12 +40,10 @@ class IntrinsicAbstention(AwFMethod):
         return self.prompt.messages(question=question, passages=prompt_passages(self.prompt, passages))
 
     def _answer(self, trace: Trace) -> Answer:
-        gen = self.llm.generate(self.messages(trace.question, trace.passages),
-                                max_tokens=self.max_tokens)
+        gen = self.llm.generate(self.messages(trace.question, trace.passages), max_tokens=self.max_tokens)
         raw = gen.text.strip()
         if not raw:
-            return Answer(text="", generation=gen, error="the model returned an empty answer",
-                          meta={"raw": gen.text})
+            return Answer(text="", generation=gen, error="the model returned an empty answer", meta={"raw": gen.text})
         return Answer(text=clean_answer(raw) or raw, generation=gen, meta={"raw": gen.text})
 
     def run(self, trace: Trace) -> MethodOutput:
@@ -53,9 +51,9 @@ class IntrinsicAbstention(AwFMethod):
         raw = ans.meta.get("raw", ans.text)
         details = {"raw": raw}
         if ans.error:
-            return MethodOutput(answer=ans.text, score=0.0, hard=True, error=ans.error,
-                                details={**details, "abstained": None})
+            return MethodOutput(
+                answer=ans.text, score=0.0, hard=True, error=ans.error, details={**details, "abstained": None}
+            )
         abstained = is_dont_know(raw) or (self.broad_abstention and is_abstention(raw))
         details["abstained"] = abstained
-        return MethodOutput(answer=ans.text, score=0.0 if abstained else 1.0, hard=True,
-                            details=details)
+        return MethodOutput(answer=ans.text, score=0.0 if abstained else 1.0, hard=True, details=details)

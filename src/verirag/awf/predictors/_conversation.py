@@ -1,6 +1,7 @@
 """What predictors that read the generator's conversation share (self_check, lookback): input
 checks, failure recording, the Vanilla conversation for an outside answer, and lexical attribution
 of the supporting passage (the score itself names no passage)."""
+
 from __future__ import annotations
 
 from collections.abc import Sequence

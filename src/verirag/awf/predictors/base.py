@@ -1,4 +1,5 @@
 """What every faithfulness predictor returns."""
+
 from __future__ import annotations
 
 import math
@@ -40,15 +41,18 @@ def invalid_input(answer: str, passages: Sequence[Passage]) -> Verification | No
     if not passages:
         return Verification(score=math.nan, error="no passages to verify the answer against")
     if not answer.strip():
-        return Verification(score=math.nan, per_passage=[None] * len(passages),
-                            error="empty answer: nothing to verify")
+        return Verification(score=math.nan, per_passage=[None] * len(passages), error="empty answer: nothing to verify")
     return None
 
 
 def failed_request(what: str, error: VeriragError, n_passages: int) -> Verification:
     """The recorded failure of a predictor's request: no score, the message, the exception."""
-    return Verification(score=math.nan, per_passage=[None] * n_passages,
-                        error=f"{what} failed: {type(error).__name__}: {error}", failure=error)
+    return Verification(
+        score=math.nan,
+        per_passage=[None] * n_passages,
+        error=f"{what} failed: {type(error).__name__}: {error}",
+        failure=error,
+    )
 
 
 class FaithfulnessPredictor(Component, ABC):

@@ -4,6 +4,7 @@ score = |u ∩ K| / |u|, the share of the answer's normalised tokens found in th
 (all passages joined; `verirag.metrics.faithfulness.k_precision`). No model call. An empty
 answer scores NaN with an error (nothing to verify), like the other predictors.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence

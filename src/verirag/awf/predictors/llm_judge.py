@@ -6,6 +6,7 @@ P(Yes) / (P(Yes) + P(No)) from the first reply token (case- and space-insensitiv
 NaN with an error when neither is among the tokens the backend reports. Unlike `nli` it gives no
 per-passage support (all passages are judged at once), so `per_passage` is all None.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -41,8 +42,9 @@ class LLMJudgePredictor(FaithfulnessPredictor):
         if bad is not None:
             return bad
         try:
-            lps = self.llm.next_token_logprobs(self.messages(question, answer, passages),
-                                               top_k=self.top_k, candidates=("Yes", "No"))
+            lps = self.llm.next_token_logprobs(
+                self.messages(question, answer, passages), top_k=self.top_k, candidates=("Yes", "No")
+            )
         except VeriragError as e:
             return failed_request("judge request", e, len(passages))
         score, _raw, error = branch_probability(lps, ("yes",), ("no",))

@@ -18,16 +18,17 @@ An outside answer (`verify(question, answer, passages)`) is read in the conversa
 generator would have had. Which passage supports the answer is attributed lexically (K-Precision),
 as self_check does.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from verirag.awf.component import fingerprint_of
-from verirag.learned.lookback_classifier import LookbackClassifier
 from verirag.awf.generators.base import Answer
 from verirag.awf.predictors._conversation import ConversationPredictor
 from verirag.awf.registry import register
 from verirag.errors import CapabilityError, InputError
+from verirag.learned.lookback_classifier import LookbackClassifier
 from verirag.llm.base import ATTENTIONS, LLM
 from verirag.llm.lookback import LookbackRatios
 from verirag.prompts import DEFAULT_LAYOUT, check_layout
@@ -37,15 +38,21 @@ from verirag.types import Passage
 def attention_llm(llm: LLM, classifier: LookbackClassifier, attention_model: str | None) -> LLM:
     """The model whose attention the classifier reads (see the module docstring)."""
     trained_on = classifier.fingerprints.get("model", "")
-    if attention_model is None and ATTENTIONS in llm.capabilities and (
-            not trained_on or fingerprint_of(llm) == trained_on):
+    if (
+        attention_model is None
+        and ATTENTIONS in llm.capabilities
+        and (not trained_on or fingerprint_of(llm) == trained_on)
+    ):
         return llm
     spec = attention_model or classifier.provenance.get("attention_model")
     if not spec:
-        raise CapabilityError(f"lookback reads attention weights, which {llm.backend} model {llm.model_id!r} "
-                              "does not give; answer with an hf: model or pass attention_model=hf:...")
+        raise CapabilityError(
+            f"lookback reads attention weights, which {llm.backend} model {llm.model_id!r} "
+            "does not give; answer with an hf: model or pass attention_model=hf:..."
+        )
     from verirag.llm.factory import load_llm
     from verirag.llm.metered import MeteredLLM
+
     att = MeteredLLM(load_llm(spec))  # its reading counts in the answer's usage
     att.require(ATTENTIONS)
     classifier.check_expected({"model": fingerprint_of(att)}, where=spec)
@@ -64,11 +71,18 @@ class LookbackPredictor(ConversationPredictor):
     needs: tuple[str, ...] = ()  # the attention model's capability, checked in attention_llm
     request_name = "lookback"
 
-    def __init__(self, llm: LLM, *, classifier: str | None = None, attention_model: str | None = None,
-                 layout: str = DEFAULT_LAYOUT):
+    def __init__(
+        self,
+        llm: LLM,
+        *,
+        classifier: str | None = None,
+        attention_model: str | None = None,
+        layout: str = DEFAULT_LAYOUT,
+    ):
         if not classifier:
-            raise InputError("lookback needs classifier=PATH, a classifier trained with "
-                             "`verirag train lookback RUN_DIR --out PATH`")
+            raise InputError(
+                "lookback needs classifier=PATH, a classifier trained with `verirag train lookback RUN_DIR --out PATH`"
+            )
         self.classifier = LookbackClassifier.load(classifier)
         self.llm = attention_llm(llm, self.classifier, attention_model)
         self.layout = check_layout(layout)  # of the Vanilla conversation `verify` builds for an outside answer

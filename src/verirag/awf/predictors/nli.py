@@ -4,6 +4,7 @@ Hypothesis: `The answer to the question "{q}" is: {a}`; each passage is a premis
 split into chunks with a 20-word overlap when the pair would not fit the entailment model;
 the decision function is the maximum entailment probability over all premises.
 """
+
 from __future__ import annotations
 
 import math
@@ -11,8 +12,8 @@ from collections.abc import Sequence
 
 from verirag.awf.entailment.base import EntailmentModel
 from verirag.awf.predictors.base import FaithfulnessPredictor, Verification, failed_request, invalid_input
-from verirag.errors import InputError
 from verirag.awf.registry import register
+from verirag.errors import InputError
 from verirag.prompts import load_prompt
 from verirag.retrieval.chunking import chunk_words
 from verirag.types import Passage
@@ -23,8 +24,14 @@ PREMISE_OVERLAP_WORDS = 20
 @register("predictor", "nli")
 class PostAnsweringNLI(FaithfulnessPredictor):
     uses_entailment = True
-    def __init__(self, entailment: EntailmentModel, *, overlap_words: int = PREMISE_OVERLAP_WORDS,
-                 hypothesis_template: str | None = None):
+
+    def __init__(
+        self,
+        entailment: EntailmentModel,
+        *,
+        overlap_words: int = PREMISE_OVERLAP_WORDS,
+        hypothesis_template: str | None = None,
+    ):
         self.entailment = entailment
         self.overlap_words = overlap_words
         self.hypothesis_template = hypothesis_template or load_prompt("entailment_judge").extra["hypothesis"]
@@ -42,12 +49,13 @@ class PostAnsweringNLI(FaithfulnessPredictor):
             max_words = self.entailment.max_premise_words(hyp)
             pairs, owner = [], []
             for i, p in enumerate(passages):
-                for chunk in chunk_words(p.text, max_words=max_words,
-                                         overlap_words=min(self.overlap_words, max_words - 1)):
+                for chunk in chunk_words(
+                    p.text, max_words=max_words, overlap_words=min(self.overlap_words, max_words - 1)
+                ):
                     pairs.append((chunk, hyp))
                     owner.append(i)
             judgements = self.entailment.judge(pairs)
-        except InputError as e:   # e.g. an answer too long for the judge's window even beside one word
+        except InputError as e:  # e.g. an answer too long for the judge's window even beside one word
             return failed_request("the entailment judge", e, len(passages))
         per: list[float | None] = [None] * len(passages)
         warnings = []
@@ -58,7 +66,11 @@ class PostAnsweringNLI(FaithfulnessPredictor):
                 warnings.append(f"passage {passages[i].id}: {j.error}")
         scored = [(s, i) for i, s in enumerate(per) if s is not None]
         if not scored:
-            return Verification(score=math.nan, per_passage=per, warnings=warnings,
-                                error="the entailment model could not judge any passage: " + "; ".join(warnings))
+            return Verification(
+                score=math.nan,
+                per_passage=per,
+                warnings=warnings,
+                error="the entailment model could not judge any passage: " + "; ".join(warnings),
+            )
         score, best = max(scored, key=lambda t: (t[0], -t[1]))  # first passage wins ties
         return Verification(score=score, per_passage=per, best=best, warnings=warnings)

@@ -16,6 +16,7 @@ NaN and the reason is recorded.
 The score does not depend on the answer (`answer_independent`): in a trace it is computed once
 per example, model and options, and shared by every composition.
 """
+
 from __future__ import annotations
 
 import math
@@ -55,10 +56,10 @@ class PreAnsweringPredictor(FaithfulnessPredictor):
         if not passages:
             return Verification(score=math.nan, error="no passages: nothing to predict answerability from")
         try:
-            lps = self.llm.next_token_logprobs(self.messages(question, passages), top_k=self.top_k,
-                                               candidates=("Yes", "I", "No"))
+            lps = self.llm.next_token_logprobs(
+                self.messages(question, passages), top_k=self.top_k, candidates=("Yes", "I", "No")
+            )
         except VeriragError as e:  # recorded (e.g. prompt too long); an outage is carried, not scored
             return failed_request("pre-answering request", e, len(passages))
         score, _raw, error = branch_probability(lps, self.yes_tokens, self.no_tokens)
         return Verification(score=score, per_passage=[None] * len(passages), error=error)
-

@@ -18,13 +18,14 @@ is attributed lexically, at no model cost: `per_passage` is each passage's K-Pre
 the answer's tokens it contains) and `best` the highest, so an answer still comes with the passage
 that supports it.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from verirag.awf.generators.base import Answer
-from verirag.awf.predictors._yes_no import branch_probability
 from verirag.awf.predictors._conversation import ConversationPredictor
+from verirag.awf.predictors._yes_no import branch_probability
 from verirag.awf.registry import register
 from verirag.llm.base import LLM, NEXT_TOKEN
 from verirag.prompts import DEFAULT_LAYOUT, check_layout, load_prompt

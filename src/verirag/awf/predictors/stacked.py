@@ -17,6 +17,7 @@ It pays for every predictor it combines (a self-check request, the verifier's en
 the generation; `per_passage`, `best` and `sentences` come from the first combined predictor that
 names passages (K-Precision per passage otherwise).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -40,6 +41,7 @@ class StackedPredictor(FaithfulnessPredictor):
     def __init__(self, llm=None, *, stack: str | None = None):
         from verirag.awf.compose import build_predictor
         from verirag.learned.stack import StackedVerifier
+
         if not stack:
             raise InputError(f"the stacked predictor needs stack=FILE, made by `{StackedVerifier.fit_command}`")
         self.llm = llm
@@ -49,14 +51,16 @@ class StackedPredictor(FaithfulnessPredictor):
         for feature in self.model.features:
             source = self.model.sources.get(feature) or {}
             if "predictor" not in source:
-                continue   # a signal: computed here from the answer
+                continue  # a signal: computed here from the answer
             part = build_predictor(source["predictor"], llm, options=source.get("options") or {})
             want = source.get("digest")
             if want and part.digest != want:
-                raise InputError(f"{stack}: its feature {feature!r} was made by predictor {source['predictor']} "
-                                 f"with options {source.get('options') or {}} and identity {want}; built here it "
-                                 f"is {part.digest} (retrained weights, another prompt or model): refit with "
-                                 f"`{StackedVerifier.fit_command}` on a run of this set-up")
+                raise InputError(
+                    f"{stack}: its feature {feature!r} was made by predictor {source['predictor']} "
+                    f"with options {source.get('options') or {}} and identity {want}; built here it "
+                    f"is {part.digest} (retrained weights, another prompt or model): refit with "
+                    f"`{StackedVerifier.fit_command}` on a run of this set-up"
+                )
             self.parts[feature] = part
         self.continues_generation = any(p.continues_generation for p in self.parts.values())
         self.name = f"stacked[{', '.join(self.model.features)}]"
@@ -73,8 +77,9 @@ class StackedPredictor(FaithfulnessPredictor):
     def verify(self, question: str, answer: str, passages: Sequence[Passage]) -> Verification:
         return self.combine(question, Answer(text=answer), passages, None)
 
-    def combine(self, question: str, answer: Answer, passages: Sequence[Passage],
-                retrieval_scores: Sequence[float] | None) -> Verification:
+    def combine(
+        self, question: str, answer: Answer, passages: Sequence[Passage], retrieval_scores: Sequence[float] | None
+    ) -> Verification:
         bad = invalid_input(answer.text, passages)
         if bad is not None:
             return bad
@@ -85,11 +90,15 @@ class StackedPredictor(FaithfulnessPredictor):
         for feature, part in self.parts.items():
             v = part.verify_answer(question, answer, passages)
             if v.failure is not None and is_outage(v.failure):
-                return Verification(score=float("nan"), per_passage=[None] * len(passages),
-                                    error=f"{feature}: {v.error}", failure=v.failure)
+                return Verification(
+                    score=float("nan"),
+                    per_passage=[None] * len(passages),
+                    error=f"{feature}: {v.error}",
+                    failure=v.failure,
+                )
             if v.ok:
                 values[feature] = float(v.score)
-            else:   # the run's records score a failed predictor 0, and so did the stack's training
+            else:  # the run's records score a failed predictor 0, and so did the stack's training
                 values[feature] = 0.0
                 warnings.append(f"{feature} failed and counts 0: {v.error}")
             if named is None and v.ok and v.best is not None:
@@ -97,11 +106,19 @@ class StackedPredictor(FaithfulnessPredictor):
         missing = [f for f in self.model.features if f not in values]
         if missing and not self.model.impute:
             reasons = "; ".join(f"{f}: {signals.missing.get(f, 'not computed')}" for f in missing)
-            return Verification(score=float("nan"), per_passage=[None] * len(passages),
-                                error=f"the stacked verifier needs {', '.join(missing)} ({reasons})")
+            return Verification(
+                score=float("nan"),
+                per_passage=[None] * len(passages),
+                error=f"the stacked verifier needs {', '.join(missing)} ({reasons})",
+            )
         warnings += [f"{f} imputed (the training mean): {signals.missing.get(f, 'not computed')}" for f in missing]
         score = self.model.score(values)
         if named is None:
             named = KPrecisionPredictor().verify(question, answer.text, passages)
-        return Verification(score=score, per_passage=list(named.per_passage), best=named.best,
-                            warnings=warnings, sentences=named.sentences)
+        return Verification(
+            score=score,
+            per_passage=list(named.per_passage),
+            best=named.best,
+            warnings=warnings,
+            sentences=named.sentences,
+        )

@@ -4,6 +4,7 @@ Composed with a generator it is the generator alone ("vanilla" means "vanilla+tr
 AwF-Recall is 1 and its precision the generator's faithfulness rate, the baseline every other
 predictor must beat.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence

@@ -11,6 +11,7 @@ is what a CPU affords. A reply without a readable confidence is a recorded failu
 0 with the error), never a guess. The score names no passage: the supporting passage is
 attributed lexically, as for self_check.
 """
+
 from __future__ import annotations
 
 import math
@@ -40,8 +41,9 @@ class _VerbalConfidence(ConversationPredictor):
         reply: dict = {"role": "assistant", "content": gen.text if gen is not None else answer.text}
         if gen is not None and gen.token_ids:
             reply["token_ids"] = list(gen.token_ids)
-        c = verbal_confidence(self.llm, Guidance(answer.text, [*answer.prompt, reply]), scale=self.scale,
-                              max_tokens=self.max_tokens)
+        c = verbal_confidence(
+            self.llm, Guidance(answer.text, [*answer.prompt, reply]), scale=self.scale, max_tokens=self.max_tokens
+        )
         return (math.nan, c.error) if c.value is None else (c.value, None)
 
 

@@ -13,6 +13,7 @@ Each passage is read as its text (titles are not added: the verifier is trained 
 A verifier folder is loaded once per process (a service builds every GEN+verifier method, and each
 would otherwise hold its own copy of the encoder).
 """
+
 from __future__ import annotations
 
 import copy
@@ -33,11 +34,12 @@ class TrainedVerifierPredictor(FaithfulnessPredictor):
 
     def __init__(self, llm=None, *, verifier: str | None = None, read_top: int | None = None):
         from verirag.learned.shipped import shipped_verifier_dir
+
         if read_top is not None and read_top < 1:
             raise InputError(f"read_top must be at least 1, got {read_top}")
         # a copy shares the loaded network; its own read_top does not change other methods'
         self.model = copy.copy(loaded_verifier(verifier or shipped_verifier_dir()))
-        if read_top is not None:   # cheaper: each sentence reads only its closest chunks
+        if read_top is not None:  # cheaper: each sentence reads only its closest chunks
             self.model.read_top = read_top
         self.name = f"verifier[{self.model.encoder}]"
 
@@ -50,10 +52,11 @@ class TrainedVerifierPredictor(FaithfulnessPredictor):
             return bad
         try:
             s = self.model.support(question, answer, [p.text for p in passages])
-        except InputError as e:   # e.g. an answer of punctuation only, passages without text
+        except InputError as e:  # e.g. an answer of punctuation only, passages without text
             return failed_request("the trained verifier", e, len(passages))
-        sentences = [{"text": x.text, "score": x.score, "supporting_passage": passages[x.passage].id}
-                     for x in s.sentences]
+        sentences = [
+            {"text": x.text, "score": x.score, "supporting_passage": passages[x.passage].id} for x in s.sentences
+        ]
         return Verification(score=s.score, per_passage=list(s.per_passage), best=s.best, sentences=sentences)
 
 
@@ -64,9 +67,12 @@ _LOADING = threading.Lock()
 def loaded_verifier(folder: str | Path):
     """The TrainedVerifier saved in `folder`, loaded once per process (again when its files change)."""
     from verirag.learned.verifier import ADAPTER_FILE, META_FILE, TrainedVerifier
+
     folder = Path(folder).expanduser().resolve()
-    stamp = tuple((f.stat().st_mtime_ns, f.stat().st_size) if f.is_file() else None
-                  for f in (folder / META_FILE, folder / ADAPTER_FILE))
+    stamp = tuple(
+        (f.stat().st_mtime_ns, f.stat().st_size) if f.is_file() else None
+        for f in (folder / META_FILE, folder / ADAPTER_FILE)
+    )
     with _LOADING:
         key = (str(folder), stamp)
         if key not in _LOADED:

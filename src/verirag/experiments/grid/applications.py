@@ -25,6 +25,7 @@ so the curve is deterministic and linear inside a tie group:
 with g_(j) the tie-averaged gains in increasing score order. At the configured rate r, k =
 floor(r n). A random switch has expected accuracy (1 - r) acc_small + r acc_large (the baseline).
 """
+
 from __future__ import annotations
 
 import math
@@ -33,12 +34,11 @@ from typing import Any
 
 import numpy as np
 
-from verirag.learned.threshold import cv_threshold
 from verirag.experiments.grid.records import ResultRecord
+from verirag.learned.threshold import cv_threshold
 from verirag.metrics.stats import group_bootstrap_intervals
 
-__all__ = ["Pairing", "pair_records", "FallbackResult", "no_rag_fallback", "SwitchResult",
-           "switch_to_larger"]
+__all__ = ["FallbackResult", "Pairing", "SwitchResult", "no_rag_fallback", "pair_records", "switch_to_larger"]
 
 
 # --------------------------------------------------------------------------- pairing
@@ -60,19 +60,26 @@ def _by_id(records: list[ResultRecord], side: str) -> dict[str, ResultRecord]:
     out: dict[str, ResultRecord] = {}
     for r in records:
         if r.example_id in out:
-            raise ValueError(f"{side} records hold example_id {r.example_id!r} twice: pass the "
-                             "records of one (dataset, model, method) only")
+            raise ValueError(
+                f"{side} records hold example_id {r.example_id!r} twice: pass the "
+                "records of one (dataset, model, method) only"
+            )
         out[r.example_id] = r
     return out
 
 
-def pair_records(left: list[ResultRecord], right: list[ResultRecord],
-                 names: tuple[str, str] = ("left", "right")) -> Pairing:
+def pair_records(
+    left: list[ResultRecord], right: list[ResultRecord], names: tuple[str, str] = ("left", "right")
+) -> Pairing:
     """Match two record lists by example_id; ids present on one side only are listed (sorted)."""
     a, b = _by_id(list(left), names[0]), _by_id(list(right), names[1])
     common = sorted(a.keys() & b.keys())
-    return Pairing(left=[a[k] for k in common], right=[b[k] for k in common],
-                   unpaired_left=sorted(a.keys() - b.keys()), unpaired_right=sorted(b.keys() - a.keys()))
+    return Pairing(
+        left=[a[k] for k in common],
+        right=[b[k] for k in common],
+        unpaired_left=sorted(a.keys() - b.keys()),
+        unpaired_right=sorted(b.keys() - a.keys()),
+    )
 
 
 def _jsonable(x: Any) -> Any:
@@ -140,7 +147,7 @@ def _fallback_curve(s, c_rag, c_norag):
     order = np.argsort(s, kind="stable")
     ss = s[order]
     starts = np.flatnonzero(np.r_[True, ss[1:] != ss[:-1]])
-    cut = np.r_[starts, n]                         # examples below each threshold
+    cut = np.r_[starts, n]  # examples below each threshold
     rag_below = np.r_[0.0, np.cumsum(c_rag[order])][cut]
     norag_below = np.r_[0.0, np.cumsum(c_norag[order])][cut]
     acc = (c_rag.sum() - rag_below + norag_below) / n
@@ -150,9 +157,15 @@ def _fallback_curve(s, c_rag, c_norag):
     return np.r_[ss[starts], np.inf], cut / n, acc, rag_f, norag_f
 
 
-def no_rag_fallback(rag_records: list[ResultRecord], norag_records: list[ResultRecord],
-                    folds: int = 5, seed: int = 0, *, n_resamples: int = 1000,
-                    confidence: float = 0.95) -> FallbackResult:
+def no_rag_fallback(
+    rag_records: list[ResultRecord],
+    norag_records: list[ResultRecord],
+    folds: int = 5,
+    seed: int = 0,
+    *,
+    n_resamples: int = 1000,
+    confidence: float = 0.95,
+) -> FallbackResult:
     """No-RAG fallback curve and its cross-validated operating point (module docstring).
 
     `rag_records`: one RAG method's records (score = its faithfulness score); `norag_records`:
@@ -161,8 +174,9 @@ def no_rag_fallback(rag_records: list[ResultRecord], norag_records: list[ResultR
     """
     p = pair_records(rag_records, norag_records, ("RAG", "no-RAG"))
     if p.n == 0:
-        raise ValueError(f"no example is in both runs ({len(p.unpaired_left)} RAG-only, "
-                         f"{len(p.unpaired_right)} no-RAG-only)")
+        raise ValueError(
+            f"no example is in both runs ({len(p.unpaired_left)} RAG-only, {len(p.unpaired_right)} no-RAG-only)"
+        )
     s = np.array([r.score for r in p.left], dtype=np.float64)
     cr = np.array([r.correct for r in p.left], dtype=np.float64)
     cn = np.array([r.correct for r in p.right], dtype=np.float64)
@@ -179,23 +193,46 @@ def no_rag_fallback(rag_records: list[ResultRecord], norag_records: list[ResultR
         notes.append(f"no cross-validated point ({e})")
     else:
         final = np.where(cv.kept, cr, cn)
-        diff = final - cr                       # per-example gain over RAG-only
+        diff = final - cr  # per-example gain over RAG-only
         cv_acc, cv_rate, cv_t, n_folds = cv.gain, 1.0 - cv.kept_rate, cv.fold_thresholds, len(cv.folds)
         # question groups resampled whole (HotpotQA's twins together), as the summary's intervals
-        r = group_bootstrap_intervals(lambda ix: {"gain": diff[ix].mean(axis=1)}, list(groups),
-                                      n_resamples=n_resamples, confidence=confidence, seed=seed)["gain"]
+        r = group_bootstrap_intervals(
+            lambda ix: {"gain": diff[ix].mean(axis=1)},
+            list(groups),
+            n_resamples=n_resamples,
+            confidence=confidence,
+            seed=seed,
+        )["gain"]
         gain, g_lo, g_hi = r.estimate, r.low, r.high
         g_ans = float(diff[ans].mean()) if ans.any() else math.nan
         g_un = float(diff[~ans].mean()) if (~ans).any() else math.nan
     return FallbackResult(
-        n=p.n, thresholds=thr, fallback_rate=rate, accuracy=acc, rag_accuracy_fallen=rag_f,
-        norag_accuracy_fallen=norag_f, rag_accuracy=float(cr.mean()), norag_accuracy=float(cn.mean()),
-        oracle_accuracy=float(np.maximum(cr, cn).mean()), best_accuracy=float(acc[b]),
-        best_fallback_rate=float(rate[b]), best_threshold=float(thr[b]), cv_accuracy=cv_acc,
-        cv_fallback_rate=cv_rate, cv_thresholds=cv_t, cv_folds=n_folds, cv_gain=gain,
-        cv_gain_low=g_lo, cv_gain_high=g_hi, cv_gain_answerable=g_ans, cv_gain_unanswerable=g_un,
-        n_answerable=int(ans.sum()), unpaired_rag=p.unpaired_left, unpaired_norag=p.unpaired_right,
-        notes="; ".join(notes))
+        n=p.n,
+        thresholds=thr,
+        fallback_rate=rate,
+        accuracy=acc,
+        rag_accuracy_fallen=rag_f,
+        norag_accuracy_fallen=norag_f,
+        rag_accuracy=float(cr.mean()),
+        norag_accuracy=float(cn.mean()),
+        oracle_accuracy=float(np.maximum(cr, cn).mean()),
+        best_accuracy=float(acc[b]),
+        best_fallback_rate=float(rate[b]),
+        best_threshold=float(thr[b]),
+        cv_accuracy=cv_acc,
+        cv_fallback_rate=cv_rate,
+        cv_thresholds=cv_t,
+        cv_folds=n_folds,
+        cv_gain=gain,
+        cv_gain_low=g_lo,
+        cv_gain_high=g_hi,
+        cv_gain_answerable=g_ans,
+        cv_gain_unanswerable=g_un,
+        n_answerable=int(ans.sum()),
+        unpaired_rag=p.unpaired_left,
+        unpaired_norag=p.unpaired_right,
+        notes="; ".join(notes),
+    )
 
 
 # --------------------------------------------------------------------------- switch to a larger model
@@ -244,8 +281,9 @@ def _tie_averaged(s: np.ndarray, g: np.ndarray) -> np.ndarray:
     return (np.bincount(gid, weights=gs) / np.bincount(gid))[gid]
 
 
-def switch_to_larger(small_records: list[ResultRecord], large_records: list[ResultRecord],
-                     rate: float = 0.2) -> SwitchResult:
+def switch_to_larger(
+    small_records: list[ResultRecord], large_records: list[ResultRecord], rate: float = 0.2
+) -> SwitchResult:
     """Accuracy vs switch rate when the lowest-scoring small-model answers go to the larger model.
 
     `small_records`: one method on the small model (its scores rank the examples);
@@ -256,19 +294,28 @@ def switch_to_larger(small_records: list[ResultRecord], large_records: list[Resu
         raise ValueError("rate must lie in [0, 1]")
     p = pair_records(small_records, large_records, ("small-model", "large-model"))
     if p.n == 0:
-        raise ValueError(f"no example is in both runs ({len(p.unpaired_left)} small-only, "
-                         f"{len(p.unpaired_right)} large-only)")
+        raise ValueError(
+            f"no example is in both runs ({len(p.unpaired_left)} small-only, {len(p.unpaired_right)} large-only)"
+        )
     n = p.n
     s = np.array([r.score for r in p.left], dtype=np.float64)
     cs = np.array([r.correct for r in p.left], dtype=np.float64)
     cl = np.array([r.correct for r in p.right], dtype=np.float64)
     acc = cs.mean() + np.r_[0.0, np.cumsum(_tie_averaged(s, cl - cs))] / n
-    k = int(math.floor(rate * n + 1e-9))
+    k = math.floor(rate * n + 1e-9)
     r = k / n
     best_gain = np.sort(cl - cs)[::-1][:k].sum() / n
-    return SwitchResult(n=n, rate=rate, switch_rate=np.arange(n + 1) / n, accuracy=acc,
-                        small_accuracy=float(cs.mean()), large_accuracy=float(cl.mean()),
-                        achieved_rate=r, accuracy_at_rate=float(acc[k]),
-                        random_at_rate=float((1 - r) * cs.mean() + r * cl.mean()),
-                        oracle_at_rate=float(cs.mean() + best_gain),
-                        unpaired_small=p.unpaired_left, unpaired_large=p.unpaired_right)
+    return SwitchResult(
+        n=n,
+        rate=rate,
+        switch_rate=np.arange(n + 1) / n,
+        accuracy=acc,
+        small_accuracy=float(cs.mean()),
+        large_accuracy=float(cl.mean()),
+        achieved_rate=r,
+        accuracy_at_rate=float(acc[k]),
+        random_at_rate=float((1 - r) * cs.mean() + r * cl.mean()),
+        oracle_at_rate=float(cs.mean() + best_gain),
+        unpaired_small=p.unpaired_left,
+        unpaired_large=p.unpaired_right,
+    )

@@ -11,6 +11,7 @@ draws question groups, not examples: a HotpotQA question's two twins go in and o
 they are not independent. An interval that excludes 0 tells the methods apart at that confidence;
 one that contains it does not.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
@@ -19,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from verirag.experiments.grid.records import ResultRecord
-from verirag.experiments.grid.summary import is_hard, group_records, ranking_statistics, record_arrays
+from verirag.experiments.grid.summary import group_records, is_hard, ranking_statistics, record_arrays
 from verirag.metrics.stats import group_bootstrap_intervals
 
 __all__ = ["DEFAULT_PAIRS", "compare_methods", "parse_pair"]
@@ -38,15 +39,16 @@ METRICS = ("best_f1", "pr_auc", "accuracy")
 
 
 def parse_pair(text: str) -> tuple[str, str]:
-    """"A:B" -> (A, B): B is compared against A."""
+    """ "A:B" -> (A, B): B is compared against A."""
     a, sep, b = text.partition(":")
     if not sep or not a.strip() or not b.strip():
         raise ValueError(f"a comparison is BASELINE:METHOD, got {text!r}")
     return a.strip(), b.strip()
 
 
-def compare_methods(records: Iterable[ResultRecord], pairs: Sequence[tuple[str, str]],
-                    boot: Mapping[str, Any]) -> list[dict[str, Any]]:
+def compare_methods(
+    records: Iterable[ResultRecord], pairs: Sequence[tuple[str, str]], boot: Mapping[str, Any]
+) -> list[dict[str, Any]]:
     """One row per (dataset, model, pair) where both methods ran (module docstring). Pairs absent
     from a (dataset, model) are skipped; a pair with no example in common gets n = 0 and no values."""
     cells = group_records(records)
@@ -59,8 +61,14 @@ def compare_methods(records: Iterable[ResultRecord], pairs: Sequence[tuple[str, 
                 continue
             by_b = {r.example_id: r for r in rb}
             both = [r.example_id for r in ra if r.example_id in by_b]
-            row: dict[str, Any] = {"dataset": ds, "model": model, "baseline": base, "method": method,
-                                   "n": len(both), "only_one": len(ra) + len(rb) - 2 * len(both)}
+            row: dict[str, Any] = {
+                "dataset": ds,
+                "model": model,
+                "baseline": base,
+                "method": method,
+                "n": len(both),
+                "only_one": len(ra) + len(rb) - 2 * len(both),
+            }
             out.append(row)
             if not both:
                 continue
@@ -72,9 +80,10 @@ def compare_methods(records: Iterable[ResultRecord], pairs: Sequence[tuple[str, 
             def statistic(ix: np.ndarray) -> dict[str, np.ndarray]:
                 res = {}
                 for m in METRICS:
-                    va, vb = np.asarray(fa[m](ix), dtype=np.float64), np.asarray(fb[m](ix), dtype=np.float64)
+                    va, vb = np.asarray(fa[m](ix), dtype=np.float64), np.asarray(fb[m](ix), dtype=np.float64)  # noqa: B023
                     res[f"{m}_baseline"], res[f"{m}_method"], res[m] = va, vb, vb - va
                 return res
+
             # the summary's groups (no group: the example's own), so the same draws as its intervals
             res = group_bootstrap_intervals(statistic, list(arrays_a["group"]), **boot)
             for m in METRICS:
@@ -83,4 +92,3 @@ def compare_methods(records: Iterable[ResultRecord], pairs: Sequence[tuple[str, 
                 row[f"{m}_diff"], row[f"{m}_diff_low"], row[f"{m}_diff_high"] = d.estimate, d.low, d.high
                 row[f"{m}_diff_invalid"] = d.n_invalid
     return out
-

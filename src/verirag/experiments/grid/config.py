@@ -28,6 +28,7 @@ at once, with its path ("datasets[1].n: must be an integer >= 1, got 0"), in one
 `ExperimentConfig.method_specs(dataset)` gives the methods (`verirag.awf.spec.MethodSpec`) with
 that dataset's `method_options` and the generation `max_tokens` where they take them.
 """
+
 from __future__ import annotations
 
 import copy
@@ -36,10 +37,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, get_args
 
-from pydantic import (AfterValidator, BeforeValidator, ConfigDict, Field, StringConstraints, ValidationError,
-                      ValidationInfo, field_validator, model_validator)
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
-from verirag.awf.spec import MethodSpec, option_defaults, check_name, split_name
+from verirag.awf.spec import MethodSpec, check_name, option_defaults, split_name
 from verirag.errors import InputError
 from verirag.experiments.schema import StrictModel, fail, listing, read_yaml, shown, validate_config
 
@@ -65,8 +75,9 @@ def _plain_problem(v: Any, depth: int = 0) -> str | None:
     if isinstance(v, dict) and not all(isinstance(k, str) for k in v):
         return "mapping keys must be text"
     if isinstance(v, (list, dict)):
-        return next(filter(None, (_plain_problem(x, depth + 1) for x in (v.values() if isinstance(v, dict) else v))),
-                    None)
+        return next(
+            filter(None, (_plain_problem(x, depth + 1) for x in (v.values() if isinstance(v, dict) else v))), None
+        )
     ok = v is None or isinstance(v, (str, int, float))
     return None if ok else f"must be text, a number, true/false, a list or a mapping, got {shown(v)}"
 
@@ -74,6 +85,7 @@ def _plain_problem(v: Any, depth: int = 0) -> str | None:
 def _option_defaults(name: str) -> dict[str, Any]:
     """Option -> its constructor default, for the method `name` (InputError: no such method)."""
     from verirag.awf import registry
+
     check_name(name)
     unified, gen, pred = split_name(name)
     parts = [("method", unified)] if unified else [("predictor", pred), ("generator", gen)]
@@ -83,14 +95,18 @@ def _option_defaults(name: str) -> dict[str, Any]:
 def _option_problems(opts: dict[str, Any], defaults: dict[str, Any], unknown: str, takes: str = "it takes") -> None:
     """Fail for options not in `defaults` ("{unknown} 'k' ({takes}: ...)"), and for values whose
     type is not that of the option's default (where it has one)."""
+
     def wrong(v: Any, d: Any) -> str | None:
         for t, want in ((bool, "true or false"), (int, "an integer"), (float, "a number"), (str, "text")):
             if isinstance(d, t):
                 ok = isinstance(v, (int, float) if t is float else t) and (t is bool or not isinstance(v, bool))
                 return None if ok else f"must be {want}, got {shown(v)}"
         return None
-    fail([((k,), f"{unknown} {k!r} ({takes}: {listing(defaults)})", v) for k, v in opts.items() if k not in defaults]
-          + [((k,), p, v) for k, v in opts.items() if k in defaults and (p := wrong(v, defaults[k]))])
+
+    fail(
+        [((k,), f"{unknown} {k!r} ({takes}: {listing(defaults)})", v) for k, v in opts.items() if k not in defaults]
+        + [((k,), p, v) for k, v in opts.items() if k in defaults and (p := wrong(v, defaults[k]))]
+    )
 
 
 def method_entry(entry: Any) -> MethodSpec:
@@ -101,8 +117,15 @@ def method_entry(entry: Any) -> MethodSpec:
     at = () if isinstance(entry, str) else ("name",)  # where a problem with the name is
     entry = {"name": entry} if isinstance(entry, str) else entry
     if not isinstance(entry, dict):
-        fail([((), f"must be a method name or a mapping {{name: METHOD, OPTION: VALUE, ...}}, got {shown(entry)}",
-                entry)])
+        fail(
+            [
+                (
+                    (),
+                    f"must be a method name or a mapping {{name: METHOD, OPTION: VALUE, ...}}, got {shown(entry)}",
+                    entry,
+                )
+            ]
+        )
     name, label = entry.get("name"), entry.get("label")
     opts = {k: v for k, v in entry.items() if k not in ("name", "label")}
     problems = [((str(k),), "option names must be text", v) for k, v in opts.items() if not isinstance(k, str)]
@@ -130,16 +153,29 @@ def _application_method(v: Any, info: ValidationInfo) -> MethodSpec:
         return by_label[v.strip()]
     spec = method_entry(v)
     if by_label.get(spec.label, spec) != spec:
-        fail([(("label",) if isinstance(v, dict) else (), f"label {spec.label!r} is already used by a method "
-                "in `methods` with other options: give this one its own `label`", v)])
+        fail(
+            [
+                (
+                    ("label",) if isinstance(v, dict) else (),
+                    f"label {spec.label!r} is already used by a method "
+                    "in `methods` with other options: give this one its own `label`",
+                    v,
+                )
+            ]
+        )
     return spec
 
 
 # =========================================================================== the schema
 def _distinct(v: list[str]) -> list[str]:
     first: dict[str, int] = {}
-    fail([((i,), f"{x!r} appears twice (also at [{first[x]}])", x)
-           for i, x in enumerate(v) if first.setdefault(x, i) != i])
+    fail(
+        [
+            ((i,), f"{x!r} appears twice (also at [{first[x]}])", x)
+            for i, x in enumerate(v)
+            if first.setdefault(x, i) != i
+        ]
+    )
     return v
 
 
@@ -147,8 +183,13 @@ def _in_models(v: Any, info: ValidationInfo) -> Any:
     """Model specs (one, or a list) that must be among the config's `models`."""
     models = _ctx(info).get("models")
     if models is not None:
-        fail([((i,) if isinstance(v, list) else (), f"{m!r} is not one of `models`", m)
-               for i, m in enumerate(v if isinstance(v, list) else [v]) if m not in models])
+        fail(
+            [
+                ((i,) if isinstance(v, list) else (), f"{m!r} is not one of `models`", m)
+                for i, m in enumerate(v if isinstance(v, list) else [v])
+                if m not in models
+            ]
+        )
     return v
 
 
@@ -159,11 +200,13 @@ def _plain_options(v: dict[str, Any]) -> dict[str, Any]:
 
 def _listed(kinds: tuple[type, ...], what: str, each: Any = lambda x: x) -> BeforeValidator:
     """A non-empty list (of `each(entry)`); one entry of `kinds` alone is a list of one."""
+
     def check(v: Any) -> Any:
         v = [v] if isinstance(v, kinds) else v
         if not isinstance(v, list) or not v:
             raise ValueError(f"must be a non-empty list of {what}, got {shown(v)}")
         return [each(x) for x in v]
+
     return BeforeValidator(check)
 
 
@@ -184,8 +227,11 @@ class _Section(StrictModel):
     def _null_is_default(cls, data: Any) -> Any:
         if not isinstance(data, dict):
             return data
-        return {k: v for k, v in data.items() if v is not None or k in cls.null_is_error
-                or (f := cls.model_fields.get(k)) is None or f.is_required()}
+        return {
+            k: v
+            for k, v in data.items()
+            if v is not None or k in cls.null_is_error or (f := cls.model_fields.get(k)) is None or f.is_required()
+        }
 
 
 class DatasetSpec(_Section):
@@ -195,7 +241,7 @@ class DatasetSpec(_Section):
     n: int | None = Field(None, ge=1)
     seed: int = Field(0, ge=0)
     path: Text | None = None
-    groups: Text | None = None    # a file of "DATASET:GROUP" lines: only those questions, before `n` draws
+    groups: Text | None = None  # a file of "DATASET:GROUP" lines: only those questions, before `n` draws
     options: Options = {}
     method_options: Options = {}  # defaults for the methods that take them
 
@@ -203,6 +249,7 @@ class DatasetSpec(_Section):
     @classmethod
     def _known(cls, v: str, info: ValidationInfo) -> str:
         from verirag.datasets import dataset_names
+
         seen = _ctx(info).setdefault("datasets", set())
         if v not in dataset_names():
             raise ValueError(f"unknown dataset {v!r} (known: {listing(dataset_names())})")
@@ -215,6 +262,7 @@ class DatasetSpec(_Section):
     @classmethod
     def _loader_options(cls, v: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
         from verirag.datasets import dataset_info
+
         if "name" in info.data:
             allowed = set(dataset_info(info.data["name"]).options())
             if "references_llm" in allowed:  # the config names the model; the runner loads it
@@ -263,6 +311,7 @@ class _Threshold(_Section):
     @model_validator(mode="after")
     def _one_target(self) -> _Threshold:
         from verirag.learned.threshold import ThresholdController
+
         ThresholdController(**self.model_dump(exclude_none=True))  # ValueError unless exactly one target
         return self
 
@@ -298,8 +347,12 @@ class _Config(_Section):
     name: str | None = None
     models: Names
     methods: Annotated[list[Any], _listed((str, dict), "method names or {name: METHOD, OPTION: VALUE} mappings")]
-    datasets: Annotated[list[DatasetSpec], _listed((str, dict), "dataset names or {name: ...} mappings",
-                                                   lambda d: {"name": d} if isinstance(d, str) else d)]
+    datasets: Annotated[
+        list[DatasetSpec],
+        _listed(
+            (str, dict), "dataset names or {name: ...} mappings", lambda d: {"name": d} if isinstance(d, str) else d
+        ),
+    ]
     judge_model: Text | None = None
     generation: _Generation = _Generation()
     ground_truth: _GroundTruth = _GroundTruth()
@@ -342,9 +395,14 @@ class _Config(_Section):
             j, other = first.setdefault(spec.label, (i, spec))
             if j != i:
                 what = "the same method twice" if spec == other else f"label {spec.label!r} twice"
-                problems.append(((i, "label") if isinstance(entry, dict) else (i,),
-                                 f"{what} (also methods[{j}]): entries of one method with different options "
-                                 "need distinct labels, {name: ..., label: ..., OPTION: VALUE}", entry))
+                problems.append(
+                    (
+                        (i, "label") if isinstance(entry, dict) else (i,),
+                        f"{what} (also methods[{j}]): entries of one method with different options "
+                        "need distinct labels, {name: ..., label: ..., OPTION: VALUE}",
+                        entry,
+                    )
+                )
         _ctx(info).update(accepted_options=accepted, methods_by_label={k: s for k, (_, s) in first.items()})
         fail(problems)
         return specs
@@ -374,8 +432,9 @@ class ExperimentConfig:
         for d in self.datasets:
             if d.name == name:
                 return d
-        raise InputError(f"dataset {name!r} is not in config {self.name!r} "
-                         f"(it has: {', '.join(d.name for d in self.datasets)})")
+        raise InputError(
+            f"dataset {name!r} is not in config {self.name!r} (it has: {', '.join(d.name for d in self.datasets)})"
+        )
 
     def method_defaults(self, dataset: str | None = None) -> dict[str, Any]:
         """Generation max_tokens, then `dataset`'s method_options (a method takes those it has; its own win)."""
@@ -407,12 +466,18 @@ class ExperimentConfig:
 
     def run_json(self) -> dict[str, Any]:
         """DIR/run.json: what the report needs without the YAML (methods as configured)."""
-        return {"name": self.name, "threshold": dict(self.threshold),
-                "applications": copy.deepcopy(self.applications), "bootstrap": dict(self.bootstrap),
-                "datasets": [d.model_dump() for d in self.datasets], "models": list(self.models),
-                "methods": [s.to_dict() for s in self.methods],
-                "application_methods": {k: s.to_dict() for k, s in self.application_methods.items()},
-                "match": self.match, "max_tokens": self.max_tokens}
+        return {
+            "name": self.name,
+            "threshold": dict(self.threshold),
+            "applications": copy.deepcopy(self.applications),
+            "bootstrap": dict(self.bootstrap),
+            "datasets": [d.model_dump() for d in self.datasets],
+            "models": list(self.models),
+            "methods": [s.to_dict() for s in self.methods],
+            "application_methods": {k: s.to_dict() for k, s in self.application_methods.items()},
+            "match": self.match,
+            "max_tokens": self.max_tokens,
+        }
 
 
 # =========================================================================== entry points
@@ -422,19 +487,36 @@ def parse_config(raw: Any, *, source_name: str = "config") -> ExperimentConfig:
     apps: dict[str, dict[str, Any]] = {}
     app_methods: dict[str, MethodSpec] = {}
     if (fb := m.applications.no_rag_fallback) is not None:
-        apps["no_rag_fallback"] = {"models": list(fb.models or m.models), "folds": fb.folds,
-                                   "fallback_method": fb.fallback_method.label}
+        apps["no_rag_fallback"] = {
+            "models": list(fb.models or m.models),
+            "folds": fb.folds,
+            "fallback_method": fb.fallback_method.label,
+        }
         app_methods["no_rag_fallback"] = fb.fallback_method
     if (esc := m.applications.escalate) is not None:
-        apps["escalate"] = {"small": esc.small or m.models[0], "large": esc.large,
-                            "large_method": esc.large_method.label, "rate": esc.rate}
+        apps["escalate"] = {
+            "small": esc.small or m.models[0],
+            "large": esc.large,
+            "large_method": esc.large_method.label,
+            "rate": esc.rate,
+        }
         app_methods["escalate"] = esc.large_method
     return ExperimentConfig(
-        name=m.name or Path(source_name).stem, datasets=list(m.datasets), models=list(m.models),
-        methods=list(m.methods), judge_model=m.judge_model, max_tokens=m.generation.max_tokens,
-        n_ctx=m.generation.n_ctx, match=m.ground_truth.match, match_llm=m.ground_truth.llm,
-        threshold=m.threshold.model_dump(exclude_none=True), applications=apps,
-        bootstrap=m.bootstrap.model_dump(), concurrency=m.concurrency, application_methods=app_methods)
+        name=m.name or Path(source_name).stem,
+        datasets=list(m.datasets),
+        models=list(m.models),
+        methods=list(m.methods),
+        judge_model=m.judge_model,
+        max_tokens=m.generation.max_tokens,
+        n_ctx=m.generation.n_ctx,
+        match=m.ground_truth.match,
+        match_llm=m.ground_truth.llm,
+        threshold=m.threshold.model_dump(exclude_none=True),
+        applications=apps,
+        bootstrap=m.bootstrap.model_dump(),
+        concurrency=m.concurrency,
+        application_methods=app_methods,
+    )
 
 
 def load_config(path: str | Path) -> ExperimentConfig:

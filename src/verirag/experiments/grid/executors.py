@@ -4,6 +4,7 @@ Both run the same UnitRunner code on the same WorkUnits and hand every record ba
 driver, which alone appends to results.jsonl (one writer, so the file never interleaves).
 Ray is an existing engine for users who outgrow one machine; local runs never import it.
 """
+
 from __future__ import annotations
 
 import os
@@ -21,8 +22,12 @@ EXECUTORS = ("local", "ray")
 
 
 def _load_failure(unit, err: BaseException) -> dict[str, Any]:
-    return {"dataset": unit.dataset, "model": unit.model, "method": "*",
-            "error": f"model could not be loaded: {type(err).__name__}: {err}"}
+    return {
+        "dataset": unit.dataset,
+        "model": unit.model,
+        "method": "*",
+        "error": f"model could not be loaded: {type(err).__name__}: {err}",
+    }
 
 
 class LocalExecutor:
@@ -42,8 +47,8 @@ class LocalExecutor:
                 lock = threading.Lock()
 
                 def one(ex):
-                    recs = runner.run_example(ex, done)
-                    with lock:
+                    recs = runner.run_example(ex, done)  # noqa: B023
+                    with lock:  # noqa: B023
                         for r in recs:
                             emit(r)
 
@@ -88,15 +93,20 @@ class RayExecutor:
             os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # never phone home, never prompt
             # workers see the driver's verirag settings (cache dir, offline mode, model paths)
             env = {k: v for k, v in os.environ.items() if k.startswith(("VERIRAG_", "HF_"))}
-            ray.init(address=os.environ.get("RAY_ADDRESS"), num_cpus=self.num_cpus,
-                     include_dashboard=False, log_to_driver=False, ignore_reinit_error=True,
-                     runtime_env={"env_vars": env} if env else None)
+            ray.init(
+                address=os.environ.get("RAY_ADDRESS"),
+                num_cpus=self.num_cpus,
+                include_dashboard=False,
+                log_to_driver=False,
+                ignore_reinit_error=True,
+                runtime_env={"env_vars": env} if env else None,
+            )
         try:
             work = ray.remote(_ray_work)
             futures = []
-            for unit in units:   # the workers tell which records are done (they know the identities)
+            for unit in units:  # the workers tell which records are done (they know the identities)
                 for i in range(0, len(unit.examples), self.chunk_size):
-                    chunk = replace(unit, examples=unit.examples[i:i + self.chunk_size])
+                    chunk = replace(unit, examples=unit.examples[i : i + self.chunk_size])
                     futures.append(work.remote(make_runner, chunk, done))
             while futures:
                 ready, futures = ray.wait(futures, num_returns=1)

@@ -44,14 +44,16 @@ Records written before 2026-11-24 have a `method_digest` of their explicit optio
 for what the method computed itself (0 for a generation shared with an earlier method) and have
 no `spent`.
 """
+
 from __future__ import annotations
 
 import json
 import math
 import os
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 RESULTS_FILE = "results.jsonl"
 
@@ -104,7 +106,7 @@ class ResultRecord:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "ResultRecord":
+    def from_dict(cls, d: dict[str, Any]) -> ResultRecord:
         kw = {k: d[k] for k in cls.__dataclass_fields__ if k in d}
         if kw.get("score") is None:
             kw["score"] = 0.0

@@ -15,6 +15,7 @@ Examples of one model run one after another on llama.cpp (one model instance is 
 and it already uses every core); HTTP backends run `concurrency` examples in flight. Ray takes the
 same work units with `executor="ray"` (verirag.experiments.grid.executors).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -26,13 +27,13 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from verirag.awf.spec import MethodSpec
 from verirag.errors import InputError, VeriragError, is_outage
 from verirag.experiments.grid.config import ExperimentConfig
 from verirag.experiments.grid.executors import get_executor
-from verirag.train.ground_truth import GroundTruth
-from verirag.awf.spec import MethodSpec
 from verirag.experiments.grid.records import ResultRecord, ResultStore, record_key
 from verirag.llm.metered import MeteredLLM
+from verirag.train.ground_truth import GroundTruth
 from verirag.types import Example
 
 RUN_FILE = "run.json"
@@ -43,6 +44,7 @@ LLMFactory = Callable[[str, int], Any]  # (spec, n_ctx) -> LLM
 
 def default_llm_factory(spec: str, n_ctx: int):
     from verirag.llm import load_llm
+
     return load_llm(spec, n_ctx=n_ctx)
 
 
@@ -66,7 +68,7 @@ class RunOutcome:
     out_dir: Path
     written: int = 0
     skipped: int = 0
-    recomputed: int = 0   # records written again because their method's identity changed
+    recomputed: int = 0  # records written again because their method's identity changed
     record_errors: int = 0
     failures: list[dict[str, Any]] = field(default_factory=list)
 
@@ -75,11 +77,16 @@ def result_fingerprint(cfg: ExperimentConfig) -> str:
     """What changes the content of a record beyond its method's options (which are part of each
     record's key); a directory holds the results of one fingerprint."""
     from verirag.prompts import DEFAULT_LAYOUT
+
     # the prompt layout a method without a `layout` option gets (its records' keys do not name it)
-    parts = {"n_ctx": cfg.n_ctx, "match": cfg.match, "default_layout": DEFAULT_LAYOUT,
-             "match_llm": cfg.match_llm, "judge_model": cfg.judge_model,
-             "datasets": [{"name": d.name, "path": d.path, "options": d.options, "seed": d.seed}
-                          for d in cfg.datasets]}
+    parts = {
+        "n_ctx": cfg.n_ctx,
+        "match": cfg.match,
+        "default_layout": DEFAULT_LAYOUT,
+        "match_llm": cfg.match_llm,
+        "judge_model": cfg.judge_model,
+        "datasets": [{"name": d.name, "path": d.path, "options": d.options, "seed": d.seed} for d in cfg.datasets],
+    }
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -94,8 +101,10 @@ def prepare_dir(cfg: ExperimentConfig, out_dir: Path) -> None:
         except json.JSONDecodeError:
             old = None
         if old and old != fp:
-            raise InputError(f"{out_dir} holds results of a different set-up (generation, ground truth "
-                             f"or dataset options changed); use another --out directory")
+            raise InputError(
+                f"{out_dir} holds results of a different set-up (generation, ground truth "
+                f"or dataset options changed); use another --out directory"
+            )
     info = cfg.run_json()
     info["fingerprint"] = fp
     tmp = run_path.with_suffix(".tmp")
@@ -127,6 +136,7 @@ def read_groups(path: str | Path, dataset: str) -> set[str]:
 def load_examples(cfg: ExperimentConfig, llm_factory: LLMFactory) -> dict[str, list[Example]]:
     from verirag.datasets import load_dataset
     from verirag.datasets._sampling import subsample
+
     out = {}
     for d in cfg.datasets:
         opts = dict(d.options)
@@ -134,7 +144,7 @@ def load_examples(cfg: ExperimentConfig, llm_factory: LLMFactory) -> dict[str, l
             opts["references_llm"] = llm_factory(opts.pop("references_model"), cfg.n_ctx)
         if d.groups is None:
             examples = load_dataset(d.name, d.path, n=d.n, seed=d.seed, **opts)
-        else:   # the named questions first, then `n` of them (every example of a group stays)
+        else:  # the named questions first, then `n` of them (every example of a group stays)
             wanted = read_groups(d.groups, d.name)
             examples = [e for e in load_dataset(d.name, d.path, seed=d.seed, **opts) if e.group in wanted]
             if not examples:
@@ -161,8 +171,9 @@ def plan(cfg: ExperimentConfig, examples: dict[str, list[Example]]) -> list[Work
         for ds in examples:
             if methods:
                 defaults = dataset_defaults(cfg, ds)
-                units.append(WorkUnit(ds, model, [MethodSpec.parse(m).with_defaults(defaults) for m in methods],
-                                      examples[ds]))
+                units.append(
+                    WorkUnit(ds, model, [MethodSpec.parse(m).with_defaults(defaults) for m in methods], examples[ds])
+                )
     return units
 
 
@@ -171,6 +182,7 @@ class UnitRunner:
 
     def __init__(self, cfg: ExperimentConfig, unit: WorkUnit, llm_factory: LLMFactory):
         from verirag.awf.compose import build_method
+
         self.cfg, self.unit = cfg, unit
         llm = llm_factory(unit.model, cfg.n_ctx)
         judge = llm_factory(cfg.judge_model, cfg.n_ctx) if cfg.judge_model else None
@@ -183,11 +195,18 @@ class UnitRunner:
             try:
                 self.methods[spec.label] = (spec, build_method(spec, self.metered, judge_llm=self.metered_judge))
             except VeriragError as e:  # e.g. CapabilityError: this backend cannot serve the method
-                self.failures.append({"dataset": unit.dataset, "model": unit.model, "method": spec.label,
-                                      "error": f"{type(e).__name__}: {e}"})
+                self.failures.append(
+                    {
+                        "dataset": unit.dataset,
+                        "model": unit.model,
+                        "method": spec.label,
+                        "error": f"{type(e).__name__}: {e}",
+                    }
+                )
         correctness_judge = None
         if cfg.match == "llm":
             from verirag.metrics.judges import CorrectnessJudge
+
             correctness_judge = CorrectnessJudge(llm_factory(cfg.match_llm, cfg.n_ctx))
         self.truth = GroundTruth(cfg.match, correctness_judge)
 
@@ -212,6 +231,7 @@ class UnitRunner:
 
     def run_example(self, ex: Example, done: set[str]) -> list[ResultRecord]:
         from verirag.awf.trace import Trace
+
         trace = Trace(ex.question_with_history(), ex.passages, retrieval_scores=ex.meta.get("retrieval_scores"))
         records = []
         for label, (spec, method) in self.methods.items():
@@ -222,7 +242,7 @@ class UnitRunner:
                 try:
                     out = method.run(trace)
                     answer, score, hard, error, details = out.answer, out.score, out.hard, out.error, out.details
-                    if out.outage:   # counted as an error like any other, and named as an outage
+                    if out.outage:  # counted as an error like any other, and named as an outage
                         details = {**details, "outage": True}
                 except VeriragError as e:  # a user or backend failure is this example's error
                     answer, score, hard, error, details = "", 0.0, method.hard, f"{type(e).__name__}: {e}", {}
@@ -231,19 +251,42 @@ class UnitRunner:
             seconds = time.perf_counter() - t0
             cost, shared = used.cost, used.shared
             truth = self.truth.label(ex, answer)
-            records.append(ResultRecord(
-                dataset=self.unit.dataset, model=self.unit.model, method=label, example_id=ex.id,
-                question=ex.question, answer=answer, score=float(score), hard=bool(hard),
-                answerable=truth.answerable, correct=truth.correct, faithful=truth.faithful,
-                abstained=truth.abstained, error=error, group=ex.group or ex.id,
-                references=list(ex.references), seconds=round(seconds, 4), calls=cost.calls,
-                prompt_tokens=cost.prompt_tokens, completion_tokens=cost.completion_tokens,
-                details={**_jsonable(details), **truth.details, "cache_hits": cost.cache_hits,
-                         "shared": {"calls": shared.calls, "prompt_tokens": shared.prompt_tokens,
-                                    "completion_tokens": shared.completion_tokens}},
-                method_digest=method.digest,
-                method_spec=_jsonable({**spec.to_dict(), "resolved_options": method.resolved_options()}),
-                spent=used.spent.to_dict()))
+            records.append(
+                ResultRecord(
+                    dataset=self.unit.dataset,
+                    model=self.unit.model,
+                    method=label,
+                    example_id=ex.id,
+                    question=ex.question,
+                    answer=answer,
+                    score=float(score),
+                    hard=bool(hard),
+                    answerable=truth.answerable,
+                    correct=truth.correct,
+                    faithful=truth.faithful,
+                    abstained=truth.abstained,
+                    error=error,
+                    group=ex.group or ex.id,
+                    references=list(ex.references),
+                    seconds=round(seconds, 4),
+                    calls=cost.calls,
+                    prompt_tokens=cost.prompt_tokens,
+                    completion_tokens=cost.completion_tokens,
+                    details={
+                        **_jsonable(details),
+                        **truth.details,
+                        "cache_hits": cost.cache_hits,
+                        "shared": {
+                            "calls": shared.calls,
+                            "prompt_tokens": shared.prompt_tokens,
+                            "completion_tokens": shared.completion_tokens,
+                        },
+                    },
+                    method_digest=method.digest,
+                    method_spec=_jsonable({**spec.to_dict(), "resolved_options": method.resolved_options()}),
+                    spent=used.spent.to_dict(),
+                )
+            )
         return records
 
 
@@ -254,9 +297,15 @@ def _jsonable(d: dict[str, Any]) -> dict[str, Any]:
         return {"unserialisable_details": str(d)[:2000]}
 
 
-def run_experiment(cfg: ExperimentConfig, out_dir: str | Path, *, executor: str = "local",
-                   llm_factory: LLMFactory | None = None, progress: bool = True,
-                   limit: int | None = None) -> RunOutcome:
+def run_experiment(
+    cfg: ExperimentConfig,
+    out_dir: str | Path,
+    *,
+    executor: str = "local",
+    llm_factory: LLMFactory | None = None,
+    progress: bool = True,
+    limit: int | None = None,
+) -> RunOutcome:
     """Run (or resume) the experiment into `out_dir`. `limit` caps the examples per dataset."""
     out_dir = Path(out_dir)
     llm_factory = llm_factory or default_llm_factory
@@ -272,19 +321,21 @@ def run_experiment(cfg: ExperimentConfig, out_dir: str | Path, *, executor: str 
     total = sum(u.size for u in units)
 
     with _progress(progress, total) as advance:
+
         def emit(rec: ResultRecord) -> None:
             store.append(rec)
             outcome.written += 1
             outcome.record_errors += rec.error is not None
-            outcome.recomputed += rec.slot in slots   # present, but of another identity
+            outcome.recomputed += rec.slot in slots  # present, but of another identity
             advance(1)
 
         def skip(n: int) -> None:
             outcome.skipped += n
             advance(n)
 
-        get_executor(executor).run(units, done, partial(UnitRunner, cfg, llm_factory=llm_factory), emit, skip,
-                                   advance, outcome.failures)
+        get_executor(executor).run(
+            units, done, partial(UnitRunner, cfg, llm_factory=llm_factory), emit, skip, advance, outcome.failures
+        )
     for f in outcome.failures:
         _append_failure(out_dir, f)
     return outcome
@@ -304,10 +355,23 @@ class _progress:
     def __enter__(self):
         if not self.enabled:
             return lambda n=1: None
-        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                                   TimeElapsedColumn, TimeRemainingColumn)
-        self.p = Progress(TextColumn("[bold]eval"), BarColumn(), MofNCompleteColumn(),
-                          TimeElapsedColumn(), TimeRemainingColumn(), transient=False)
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        self.p = Progress(
+            TextColumn("[bold]eval"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            transient=False,
+        )
         self.p.__enter__()
         task = self.p.add_task("records", total=self.total)
         return lambda n=1: self.p.advance(task, n)

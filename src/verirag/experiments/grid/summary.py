@@ -40,6 +40,7 @@ out the threshold's own variability. A resample where a statistic is undefined (
 nothing answerable) is left out; if all are, the bounds are NaN. Caveats of a row (tiny n,
 undefined values) are listed in its `notes` column.
 """
+
 from __future__ import annotations
 
 import copy
@@ -52,20 +53,37 @@ from typing import Any
 
 import numpy as np
 
-from verirag.learned.threshold import ThresholdController, cross_fit_target
 from verirag.experiments.grid.records import ResultRecord
-from verirag.metrics.awf import (awf_counts, awf_scores, best_f1, best_f1_statistic, f1_statistic,
-                                 hard_pr_auc_statistic, pr_auc_statistic, random_pr_auc)
+from verirag.learned.threshold import ThresholdController, cross_fit_target
+from verirag.metrics.awf import (
+    awf_counts,
+    awf_scores,
+    best_f1,
+    best_f1_statistic,
+    f1_statistic,
+    hard_pr_auc_statistic,
+    pr_auc_statistic,
+    random_pr_auc,
+)
 from verirag.metrics.stats import group_bootstrap_intervals
 
-__all__ = ["summarize", "summarize_cell", "write_summary", "group_records", "record_arrays",
-           "threshold_target", "bootstrap_settings", "threshold_rule", "ranking_statistics", "CI_METRICS",
-           "SUMMARY_FILES"]
+__all__ = [
+    "CI_METRICS",
+    "SUMMARY_FILES",
+    "bootstrap_settings",
+    "group_records",
+    "ranking_statistics",
+    "record_arrays",
+    "summarize",
+    "summarize_cell",
+    "threshold_rule",
+    "threshold_target",
+    "write_summary",
+]
 
 SUMMARY_FILES = ("summary.csv", "summary.json")
 # metrics reported with a bootstrap interval, in column order
-CI_METRICS = ("awf_precision", "awf_recall", "awf_f1", "best_f1", "pr_auc", "qpp_precision",
-              "qpp_recall", "accuracy")
+CI_METRICS = ("awf_precision", "awf_recall", "awf_f1", "best_f1", "pr_auc", "qpp_precision", "qpp_recall", "accuracy")
 CV_FOLDS = 5
 
 
@@ -89,8 +107,11 @@ def threshold_rule(target: ThresholdController) -> str:
 def bootstrap_settings(run_config: Mapping[str, Any]) -> dict[str, Any]:
     """run.json "bootstrap" with its defaults: 1000 resamples, 95% confidence, seed 0."""
     b = dict(run_config.get("bootstrap") or {})
-    return {"n_resamples": int(b.get("n_resamples", 1000)), "confidence": float(b.get("confidence", 0.95)),
-            "seed": int(b.get("seed", 0))}
+    return {
+        "n_resamples": int(b.get("n_resamples", 1000)),
+        "confidence": float(b.get("confidence", 0.95)),
+        "seed": int(b.get("seed", 0)),
+    }
 
 
 # --------------------------------------------------------------------------- records -> arrays
@@ -108,13 +129,13 @@ def record_arrays(recs: list[ResultRecord]) -> dict[str, np.ndarray]:
     """Columns of the records as numpy arrays. `group` falls back to example_id when empty, so
     examples without a group are each their own group; `answerable` is A | V (a faithful answer
     makes its question answerable, as `metrics.awf` assumes with strict=False)."""
+
     def col(f, dtype):
         return np.array([f(r) for r in recs], dtype=dtype)
 
     faithful = col(lambda r: int(r.faithful), np.int64)
     return {
-        "score": col(lambda r: r.score if r.score is not None and math.isfinite(r.score) else 0.0,
-                     np.float64),
+        "score": col(lambda r: r.score if r.score is not None and math.isfinite(r.score) else 0.0, np.float64),
         "faithful": faithful,
         "answerable": col(lambda r: int(r.answerable), np.int64) | faithful,
         "correct": col(lambda r: int(r.correct), np.int64),
@@ -132,8 +153,12 @@ def record_arrays(recs: list[ResultRecord]) -> dict[str, np.ndarray]:
 
 def _paid_tokens(u: Mapping[str, Any]) -> float:
     """Tokens the backend really read and wrote: those of requests the cache did not answer."""
-    return float(u.get("prompt_tokens", 0) + u.get("completion_tokens", 0)
-                 - u.get("cached_prompt_tokens", 0) - u.get("cached_completion_tokens", 0))
+    return float(
+        u.get("prompt_tokens", 0)
+        + u.get("completion_tokens", 0)
+        - u.get("cached_prompt_tokens", 0)
+        - u.get("cached_completion_tokens", 0)
+    )
 
 
 def _shared_tokens(r: ResultRecord) -> float:
@@ -149,9 +174,20 @@ def spent_by_unit(records: Iterable[ResultRecord]) -> list[dict[str, Any]]:
     """What the run spent per (dataset, model), summed over methods and examples (module docstring)."""
     units: dict[tuple[str, str], dict[str, Any]] = {}
     for r in records:
-        u = units.setdefault((r.dataset, r.model), {
-            "dataset": r.dataset, "model": r.model, "records": 0, "calls": 0, "cache_hits": 0,
-            "tokens_read": 0.0, "tokens_from_cache": 0.0, "seconds": 0.0, "records_without_spent": 0})
+        u = units.setdefault(
+            (r.dataset, r.model),
+            {
+                "dataset": r.dataset,
+                "model": r.model,
+                "records": 0,
+                "calls": 0,
+                "cache_hits": 0,
+                "tokens_read": 0.0,
+                "tokens_from_cache": 0.0,
+                "seconds": 0.0,
+                "records_without_spent": 0,
+            },
+        )
         u["records"] += 1
         u["seconds"] += r.seconds or 0.0
         if not r.spent:
@@ -174,8 +210,11 @@ def ranking_statistics(a: dict[str, np.ndarray], hard: bool) -> dict[str, Callab
         x, best, area = (s >= 0.5).astype(np.int64), f1_statistic, hard_pr_auc_statistic
     else:
         x, best, area = s, best_f1_statistic, pr_auc_statistic
-    return {"best_f1": lambda ix: best(x, V, A, indices=ix), "pr_auc": lambda ix: area(x, V, A, indices=ix),
-            "accuracy": lambda ix: C[ix].mean(axis=1)}
+    return {
+        "best_f1": lambda ix: best(x, V, A, indices=ix),
+        "pr_auc": lambda ix: area(x, V, A, indices=ix),
+        "accuracy": lambda ix: C[ix].mean(axis=1),
+    }
 
 
 def _cell_statistic(a: dict[str, np.ndarray], v: np.ndarray, hard: bool):
@@ -187,9 +226,15 @@ def _cell_statistic(a: dict[str, np.ndarray], v: np.ndarray, hard: bool):
 
     def statistic(ix: np.ndarray) -> dict[str, np.ndarray]:
         awf, qpp = awf_counts(v, V, A, indices=ix), awf_counts(v, A, A, indices=ix)
-        return {"awf_precision": awf.precision(), "awf_recall": awf.recall(), "awf_f1": awf.f1(),
-                "qpp_precision": qpp.precision(), "qpp_recall": qpp.recall(),
-                **{name: f(ix) for name, f in ranking.items()}}
+        return {
+            "awf_precision": awf.precision(),
+            "awf_recall": awf.recall(),
+            "awf_f1": awf.f1(),
+            "qpp_precision": qpp.precision(),
+            "qpp_recall": qpp.recall(),
+            **{name: f(ix) for name, f in ranking.items()},
+        }
+
     return statistic
 
 
@@ -210,13 +255,11 @@ def _decisions(target: ThresholdController, a: dict[str, np.ndarray], seed: int)
         return np.zeros(len(s), dtype=bool), float("nan"), [f"no cross-fitted threshold ({e})"]
     full = copy.deepcopy(target).fit(s, V)
     if full.threshold_ is None:  # not certified on all rows: no threshold, every answer acts
-        return v, float("nan"), [f"{threshold_rule(target)} not certified on the {len(s)} rows: "
-                                 "every answer acts"]
+        return v, float("nan"), [f"{threshold_rule(target)} not certified on the {len(s)} rows: every answer acts"]
     return v, float(full.threshold_), []
 
 
-def summarize_cell(recs: list[ResultRecord], target: ThresholdController,
-                   boot: Mapping[str, Any]) -> dict[str, Any]:
+def summarize_cell(recs: list[ResultRecord], target: ThresholdController, boot: Mapping[str, Any]) -> dict[str, Any]:
     """The summary row of one (dataset, model, method) cell; see the module docstring."""
     r0 = recs[0]
     a = record_arrays(recs)
@@ -224,10 +267,18 @@ def summarize_cell(recs: list[ResultRecord], target: ThresholdController,
     s, V, A = a["score"], a["faithful"], a["answerable"]
     v, thr, notes = _decisions(target, a, boot["seed"])
     row: dict[str, Any] = {
-        "dataset": r0.dataset, "model": r0.model, "method": r0.method, "hard": hard, "n": n,
-        "n_errors": int(a["error"].sum()), "n_answerable": int(A.sum()), "n_faithful": int(V.sum()),
-        "threshold_rule": threshold_rule(target), "threshold": thr,
-        "threshold_cross_fitted": target.kind != "value", "answer_rate": float(v.mean()),
+        "dataset": r0.dataset,
+        "model": r0.model,
+        "method": r0.method,
+        "hard": hard,
+        "n": n,
+        "n_errors": int(a["error"].sum()),
+        "n_answerable": int(A.sum()),
+        "n_faithful": int(V.sum()),
+        "threshold_rule": threshold_rule(target),
+        "threshold": thr,
+        "threshold_cross_fitted": target.kind != "value",
+        "answer_rate": float(v.mean()),
     }
     res = group_bootstrap_intervals(_cell_statistic(a, v, hard), list(a["group"]), **boot)
     for name in CI_METRICS:
@@ -236,8 +287,7 @@ def summarize_cell(recs: list[ResultRecord], target: ThresholdController,
         if r.n_invalid:
             notes.append(f"{name}: {r.n_invalid}/{boot['n_resamples']} resamples undefined")
     # the operating point of the best F1 (for Table 2's averages)
-    bp = (awf_scores((s >= 0.5).astype(np.int64), V, A, strict=False) if hard
-          else best_f1(s, V, A, strict=False))
+    bp = awf_scores((s >= 0.5).astype(np.int64), V, A, strict=False) if hard else best_f1(s, V, A, strict=False)
     row["best_f1_precision"], row["best_f1_recall"] = bp.precision, bp.recall
     row["best_f1_threshold"] = 0.5 if hard else bp.threshold
     row["pr_auc_random"] = random_pr_auc(int(V.sum()), int(A.sum()), n)
@@ -245,16 +295,18 @@ def summarize_cell(recs: list[ResultRecord], target: ThresholdController,
         notes.append("nothing answerable: recall is 1 by convention, PR-AUC undefined")
     if n < 10:
         notes.append(f"n={n}: bootstrap intervals are rough")
-    row.update({
-        "abstention_rate": float(a["abstained"].mean()),
-        "error_rate": float(a["error"].mean()),
-        "seconds_per_question": float(a["seconds"].mean()),
-        "calls_per_question": float(a["calls"].mean()),
-        "tokens_per_question": float(a["tokens"].mean()),
-        "shared_tokens_per_question": _nanmean(a["shared_tokens"]),
-        "spent_tokens_per_question": _nanmean(a["spent_tokens"]),
-        "notes": "; ".join(notes),
-    })
+    row.update(
+        {
+            "abstention_rate": float(a["abstained"].mean()),
+            "error_rate": float(a["error"].mean()),
+            "seconds_per_question": float(a["seconds"].mean()),
+            "calls_per_question": float(a["calls"].mean()),
+            "tokens_per_question": float(a["tokens"].mean()),
+            "shared_tokens_per_question": _nanmean(a["shared_tokens"]),
+            "spent_tokens_per_question": _nanmean(a["spent_tokens"]),
+            "notes": "; ".join(notes),
+        }
+    )
     return row
 
 
@@ -292,6 +344,8 @@ def write_summary(rows: list[dict[str, Any]], out_dir) -> tuple[Path, Path]:
         w.writeheader()
         for r in rows:
             w.writerow({k: r.get(k) for k in fields})
-    json_path.write_text(json.dumps([{k: _json_value(v) for k, v in r.items()} for r in rows],
-                                    indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    json_path.write_text(
+        json.dumps([{k: _json_value(v) for k, v in r.items()} for r in rows], indent=1, ensure_ascii=False) + "\n",
+        encoding="utf-8",
+    )
     return csv_path, json_path

@@ -17,6 +17,7 @@ run.json keys, all optional (defaults in brackets): name [the directory name], t
   no_rag_fallback: {models: [...], fallback_method: "no_context", folds: 5}
   escalate: {small: M, large: M, large_method: "vanilla", rate: 0.2}
 """
+
 from __future__ import annotations
 
 import html
@@ -26,20 +27,36 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-
 from verirag.errors import InputError
-from verirag.experiments.report import plots
 from verirag.experiments.grid.applications import no_rag_fallback, switch_to_larger
 from verirag.experiments.grid.comparisons import DEFAULT_PAIRS, compare_methods
 from verirag.experiments.grid.records import RESULTS_FILE, ResultRecord, ResultStore
-from verirag.experiments.grid.summary import (bootstrap_settings, group_records, is_hard, record_arrays,
-                                              spent_by_unit, summarize, write_summary)
+from verirag.experiments.grid.summary import (
+    bootstrap_settings,
+    group_records,
+    is_hard,
+    record_arrays,
+    spent_by_unit,
+    summarize,
+    write_summary,
+)
+from verirag.experiments.report import plots
 from verirag.experiments.report.page import REPORT_FILE, save_figure, write_page
-from verirag.experiments.report.tables import (Table, awf_tables, comparison_table, cost_table, fallback_table,
-                                               method_label, slug, summary_table, switch_table, write_tables)
+from verirag.experiments.report.tables import (
+    Table,
+    awf_tables,
+    comparison_table,
+    cost_table,
+    fallback_table,
+    method_label,
+    slug,
+    summary_table,
+    switch_table,
+    write_tables,
+)
 from verirag.jsonio import write_json
 
-__all__ = ["build_report", "load_run", "REPORT_FILE", "RUN_FILE"]
+__all__ = ["REPORT_FILE", "RUN_FILE", "build_report", "load_run"]
 
 RUN_FILE = "run.json"
 # bootstrap resamples behind the figures' bands: enough for a visual 95% band, and it keeps a
@@ -61,8 +78,10 @@ def load_run(run_dir) -> tuple[list[ResultRecord], dict[str, Any], int]:
         raise InputError(f"no {RESULTS_FILE} in {d}: run an experiment into this directory first")
     records = store.load()
     if not records:
-        raise InputError(f"{store.path} holds no result records"
-                         + (f" ({store.skipped_lines} unreadable lines)" if store.skipped_lines else ""))
+        raise InputError(
+            f"{store.path} holds no result records"
+            + (f" ({store.skipped_lines} unreadable lines)" if store.skipped_lines else "")
+        )
     cfg: dict[str, Any] = {}
     run_json = d / RUN_FILE
     if run_json.exists():
@@ -77,8 +96,9 @@ def load_run(run_dir) -> tuple[list[ResultRecord], dict[str, Any], int]:
 
 
 # --------------------------------------------------------------------------- applications
-def _fallbacks(cells: Cells, spec: Mapping[str, Any], seed: int, boot: Mapping[str, Any],
-               warnings: list[str]) -> list[tuple[str, str, str, Any]]:
+def _fallbacks(
+    cells: Cells, spec: Mapping[str, Any], seed: int, boot: Mapping[str, Any], warnings: list[str]
+) -> list[tuple[str, str, str, Any]]:
     fb_method = spec.get("fallback_method", "no_context")
     folds = int(spec.get("folds", 5))
     models = spec.get("models") or sorted({m for _, m, _ in cells})
@@ -94,8 +114,14 @@ def _fallbacks(cells: Cells, spec: Mapping[str, Any], seed: int, boot: Mapping[s
                 continue
             for meth in sorted(rag):
                 try:
-                    r = no_rag_fallback(cells[(ds, model, meth)], norag, folds=folds, seed=seed,
-                                        n_resamples=boot["n_resamples"], confidence=boot["confidence"])
+                    r = no_rag_fallback(
+                        cells[(ds, model, meth)],
+                        norag,
+                        folds=folds,
+                        seed=seed,
+                        n_resamples=boot["n_resamples"],
+                        confidence=boot["confidence"],
+                    )
                 except ValueError as e:
                     warnings.append(f"No-RAG fallback, {meth} / {model} / {ds}: {e}")
                     continue
@@ -103,8 +129,7 @@ def _fallbacks(cells: Cells, spec: Mapping[str, Any], seed: int, boot: Mapping[s
     return out
 
 
-def _switches(cells: Cells, spec: Mapping[str, Any],
-              warnings: list[str]) -> list[tuple[str, str, str, str, Any]]:
+def _switches(cells: Cells, spec: Mapping[str, Any], warnings: list[str]) -> list[tuple[str, str, str, str, Any]]:
     small, large = spec.get("small"), spec.get("large")
     large_method = spec.get("large_method", "vanilla")
     rate = float(spec.get("rate", 0.2))
@@ -134,8 +159,11 @@ def _figures(cells: Cells, fallbacks, switches, rate: float, boot: Mapping[str, 
     # figures label methods as the tables do (a bare generator is "+trivial")
     colors = plots.method_colors([method_label(meth) for _, _, meth in cells])
     figs = []
-    fb_boot = {"n_resamples": min(FIGURE_RESAMPLES, boot["n_resamples"]), "confidence": boot["confidence"],
-               "seed": boot["seed"]}
+    fb_boot = {
+        "n_resamples": min(FIGURE_RESAMPLES, boot["n_resamples"]),
+        "confidence": boot["confidence"],
+        "seed": boot["seed"],
+    }
     for ds, model in sorted({(d, m) for d, m, _ in cells}):
         pr, rel = {}, {}
         for (d, m, meth), recs in cells.items():
@@ -146,20 +174,40 @@ def _figures(cells: Cells, fallbacks, switches, rate: float, boot: Mapping[str, 
             pr[method_label(meth)] = (a["score"], a["faithful"], a["answerable"], hard, list(a["group"]))
             if not hard:
                 rel[method_label(meth)] = (a["score"], a["faithful"])
-        figs.append((f"awf_pr_{slug(ds, model)}.png", f"AwF and QPP precision-recall, {ds}, {model}",
-                     plots.awf_pr_figure(pr, f"{ds} · {model}", colors=colors, **fb_boot)))
+        figs.append(
+            (
+                f"awf_pr_{slug(ds, model)}.png",
+                f"AwF and QPP precision-recall, {ds}, {model}",
+                plots.awf_pr_figure(pr, f"{ds} · {model}", colors=colors, **fb_boot),
+            )
+        )
         if rel:
-            figs.append((f"reliability_{slug(ds, model)}.png", f"Reliability of the scores, {ds}, {model}",
-                         plots.reliability_figure(rel, f"Reliability · {ds} · {model}", colors=colors)))
+            figs.append(
+                (
+                    f"reliability_{slug(ds, model)}.png",
+                    f"Reliability of the scores, {ds}, {model}",
+                    plots.reliability_figure(rel, f"Reliability · {ds} · {model}", colors=colors),
+                )
+            )
     for ds, model in sorted({(d, m) for d, m, _, _ in fallbacks}):
         res = {method_label(meth): r for d, m, meth, r in fallbacks if (d, m) == (ds, model)}
-        figs.append((f"fallback_{slug(ds, model)}.png", f"No-RAG fallback, {ds}, {model}",
-                     plots.fallback_figure(res, f"No-RAG fallback · {ds} · {model}", colors=colors)))
+        figs.append(
+            (
+                f"fallback_{slug(ds, model)}.png",
+                f"No-RAG fallback, {ds}, {model}",
+                plots.fallback_figure(res, f"No-RAG fallback · {ds} · {model}", colors=colors),
+            )
+        )
     for ds in sorted({d for d, *_ in switches}):
         res = {method_label(meth): r for d, _, _, meth, r in switches if d == ds}
         small, large = next((s, lg) for d, s, lg, _, _ in switches if d == ds)
-        figs.append((f"switch_{slug(ds)}.png", f"Switch {small} → {large}, {ds}",
-                     plots.switch_figure(res, rate, f"Switch {small} → {large} · {ds}", colors=colors)))
+        figs.append(
+            (
+                f"switch_{slug(ds)}.png",
+                f"Switch {small} → {large}, {ds}",
+                plots.switch_figure(res, rate, f"Switch {small} → {large} · {ds}", colors=colors),
+            )
+        )
     return figs
 
 
@@ -175,9 +223,13 @@ def _error_summary(records: list[ResultRecord], n_first: int = 3) -> Table:
             continue
         first = list(dict.fromkeys(e if len(e) <= 160 else e[:157] + "..." for e in errs))[:n_first]
         rows.append([model, method, len(errs), len(recs), " | ".join(first)])
-    return Table(name="errors", title="Records with errors", columns=["Model", "Method", "Errors", "Records",
-                                                                      f"First reasons (up to {n_first})"],
-                 rows=rows, caption="A record with an error keeps score 0 and stays in every denominator.")
+    return Table(
+        name="errors",
+        title="Records with errors",
+        columns=["Model", "Method", "Errors", "Records", f"First reasons (up to {n_first})"],
+        rows=rows,
+        caption="A record with an error keeps score 0 and stays in every denominator.",
+    )
 
 
 def _page_parts(cfg, records, skipped, tables: list[Table], figs, warnings: list[str], fig_dir: Path) -> list[str]:
@@ -189,16 +241,21 @@ def _page_parts(cfg, records, skipped, tables: list[Table], figs, warnings: list
     models = sorted({r.model for r in records})
     methods = sorted({r.method for r in records})
     n_err = sum(1 for r in records if r.error)
-    parts = [f"<h1>verirag report: {esc(name)}</h1>", "<h2>Run</h2><ul>",
-             f"<li>{len(records)} result records; {len(datasets)} dataset(s): "
-             + ", ".join(f"{esc(d)} ({len(ids)} examples)" for d, ids in sorted(datasets.items())) + "</li>",
-             f"<li>models: {', '.join(esc(m) for m in models)}</li>",
-             f"<li>methods: {', '.join(esc(m) for m in methods)}</li>",
-             f"<li>threshold: <code>{esc(json.dumps(cfg.get('threshold', {'value': 0.5})))}</code>; "
-             f"bootstrap: <code>{esc(json.dumps(bootstrap_settings(cfg)))}</code></li>",
-             f"<li>records with an error: {n_err} of {len(records)}"
-             + (f"; {skipped} unreadable line(s) in {RESULTS_FILE} were skipped" if skipped else "") + "</li>",
-             "</ul>"]
+    parts = [
+        f"<h1>verirag report: {esc(name)}</h1>",
+        "<h2>Run</h2><ul>",
+        f"<li>{len(records)} result records; {len(datasets)} dataset(s): "
+        + ", ".join(f"{esc(d)} ({len(ids)} examples)" for d, ids in sorted(datasets.items()))
+        + "</li>",
+        f"<li>models: {', '.join(esc(m) for m in models)}</li>",
+        f"<li>methods: {', '.join(esc(m) for m in methods)}</li>",
+        f"<li>threshold: <code>{esc(json.dumps(cfg.get('threshold', {'value': 0.5})))}</code>; "
+        f"bootstrap: <code>{esc(json.dumps(bootstrap_settings(cfg)))}</code></li>",
+        f"<li>records with an error: {n_err} of {len(records)}"
+        + (f"; {skipped} unreadable line(s) in {RESULTS_FILE} were skipped" if skipped else "")
+        + "</li>",
+        "</ul>",
+    ]
     for w in warnings:
         parts.append(f'<p class="warn">{esc(w)}</p>')
     if n_err:
@@ -242,26 +299,41 @@ def build_report(run_dir, compare: Sequence[tuple[str, str]] = ()) -> Path:
     cells = group_records(records)
     apps = cfg.get("applications") or {}
     warnings: list[str] = _run_failures(d)
-    fallbacks = _fallbacks(cells, apps["no_rag_fallback"], boot["seed"], boot, warnings) \
-        if apps.get("no_rag_fallback") else []
+    fallbacks = (
+        _fallbacks(cells, apps["no_rag_fallback"], boot["seed"], boot, warnings) if apps.get("no_rag_fallback") else []
+    )
     switches = _switches(cells, apps["escalate"], warnings) if apps.get("escalate") else []
     rate = float((apps.get("escalate") or {}).get("rate", 0.2))
     for ds, model, meth, r in fallbacks:
         if r.unpaired_rag or r.unpaired_norag:
-            warnings.append(f"No-RAG fallback, {meth} / {model} / {ds}: {len(r.unpaired_rag)} examples "
-                            f"without a no-RAG answer and {len(r.unpaired_norag)} without a RAG record "
-                            "were left out")
+            warnings.append(
+                f"No-RAG fallback, {meth} / {model} / {ds}: {len(r.unpaired_rag)} examples "
+                f"without a no-RAG answer and {len(r.unpaired_norag)} without a RAG record "
+                "were left out"
+            )
     for ds, small, large, meth, r in switches:
         if r.unpaired_small or r.unpaired_large:
-            warnings.append(f"escalate, {meth} / {ds}: {len(r.unpaired_small)} examples without a "
-                            f"{large} answer and {len(r.unpaired_large)} without a {small} record were left out")
+            warnings.append(
+                f"escalate, {meth} / {ds}: {len(r.unpaired_small)} examples without a "
+                f"{large} answer and {len(r.unpaired_large)} without a {small} record were left out"
+            )
     if apps:
-        (d / "applications.json").write_text(json.dumps({
-            "no_rag_fallback": [{"dataset": ds, "model": m, "method": meth, **r.to_dict()}
-                                for ds, m, meth, r in fallbacks],
-            "escalate": [{"dataset": ds, "small": s, "large": lg, "method": meth, **r.to_dict()}
-                         for ds, s, lg, meth, r in switches],
-        }, indent=1) + "\n", encoding="utf-8")
+        (d / "applications.json").write_text(
+            json.dumps(
+                {
+                    "no_rag_fallback": [
+                        {"dataset": ds, "model": m, "method": meth, **r.to_dict()} for ds, m, meth, r in fallbacks
+                    ],
+                    "escalate": [
+                        {"dataset": ds, "small": s, "large": lg, "method": meth, **r.to_dict()}
+                        for ds, s, lg, meth, r in switches
+                    ],
+                },
+                indent=1,
+            )
+            + "\n",
+            encoding="utf-8",
+        )
 
     units = spent_by_unit(records)
     (d / "spent.json").write_text(json.dumps(units, indent=1) + "\n", encoding="utf-8")
@@ -274,8 +346,9 @@ def build_report(run_dir, compare: Sequence[tuple[str, str]] = ()) -> Path:
     made = {(c["baseline"], c["method"]) for c in comparisons if c["n"]}
     missing = [f"{a}:{b}" for a, b in compare if (a, b) not in made]
     if missing:
-        warnings.append(f"comparisons not made (a method is not in the run, or the two share no example): "
-                        f"{', '.join(missing)}")
+        warnings.append(
+            f"comparisons not made (a method is not in the run, or the two share no example): {', '.join(missing)}"
+        )
     if fallbacks:
         tables.append(fallback_table([(ds, m, meth, r.to_dict()) for ds, m, meth, r in fallbacks]))
     if switches:
@@ -284,5 +357,8 @@ def build_report(run_dir, compare: Sequence[tuple[str, str]] = ()) -> Path:
 
     figs = _figures(cells, fallbacks, switches, rate, boot)
 
-    return write_page(d / REPORT_FILE, f"verirag report: {cfg.get('name', 'run')}",
-                      _page_parts(cfg, records, skipped, tables, figs, warnings, d / "figures"))
+    return write_page(
+        d / REPORT_FILE,
+        f"verirag report: {cfg.get('name', 'run')}",
+        _page_parts(cfg, records, skipped, tables, figs, warnings, d / "figures"),
+    )

@@ -5,6 +5,7 @@ line 1 - alpha on m1), `figure5.png` (change of answer quality with the filter a
 mean m1 - (1 - alpha), one point per dataset x retriever), `figure6.png` (held-out AUROC of the
 lookback classifiers trained on one dataset and tested on each, CW and FC heatmaps).
 """
+
 from __future__ import annotations
 
 import html
@@ -26,8 +27,9 @@ def figure4(rows: list[dict[str, Any]], dataset: str) -> Figure:
         pts = sorted((r for r in mine if r["retriever"] == kind), key=lambda r: r["alpha"])
         a = [r["alpha"] for r in pts]
         for ax, m in zip(axes, ("m1", "m2")):
-            ax.errorbar(a, [r[m] for r in pts], yerr=[_se(r[f"{m}_se"]) for r in pts], marker="o", ms=3,
-                        capsize=2, label=kind)
+            ax.errorbar(
+                a, [r[m] for r in pts], yerr=[_se(r[f"{m}_se"]) for r in pts], marker="o", ms=3, capsize=2, label=kind
+            )
     alphas = sorted({r["alpha"] for r in mine})
     axes[0].plot(alphas, [1 - a for a in alphas], "k--", lw=1, label="1 - alpha")
     for ax, m in zip(axes, ("mean m1 (some chunk trusted)", "mean m2 (share of K trusted)")):
@@ -53,13 +55,21 @@ def figure5(rows: list[dict[str, Any]]) -> Figure:
             d = r[f"{metric}_delta"]
             yerr = [[d - lo], [hi - d]] if lo is not None and hi is not None else None
             ax.errorbar([r["m1_gap"]], [d], yerr=yerr, marker="o", capsize=2)
-            ax.annotate(f"{r['dataset']}/{r['retriever']}", (r["m1_gap"], d), fontsize=7,
-                        xytext=(3, 3), textcoords="offset points")
+            ax.annotate(
+                f"{r['dataset']}/{r['retriever']}",
+                (r["m1_gap"], d),
+                fontsize=7,
+                xytext=(3, 3),
+                textcoords="offset points",
+            )
         ax.axhline(0, color="k", lw=0.8)
         ax.axvline(0, color="k", lw=0.8, ls="--")
         ax.set_xlabel("mean m1 - (1 - alpha)")
-        ax.set_ylabel({"correct": "accuracy change with the filter",
-                       "consistency": "consistency score change with the filter"}[metric])
+        ax.set_ylabel(
+            {"correct": "accuracy change with the filter", "consistency": "consistency score change with the filter"}[
+                metric
+            ]
+        )
         ax.grid(alpha=0.3)
     fig.subplots_adjust(left=0.14, right=0.97, bottom=0.15, top=0.95, wspace=0.35)
     return fig
@@ -79,10 +89,18 @@ def figure6(lookback: dict[str, Any]) -> Figure:
         ax.set_ylabel("trained on")
         for i, row in enumerate(values):
             for j, v in enumerate(row):
-                ax.text(j, i, "n/a" if math.isnan(v) else f"{v:.2f}", ha="center", va="center",
-                        color="w" if not math.isnan(v) and v < 0.7 else "k", fontsize=9)
-        ax.set_title({"cw": "chunk-wise (CW) lookback ratios", "fc": "full-context (FC) lookback ratios"}[variant],
-                     fontsize=9)
+                ax.text(
+                    j,
+                    i,
+                    "n/a" if math.isnan(v) else f"{v:.2f}",
+                    ha="center",
+                    va="center",
+                    color="w" if not math.isnan(v) and v < 0.7 else "k",
+                    fontsize=9,
+                )
+        ax.set_title(
+            {"cw": "chunk-wise (CW) lookback ratios", "fc": "full-context (FC) lookback ratios"}[variant], fontsize=9
+        )
     fig.colorbar(im, ax=list(axes), shrink=0.8, label="held-out AUROC")
     return fig
 
@@ -100,64 +118,185 @@ def build_dependable_report(out_dir: str | Path, result: dict[str, Any]) -> Path
     figs = out_dir / "figures"
     parts = [f"<h1>{html.escape(result.get('name', 'dependable'))}: dependable RAG (Geissler et al.)</h1>"]
     t1a = result.get("table1a", [])
-    parts.append("<h2>Table 1a: trusted chunks at alpha = "
-                 f"{num(t1a[0]['alpha'], 2) if t1a else '–'}, K = {t1a[0]['k'] if t1a else '–'}</h2>")
-    parts.append(html_table(
-        ["dataset", "retriever", "cal. questions", "m1 (cal)", "SE", "m2 (cal)", "SE", "test questions",
-         "m1 (test)", "SE", "m2 (test)", "SE", "coverage (test)", "95% CI low", "high", "guarantee"],
-        [[r["dataset"], r["retriever"], r["n_calibration"], r["cal_m1"], r["cal_m1_se"], r["cal_m2"],
-          r["cal_m2_se"], r["n_test"], r["test_m1"], r["test_m1_se"], r["test_m2"], r["test_m2_se"],
-          r["coverage"], r["coverage_low"], r["coverage_high"], "holds" if r["holds"] else "fails"]
-         for r in t1a]))
+    parts.append(
+        "<h2>Table 1a: trusted chunks at alpha = "
+        f"{num(t1a[0]['alpha'], 2) if t1a else '–'}, K = {t1a[0]['k'] if t1a else '–'}</h2>"
+    )
+    parts.append(
+        html_table(
+            [
+                "dataset",
+                "retriever",
+                "cal. questions",
+                "m1 (cal)",
+                "SE",
+                "m2 (cal)",
+                "SE",
+                "test questions",
+                "m1 (test)",
+                "SE",
+                "m2 (test)",
+                "SE",
+                "coverage (test)",
+                "95% CI low",
+                "high",
+                "guarantee",
+            ],
+            [
+                [
+                    r["dataset"],
+                    r["retriever"],
+                    r["n_calibration"],
+                    r["cal_m1"],
+                    r["cal_m1_se"],
+                    r["cal_m2"],
+                    r["cal_m2_se"],
+                    r["n_test"],
+                    r["test_m1"],
+                    r["test_m1_se"],
+                    r["test_m2"],
+                    r["test_m2_se"],
+                    r["coverage"],
+                    r["coverage_low"],
+                    r["coverage_high"],
+                    "holds" if r["holds"] else "fails",
+                ]
+                for r in t1a
+            ],
+        )
+    )
     for r in t1a:
         if r.get("warning"):
-            parts.append(f"<p class=\"warn\">{html.escape(r['dataset'])}/{html.escape(r['retriever'])}: "
-                         f"{html.escape(r['warning'])}</p>")
+            parts.append(
+                f'<p class="warn">{html.escape(r["dataset"])}/{html.escape(r["retriever"])}: '
+                f"{html.escape(r['warning'])}</p>"
+            )
     for ds in sorted({r["dataset"] for r in result.get("figure4", [])}):
         name = f"figure4_{ds}.png"
         png = to_png(figure4(result["figure4"], ds))
-        parts.append(f"<h3>Figure 4 ({html.escape(ds)})</h3>"
-                     + save_figure(figs, name, f"m1 and m2 against alpha, {ds}", png))
+        parts.append(
+            f"<h3>Figure 4 ({html.escape(ds)})</h3>" + save_figure(figs, name, f"m1 and m2 against alpha, {ds}", png)
+        )
     t1b = result.get("table1b", [])
     if t1b:
         parts.append("<h2>Table 1b: answers without and with the filter (paired over questions)</h2>")
         g = result.get("config", {}).get("generation", {})
         by = g.get("consistency") or ("judge" if g.get("judge_model") else None)
         if by == "k_precision":
-            parts.append(f"<p>Consistency: K-Precision of the answer against the passages it was given, "
-                         f"consistent from {g.get('consistency_threshold', 0.8)}.</p>")
+            parts.append(
+                f"<p>Consistency: K-Precision of the answer against the passages it was given, "
+                f"consistent from {g.get('consistency_threshold', 0.8)}.</p>"
+            )
         elif by == "judge":
-            parts.append(f"<p>Consistency: the LLM faithfulness judge {html.escape(str(g.get('judge_model')))}"
-                         f" (score: its P(yes)).</p>")
-        parts.append(html_table(
-            ["dataset", "retriever", "questions", "mean trusted", "none trusted", "accuracy (top K)",
-             "accuracy (trusted)", "change", "95% CI low", "high", "consistent (top K)", "consistent (trusted)",
-             "consistency score (top K)", "consistency score (trusted)", "change", "95% CI low", "high",
-             "m1 - (1 - alpha)"],
-            [[r["dataset"], r["retriever"], r["n"], r["mean_trusted"], r["empty_trusted"], r.get("correct_all"),
-              r.get("correct_filtered"), r.get("correct_delta"), r.get("correct_delta_low"),
-              r.get("correct_delta_high"), r.get("consistent_all"), r.get("consistent_filtered"),
-              r.get("consistency_all"), r.get("consistency_filtered"), r.get("consistency_delta"),
-              r.get("consistency_delta_low"), r.get("consistency_delta_high"), r["m1_gap"]] for r in t1b]))
-        parts.append("<h3>Figure 5</h3>" + save_figure(figs, "figure5.png", "answer quality change against "
-                                                       "m1 - (1 - alpha)", to_png(figure5(t1b))))
+            parts.append(
+                f"<p>Consistency: the LLM faithfulness judge {html.escape(str(g.get('judge_model')))}"
+                f" (score: its P(yes)).</p>"
+            )
+        parts.append(
+            html_table(
+                [
+                    "dataset",
+                    "retriever",
+                    "questions",
+                    "mean trusted",
+                    "none trusted",
+                    "accuracy (top K)",
+                    "accuracy (trusted)",
+                    "change",
+                    "95% CI low",
+                    "high",
+                    "consistent (top K)",
+                    "consistent (trusted)",
+                    "consistency score (top K)",
+                    "consistency score (trusted)",
+                    "change",
+                    "95% CI low",
+                    "high",
+                    "m1 - (1 - alpha)",
+                ],
+                [
+                    [
+                        r["dataset"],
+                        r["retriever"],
+                        r["n"],
+                        r["mean_trusted"],
+                        r["empty_trusted"],
+                        r.get("correct_all"),
+                        r.get("correct_filtered"),
+                        r.get("correct_delta"),
+                        r.get("correct_delta_low"),
+                        r.get("correct_delta_high"),
+                        r.get("consistent_all"),
+                        r.get("consistent_filtered"),
+                        r.get("consistency_all"),
+                        r.get("consistency_filtered"),
+                        r.get("consistency_delta"),
+                        r.get("consistency_delta_low"),
+                        r.get("consistency_delta_high"),
+                        r["m1_gap"],
+                    ]
+                    for r in t1b
+                ],
+            )
+        )
+        parts.append(
+            "<h3>Figure 5</h3>"
+            + save_figure(figs, "figure5.png", "answer quality change against m1 - (1 - alpha)", to_png(figure5(t1b)))
+        )
     lb = result.get("figure6") or {}
     if lb.get("cw") or lb.get("fc"):
-        parts.append(f"<h2>Figure 6: lookback classifiers ({html.escape(lb['attention_model'])}, label "
-                     f"{html.escape(lb['label'])}, {lb['n_samples']} answers, {lb['positives']} positive, "
-                     f"{lb['errors']} without features)</h2>")
-        parts.append(save_figure(figs, "figure6.png", "held-out AUROC of the CW and FC classifiers",
-                                 to_png(figure6(lb))))
+        parts.append(
+            f"<h2>Figure 6: lookback classifiers ({html.escape(lb['attention_model'])}, label "
+            f"{html.escape(lb['label'])}, {lb['n_samples']} answers, {lb['positives']} positive, "
+            f"{lb['errors']} without features)</h2>"
+        )
+        parts.append(
+            save_figure(figs, "figure6.png", "held-out AUROC of the CW and FC classifiers", to_png(figure6(lb)))
+        )
         if lb.get("cells"):
-            parts.append("<p>Held-out AUROC with 95% bootstrap intervals over the test answers; FC - CW is "
-                         "paired (one resample scores both classifiers).</p>")
-            parts.append(html_table(
-                ["trained on", "tested on", "train answers", "test answers", "test positives", "CW AUROC",
-                 "95% CI low", "high", "FC AUROC", "95% CI low", "high", "FC - CW", "95% CI low", "high"],
-                [[c["train"], c["test"], c["n_train"], c["n_test"], c["test_positives"], c.get("cw"),
-                  c.get("cw_low"), c.get("cw_high"), c.get("fc"), c.get("fc_low"), c.get("fc_high"),
-                  c.get("fc_minus_cw"), c.get("fc_minus_cw_low"), c.get("fc_minus_cw_high")]
-                 for c in lb["cells"]]))
+            parts.append(
+                "<p>Held-out AUROC with 95% bootstrap intervals over the test answers; FC - CW is "
+                "paired (one resample scores both classifiers).</p>"
+            )
+            parts.append(
+                html_table(
+                    [
+                        "trained on",
+                        "tested on",
+                        "train answers",
+                        "test answers",
+                        "test positives",
+                        "CW AUROC",
+                        "95% CI low",
+                        "high",
+                        "FC AUROC",
+                        "95% CI low",
+                        "high",
+                        "FC - CW",
+                        "95% CI low",
+                        "high",
+                    ],
+                    [
+                        [
+                            c["train"],
+                            c["test"],
+                            c["n_train"],
+                            c["n_test"],
+                            c["test_positives"],
+                            c.get("cw"),
+                            c.get("cw_low"),
+                            c.get("cw_high"),
+                            c.get("fc"),
+                            c.get("fc_low"),
+                            c.get("fc_high"),
+                            c.get("fc_minus_cw"),
+                            c.get("fc_minus_cw_low"),
+                            c.get("fc_minus_cw_high"),
+                        ]
+                        for c in lb["cells"]
+                    ],
+                )
+            )
     secs = result.get("seconds") or {}
     if secs:
         parts.append("<h2>Wall time of this run (seconds)</h2>")
@@ -167,9 +306,15 @@ def build_dependable_report(out_dir: str | Path, result: dict[str, Any]) -> Path
 
 def summary_lines(result: dict[str, Any]) -> list[str]:
     """Tables 1a and 1b in a few lines, for the terminal when a study ends."""
-    lines = [f"{r['dataset']}/{r['retriever']}: m1 {r['test_m1']:.3f} (SE {r['test_m1_se']:.3f}), m2 "
-             f"{r['test_m2']:.3f}; held-out coverage {r['coverage']:.3f} [{r['coverage_low']:.3f}, "
-             f"{r['coverage_high']:.3f}]" for r in result["table1a"]]
-    return lines + [f"{r['dataset']}/{r['retriever']}: accuracy {r['correct_all']:.3f} -> "
-                    f"{r['correct_filtered']:.3f} with the filter ({r['n']} questions)"
-                    for r in result["table1b"] if "correct_delta" in r]
+    lines = [
+        f"{r['dataset']}/{r['retriever']}: m1 {r['test_m1']:.3f} (SE {r['test_m1_se']:.3f}), m2 "
+        f"{r['test_m2']:.3f}; held-out coverage {r['coverage']:.3f} [{r['coverage_low']:.3f}, "
+        f"{r['coverage_high']:.3f}]"
+        for r in result["table1a"]
+    ]
+    return lines + [
+        f"{r['dataset']}/{r['retriever']}: accuracy {r['correct_all']:.3f} -> "
+        f"{r['correct_filtered']:.3f} with the filter ({r['n']} questions)"
+        for r in result["table1b"]
+        if "correct_delta" in r
+    ]

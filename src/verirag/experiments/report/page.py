@@ -1,5 +1,6 @@
 """The one HTML page writer of every report (the AwF grid's, the dependable and CalibRAG studies'):
 a self-contained page (inline CSS, figures as base64 data URIs, no external URL)."""
+
 from __future__ import annotations
 
 import base64
@@ -48,14 +49,20 @@ def save_figure(fig_dir: Path, file_name: str, caption: str, png: bytes) -> str:
     fig_dir.mkdir(exist_ok=True)
     (fig_dir / file_name).write_bytes(png)
     data = base64.b64encode(png).decode("ascii")
-    return (f'<figure><img alt="{html.escape(caption)}" src="data:image/png;base64,{data}">'
-            f"<figcaption>{html.escape(caption)} ({html.escape(file_name)})</figcaption></figure>")
+    return (
+        f'<figure><img alt="{html.escape(caption)}" src="data:image/png;base64,{data}">'
+        f"<figcaption>{html.escape(caption)} ({html.escape(file_name)})</figcaption></figure>"
+    )
 
 
 def write_page(path: str | Path, title: str, parts: Sequence[str]) -> Path:
     """Write the page `title` with body `parts` (HTML) to `path`."""
     path = Path(path)
-    page = [f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
-            f"<style>{CSS}</style></head><body>", *parts, "</body></html>\n"]
+    page = [
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
+        f"<style>{CSS}</style></head><body>",
+        *parts,
+        "</body></html>\n",
+    ]
     path.write_text("\n".join(page), encoding="utf-8")
     return path

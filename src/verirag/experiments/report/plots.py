@@ -17,6 +17,7 @@ Bands and error bars resample question groups when given them (`verirag.metrics.
 `group_resample_indices`; HotpotQA's twins go together): with the run's seed they use the very
 resamples of the summary's intervals (the first `n_resamples` of them).
 """
+
 from __future__ import annotations
 
 import io
@@ -28,11 +29,25 @@ from matplotlib.figure import Figure
 
 from verirag.metrics.awf import awf_counts, awf_curve, awf_curve_counts, awf_scores
 from verirag.metrics.calibration import reliability_diagram
-from verirag.metrics.stats import (bootstrap_intervals, group_bootstrap_intervals, group_resample_indices,
-                                   percentile_interval, resample_indices)
+from verirag.metrics.stats import (
+    bootstrap_intervals,
+    group_bootstrap_intervals,
+    group_resample_indices,
+    percentile_interval,
+    resample_indices,
+)
 
-__all__ = ["DPI", "method_colors", "pr_band", "point_interval", "awf_pr_figure", "fallback_figure",
-           "switch_figure", "reliability_figure", "to_png"]
+__all__ = [
+    "DPI",
+    "awf_pr_figure",
+    "fallback_figure",
+    "method_colors",
+    "point_interval",
+    "pr_band",
+    "reliability_figure",
+    "switch_figure",
+    "to_png",
+]
 
 DPI = 110
 # fixed margins rather than tight_layout, which measures every text artist (a third of the time)
@@ -56,8 +71,17 @@ def to_png(fig: Figure) -> bytes:
 
 
 # --------------------------------------------------------------------------- bootstrap curve data
-def pr_band(scores, V, answerable, *, recall_grid=None, n_resamples: int = 1000,
-            confidence: float = 0.95, seed: int = 0, groups=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def pr_band(
+    scores,
+    V,
+    answerable,
+    *,
+    recall_grid=None,
+    n_resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    groups=None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(recall grid, low, high): percentile band of the precision at each recall level (module doc).
 
     NaN where fewer than half of the resamples reach that recall. Each chunk of resamples is
@@ -79,16 +103,20 @@ def pr_band(scores, V, answerable, *, recall_grid=None, n_resamples: int = 1000,
         prec = np.take_along_axis(c.precision(), np.minimum(k, G - 1), axis=1)
         return np.where(k < G, prec, np.nan)
 
-    draws = (resample_indices(len(s), n_resamples, seed) if groups is None
-             else group_resample_indices(groups, n_resamples, seed))
+    draws = (
+        resample_indices(len(s), n_resamples, seed)
+        if groups is None
+        else group_resample_indices(groups, n_resamples, seed)
+    )
     P = np.concatenate([precision_at(ix) for ix in draws])
     enough = np.mean(~np.isnan(P), axis=0) >= 0.5
     lo, hi = percentile_interval(np.where(enough, P, np.nan), confidence)
     return grid, lo, hi
 
 
-def point_interval(v, V, answerable, *, n_resamples: int = 1000, confidence: float = 0.95,
-                   seed: int = 0, groups=None) -> tuple[tuple[float, float], tuple[float, float]]:
+def point_interval(
+    v, V, answerable, *, n_resamples: int = 1000, confidence: float = 0.95, seed: int = 0, groups=None
+) -> tuple[tuple[float, float], tuple[float, float]]:
     """Percentile intervals ((p_low, p_high), (r_low, r_high)) of the AwF precision and recall
     of hard decisions v (precision 1 when nothing is answered, recall 1 when nothing is answerable);
     `groups` as in `pr_band`."""
@@ -100,8 +128,11 @@ def point_interval(v, V, answerable, *, n_resamples: int = 1000, confidence: flo
         return {"precision": c.precision(), "recall": c.recall()}
 
     boot = {"n_resamples": n_resamples, "confidence": confidence, "seed": seed}
-    r = (bootstrap_intervals(rates, len(V), **boot) if groups is None
-         else group_bootstrap_intervals(rates, list(groups), **boot))
+    r = (
+        bootstrap_intervals(rates, len(V), **boot)
+        if groups is None
+        else group_bootstrap_intervals(rates, list(groups), **boot)
+    )
     return (r["precision"].low, r["precision"].high), (r["recall"].low, r["recall"].high)
 
 
@@ -113,13 +144,20 @@ def _pr_panel(ax, cells, colors, qpp: bool, boot: Mapping) -> None:
         if hard:
             sc = awf_scores(np.asarray(s, dtype=np.int64), V, A, strict=False)
             (plo, phi), (rlo, rhi) = point_interval(s, V, A, groups=groups, **boot)
-            ax.errorbar([sc.recall], [sc.precision], xerr=[[sc.recall - rlo], [rhi - sc.recall]],
-                        yerr=[[sc.precision - plo], [phi - sc.precision]], fmt="s", color=col,
-                        ms=5, capsize=2, label=method)
+            ax.errorbar(
+                [sc.recall],
+                [sc.precision],
+                xerr=[[sc.recall - rlo], [rhi - sc.recall]],
+                yerr=[[sc.precision - plo], [phi - sc.precision]],
+                fmt="s",
+                color=col,
+                ms=5,
+                capsize=2,
+                label=method,
+            )
             continue
         c = awf_curve(s, V, A, strict=False)
-        ax.step(np.r_[0.0, c.recall], np.r_[1.0, c.precision], where="pre", color=col, lw=1.4,
-                label=method)
+        ax.step(np.r_[0.0, c.recall], np.r_[1.0, c.precision], where="pre", color=col, lw=1.4, label=method)
         grid, lo, hi = pr_band(s, V, A, groups=groups, **boot)
         ax.fill_between(grid, lo, hi, color=col, alpha=0.15, lw=0, step="pre")
     kind = "QPP" if qpp else "AwF"
@@ -130,8 +168,15 @@ def _pr_panel(ax, cells, colors, qpp: bool, boot: Mapping) -> None:
     ax.grid(alpha=0.3)
 
 
-def awf_pr_figure(cells: Mapping[str, tuple], title: str, *, colors: Mapping[str, tuple] | None = None,
-                  n_resamples: int = 1000, confidence: float = 0.95, seed: int = 0) -> bytes:
+def awf_pr_figure(
+    cells: Mapping[str, tuple],
+    title: str,
+    *,
+    colors: Mapping[str, tuple] | None = None,
+    n_resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> bytes:
     """AwF (left) and QPP (right) precision-recall curves; `cells`: {method: (scores, V, A, hard)}
     or (scores, V, A, hard, groups) to resample question groups."""
     colors = colors or method_colors(list(cells))
@@ -148,8 +193,7 @@ def awf_pr_figure(cells: Mapping[str, tuple], title: str, *, colors: Mapping[str
     return to_png(fig)
 
 
-def fallback_figure(results: Mapping[str, object], title: str, *,
-                    colors: Mapping[str, tuple] | None = None) -> bytes:
+def fallback_figure(results: Mapping[str, object], title: str, *, colors: Mapping[str, tuple] | None = None) -> bytes:
     """Accuracy vs No-RAG fallback rate per method (`FallbackResult`s), CV operating points as dots."""
     colors = colors or method_colors(list(results))
     fig = Figure(figsize=(6.4, 4.2))
@@ -168,8 +212,9 @@ def fallback_figure(results: Mapping[str, object], title: str, *,
     return to_png(fig)
 
 
-def switch_figure(results: Mapping[str, object], rate: float, title: str, *,
-                  colors: Mapping[str, tuple] | None = None) -> bytes:
+def switch_figure(
+    results: Mapping[str, object], rate: float, title: str, *, colors: Mapping[str, tuple] | None = None
+) -> bytes:
     """Accuracy vs switch rate per method (`SwitchResult`s), dotted random baselines, markers at
     the configured rate."""
     colors = colors or method_colors(list(results))
@@ -189,8 +234,9 @@ def switch_figure(results: Mapping[str, object], rate: float, title: str, *,
     return to_png(fig)
 
 
-def reliability_figure(cells: Mapping[str, tuple], title: str, *, n_bins: int = 10,
-                       colors: Mapping[str, tuple] | None = None) -> bytes:
+def reliability_figure(
+    cells: Mapping[str, tuple], title: str, *, n_bins: int = 10, colors: Mapping[str, tuple] | None = None
+) -> bytes:
     """Reliability diagram (mean faithfulness vs mean score per equal-width bin, ECE in the
     legend) over a histogram of the scores; `cells`: {method: (scores, faithful)}."""
     colors = colors or method_colors(list(cells))
@@ -201,8 +247,15 @@ def reliability_figure(cells: Mapping[str, tuple], title: str, *, n_bins: int = 
     for method, (s, y) in cells.items():
         d = reliability_diagram(np.clip(np.asarray(s, dtype=np.float64), 0, 1), y, n_bins=n_bins)
         ok = d.count > 0
-        ax.plot(d.confidence[ok], d.accuracy[ok], "o-", color=colors[method], ms=4, lw=1.2,
-                label=f"{method} (ECE {d.ece:.3f})")
+        ax.plot(
+            d.confidence[ok],
+            d.accuracy[ok],
+            "o-",
+            color=colors[method],
+            ms=4,
+            lw=1.2,
+            label=f"{method} (ECE {d.ece:.3f})",
+        )
         hx.stairs(d.count / max(d.count.sum(), 1), edges, color=colors[method], lw=1.2)
     ax.set_ylabel("share faithful")
     ax.set_xlim(0, 1)

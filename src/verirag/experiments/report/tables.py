@@ -13,6 +13,7 @@
 Numbers are shown x100 (percent / percentage points) with one decimal; missing or undefined
 values as an em dash (LaTeX "--"). Every text cell is escaped for its target format.
 """
+
 from __future__ import annotations
 
 import html
@@ -21,12 +22,24 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 from verirag.metrics.awf import harmonic_f1
 
-__all__ = ["Num", "Section", "Table", "latex_escape", "generator_of", "method_label", "awf_tables",
-           "fallback_table", "switch_table", "summary_table", "slug", "write_tables"]
+__all__ = [
+    "Num",
+    "Section",
+    "Table",
+    "awf_tables",
+    "fallback_table",
+    "generator_of",
+    "latex_escape",
+    "method_label",
+    "slug",
+    "summary_table",
+    "switch_table",
+    "write_tables",
+]
 
 UNIFIED_METHODS = ("intrinsic", "cot_hybrid", "dual_generation")
 
@@ -64,13 +77,27 @@ class Section:
     label: str
 
 
-Cell = Union[str, int, float, Num, None]
-Row = Union[Sequence[Cell], Section]
+Cell = str | int | float | Num | None
+Row = Sequence[Cell] | Section
 
-_LATEX_SPECIALS = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{",
-                   "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-                   "\\": r"\textbackslash{}", "<": r"\textless{}", ">": r"\textgreater{}",
-                   "→": r"$\rightarrow$", "Δ": r"$\Delta$", "—": "---", "×": r"$\times$"}
+_LATEX_SPECIALS = {
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "\\": r"\textbackslash{}",
+    "<": r"\textless{}",
+    ">": r"\textgreater{}",
+    "→": r"$\rightarrow$",
+    "Δ": r"$\Delta$",
+    "—": "---",
+    "×": r"$\times$",
+}
 _LATEX_RE = re.compile("|".join(re.escape(k) for k in _LATEX_SPECIALS))
 
 
@@ -114,8 +141,11 @@ class Table:
 
         out = [f"### {esc(self.title)}", ""]
         out.append("| " + " | ".join(esc(c) for c in self.columns) + " |")
-        out.append("|" + "|".join("---" if i == 0 else "---:" if self._numeric(i) else "---"
-                                  for i in range(len(self.columns))) + "|")
+        out.append(
+            "|"
+            + "|".join("---" if i == 0 else "---:" if self._numeric(i) else "---" for i in range(len(self.columns)))
+            + "|"
+        )
         for r in self.rows:
             if isinstance(r, Section):
                 out.append("| **" + esc(r.label) + "** |" + " |" * (len(self.columns) - 1))
@@ -135,8 +165,15 @@ class Table:
 
         spec = "".join("r" if self._numeric(i) else "l" for i in range(len(self.columns)))
         k = len(self.columns)
-        out = [r"\begin{table}[t]", r"\centering", r"\small", rf"\begin{{tabular}}{{{spec}}}",
-               r"\toprule", " & ".join(latex_escape(c) for c in self.columns) + r" \\", r"\midrule"]
+        out = [
+            r"\begin{table}[t]",
+            r"\centering",
+            r"\small",
+            rf"\begin{{tabular}}{{{spec}}}",
+            r"\toprule",
+            " & ".join(latex_escape(c) for c in self.columns) + r" \\",
+            r"\midrule",
+        ]
         first = True
         for r in self.rows:
             if isinstance(r, Section):
@@ -148,8 +185,7 @@ class Table:
             first = False
         out += [r"\bottomrule", r"\end{tabular}"]
         cap = latex_escape(self.title + (". " + self.caption if self.caption else ""))
-        out += [rf"\caption{{{cap}}}", rf"\label{{tab:{re.sub(r'[^A-Za-z0-9:-]+', '-', self.name)}}}",
-                r"\end{table}"]
+        out += [rf"\caption{{{cap}}}", rf"\label{{tab:{re.sub(r'[^A-Za-z0-9:-]+', '-', self.name)}}}", r"\end{table}"]
         return "\n".join(out) + "\n"
 
     def to_html(self) -> str:
@@ -167,9 +203,13 @@ class Table:
             if isinstance(r, Section):
                 out.append(f'<tr class="sec"><td colspan="{k}">{html.escape(r.label)}</td></tr>')
             else:
-                out.append("<tr>" + "".join(
-                    f'<td class="{"n" if isinstance(c, (Num, int, float)) else "s"}">{cell(c)}</td>'
-                    for c in r) + "</tr>")
+                out.append(
+                    "<tr>"
+                    + "".join(
+                        f'<td class="{"n" if isinstance(c, (Num, int, float)) else "s"}">{cell(c)}</td>' for c in r
+                    )
+                    + "</tr>"
+                )
         out.append("</tbody></table>")
         if self.caption:
             out.append(f'<p class="cap">{html.escape(self.caption)}</p>')
@@ -253,8 +293,11 @@ def awf_tables(summary: Sequence[Mapping[str, Any]]) -> list[Table]:
             # the PR-AUC of a random score: the chance level each of this generator's verifiers is
             # to be judged against (its methods share its answers, hence V and A; unified methods
             # each answer for themselves, so they have no common one)
-            chance = [] if gen == "unified" else [f"{d} {100 * x:.1f}" for d in datasets
-                                                  if not math.isnan(x := _chance(cell, d, methods))]
+            chance = (
+                []
+                if gen == "unified"
+                else [f"{d} {100 * x:.1f}" for d in datasets if not math.isnan(x := _chance(cell, d, methods))]
+            )
             body.append(Section(gen + (f" (random-score PR-AUC: {', '.join(chance)})" if chance else "")))
             for m in methods:
                 line: list[Cell] = [method_label(m)]
@@ -263,121 +306,259 @@ def awf_tables(summary: Sequence[Mapping[str, Any]]) -> list[Table]:
                     if r is None:
                         line += [None, None]
                         continue
-                    line += [Num(r["best_f1"], r["best_f1_low"], r["best_f1_high"]),
-                             Num(r["pr_auc"], r["pr_auc_low"], r["pr_auc_high"])]
+                    line += [
+                        Num(r["best_f1"], r["best_f1_low"], r["best_f1_high"]),
+                        Num(r["pr_auc"], r["pr_auc_low"], r["pr_auc_high"]),
+                    ]
                 if len(datasets) > 1:
                     present = [cell[(d, m)] for d in datasets if (d, m) in cell]
                     line.append(Num(_avg_f1(present) if len(present) == len(datasets) else None))
                 body.append(line)
-        tables.append(Table(
-            name=slug(f"awf-{model}"), title=f"AwF best F1 and PR-AUC, model {model}", columns=cols, rows=body,
-            caption="x100, 95% bootstrap intervals in brackets. Best F1: maximum over thresholds "
-                    "(hard-label methods: the F1 of their label). PR-AUC of hard-label methods: "
-                    "precision x recall. Avg F1: harmonic mean of the mean precision and mean recall "
-                    "at each dataset's best-F1 point. Random-score PR-AUC: the expected PR-AUC of a score "
-                    "that knows nothing about that generator's answers, the chance level its "
-                    "verifiers are to be judged against (a unified method's own is in summary.json)."))
+        tables.append(
+            Table(
+                name=slug(f"awf-{model}"),
+                title=f"AwF best F1 and PR-AUC, model {model}",
+                columns=cols,
+                rows=body,
+                caption="x100, 95% bootstrap intervals in brackets. Best F1: maximum over thresholds "
+                "(hard-label methods: the F1 of their label). PR-AUC of hard-label methods: "
+                "precision x recall. Avg F1: harmonic mean of the mean precision and mean recall "
+                "at each dataset's best-F1 point. Random-score PR-AUC: the expected PR-AUC of a score "
+                "that knows nothing about that generator's answers, the chance level its "
+                "verifiers are to be judged against (a unified method's own is in summary.json).",
+            )
+        )
     return tables
 
 
 # --------------------------------------------------------------------------- applications
 def fallback_table(results: Sequence[tuple[str, str, str, Mapping[str, Any]]]) -> Table:
     """No-RAG fallback: one row per (dataset, model, method, FallbackResult.to_dict())."""
-    cols = ["Dataset", "Model", "Method", "n", "RAG acc", "No-RAG acc", "CV fallback rate", "CV acc",
-            "Gain (all)", "Gain (answerable)", "Gain (unanswerable)", "Best acc (in-sample)",
-            "Oracle acc", "Unpaired"]
+    cols = [
+        "Dataset",
+        "Model",
+        "Method",
+        "n",
+        "RAG acc",
+        "No-RAG acc",
+        "CV fallback rate",
+        "CV acc",
+        "Gain (all)",
+        "Gain (answerable)",
+        "Gain (unanswerable)",
+        "Best acc (in-sample)",
+        "Oracle acc",
+        "Unpaired",
+    ]
     body: list[Row] = []
     for ds, model, method, r in results:
-        body.append([ds, model, method_label(method), r["n"], Num(r["rag_accuracy"]), Num(r["norag_accuracy"]),
-                     Num(r["cv_fallback_rate"]), Num(r["cv_accuracy"]),
-                     Num(r["cv_gain"], r["cv_gain_low"], r["cv_gain_high"], sign=True),
-                     Num(r["cv_gain_answerable"], sign=True), Num(r["cv_gain_unanswerable"], sign=True),
-                     Num(r["best_accuracy"]), Num(r["oracle_accuracy"]),
-                     len(r["unpaired_rag"]) + len(r["unpaired_norag"])])
-    return Table(name="fallback", title="No-RAG fallback", columns=cols, rows=body,
-                 caption="Percent. The RAG answer is kept when its score reaches a threshold chosen by "
-                         "cross-validation, else the same model's no-RAG answer is used. Gain: CV accuracy "
-                         "minus RAG-only accuracy (percentage points, 95% bootstrap interval), also on "
-                         "answerable and unanswerable questions. Best acc: the in-sample maximum over "
-                         "thresholds (optimistic). Unpaired: examples present in only one run.")
+        body.append(
+            [
+                ds,
+                model,
+                method_label(method),
+                r["n"],
+                Num(r["rag_accuracy"]),
+                Num(r["norag_accuracy"]),
+                Num(r["cv_fallback_rate"]),
+                Num(r["cv_accuracy"]),
+                Num(r["cv_gain"], r["cv_gain_low"], r["cv_gain_high"], sign=True),
+                Num(r["cv_gain_answerable"], sign=True),
+                Num(r["cv_gain_unanswerable"], sign=True),
+                Num(r["best_accuracy"]),
+                Num(r["oracle_accuracy"]),
+                len(r["unpaired_rag"]) + len(r["unpaired_norag"]),
+            ]
+        )
+    return Table(
+        name="fallback",
+        title="No-RAG fallback",
+        columns=cols,
+        rows=body,
+        caption="Percent. The RAG answer is kept when its score reaches a threshold chosen by "
+        "cross-validation, else the same model's no-RAG answer is used. Gain: CV accuracy "
+        "minus RAG-only accuracy (percentage points, 95% bootstrap interval), also on "
+        "answerable and unanswerable questions. Best acc: the in-sample maximum over "
+        "thresholds (optimistic). Unpaired: examples present in only one run.",
+    )
 
 
 def switch_table(results: Sequence[tuple[str, str, str, str, Mapping[str, Any]]]) -> Table:
     """Switch to a larger model: one row per (dataset, small, large, method, SwitchResult.to_dict())."""
-    cols = ["Dataset", "Small → large", "Method", "n", "Small acc", "Acc @ rate", "Random @ rate",
-            "Gain vs random", "Oracle @ rate", "Large acc", "Rate", "Unpaired"]
+    cols = [
+        "Dataset",
+        "Small → large",
+        "Method",
+        "n",
+        "Small acc",
+        "Acc @ rate",
+        "Random @ rate",
+        "Gain vs random",
+        "Oracle @ rate",
+        "Large acc",
+        "Rate",
+        "Unpaired",
+    ]
     body: list[Row] = []
     for ds, small, large, method, r in results:
-        body.append([ds, f"{small} → {large}", method_label(method), r["n"], Num(r["small_accuracy"]),
-                     Num(r["accuracy_at_rate"]), Num(r["random_at_rate"]),
-                     Num(r["gain_over_random"], sign=True), Num(r["oracle_at_rate"]),
-                     Num(r["large_accuracy"]), Num(r["achieved_rate"]),
-                     len(r["unpaired_small"]) + len(r["unpaired_large"])])
-    return Table(name="switch", title="Switch to a larger model", columns=cols, rows=body,
-                 caption="Percent. The lowest-scoring answers of the small model (a share `Rate` of "
-                         "the questions) are replaced by the larger model's answers. Random: the expected "
-                         "accuracy of switching the same share at random. Oracle: the best possible "
-                         "choice of that many questions.")
+        body.append(
+            [
+                ds,
+                f"{small} → {large}",
+                method_label(method),
+                r["n"],
+                Num(r["small_accuracy"]),
+                Num(r["accuracy_at_rate"]),
+                Num(r["random_at_rate"]),
+                Num(r["gain_over_random"], sign=True),
+                Num(r["oracle_at_rate"]),
+                Num(r["large_accuracy"]),
+                Num(r["achieved_rate"]),
+                len(r["unpaired_small"]) + len(r["unpaired_large"]),
+            ]
+        )
+    return Table(
+        name="switch",
+        title="Switch to a larger model",
+        columns=cols,
+        rows=body,
+        caption="Percent. The lowest-scoring answers of the small model (a share `Rate` of "
+        "the questions) are replaced by the larger model's answers. Random: the expected "
+        "accuracy of switching the same share at random. Oracle: the best possible "
+        "choice of that many questions.",
+    )
 
 
 def cost_table(units: Sequence[Mapping[str, Any]]) -> Table:
     """What the run spent per dataset x model (`grid.summary.spent_by_unit`)."""
     cols = ["Dataset", "Model", "Records", "Calls", "Cache hits", "Tokens read", "Tokens from cache", "Seconds"]
-    body: list[Row] = [[u["dataset"], u["model"], u["records"], u["calls"], u["cache_hits"],
-                        Num(u["tokens_read"], scale=1, digits=0), Num(u["tokens_from_cache"], scale=1, digits=0),
-                        Num(u["seconds"], scale=1, digits=1)] for u in units]
-    return Table(name="cost", title="What the run spent", columns=cols, rows=body,
-                 caption="Summed over methods and examples: each request counted once, by the method that "
-                         "made it. Tokens read: prompt and completion tokens of the requests the request "
-                         "cache did not answer. The per-method cost columns of the summary count, instead, "
-                         "everything a method used, shared with other methods or not.")
+    body: list[Row] = [
+        [
+            u["dataset"],
+            u["model"],
+            u["records"],
+            u["calls"],
+            u["cache_hits"],
+            Num(u["tokens_read"], scale=1, digits=0),
+            Num(u["tokens_from_cache"], scale=1, digits=0),
+            Num(u["seconds"], scale=1, digits=1),
+        ]
+        for u in units
+    ]
+    return Table(
+        name="cost",
+        title="What the run spent",
+        columns=cols,
+        rows=body,
+        caption="Summed over methods and examples: each request counted once, by the method that "
+        "made it. Tokens read: prompt and completion tokens of the requests the request "
+        "cache did not answer. The per-method cost columns of the summary count, instead, "
+        "everything a method used, shared with other methods or not.",
+    )
 
 
 def comparison_table(rows: Sequence[Mapping[str, Any]], confidence: float = 0.95) -> Table:
     """Paired differences method - baseline (grid.comparisons), one row per pair."""
-    cols = ["Dataset", "Model", "Method", "Baseline", "n", "Best F1 (method / baseline)", "Δ best F1",
-            "PR-AUC (method / baseline)", "Δ PR-AUC", "Δ accuracy"]
+    cols = [
+        "Dataset",
+        "Model",
+        "Method",
+        "Baseline",
+        "n",
+        "Best F1 (method / baseline)",
+        "Δ best F1",
+        "PR-AUC (method / baseline)",
+        "Δ PR-AUC",
+        "Δ accuracy",
+    ]
     body: list[Row] = []
     for r in rows:
         if not r["n"]:
             continue
 
         def both(m: str) -> str:
-            a, b = Num(r[f"{m}_method"]), Num(r[f"{m}_baseline"])
+            a, b = Num(r[f"{m}_method"]), Num(r[f"{m}_baseline"])  # noqa: B023
             return f"{_plain(a)[0] or '—'} / {_plain(b)[0] or '—'}"
-        body.append([r["dataset"], r["model"], method_label(r["method"]), method_label(r["baseline"]), r["n"],
-                     both("best_f1"),
-                     Num(r["best_f1_diff"], r["best_f1_diff_low"], r["best_f1_diff_high"], sign=True),
-                     both("pr_auc"),
-                     Num(r["pr_auc_diff"], r["pr_auc_diff_low"], r["pr_auc_diff_high"], sign=True),
-                     Num(r["accuracy_diff"], r["accuracy_diff_low"], r["accuracy_diff_high"], sign=True)])
-    return Table(name="comparisons", title="Paired comparisons (method minus baseline, same examples)",
-                 columns=cols, rows=body,
-                 caption=f"x100. Δ: the method's value minus the baseline's on the examples both methods have "
-                         f"records for (errors and abstentions included), with a {confidence:.0%} bootstrap "
-                         f"interval of the difference (one resample of the question groups scores both "
-                         f"methods). An interval without 0 tells the two apart; with many comparisons, one "
-                         f"or two such intervals can be chance.")
+
+        body.append(
+            [
+                r["dataset"],
+                r["model"],
+                method_label(r["method"]),
+                method_label(r["baseline"]),
+                r["n"],
+                both("best_f1"),
+                Num(r["best_f1_diff"], r["best_f1_diff_low"], r["best_f1_diff_high"], sign=True),
+                both("pr_auc"),
+                Num(r["pr_auc_diff"], r["pr_auc_diff_low"], r["pr_auc_diff_high"], sign=True),
+                Num(r["accuracy_diff"], r["accuracy_diff_low"], r["accuracy_diff_high"], sign=True),
+            ]
+        )
+    return Table(
+        name="comparisons",
+        title="Paired comparisons (method minus baseline, same examples)",
+        columns=cols,
+        rows=body,
+        caption=f"x100. Δ: the method's value minus the baseline's on the examples both methods have "
+        f"records for (errors and abstentions included), with a {confidence:.0%} bootstrap "
+        f"interval of the difference (one resample of the question groups scores both "
+        f"methods). An interval without 0 tells the two apart; with many comparisons, one "
+        f"or two such intervals can be chance.",
+    )
 
 
 def summary_table(summary: Sequence[Mapping[str, Any]]) -> Table:
     """Every cell's metrics at the configured threshold, with accuracy and costs."""
-    cols = ["Dataset", "Model", "Method", "n", "Errors", "Accuracy", "AwF P", "AwF R", "AwF F1",
-            "QPP P", "QPP R", "Answered", "Abstained", "s / q", "tokens / q"]
+    cols = [
+        "Dataset",
+        "Model",
+        "Method",
+        "n",
+        "Errors",
+        "Accuracy",
+        "AwF P",
+        "AwF R",
+        "AwF F1",
+        "QPP P",
+        "QPP R",
+        "Answered",
+        "Abstained",
+        "s / q",
+        "tokens / q",
+    ]
     body: list[Row] = []
     for r in summary:
-        body.append([r["dataset"], r["model"], method_label(r["method"]), r["n"], r["n_errors"],
-                     Num(r["accuracy"], r["accuracy_low"], r["accuracy_high"]),
-                     Num(r["awf_precision"], r["awf_precision_low"], r["awf_precision_high"]),
-                     Num(r["awf_recall"], r["awf_recall_low"], r["awf_recall_high"]),
-                     Num(r["awf_f1"], r["awf_f1_low"], r["awf_f1_high"]),
-                     Num(r["qpp_precision"]), Num(r["qpp_recall"]), Num(r["answer_rate"]),
-                     Num(r["abstention_rate"]), Num(r["seconds_per_question"], scale=1, digits=2),
-                     Num(r["tokens_per_question"], scale=1, digits=0)])
+        body.append(
+            [
+                r["dataset"],
+                r["model"],
+                method_label(r["method"]),
+                r["n"],
+                r["n_errors"],
+                Num(r["accuracy"], r["accuracy_low"], r["accuracy_high"]),
+                Num(r["awf_precision"], r["awf_precision_low"], r["awf_precision_high"]),
+                Num(r["awf_recall"], r["awf_recall_low"], r["awf_recall_high"]),
+                Num(r["awf_f1"], r["awf_f1_low"], r["awf_f1_high"]),
+                Num(r["qpp_precision"]),
+                Num(r["qpp_recall"]),
+                Num(r["answer_rate"]),
+                Num(r["abstention_rate"]),
+                Num(r["seconds_per_question"], scale=1, digits=2),
+                Num(r["tokens_per_question"], scale=1, digits=0),
+            ]
+        )
     rule = summary[0]["threshold_rule"] if summary else ""
     fitted = bool(summary) and summary[0]["threshold_cross_fitted"]
-    return Table(name="summary", title=f"Metrics at the threshold ({rule})", columns=cols, rows=body,
-                 caption="Percent, 95% bootstrap intervals in brackets. Answered: share of scores at or "
-                         "above the threshold. Records with errors count in every denominator."
-                         + (" The threshold is cross-fitted: each example is decided by a threshold "
-                            "fitted on the other folds." if fitted else ""))
+    return Table(
+        name="summary",
+        title=f"Metrics at the threshold ({rule})",
+        columns=cols,
+        rows=body,
+        caption="Percent, 95% bootstrap intervals in brackets. Answered: share of scores at or "
+        "above the threshold. Records with errors count in every denominator."
+        + (
+            " The threshold is cross-fitted: each example is decided by a threshold fitted on the other folds."
+            if fitted
+            else ""
+        ),
+    )

@@ -34,6 +34,7 @@ Everything the LLM computes goes through the request cache, so a killed study re
 stopped; DIR/study.json holds every number and per-question record, DIR/report.html the tables
 and reliability diagrams.
 """
+
 from __future__ import annotations
 
 import json
@@ -49,6 +50,7 @@ from verirag.errors import InputError
 from verirag.experiments.schema import StrictModel, validate_config
 from verirag.experiments.studies.common import one_per_group, write_study
 from verirag.learned.splits import split_by_group
+
 TABLE1_ROWS = ("base", "verbal_number", "verbal_linguistic", "probe", "calibrag", "calibrag_requery")
 TABLE2_ROWS = ("base", "llm_rerank", "relevance_ce", "calibrag")
 NOT_STATED = "not stated"
@@ -70,12 +72,12 @@ class TrainSpec(StrictModel):
     path: str | None = None
     options: dict[str, Any] = Field(default_factory=dict)
     mode: Literal["answer", "decision"] = "answer"
-    k: int | None = Field(None, ge=1)    # documents labelled per training question (default: the study's k)
+    k: int | None = Field(None, ge=1)  # documents labelled per training question (default: the study's k)
     epochs: int = Field(3, ge=1)
     batch_size: int = Field(16, ge=1)
     learning_rate: float = Field(3e-5, gt=0)
     val_share: float = Field(0.2, gt=0, lt=1)
-    probe_pairs: int = Field(400, ge=0)   # 0: no probe row
+    probe_pairs: int = Field(400, ge=0)  # 0: no probe row
 
 
 class BootstrapSpec(StrictModel):
@@ -88,7 +90,7 @@ class CalibragStudyConfig(StrictModel):
     study: Literal["calibrag"]
     name: str = "calibrag"
     model: str = "qwen2.5-0.5b"
-    user_model: str | None = None       # the surrogate user (default: model)
+    user_model: str | None = None  # the surrogate user (default: model)
     n_ctx: int = Field(4096, ge=512)
     retrieval: Literal["bm25", "dense", "hybrid"] = "bm25"
     k: int = Field(20, ge=2)
@@ -107,9 +109,11 @@ class CalibragStudyConfig(StrictModel):
             if d.name == self.train.dataset and d.path == self.train.path:
                 for key in ("seed", "options"):
                     if key in d.model_fields_set and getattr(d, key) != getattr(self.train, key):
-                        raise ValueError(f"test entry {d.name!r} is the training dataset: its questions are held "
-                                         f"out of train's pool, so its {key} must be train's "
-                                         f"({getattr(self.train, key)!r}), not {getattr(d, key)!r}")
+                        raise ValueError(
+                            f"test entry {d.name!r} is the training dataset: its questions are held "
+                            f"out of train's pool, so its {key} must be train's "
+                            f"({getattr(self.train, key)!r}), not {getattr(d, key)!r}"
+                        )
         return self
 
 
@@ -120,6 +124,7 @@ def parse_calibrag_study(raw: Any, source_name: str = "config") -> CalibragStudy
 # ------------------------------------------------------------------------------------ data
 def _load(name: str, n: int | None, seed: int, path: str | None, options: dict) -> list:
     from verirag.datasets import load_dataset
+
     return load_dataset(name, path, n=n, seed=seed, **options)
 
 
@@ -136,16 +141,19 @@ def relevance_label(doc_text: str, references: list[str]) -> int:
     """The relevance cross-encoder's label: the document contains a reference answer as whole
     words after normalisation (a character test would find "2" in "2012" in most documents)."""
     from verirag.metrics.qa import normalize_answer
+
     doc = f" {normalize_answer(doc_text)} "
     return int(any(ref and f" {ref} " in doc for ref in (normalize_answer(r) for r in references)))
 
 
 # ------------------------------------------------------------------------------------ the run
-def run_calibrag_study(cfg: CalibragStudyConfig, out_dir: str | Path, *,
-                       on_stage: Callable[[str], None] | None = None) -> dict[str, Any]:
-    from verirag.train.forecaster_labels import label_pairs
+def run_calibrag_study(
+    cfg: CalibragStudyConfig, out_dir: str | Path, *, on_stage: Callable[[str], None] | None = None
+) -> dict[str, Any]:
     from verirag.llm.factory import load_llm
     from verirag.retrieval.index import index_or_pooled
+    from verirag.train.forecaster_labels import label_pairs
+
     stage = on_stage or (lambda _s: None)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -160,13 +168,13 @@ def run_calibrag_study(cfg: CalibragStudyConfig, out_dir: str | Path, *,
     tests: dict[str, list] = {}
     for d in cfg.test:
         if d.name == t.dataset and d.path == t.path:
-            tests[d.name] = one_per_group(held)[:d.n]
+            tests[d.name] = one_per_group(held)[: d.n]
             if len(tests[d.name]) < d.n:
                 stage(f"{d.name}: only {len(tests[d.name])} held-out test questions (asked for {d.n})")
         else:
             exs = _load(d.name, d.n, d.seed, d.path, d.options)
             corpora[d.name] = exs
-            tests[d.name] = one_per_group(exs)[:d.n]
+            tests[d.name] = one_per_group(exs)[: d.n]
     indexes = {}
     for name, exs in corpora.items():
         stage(f"indexing {name} ({cfg.retrieval})")
@@ -176,9 +184,18 @@ def run_calibrag_study(cfg: CalibragStudyConfig, out_dir: str | Path, *,
     llm = load_llm(cfg.model, n_ctx=cfg.n_ctx)
     user = load_llm(cfg.user_model, n_ctx=cfg.n_ctx) if cfg.user_model else llm
 
-    labels = label_pairs(train_ex, indexes[t.dataset], llm, k=t.k or cfg.k, mode=t.mode, user_llm=user, match=cfg.match,
-                         max_tokens=cfg.max_tokens, out=out_dir / "labels.jsonl",
-                         progress=_every(stage, f"labelling {t.dataset} training pairs ({t.mode})", 20))
+    labels = label_pairs(
+        train_ex,
+        indexes[t.dataset],
+        llm,
+        k=t.k or cfg.k,
+        mode=t.mode,
+        user_llm=user,
+        match=cfg.match,
+        max_tokens=cfg.max_tokens,
+        out=out_dir / "labels.jsonl",
+        progress=_every(stage, f"labelling {t.dataset} training pairs ({t.mode})", 20),
+    )
     forecasters = train_all(cfg, labels, llm, out_dir, stage)
 
     stage("evaluating")
@@ -190,15 +207,23 @@ def run_calibrag_study(cfg: CalibragStudyConfig, out_dir: str | Path, *,
             records.append(evaluate_question(cfg, ex, indexes[name], llm, user, forecasters))
             tell(i + 1, len(exs))
         per_dataset[name] = records
-    result = {"name": cfg.name, "config": cfg.model_dump(), "labels": labels.summary(),
-              "forecasters": {k: _describe(f) for k, f in forecasters.items() if f is not None},
-              "table1": [], "table2": [], "questions": per_dataset,
-              "excluded": {name: _excluded(records) for name, records in per_dataset.items()},
-              "llm_rerank_failures": sum(r["rows"].get("t2_llm_rerank", {}).get("failures", 0)
-                                         for records in per_dataset.values() for r in records)}
+    result = {
+        "name": cfg.name,
+        "config": cfg.model_dump(),
+        "labels": labels.summary(),
+        "forecasters": {k: _describe(f) for k, f in forecasters.items() if f is not None},
+        "table1": [],
+        "table2": [],
+        "questions": per_dataset,
+        "excluded": {name: _excluded(records) for name, records in per_dataset.items()},
+        "llm_rerank_failures": sum(
+            r["rows"].get("t2_llm_rerank", {}).get("failures", 0) for records in per_dataset.values() for r in records
+        ),
+    }
     retable(result, cfg)
     write_study(out_dir, result)
     from verirag.experiments.report.calibrag import build_calibrag_report
+
     result["report"] = str(build_calibrag_report(out_dir, result))
     return result
 
@@ -208,7 +233,7 @@ def retable(result: dict[str, Any], cfg: CalibragStudyConfig | None = None) -> d
     `verirag report DIR` recomputes the tables of a finished study without running anything."""
     if cfg is not None:
         boot, llm_rerank = cfg.bootstrap, cfg.llm_rerank
-    else:   # only what the tables read: the stored config is a full dump, not what the user wrote
+    else:  # only what the tables read: the stored config is a full dump, not what the user wrote
         stored = result.get("config") or {}
         boot = validate_config(BootstrapSpec, stored.get("bootstrap") or {}, "study.json config: bootstrap")
         llm_rerank = bool(stored.get("llm_rerank", True))
@@ -222,13 +247,16 @@ def retable(result: dict[str, Any], cfg: CalibragStudyConfig | None = None) -> d
 def train_all(cfg: CalibragStudyConfig, labels, llm, out_dir: Path, stage) -> dict[str, Any]:
     """CalibRAG's forecaster, the relevance cross-encoder and the probe (loaded when a folder
     holds one trained on the same pairs)."""
-    from verirag.train.forecaster import pairs
     from verirag.learned.forecaster import Forecaster, data_fingerprint, load_forecaster
+    from verirag.train.forecaster import pairs
+
     t = cfg.train
     q, d, y, g = pairs(labels.records)
     if len(set(y)) < 2:
-        raise InputError(f"every labelled training pair has label {y[0] if y else None}: nothing to learn "
-                         "(more training questions, a larger k, or the other labelling mode)")
+        raise InputError(
+            f"every labelled training pair has label {y[0] if y else None}: nothing to learn "
+            "(more training questions, a larger k, or the other labelling mode)"
+        )
     rel = [relevance_label(r.doc_text, r.references) for r in labels.records if r.label is not None]
 
     def trained(folder: str, labels_: list[int], make, q_=q, d_=d, g_=g):
@@ -248,26 +276,40 @@ def train_all(cfg: CalibragStudyConfig, labels, llm, out_dir: Path, stage) -> di
             return None
         try:
             f = make().fit(q_, d_, labels_, g_, progress=_every(stage, f"training {folder}"))
-        except InputError as e:   # e.g. the training questions hold one class: that row is left out
+        except InputError as e:  # e.g. the training questions hold one class: that row is left out
             stage(f"{folder}: not trained ({e})")
             return None
-        f.save(path, labels=str(out_dir / "labels.jsonl"), study=cfg.name, study_digest=want,
-               k=t.k or cfg.k)   # the depth it was trained at (ForecastRerankStage warns beyond it)
+        f.save(
+            path, labels=str(out_dir / "labels.jsonl"), study=cfg.name, study_digest=want, k=t.k or cfg.k
+        )  # the depth it was trained at (ForecastRerankStage warns beyond it)
         return f
 
-    kw = dict(epochs=t.epochs, batch_size=t.batch_size, learning_rate=t.learning_rate, val_share=t.val_share,
-              seed=t.seed)
-    out: dict[str, Any] = {"calibrag": trained("forecaster", y, lambda: Forecaster(**kw)),
-                           "relevance_ce": trained("relevance", rel, lambda: Forecaster(**kw))}
+    kw = {
+        "epochs": t.epochs,
+        "batch_size": t.batch_size,
+        "learning_rate": t.learning_rate,
+        "val_share": t.val_share,
+        "seed": t.seed,
+    }
+    out: dict[str, Any] = {
+        "calibrag": trained("forecaster", y, lambda: Forecaster(**kw)),
+        "relevance_ce": trained("relevance", rel, lambda: Forecaster(**kw)),
+    }
     out["probe"] = None
     if t.probe_pairs:
         from verirag.learned.forecaster import ProbeForecaster
+
         ranks = [r.rank for r in labels.records if r.label is not None]
-        order = sorted(range(len(y)), key=lambda i: (ranks[i], i))   # the top ranks of every question first
-        keep = sorted(order[:t.probe_pairs])
-        out["probe"] = trained("probe", [y[i] for i in keep],
-                               lambda: ProbeForecaster(llm, val_share=t.val_share, seed=t.seed),
-                               q_=[q[i] for i in keep], d_=[d[i] for i in keep], g_=[g[i] for i in keep])
+        order = sorted(range(len(y)), key=lambda i: (ranks[i], i))  # the top ranks of every question first
+        keep = sorted(order[: t.probe_pairs])
+        out["probe"] = trained(
+            "probe",
+            [y[i] for i in keep],
+            lambda: ProbeForecaster(llm, val_share=t.val_share, seed=t.seed),
+            q_=[q[i] for i in keep],
+            d_=[d[i] for i in keep],
+            g_=[g[i] for i in keep],
+        )
     return out
 
 
@@ -289,13 +331,21 @@ def _every(stage, what: str, parts: int = 10):
         if i == total or i // step != last[0]:
             last[0] = i // step
             stage(f"{what}: {i}/{total}")
+
     return tell
 
 
 def _describe(f) -> dict[str, Any]:
-    return {"kind": f.kind, "n_train": f.n_train_, "n_val": f.n_val_, "label_balance": f.label_balance_,
-            "temperature": f.temperature_, "best_epoch": getattr(f, "best_epoch_", None), "validation": f.metrics_,
-            "history": getattr(f, "history_", [])}   # the probe is one closed fit: no epochs
+    return {
+        "kind": f.kind,
+        "n_train": f.n_train_,
+        "n_val": f.n_val_,
+        "label_balance": f.label_balance_,
+        "temperature": f.temperature_,
+        "best_epoch": getattr(f, "best_epoch_", None),
+        "validation": f.metrics_,
+        "history": getattr(f, "history_", []),
+    }  # the probe is one closed fit: no epochs
 
 
 # ------------------------------------------------------------------------------------ one question
@@ -306,11 +356,12 @@ def _pct(p: float) -> str:
 def evaluate_question(cfg: CalibragStudyConfig, ex, index, llm, user, forecasters: dict) -> dict[str, Any]:
     """Every Table 1 and Table 2 row for one test question."""
     from verirag.awf.calibrag import generate_guidance, reformulate_query, user_decision, verbal_confidence
-    from verirag.awf.stages import ForecastRerankStage, run_stages
     from verirag.awf.llm_rerank import LLMRerank
-    from verirag.train.ground_truth import matches
-    from verirag.metrics.abstention import is_abstention
+    from verirag.awf.stages import ForecastRerankStage, run_stages
     from verirag.learned.forecaster import pair_text
+    from verirag.metrics.abstention import is_abstention
+    from verirag.train.ground_truth import matches
+
     q = ex.question_with_history()
     refs = [r for r in ex.references if r.strip()]
     hits = index.search(q, k=cfg.k)
@@ -331,9 +382,18 @@ def evaluate_question(cfg: CalibragStudyConfig, ex, index, llm, user, forecaster
     def row(hit, confidence: float | None, shown: str, **extra) -> dict[str, Any]:
         g = guidance(hit)
         decision, error = user_decision(user, q, g, shown)
-        out = {"doc": hit.passage.id, "retrieval_rank": hit.rank, "guidance": g.text,
-               "guidance_correct": correct(g.text), "decision": decision, "correct": correct(decision),
-               "na": int(is_abstention(decision)), "confidence": confidence, "shown": shown, **extra}
+        out = {
+            "doc": hit.passage.id,
+            "retrieval_rank": hit.rank,
+            "guidance": g.text,
+            "guidance_correct": correct(g.text),
+            "decision": decision,
+            "correct": correct(decision),
+            "na": int(is_abstention(decision)),
+            "confidence": confidence,
+            "shown": shown,
+            **extra,
+        }
         if error or g.error:
             out["error"] = "; ".join(e for e in (g.error, error) if e)
         return out
@@ -343,10 +403,11 @@ def evaluate_question(cfg: CalibragStudyConfig, ex, index, llm, user, forecaster
     rows["base"] = row(top, None, NOT_STATED)
     for scale in ("number", "linguistic"):
         c = verbal_confidence(llm, guidance(top), scale=scale)
-        shown = c.shown()   # "8/10", or the certainty term read ("Probable"), or "not stated"
+        shown = c.shown()  # "8/10", or the certainty term read ("Probable"), or "not stated"
         # an unreadable confidence is uninformative: 0.5 in the metrics, counted in `unreadable`
-        rows[f"verbal_{scale}"] = row(top, 0.5 if c.value is None else c.value, shown, raw_confidence=c.raw,
-                                      unreadable=int(c.value is None))
+        rows[f"verbal_{scale}"] = row(
+            top, 0.5 if c.value is None else c.value, shown, raw_confidence=c.raw, unreadable=int(c.value is None)
+        )
     if forecasters.get("probe") is not None:
         p = float(forecasters["probe"].predict_proba([q], [pair_text(top.passage.title, top.passage.text)])[0])
         rows["probe"] = row(top, p, _pct(p))
@@ -358,11 +419,22 @@ def evaluate_question(cfg: CalibragStudyConfig, ex, index, llm, user, forecaster
     rows["calibrag"] = row(r.kept[0], r.confidence, _pct(r.confidence))
     rows["calibrag"]["reranked"] = r.info["reranked"][:5]
     # the pipeline's loop: below epsilon, one reformulated retrieval, the better pass kept
-    r2 = run_stages(q, lambda query: index.search(query, k=cfg.k), [ForecastRerankStage(f, epsilon=cfg.epsilon)],
-                    quiet, reformulate=lambda question: reformulate_query(llm, question))
+    r2 = run_stages(
+        q,
+        lambda query: index.search(query, k=cfg.k),
+        [ForecastRerankStage(f, epsilon=cfg.epsilon)],
+        quiet,
+        reformulate=lambda question: reformulate_query(llm, question),
+    )
     c2, requery = r2.results["forecast"].confidence, r2.requery or {}
-    rows["calibrag_requery"] = row(r2.hits[0], c2, _pct(c2), reformulated=r2.requery is not None,
-                                   query=requery.get("query"), used=requery.get("used"))
+    rows["calibrag_requery"] = row(
+        r2.hits[0],
+        c2,
+        _pct(c2),
+        reformulated=r2.requery is not None,
+        query=requery.get("query"),
+        used=requery.get("used"),
+    )
     # Table 2: which document; U is told no confidence, so only the choice of document differs
     rows["t2_base"] = row(top, None, NOT_STATED)
     rows["t2_calibrag"] = row(r.kept[0], None, NOT_STATED)
@@ -379,6 +451,7 @@ def evaluate_question(cfg: CalibragStudyConfig, ex, index, llm, user, forecaster
 # ------------------------------------------------------------------------------------ tables
 def _ci(statistic, *arrays, boot: BootstrapSpec) -> dict[str, float]:
     from verirag.metrics.stats import bootstrap_ci
+
     r = bootstrap_ci(statistic, *arrays, n_resamples=boot.n_resamples, confidence=boot.confidence, seed=boot.seed)
     out = {"value": r.estimate, "low": r.low, "high": r.high}
     if r.n_invalid:  # resamples where the statistic is undefined (e.g. AUROC of one class) are left out: say so
@@ -389,6 +462,7 @@ def _ci(statistic, *arrays, boot: BootstrapSpec) -> dict[str, float]:
 def _auroc_or_nan(confidence: np.ndarray, correct: np.ndarray) -> float:
     """AUROC, undefined (NaN) when the sample holds one class."""
     from verirag.metrics.calibration import auroc
+
     return auroc(confidence, correct) if 0 < correct.sum() < len(correct) else math.nan
 
 
@@ -399,11 +473,13 @@ def _safe(fn):
         except ValueError:
             return math.nan
         return float(v)
+
     return wrapped
 
 
 def table1(dataset: str, records: list[dict], boot: BootstrapSpec) -> list[dict[str, Any]]:
     from verirag.metrics.calibration import brier, ece, nll
+
     out = []
     for name in TABLE1_ROWS:
         rows = [r["rows"][name] for r in records if name in r.get("rows", {})]
@@ -411,18 +487,22 @@ def table1(dataset: str, records: list[dict], boot: BootstrapSpec) -> list[dict[
             continue
         y = np.array([x["correct"] for x in rows], dtype=float)
         na = np.array([x["na"] for x in rows], dtype=float)
-        entry: dict[str, Any] = {"dataset": dataset, "method": name, "n": len(rows),
-                                 "accuracy": _ci(np.mean, y, boot=boot), "na": _ci(np.mean, na, boot=boot),
-                                 "errors": sum(1 for x in rows if x.get("error")),
-                                 "unreadable_confidence": sum(x.get("unreadable", 0) for x in rows)}
+        entry: dict[str, Any] = {
+            "dataset": dataset,
+            "method": name,
+            "n": len(rows),
+            "accuracy": _ci(np.mean, y, boot=boot),
+            "na": _ci(np.mean, na, boot=boot),
+            "errors": sum(1 for x in rows if x.get("error")),
+            "unreadable_confidence": sum(x.get("unreadable", 0) for x in rows),
+        }
         if name != "base":
             c = np.array([x["confidence"] for x in rows], dtype=float)
             both = np.column_stack([c, y])
             entry["auroc"] = _ci(_safe(lambda a: _auroc_or_nan(a[:, 0], a[:, 1])), both, boot=boot)
             entry["ece"] = _ci(_safe(lambda a: ece(a[:, 0], a[:, 1], n_bins=10)), both, boot=boot)
             entry["brier"] = _ci(_safe(lambda a: brier(a[:, 0], a[:, 1])), both, boot=boot)
-            entry["nll"] = _ci(_safe(lambda a: nll(np.clip(a[:, 0], NLL_CLIP, 1 - NLL_CLIP), a[:, 1])), both,
-                               boot=boot)
+            entry["nll"] = _ci(_safe(lambda a: nll(np.clip(a[:, 0], NLL_CLIP, 1 - NLL_CLIP), a[:, 1])), both, boot=boot)
             # against the guidance's own correctness too: what an `answer`-mode forecaster learned
             g = np.array([x["guidance_correct"] for x in rows], dtype=float)
             both_g = np.column_stack([c, g])
@@ -444,15 +524,23 @@ def table1(dataset: str, records: list[dict], boot: BootstrapSpec) -> list[dict[
 def _paired_to_calibrag(records: list[dict], name: str, boot: BootstrapSpec) -> dict[str, Any]:
     """ECE and AUROC of row `name` minus CalibRAG's, resampling the questions both rows answered."""
     from verirag.metrics.calibration import ece
-    pairs = [(r["rows"][name], r["rows"]["calibrag"]) for r in records
-             if name in r.get("rows", {}) and "calibrag" in r.get("rows", {})]
+
+    pairs = [
+        (r["rows"][name], r["rows"]["calibrag"])
+        for r in records
+        if name in r.get("rows", {}) and "calibrag" in r.get("rows", {})
+    ]
     if not pairs:
         return {}
     a = np.array([[x["confidence"], x["correct"], c["confidence"], c["correct"]] for x, c in pairs], dtype=float)
-    return {"ece_vs_calibrag": _ci(_safe(lambda m: ece(m[:, 0], m[:, 1], n_bins=10) - ece(m[:, 2], m[:, 3], n_bins=10)),
-                                   a, boot=boot),
-            "auroc_vs_calibrag": _ci(_safe(lambda m: _auroc_or_nan(m[:, 0], m[:, 1]) - _auroc_or_nan(m[:, 2], m[:, 3])),
-                                     a, boot=boot)}
+    return {
+        "ece_vs_calibrag": _ci(
+            _safe(lambda m: ece(m[:, 0], m[:, 1], n_bins=10) - ece(m[:, 2], m[:, 3], n_bins=10)), a, boot=boot
+        ),
+        "auroc_vs_calibrag": _ci(
+            _safe(lambda m: _auroc_or_nan(m[:, 0], m[:, 1]) - _auroc_or_nan(m[:, 2], m[:, 3])), a, boot=boot
+        ),
+    }
 
 
 def table2(dataset: str, records: list[dict], boot: BootstrapSpec, *, llm_rerank: bool) -> list[dict[str, Any]]:
@@ -467,11 +555,15 @@ def table2(dataset: str, records: list[dict], boot: BootstrapSpec, *, llm_rerank
             continue
         g = np.array([[a["guidance_correct"], b["guidance_correct"]] for a, b in pairs], dtype=float)
         d = np.array([[a["correct"], b["correct"]] for a, b in pairs], dtype=float)
-        entry = {"dataset": dataset, "reranker": name, "n": len(pairs),
-                 "guidance_accuracy": _ci(lambda a: a[:, 0].mean(), g, boot=boot),
-                 "decision_accuracy": _ci(lambda a: a[:, 0].mean(), d, boot=boot),
-                 "na": float(np.mean([a["na"] for a, _ in pairs])),
-                 "top1_changed": float(np.mean([a["doc"] != b["doc"] for a, b in pairs]))}
+        entry = {
+            "dataset": dataset,
+            "reranker": name,
+            "n": len(pairs),
+            "guidance_accuracy": _ci(lambda a: a[:, 0].mean(), g, boot=boot),
+            "decision_accuracy": _ci(lambda a: a[:, 0].mean(), d, boot=boot),
+            "na": float(np.mean([a["na"] for a, _ in pairs])),
+            "top1_changed": float(np.mean([a["doc"] != b["doc"] for a, b in pairs])),
+        }
         if name != "base":
             entry["guidance_vs_base"] = _ci(lambda a: (a[:, 0] - a[:, 1]).mean(), g, boot=boot)
             entry["decision_vs_base"] = _ci(lambda a: (a[:, 0] - a[:, 1]).mean(), d, boot=boot)

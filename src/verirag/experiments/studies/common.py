@@ -1,4 +1,5 @@
 """What both paper studies share: their result file and the one-question-per-group sample."""
+
 from __future__ import annotations
 
 from pathlib import Path

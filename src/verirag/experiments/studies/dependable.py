@@ -29,6 +29,7 @@ A config with `study: dependable` (see configs/dependable-small.yaml) runs, per 
 Everything the models compute goes through the request cache, so a killed study resumes where it
 stopped; DIR/study.json holds every number, DIR/report.html the tables and figures.
 """
+
 from __future__ import annotations
 
 import math
@@ -44,10 +45,13 @@ from pydantic import Field, model_validator
 from verirag.errors import InputError
 from verirag.experiments.schema import StrictModel, validate_config
 from verirag.experiments.studies.common import one_per_group, write_study
+
 # what a refusal says, read as one more passage by the K-Precision consistency
-ABSTENTION_WORDS = ("I don't know. __DONT_KNOW__ No answer. The passages, documents, context or information "
-                    "provided do not contain, mention, give, provide or state the answer to this question; "
-                    "it cannot be determined.")
+ABSTENTION_WORDS = (
+    "I don't know. __DONT_KNOW__ No answer. The passages, documents, context or information "
+    "provided do not contain, mention, give, provide or state the answer to this question; "
+    "it cannot be determined."
+)
 RETRIEVERS = ("bm25", "dense", "hybrid")
 
 
@@ -68,7 +72,7 @@ class StudyGeneration(StrictModel):
     # answer consistency: k_precision (token overlap with the given passages), judge (the LLM
     # faithfulness judge `judge_model`) or none; unset: judge when a judge_model is named
     consistency: Literal["k_precision", "judge", "none"] | None = None
-    consistency_threshold: float = Field(0.8, gt=0, le=1)   # K-Precision at which an answer is consistent
+    consistency_threshold: float = Field(0.8, gt=0, le=1)  # K-Precision at which an answer is consistent
     judge_model: str | None = None
     match: Literal["recall_or_substring", "recall", "substring", "em"] = "recall_or_substring"
     n_ctx: int = Field(4096, ge=512)
@@ -85,7 +89,7 @@ class StudyGeneration(StrictModel):
 
 
 class StudyLookback(StrictModel):
-    attention_model: str | None = None   # default: hf: + the generation model
+    attention_model: str | None = None  # default: hf: + the generation model
     # the classifiers' label: answer consistency (the paper's), correctness, or auto (consistency
     # when it is measured, else correctness)
     label: Literal["auto", "consistent", "correct"] = "auto"
@@ -117,26 +121,39 @@ def parse_dependable_study(raw: Any, source_name: str = "config") -> DependableS
     if any(not 0 < a < 1 for a in cfg.alphas):
         raise InputError(f"{source_name}: alphas must lie in (0, 1)")
     if cfg.lookback is not None and cfg.lookback.label == "consistent" and cfg.generation.consistency == "none":
-        raise InputError(f"{source_name}: lookback.label: consistent needs generation.consistency "
-                         "(k_precision or judge)")
+        raise InputError(
+            f"{source_name}: lookback.label: consistent needs generation.consistency (k_precision or judge)"
+        )
     if cfg.lookback is not None and cfg.lookback.n and cfg.lookback.retriever not in cfg.retrievers:
-        raise InputError(f"{source_name}: lookback.retriever {cfg.lookback.retriever!r} is not one of the "
-                         f"study's retrievers ({', '.join(cfg.retrievers)})")
+        raise InputError(
+            f"{source_name}: lookback.retriever {cfg.lookback.retriever!r} is not one of the "
+            f"study's retrievers ({', '.join(cfg.retrievers)})"
+        )
     return cfg
 
 
 # ---------------------------------------------------------------------------------- the run
-def run_dependable_study(cfg: DependableStudyConfig, out_dir: str | Path, *,
-              on_stage: Callable[[str], None] | None = None) -> dict[str, Any]:
+def run_dependable_study(
+    cfg: DependableStudyConfig, out_dir: str | Path, *, on_stage: Callable[[str], None] | None = None
+) -> dict[str, Any]:
     from verirag.datasets import load_dataset
     from verirag.retrieval.index import index_or_pooled
     from verirag.train.trust_calibration import calibrate_retrieval, held_out_check, split_holdout
+
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     say = on_stage or (lambda s: None)
-    result: dict[str, Any] = {"name": cfg.name, "config": cfg.model_dump(), "table1a": [], "figure4": [],
-                              "table1b": [], "answers": [], "lookback_answers": [], "figure6": {},
-                              "seconds": {}}
+    result: dict[str, Any] = {
+        "name": cfg.name,
+        "config": cfg.model_dump(),
+        "table1a": [],
+        "figure4": [],
+        "table1b": [],
+        "answers": [],
+        "lookback_answers": [],
+        "figure6": {},
+        "seconds": {},
+    }
     # this run's wall time per stage (a rerun reads the request cache: its seconds are small)
     seconds = result["seconds"]
 
@@ -163,33 +180,63 @@ def run_dependable_study(cfg: DependableStudyConfig, out_dir: str | Path, *,
                 calib = calibrate_retrieval(cal, idx, k=cfg.k, alpha=cfg.alpha, beta=cfg.beta)
                 held = held_out_check(calib, test, idx)
             c = calib.filter.calibration_
-            result["table1a"].append({
-                "dataset": d.name, "retriever": kind, "alpha": cfg.alpha, "k": cfg.k,
-                "n_calibration": c.n_questions, "cal_m1": c.m1, "cal_m1_se": c.m1_se, "cal_m2": c.m2,
-                "cal_m2_se": c.m2_se, "n_test": held.n_questions, "test_m1": held.m1, "test_m1_se": held.m1_se,
-                "test_m2": held.m2, "test_m2_se": held.m2_se, "coverage": held.coverage,
-                "coverage_low": held.low, "coverage_high": held.high, "holds": held.holds(cfg.alpha),
-                "threshold": calib.filter.threshold_, "s_thres": calib.s_thres, "warning": calib.warning,
-                "skipped": calib.skipped})
+            result["table1a"].append(
+                {
+                    "dataset": d.name,
+                    "retriever": kind,
+                    "alpha": cfg.alpha,
+                    "k": cfg.k,
+                    "n_calibration": c.n_questions,
+                    "cal_m1": c.m1,
+                    "cal_m1_se": c.m1_se,
+                    "cal_m2": c.m2,
+                    "cal_m2_se": c.m2_se,
+                    "n_test": held.n_questions,
+                    "test_m1": held.m1,
+                    "test_m1_se": held.m1_se,
+                    "test_m2": held.m2,
+                    "test_m2_se": held.m2_se,
+                    "coverage": held.coverage,
+                    "coverage_low": held.low,
+                    "coverage_high": held.high,
+                    "holds": held.holds(cfg.alpha),
+                    "threshold": calib.filter.threshold_,
+                    "s_thres": calib.s_thres,
+                    "warning": calib.warning,
+                    "skipped": calib.skipped,
+                }
+            )
             for a in cfg.alphas:
                 cov = calib.refit(a).calibration_
-                result["figure4"].append({"dataset": d.name, "retriever": kind, "alpha": a, "m1": cov.m1,
-                                          "m1_se": cov.m1_se, "m2": cov.m2, "m2_se": cov.m2_se})
+                result["figure4"].append(
+                    {
+                        "dataset": d.name,
+                        "retriever": kind,
+                        "alpha": a,
+                        "m1": cov.m1,
+                        "m1_se": cov.m1_se,
+                        "m2": cov.m2,
+                        "m2_se": cov.m2_se,
+                    }
+                )
             if answerer is not None and kind in (cfg.generation.retrievers or cfg.retrievers):
                 with timed(f"{d.name}/{kind}/answers"):
-                    rows = answerer.answer_all(questions_with_references(test, cfg.generation.n), idx, calib.filter,
-                                               d.name, kind, say)
+                    rows = answerer.answer_all(
+                        questions_with_references(test, cfg.generation.n), idx, calib.filter, d.name, kind, say
+                    )
                 result["answers"].extend(rows)
-                result["table1b"].append(quality_row(rows, d.name, kind, calib.filter.calibration_.m1,
-                                                     cfg.alpha, cfg.seed))
+                result["table1b"].append(
+                    quality_row(rows, d.name, kind, calib.filter.calibration_.m1, cfg.alpha, cfg.seed)
+                )
             lb = cfg.lookback
             if answerer is not None and lb is not None and lb.n and kind == lb.retriever:
                 # more filtered answers for the classifiers only (Figure 6 needs hundreds)
                 done = {r["example_id"] for r in result["answers"] if r["dataset"] == d.name and r["retriever"] == kind}
                 extra = [ex for ex in questions_with_references(test, lb.n) if ex.id not in done]
                 with timed(f"{d.name}/{kind}/lookback_answers"):
-                    result["lookback_answers"].extend(answerer.answer_all(extra, idx, calib.filter, d.name,
-                                                                          kind, say, unfiltered_too=False))
+                    result["lookback_answers"].extend(
+                        answerer.answer_all(extra, idx, calib.filter, d.name, kind, say, unfiltered_too=False)
+                    )
         write_study(out_dir, result)
     if answerer is not None and cfg.lookback is not None:
         say("lookback: reading attention, training the classifiers")
@@ -198,6 +245,7 @@ def run_dependable_study(cfg: DependableStudyConfig, out_dir: str | Path, *,
     seconds["total"] = round(time.perf_counter() - started, 1)
     write_study(out_dir, result)
     from verirag.experiments.report.dependable import build_dependable_report
+
     result["report"] = str(build_dependable_report(out_dir, result))
     return result
 
@@ -207,18 +255,27 @@ def questions_with_references(examples, n: int) -> list:
     return one_per_group([ex for ex in examples if ex.references])[:n]
 
 
-def quality_row(rows: list[dict[str, Any]], dataset: str, retriever: str, cal_m1: float, alpha: float,
-                seed: int) -> dict[str, Any]:
+def quality_row(
+    rows: list[dict[str, Any]], dataset: str, retriever: str, cal_m1: float, alpha: float, seed: int
+) -> dict[str, Any]:
     """Table 1b: accuracy and consistency without and with the filter, paired differences with
     95% bootstrap intervals over questions."""
     from verirag.metrics.stats import bootstrap_ci
-    out: dict[str, Any] = {"dataset": dataset, "retriever": retriever, "n": len(rows),
-                           "m1_gap": cal_m1 - (1 - alpha),
-                           "mean_trusted": float(np.mean([r["n_trusted"] for r in rows])) if rows else math.nan,
-                           "empty_trusted": int(sum(r["n_trusted"] == 0 for r in rows))}
+
+    out: dict[str, Any] = {
+        "dataset": dataset,
+        "retriever": retriever,
+        "n": len(rows),
+        "m1_gap": cal_m1 - (1 - alpha),
+        "mean_trusted": float(np.mean([r["n_trusted"] for r in rows])) if rows else math.nan,
+        "empty_trusted": int(sum(r["n_trusted"] == 0 for r in rows)),
+    }
     for metric in ("correct", "consistent", "consistency"):
-        pairs = [(r["all"][metric], r["filtered"][metric]) for r in rows
-                 if r["all"].get(metric) is not None and r["filtered"].get(metric) is not None]
+        pairs = [
+            (r["all"][metric], r["filtered"][metric])
+            for r in rows
+            if r["all"].get(metric) is not None and r["filtered"].get(metric) is not None
+        ]
         if not pairs:
             continue
         a, f = (np.asarray(x, dtype=float) for x in zip(*pairs))
@@ -238,6 +295,7 @@ class _Answerer:
         from verirag.awf.generators.no_context import NoContextGenerator
         from verirag.awf.generators.vanilla import VanillaGenerator
         from verirag.llm.factory import load_llm
+
         g = cfg.generation
         self.cfg = cfg
         self.llm = load_llm(g.model, n_ctx=g.n_ctx)
@@ -246,14 +304,16 @@ class _Answerer:
         self.judge = None
         if g.consistency == "judge":
             from verirag.metrics.judges import FaithfulnessJudge
+
             self.judge = FaithfulnessJudge(load_llm(g.judge_model, n_ctx=g.n_ctx), mode="logprobs")
-        self.ratios: dict[str, Any] = {}   # answer id -> LookbackRatios of the filtered answer
+        self.ratios: dict[str, Any] = {}  # answer id -> LookbackRatios of the filtered answer
 
     def _one(self, question: str, passages, references, *, no_context: bool = False) -> dict[str, Any]:
         from verirag.awf.trace import Trace
         from verirag.errors import VeriragError
         from verirag.metrics.abstention import is_abstention
         from verirag.train.ground_truth import matches
+
         if not passages and not no_context:  # abstain on an empty trusted set
             return {"answer": "", "correct": 0, "consistent": None, "error": None, "abstained": True}
         try:
@@ -261,9 +321,13 @@ class _Answerer:
         except VeriragError as e:
             return {"answer": "", "correct": 0, "consistent": None, "error": f"{type(e).__name__}: {e}"}
         text = ans.text
-        row = {"answer": text, "error": ans.error,
-               "correct": int(not is_abstention(text) and matches(text, list(references), self.cfg.generation.match)),
-               "consistent": None, "_answer": ans}
+        row = {
+            "answer": text,
+            "error": ans.error,
+            "correct": int(not is_abstention(text) and matches(text, list(references), self.cfg.generation.match)),
+            "consistent": None,
+            "_answer": ans,
+        }
         row.update(self._consistency(question, passages, text, ans.error))
         return row
 
@@ -271,6 +335,7 @@ class _Answerer:
         """Answer consistency with the passages the answer was given: `consistent` (0/1) and the
         score behind it, `consistency` (K-Precision, or the judge's P(yes))."""
         from verirag.metrics.faithfulness import k_precision
+
         g = self.cfg.generation
         if g.consistency == "none" or not passages or not text or error:
             return {}
@@ -282,8 +347,11 @@ class _Answerer:
             return {"consistent": int(kp >= g.consistency_threshold), "consistency": kp}
         v = self.judge.judge(passages, text, question)
         # the judge's P(yes): a small judge's verdicts can be all "no"
-        return {"consistent": None if v.verdict is None else int(v.verdict), "consistency": v.score,
-                "judge_reason": v.reason}
+        return {
+            "consistent": None if v.verdict is None else int(v.verdict),
+            "consistency": v.score,
+            "judge_reason": v.reason,
+        }
 
     def answer_all(self, examples, idx, trust, dataset: str, retriever: str, say, *, unfiltered_too: bool = True):
         """Rows of answers from the trusted chunks (and, with `unfiltered_too`, from the top K)."""
@@ -304,18 +372,31 @@ class _Answerer:
             unfiltered.pop("_answer", None)
             if ans is not None and given and not ans.error:
                 self.ratios[row_id] = (ans, given)
-            rows.append({"id": row_id, "dataset": dataset, "retriever": retriever, "example_id": ex.id,
-                         "group": ex.group or ex.id, "question": ex.question, "references": list(ex.references),
-                         "n_trusted": len(trusted), "all": unfiltered, "filtered": filtered})
+            rows.append(
+                {
+                    "id": row_id,
+                    "dataset": dataset,
+                    "retriever": retriever,
+                    "example_id": ex.id,
+                    "group": ex.group or ex.id,
+                    "question": ex.question,
+                    "references": list(ex.references),
+                    "n_trusted": len(trusted),
+                    "all": unfiltered,
+                    "filtered": filtered,
+                }
+            )
         return rows
 
-    def lookback_study(self, rows: list[dict[str, Any]], cfg: DependableStudyConfig,
-                       say: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
+    def lookback_study(
+        self, rows: list[dict[str, Any]], cfg: DependableStudyConfig, say: Callable[[str], None] = lambda s: None
+    ) -> dict[str, Any]:
         from verirag.awf.predictors.lookback import reply_ratios
         from verirag.errors import VeriragError
-        from verirag.train.lookback import LookbackSample, cross_dataset_cells
         from verirag.llm.base import ATTENTIONS
         from verirag.llm.factory import load_llm
+        from verirag.train.lookback import LookbackSample, cross_dataset_cells
+
         lb = cfg.lookback
         spec = lb.attention_model or f"hf:{cfg.generation.model}"
         measured = cfg.generation.consistency != "none"
@@ -336,10 +417,18 @@ class _Answerer:
                 r["filtered"]["lookback_error"] = f"{type(e).__name__}: {e}"
                 continue
             # one question's answers under several retrievers stay on one side of every split
-            samples.append(LookbackSample(r["dataset"], r["id"], f"{r['dataset']}|{r['group']}",
-                                          None if label is None else int(label), ratios))
-        out = {"attention_model": spec, "label": label_of, "n_samples": len(samples), "errors": errors,
-               "positives": int(sum(s.label or 0 for s in samples))}
+            samples.append(
+                LookbackSample(
+                    r["dataset"], r["id"], f"{r['dataset']}|{r['group']}", None if label is None else int(label), ratios
+                )
+            )
+        out = {
+            "attention_model": spec,
+            "label": label_of,
+            "n_samples": len(samples),
+            "errors": errors,
+            "positives": int(sum(s.label or 0 for s in samples)),
+        }
         # every train x test cell with 95% intervals, and FC - CW paired over its test answers;
         # the heatmaps' grids are their point values
         out["cells"] = cross_dataset_cells(samples, k=lb.k, test_share=lb.test_share, seed=cfg.seed)

@@ -9,6 +9,7 @@ committed; a checkout or an install without it still runs, with the predictor `v
 `verifier=DIR`. `VERIRAG_VERIFIER_DIR` names another folder instead (a verifier a user trained, or
 a test's).
 """
+
 from __future__ import annotations
 
 import os
@@ -19,7 +20,7 @@ from verirag.learned.verifier import ADAPTER_FILE, META_FILE
 
 VERIFIER_ENV = "VERIRAG_VERIFIER_DIR"
 SHIPPED_VERIFIER = Path(__file__).resolve().parent / "verifier"
-VERIFIER_FILES = (META_FILE, ADAPTER_FILE)   # what TrainedVerifier.save writes
+VERIFIER_FILES = (META_FILE, ADAPTER_FILE)  # what TrainedVerifier.save writes
 MAX_SHIPPED_BYTES = 5 * 1024 * 1024
 MAKE_VERIFIER = f"verirag train verifier LABELS --out {SHIPPED_VERIFIER}"
 
@@ -36,4 +37,5 @@ def shipped_verifier_dir() -> Path:
     where = f"{VERIFIER_ENV}={named}" if named else "this installation of verirag"
     raise ModelNotFoundError(
         f"no trained verifier in {where} ({folder} lacks {', '.join(missing)}): name one with "
-        f"verifier=DIR, point {VERIFIER_ENV} at one, or make the packaged one with `{MAKE_VERIFIER}`")
+        f"verifier=DIR, point {VERIFIER_ENV} at one, or make the packaged one with `{MAKE_VERIFIER}`"
+    )

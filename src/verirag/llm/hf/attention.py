@@ -4,6 +4,7 @@ They need the "eager" attention implementation: it is the default on CPU; on GPU
 (sdpa) is kept and these passes switch to eager when the installed transformers allows it, else
 raise CapabilityError (load with attn_implementation="eager").
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -13,8 +14,7 @@ from typing import Any
 import numpy as np
 
 from verirag.errors import CapabilityError, InputError
-from verirag.llm.lookback import (LookbackRatios, LookbackSums, char_spans, ratios_from_sums,
-                                  segment_sums, token_spans)
+from verirag.llm.lookback import LookbackRatios, LookbackSums, char_spans, ratios_from_sums, segment_sums, token_spans
 from verirag.types import Prompt
 
 
@@ -22,8 +22,9 @@ class AttentionReader:
     """The attention operations of `TransformersLLM`, which provides model, tokenizer, torch, device,
     model_id, prefill_chunk, render, prompt_ids, continuation_ids, pieces, check_length, forward."""
 
-    def attentions(self, prompt: Prompt, continuation: str | None = None, *,
-                   layers: Sequence[int] | None = None) -> dict[str, Any]:
+    def attentions(
+        self, prompt: Prompt, continuation: str | None = None, *, layers: Sequence[int] | None = None
+    ) -> dict[str, Any]:
         """Attention weights of one forward pass over prompt (+ continuation).
 
         Returns {"attentions": float32 array [layers, heads, seq, seq] (row i = how token i attends
@@ -39,13 +40,19 @@ class AttentionReader:
             out = self.forward(ids, output_attentions=True)
         atts = out.attentions
         if not atts or atts[0] is None:
-            raise CapabilityError(f"{self.model_id} returned no attention weights; load it with "
-                                  "attn_implementation='eager'")
+            raise CapabilityError(
+                f"{self.model_id} returned no attention weights; load it with attn_implementation='eager'"
+            )
         chosen = list(range(len(atts))) if layers is None else [int(i) for i in layers]
         arr = self.torch.stack([atts[i][0].float() for i in chosen]).cpu().numpy().astype(np.float32)
         tokens = self.pieces(p_ids) + self.pieces(c_ids, p_ids)
-        return {"attentions": arr, "tokens": tokens, "input_ids": ids,
-                "continuation_start": len(p_ids), "layers": chosen}
+        return {
+            "attentions": arr,
+            "tokens": tokens,
+            "input_ids": ids,
+            "continuation_start": len(p_ids),
+            "layers": chosen,
+        }
 
     def lookback_sums(self, prompt: Prompt, continuation: str, segments: Sequence[str]) -> LookbackSums:
         """Per-segment attention sums of the answer tokens (`verirag.llm.lookback`), teacher-forced
@@ -77,33 +84,43 @@ class AttentionReader:
             def hook(_module, _args, output):
                 weights = output[1] if isinstance(output, tuple) and len(output) > 1 else None
                 if weights is None:
-                    raise CapabilityError(f"{self.model_id}: the attention module returned no weights; "
-                                          "load it with attn_implementation='eager'")
+                    raise CapabilityError(
+                        f"{self.model_id}: the attention module returned no weights; "
+                        "load it with attn_implementation='eager'"
+                    )
                 rows = weights[0].double().cpu().numpy()  # [heads, answer tokens, prompt + answer]
                 if rows.shape[1:] != (n_ans, n_ctx + n_ans):
-                    raise CapabilityError(f"{self.model_id}: attention weights of shape {tuple(weights.shape)}, "
-                                          f"expected rows for {n_ans} answer tokens over {n_ctx + n_ans}")
+                    raise CapabilityError(
+                        f"{self.model_id}: attention weights of shape {tuple(weights.shape)}, "
+                        f"expected rows for {n_ans} answer tokens over {n_ctx + n_ans}"
+                    )
                 per_layer[layer] = segment_sums(rows, n_ctx, spans)
+
             return hook
 
         from transformers import DynamicCache
+
         cache = DynamicCache()
         with self.eager_attention(), torch.inference_mode():
             # the prompt in chunks (its own attention weights are not needed), then the answer rows
             for start in range(0, n_ctx, self.prefill_chunk):
-                chunk = torch.tensor([p_ids[start:start + self.prefill_chunk]], device=self.device)
+                chunk = torch.tensor([p_ids[start : start + self.prefill_chunk]], device=self.device)
                 self.model.model(input_ids=chunk, past_key_values=cache, use_cache=True)
             handles = [m.register_forward_hook(reducer(i)) for i, m in enumerate(modules)]
             try:
-                self.model.model(input_ids=torch.tensor([c_ids], device=self.device), past_key_values=cache,
-                                 use_cache=True)  # the decoder only: no logits needed
+                self.model.model(
+                    input_ids=torch.tensor([c_ids], device=self.device), past_key_values=cache, use_cache=True
+                )  # the decoder only: no logits needed
             finally:
                 for h in handles:
                     h.remove()
-        return LookbackSums(context=np.stack([c for c, _, _ in per_layer]),
-                            output=np.stack([o for _, o, _ in per_layer]),
-                            chunks=np.stack([k for _, _, k in per_layer]),
-                            n_context=n_ctx, chunk_tokens=[b - a for a, b in spans])
+        return LookbackSums(
+            context=np.stack([c for c, _, _ in per_layer]),
+            output=np.stack([o for _, o, _ in per_layer]),
+            chunks=np.stack([k for _, _, k in per_layer]),
+            n_context=n_ctx,
+            chunk_tokens=[b - a for a, b in spans],
+        )
 
     def lookback_ratios(self, prompt: Prompt, continuation: str, segments: Sequence[str]) -> LookbackRatios:
         return ratios_from_sums(self.lookback_sums(prompt, continuation, segments))
@@ -117,7 +134,8 @@ class AttentionReader:
         if setter is None:
             raise CapabilityError(
                 f"{self.model_id} was loaded with attn_implementation={current!r}, which gives no "
-                "attention weights; load it with attn_implementation='eager'")
+                "attention weights; load it with attn_implementation='eager'"
+            )
 
         @contextlib.contextmanager
         def switch():
@@ -126,4 +144,5 @@ class AttentionReader:
                 yield
             finally:
                 setter(current)
+
         return switch()

@@ -19,6 +19,7 @@ defaults), so greedy output is the arg-max path of the reported logprobs.
 
 Attention weights: `verirag.llm.hf.attention`.
 """
+
 from __future__ import annotations
 
 import logging
@@ -28,8 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from verirag.errors import InputError
-from verirag.llm.base import (ATTENTIONS, DEFAULT_SEED, EXACT_NEXT_TOKEN, HIDDEN_STATE, LLM, LOGPROBS,
-                              NEXT_TOKEN, SCORE)
+from verirag.llm.base import ATTENTIONS, DEFAULT_SEED, EXACT_NEXT_TOKEN, HIDDEN_STATE, LLM, LOGPROBS, NEXT_TOKEN, SCORE
 from verirag.llm.chat_template import plain_messages, render_chat, validate_messages
 from verirag.llm.hf.attention import AttentionReader
 from verirag.llm.hf.load import converted_gguf, gguf_path_of, import_torch, load_checkpoint, resolve_dtype
@@ -46,10 +46,17 @@ class TransformersLLM(AttentionReader, LLM):
 
     backend = "hf"
 
-    def __init__(self, model: str | os.PathLike[str], gguf_file: str | None = None,
-                 device: str | None = None, dtype: Any = None,
-                 attn_implementation: str | None = None, trust_remote_code: bool = False,
-                 *, revision: str | None = None):
+    def __init__(
+        self,
+        model: str | os.PathLike[str],
+        gguf_file: str | None = None,
+        device: str | None = None,
+        dtype: Any = None,
+        attn_implementation: str | None = None,
+        trust_remote_code: bool = False,
+        *,
+        revision: str | None = None,
+    ):
         self.torch, _ = import_torch()
         model = str(model)
         self.model_id = model
@@ -72,15 +79,21 @@ class TransformersLLM(AttentionReader, LLM):
             if Path(model).expanduser().exists():
                 load_from = str(Path(model).expanduser())
         self.model, self.tokenizer = load_checkpoint(
-            load_from, device=self.device, dtype=self.dtype, attn_implementation=attn_implementation,
-            trust_remote_code=trust_remote_code, revision=revision)
+            load_from,
+            device=self.device,
+            dtype=self.dtype,
+            attn_implementation=attn_implementation,
+            trust_remote_code=trust_remote_code,
+            revision=revision,
+        )
         if gguf_path is None:
             commit = getattr(self.model.config, "_commit_hash", None)
             self.fingerprint = f"{model}@{revision or commit or 'local'}"
 
         cfg = self.model.config
-        self.context_window = int(getattr(cfg, "max_position_embeddings", 0)
-                                  or getattr(self.tokenizer, "model_max_length", 0) or 2048)
+        self.context_window = int(
+            getattr(cfg, "max_position_embeddings", 0) or getattr(self.tokenizer, "model_max_length", 0) or 2048
+        )
         if self.context_window > 10_000_000:  # tokenizers use a huge sentinel for "unknown"
             self.context_window = 2048
         self.capabilities = frozenset({LOGPROBS, SCORE, NEXT_TOKEN, EXACT_NEXT_TOKEN, ATTENTIONS, HIDDEN_STATE})
@@ -96,11 +109,13 @@ class TransformersLLM(AttentionReader, LLM):
         if isinstance(prompt, str):
             return prompt
         if getattr(self.tokenizer, "chat_template", None):
-            return self.tokenizer.apply_chat_template(plain_messages(prompt), tokenize=False,
-                                                      add_generation_prompt=True)
+            return self.tokenizer.apply_chat_template(
+                plain_messages(prompt), tokenize=False, add_generation_prompt=True
+            )
         if not self._warned_no_template:
-            log.warning("%s has no chat template; rendering chat prompts as a plain "
-                        "'Role: content' transcript", self.model_id)
+            log.warning(
+                "%s has no chat template; rendering chat prompts as a plain 'Role: content' transcript", self.model_id
+            )
             self._warned_no_template = True
         return render_chat(None, plain_messages(prompt))
 
@@ -125,15 +140,18 @@ class TransformersLLM(AttentionReader, LLM):
         for t in ids:
             cur_ids.append(int(t))
             cur = self.tokenizer.decode(cur_ids, skip_special_tokens=False)
-            pieces.append(cur[len(prev):] if cur.startswith(prev) else
-                          self.tokenizer.decode([int(t)], skip_special_tokens=False))
+            pieces.append(
+                cur[len(prev) :] if cur.startswith(prev) else self.tokenizer.decode([int(t)], skip_special_tokens=False)
+            )
             prev = cur
         return pieces
 
     def check_length(self, n_prompt: int, extra: int) -> None:
         if n_prompt + extra > self.context_window:
-            raise InputError(f"prompt of {n_prompt} tokens + {extra} more exceeds the context window "
-                             f"of {self.context_window} tokens of {self.model_id}")
+            raise InputError(
+                f"prompt of {n_prompt} tokens + {extra} more exceeds the context window "
+                f"of {self.context_window} tokens of {self.model_id}"
+            )
 
     def forward(self, ids: list[int], **kwargs):
         """One forward pass of the whole model over `ids` (no gradients)."""
@@ -144,15 +162,24 @@ class TransformersLLM(AttentionReader, LLM):
 
     # ------------------------------------------------------------------ LLM operations
 
-    def generate(self, prompt: Prompt, *, max_tokens: int = 256, temperature: float = 0.0,
-                 seed: int = DEFAULT_SEED, stop: Sequence[str] | None = None,
-                 logprobs: bool = False, top_logprobs: int = 0) -> Generation:
+    def generate(
+        self,
+        prompt: Prompt,
+        *,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+        seed: int = DEFAULT_SEED,
+        stop: Sequence[str] | None = None,
+        logprobs: bool = False,
+        top_logprobs: int = 0,
+    ) -> Generation:
         """Generate; stop strings end generation early and the text is cut before the first one.
 
         The end-of-sequence token is neither in the text nor in `tokens`.
         """
         torch = self.torch
         from transformers import GenerationConfig
+
         if max_tokens < 1:
             raise InputError(f"max_tokens must be >= 1, got {max_tokens}")
         ids = self.prompt_ids(prompt)
@@ -163,12 +190,19 @@ class TransformersLLM(AttentionReader, LLM):
         if eos is None:
             eos = self.tokenizer.eos_token_id
         eos_ids = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
-        cfg = GenerationConfig(max_new_tokens=max_new, do_sample=sample,
-                               temperature=float(temperature) if sample else 1.0, top_k=None,
-                               top_p=1.0, num_beams=1, eos_token_id=eos,
-                               pad_token_id=self.tokenizer.pad_token_id,
-                               bos_token_id=self.model.generation_config.bos_token_id,
-                               output_logits=True, return_dict_in_generate=True)
+        cfg = GenerationConfig(
+            max_new_tokens=max_new,
+            do_sample=sample,
+            temperature=float(temperature) if sample else 1.0,
+            top_k=None,
+            top_p=1.0,
+            num_beams=1,
+            eos_token_id=eos,
+            pad_token_id=self.tokenizer.pad_token_id,
+            bos_token_id=self.model.generation_config.bos_token_id,
+            output_logits=True,
+            return_dict_in_generate=True,
+        )
         kwargs: dict[str, Any] = {}
         if stop:
             cfg.stop_strings = list(stop)
@@ -179,9 +213,10 @@ class TransformersLLM(AttentionReader, LLM):
                 torch.cuda.manual_seed_all(int(seed))
         input_ids = torch.tensor([ids], device=self.device)
         with torch.inference_mode():
-            out = self.model.generate(input_ids=input_ids, attention_mask=torch.ones_like(input_ids),
-                                      generation_config=cfg, **kwargs)
-        new_ids = [int(t) for t in out.sequences[0, len(ids):].tolist()]
+            out = self.model.generate(
+                input_ids=input_ids, attention_mask=torch.ones_like(input_ids), generation_config=cfg, **kwargs
+            )
+        new_ids = [int(t) for t in out.sequences[0, len(ids) :].tolist()]
         finish = "length"
         if new_ids and new_ids[-1] in eos_ids:
             new_ids = new_ids[:-1]
@@ -215,11 +250,19 @@ class TransformersLLM(AttentionReader, LLM):
                 top = []
                 if k:
                     vals, idx = torch.topk(lp, k)
-                    top = [(self.tokenizer.decode([int(j)], skip_special_tokens=False), float(v))
-                           for v, j in zip(vals.tolist(), idx.tolist())]
+                    top = [
+                        (self.tokenizer.decode([int(j)], skip_special_tokens=False), float(v))
+                        for v, j in zip(vals.tolist(), idx.tolist())
+                    ]
                 tokens.append(TokenLogprob(token=pieces[i], logprob=float(lp[new_ids[i]]), top=top))
-        return Generation(text=text, tokens=tokens, finish_reason=finish, model=self.model_id,
-                          prompt_tokens=len(ids), completion_tokens=n_keep)
+        return Generation(
+            text=text,
+            tokens=tokens,
+            finish_reason=finish,
+            model=self.model_id,
+            prompt_tokens=len(ids),
+            completion_tokens=n_keep,
+        )
 
     def score(self, prompt: Prompt, continuation: str) -> ContinuationScore:
         """One forward pass over prompt ids + continuation ids (tokenised separately)."""
@@ -232,15 +275,15 @@ class TransformersLLM(AttentionReader, LLM):
             raise InputError("the continuation is empty after tokenisation")
         self.check_length(len(p_ids), len(c_ids))
         out = self.forward(p_ids + c_ids)
-        logits = out.logits[0, len(p_ids) - 1: len(p_ids) + len(c_ids) - 1].float()
+        logits = out.logits[0, len(p_ids) - 1 : len(p_ids) + len(c_ids) - 1].float()
         lp = torch.log_softmax(logits, dim=-1)
         picked = lp.gather(1, torch.tensor(c_ids, device=lp.device)[:, None])[:, 0].tolist()
         pieces = self.pieces(c_ids, p_ids)
-        return ContinuationScore(tokens=[TokenLogprob(token=t, logprob=float(v))
-                                         for t, v in zip(pieces, picked)])
+        return ContinuationScore(tokens=[TokenLogprob(token=t, logprob=float(v)) for t, v in zip(pieces, picked)])
 
-    def next_token_logprobs(self, prompt: Prompt, *, top_k: int = 20,
-                            candidates: Sequence[str] = ()) -> dict[str, float]:
+    def next_token_logprobs(
+        self, prompt: Prompt, *, top_k: int = 20, candidates: Sequence[str] = ()
+    ) -> dict[str, float]:
         """The top_k first reply tokens plus, exactly, the first token of each candidate."""
         torch = self.torch
         ids = self.prompt_ids(prompt)
@@ -280,8 +323,11 @@ class TransformersLLM(AttentionReader, LLM):
 
     def describe(self) -> dict[str, Any]:
         d = super().describe()
-        d.update(device=self.device, dtype=str(self.dtype).replace("torch.", ""),
-                 attn_implementation=getattr(self.model.config, "_attn_implementation", None))
+        d.update(
+            device=self.device,
+            dtype=str(self.dtype).replace("torch.", ""),
+            attn_implementation=getattr(self.model.config, "_attn_implementation", None),
+        )
         return d
 
     def close(self) -> None:

@@ -5,6 +5,7 @@ the converted model (float32) and tokenizer with `save_pretrained` into
 `cache_dir()/hf-converted/<first 16 hex of the GGUF sha256>/` ($VERIRAG_CACHE_DIR, else
 ~/.cache/verirag) and later loads read that folder.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -22,9 +23,16 @@ log = logging.getLogger(__name__)
 
 CONVERTED_SUBDIR = "hf-converted"
 COMPLETE_MARKER = "verirag-converted.json"
-_DTYPES = {"float32": "float32", "fp32": "float32", "float": "float32",
-           "float16": "float16", "fp16": "float16", "half": "float16",
-           "bfloat16": "bfloat16", "bf16": "bfloat16"}
+_DTYPES = {
+    "float32": "float32",
+    "fp32": "float32",
+    "float": "float32",
+    "float16": "float16",
+    "fp16": "float16",
+    "half": "float16",
+    "bfloat16": "bfloat16",
+    "bf16": "bfloat16",
+}
 
 
 def import_torch():
@@ -33,8 +41,9 @@ def import_torch():
         import torch
         import transformers
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise CapabilityError("the hf backend needs torch and transformers: "
-                              "pip install 'verirag[hf]' (and torch)") from exc
+        raise CapabilityError(
+            "the hf backend needs torch and transformers: pip install 'verirag[hf]' (and torch)"
+        ) from exc
     return torch, transformers
 
 
@@ -76,10 +85,12 @@ def _dtype_kwarg(dtype) -> dict[str, Any]:
     """transformers >= 4.56 calls it `dtype`; older versions `torch_dtype`."""
     import transformers
     from transformers import PreTrainedModel
+
     if "dtype" in inspect.signature(PreTrainedModel.from_pretrained).parameters:
         return {"dtype": dtype}
     try:
         from packaging.version import Version
+
         if Version(transformers.__version__) >= Version("4.56"):
             return {"dtype": dtype}
     except (ImportError, ValueError):  # pragma: no cover - no packaging, or an odd version string
@@ -87,11 +98,19 @@ def _dtype_kwarg(dtype) -> dict[str, Any]:
     return {"torch_dtype": dtype}
 
 
-def load_checkpoint(source: str, *, device: str, dtype, attn_implementation: str | None,
-                    trust_remote_code: bool, revision: str | None = None,
-                    gguf_file: str | None = None):
+def load_checkpoint(
+    source: str,
+    *,
+    device: str,
+    dtype,
+    attn_implementation: str | None,
+    trust_remote_code: bool,
+    revision: str | None = None,
+    gguf_file: str | None = None,
+):
     """(model on `device` in eval mode, tokenizer with a pad token) from a hub id or a folder."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
+
     kwargs: dict[str, Any] = {"trust_remote_code": trust_remote_code}
     if revision:
         kwargs["revision"] = revision
@@ -128,27 +147,36 @@ def converted_gguf(gguf_path: Path, sha256: str, *, trust_remote_code: bool = Fa
         return str(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     from filelock import FileLock
+
     with FileLock(str(target) + ".lock", timeout=3600):
         if (target / COMPLETE_MARKER).is_file():  # another process converted it meanwhile
             return str(target)
         log.info("converting %s to a transformers checkpoint in %s (once)", gguf_path, target)
         torch, _ = import_torch()
-        model, tokenizer = load_checkpoint(str(gguf_path.parent), gguf_file=gguf_path.name,
-                                           device="cpu", dtype=torch.float32, attn_implementation=None,
-                                           trust_remote_code=trust_remote_code)
+        model, tokenizer = load_checkpoint(
+            str(gguf_path.parent),
+            gguf_file=gguf_path.name,
+            device="cpu",
+            dtype=torch.float32,
+            attn_implementation=None,
+            trust_remote_code=trust_remote_code,
+        )
         quantizer = getattr(model, "hf_quantizer", None)
         if quantizer is not None:  # transformers >= 5 tags GGUF loads as "quantized"
             packed = [n for n, m in model.named_modules() if "gguf" in type(m).__name__.lower()]
             if packed:
-                raise CapabilityError(f"transformers kept {len(packed)} GGUF layers packed "
-                                      f"(e.g. {packed[0]}); cannot save a converted copy")
+                raise CapabilityError(
+                    f"transformers kept {len(packed)} GGUF layers packed "
+                    f"(e.g. {packed[0]}); cannot save a converted copy"
+                )
             quantizer.remove_quantization_config(model)
         tmp = target.with_name(f"{target.name}.tmp-{os.getpid()}")
         shutil.rmtree(tmp, ignore_errors=True)
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
-        (tmp / COMPLETE_MARKER).write_text(json.dumps(
-            {"gguf": str(gguf_path), "sha256": sha256}, indent=1), encoding="utf-8")
+        (tmp / COMPLETE_MARKER).write_text(
+            json.dumps({"gguf": str(gguf_path), "sha256": sha256}, indent=1), encoding="utf-8"
+        )
         if target.exists():
             shutil.rmtree(target)
         os.replace(tmp, target)

@@ -27,6 +27,7 @@ ours. Whether a server's cached prefix gives bitwise the numbers of a fresh read
 
 Failures are retried and reported as `verirag.llm.openai.client` says.
 """
+
 from __future__ import annotations
 
 import json
@@ -46,7 +47,7 @@ from verirag.llm.openai.scoring import EchoScorer
 from verirag.types import ContinuationScore, Generation, Prompt, TokenLogprob
 
 MODEL_ENV = "VERIRAG_OPENAI_MODEL"
-MAX_TOP_LOGPROBS = 20          # OpenAI's limit on top_logprobs; most servers accept at least this
+MAX_TOP_LOGPROBS = 20  # OpenAI's limit on top_logprobs; most servers accept at least this
 DEFAULT_CONTEXT_WINDOW = 4096
 
 
@@ -55,13 +56,21 @@ class OpenAICompatibleLLM(LLM):
 
     backend = "openai"
 
-    def __init__(self, base_url: str | None = None, model: str | None = None,
-                 api_key: str | None = None, timeout: float | None = None, max_retries: int | None = None,
-                 context_window: int | None = None, chat_template: str | None = None, *,
-                 backoff: float = 0.5, transport: httpx.BaseTransport | None = None,
-                 extra_body: dict[str, Any] | None = None):
-        self.client = OpenAIClient(base_url, api_key, timeout, max_retries, backoff=backoff,
-                                   transport=transport)
+    def __init__(
+        self,
+        base_url: str | None = None,
+        model: str | None = None,
+        api_key: str | None = None,
+        timeout: float | None = None,
+        max_retries: int | None = None,
+        context_window: int | None = None,
+        chat_template: str | None = None,
+        *,
+        backoff: float = 0.5,
+        transport: httpx.BaseTransport | None = None,
+        extra_body: dict[str, Any] | None = None,
+    ):
+        self.client = OpenAIClient(base_url, api_key, timeout, max_retries, backoff=backoff, transport=transport)
         self.base_url = self.client.base_url
         # Server-specific sampling fields sent with every generation request, e.g.
         # {"repeat_penalty": 1.0} so that llama-cpp-python's server (default 1.1) decodes greedily.
@@ -88,17 +97,37 @@ class OpenAICompatibleLLM(LLM):
         except BackendError:
             return None
 
-    def raw_generate(self, prompt: Prompt, *, max_tokens: int, temperature: float, seed: int,
-                     stop: Sequence[str] | None, logprobs: bool, top_logprobs: int,
-                     ) -> tuple[dict[str, Any], dict[str, Any], str, list[TokenLogprob] | None, bool]:
+    def raw_generate(
+        self,
+        prompt: Prompt,
+        *,
+        max_tokens: int,
+        temperature: float,
+        seed: int,
+        stop: Sequence[str] | None,
+        logprobs: bool,
+        top_logprobs: int,
+    ) -> tuple[dict[str, Any], dict[str, Any], str, list[TokenLogprob] | None, bool]:
         """POST the request; return (body, choice, text or "", parsed logprobs or None, is_chat),
         without generate's checks of the reply."""
         validate_messages(prompt)
         is_chat = not isinstance(prompt, str)
         path = "chat/completions" if is_chat else "completions"
-        body = self.client.request("POST", path, request_body(
-            self.model, prompt, max_tokens=max_tokens, temperature=temperature, seed=seed, stop=stop,
-            logprobs=logprobs, top_logprobs=top_logprobs, extra=self.extra_body))
+        body = self.client.request(
+            "POST",
+            path,
+            request_body(
+                self.model,
+                prompt,
+                max_tokens=max_tokens,
+                temperature=temperature,
+                seed=seed,
+                stop=stop,
+                logprobs=logprobs,
+                top_logprobs=top_logprobs,
+                extra=self.extra_body,
+            ),
+        )
         shown = f"POST {self.base_url}/{path}"
         choice = first_choice(body, shown)
         if is_chat:
@@ -111,8 +140,7 @@ class OpenAICompatibleLLM(LLM):
         if text is not None and not isinstance(text, str):
             raise BackendError(f"{shown}: the reply text is not a string: {text!r}")
         if text is None:
-            raise BackendError(f"{shown}: the server returned a choice without text: "
-                               f"{json.dumps(choice)[:300]}")
+            raise BackendError(f"{shown}: the server returned a choice without text: {json.dumps(choice)[:300]}")
         tokens = None
         if logprobs:
             tokens = parse_chat_logprobs(choice, top_logprobs) if is_chat else None
@@ -120,9 +148,17 @@ class OpenAICompatibleLLM(LLM):
                 tokens = parse_legacy_logprobs(choice.get("logprobs"), top_logprobs)
         return body, choice, text, tokens, is_chat
 
-    def generate(self, prompt: Prompt, *, max_tokens: int = 256, temperature: float = 0.0,
-                 seed: int = DEFAULT_SEED, stop: Sequence[str] | None = None,
-                 logprobs: bool = False, top_logprobs: int = 0) -> Generation:
+    def generate(
+        self,
+        prompt: Prompt,
+        *,
+        max_tokens: int = 256,
+        temperature: float = 0.0,
+        seed: int = DEFAULT_SEED,
+        stop: Sequence[str] | None = None,
+        logprobs: bool = False,
+        top_logprobs: int = 0,
+    ) -> Generation:
         """Generate a reply.
 
         An empty reply raises BackendError, except when `stop` strings were given (a stop string
@@ -132,42 +168,56 @@ class OpenAICompatibleLLM(LLM):
         if max_tokens < 1:
             raise InputError(f"max_tokens must be >= 1, got {max_tokens}")
         body, choice, text, tokens, is_chat = self.raw_generate(
-            prompt, max_tokens=max_tokens, temperature=temperature, seed=seed, stop=stop,
-            logprobs=logprobs, top_logprobs=top_logprobs)
+            prompt,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            seed=seed,
+            stop=stop,
+            logprobs=logprobs,
+            top_logprobs=top_logprobs,
+        )
         endpoint = "chat/completions" if is_chat else "completions"
         finish = str(choice.get("finish_reason") or "stop")
         if finish not in ("stop", "length"):
             finish = "length" if finish in ("max_tokens", "max_length") else "stop"
         if text == "" and not stop:
-            raise BackendError(f"POST {self.base_url}/{endpoint}: the server returned an empty "
-                               f"reply (finish_reason={choice.get('finish_reason')!r})")
+            raise BackendError(
+                f"POST {self.base_url}/{endpoint}: the server returned an empty "
+                f"reply (finish_reason={choice.get('finish_reason')!r})"
+            )
         if logprobs and not tokens and text:
             raise CapabilityError(
                 f"{self.base_url} ({self.model}) returned no token logprobs on /{endpoint} although "
                 "they were requested; this server or model does not support logprobs there "
-                "(llama-cpp-python's server needs --logits_all true; vLLM/OpenAI support them)")
+                "(llama-cpp-python's server needs --logits_all true; vLLM/OpenAI support them)"
+            )
         usage = body.get("usage") if isinstance(body.get("usage"), dict) else {}
-        return Generation(text=text, tokens=tokens or [], finish_reason=finish,
-                          model=str(body.get("model") or self.model),
-                          prompt_tokens=int(usage.get("prompt_tokens") or 0),
-                          completion_tokens=int(usage.get("completion_tokens")
-                                                or (len(tokens) if tokens else 0)))
+        return Generation(
+            text=text,
+            tokens=tokens or [],
+            finish_reason=finish,
+            model=str(body.get("model") or self.model),
+            prompt_tokens=int(usage.get("prompt_tokens") or 0),
+            completion_tokens=int(usage.get("completion_tokens") or (len(tokens) if tokens else 0)),
+        )
 
-    def next_token_logprobs(self, prompt: Prompt, *, top_k: int = 20,
-                            candidates: Sequence[str] = ()) -> dict[str, float]:
+    def next_token_logprobs(
+        self, prompt: Prompt, *, top_k: int = 20, candidates: Sequence[str] = ()
+    ) -> dict[str, float]:
         """The top min(top_k, 20) first reply tokens, from a one-token greedy generation.
 
         Candidates are found only if they are among those (no EXACT_NEXT_TOKEN over HTTP).
         """
         k = max(1, min(int(top_k), MAX_TOP_LOGPROBS))
         _, _, _, tokens, is_chat = self.raw_generate(
-            prompt, max_tokens=1, temperature=0.0, seed=DEFAULT_SEED, stop=None, logprobs=True,
-            top_logprobs=k)
+            prompt, max_tokens=1, temperature=0.0, seed=DEFAULT_SEED, stop=None, logprobs=True, top_logprobs=k
+        )
         if not tokens:
             raise CapabilityError(
                 f"{self.base_url} ({self.model}) returned no logprobs for the first reply token on "
                 f"/{'chat/completions' if is_chat else 'completions'}: next-token probabilities "
-                "are not available from this server")
+                "are not available from this server"
+            )
         first = tokens[0]
         out: dict[str, float] = {}
         for tok, lp in [*first.top, (first.token, first.logprob)]:
@@ -202,7 +252,7 @@ class OpenAICompatibleLLM(LLM):
     def close(self) -> None:
         self.client.close()
 
-    def __enter__(self) -> "OpenAICompatibleLLM":
+    def __enter__(self) -> OpenAICompatibleLLM:
         return self
 
     def __exit__(self, *exc: object) -> None:

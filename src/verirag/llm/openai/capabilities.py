@@ -1,4 +1,5 @@
 """What a server really offers: the capabilities it delivers, its context window, a tokenizer endpoint."""
+
 from __future__ import annotations
 
 import logging
@@ -22,8 +23,9 @@ def probe(llm: OpenAICompatibleLLM) -> tuple[frozenset[str], dict[str, str]]:
     chat = [{"role": "user", "content": "Say hello."}]
 
     def check_logprobs() -> None:
-        if not llm.raw_generate(chat, max_tokens=2, temperature=0.0, seed=DEFAULT_SEED, stop=None,
-                                logprobs=True, top_logprobs=2)[3]:
+        if not llm.raw_generate(
+            chat, max_tokens=2, temperature=0.0, seed=DEFAULT_SEED, stop=None, logprobs=True, top_logprobs=2
+        )[3]:
             raise CapabilityError("no token logprobs in the chat reply")
 
     checks = {
@@ -66,7 +68,7 @@ class TokenizeEndpoint:
     def __init__(self, client: OpenAIClient, model: str):
         self.client = client
         self.model = model
-        self._route: tuple[str, str] | None | bool = False  # False = not looked for yet
+        self._route: tuple[str, str] | bool | None = False  # False = not looked for yet
 
     def count(self, text: str) -> int | None:
         """The exact token count, or None when the server has no working endpoint."""
@@ -87,8 +89,7 @@ class TokenizeEndpoint:
         """(url, payload style) of the first route that answers, or None."""
         base = self.client.base_url
         root = base[: -len("/v1")] if base.endswith("/v1") else base
-        routes = [(f"{root}/extras/tokenize", "input"), (f"{root}/tokenize", "content"),
-                  (f"{root}/tokenize", "prompt")]
+        routes = [(f"{root}/extras/tokenize", "input"), (f"{root}/tokenize", "content"), (f"{root}/tokenize", "prompt")]
         for url, style in routes:
             try:
                 self._tokenize(url, style, "hello")

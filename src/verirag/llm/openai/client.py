@@ -4,6 +4,7 @@ Transport failures (connection refused, timeouts), HTTP 408/409/429 and 5xx are 
 times with exponential backoff (at least the server's Retry-After); every failure ends as a
 BackendError that quotes the server's message.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,8 +25,8 @@ log = logging.getLogger(__name__)
 
 BASE_URL_ENVS = ("VERIRAG_OPENAI_BASE_URL", "OPENAI_BASE_URL")
 API_KEY_ENVS = ("VERIRAG_OPENAI_API_KEY", "OPENAI_API_KEY")
-TIMEOUT_ENV = "VERIRAG_OPENAI_TIMEOUT"        # seconds per HTTP request (default 120)
-RETRIES_ENV = "VERIRAG_OPENAI_MAX_RETRIES"    # retries of a failed request (default 2)
+TIMEOUT_ENV = "VERIRAG_OPENAI_TIMEOUT"  # seconds per HTTP request (default 120)
+RETRIES_ENV = "VERIRAG_OPENAI_MAX_RETRIES"  # retries of a failed request (default 2)
 RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
 MAX_BACKOFF = 30.0
 
@@ -62,13 +63,22 @@ def normalize_base_url(url: str) -> str:
 class OpenAIClient:
     """One server's HTTP connection; settings not passed are read from the environment."""
 
-    def __init__(self, base_url: str | None = None, api_key: str | None = None,
-                 timeout: float | None = None, max_retries: int | None = None, *,
-                 backoff: float = 0.5, transport: httpx.BaseTransport | None = None):
+    def __init__(
+        self,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float | None = None,
+        max_retries: int | None = None,
+        *,
+        backoff: float = 0.5,
+        transport: httpx.BaseTransport | None = None,
+    ):
         base_url = base_url or env(*BASE_URL_ENVS)
         if not base_url:
-            raise InputError("no OpenAI-compatible endpoint: pass base_url (e.g. "
-                             "http://127.0.0.1:8000/v1) or set VERIRAG_OPENAI_BASE_URL")
+            raise InputError(
+                "no OpenAI-compatible endpoint: pass base_url (e.g. "
+                "http://127.0.0.1:8000/v1) or set VERIRAG_OPENAI_BASE_URL"
+            )
         self.base_url = normalize_base_url(base_url)
         self.api_key = api_key if api_key is not None else env(*API_KEY_ENVS)
         # a service in front of this backend sets them below its own request timeout (verirag serve)
@@ -78,12 +88,14 @@ class OpenAIClient:
         headers = {"Accept": "application/json"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
-        self.http = httpx.Client(base_url=self.base_url + "/", headers=headers, timeout=self.timeout,
-                                 transport=transport)
+        self.http = httpx.Client(
+            base_url=self.base_url + "/", headers=headers, timeout=self.timeout, transport=transport
+        )
         self._models: list[dict[str, Any]] | None = None
 
-    def request(self, method: str, path: str, payload: dict[str, Any] | None = None,
-                *, retries: int | None = None) -> Any:
+    def request(
+        self, method: str, path: str, payload: dict[str, Any] | None = None, *, retries: int | None = None
+    ) -> Any:
         """Send one request (with retries) and return the decoded JSON body."""
         url = path.lstrip("/")
         shown = f"{method} {self.base_url}/{url}"
@@ -94,11 +106,13 @@ class OpenAIClient:
                 response = self.http.request(method, url, json=payload)
             except httpx.TimeoutException as exc:
                 error: BackendError = BackendError(
-                    f"{shown}: no answer within {self.timeout:g}s ({type(exc).__name__})")
+                    f"{shown}: no answer within {self.timeout:g}s ({type(exc).__name__})"
+                )
                 wait = None
             except httpx.TransportError as exc:
-                error = BackendError(f"{shown}: cannot reach the server ({exc or type(exc).__name__}); "
-                                     f"is it running at {self.base_url}?")
+                error = BackendError(
+                    f"{shown}: cannot reach the server ({exc or type(exc).__name__}); is it running at {self.base_url}?"
+                )
                 wait = None
             else:
                 if response.status_code < 400:
@@ -106,11 +120,14 @@ class OpenAIClient:
                         return response.json()
                     except ValueError:
                         snippet = response.text.strip()[:200]
-                        raise BackendError(f"{shown}: the server answered with a body that is not "
-                                           f"JSON (HTTP {response.status_code}): {snippet!r}") from None
+                        raise BackendError(
+                            f"{shown}: the server answered with a body that is not "
+                            f"JSON (HTTP {response.status_code}): {snippet!r}"
+                        ) from None
                 msg = server_message(response)
-                error = BackendHTTPError(f"{shown}: HTTP {response.status_code}"
-                                         + (f": {msg}" if msg else ""), response.status_code, msg)
+                error = BackendHTTPError(
+                    f"{shown}: HTTP {response.status_code}" + (f": {msg}" if msg else ""), response.status_code, msg
+                )
                 if response.status_code not in RETRY_STATUS:
                     raise error
                 wait = retry_after(response)
@@ -118,7 +135,7 @@ class OpenAIClient:
                 if attempt:
                     error.args = (f"{error.args[0]} (after {attempt + 1} attempts)",)
                 raise error
-            delay = min(MAX_BACKOFF, self.backoff * (2 ** attempt))
+            delay = min(MAX_BACKOFF, self.backoff * (2**attempt))
             if wait is not None:
                 delay = min(MAX_BACKOFF, max(delay, wait))
             log.warning("%s; retrying in %.1fs (%d/%d)", error, delay, attempt + 1, retries)
@@ -140,16 +157,30 @@ class OpenAIClient:
         self.http.close()
 
 
-def request_body(model: str, prompt: Prompt, *, max_tokens: int, temperature: float, seed: int,
-                 stop: Sequence[str] | None, logprobs: bool, top_logprobs: int,
-                 extra: dict[str, Any] | None = None) -> dict[str, Any]:
+def request_body(
+    model: str,
+    prompt: Prompt,
+    *,
+    max_tokens: int,
+    temperature: float,
+    seed: int,
+    stop: Sequence[str] | None,
+    logprobs: bool,
+    top_logprobs: int,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """The body for POST chat/completions (a chat prompt) or completions (a string prompt);
     `extra`: server-specific fields, which win over the others."""
     chat = not isinstance(prompt, str)
-    payload: dict[str, Any] = {"model": model,
-                               **({"messages": plain_messages(prompt)} if chat else {"prompt": prompt}),
-                               "max_tokens": int(max_tokens), "temperature": float(temperature),
-                               "seed": int(seed), "stream": False, **(extra or {})}
+    payload: dict[str, Any] = {
+        "model": model,
+        **({"messages": plain_messages(prompt)} if chat else {"prompt": prompt}),
+        "max_tokens": int(max_tokens),
+        "temperature": float(temperature),
+        "seed": int(seed),
+        "stream": False,
+        **(extra or {}),
+    }
     if stop:
         payload["stop"] = list(stop)
     if logprobs and chat:
@@ -192,8 +223,7 @@ def server_message(response: httpx.Response) -> str:
         if isinstance(err, str) and err:
             return err[:500]
         if body.get("detail"):
-            return json.dumps(body["detail"])[:500] if not isinstance(body["detail"], str) \
-                else body["detail"][:500]
+            return json.dumps(body["detail"])[:500] if not isinstance(body["detail"], str) else body["detail"][:500]
         if body.get("message"):
             return str(body["message"])[:500]
     return text[:500]

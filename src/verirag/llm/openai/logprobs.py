@@ -1,4 +1,5 @@
 """Token logprobs in the two layouts servers send: chat (content[]) and legacy completions."""
+
 from __future__ import annotations
 
 import math
@@ -35,16 +36,20 @@ def parse_chat_logprobs(choice: dict[str, Any], top_n: int) -> list[TokenLogprob
         return None
     tokens = []
     for item in content:
-        top = _sorted_top((str(t.get("token", "")), _float(t.get("logprob")))
-                          for t in (item.get("top_logprobs") or []) if isinstance(t, dict))
-        tokens.append(TokenLogprob(token=str(item.get("token", "")),
-                                   logprob=_float(item.get("logprob")), top=top[:top_n]))
+        top = _sorted_top(
+            (str(t.get("token", "")), _float(t.get("logprob")))
+            for t in (item.get("top_logprobs") or [])
+            if isinstance(t, dict)
+        )
+        tokens.append(
+            TokenLogprob(token=str(item.get("token", "")), logprob=_float(item.get("logprob")), top=top[:top_n])
+        )
     return tokens
 
 
 def parse_legacy_logprobs(lp: dict[str, Any] | None, top_n: int) -> list[TokenLogprob] | None:
     """The completions layout: {tokens[], token_logprobs[], top_logprobs[{token: logprob}]}."""
-    if not isinstance(lp, dict) or not lp.get("tokens") and not lp.get("token_logprobs"):
+    if not isinstance(lp, dict) or (not lp.get("tokens") and not lp.get("token_logprobs")):
         return None
     toks = lp.get("tokens") or []
     lps = lp.get("token_logprobs") or []
@@ -53,6 +58,5 @@ def parse_legacy_logprobs(lp: dict[str, Any] | None, top_n: int) -> list[TokenLo
     for i, tok in enumerate(toks):
         top_d = tops[i] if i < len(tops) and isinstance(tops[i], dict) else {}
         top = _sorted_top((str(t), _float(v)) for t, v in top_d.items())
-        out.append(TokenLogprob(token=str(tok), logprob=_float(lps[i] if i < len(lps) else None),
-                                top=top[:top_n]))
+        out.append(TokenLogprob(token=str(tok), logprob=_float(lps[i] if i < len(lps) else None), top=top[:top_n]))
     return out

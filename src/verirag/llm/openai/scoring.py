@@ -4,6 +4,7 @@ POST completions with echo=true, logprobs=1 and max_tokens=1 (not 0, which llama
 "unlimited"); the continuation's logprobs are read over its character span of the echo and the
 generated token is ignored. Needs a string prompt, or a `chat_template` (Jinja) to render chat prompts.
 """
+
 from __future__ import annotations
 
 import math
@@ -20,8 +21,13 @@ from verirag.types import ContinuationScore, Prompt, TokenLogprob
 class EchoScorer:
     """Scores continuations on one server and model; finds out once whether its echo is aligned."""
 
-    def __init__(self, client: OpenAIClient, model: str, chat_template: str | None = None,
-                 extra_body: dict[str, Any] | None = None):
+    def __init__(
+        self,
+        client: OpenAIClient,
+        model: str,
+        chat_template: str | None = None,
+        extra_body: dict[str, Any] | None = None,
+    ):
         self.client = client
         self.model = model
         self.chat_template = chat_template
@@ -39,13 +45,23 @@ class EchoScorer:
             raise CapabilityError(
                 "the openai backend scores a continuation through /completions, which needs the "
                 "prompt as text: pass a string prompt, or give OpenAICompatibleLLM a chat_template "
-                "(the model's Jinja chat template) to render chat prompts")
+                "(the model's Jinja chat template) to render chat prompts"
+            )
         return render_chat(self.chat_template, plain_messages(prompt))
 
     def _completion(self, text: str, shown: str, **extra: Any) -> dict[str, Any]:
         """The first choice of a one-token greedy completion of `text`."""
-        body = request_body(self.model, text, max_tokens=1, temperature=0.0, seed=DEFAULT_SEED,
-                            stop=None, logprobs=True, top_logprobs=1, extra={**extra, **self.extra_body})
+        body = request_body(
+            self.model,
+            text,
+            max_tokens=1,
+            temperature=0.0,
+            seed=DEFAULT_SEED,
+            stop=None,
+            logprobs=True,
+            top_logprobs=1,
+            extra={**extra, **self.extra_body},
+        )
         return first_choice(self.client.request("POST", "completions", body), shown)
 
     def _echo(self, text: str, shown: str) -> dict[str, Any]:
@@ -57,7 +73,8 @@ class EchoScorer:
             if 400 <= exc.status_code < 500:
                 raise CapabilityError(
                     f"{self._where()} cannot score a fixed continuation: it rejected "
-                    f"an echo request for prompt logprobs ({exc})") from exc
+                    f"an echo request for prompt logprobs ({exc})"
+                ) from exc
             raise
 
     def score(self, prompt: Prompt, continuation: str) -> ContinuationScore:
@@ -73,8 +90,7 @@ class EchoScorer:
             raise InputError("score() needs a non-empty continuation")
         prompt_text = self.prompt_text(prompt)
         if not prompt_text:
-            raise InputError("score() needs a non-empty prompt: the first token has no "
-                             "conditional probability")
+            raise InputError("score() needs a non-empty prompt: the first token has no conditional probability")
         choice = self._echo(prompt_text + continuation, f"POST {self.client.base_url}/completions")
         picked, status = locate_continuation(choice, prompt_text, continuation)
         if status == "unknown":  # nothing was generated (EOS): ask the one-time probe
@@ -84,14 +100,15 @@ class EchoScorer:
                 f"{self._where()} returns echoed prompt logprobs shifted by one "
                 "position (a llama-cpp-python server bug for prompts that do not start with a BOS "
                 "token), so it cannot score a fixed continuation correctly; render prompts that "
-                "start with BOS (a chat_template), or use the llama_cpp or hf backend")
+                "start with BOS (a chat_template), or use the llama_cpp or hf backend"
+            )
         if status != "ok" or not picked or any(math.isnan(t.logprob) for t in picked):
             raise CapabilityError(
                 f"{self._where()} does not return prompt logprobs with echo=true "
                 f"({status}), so it cannot score a fixed continuation (llama-cpp-python's server "
-                "needs --logits_all true; vLLM supports echo; OpenAI chat models do not)")
-        return ContinuationScore(tokens=[TokenLogprob(token=t.token, logprob=t.logprob)
-                                         for t in picked])
+                "needs --logits_all true; vLLM supports echo; OpenAI chat models do not)"
+            )
+        return ContinuationScore(tokens=[TokenLogprob(token=t.token, logprob=t.logprob) for t in picked])
 
     def probe_alignment(self) -> bool:
         """Once per instance: does this server align echoed logprobs correctly?
@@ -102,8 +119,7 @@ class EchoScorer:
         """
         if self.aligned is None:
             probe, last_word = "The capital of France is", " is"
-            picked, status = locate_continuation(self._echo(probe, "echo probe"),
-                                                 probe[:-len(last_word)], last_word)
+            picked, status = locate_continuation(self._echo(probe, "echo probe"), probe[: -len(last_word)], last_word)
             if status in ("ok", "shifted"):
                 self.aligned = status == "ok"
             elif status != "unknown" or not picked:
@@ -115,13 +131,18 @@ class EchoScorer:
                     self.aligned = True
                 else:
                     top_tok, top_lp = nxt[0].top[0]
-                    self.aligned = not (last.token != top_tok and any(
-                        tok == top_tok and abs(lp - top_lp) < 1e-3 for tok, lp in last.top))
+                    self.aligned = not (
+                        last.token != top_tok
+                        and any(tok == top_tok and abs(lp - top_lp) < 1e-3 for tok, lp in last.top)
+                    )
         return self.aligned
 
 
-def locate_continuation(choice: dict[str, Any], prompt_text: str, continuation: str,
-                        ) -> tuple[list[TokenLogprob], str]:
+def locate_continuation(
+    choice: dict[str, Any],
+    prompt_text: str,
+    continuation: str,
+) -> tuple[list[TokenLogprob], str]:
     """The echoed tokens that spell `continuation`, and a status:
     "ok"; "shifted" (the generated token has no logprob: the off-by-one server bug);
     "unknown" (nothing generated, alignment cannot be told from this reply);
@@ -134,7 +155,7 @@ def locate_continuation(choice: dict[str, Any], prompt_text: str, continuation: 
     text = choice.get("text")
     if not isinstance(text, str) or not text.startswith(full):
         return [], "the reply does not echo the prompt"
-    generated = text[len(full):]
+    generated = text[len(full) :]
     strings = [t.token for t in tokens]
     ends, pos = [], 0
     for tok in strings:

@@ -8,16 +8,26 @@ Recipes (one small module each): real, swap, evidence_removal, local_edit, evide
 ids, generated text, labels and provenance, never benchmark text (`records`); `resolve` reads the
 text back from the data folder. Every instruct_qa_human question is kept out (`exclusion`).
 """
+
 from verirag.train.verifier_labels.records import read_records
 from verirag.train.verifier_labels.resolve import resolve, resolve_file
 from verirag.train.verifier_labels.run import (
-           DEFAULT_DATASETS,
-           DEFAULT_MODELS,
-           RECIPES,
-           LabelRun,
-           label_verifier,
-           summarise,
+    DEFAULT_DATASETS,
+    DEFAULT_MODELS,
+    RECIPES,
+    LabelRun,
+    label_verifier,
+    summarise,
 )
 
-__all__ = ["DEFAULT_DATASETS", "DEFAULT_MODELS", "RECIPES", "LabelRun", "label_verifier", "read_records",
-           "resolve", "resolve_file", "summarise"]
+__all__ = [
+    "DEFAULT_DATASETS",
+    "DEFAULT_MODELS",
+    "RECIPES",
+    "LabelRun",
+    "label_verifier",
+    "read_records",
+    "resolve",
+    "resolve_file",
+    "summarise",
+]

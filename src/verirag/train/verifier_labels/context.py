@@ -8,6 +8,7 @@ Passage sets (k = 5 passages at most):
 Each set and every random choice comes from a generator seeded with the run's seed and the item's
 own name, so a choice never depends on which other items ran before it.
 """
+
 from __future__ import annotations
 
 import random
@@ -19,17 +20,17 @@ from verirag.errors import InputError
 from verirag.metrics.abstention import is_abstention
 from verirag.metrics.faithfulness import k_precision
 from verirag.metrics.qa import normalize_answer
+from verirag.retrieval.sentences import sentence_spans
 from verirag.train.ground_truth import matches
 from verirag.train.verifier_labels.generation import Generated, generate
-from verirag.retrieval.sentences import sentence_spans
 from verirag.train.verifier_labels.sources import Question, Source, question_hash
 from verirag.train.verifier_labels.spans import answer_kind, find_spans
 from verirag.types import Passage
 
 CONDITIONS = ("gold", "mixed", "distractor")
 PASSAGES_PER_QUESTION = 5
-MATCH_RULE = "recall_or_substring"   # the AwF label's default rule (verirag.train.ground_truth)
-GROUNDED_PRECISION = 0.6             # share of a sentence's words found in its passages or question
+MATCH_RULE = "recall_or_substring"  # the AwF label's default rule (verirag.train.ground_truth)
+GROUNDED_PRECISION = 0.6  # share of a sentence's words found in its passages or question
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,7 @@ class RecipeFailure(Exception):
 
 @dataclass(frozen=True)
 class Grade:
-    correct: bool | None   # None: the question has no gold answers (NoMIRACL)
+    correct: bool | None  # None: the question has no gold answers (NoMIRACL)
     evidence: bool
     abstained: bool
 
@@ -68,13 +69,21 @@ class BaseAnswer:
     generated: Generated
     passages: list[str]
     grade: Grade
-    grounded: list[bool]   # per sentence (split_sentences): its names and numbers are in the passages
+    grounded: list[bool]  # per sentence (split_sentences): its names and numbers are in the passages
 
 
 class LabelContext:
-    def __init__(self, sources: dict[str, Source], *, seed: int = 0, models: Sequence[str] = (),
-                 allowed: dict[str, list[str]] | None = None, llm_loader=None, real_per_question: int = 3,
-                 swap_from: Sequence[str] | None = None):
+    def __init__(
+        self,
+        sources: dict[str, Source],
+        *,
+        seed: int = 0,
+        models: Sequence[str] = (),
+        allowed: dict[str, list[str]] | None = None,
+        llm_loader=None,
+        real_per_question: int = 3,
+        swap_from: Sequence[str] | None = None,
+    ):
         self.sources, self.seed, self.models = sources, seed, list(models)
         self.real_per_question = real_per_question
         # The swap recipe's origins of a replacement, first available first (None: drawn among all).
@@ -150,8 +159,9 @@ class LabelContext:
 
     def generate(self, q: Question, model: str, style: str, keys: Sequence[str], temperature: float) -> Generated:
         """The model's answer; `RecipeFailure` when the backend returned an error."""
-        g = generate(self.llm(model), model, style, q.text, self.passages(q, keys),
-                     temperature=temperature, seed=self.seed)
+        g = generate(
+            self.llm(model), model, style, q.text, self.passages(q, keys), temperature=temperature, seed=self.seed
+        )
         if g.finish_reason == "error":
             raise RecipeFailure(f"{model} returned an error for {q.group}")
         return g
@@ -176,6 +186,9 @@ class LabelContext:
         if (dataset, kind) not in self._pools:
             source = self.sources[dataset]
             self._pools[(dataset, kind)] = [
-                (qid, i) for qid in self.allowed.get(dataset, [])
-                for i, a in enumerate(source.questions[qid].answers) if answer_kind(a) == kind]
+                (qid, i)
+                for qid in self.allowed.get(dataset, [])
+                for i, a in enumerate(source.questions[qid].answers)
+                if answer_kind(a) == kind
+            ]
         return self._pools[(dataset, kind)]

@@ -5,16 +5,17 @@ or date of one). The record keeps the model's text and the edit (offset, length,
 spec); the edited answer is labelled 0, its edited sentence 0 and every other sentence 1 when all
 of them are grounded in the passages (else the sentence labels are left unknown).
 """
+
 from __future__ import annotations
 
 import random
 import re
 from collections.abc import Sequence
 
+from verirag.retrieval.sentences import sentence_spans
 from verirag.train.verifier_labels.context import BaseAnswer, LabelContext
 from verirag.train.verifier_labels.records import labelled, skipped
 from verirag.train.verifier_labels.replacements import pick
-from verirag.retrieval.sentences import sentence_spans
 from verirag.train.verifier_labels.sources import Question
 from verirag.train.verifier_labels.spans import Span, answer_kind
 
@@ -32,8 +33,15 @@ def sentence_of(spans: list[tuple[int, int]], start: int, end: int) -> int | Non
     return next((i for i, (s, e) in enumerate(spans) if s <= start and end <= e), None)
 
 
-def edit_record(ctx: LabelContext, q: Question, item_id: str, recipe: str, base: BaseAnswer,
-                spans: Sequence[Span], rng: random.Random) -> dict:
+def edit_record(
+    ctx: LabelContext,
+    q: Question,
+    item_id: str,
+    recipe: str,
+    base: BaseAnswer,
+    spans: Sequence[Span],
+    rng: random.Random,
+) -> dict:
     """The record of the first of `spans` that can be replaced without changing the answer's
     sentences (same count, the edit inside one), or a skip."""
     text = base.generated.text
@@ -42,18 +50,27 @@ def edit_record(ctx: LabelContext, q: Question, item_id: str, recipe: str, base:
         index = sentence_of(before, span.start, span.end)
         if index is None:
             continue
-        sentence = text[before[index][0]:before[index][1]]
+        sentence = text[before[index][0] : before[index][1]]
         r = pick(ctx, q, span, base.passages, [*q.answers, span.text], sentence, rng)
         if r is None:
             continue
-        edited = text[:span.start] + r.text + text[span.end:]
+        edited = text[: span.start] + r.text + text[span.end :]
         after = sentence_spans(edited)
         if len(after) != len(before) or sentence_of(after, span.start, span.start + len(r.text)) != index:
             continue
         others_grounded = all(g for i, g in enumerate(base.grounded) if i != index)
         labels = [int(i != index) for i in range(len(before))] if others_grounded else None
-        return labelled(item_id, recipe, q.dataset, q.id, ctx.qh(q), base.passages,
-                        {"edit": text, "offset": span.start, "length": span.end - span.start, "replacement": r.spec},
-                        0, sentence_labels=labels, generation=base.generated.provenance,
-                        meta={"kind": span.kind, "origin": r.origin, "sentence": index})
+        return labelled(
+            item_id,
+            recipe,
+            q.dataset,
+            q.id,
+            ctx.qh(q),
+            base.passages,
+            {"edit": text, "offset": span.start, "length": span.end - span.start, "replacement": r.spec},
+            0,
+            sentence_labels=labels,
+            generation=base.generated.provenance,
+            meta={"kind": span.kind, "origin": r.origin, "sentence": index},
+        )
     return skipped(item_id, recipe, q.dataset, q.id, "no span could be replaced")

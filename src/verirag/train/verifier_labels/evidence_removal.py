@@ -6,6 +6,7 @@ also the one without the answer string: the answer is then still in the passages
 link that makes it the answer), the other kept among distractors. NoMIRACL has no gold answers;
 its non_relevant queries serve in `real`.
 """
+
 from __future__ import annotations
 
 from verirag.train.verifier_labels.context import (
@@ -18,7 +19,7 @@ from verirag.train.verifier_labels.sources import Question, holds_answer
 
 NAME = "evidence_removal"
 NEEDS_LLM = False
-VERSION = 1   # bumped when what the recipe makes changes: a rerun remakes its items
+VERSION = 1  # bumped when what the recipe makes changes: a rerun remakes its items
 
 
 def removals(q: Question) -> list[str]:
@@ -33,15 +34,16 @@ def plan(q: Question, ctx: LabelContext) -> list[Item]:
     for removal in removals(q):
         for model in [None, *ctx.models]:
             item_id = record_id(NAME, q.dataset, q.id, f"{model or 'gold'}.{removal}", ctx.seed)
-            items.append(Item(item_id, NAME, q.dataset, q.id,
-                              lambda i=item_id, r=removal, m=model: make(ctx, q, i, r, m)))
+            items.append(
+                Item(item_id, NAME, q.dataset, q.id, lambda i=item_id, r=removal, m=model: make(ctx, q, i, r, m))
+            )
     return items
 
 
 def passages_without_evidence(ctx: LabelContext, q: Question, removal: str) -> list[str] | None:
     if removal == "distractors":
         return ctx.passage_set(q, "distractor")
-    dropped = int(removal[len("drop"):])
+    dropped = int(removal[len("drop") :])
     kept = [t for i, t in enumerate(q.gold) if i != dropped]
     distractors = ctx.sources[q.dataset].distractors(q, PASSAGES_PER_QUESTION - len(kept))
     if not distractors:
@@ -64,8 +66,18 @@ def make(ctx: LabelContext, q: Question, item_id: str, removal: str, model: str 
             return skipped(item_id, NAME, q.dataset, q.id, "the model's long answer is not correct and supported")
         answer = base.generated.text
         generation = base.generated.provenance
-    if ctx.sources[q.dataset].has_evidence(q, keys):   # cannot happen by construction; never label it 0
+    if ctx.sources[q.dataset].has_evidence(q, keys):  # cannot happen by construction; never label it 0
         return skipped(item_id, NAME, q.dataset, q.id, "the passages still hold the evidence")
     passages_text = " ".join(ctx.passage(q.dataset, k).text for k in keys)
-    return labelled(item_id, NAME, q.dataset, q.id, ctx.qh(q), keys, answer, 0, generation=generation,
-                    meta={"removed": removal, "gold_answer_in_passages": holds_answer(passages_text, q.answers)})
+    return labelled(
+        item_id,
+        NAME,
+        q.dataset,
+        q.id,
+        ctx.qh(q),
+        keys,
+        answer,
+        0,
+        generation=generation,
+        meta={"removed": removal, "gold_answer_in_passages": holds_answer(passages_text, q.answers)},
+    )

@@ -13,6 +13,7 @@ they say. From the passage that holds the gold answer:
 All three are judged against the same passages (the evidence among distractors, as in `swap`) and
 are stored as spans and edits of the passage text, never the text itself.
 """
+
 from __future__ import annotations
 
 from verirag.retrieval.sentences import sentence_spans
@@ -25,8 +26,8 @@ from verirag.train.verifier_labels.sources import Question, holds_answer
 NAME = "evidence_sentence"
 NEEDS_LLM = False
 VERSION = 1
-MIN_WORDS = 6          # shorter pieces (headings, "See also") are no answer anyone would write
-MAX_WORDS = 60         # longer "sentences" are lists or tables run together
+MIN_WORDS = 6  # shorter pieces (headings, "See also") are no answer anyone would write
+MAX_WORDS = 60  # longer "sentences" are lists or tables run together
 VARIANTS = ("evidence", "evidence-swapped", "other-sentence")
 
 
@@ -38,7 +39,6 @@ def plan(q: Question, ctx: LabelContext) -> list[Item]:
         item_id = record_id(NAME, q.dataset, q.id, variant, ctx.seed)
         items.append(Item(item_id, NAME, q.dataset, q.id, lambda i=item_id, v=variant: make(ctx, q, i, v)))
     return items
-
 
 
 def evidence_sentences(ctx: LabelContext, q: Question) -> list[tuple[str, int, int, bool]]:
@@ -64,12 +64,21 @@ def make(ctx: LabelContext, q: Question, item_id: str, variant: str) -> dict:
         if not others:
             return skipped(item_id, NAME, q.dataset, q.id, "every sentence of the evidence holds the answer")
         key, s, e, _ = rng.choice(others)
-        return labelled(item_id, NAME, q.dataset, q.id, ctx.qh(q), keys,
-                        {"passage_span": [q.dataset, key, s, e - s]}, 0, meta={"variant": variant})
+        return labelled(
+            item_id,
+            NAME,
+            q.dataset,
+            q.id,
+            ctx.qh(q),
+            keys,
+            {"passage_span": [q.dataset, key, s, e - s]},
+            0,
+            meta={"variant": variant},
+        )
     holding = [s for s in sentences if s[3]]
     if not holding:
         return skipped(item_id, NAME, q.dataset, q.id, "no sentence of usable length holds the gold answer")
-    key, s, e, _ = holding[0]   # the first mention: where a reader meets the answer
+    key, s, e, _ = holding[0]  # the first mention: where a reader meets the answer
     span_spec = {"passage_span": [q.dataset, key, s, e - s]}
     if variant == "evidence":
         return labelled(item_id, NAME, q.dataset, q.id, ctx.qh(q), keys, span_spec, 1, meta={"variant": variant})
@@ -80,9 +89,17 @@ def make(ctx: LabelContext, q: Question, item_id: str, variant: str) -> dict:
     r = pick(ctx, q, span, keys, [*q.answers, span.text], sentence, rng)
     if r is None:
         return skipped(item_id, NAME, q.dataset, q.id, f"no replacement of kind {span.kind}")
-    edited = sentence[:span.start] + r.text + sentence[span.end:]
-    if holds_answer(edited, q.answers):   # another mention of the answer stays: not an unsupported answer
+    edited = sentence[: span.start] + r.text + sentence[span.end :]
+    if holds_answer(edited, q.answers):  # another mention of the answer stays: not an unsupported answer
         return skipped(item_id, NAME, q.dataset, q.id, "the sentence mentions the gold answer twice")
-    return labelled(item_id, NAME, q.dataset, q.id, ctx.qh(q), keys,
-                    {"edit": span_spec, "offset": span.start, "length": span.end - span.start, "replacement": r.spec},
-                    0, meta={"variant": variant, "kind": span.kind, "origin": r.origin})
+    return labelled(
+        item_id,
+        NAME,
+        q.dataset,
+        q.id,
+        ctx.qh(q),
+        keys,
+        {"edit": span_spec, "offset": span.start, "length": span.end - span.start, "replacement": r.spec},
+        0,
+        meta={"variant": variant, "kind": span.kind, "origin": r.origin},
+    )

@@ -4,6 +4,7 @@ instruct_qa_human (answers of other LLMs with human labels) is evaluation data: 
 TopiOCQA rows are the verifier's dev set, its NQ rows a final test. A training question that is
 one of them (same text after `question_key`) is dropped before sampling, and the count reported.
 """
+
 from __future__ import annotations
 
 import re
@@ -25,8 +26,10 @@ def evaluation_questions(data_root: Path) -> set[str]:
     folder = Path(data_root) / dataset_info("instruct_qa_human").default
     missing = [name for name in FILES.values() if not (folder / name).is_file()]
     if missing:
-        raise InputError(f"instruct_qa_human not found ({', '.join(str(folder / m) for m in missing)}): "
-                         f"labelling drops its questions from training and cannot run without it")
+        raise InputError(
+            f"instruct_qa_human not found ({', '.join(str(folder / m) for m in missing)}): "
+            f"labelling drops its questions from training and cannot run without it"
+        )
     keys = set()
     for file in FILES:
         for ex in load_dataset("instruct_qa_human", folder, file=file):

@@ -4,6 +4,7 @@ Styles: "short" is the Vanilla generator's prompt (the pipeline's own answers, a
 "sentence" one complete sentence; "long" two to four sentences (the base of local edits and of
 swaps and evidence removal on real answers). The prompt id `name@digest` names the wording.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -40,13 +41,22 @@ class Generated:
 
     text: str
     finish_reason: str
-    provenance: dict[str, Any]   # model, fingerprint, prompt, temperature, seed
+    provenance: dict[str, Any]  # model, fingerprint, prompt, temperature, seed
 
 
-def generate(llm, model: str, style: str, question: str, passages: Sequence[Passage], *,
-             temperature: float, seed: int) -> Generated:
+def generate(
+    llm, model: str, style: str, question: str, passages: Sequence[Passage], *, temperature: float, seed: int
+) -> Generated:
     messages, prompt_id = prompt_for(style, question, passages)
     gen = llm.generate(messages, max_tokens=MAX_TOKENS[style], temperature=temperature, seed=seed)
-    return Generated(text=gen.text.strip(), finish_reason=gen.finish_reason,
-                     provenance={"model": model, "fingerprint": (llm.fingerprint or "")[:16], "prompt": prompt_id,
-                                 "temperature": temperature, "seed": seed})
+    return Generated(
+        text=gen.text.strip(),
+        finish_reason=gen.finish_reason,
+        provenance={
+            "model": model,
+            "fingerprint": (llm.fingerprint or "")[:16],
+            "prompt": prompt_id,
+            "temperature": temperature,
+            "seed": seed,
+        },
+    )

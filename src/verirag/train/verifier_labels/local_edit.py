@@ -7,6 +7,7 @@ sentence is grounded (its names and numbers in the passages), so "the others 1" 
 edited span is one the passages mention (so the original was supported there); the replacement
 is of the same kind (`replacements`).
 """
+
 from __future__ import annotations
 
 from verirag.metrics.qa import normalize_answer
@@ -18,8 +19,8 @@ from verirag.train.verifier_labels.spans import find_spans
 
 NAME = "local_edit"
 NEEDS_LLM = True
-VERSION = 1   # bumped when what the recipe makes changes: a rerun remakes its items
-MIN_WORDS = 12   # "long": a short answer has nothing to edit but the answer itself (that is `swap`)
+VERSION = 1  # bumped when what the recipe makes changes: a rerun remakes its items
+MIN_WORDS = 12  # "long": a short answer has nothing to edit but the answer itself (that is `swap`)
 
 
 def plan(q: Question, ctx: LabelContext) -> list[Item]:

@@ -10,6 +10,7 @@ Per question and model, `real_per_question` answers: the first is the long answe
 passages at temperature 0 (the base the other recipes edit, so one request serves them all); the
 rest go round the passage conditions with a style and a temperature drawn for the question.
 """
+
 from __future__ import annotations
 
 from verirag.train.verifier_labels.context import CONDITIONS, Item, LabelContext
@@ -19,7 +20,7 @@ from verirag.train.verifier_labels.sources import Question
 
 NAME = "real"
 NEEDS_LLM = True
-VERSION = 1   # bumped when what the recipe makes changes: a rerun remakes its items
+VERSION = 1  # bumped when what the recipe makes changes: a rerun remakes its items
 BASE = ("gold", "long", 0.0)
 
 
@@ -42,13 +43,21 @@ def plan(q: Question, ctx: LabelContext) -> list[Item]:
     for model in ctx.models:
         for condition, style, temperature in variants(ctx, q, model):
             item_id = record_id(NAME, q.dataset, q.id, f"{model}.{condition}.{style}.t{temperature:g}", ctx.seed)
-            items.append(Item(item_id, NAME, q.dataset, q.id,
-                              lambda i=item_id, m=model, c=condition, s=style, t=temperature: make(ctx, q, i, m, c, s, t)))
+            items.append(
+                Item(
+                    item_id,
+                    NAME,
+                    q.dataset,
+                    q.id,
+                    lambda i=item_id, m=model, c=condition, s=style, t=temperature: make(ctx, q, i, m, c, s, t),
+                )
+            )
     return items
 
 
-def make(ctx: LabelContext, q: Question, item_id: str, model: str, condition: str, style: str,
-         temperature: float) -> dict:
+def make(
+    ctx: LabelContext, q: Question, item_id: str, model: str, condition: str, style: str, temperature: float
+) -> dict:
     if (condition, style, temperature) == BASE:
         base = ctx.base_answer(q, model)
         keys, g = (base.passages, base.generated) if base else (None, None)
@@ -63,5 +72,6 @@ def make(ctx: LabelContext, q: Question, item_id: str, model: str, condition: st
     meta = {"condition": condition, "style": style, **grade.meta()}
     if g.finish_reason == "length":
         meta["truncated"] = True
-    return labelled(item_id, NAME, q.dataset, q.id, ctx.qh(q), keys, g.text, grade.label,
-                    generation=g.provenance, meta=meta)
+    return labelled(
+        item_id, NAME, q.dataset, q.id, ctx.qh(q), keys, g.text, grade.label, generation=g.provenance, meta=meta
+    )

@@ -23,6 +23,7 @@ offset, length]} (characters of a passage's text), or {"edit": spec, "offset": o
 "replacement": spec} (spec's text with n characters at o replaced). Offsets count characters
 (Python str indices).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -55,13 +56,13 @@ def render(spec: Any, lookup: Lookup) -> str:
             text = lookup.passage(dataset, str(key)).text
             if offset < 0 or offset + length > len(text):
                 raise InputError(f"passage {dataset}:{key} is shorter than the span {offset}+{length}")
-            return text[offset:offset + length]
+            return text[offset : offset + length]
         if "edit" in spec:
             base = render(spec["edit"], lookup)
             offset, length = int(spec["offset"]), int(spec["length"])
             if offset < 0 or offset + length > len(base):
                 raise InputError(f"an edit at {offset}+{length} falls outside its {len(base)}-character base")
-            return base[:offset] + render(spec["replacement"], lookup) + base[offset + length:]
+            return base[:offset] + render(spec["replacement"], lookup) + base[offset + length :]
     except (KeyError, TypeError, ValueError, IndexError) as e:
         raise InputError(f"malformed answer spec {spec!r:.80} ({type(e).__name__}: {e})") from e
     raise InputError(f"malformed answer spec {spec!r:.80}")
@@ -71,12 +72,31 @@ def record_id(recipe: str, dataset: str, example: str, variant: str, seed: int) 
     return f"{recipe}/{dataset}/{example}/{variant}/s{seed}"
 
 
-def labelled(item_id: str, recipe: str, dataset: str, example: str, qh: str, passages: list[str],
-             answer: Any, label: int, *, sentence_labels: list[int] | None = None,
-             generation: dict[str, Any] | None = None, meta: dict[str, Any] | None = None) -> dict[str, Any]:
+def labelled(
+    item_id: str,
+    recipe: str,
+    dataset: str,
+    example: str,
+    qh: str,
+    passages: list[str],
+    answer: Any,
+    label: int,
+    *,
+    sentence_labels: list[int] | None = None,
+    generation: dict[str, Any] | None = None,
+    meta: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """A labelled record; `generation` holds model, fingerprint, prompt, temperature, seed."""
-    rec: dict[str, Any] = {"id": item_id, "recipe": recipe, "dataset": dataset, "example": example, "qh": qh,
-                           "passages": list(passages), "answer": answer, "label": int(label)}
+    rec: dict[str, Any] = {
+        "id": item_id,
+        "recipe": recipe,
+        "dataset": dataset,
+        "example": example,
+        "qh": qh,
+        "passages": list(passages),
+        "answer": answer,
+        "label": int(label),
+    }
     if sentence_labels is not None:
         rec["sentence_labels"] = [int(x) for x in sentence_labels]
     rec.update(generation or {})

@@ -10,6 +10,7 @@ Never a candidate that is too close to the original or to any gold answer (`span
 nor one the edited sentence already holds. For a choice question ("Which is older, A or B?") the
 other option, found in the passages, is the replacement.
 """
+
 from __future__ import annotations
 
 import random
@@ -28,25 +29,34 @@ ORIGINS = ("passage", "answer", "made_up")
 
 @dataclass(frozen=True)
 class Replacement:
-    spec: Any      # a text spec (records.render)
+    spec: Any  # a text spec (records.render)
     text: str
-    origin: str    # passage | answer | made_up
+    origin: str  # passage | answer | made_up
 
 
 def _acceptable(text: str, kind: str, avoid: Sequence[str], context: str) -> bool:
-    return (bool(text.strip()) and not any(too_close(a, text, kind) for a in avoid)
-            and text.lower() not in context.lower())
+    return (
+        bool(text.strip()) and not any(too_close(a, text, kind) for a in avoid) and text.lower() not in context.lower()
+    )
 
 
-def candidates(ctx: LabelContext, q: Question, span: Span, keys: Sequence[str], avoid: Sequence[str],
-               context: str, rng: random.Random) -> dict[str, list[Replacement]]:
+def candidates(
+    ctx: LabelContext,
+    q: Question,
+    span: Span,
+    keys: Sequence[str],
+    avoid: Sequence[str],
+    context: str,
+    rng: random.Random,
+) -> dict[str, list[Replacement]]:
     """{origin: acceptable replacements for `span`} (`context`: the text it will stand in)."""
     kind = span.kind
     out: dict[str, list[Replacement]] = {o: [] for o in ORIGINS}
     if kind == "yesno":
         flipped = "no" if span.text.strip().lower().startswith("yes") else "yes"
-        out["made_up"].append(Replacement(flipped.capitalize() if span.text[:1].isupper() else flipped,
-                                          flipped, "made_up"))
+        out["made_up"].append(
+            Replacement(flipped.capitalize() if span.text[:1].isupper() else flipped, flipped, "made_up")
+        )
         return out
     seen: set[str] = set()
     for key in keys:
@@ -54,8 +64,9 @@ def candidates(ctx: LabelContext, q: Question, span: Span, keys: Sequence[str], 
         for sp in find_spans(text, (kind,)) if kind != "other" else []:
             if sp.text not in seen and _acceptable(sp.text, kind, avoid, context):
                 seen.add(sp.text)
-                out["passage"].append(Replacement({"passage_span": [q.dataset, key, sp.start, sp.end - sp.start]},
-                                                  sp.text, "passage"))
+                out["passage"].append(
+                    Replacement({"passage_span": [q.dataset, key, sp.start, sp.end - sp.start]}, sp.text, "passage")
+                )
     option = other_option(ctx, q, span, keys)
     if option is not None:
         return {"passage": [option], "answer": [], "made_up": []}
@@ -66,8 +77,10 @@ def candidates(ctx: LabelContext, q: Question, span: Span, keys: Sequence[str], 
     return out
 
 
-_CHOICE = re.compile(r"(?:^|[,:]\s*|\b(?:between|is|was|did|does)\s+)(?:the\s+)?([^,:?]+?)\s+or\s+(?:the\s+)?([^,?]+?)\s*\??$",
-                     re.IGNORECASE)
+_CHOICE = re.compile(
+    r"(?:^|[,:]\s*|\b(?:between|is|was|did|does)\s+)(?:the\s+)?([^,:?]+?)\s+or\s+(?:the\s+)?([^,?]+?)\s*\??$",
+    re.IGNORECASE,
+)
 
 
 def other_option(ctx: LabelContext, q: Question, span: Span, keys: Sequence[str]) -> Replacement | None:
@@ -78,13 +91,15 @@ def other_option(ctx: LabelContext, q: Question, span: Span, keys: Sequence[str]
         return None
     a, b = m.group(1).strip(), m.group(2).strip()
     if too_close(span.text, a, "other") == too_close(span.text, b, "other"):
-        return None   # the answer is neither option, or both
+        return None  # the answer is neither option, or both
     other = b if too_close(span.text, a, "other") else a
     for key in keys:
         text = ctx.passage(q.dataset, key).text
         at = text.lower().find(other.lower())
         if at >= 0:
-            return Replacement({"passage_span": [q.dataset, key, at, len(other)]}, text[at:at + len(other)], "passage")
+            return Replacement(
+                {"passage_span": [q.dataset, key, at, len(other)]}, text[at : at + len(other)], "passage"
+            )
     return None
 
 
@@ -93,14 +108,15 @@ def question_start(text: str) -> str:
     return " ".join(normalize_answer(text).split()[:2])
 
 
-def answer_candidates(ctx: LabelContext, q: Question, span: Span, avoid: Sequence[str], context: str,
-                      rng: random.Random) -> list[Replacement]:
+def answer_candidates(
+    ctx: LabelContext, q: Question, span: Span, avoid: Sequence[str], context: str, rng: random.Random
+) -> list[Replacement]:
     """Other questions' gold answers of `span`'s kind and of a similar length, those of questions
     that start like `q` first."""
     start, words = question_start(q.text), len(span.text.split())
     pool = ctx.answer_pool(q.dataset, span.kind)
     alike, others = [], []
-    for qid, i in rng.sample(pool, min(len(pool), 400)):   # a sample is plenty; the pool can be thousands
+    for qid, i in rng.sample(pool, min(len(pool), 400)):  # a sample is plenty; the pool can be thousands
         text = ctx.answers(q.dataset, qid)[i]
         if qid == q.id or len(text.split()) > 2 * words + 1 or not _acceptable(text, span.kind, avoid, context):
             continue
@@ -109,8 +125,16 @@ def answer_candidates(ctx: LabelContext, q: Question, span: Span, avoid: Sequenc
     return alike or others
 
 
-def pick(ctx: LabelContext, q: Question, span: Span, keys: Sequence[str], avoid: Sequence[str],
-         context: str, rng: random.Random, prefer: Sequence[str] | None = None) -> Replacement | None:
+def pick(
+    ctx: LabelContext,
+    q: Question,
+    span: Span,
+    keys: Sequence[str],
+    avoid: Sequence[str],
+    context: str,
+    rng: random.Random,
+    prefer: Sequence[str] | None = None,
+) -> Replacement | None:
     """One replacement: an origin drawn among those with candidates (with `prefer`: the first of
     those origins that has one, None when none has), then a candidate of it."""
     found = candidates(ctx, q, span, keys, avoid, context, rng)

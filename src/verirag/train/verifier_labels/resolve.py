@@ -6,6 +6,7 @@ sentence labels do not fit the answer's sentences, or whose question is now an i
 question is refused with an `InputError`: training on a silently different example is worse
 than not training. Skip records (`skip`) give no example.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -14,11 +15,11 @@ from typing import Any
 
 from verirag.datasets import data_dir
 from verirag.errors import InputError
+from verirag.retrieval.sentences import sentence_spans
 from verirag.train.verifier_examples import VerifierExample
 from verirag.train.verifier_labels.context import LabelContext
 from verirag.train.verifier_labels.exclusion import evaluation_questions, question_key
 from verirag.train.verifier_labels.records import is_example, read_records, render
-from verirag.retrieval.sentences import sentence_spans
 from verirag.train.verifier_labels.sources import load_sources, question_hash
 from verirag.types import Passage
 
@@ -48,10 +49,18 @@ def resolve(records: Iterable[dict[str, Any]], data_root: str | Path | None = No
                 raise InputError(f"{len(sentence_labels)} sentence labels for {len(sentence_spans(answer))} sentences")
         except (InputError, KeyError, TypeError) as e:
             raise InputError(f"labels record {r.get('id')!r}: {e}") from e
-        out.append(VerifierExample(question=q.text, answer=answer, passages=passages, label=int(r["label"]),
-                                   recipe=str(r["recipe"]), group=q.group,
-                                   sentence_labels=tuple(sentence_labels) if sentence_labels is not None else None,
-                                   source=str(r["id"])))
+        out.append(
+            VerifierExample(
+                question=q.text,
+                answer=answer,
+                passages=passages,
+                label=int(r["label"]),
+                recipe=str(r["recipe"]),
+                group=q.group,
+                sentence_labels=tuple(sentence_labels) if sentence_labels is not None else None,
+                source=str(r["id"]),
+            )
+        )
     return out
 
 

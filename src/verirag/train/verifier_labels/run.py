@@ -10,6 +10,7 @@ line counting) and makes only the rest; an item that failed (an LLM error) is no
 again next time. A summary (label balance, counts per recipe and dataset, skips) is written
 beside the labels as <name>.summary.json, over the whole file.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -28,7 +29,7 @@ from verirag.jsonio import write_json
 from verirag.train.verifier_labels import evidence_removal, evidence_sentence, local_edit, real, swap
 from verirag.train.verifier_labels.context import Item, LabelContext, RecipeFailure
 from verirag.train.verifier_labels.exclusion import evaluation_questions, question_key
-from verirag.train.verifier_labels.records import label_file, is_example
+from verirag.train.verifier_labels.records import is_example, label_file
 from verirag.train.verifier_labels.sources import Question, Source, load_sources
 
 RECIPES = {m.NAME: m for m in (real, swap, evidence_removal, local_edit, evidence_sentence)}
@@ -44,8 +45,8 @@ class LabelRun:
     planned: int = 0
     written: int = 0
     already_done: int = 0
-    remade: int = 0                                       # made again: their recipe's VERSION changed
-    failed: list[str] = field(default_factory=list)      # "id: reason", tried again next run
+    remade: int = 0  # made again: their recipe's VERSION changed
+    failed: list[str] = field(default_factory=list)  # "id: reason", tried again next run
     questions: dict[str, int] = field(default_factory=dict)
     excluded: dict[str, int] = field(default_factory=dict)
     unusable: dict[str, int] = field(default_factory=dict)
@@ -63,9 +64,16 @@ def summary_path(out: Path) -> Path:
     return out.with_name(f"{out.name.removesuffix('.jsonl')}.summary.json")
 
 
-def check_options(recipes: Sequence[str], models: Sequence[str], n: int | None, limit: int | None,
-                  real_per_question: int, swap_from: Sequence[str] | None = None) -> None:
+def check_options(
+    recipes: Sequence[str],
+    models: Sequence[str],
+    n: int | None,
+    limit: int | None,
+    real_per_question: int,
+    swap_from: Sequence[str] | None = None,
+) -> None:
     from verirag.train.verifier_labels.replacements import ORIGINS
+
     odd = [o for o in swap_from or () if o not in ORIGINS]
     if odd:
         raise InputError(f"unknown swap origin(s) {', '.join(odd)}; choose from {', '.join(ORIGINS)}")
@@ -80,13 +88,16 @@ def check_options(recipes: Sequence[str], models: Sequence[str], n: int | None, 
             raise InputError(f"{name} must be an integer >= {low}, got {value!r}")
 
 
-def select_questions(source: Source, excluded_keys: set[str], n: int | None, seed: int) -> tuple[list[Question], list[str], int]:
+def select_questions(
+    source: Source, excluded_keys: set[str], n: int | None, seed: int
+) -> tuple[list[Question], list[str], int]:
     """(the `n` drawn questions, ids of all allowed ones, how many were excluded); the excluded
     questions' evidence passages are banned from serving as distractors."""
     usable = list(source.questions.values())
     allowed = [q for q in usable if question_key(q.text) not in excluded_keys]
-    source.banned = {key for key, asked in source.evidence_of.items()
-                     if any(question_key(text) in excluded_keys for text in asked)}
+    source.banned = {
+        key for key, asked in source.evidence_of.items() if any(question_key(text) in excluded_keys for text in asked)
+    }
     # Each question's place comes from a hash of (seed, dataset, id): a larger n extends a smaller
     # one's questions (a labelling run grows across sessions) and no other question moves them.
     order = sorted(allowed, key=lambda q: hashlib.sha256(f"{seed}|{source.name}|{q.id}".encode()).digest())
@@ -98,14 +109,23 @@ def plan_items(ctx: LabelContext, questions: dict[str, list[Question]], recipes:
     return [item for q in order for r in recipes for item in RECIPES[r].plan(q, ctx)]
 
 
-def label_verifier(out: str | Path, *, data_root: str | Path | None = None,
-                   datasets: Sequence[str] = DEFAULT_DATASETS, recipes: Sequence[str] = tuple(RECIPES),
-                   n: int | None = 100, models: Sequence[str] = DEFAULT_MODELS, seed: int = 0,
-                   limit: int | None = None, real_per_question: int = 3, swap_from: Sequence[str] | None = None,
-                   llm_loader=None,
-                   n_threads: int | None = None,
-                   on_start: Callable[[int], None] | None = None,
-                   on_progress: Callable[[int, int, dict | None], None] | None = None) -> LabelRun:
+def label_verifier(
+    out: str | Path,
+    *,
+    data_root: str | Path | None = None,
+    datasets: Sequence[str] = DEFAULT_DATASETS,
+    recipes: Sequence[str] = tuple(RECIPES),
+    n: int | None = 100,
+    models: Sequence[str] = DEFAULT_MODELS,
+    seed: int = 0,
+    limit: int | None = None,
+    real_per_question: int = 3,
+    swap_from: Sequence[str] | None = None,
+    llm_loader=None,
+    n_threads: int | None = None,
+    on_start: Callable[[int], None] | None = None,
+    on_progress: Callable[[int, int, dict | None], None] | None = None,
+) -> LabelRun:
     """Label into `out` (JSONL), skipping ids it holds; see the module doc.
     `on_start(total)` once the items are planned; `on_progress(done, total, record)` after each
     item (record None when it was already in the file or failed). Models load through
@@ -123,9 +143,17 @@ def label_verifier(out: str | Path, *, data_root: str | Path | None = None,
         run.questions[name], run.unusable[name] = len(questions[name]), source.unusable
     if llm_loader is None:
         from verirag.llm import load_llm
+
         llm_loader = partial(load_llm, n_threads=n_threads)
-    ctx = LabelContext(sources, seed=seed, models=models, allowed=allowed, llm_loader=llm_loader,
-                       real_per_question=real_per_question, swap_from=swap_from)
+    ctx = LabelContext(
+        sources,
+        seed=seed,
+        models=models,
+        allowed=allowed,
+        llm_loader=llm_loader,
+        real_per_question=real_per_question,
+        swap_from=swap_from,
+    )
     items = plan_items(ctx, questions, recipes)
     run.planned = len(items)
     labels = label_file(run.out)
@@ -172,20 +200,32 @@ def summarise(records: list[dict[str, Any]], run: LabelRun | None = None) -> dic
         by_recipe.setdefault(r.get("recipe", "?"), Counter())[key] += 1
     summary: dict[str, Any] = {
         "examples": len(examples),
-        "label_balance": {"supported": positives, "unsupported": len(examples) - positives,
-                          "share_supported": round(positives / len(examples), 4) if examples else None},
-        "by_recipe": {k: {"supported": c["1"], "unsupported": c["0"], "skipped": c["skipped"]}
-                      for k, c in sorted(by_recipe.items())},
+        "label_balance": {
+            "supported": positives,
+            "unsupported": len(examples) - positives,
+            "share_supported": round(positives / len(examples), 4) if examples else None,
+        },
+        "by_recipe": {
+            k: {"supported": c["1"], "unsupported": c["0"], "skipped": c["skipped"]}
+            for k, c in sorted(by_recipe.items())
+        },
         "by_dataset": dict(sorted(Counter(f"{r['dataset']}:{r['label']}" for r in examples).items())),
         "by_model": dict(sorted(Counter(r["model"] for r in examples if r.get("model")).items())),
         "with_sentence_labels": sum(1 for r in examples if r.get("sentence_labels")),
         "skip_reasons": dict(Counter(r["skip"] for r in records if "skip" in r).most_common()),
     }
     if run is not None:
-        summary["last_run"] = {"planned": run.planned, "written": run.written, "already_done": run.already_done,
-                               "remade_for_a_new_recipe_version": run.remade,
-                               "failed": len(run.failed), "questions": run.questions,
-                               "excluded_as_evaluation_questions": run.excluded,
-                               "unusable_questions": run.unusable, "unreadable_lines": run.unreadable_lines,
-                               "stopped_at_limit": run.stopped_at_limit, "seconds": round(run.seconds, 2)}
+        summary["last_run"] = {
+            "planned": run.planned,
+            "written": run.written,
+            "already_done": run.already_done,
+            "remade_for_a_new_recipe_version": run.remade,
+            "failed": len(run.failed),
+            "questions": run.questions,
+            "excluded_as_evaluation_questions": run.excluded,
+            "unusable_questions": run.unusable,
+            "unreadable_lines": run.unreadable_lines,
+            "stopped_at_limit": run.stopped_at_limit,
+            "seconds": round(run.seconds, 2),
+        }
     return summary

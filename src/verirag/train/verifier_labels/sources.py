@@ -19,6 +19,7 @@ hold a gold answer).
 - nomiracl: NoMIRACL's non_relevant queries (10 passages, none relevant, no gold answers): any
   answer from them is unsupported.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -36,7 +37,7 @@ from verirag.metrics.qa import substring_match
 from verirag.types import Passage
 
 DATASETS = ("nq", "hotpotqa", "nomiracl")
-DISTRACTOR_CANDIDATES = 40   # BM25 hits looked at per NQ question to find k clean distractors
+DISTRACTOR_CANDIDATES = 40  # BM25 hits looked at per NQ question to find k clean distractors
 
 
 @dataclass(frozen=True)
@@ -44,9 +45,9 @@ class Question:
     dataset: str
     id: str
     text: str
-    answers: tuple[str, ...]        # gold answers (empty: none known)
-    gold: tuple[str, ...]           # passage keys that hold the evidence, in order
-    answer_index: int = 0           # the gold answer swaps start from (one its evidence contains)
+    answers: tuple[str, ...]  # gold answers (empty: none known)
+    gold: tuple[str, ...]  # passage keys that hold the evidence, in order
+    answer_index: int = 0  # the gold answer swaps start from (one its evidence contains)
 
     @property
     def group(self) -> str:
@@ -69,12 +70,12 @@ class Source:
 
     name: str
     questions: dict[str, Question]
-    passages: dict[str, tuple[str, str]]                       # key -> (title, text)
+    passages: dict[str, tuple[str, str]]  # key -> (title, text)
     own_distractors: dict[str, list[str]] = field(default_factory=dict)
-    unusable: int = 0                                          # questions left out, see module doc
-    evidence_of: dict[str, list[str]] = field(default_factory=dict)   # passage key -> questions it is evidence for
-    banned: set[str] = field(default_factory=set)              # evidence of excluded questions: never a distractor
-    _bm25: Any = field(default=None, repr=False)               # NQ distractor search, built on first use
+    unusable: int = 0  # questions left out, see module doc
+    evidence_of: dict[str, list[str]] = field(default_factory=dict)  # passage key -> questions it is evidence for
+    banned: set[str] = field(default_factory=set)  # evidence of excluded questions: never a distractor
+    _bm25: Any = field(default=None, repr=False)  # NQ distractor search, built on first use
     _keys: list[str] = field(default_factory=list, repr=False)
 
     def question(self, qid: str) -> Question:
@@ -121,6 +122,7 @@ class Source:
             from verirag.retrieval import (
                 BM25Retriever,  # built once, only when distractors are needed
             )
+
             self._keys = list(self.passages)
             self._bm25 = BM25Retriever.build([self.passage(key) for key in self._keys])
         return self._bm25
@@ -149,7 +151,7 @@ def load_nq(data_root: Path) -> Source:
 def load_hotpotqa(data_root: Path) -> Source:
     records = read_hotpotqa_path(data_path(data_root, "hotpotqa"))
     passages, key_of = {}, {}
-    for r in records:   # a title's key is where its paragraph first appears: "<question id>:<index>"
+    for r in records:  # a title's key is where its paragraph first appears: "<question id>:<index>"
         for i, (title, text) in enumerate(r.paragraphs):
             if text and title not in key_of:
                 key_of[title] = f"{r.id}:{i}"
@@ -164,8 +166,11 @@ def load_hotpotqa(data_root: Path) -> Source:
             continue
         yes_no = r.answer.strip().lower() in ("yes", "no")
         questions[r.id] = Question("hotpotqa", r.id, r.question, (r.answer,), tuple(key_of[t] for t in r.gold_titles))
-        distractors[r.id] = [key_of[t] for t, x in r.paragraphs
-                             if x and t not in r.gold_titles and (yes_no or not holds_answer(x, [r.answer]))]
+        distractors[r.id] = [
+            key_of[t]
+            for t, x in r.paragraphs
+            if x and t not in r.gold_titles and (yes_no or not holds_answer(x, [r.answer]))
+        ]
     return Source("hotpotqa", questions, passages, distractors, unusable=unusable, evidence_of=evidence_of)
 
 
@@ -186,8 +191,10 @@ LOADERS = {"nq": load_nq, "hotpotqa": load_hotpotqa, "nomiracl": load_nomiracl}
 def check_datasets(datasets: Sequence[str]) -> list[str]:
     unknown = [d for d in datasets if d not in LOADERS]
     if unknown or not datasets:
-        raise InputError(f"unknown dataset(s) {', '.join(unknown) or '(none given)'} for verifier labels; "
-                         f"choose from {', '.join(DATASETS)}")
+        raise InputError(
+            f"unknown dataset(s) {', '.join(unknown) or '(none given)'} for verifier labels; "
+            f"choose from {', '.join(DATASETS)}"
+        )
     return list(dict.fromkeys(datasets))
 
 

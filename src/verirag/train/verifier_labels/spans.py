@@ -9,6 +9,7 @@ as a plausible answer and only its truth changes. Kinds are found by patterns, n
   a lone capitalised function word ("The", "In") is not a name.
 `answer_kind` classifies a whole answer the same way, with "yesno" and "other" besides.
 """
+
 from __future__ import annotations
 
 import random
@@ -18,28 +19,127 @@ from dataclasses import dataclass
 from verirag.metrics.qa import get_tokens, normalize_answer
 
 KINDS = ("date", "year", "number", "name")
-_MONTHS = ("January|February|March|April|May|June|July|August|September|October|November|December|"
-           "Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec")
-_NUMBER_WORDS = ("one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|"
-                 "fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|"
-                 "eighty|ninety|hundred|thousand|million|billion")
+_MONTHS = (
+    "January|February|March|April|May|June|July|August|September|October|November|December|"
+    "Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec"
+)
+_NUMBER_WORDS = (
+    "one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|"
+    "fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|"
+    "eighty|ninety|hundred|thousand|million|billion"
+)
 _PATTERNS = {
-    "date": re.compile(rf"\b(?:\d{{1,2}} (?:{_MONTHS})\.? \d{{4}}|(?:{_MONTHS})\.? \d{{1,2}}, \d{{4}}|"
-                       rf"(?:{_MONTHS}) \d{{4}})\b"),
+    "date": re.compile(
+        rf"\b(?:\d{{1,2}} (?:{_MONTHS})\.? \d{{4}}|(?:{_MONTHS})\.? \d{{1,2}}, \d{{4}}|"
+        rf"(?:{_MONTHS}) \d{{4}})\b"
+    ),
     "year": re.compile(r"(?<![\d.,])\b(?:1\d{3}|20\d{2})\b(?![\d.,]\d)"),
-    "number": re.compile(rf"(?<![\w.,])(?:\d{{1,3}}(?:,\d{{3}})+|\d+(?:\.\d+)?)(?![\w]|[.,]\d)|"
-                         rf"\b(?:{_NUMBER_WORDS})\b", re.IGNORECASE),
-    "name": re.compile(r"\b[A-Z][\w'’\-]*[a-zà-ÿ][\w'’\-]*(?:\s+(?:(?:of(?:\s+the)?|de|da|del|von|van|"
-                       r"der|la|le|du)\s+)?[A-Z][\w'’\-]*)*"),
+    "number": re.compile(
+        rf"(?<![\w.,])(?:\d{{1,3}}(?:,\d{{3}})+|\d+(?:\.\d+)?)(?![\w]|[.,]\d)|"
+        rf"\b(?:{_NUMBER_WORDS})\b",
+        re.IGNORECASE,
+    ),
+    "name": re.compile(
+        r"\b[A-Z][\w'’\-]*[a-zà-ÿ][\w'’\-]*(?:\s+(?:(?:of(?:\s+the)?|de|da|del|von|van|"
+        r"der|la|le|du)\s+)?[A-Z][\w'’\-]*)*"
+    ),
 }
-_SMALL_NUMBERS = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
-                  "fifteen sixteen seventeen eighteen nineteen twenty").split()
+_SMALL_NUMBERS = [
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+    "twenty",
+]
 # Capitalised words that start sentences without naming anything.
 _NOT_NAMES = frozenset(
-    "the a an in on at of for to from by with as it its he she they we you i his her their this that "
-    "these those there here what which who whom whose when where why how yes no not however also but "
-    "and or so if then than after before during while since although though because according "
-    "answer question document documents based context passage both".split())
+    [
+        "the",
+        "a",
+        "an",
+        "in",
+        "on",
+        "at",
+        "of",
+        "for",
+        "to",
+        "from",
+        "by",
+        "with",
+        "as",
+        "it",
+        "its",
+        "he",
+        "she",
+        "they",
+        "we",
+        "you",
+        "i",
+        "his",
+        "her",
+        "their",
+        "this",
+        "that",
+        "these",
+        "those",
+        "there",
+        "here",
+        "what",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "when",
+        "where",
+        "why",
+        "how",
+        "yes",
+        "no",
+        "not",
+        "however",
+        "also",
+        "but",
+        "and",
+        "or",
+        "so",
+        "if",
+        "then",
+        "than",
+        "after",
+        "before",
+        "during",
+        "while",
+        "since",
+        "although",
+        "though",
+        "because",
+        "according",
+        "answer",
+        "question",
+        "document",
+        "documents",
+        "based",
+        "context",
+        "passage",
+        "both",
+    ]
+)
 
 
 @dataclass(frozen=True)
@@ -77,7 +177,7 @@ def _trim_name(text: str, s: int, e: int) -> tuple[int | None, int, str]:
         words = words[1:]
     if not words:
         return None, e, ""
-    for suffix in ("'s", "’s", "'", "’"):   # a possessive is not part of the name
+    for suffix in ("'s", "’s", "'", "’"):  # a possessive is not part of the name
         if text[s:e].endswith(suffix):
             e -= len(suffix)
             break
@@ -114,7 +214,7 @@ def perturb(span: Span, rng: random.Random) -> str | None:
         return str(int(span.text) + rng.choice([-1, 1]) * rng.randint(1, 15))
     if span.kind == "date":
         year = re.search(r"\d{4}$", span.text)
-        return span.text[:year.start()] + str(int(year.group(0)) + rng.choice([-1, 1]) * rng.randint(1, 9))
+        return span.text[: year.start()] + str(int(year.group(0)) + rng.choice([-1, 1]) * rng.randint(1, 9))
     if span.kind == "number" and span.text.lower() in _SMALL_NUMBERS:
         value = _SMALL_NUMBERS.index(span.text.lower())
         word = _SMALL_NUMBERS[rng.choice([v for v in range(1, len(_SMALL_NUMBERS)) if v != value])]

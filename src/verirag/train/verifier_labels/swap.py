@@ -8,6 +8,7 @@ gold answer or a moved value (`replacements`), drawn per question; with `swap_fr
 origins, the first that has one, and the record's id names them. On a model's answer the edited
 sentence is labelled 0 and the others 1 when they are grounded (`LabelContext.grounded`).
 """
+
 from __future__ import annotations
 
 from verirag.train.verifier_labels.context import Item, LabelContext
@@ -19,7 +20,7 @@ from verirag.train.verifier_labels.spans import Span, answer_kind
 
 NAME = "swap"
 NEEDS_LLM = False
-VERSION = 1   # bumped when what the recipe makes changes: a rerun remakes its items
+VERSION = 1  # bumped when what the recipe makes changes: a rerun remakes its items
 
 
 def plan(q: Question, ctx: LabelContext) -> list[Item]:
@@ -36,14 +37,22 @@ def plan(q: Question, ctx: LabelContext) -> list[Item]:
     return items
 
 
-
 def make_gold(ctx: LabelContext, q: Question, item_id: str) -> dict:
     keys = ctx.evidence_set(q)
     if keys is None:
         return skipped(item_id, NAME, q.dataset, q.id, "no passages with the evidence")
     answer = q.answers[q.answer_index]
-    return labelled(item_id, NAME, q.dataset, q.id, ctx.qh(q), keys, {"answer_from": [q.dataset, q.id, q.answer_index]},
-                    int(ctx.sources[q.dataset].has_evidence(q, keys)), meta={"kind": answer_kind(answer)})
+    return labelled(
+        item_id,
+        NAME,
+        q.dataset,
+        q.id,
+        ctx.qh(q),
+        keys,
+        {"answer_from": [q.dataset, q.id, q.answer_index]},
+        int(ctx.sources[q.dataset].has_evidence(q, keys)),
+        meta={"kind": answer_kind(answer)},
+    )
 
 
 def make_swapped(ctx: LabelContext, q: Question, item_id: str) -> dict:
@@ -56,8 +65,7 @@ def make_swapped(ctx: LabelContext, q: Question, item_id: str) -> dict:
     if r is None:
         where = f" from {'/'.join(ctx.swap_from)}" if ctx.swap_from else ""
         return skipped(item_id, NAME, q.dataset, q.id, f"no replacement of kind {kind}{where}")
-    return labelled(item_id, NAME, q.dataset, q.id, ctx.qh(q), keys, r.spec, 0,
-                    meta={"kind": kind, "origin": r.origin})
+    return labelled(item_id, NAME, q.dataset, q.id, ctx.qh(q), keys, r.spec, 0, meta={"kind": kind, "origin": r.origin})
 
 
 def make_real(ctx: LabelContext, q: Question, item_id: str, model: str) -> dict:
