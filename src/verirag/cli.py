@@ -74,8 +74,6 @@ def _pipeline(
         forecaster=forecaster,
         epsilon=epsilon,
     )
-    if p.method_warning:
-        err.print(f"[yellow]warning:[/yellow] {escape(p.method_warning)}")
     return p
 
 
@@ -131,35 +129,9 @@ def _threshold_option(text: str | None):
     return parse_threshold(text)
 
 
-def _target_text(fitted) -> str:
-    return {"precision": "precision", "action_rate": "action rate", "value": "value"}.get(
-        fitted.kind, fitted.kind
-    ) + f" {fitted.target:g}"
-
-
-def _warn_fitted_mismatch(fitted, p) -> None:
-    """Warnings about a threshold file: not certified (every answer acts), or fitted for another
-    model, method or method identity (`ThresholdController.warn_on`), naming the options that differ."""
-    cfg = p.config
-    if not fitted.certified_:
-        err.print(
-            f"[yellow]warning:[/yellow] the target {_target_text(fitted)} could not be certified "
-            f"on {fitted.n_fit_} examples: every answer acts ({escape(cfg.fallback)})"
-        )
-    method = p.method
-    for msg in fitted.mismatches({"model": cfg.model, "method": cfg.method, "method_digest": method.digest})[1]:
+def _warn_fitted_mismatch(_fitted, p) -> None:
+    for msg in p.threshold_warnings():
         err.print(f"[yellow]warning:[/yellow] {escape(msg)}")
-    then, now = fitted.provenance.get("method_options") or {}, method.resolved_options()
-    changed = [
-        f"{k} {then[k]!r} (fitted) vs {now[k]!r} (now)"
-        for k in sorted(then)
-        if k in now and str(then[k]) != str(now[k])
-    ]
-    if changed:
-        err.print(
-            f"[yellow]warning:[/yellow] the threshold was fitted on answers made with other options: "
-            f"{escape('; '.join(changed))}"
-        )
 
 
 @app.command()
@@ -299,8 +271,7 @@ def verify(
     method: str | None = typer.Option(
         None,
         help="A GENERATOR+PREDICTOR method whose predictor verifies "
-        "(default as /v1/verify: the shipped trained verifier where the default "
-        "uses it and it is installed, else vanilla+nli; `verirag methods`).",
+        "(default: vanilla+verifier, the shipped trained verifier, as everywhere; `verirag methods`).",
     ),
     judge: str | None = typer.Option(None, help="Entailment model of +nli: llm (default) or hf:NLI_MODEL."),
     threshold: str | None = typer.Option(
@@ -319,7 +290,7 @@ def verify(
     """Verify another system's answers: one (--question, --answer, --passages) or a whole log
     (LOG --out DIR), against the contexts each was answered from."""
     from verirag import answer_log as al
-    from verirag.awf.pipeline import default_verify_method
+    from verirag.awf.defaults import DEFAULT_METHOD
     from verirag.errors import BackendError
     from verirag.jsonio import strict_json
 
@@ -348,19 +319,13 @@ def verify(
             reference_field=reference_field,
             label_field=label_field,
         )
-    fell_back = None
-    if method is None:
-        method, fell_back = default_verify_method()
-        if fell_back:
-            err.print(f"[yellow]warning:[/yellow] {escape(fell_back)}")
+    method = method or DEFAULT_METHOD
     p = _pipeline(preset, model, judge, None, threshold, None, None, method=method)
     if fitted is not None:
         _warn_fitted_mismatch(fitted, p)
     if single:
         with err.status("verifying…") as status:
             v = p.verify(question, answer, found, on_stage=lambda stage: status.update(f"{stage}…"))
-        if fell_back:
-            v.warnings.append(fell_back)
         if json_out:
             print(json.dumps(strict_json(v.to_dict()), ensure_ascii=False))
         else:
@@ -492,10 +457,8 @@ def serve(
     method: str | None = typer.Option(None, help="Default AwF method of /v1/ask (requests may name another)."),
     verify_method: str | None = typer.Option(
         None,
-        help="Default method of /v1/verify: its predictor judges "
-        "answers other systems produced (default: the shipped trained "
-        "verifier where the default uses it and it is installed, else "
-        "vanilla+nli).",
+        help="Default method of /v1/verify: its predictor judges answers other systems produced "
+        "(default: vanilla+verifier, the shipped trained verifier, as everywhere).",
     ),
     judge: str | None = typer.Option(None, help="Entailment model of +nli methods: llm or hf:NLI_MODEL."),
     judge_model: str | None = typer.Option(None, help="Model of the LLM judge (default: --model)."),
@@ -566,8 +529,6 @@ def serve(
     service = VeriragService(cfg)
     if fitted is not None:
         _warn_fitted_mismatch(fitted, service.pipeline)
-    if service.verify_warning:
-        err.print(f"[yellow]warning:[/yellow] /v1/verify: {escape(service.verify_warning)}")
     err.print(
         f"verirag serving on http://{host}:{port}  (web page /, API docs /docs, "
         f"{'token required' if api_key else 'no token'}; loading {escape(service.model_id)}…)"
@@ -796,10 +757,10 @@ def calibrate(
         ResultStore(run_dir).load(), model=model, method=method, dataset=dataset, target=target, run=str(run_dir)
     )
     if fitted.certified_:
-        out.print(f"threshold {fitted.threshold_:.4g} for {_target_text(fitted)} on {fitted.n_fit_} examples")
+        out.print(f"threshold {fitted.threshold_:.4g} for {fitted.target_text()} on {fitted.n_fit_} examples")
     else:
         out.print(
-            f"not certified: no threshold reaches the target {_target_text(fitted)} on {fitted.n_fit_} "
+            f"not certified: no threshold reaches the target {fitted.target_text()} on {fitted.n_fit_} "
             "examples, so with this file every answer acts (abstain / fall back / escalate)"
         )
     if save is not None:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from verirag.awf.calibrag import reformulate_query
 from verirag.awf.compose import build_method, build_predictor
+from verirag.awf.defaults import DEFAULT_METHOD, JUDGED_METHOD
 from verirag.awf.entailment.base import EntailmentModel
 from verirag.awf.methods.base import AwFMethod, MethodOutput
 from verirag.awf.policies import ANSWERED, FALLBACKS, make_policy
@@ -24,7 +25,7 @@ from verirag.awf.registry import get as get_component
 from verirag.awf.spec import SEPARATOR, MethodSpec, accepted_options, split_name
 from verirag.awf.stages import UNTRUSTED_ACTIONS, ForecastRerankStage, TrustFilterStage, run_stages
 from verirag.awf.trace import Trace
-from verirag.errors import InputError, ModelNotFoundError, is_outage
+from verirag.errors import InputError, is_outage
 from verirag.learned.threshold import ANSWER, ThresholdController, as_controller
 from verirag.llm.factory import load_llm
 from verirag.llm.metered import MeteredLLM
@@ -33,54 +34,6 @@ from verirag.metrics.abstention import is_abstention
 from verirag.types import AskResult, Evidence, Passage, ScoredPassage, VerifyResult, judged_sentences
 
 log = logging.getLogger(__name__)
-
-# `ask` verifies with the trained verifier shipped in the package (verirag.learned.shipped). On the
-# default model's own answers to 275 held-out NQ and HotpotQA questions (320 answers) it ranks them
-# as well as the in-context self-check within each dataset and better across the two (AwF PR-AUC
-# 0.407 against 0.343, paired +0.064 [0.003, 0.121]) at 1/11 of self_check's judging time. And its
-# score is calibrated, where qwen2.5-1.5b's P(yes) is above 0.79 for 95% of answers: at the default
-# threshold of 0.5 self_check called 99.7% of them supported, the verifier 74% with precision
-# 0.55 against a base rate of 0.48 (README, "A verifier we train ourselves"). A user who names an
-# entailment judge (--judge) gets the method that uses one.
-TRAINED_VERIFY_METHOD = "vanilla+verifier"
-DEFAULT_METHOD = TRAINED_VERIFY_METHOD
-SELF_CHECK_METHOD = "vanilla+self_check"
-JUDGED_METHOD = "vanilla+nli"
-# Verifying another system's answer is not self_check's strength: it asks the model whether "your
-# answer" is supported, and a model vouches for an answer put in its mouth (benchmarks/
-# check_prompt_injection.py, qwen2.5-1.5b: 8 of 8 unsupported answers called supported, against 0
-# of 8 by per-passage NLI, which called 8 of 8 supported answers supported). So verifying a given
-# answer (/v1/verify, `verirag verify`) defaults to NLI, which still ranks other LLMs' answers better
-# than the trained verifier (README); setting DEFAULT_VERIFY_METHOD to TRAINED_VERIFY_METHOD is the
-# whole switch once it does not.
-DEFAULT_VERIFY_METHOD = JUDGED_METHOD
-
-
-def shipped_or_fallback(name: str, fallback: str, what: str) -> tuple[str, str | None]:
-    """`name`, or `fallback` and a warning when `name` uses the shipped verifier and none is
-    installed (a user who asked for no method wants a verdict, not a missing file; one who names
-    the method gets the error). `what` says what the method does, for the warning."""
-    if not uses_shipped_verifier(name):
-        return name, None
-    from verirag.learned.shipped import shipped_verifier_dir
-
-    try:
-        shipped_verifier_dir()
-    except ModelNotFoundError as e:
-        return fallback, f"{what} with {fallback}, not the default {name}: {e}"
-    return name, None
-
-
-def default_verify_method() -> tuple[str, str | None]:
-    """The method that verifies a given answer when the user names none, and a warning when it
-    falls back from DEFAULT_VERIFY_METHOD to JUDGED_METHOD."""
-    return shipped_or_fallback(DEFAULT_VERIFY_METHOD, JUDGED_METHOD, "verified")
-
-
-def default_ask_method() -> tuple[str, str | None]:
-    """The method `ask` uses when the user names none, and a warning when it falls back from
-    DEFAULT_METHOD to SELF_CHECK_METHOD."""
-    return shipped_or_fallback(DEFAULT_METHOD, SELF_CHECK_METHOD, "answered and verified")
 
 
 def uses_shipped_verifier(method: str) -> bool:
@@ -176,8 +129,6 @@ PRESETS: dict[str, PipelineConfig] = {
 class Pipeline:
     def __init__(self, config: PipelineConfig, *, index=None):
         self.config = config.validate()
-        # set by from_preset when the user named no method and the default could not be had
-        self.method_warning: str | None = None
         self._index = index
         self._method: AwFMethod | None = None
         self._answer_verifier = None  # (method name, predictor) that `verify` uses
@@ -192,17 +143,39 @@ class Pipeline:
         if name not in PRESETS:
             raise InputError(f"unknown pipeline preset {name!r}; known: {', '.join(PRESETS)}")
         overrides = {k: v for k, v in overrides.items() if v is not None}
-        warning = None
-        if "method" not in overrides and PRESETS[name].method == DEFAULT_METHOD:
-            if overrides.get("judge"):
-                overrides["method"] = JUDGED_METHOD  # a judge was chosen: verify with the method that uses it
-            else:  # the default needs the shipped verifier: without it, self_check, said once
-                overrides["method"], warning = default_ask_method()
-        pipeline = cls(replace(PRESETS[name], **overrides))
-        if warning:
-            log.warning(warning)
-            pipeline.method_warning = warning
-        return pipeline
+        if "method" not in overrides and overrides.get("judge"):
+            overrides["method"] = JUDGED_METHOD  # a judge was chosen: verify with the method that uses it
+        return cls(replace(PRESETS[name], **overrides))
+
+    def threshold_warnings(self) -> list[str]:
+        """What a user should hear about a threshold file (`config.threshold` a fitted
+        ThresholdController): a target that could not be certified (every answer acts), or a fit
+        for another model, method, method identity or method options. Empty for a number."""
+        from verirag.learned.threshold import ThresholdController
+
+        fitted = self.config.threshold
+        if not isinstance(fitted, ThresholdController):
+            return []
+        warnings = []
+        if not fitted.certified_:
+            warnings.append(
+                f"the target {fitted.target_text()} could not be certified on {fitted.n_fit_} examples: "
+                f"every answer acts ({self.config.fallback})"
+            )
+        expect = {"model": self.config.model, "method": self.config.method}
+        if self._llm_free_predictor() is None:  # the whole method is built anyway: compare its identity too
+            expect["method_digest"] = self.method.digest
+        warnings += fitted.mismatches(expect)[1]
+        then = fitted.provenance.get("method_options") or {}
+        now = self.method.resolved_options() if "method_digest" in expect else {}
+        changed = [
+            f"{k} {then[k]!r} (fitted) vs {now[k]!r} (now)"
+            for k in sorted(then)
+            if k in now and str(then[k]) != str(now[k])
+        ]
+        if changed:
+            warnings.append("the threshold was fitted on answers made with other options: " + "; ".join(changed))
+        return warnings
 
     # ---- index ----------------------------------------------------------------------------
     def index(self, corpus: str | Path | Sequence[Passage], *, save_to: str | Path | None = None):

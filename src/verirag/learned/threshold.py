@@ -160,6 +160,10 @@ class ThresholdController(LearnedPart):
         with np.errstate(invalid="ignore"):
             return ~np.isnan(s) & (s >= self.threshold_)
 
+    def target_text(self) -> str:
+        """The target in words, e.g. "precision 0.9" or "action rate 0.2"."""
+        return f"{self.kind.replace('_', ' ')} {self.target:g}"
+
     def decide(self, score: float | None) -> str:
         """ "answer" when the score reaches the threshold, else "act" (NaN / None scores act; an
         uncertified controller always acts)."""

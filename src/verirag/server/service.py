@@ -13,7 +13,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from verirag.awf.pipeline import Pipeline, default_verify_method, uses_shipped_verifier, why_it_cannot_verify
+from verirag.awf.defaults import DEFAULT_METHOD
+from verirag.awf.pipeline import Pipeline, why_it_cannot_verify
 from verirag.awf.spec import method_names
 from verirag.errors import InputError, VeriragError
 from verirag.learned.threshold import as_controller
@@ -41,7 +42,7 @@ class ServiceConfig:
     request_timeout: float = 300.0
     max_body_bytes: int = 1 << 20
     max_passages: int = 64  # /v1/verify: more would take minutes to judge on a CPU
-    verify_method: str | None = None  # None: default_verify_method() (the shipped verifier, or NLI without it)
+    verify_method: str = DEFAULT_METHOD  # what /v1/verify judges with when a request names no method
     warm_up: bool = True  # load the models at start-up, so /readyz means ready
 
 
@@ -65,16 +66,7 @@ class VeriragService:
             self.ready.set()
         self.load_error: str | None = None
         self._runnable: list[str] | None = None
-        # the method /v1/verify uses when a request names none; `verify_warning` says why it is not
-        # the library's default (added to each such result, so a client sees what judged it)
-        if config.verify_method:
-            if uses_shipped_verifier(config.verify_method):  # named, so missing is an error now, not on each request
-                from verirag.learned.shipped import shipped_verifier_dir
-
-                shipped_verifier_dir()
-            self.verify_method, self.verify_warning = config.verify_method, None
-        else:
-            self.verify_method, self.verify_warning = default_verify_method()
+        self.verify_method = config.verify_method or DEFAULT_METHOD
 
     # ---- state -------------------------------------------------------------------------------
     @property
@@ -179,8 +171,6 @@ class VeriragService:
         self.check_passages(len(passages))
         pipeline = self.pipeline_for(method or self.verify_method)
         result = pipeline.verify(question, answer, passages, threshold=threshold, on_stage=lambda _stage: token.check())
-        if method is None and self.verify_warning:
-            result.warnings.append(self.verify_warning)
         return result
 
     def retrieve(self, token: CancelToken, question: str, k: int | None = None) -> list[dict[str, Any]]:
