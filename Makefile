@@ -11,7 +11,7 @@ PIP    := $(PY) -m pip --disable-pip-version-check
 # depends on torch pulls a multi-GB CUDA build.
 TORCH  ?= torch==2.13.0
 
-.PHONY: demo test install models dev bench eval-small serve clean-venv verifier
+.PHONY: demo test lint install models dev bench eval-small serve clean-venv verifier
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -57,7 +57,12 @@ dev: $(VENV)/.dev
 demo: $(VENV)/.models
 	$(VENV)/bin/verirag demo
 
-test: $(VENV)/.dev $(VENV)/.wordnet $(VENV)/.browser
+# ruff's lint and format check first (configured in pyproject.toml): a finding fails before the tests run.
+lint: $(VENV)/.dev
+	$(VENV)/bin/ruff check src tests benchmarks scripts
+	$(VENV)/bin/ruff format --check src tests benchmarks scripts
+
+test: lint $(VENV)/.dev $(VENV)/.wordnet $(VENV)/.browser
 	$(PY) -m pytest -ra
 
 # The AwF study in small (configs/awf-small.yaml): NQ and HotpotQA from ../shared/data.
