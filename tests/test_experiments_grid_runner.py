@@ -7,10 +7,10 @@ import json
 import pytest
 
 from verirag.errors import InputError
+from verirag.evaluation.ground_truth import GroundTruth, answerable
 from verirag.experiments.grid.config import parse_config
 from verirag.experiments.grid.records import ResultRecord, ResultStore
 from verirag.llm.wrapper import LLMWrapper
-from verirag.train.ground_truth import GroundTruth, answerable
 from verirag.types import Example, Passage
 
 # Our own fixture: three questions about a made-up village, one whose passages do not answer it.

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from verirag.errors import InputError
+from verirag.evaluation.ground_truth import matches
 from verirag.metrics.qa import substring_match
 from verirag.retrieval.sentences import sentence_spans
-from verirag.train.ground_truth import matches
 from verirag.train.verifier_labels import (
     label_verifier,
     read_records,

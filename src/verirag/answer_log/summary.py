@@ -8,7 +8,7 @@ verdict agree with that.
 - scores: quantiles and a 10-bin histogram on [0, 1] of the verified answers' scores.
 - labels: a human label field (`--label-field`) when the log has one; otherwise, when it has
   reference answers, the AwF paper's faithfulness label V computed by verirag's ground truth
-  (`verirag.train.ground_truth`, rule recall_or_substring: every token of a reference is in the
+  (`verirag.evaluation.ground_truth`, rule recall_or_substring: every token of a reference is in the
   answer, or a reference is in it as a normalised substring; and some context contains a
   reference; an abstention is never right). On the labelled answers: AUROC of the score, PR-AUC
   (step-wise average precision; `verirag.metrics.awf.pr_auc` with answerable = label), and the
@@ -29,17 +29,17 @@ import numpy as np
 
 from verirag.answer_log.formats import AnswerLog, LogEntry
 from verirag.answer_log.report import write_report
+from verirag.evaluation.ground_truth import GroundTruth
 from verirag.jsonio import write_json
 from verirag.metrics.awf import awf_counts, pr_auc_statistic
 from verirag.metrics.calibration import auroc
 from verirag.metrics.stats import bootstrap_intervals
-from verirag.train.ground_truth import GroundTruth
 from verirag.types import Example
 
 REFERENCE_RULE = "recall_or_substring"
 REFERENCE_LABEL = (
     "faithful (the AwF paper's V): the answer matches a reference (token recall 1 or normalised "
-    "substring, verirag.train.ground_truth rule recall_or_substring; abstentions never do) and "
+    "substring, verirag.evaluation.ground_truth rule recall_or_substring; abstentions never do) and "
     "a context contains a reference"
 )
 QUANTILES = {"min": 0.0, "p10": 0.1, "p25": 0.25, "median": 0.5, "p75": 0.75, "p90": 0.9, "max": 1.0}

@@ -4,7 +4,7 @@ For each question with reference answers, the retriever's top K documents; for e
 RAG model writes the guidance z from d alone, and a label b says whether a decision built on z
 is correct. Two labelling modes:
 
-- `answer`: b = z itself is correct (the match rules of `verirag.train.ground_truth`, or
+- `answer`: b = z itself is correct (the match rules of `verirag.evaluation.ground_truth`, or
   the LLM correctness judge with match "llm"). One request per pair.
 - `decision` (the paper): the model also states its confidence c (0..10, in the same
   conversation), a surrogate user U reads (x, z, c) and decides, and b = U's decision is correct,
@@ -30,9 +30,9 @@ from typing import Any
 
 from verirag.awf.calibrag import generate_guidance, user_decision, verbal_confidence
 from verirag.errors import InputError
+from verirag.evaluation.ground_truth import matches
 from verirag.metrics.abstention import is_abstention
 from verirag.prompts import load_prompt
-from verirag.train.ground_truth import matches
 from verirag.types import Example
 
 MODES = ("answer", "decision")

@@ -29,11 +29,11 @@ from typing import Any
 
 from verirag.awf.spec import MethodSpec
 from verirag.errors import InputError, VeriragError, is_outage
+from verirag.evaluation.ground_truth import GroundTruth
 from verirag.experiments.grid.config import ExperimentConfig
 from verirag.experiments.grid.executors import get_executor
 from verirag.experiments.grid.records import ResultRecord, ResultStore, record_key
 from verirag.llm.metered import MeteredLLM
-from verirag.train.ground_truth import GroundTruth
 from verirag.types import Example
 
 RUN_FILE = "run.json"

@@ -358,9 +358,9 @@ def evaluate_question(cfg: CalibragStudyConfig, ex, index, llm, user, forecaster
     from verirag.awf.calibrag import generate_guidance, reformulate_query, user_decision, verbal_confidence
     from verirag.awf.llm_rerank import LLMRerank
     from verirag.awf.stages import ForecastRerankStage, run_stages
+    from verirag.evaluation.ground_truth import matches
     from verirag.learned.forecaster import pair_text
     from verirag.metrics.abstention import is_abstention
-    from verirag.train.ground_truth import matches
 
     q = ex.question_with_history()
     refs = [r for r in ex.references if r.strip()]

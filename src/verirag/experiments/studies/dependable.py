@@ -311,8 +311,8 @@ class _Answerer:
     def _one(self, question: str, passages, references, *, no_context: bool = False) -> dict[str, Any]:
         from verirag.awf.trace import Trace
         from verirag.errors import VeriragError
+        from verirag.evaluation.ground_truth import matches
         from verirag.metrics.abstention import is_abstention
-        from verirag.train.ground_truth import matches
 
         if not passages and not no_context:  # abstain on an empty trusted set
             return {"answer": "", "correct": 0, "consistent": None, "error": None, "abstained": True}

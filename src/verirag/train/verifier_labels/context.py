@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from verirag.errors import InputError
+from verirag.evaluation.ground_truth import matches
 from verirag.metrics.abstention import is_abstention
 from verirag.metrics.faithfulness import k_precision
 from verirag.metrics.qa import normalize_answer
 from verirag.retrieval.sentences import sentence_spans
-from verirag.train.ground_truth import matches
 from verirag.train.verifier_labels.generation import Generated, generate
 from verirag.train.verifier_labels.sources import Question, Source, question_hash
 from verirag.train.verifier_labels.spans import answer_kind, find_spans
@@ -29,7 +29,7 @@ from verirag.types import Passage
 
 CONDITIONS = ("gold", "mixed", "distractor")
 PASSAGES_PER_QUESTION = 5
-MATCH_RULE = "recall_or_substring"  # the AwF label's default rule (verirag.train.ground_truth)
+MATCH_RULE = "recall_or_substring"  # the AwF label's default rule (verirag.evaluation.ground_truth)
 GROUNDED_PRECISION = 0.6  # share of a sentence's words found in its passages or question
 
 
