@@ -1,7 +1,7 @@
 """OUT/report.html of a verified log: the summary, a score histogram, then every answer, the flagged
 ones first (failed verifications and unsupported answers, lowest score first, then malformed lines),
 each with the passage that supports it best (the closest one when it is unsupported).
-Written by the reports' one page writer (`verirag.experiments.report.page`): one self-contained file."""
+Written by the reports' one page writer (`verirag.evaluation.page`): one self-contained file."""
 
 from __future__ import annotations
 
@@ -13,8 +13,7 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
-from verirag.experiments.report.page import REPORT_FILE, html_table, num, save_figure, write_page
-from verirag.experiments.report.plots import to_png
+from verirag.evaluation.page import REPORT_FILE, html_table, num, save_figure, to_png, write_page
 
 FIGURES_DIR = "figures"
 EXCERPT_CHARS = 600

@@ -9,8 +9,8 @@
   paper's questions by default, and the pairs of `verirag report --compare BASELINE:METHOD`);
 - tables/*.md and tables/*.tex: the tables of `report.tables`;
 - figures/*.png: the figures of `report.plots`;
-- report.html: one self-contained page (`report.page`: inline CSS, images as data URIs, no external
-  URL) with the run name, counts, an error summary, the tables and the figures.
+- report.html: one self-contained page (`verirag.evaluation.page`: inline CSS, images as data URIs,
+  no external URL) with the run name, counts, an error summary, the tables and the figures.
 
 run.json keys, all optional (defaults in brackets): name [the directory name], threshold
 [{"value": 0.5}], bootstrap [1000 resamples, 0.95, seed 0], applications [none]:
@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from verirag.errors import InputError
+from verirag.evaluation.page import REPORT_FILE, save_figure, write_page
 from verirag.experiments.grid.applications import no_rag_fallback, switch_to_larger
 from verirag.experiments.grid.comparisons import DEFAULT_PAIRS, compare_methods
 from verirag.experiments.grid.records import RESULTS_FILE, ResultRecord, ResultStore
@@ -41,7 +42,6 @@ from verirag.experiments.grid.summary import (
     write_summary,
 )
 from verirag.experiments.report import plots
-from verirag.experiments.report.page import REPORT_FILE, save_figure, write_page
 from verirag.experiments.report.tables import (
     Table,
     awf_tables,

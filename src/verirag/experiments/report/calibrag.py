@@ -8,7 +8,7 @@ import html
 from pathlib import Path
 from typing import Any
 
-from verirag.experiments.report.page import REPORT_FILE, html_table, num, save_figure, write_page
+from verirag.evaluation.page import REPORT_FILE, html_table, num, save_figure, write_page
 from verirag.experiments.report.plots import reliability_figure
 from verirag.experiments.report.tables import Table, write_tables
 

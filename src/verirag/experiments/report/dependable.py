@@ -15,8 +15,7 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from verirag.experiments.report.page import REPORT_FILE, html_table, num, save_figure, write_page
-from verirag.experiments.report.plots import DPI, to_png
+from verirag.evaluation.page import DPI, REPORT_FILE, html_table, num, save_figure, to_png, write_page
 
 
 def figure4(rows: list[dict[str, Any]], dataset: str) -> Figure:

@@ -20,13 +20,12 @@ resamples of the summary's intervals (the first `n_resamples` of them).
 
 from __future__ import annotations
 
-import io
 from collections.abc import Mapping, Sequence
 
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from verirag.evaluation.page import to_png
 from verirag.metrics.awf import awf_counts, awf_curve, awf_curve_counts, awf_scores
 from verirag.metrics.calibration import reliability_diagram
 from verirag.metrics.stats import (
@@ -38,7 +37,6 @@ from verirag.metrics.stats import (
 )
 
 __all__ = [
-    "DPI",
     "awf_pr_figure",
     "fallback_figure",
     "method_colors",
@@ -46,10 +44,8 @@ __all__ = [
     "pr_band",
     "reliability_figure",
     "switch_figure",
-    "to_png",
 ]
 
-DPI = 110
 # fixed margins rather than tight_layout, which measures every text artist (a third of the time)
 _ONE_PANEL = {"left": 0.11, "right": 0.97, "bottom": 0.12, "top": 0.92}
 
@@ -61,13 +57,6 @@ def method_colors(methods: Sequence[str]) -> dict[str, tuple]:
     names = sorted(set(methods))
     cmap = colormaps["tab10" if len(names) <= 10 else "tab20"]
     return {m: cmap(i % cmap.N) for i, m in enumerate(names)}
-
-
-def to_png(fig: Figure) -> bytes:
-    buf = io.BytesIO()
-    FigureCanvasAgg(fig)
-    fig.savefig(buf, format="png", dpi=DPI)
-    return buf.getvalue()
 
 
 # --------------------------------------------------------------------------- bootstrap curve data

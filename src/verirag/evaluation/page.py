@@ -1,16 +1,23 @@
-"""The one HTML page writer of every report (the AwF grid's, the dependable and CalibRAG studies'):
-a self-contained page (inline CSS, figures as base64 data URIs, no external URL)."""
+"""The one HTML page writer of every report (`verirag verify`'s log report, the AwF grid's, the
+dependable and CalibRAG studies'): a self-contained page (inline CSS, figures as base64 data URIs, no
+external URL), and `to_png`, which renders a matplotlib figure on the Agg canvas (pyplot is never
+imported, so no window opens and no global backend is changed)."""
 
 from __future__ import annotations
 
 import base64
 import html
+import io
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 REPORT_FILE = "report.html"
+DPI = 110
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em auto;
@@ -42,6 +49,16 @@ def html_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
     body = "".join("<tr>" + "".join(f'<td class="n">{html.escape(num(c))}</td>' for c in r) + "</tr>" for r in rows)
     return f'<table class="t"><tr>{head}</tr>{body}</table>'
+
+
+def to_png(fig: Figure) -> bytes:
+    """The figure as PNG bytes at `DPI`."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # only pages with figures pay for it
+
+    buf = io.BytesIO()
+    FigureCanvasAgg(fig)
+    fig.savefig(buf, format="png", dpi=DPI)
+    return buf.getvalue()
 
 
 def save_figure(fig_dir: Path, file_name: str, caption: str, png: bytes) -> str:
