@@ -11,6 +11,10 @@ PIP    := $(PY) -m pip --disable-pip-version-check
 # The CPU build of torch lies on these machines' disk; installed first, so that nothing that
 # depends on torch pulls a multi-GB CUDA build.
 TORCH  ?= torch==2.13.0
+# The benchmark files (NQ, HotpotQA, NoMIRACL, instruct_qa_human) lie beside this checkout on the
+# project's machines; the library never guesses that path, so eval-small, verifier and bench are told
+# it here (override on the command line; the tests take theirs from the shared_data fixture).
+export VERIRAG_DATA_DIR ?= $(abspath ../shared/data)
 
 .PHONY: demo test test-fast lint install models dev bench eval-small serve clean-venv verifier
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from collections import Counter
 from pathlib import Path
 
@@ -27,7 +28,13 @@ def main() -> None:
     ap.add_argument("verifier", type=Path, help="a trained verifier folder (its verifier.json)")
     ap.add_argument("labels", type=Path, nargs="+", help="the labels files it was trained on, in order")
     ap.add_argument("--out", type=Path, required=True, help="the groups file to write (DATASET:GROUP lines)")
+    ap.add_argument(
+        "--data", type=Path, help="the benchmark data folder (default: $VERIRAG_DATA_DIR, else ../shared/data)"
+    )
     args = ap.parse_args()
+    # the compact labels are resolved against the benchmark files, looked up in $VERIRAG_DATA_DIR
+    default = os.environ.get("VERIRAG_DATA_DIR") or Path(__file__).resolve().parents[2] / "shared" / "data"
+    os.environ["VERIRAG_DATA_DIR"] = str(args.data or default)
     saved = json.loads((args.verifier / "verifier.json").read_text())
     settings = saved["settings"]
     v = TrainedVerifier(val_share=settings["val_share"], seed=settings["seed"])

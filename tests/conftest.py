@@ -21,6 +21,8 @@ def pytest_configure(config):
 
         os.environ["VERIRAG_TEST_CACHE_DIR"] = tempfile.mkdtemp(prefix="verirag-test-cache-")
     os.environ["VERIRAG_CACHE_DIR"] = os.environ["VERIRAG_TEST_CACHE_DIR"]
+    # The benchmark folder comes only from the `shared_data_dir` fixture, so that no test reads it unasked.
+    os.environ.pop("VERIRAG_DATA_DIR", None)
 
 
 @pytest.fixture(scope="session")
@@ -29,6 +31,13 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip("../shared/data is not present on this machine")
     return SHARED_DATA
+
+
+@pytest.fixture
+def shared_data_dir(shared_data, monkeypatch) -> Path:
+    """`shared_data`, also set as $VERIRAG_DATA_DIR for code that looks datasets up by name."""
+    monkeypatch.setenv("VERIRAG_DATA_DIR", str(shared_data))
+    return shared_data
 
 
 @pytest.fixture(scope="session")

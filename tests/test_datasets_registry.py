@@ -62,7 +62,10 @@ def test_n_is_deterministic_and_keeps_file_order(tmp_path: Path) -> None:
     assert len(load_dataset("jsonl", f, n=500)) == 50
 
 
-def test_default_data_dir_is_beside_the_checkout(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_a_data_dir_nothing_is_guessed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("VERIRAG_DATA_DIR", raising=False)
-    repo = Path(__file__).resolve().parents[1]
-    assert data_dir() == repo.parent / "shared" / "data"
+    with pytest.raises(InputError, match=r"VERIRAG_DATA_DIR.*--data DIR"):
+        data_dir()
+    with pytest.raises(InputError, match=r"'nomiracl' has no path and VERIRAG_DATA_DIR is not set.*nomiracl_en"):
+        load_dataset("nomiracl")
+    assert data_dir(tmp_path) == tmp_path  # an explicit folder needs no setting

@@ -65,13 +65,14 @@ def test_hotpotqa_original_distractor_setting(shared_data: Path) -> None:
     assert len(dev) == 100 and all(e.answerable and sum(e.relevance) == 2 for e in dev)
 
 
-def test_nomiracl(shared_data: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_nomiracl(shared_data_dir: Path) -> None:
+    shared_data = shared_data_dir
     examples = load_dataset("nomiracl", shared_data / "nomiracl_en")
     assert Counter(e.answerable for e in examples) == {True: 250, False: 250}
     assert all(len(e.passages) == 10 for e in examples)
     assert all(p.title and p.text and "\n\n[" not in p.text for e in examples for p in e.passages)
     assert all(e.question and not e.question.startswith("QUESTION") for e in examples)
-    monkeypatch.delenv("VERIRAG_DATA_DIR", raising=False)  # the default path is the same folder
+    # by name, the default path in $VERIRAG_DATA_DIR is the same folder
     assert load_dataset("nomiracl", n=20, seed=3) == load_dataset("nomiracl", shared_data / "nomiracl_en", n=20, seed=3)
 
 

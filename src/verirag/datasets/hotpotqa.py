@@ -5,7 +5,7 @@ only (answerable False) and with one distractor replaced by a gold paragraph (an
 both in `group` = the question id. `n` samples questions, so n gives 2n examples.
 
 `path` is a HotpotQA file (JSON array or JSON lines) or a folder whose *.json / *.jsonl files are
-all read, in name order: by default ../shared/data/hotpotqa_amor_subset (dev.json: 100
+all read, in name order: by default $VERIRAG_DATA_DIR/hotpotqa_amor_subset (dev.json: 100
 distractor-setting questions; test.json: 500 questions whose context paragraphs were retrieved,
 so for some of them no gold paragraph text is in the file and they are skipped).
 """

@@ -1,9 +1,10 @@
 """Every dataset loader by name: `load_dataset("nq", n=200, k=5)`, `dataset_names()`.
 
 A loader is found by its dataset name, lives in the module of that name, and takes a local path
-(nothing here reaches the network). Without a path, the file is looked up in the data folder:
-$VERIRAG_DATA_DIR, else the `shared/data` folder beside the verirag checkout (where the project's
-benchmark files live); datasets with no default file need an explicit path.
+(nothing here reaches the network). Without a path, the file is looked up in the data folder named
+by $VERIRAG_DATA_DIR; unset, that is an `InputError` saying so (the library never guesses where a
+checkout keeps its benchmark files: the Makefile, the benchmarks and the tests say it themselves).
+Datasets with no default file always need an explicit path.
 """
 
 from __future__ import annotations
@@ -134,13 +135,23 @@ def dataset_info(name: str) -> DatasetInfo:
     return _DATASETS[name]
 
 
-def data_dir() -> Path:
-    """$VERIRAG_DATA_DIR, else the shared/data folder beside the checkout (may not exist)."""
-    explicit = os.environ.get(DATA_DIR_ENV, "").strip()
+def _data_dir_setting() -> str:
+    # read here, in one place, until the settings object of the VERIRAG_* variables takes it over
+    return os.environ.get(DATA_DIR_ENV, "").strip()
+
+
+def data_dir(path: str | Path | None = None) -> Path:
+    """The benchmark data folder: `path` when given, else $VERIRAG_DATA_DIR; `InputError` when
+    neither is set (nothing is guessed, so a missing setting never reads some other folder)."""
+    if path is not None and str(path).strip():
+        return Path(path).expanduser()
+    explicit = _data_dir_setting()
     if explicit:
         return Path(explicit).expanduser()
-    # src/verirag/datasets/registry.py -> the checkout is parents[3]; shared/ sits beside it.
-    return Path(__file__).resolve().parents[3].parent / "shared" / "data"
+    raise InputError(
+        f"no benchmark data folder: set {DATA_DIR_ENV} to the folder that holds the benchmark files, "
+        "or give the path (--data DIR on the command line, load_dataset(name, path) in Python)"
+    )
 
 
 def default_path(name: str) -> Path:
@@ -149,6 +160,12 @@ def default_path(name: str) -> Path:
     if info.default is None:
         raise InputError(
             f"dataset {name!r} needs a path: pass {info.expects}, e.g. load_dataset({name!r}, 'path/to/file')"
+        )
+    if not _data_dir_setting():
+        raise InputError(
+            f"dataset {name!r} has no path and {DATA_DIR_ENV} is not set: pass {info.expects} "
+            f"(a dataset's `path:` in a config, load_dataset({name!r}, path) in Python), or set "
+            f"{DATA_DIR_ENV} to the folder that holds {info.default}"
         )
     path = data_dir() / info.default
     if not path.exists():

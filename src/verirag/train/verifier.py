@@ -2,8 +2,8 @@
 (`verirag.learned.verifier`), record what it was fitted on.
 
 The examples come from a reader, a function LABELS -> VerifierExamples, so the labelling run's
-resolver (compact records read back against ../shared/data) plugs in beside the plain format
-read here, a JSONL of resolved examples, one object per line:
+resolver (compact records read back against the benchmark files in $VERIRAG_DATA_DIR) plugs in
+beside the plain format read here, a JSONL of resolved examples, one object per line:
 
     {"question": "...", "answer": "...", "passages": ["...", ...], "label": 1,
      "recipe": "real", "group": "nq:123", "sentence_labels": [1, 0] or null, "source": "..."}
@@ -111,7 +111,8 @@ def summary(examples: list[VerifierExample]) -> dict[str, Any]:
 
 def read_labels(path: Path) -> Iterator[VerifierExample]:
     """Either file `verirag train verifier` takes: the compact records of `verirag label verifier`
-    (resolved against ../shared/data by id; they carry a question hash "qh") or resolved examples."""
+    (resolved by id against the benchmark files in $VERIRAG_DATA_DIR; they carry a question hash "qh")
+    or resolved examples."""
     try:
         with open(path, encoding="utf-8") as fh:
             first = next((line for line in fh if line.strip()), "")

@@ -31,7 +31,7 @@ def passage_text(p: Passage) -> str:
 def resolve(records: Iterable[dict[str, Any]], data_root: str | Path | None = None) -> list[VerifierExample]:
     """The examples of `records` (skips left out), in order; see the module doc."""
     examples_records = [r for r in records if is_example(r)]
-    root = Path(data_root) if data_root is not None else data_dir()
+    root = data_dir(data_root)
     ctx = LabelContext(load_sources(root, sorted({r["dataset"] for r in examples_records})) if examples_records else {})
     evaluation = evaluation_questions(root) if examples_records else set()
     out = []

@@ -133,7 +133,7 @@ def label_verifier(
     (model name -> LLM) is given."""
     check_options(recipes, models, n, limit, real_per_question, swap_from)
     t0 = time.perf_counter()
-    root = Path(data_root) if data_root is not None else data_dir()
+    root = data_dir(data_root)
     run = LabelRun(out=Path(out))
     excluded_keys = evaluation_questions(root)
     sources = load_sources(root, datasets)
