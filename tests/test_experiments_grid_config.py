@@ -294,7 +294,7 @@ def test_a_dataset_default_no_method_takes_is_an_error():
 def test_digests_differ_with_options():
     # a record's identity is its built method's digest: the options with their defaults (a
     # dataset's method_options and the generation length included), the prompts, the model
-    from test_prompt_layout import NoCallLLM
+    from doubles import NoCallLLM
 
     from verirag.awf.compose import build_method
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
+from doubles import NoCallLLM  # builds prompts only: these tests are about layout, not a model's reply
 
 from verirag.awf.compose import build_method
 from verirag.awf.generators.instructrag import InstructRAGGenerator
@@ -16,7 +17,6 @@ from verirag.awf.predictors.llm_judge import LLMJudgePredictor
 from verirag.awf.predictors.pre_answering import PreAnsweringPredictor
 from verirag.awf.spec import MethodSpec
 from verirag.errors import InputError
-from verirag.llm.base import LLM, LOGPROBS, NEXT_TOKEN, SCORE
 from verirag.prompts import LAYOUTS, load_prompt
 from verirag.types import Passage
 
@@ -25,19 +25,6 @@ PASSAGES = [
     Passage("b", "The Seine flows through {Paris}."),
     Passage("c", "France is in Europe.", title="France"),
 ]
-
-
-class NoCallLLM(LLM):
-    """Builds prompts only: these tests are about layout, not about any model's reply."""
-
-    backend = "none"
-    model_id = fingerprint = "none"
-    capabilities = frozenset({NEXT_TOKEN, SCORE, LOGPROBS})
-
-    def generate(self, *a, **k):  # pragma: no cover - never called
-        raise AssertionError("no request expected")
-
-    score = next_token_logprobs = generate
 
 
 def all_shared_prompts(question="Where is Paris?"):
