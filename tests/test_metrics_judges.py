@@ -1,14 +1,14 @@
-"""LLM judges: verdict parsing on canned replies, a scripted fake LLM, and SmolLM2 end to end."""
+"""LLM judges: verdict parsing on canned replies, a scripted stand-in LLM, and SmolLM2 end to end."""
 
 from __future__ import annotations
 
 import math
 
 import pytest
+from doubles import ScriptedLLM
 
 from verirag.errors import BackendError
 from verirag.metrics import judges as J
-from verirag.types import Generation
 
 
 @pytest.mark.parametrize(
@@ -49,32 +49,6 @@ def test_parse_unreadable_is_none_with_reason(text):
     assert verdict is None and reason.startswith("unparseable")
 
 
-class ScriptedLLM:
-    """Returns canned replies in order; records the prompts it was sent."""
-
-    backend = "scripted"
-    capabilities = frozenset({"next_token"})
-
-    def __init__(self, replies=(), logprobs=None):
-        self.replies = list(replies)
-        self.logprobs = logprobs
-        self.prompts = []
-
-    def generate(self, prompt, *, max_tokens=256, temperature=0.0, **kw):
-        self.prompts.append(prompt)
-        r = self.replies.pop(0)
-        if isinstance(r, Exception):
-            raise r
-        return Generation(text=r)
-
-    def next_token_logprobs(self, prompt, *, top_k=20, candidates=()):
-        self.prompts.append(prompt)
-        return dict(self.logprobs)
-
-    def require(self, *caps):
-        pass
-
-
 def test_correctness_judge_max_over_references_and_raw_kept():
     llm = ScriptedLLM(["No.", "Yes"])
     v = J.CorrectnessJudge(llm).judge("Who?", ["Bill Murray", "Murray"], "It was Bill.")
@@ -106,13 +80,13 @@ def test_faithfulness_judge_prompt_and_logprob_mode():
     v = J.FaithfulnessJudge(llm).judge(["Paris is in France.", "It is big."], "Lyon", "Where?")
     assert v.verdict is False
     assert "Evidence: Paris is in France. It is big." in llm.prompts[0][-1]["content"]
-    llm = ScriptedLLM(logprobs={"Yes": math.log(0.6), " yes": math.log(0.1), "No": math.log(0.1), "The": -1})
+    llm = ScriptedLLM([], next_token={"Yes": math.log(0.6), " yes": math.log(0.1), "No": math.log(0.1), "The": -1})
     v = J.FaithfulnessJudge(llm, mode="logprobs").judge(["p"], "r")
     assert v.verdict is True and v.score == pytest.approx(0.7 / 0.8)
     assert v.raw[0]["p_yes"] == pytest.approx(0.7)
-    llm = ScriptedLLM(logprobs={" Yes": math.log(0.2), "No": math.log(0.2)})
+    llm = ScriptedLLM([], next_token={" Yes": math.log(0.2), "No": math.log(0.2)})
     assert J.FaithfulnessJudge(llm, mode="logprobs").judge(["p"], "r").score == pytest.approx(0.5)
-    llm = ScriptedLLM(logprobs={"The": -0.1})
+    llm = ScriptedLLM([], next_token={"The": -0.1})
     v = J.FaithfulnessJudge(llm, mode="logprobs").judge(["p"], "r")
     assert v.verdict is None and "among the next-token candidates" in v.reason
 
