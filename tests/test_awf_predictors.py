@@ -7,41 +7,19 @@ from __future__ import annotations
 import math
 
 import pytest
+from doubles import FailingLLM, ScriptedLLM
 
 from verirag.awf.predictors import KPrecisionPredictor, LLMJudgePredictor, PreAnsweringPredictor, TrivialPredictor
 from verirag.awf.registry import get, names
 from verirag.awf.trace import Trace
 from verirag.errors import BackendError, CapabilityError
-from verirag.llm.base import EXACT_NEXT_TOKEN, LLM, NEXT_TOKEN
-from verirag.types import Generation, Passage
+from verirag.types import Passage
 
 PASSAGES = [
     Passage("a", "The Harbour Ferry crosses the bay in 25 minutes.", title="Ferry"),
     Passage("b", "Puffins nest on the cliffs in April."),
 ]
 QUESTION = "How long does the Harbour Ferry take to cross the bay?"
-
-
-class StandIn(LLM):
-    backend = "standin"
-    model_id = fingerprint = "standin"
-    capabilities = frozenset({NEXT_TOKEN, EXACT_NEXT_TOKEN})
-
-    def __init__(self, next_token=None, text="25 minutes"):
-        self.next_token = next_token or {}
-        self.text = text
-        self.requests = []
-
-    def generate(self, prompt, **kw):
-        return Generation(text=self.text, model=self.model_id)
-
-    def next_token_logprobs(self, prompt, *, top_k=20, candidates=()):
-        self.requests.append(prompt)
-        return dict(self.next_token)
-
-
-class NoLogits(StandIn):
-    capabilities = frozenset()
 
 
 def test_all_registered():
@@ -70,25 +48,25 @@ def test_k_precision_scores_overlap():
     ],
 )
 def test_pre_answering_reads_branch_tokens(lps, expected):
-    v = PreAnsweringPredictor(StandIn(lps)).verify(QUESTION, "", PASSAGES)
+    v = PreAnsweringPredictor(ScriptedLLM(next_token=lps)).verify(QUESTION, "", PASSAGES)
     assert v.ok and v.score == pytest.approx(expected)
 
 
 def test_pre_answering_prompt_is_nomiracl_style():
-    llm = StandIn({"Yes": 0.0})
+    llm = ScriptedLLM(next_token={"Yes": 0.0})
     PreAnsweringPredictor(llm, layout="paper").verify(QUESTION, "", PASSAGES)
-    text = llm.requests[0][-1]["content"]
+    text = llm.prompts[0][-1]["content"]
     assert '"Yes, answer is present" or "I don\'t know"' in text
     assert "[1] Ferry: The Harbour Ferry" in text and "[2] Puffins" in text and QUESTION in text
 
 
 def test_pre_answering_without_branch_tokens_is_nan_with_error():
-    v = PreAnsweringPredictor(StandIn({"Maybe": -0.1})).verify(QUESTION, "", PASSAGES)
+    v = PreAnsweringPredictor(ScriptedLLM(next_token={"Maybe": -0.1})).verify(QUESTION, "", PASSAGES)
     assert math.isnan(v.score) and "neither yes nor i/no among" in v.error
 
 
 def test_pre_answering_is_memoised_independently_of_the_answer():
-    llm = StandIn({"Yes": math.log(0.8), "I": math.log(0.2)})
+    llm = ScriptedLLM(next_token={"Yes": math.log(0.8), "I": math.log(0.2)})
     p = PreAnsweringPredictor(llm)
     trace = Trace(QUESTION, PASSAGES)
     from verirag.awf.compose import ComposedMethod
@@ -100,21 +78,18 @@ def test_pre_answering_is_memoised_independently_of_the_answer():
 
 
 def test_llm_judge_score_and_prompt():
-    llm = StandIn({"Yes": math.log(0.3), "No": math.log(0.1)})
+    llm = ScriptedLLM(next_token={"Yes": math.log(0.3), "No": math.log(0.1)})
     v = LLMJudgePredictor(llm, layout="paper").verify(QUESTION, "25 minutes", PASSAGES)
     assert v.score == pytest.approx(0.75)
-    user = llm.requests[0][-1]["content"]
+    user = llm.prompts[0][-1]["content"]
     assert "Answer: 25 minutes" in user and "[1]" in user and "[2]" in user
-    assert math.isnan(LLMJudgePredictor(StandIn({"Hmm": 0.0})).verify(QUESTION, "x", PASSAGES).score)
+    assert math.isnan(LLMJudgePredictor(ScriptedLLM(next_token={"Hmm": 0.0})).verify(QUESTION, "x", PASSAGES).score)
     assert "empty answer" in LLMJudgePredictor(llm).verify(QUESTION, "", PASSAGES).error
 
 
 def test_backend_failures_are_recorded():
-    class Broken(StandIn):
-        def next_token_logprobs(self, prompt, **kw):
-            raise BackendError("prompt too long")
-
-    for p in (PreAnsweringPredictor(Broken()), LLMJudgePredictor(Broken())):
+    broken = FailingLLM(BackendError("prompt too long"))
+    for p in (PreAnsweringPredictor(broken), LLMJudgePredictor(broken)):
         v = p.verify(QUESTION, "25 minutes", PASSAGES)
         assert math.isnan(v.score) and "prompt too long" in v.error
 
@@ -122,5 +97,5 @@ def test_backend_failures_are_recorded():
 def test_missing_capability_fails_at_construction():
     for cls in (PreAnsweringPredictor, LLMJudgePredictor):
         with pytest.raises(CapabilityError):
-            cls(NoLogits())
-    TrivialPredictor(NoLogits()), KPrecisionPredictor(NoLogits())  # need nothing
+            cls(ScriptedLLM())
+    TrivialPredictor(ScriptedLLM()), KPrecisionPredictor(ScriptedLLM())  # need nothing
