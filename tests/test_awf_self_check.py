@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import math
-
 import pytest
+from doubles import ScriptedLLM, yes_no
 
 from verirag.awf.compose import build_method
 from verirag.awf.spec import method_names
 from verirag.awf.trace import Trace
 from verirag.errors import CapabilityError, InputError
-from verirag.llm.base import EXACT_NEXT_TOKEN, LLM, NEXT_TOKEN
 from verirag.types import Generation, Passage
 
 PASSAGES = [
@@ -20,30 +18,18 @@ PASSAGES = [
 QUESTION = "How long does the Harbour Ferry take to cross the bay?"
 
 
-class Recording(LLM):
+def recording(p_yes=0.7) -> ScriptedLLM:
     """A stand-in that records what it is asked (the test is about what self_check sends)."""
-
-    backend = "standin"
-    capabilities = frozenset({NEXT_TOKEN, EXACT_NEXT_TOKEN})
-    model_id = fingerprint = "standin"
-
-    def __init__(self, p_yes=0.7):
-        self.p_yes, self.prompts = p_yes, []
-
-    def generate(self, prompt, **kw):
-        self.prompts.append(("generate", prompt))
-        return Generation(text=" 25 minutes", model=self.model_id, token_ids=[5, 6])
-
-    def next_token_logprobs(self, prompt, *, top_k=20, candidates=()):
-        self.prompts.append(("next_token", prompt))
-        return {"Yes": math.log(self.p_yes), "No": math.log(1 - self.p_yes)}
+    reply = Generation(text=" 25 minutes", model="standin", token_ids=[5, 6])
+    return ScriptedLLM(reply, next_token=yes_no(p_yes), name="standin")
 
 
 def test_it_continues_the_generators_conversation_with_the_generated_ids():
-    llm = Recording()
+    llm = recording()
     out = build_method("vanilla+self_check", llm).run(Trace(QUESTION, PASSAGES))
     assert out.score == pytest.approx(0.7) and out.error is None and out.answer == "25 minutes"
-    (_, generated), (_, checked) = llm.prompts
+    generated, checked = llm.prompts
+    assert llm.ops == ["generate", "next_token"]
     assert checked[: len(generated)] == generated  # the same conversation, not a new prompt
     reply, follow = checked[len(generated) :]
     assert reply == {"role": "assistant", "content": " 25 minutes", "token_ids": [5, 6]}  # raw text, ids
@@ -52,7 +38,7 @@ def test_it_continues_the_generators_conversation_with_the_generated_ids():
 
 
 def test_its_value_is_keyed_by_the_generation_it_continues():
-    llm, trace = Recording(), Trace(QUESTION, PASSAGES)
+    llm, trace = recording(), Trace(QUESTION, PASSAGES)
     a = build_method("vanilla+self_check", llm).run(trace)
     b = build_method("instructrag+self_check", llm).run(trace)
     keys = [k for k in trace.computed if k.startswith("predictor:self_check")]
@@ -66,12 +52,13 @@ def test_an_answer_from_elsewhere_is_checked_in_the_vanilla_conversation():
     from verirag.awf.generators.vanilla import VanillaGenerator
     from verirag.awf.predictors.self_check import SelfCheckPredictor
 
-    llm = Recording(p_yes=0.2)
+    llm = recording(p_yes=0.2)
     v = SelfCheckPredictor(llm).verify(QUESTION, "25 minutes", PASSAGES)
     assert v.score == pytest.approx(0.2)
     # the score names no passage; the supporting one is attributed lexically (K-Precision)
     assert v.per_passage == [1.0, 0.0] and v.best == 0
-    ((_, prompt),) = llm.prompts
+    (prompt,) = llm.prompts
+    assert llm.ops == ["next_token"]
     assert prompt[:-2] == VanillaGenerator.prompt_messages(QUESTION, PASSAGES)
     assert prompt[-2] == {"role": "assistant", "content": "25 minutes"}  # no ids: read as text
     assert SelfCheckPredictor(llm).verify(QUESTION, " ", PASSAGES).error  # empty answer: recorded
@@ -79,12 +66,12 @@ def test_an_answer_from_elsewhere_is_checked_in_the_vanilla_conversation():
 
 
 def test_it_needs_next_token_logprobs_and_a_conversation_with_passages():
-    llm = Recording()
+    llm = recording()
     llm.capabilities = frozenset()
     with pytest.raises(CapabilityError, match="next_token"):
         build_method("vanilla+self_check", llm)
     with pytest.raises(InputError, match="no passages"):
-        build_method("no_context+self_check", Recording())
+        build_method("no_context+self_check", recording())
     assert "vanilla+self_check" in method_names() and "no_context+self_check" not in method_names()
 
 
