@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+from doubles import CountingLLM, ScriptedLLM, yes_no
 
 from verirag.awf.compose import ComposedMethod, build_method
 from verirag.awf.methods.base import MethodOutput
@@ -25,8 +26,7 @@ from verirag.awf.spec import method_names
 from verirag.awf.trace import Trace
 from verirag.errors import BackendError, InputError, NotFittedError
 from verirag.learned.threshold import ThresholdController
-from verirag.llm.base import EXACT_NEXT_TOKEN, LLM, NEXT_TOKEN
-from verirag.types import Generation, Passage
+from verirag.types import Passage
 
 PASSAGES = [
     Passage("a", "The Harbour Ferry crosses the bay in 25 minutes.", title="Ferry"),
@@ -36,43 +36,10 @@ QUESTION = "How long does the Harbour Ferry take to cross the bay?"
 PREDICTORS = ("trivial", "pre_answering", "nli", "k_precision", "llm_judge")
 
 
-class StandIn(LLM):
-    backend = "standin"
-    capabilities = frozenset({NEXT_TOKEN, EXACT_NEXT_TOKEN})
-    context_window = 2048
-
-    def __init__(self, text="25 minutes", p_yes=0.8, name="standin"):
-        self.text, self.p_yes = text, p_yes
-        self.model_id = self.fingerprint = name
-
-    def generate(self, prompt, **kw):
-        if isinstance(self.text, Exception):
-            raise self.text
-        return Generation(text=self.text, model=self.model_id)
-
-    def next_token_logprobs(self, prompt, *, top_k=20, candidates=()):
-        return {"Yes": math.log(self.p_yes), "No": math.log(1 - self.p_yes), "I": math.log(1 - self.p_yes)}
-
-
-class Counting(LLM):
-    """Wraps a real or stand-in LLM and counts backend requests by kind."""
-
-    def __init__(self, inner):
-        self.inner = inner
-        self.backend, self.model_id, self.fingerprint = inner.backend, inner.model_id, inner.fingerprint
-        self.capabilities, self.context_window = inner.capabilities, inner.context_window
-        self.calls = {"generate": 0, "next_token_logprobs": 0}
-
-    def generate(self, prompt, **kw):
-        self.calls["generate"] += 1
-        return self.inner.generate(prompt, **kw)
-
-    def next_token_logprobs(self, prompt, **kw):
-        self.calls["next_token_logprobs"] += 1
-        return self.inner.next_token_logprobs(prompt, **kw)
-
-    def count_tokens(self, text):
-        return self.inner.count_tokens(text)
+def standin(text="25 minutes", p_yes=0.8, name="standin", next_token=None) -> ScriptedLLM:
+    """Answers `text` (an Exception is raised); judges Yes with `p_yes` ("I", pre_answering's no, as No)."""
+    next_token = next_token or {**yes_no(p_yes), "I": math.log(1 - p_yes)}
+    return ScriptedLLM(text, next_token=next_token, name=name, backend="standin", context_window=2048)
 
 
 def run_all(llm):
@@ -90,11 +57,11 @@ def check_contract(out: MethodOutput):
 
 
 def test_all_predictors_cost_one_generation():
-    llm = Counting(StandIn())
+    llm = CountingLLM(standin())
     trace, outs = run_all(llm)
     assert llm.calls["generate"] == 1
     # pre_answering 1 + llm_judge 1 + nli one per passage (short passages: one chunk each)
-    assert llm.calls["next_token_logprobs"] == 1 + 1 + len(PASSAGES)
+    assert llm.calls["next_token"] == 1 + 1 + len(PASSAGES)
     assert sum(k.startswith("generator:vanilla|") for k in trace.computed) == 1
     assert {o.answer for o in outs.values()} == {"25 minutes"}
     assert outs["vanilla"].score == 1.0 and outs["vanilla+trivial"].hard
@@ -107,28 +74,25 @@ def test_all_predictors_cost_one_generation():
 
 
 def test_pre_answering_shared_across_generators():
-    llm = Counting(StandIn())
+    llm = CountingLLM(standin())
     trace = Trace(QUESTION, PASSAGES)
     for gen in ("vanilla", "no_context"):
         build_method(f"{gen}+pre_answering", llm).run(trace)
-    assert llm.calls == {"generate": 2, "next_token_logprobs": 1}
+    assert llm.calls == {"generate": 2, "next_token": 1}
     assert sum(k.startswith("predictor:pre_answering|") for k in trace.values) == 1
 
 
 def test_generator_errors_give_score_zero_with_error():
     for text in ("", BackendError("backend down")):
-        out = build_method("vanilla+llm_judge", StandIn(text=text)).run(Trace(QUESTION, PASSAGES))
+        out = build_method("vanilla+llm_judge", standin(text=text)).run(Trace(QUESTION, PASSAGES))
         assert out.score == 0.0 and out.error
-    out = build_method("vanilla", StandIn(text="")).run(Trace(QUESTION, PASSAGES))
+    out = build_method("vanilla", standin(text="")).run(Trace(QUESTION, PASSAGES))
     assert out.score == 0.0 and "empty" in out.error
 
 
 def test_predictor_nan_becomes_zero_with_error():
-    class Mute(StandIn):
-        def next_token_logprobs(self, prompt, **kw):
-            return {"Hmm": 0.0}
-
-    out = build_method("vanilla+llm_judge", Mute()).run(Trace(QUESTION, PASSAGES))
+    mute = standin(next_token={"Hmm": 0.0})
+    out = build_method("vanilla+llm_judge", mute).run(Trace(QUESTION, PASSAGES))
     assert out.score == 0.0 and "among the next-token candidates" in out.error and out.answer == "25 minutes"
 
 
@@ -136,12 +100,12 @@ def test_build_method_names_and_errors():
     names = method_names()
     assert {"vanilla", "vanilla+nli", "no_context+pre_answering"} <= set(names)
     with pytest.raises(InputError, match="not a generator"):
-        build_method("nonsense+nli", StandIn())
+        build_method("nonsense+nli", standin())
     with pytest.raises(InputError, match="unknown predictor"):
-        build_method("vanilla+nonsense", StandIn())
-    m = build_method("vanilla+nli", StandIn(), judge_llm=StandIn(name="judge"))
+        build_method("vanilla+nonsense", standin())
+    m = build_method("vanilla+nli", standin(), judge_llm=standin(name="judge"))
     assert isinstance(m, ComposedMethod) and m.predictor.entailment.llm.model_id == "judge"
-    assert build_method("vanilla+llm_judge", StandIn(), judge_llm=StandIn(name="j")).predictor.llm.model_id == "j"
+    assert build_method("vanilla+llm_judge", standin(), judge_llm=standin(name="j")).predictor.llm.model_id == "j"
 
 
 def test_build_method_finds_unified_methods_at_call_time():
@@ -159,7 +123,7 @@ def test_build_method_finds_unified_methods_at_call_time():
             return MethodOutput(answer="x", score=1.0, hard=True)
 
     try:
-        m = build_method("_test_unified", StandIn(), max_tokens=7)
+        m = build_method("_test_unified", standin(), max_tokens=7)
         assert isinstance(m, Unified) and m.kw == {"max_tokens": 7} and m.options == {"max_tokens": 7}
         assert "_test_unified" in method_names()
     finally:
@@ -236,7 +200,7 @@ def test_abstain_policy():
 
 
 def test_no_rag_fallback_uses_the_trace():
-    llm = Counting(StandIn(text="half an hour"))
+    llm = CountingLLM(standin(text="half an hour"))
     pol, tr = NoRagFallbackPolicy(llm), Trace(QUESTION, PASSAGES)
     assert pol.apply(tr, out(score=0.9), 0.5).final_answer == "25 minutes" and llm.calls["generate"] == 0
     d = pol.apply(tr, out(score=0.1), 0.5)
@@ -246,7 +210,7 @@ def test_no_rag_fallback_uses_the_trace():
 
 
 def test_escalate_policy_with_a_second_model():
-    small, large = StandIn(text="25 minutes", name="small"), Counting(StandIn(text="25 min", name="large"))
+    small, large = standin(text="25 minutes", name="small"), CountingLLM(standin(text="25 min", name="large"))
     tr = Trace(QUESTION, PASSAGES)
     build_method("vanilla", small).run(tr)  # the small model's answer is in the trace
     d = EscalatePolicy(large).apply(tr, out(score=0.2), 0.5)
@@ -256,19 +220,19 @@ def test_escalate_policy_with_a_second_model():
 
 
 def test_failed_second_answer_abstains_and_says_why():
-    d = EscalatePolicy(StandIn(text=BackendError("endpoint down"))).apply(
+    d = EscalatePolicy(standin(text=BackendError("endpoint down"))).apply(
         Trace(QUESTION, PASSAGES), out(score=0.1), 0.5
     )
     assert d.action == ABSTAINED and "endpoint down" in d.details["error"]
-    d = NoRagFallbackPolicy(StandIn(text="")).apply(Trace(QUESTION, PASSAGES), out(score=0.1), 0.5)
+    d = NoRagFallbackPolicy(standin(text="")).apply(Trace(QUESTION, PASSAGES), out(score=0.1), 0.5)
     assert d.action == ABSTAINED and "escalate" not in d.details["error"]
 
 
 def test_make_policy_and_errors_never_answer():
     assert isinstance(make_policy("abstain", None), AbstainPolicy)
-    assert isinstance(make_policy("no-rag", StandIn(text="x")), NoRagFallbackPolicy)
+    assert isinstance(make_policy("no-rag", standin(text="x")), NoRagFallbackPolicy)
     with pytest.raises(InputError, match="second model"):
-        make_policy("escalate", StandIn(text="x"))
+        make_policy("escalate", standin(text="x"))
     with pytest.raises(InputError, match="unknown fallback"):
         make_policy("pray", None)
     failed = MethodOutput(answer="25 minutes", score=0.0, error="predictor failed")
@@ -278,7 +242,7 @@ def test_make_policy_and_errors_never_answer():
 # --------------------------------------------------------------------------- real model
 @pytest.mark.slow
 def test_every_predictor_end_to_end_on_smollm(smollm):
-    llm = Counting(smollm)
+    llm = CountingLLM(smollm)
     _trace, outs = run_all(llm)
     assert llm.calls["generate"] == 1
     assert set(outs) == {f"vanilla+{p}" for p in PREDICTORS} | {"vanilla"}
