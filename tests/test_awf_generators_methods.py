@@ -4,6 +4,7 @@ real SmolLM2-135M, plus parse-failure bookkeeping and trace memoisation with sta
 from __future__ import annotations
 
 import pytest
+from doubles import CountingLLM, ScriptedLLM
 
 from verirag.awf import registry
 from verirag.awf.generators import Answer, InstructRAGGenerator
@@ -11,8 +12,8 @@ from verirag.awf.generators.instructrag import FAMILIES
 from verirag.awf.methods import CoTHybrid, DualGeneration, IntrinsicAbstention, MethodOutput
 from verirag.awf.trace import Trace
 from verirag.errors import CapabilityError, InputError
-from verirag.llm.base import LLM, LOGPROBS, SCORE
-from verirag.types import ContinuationScore, Generation, Passage, TokenLogprob
+from verirag.llm.base import LOGPROBS, SCORE
+from verirag.types import Passage
 
 QUESTION = "What is the capital of Peru?"
 PASSAGES = [
@@ -26,48 +27,18 @@ PASSAGES = [
 SMALL = 32  # max_tokens in model tests: keeps the suite fast on a loaded machine
 
 
-class Counting:
-    """Wraps an LLM and counts backend calls (generate / score)."""
-
-    def __init__(self, llm):
-        self._llm = llm
-        self.calls = {"generate": 0, "score": 0}
-
-    def generate(self, *a, **kw):
-        self.calls["generate"] += 1
-        return self._llm.generate(*a, **kw)
-
-    def score(self, *a, **kw):
-        self.calls["score"] += 1
-        return self._llm.score(*a, **kw)
-
-    def __getattr__(self, name):
-        return getattr(self._llm, name)
-
-
-class Canned(LLM):
-    """A stand-in LLM: generate returns `text`; score returns `logprob` per token."""
-
-    backend = "canned"
-    model_id = "canned"
-
-    def __init__(self, text: str = "", *, logprobs=(-1.0, -2.0), capabilities=(SCORE,), finish_reason: str = "stop"):
-        self.text = text
-        self.finish_reason = finish_reason
-        self.logprobs = logprobs
-        self.capabilities = frozenset(capabilities)
-        self.prompts = []
-
-    def generate(self, prompt, *, max_tokens=256, **kw):
-        self.prompts.append(prompt)
-        return Generation(text=self.text, finish_reason=self.finish_reason)
-
-    def score(self, prompt, continuation):
-        self.prompts.append(prompt)
-        # with passages in the prompt, the first value; without, the second
-        has_ctx = "Lima" in str(prompt)
-        lp = self.logprobs[0] if has_ctx else self.logprobs[1]
-        return ContinuationScore(tokens=[TokenLogprob(token=w, logprob=lp) for w in continuation.split()])
+def canned(text="", *, logprobs=(-1.0, -2.0), capabilities=(SCORE,), finish_reason="stop") -> ScriptedLLM:
+    """A stand-in LLM: generate returns `text`; score gives each word logprobs[0] with the passages in
+    the prompt, logprobs[1] without."""
+    ctx, no_ctx = logprobs
+    return ScriptedLLM(
+        text,
+        score=lambda prompt, continuation: ctx if "Lima" in str(prompt) else no_ctx,
+        capabilities=capabilities,
+        finish_reason=finish_reason,
+        name="canned",
+        backend="canned",
+    )
 
 
 def _check_contract(out: MethodOutput, hard: bool):
@@ -92,7 +63,7 @@ def test_registered():
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_fewshot_prompts_per_family(family):
-    llm = Canned("Response: Lima")
+    llm = canned("Response: Lima")
     for obj, abstain_expected in (
         (InstructRAGGenerator(llm, family=family, layout="paper"), False),
         (CoTHybrid(llm, family=family, layout="paper"), True),
@@ -109,34 +80,34 @@ def test_fewshot_prompts_per_family(family):
 
 def test_unknown_family():
     with pytest.raises(InputError, match="family"):
-        InstructRAGGenerator(Canned(), family="legal")
+        InstructRAGGenerator(canned(), family="legal")
     with pytest.raises(InputError, match="family"):
-        CoTHybrid(Canned(), family="legal")
+        CoTHybrid(canned(), family="legal")
 
 
 # --- stand-in LLM: parsing and bookkeeping ------------------------------------------------------
 
 
 def test_instructrag_parses_final_answer():
-    ans = InstructRAGGenerator(Canned("Document 1 says Lima.\n**Response:** Lima")).answer(QUESTION, PASSAGES)
+    ans = InstructRAGGenerator(canned("Document 1 says Lima.\n**Response:** Lima")).answer(QUESTION, PASSAGES)
     assert ans.text == "Lima" and ans.error is None
     assert ans.meta["parse_ok"] and ans.meta["raw"].startswith("Document 1")
 
 
 def test_instructrag_parse_failure_keeps_text():
     reply = "Document 1 says Lima.\nThe capital is Lima"
-    ans = InstructRAGGenerator(Canned(reply), strict_format=True).answer(QUESTION, PASSAGES)
+    ans = InstructRAGGenerator(canned(reply), strict_format=True).answer(QUESTION, PASSAGES)
     assert ans.error and "Response" in ans.error
     assert ans.text == "The capital is Lima"
     assert ans.meta["parse_ok"] is False and "Lima" in ans.meta["raw"]
     # by default a reply that ended on its own is a direct answer, marked but not an error
-    ans = InstructRAGGenerator(Canned(reply)).answer(QUESTION, PASSAGES)
+    ans = InstructRAGGenerator(canned(reply)).answer(QUESTION, PASSAGES)
     assert ans.error is None and ans.text == "The capital is Lima"
     assert ans.meta["parse_ok"] is False and "direct answer" in ans.meta["parse_warning"]
 
 
 def test_instructrag_reply_cut_by_max_tokens_is_an_error():
-    ans = InstructRAGGenerator(Canned("Document 1 says", finish_reason="length")).answer(QUESTION, PASSAGES)
+    ans = InstructRAGGenerator(canned("Document 1 says", finish_reason="length")).answer(QUESTION, PASSAGES)
     assert ans.error and "max_tokens" in ans.error
 
 
@@ -150,20 +121,20 @@ def test_instructrag_reply_cut_by_max_tokens_is_an_error():
     ],
 )
 def test_intrinsic_canned(text, score, abstained):
-    out = IntrinsicAbstention(Canned(text)).run(Trace(QUESTION, PASSAGES))
+    out = IntrinsicAbstention(canned(text)).run(Trace(QUESTION, PASSAGES))
     _check_contract(out, hard=True)
     assert out.score == score and out.details["abstained"] is abstained and out.error is None
 
 
 def test_intrinsic_broad_abstention_option():
     text = "The context does not provide this information."
-    assert IntrinsicAbstention(Canned(text)).run(Trace(QUESTION, PASSAGES)).score == 1.0
-    out = IntrinsicAbstention(Canned(text), broad_abstention=True).run(Trace(QUESTION, PASSAGES))
+    assert IntrinsicAbstention(canned(text)).run(Trace(QUESTION, PASSAGES)).score == 1.0
+    out = IntrinsicAbstention(canned(text), broad_abstention=True).run(Trace(QUESTION, PASSAGES))
     assert out.score == 0.0
 
 
 def test_intrinsic_empty_is_error():
-    out = IntrinsicAbstention(Canned("   ")).run(Trace(QUESTION, PASSAGES))
+    out = IntrinsicAbstention(canned("   ")).run(Trace(QUESTION, PASSAGES))
     _check_contract(out, hard=True)
     assert out.error and out.score == 0.0 and out.answer == ""
 
@@ -179,7 +150,7 @@ def test_intrinsic_empty_is_error():
     ],
 )
 def test_cot_hybrid_canned_strict(text, score, ok):
-    out = CoTHybrid(Canned(text), strict_format=True).run(Trace(QUESTION, PASSAGES))
+    out = CoTHybrid(canned(text), strict_format=True).run(Trace(QUESTION, PASSAGES))
     _check_contract(out, hard=True)
     assert out.score == score and out.details["parse_ok"] is ok
     assert (out.error is None) == ok
@@ -188,24 +159,24 @@ def test_cot_hybrid_canned_strict(text, score, ok):
 
 
 def test_cot_hybrid_direct_answer_is_kept_with_a_warning():
-    out = CoTHybrid(Canned("Lima is the capital")).run(Trace(QUESTION, PASSAGES))
+    out = CoTHybrid(canned("Lima is the capital")).run(Trace(QUESTION, PASSAGES))
     assert (out.score, out.error, out.details["parse_ok"]) == (1.0, None, False)
     assert out.details["parse_warning"]
-    out = CoTHybrid(Canned("__DONT_KNOW__")).run(Trace(QUESTION, PASSAGES))
+    out = CoTHybrid(canned("__DONT_KNOW__")).run(Trace(QUESTION, PASSAGES))
     assert (out.score, out.error) == (0.0, None)
 
 
 def test_parse_failures_counted_in_denominator():
     # a batch mixing parsable and unparsable replies: every item has an output, failures score 0
     texts = ["Response: Lima", "Lima, I think", "Response: __DONT_KNOW__", "garbled"]
-    outs = [CoTHybrid(Canned(t), strict_format=True).run(Trace(QUESTION, PASSAGES)) for t in texts]
+    outs = [CoTHybrid(canned(t), strict_format=True).run(Trace(QUESTION, PASSAGES)) for t in texts]
     assert len(outs) == 4
     assert [o.score for o in outs] == [1.0, 0.0, 0.0, 0.0]
     assert sum(o.error is not None for o in outs) == 2
 
 
 def test_dual_generation_decision_and_memo():
-    llm = Counting(Canned("Lima", logprobs=(-0.5, -2.5)))
+    llm = CountingLLM(canned("Lima", logprobs=(-0.5, -2.5)))
     method = DualGeneration(llm)
     trace = Trace(QUESTION, PASSAGES)
     out = method.run(trace)
@@ -219,24 +190,24 @@ def test_dual_generation_decision_and_memo():
     heads = {k.split("|")[0] for k in trace.values}
     assert heads == {"generator:vanilla", "method:dual_generation.score_ctx", "method:dual_generation.score_noctx"}
     # the answer relies less on the passages: the score is lower (monotone mapping)
-    low = DualGeneration(Canned("Lima", logprobs=(-2.5, -0.5))).run(Trace(QUESTION, PASSAGES))
+    low = DualGeneration(canned("Lima", logprobs=(-2.5, -0.5))).run(Trace(QUESTION, PASSAGES))
     assert low.details["decision"] == pytest.approx(-2.0) and low.score < 0.5
 
 
 def test_dual_generation_needs_score():
     with pytest.raises(CapabilityError):
-        DualGeneration(Canned("Lima", capabilities=(LOGPROBS,)))
+        DualGeneration(canned("Lima", capabilities=(LOGPROBS,)))
 
 
 def test_dual_generation_empty_answer_is_error():
-    out = DualGeneration(Canned("  ")).run(Trace(QUESTION, PASSAGES))
+    out = DualGeneration(canned("  ")).run(Trace(QUESTION, PASSAGES))
     _check_contract(out, hard=False)
     assert out.error and out.score == 0.0
 
 
 def test_dual_generation_shares_vanilla_answer():
     # an answer already in the trace (e.g. from a vanilla+PREDICTOR composition) is reused
-    llm = Counting(Canned("should not be generated"))
+    llm = CountingLLM(canned("should not be generated"))
     trace = Trace(QUESTION, PASSAGES)
     method = DualGeneration(llm)
     trace.get(method.generator.quantity_key(trace), lambda: Answer(text="Lima"))
@@ -257,7 +228,7 @@ def test_instructrag_smollm(smollm):
 @pytest.mark.slow
 @pytest.mark.parametrize("name, hard", [("intrinsic", True), ("cot_hybrid", True), ("dual_generation", False)])
 def test_methods_smollm(smollm, name, hard):
-    llm = Counting(smollm)
+    llm = CountingLLM(smollm)
     method = registry.create("method", name, llm, max_tokens=SMALL)
     trace = Trace(QUESTION, PASSAGES)
     out = method.run(trace)
