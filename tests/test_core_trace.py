@@ -9,6 +9,7 @@ import json
 import math
 
 import pytest
+from doubles import ScriptedLLM
 from test_llm_openai import _chat_reply, fake  # noqa: F401 - the scripted HTTP server fixture
 
 from verirag.awf.compose import build_method
@@ -16,14 +17,14 @@ from verirag.awf.pipeline import Pipeline, PipelineConfig
 from verirag.awf.spec import MethodSpec, accepted_options
 from verirag.awf.trace import Trace
 from verirag.errors import BackendError, InputError
-from verirag.llm.base import EXACT_NEXT_TOKEN, LLM, NEXT_TOKEN, SCORE
+from verirag.llm.base import LLM
 from verirag.llm.cache import RequestCache
 from verirag.llm.cached import CachedLLM
 from verirag.llm.metered import MeteredLLM
 from verirag.llm.usage import Usage, metering
 from verirag.llm.wrapper import LLMWrapper, interface_members
 from verirag.retrieval import Index
-from verirag.types import ContinuationScore, Generation, Passage, TokenLogprob
+from verirag.types import Passage
 
 PASSAGES = [
     Passage("a", "The Harbour Ferry crosses the bay in 25 minutes.", title="Ferry"),
@@ -32,84 +33,67 @@ PASSAGES = [
 QUESTION = "How long does the Harbour Ferry take to cross the bay?"
 
 
-class Probe(LLM):
-    """Counts requests; every prompt costs 10 tokens, every generation 3."""
-
-    backend = "probe"
-    capabilities = frozenset({NEXT_TOKEN, EXACT_NEXT_TOKEN, SCORE})
-    context_window = 4096
-
-    def __init__(self, name="probe", text="25 minutes", fail=None):
-        self.model_id = self.fingerprint = name
-        self.text, self.fail = text, fail
-        self.requests: list[str] = []
-
-    def generate(self, prompt, **kw):
-        self.requests.append("generate")
-        if self.fail is not None:
-            raise self.fail
-        return Generation(text=self.text, model=self.model_id, prompt_tokens=10, completion_tokens=3)
-
-    def next_token_logprobs(self, prompt, *, top_k=20, candidates=()):
-        self.requests.append("next_token")
-        return {"Yes": math.log(0.8), "No": math.log(0.2), "I": math.log(0.1)}
-
-    def score(self, prompt, continuation):
-        self.requests.append("score")
-        return ContinuationScore(tokens=[TokenLogprob("x", -1.0)])
-
-    def count_prompt_tokens(self, prompt):
-        return 10
-
-    def attentions(self, prompt):  # a capability only this backend has
-        return "attention maps"
+def probe_llm(name="probe", text="25 minutes", fail=None) -> ScriptedLLM:
+    """Records requests; every prompt costs 10 tokens, every generation 3; answers `text`, or raises
+    `fail`; has attention maps, a capability only this backend has."""
+    llm = ScriptedLLM(
+        text if fail is None else fail,
+        next_token={"Yes": math.log(0.8), "No": math.log(0.2), "I": math.log(0.1)},
+        score=-1.0,
+        name=name,
+        backend="probe",
+        prompt_tokens=10,
+        completion_tokens=3,
+    )
+    llm.attentions = lambda prompt: "attention maps"
+    return llm
 
 
 # ---------------------------------------------------------------------------------------- trace
 def test_a_failure_is_memoised_like_a_value():
-    llm = Probe(fail=BackendError("HTTP 400: bad request"))
+    llm = probe_llm(fail=BackendError("HTTP 400: bad request"))
     trace = Trace(QUESTION, PASSAGES)
     m = build_method("vanilla+llm_judge", llm)
     first = m.run(trace)
     second = m.run(trace)
     assert "HTTP 400" in first.error and first.error == second.error
-    assert llm.requests == ["generate"]  # asked again, the trace raised the remembered error
+    assert llm.ops == ["generate"]  # asked again, the trace raised the remembered error
 
 
 def test_a_programming_error_is_not_recorded_as_a_model_failure():
-    llm = Probe(fail=TypeError("a bug"))
+    llm = probe_llm(fail=TypeError("a bug"))
     with pytest.raises(TypeError):
         build_method("vanilla", llm).run(Trace(QUESTION, PASSAGES))
 
 
 def test_two_llms_on_one_trace_keep_their_own_answers():
-    a, b = Probe("model-a", text="25 minutes"), Probe("model-b", text="half an hour")
+    a, b = probe_llm("model-a", text="25 minutes"), probe_llm("model-b", text="half an hour")
     trace = Trace(QUESTION, PASSAGES)
     assert build_method("vanilla", a).run(trace).answer == "25 minutes"
     assert build_method("vanilla", b).run(trace).answer == "half an hour"
     assert build_method("vanilla+k_precision", a).run(trace).answer == "25 minutes"
-    assert a.requests == ["generate"] and b.requests == ["generate"]
+    assert a.ops == ["generate"] and b.ops == ["generate"]
 
 
 def test_options_change_the_key_and_equal_options_share():
-    llm = Probe()
+    llm = probe_llm()
     trace = Trace(QUESTION, PASSAGES)
     build_method("instructrag", llm, family="open_domain").run(trace)
     build_method("instructrag+k_precision", llm).run(trace)  # the default family: same options
-    assert llm.requests == ["generate"]
+    assert llm.ops == ["generate"]
     build_method("instructrag", llm, family="multi_hop").run(trace)
     build_method("instructrag", llm, max_tokens=17).run(trace)
-    assert llm.requests == ["generate"] * 3
+    assert llm.ops == ["generate"] * 3
 
 
 def test_keys_name_what_computed_them():
     trace = Trace(QUESTION, PASSAGES)
-    build_method("vanilla+pre_answering", Probe("m1")).run(trace)
+    build_method("vanilla+pre_answering", probe_llm("m1")).run(trace)
     heads = {k.split("|")[0] for k in trace.quantities}
     assert heads == {"generator:vanilla", "predictor:pre_answering"}
     assert all(k.split("|")[1] == "m1" for k in trace.quantities)
     other = Trace(QUESTION, PASSAGES[:1])  # other passages read: other keys
-    build_method("vanilla+pre_answering", Probe("m1")).run(other)
+    build_method("vanilla+pre_answering", probe_llm("m1")).run(other)
     assert not set(trace.quantities) & set(other.quantities)
 
 
@@ -118,7 +102,7 @@ METHODS = ["vanilla", "vanilla+llm_judge", "vanilla+k_precision", "vanilla+pre_a
 
 
 def _costs(order):
-    llm = MeteredLLM(Probe())
+    llm = MeteredLLM(probe_llm())
     trace = Trace(QUESTION, PASSAGES)
     methods = {n: build_method(n, llm) for n in order}
     table = {}
@@ -126,7 +110,7 @@ def _costs(order):
         with trace.attribute() as used:
             methods[n].run(trace)
         table[n] = (used.cost.to_dict(), used.shared.to_dict(), used.spent.to_dict())
-    return table, llm.inner.requests
+    return table, llm.inner.ops
 
 
 def test_cost_of_a_method_does_not_depend_on_who_asked_first():
@@ -151,7 +135,7 @@ def test_cost_of_a_method_does_not_depend_on_who_asked_first():
 
 
 def test_metered_counts_every_request_kind_and_cache_hits(tmp_path):
-    probe = Probe()
+    probe = probe_llm()
     llm = MeteredLLM(CachedLLM(probe, RequestCache(tmp_path / "c.sqlite")))
     for _ in range(2):
         with metering() as u:
@@ -161,11 +145,11 @@ def test_metered_counts_every_request_kind_and_cache_hits(tmp_path):
         assert (u.calls, u.prompt_tokens, u.completion_tokens) == (3, 31, 3)
         assert u.requests == {"generate": 1, "next_token": 1, "score": 1}
     assert u.cache_hits == 3 and u.cached_prompt_tokens == 31  # the second round: all from the cache
-    assert probe.requests == ["generate", "next_token", "score"]
+    assert probe.ops == ["generate", "next_token", "score"]
 
 
 def test_nested_scopes_count_each_request_once():
-    llm = MeteredLLM(Probe())
+    llm = MeteredLLM(probe_llm())
     outer = Usage()
     with metering(outer):
         llm.generate("a")
@@ -181,14 +165,14 @@ def test_nested_scopes_count_each_request_once():
     ids=["cached", "metered"],
 )
 def test_wrappers_forward_the_whole_interface(wrapper, tmp_path):
-    probe = Probe()
+    probe = probe_llm()
     w = wrapper(probe, tmp_path)
     assert dropped_members(type(w)) == []
     for attr in ("backend", "model_id", "fingerprint", "capabilities", "context_window"):
         assert getattr(w, attr) == getattr(probe, attr)
     w.score("q", "x")
     w.next_token_logprobs("q")
-    assert probe.requests == ["score", "next_token"]
+    assert probe.ops == ["score", "next_token"]
     assert w.count_prompt_tokens("q") == 10
     assert w.attentions("q") == "attention maps"  # a backend's own capability passes through
     assert MeteredLLM(w).attentions("q") == "attention maps"
@@ -218,10 +202,10 @@ def test_method_spec_routes_options_and_rejects_unknown_ones():
     with pytest.raises(InputError, match="takes no option 'famly'"):
         MethodSpec("instructrag", {"famly": "multi_hop"})
     with pytest.raises(InputError, match="unknown dataset family"):
-        build_method("instructrag", Probe(), family="medieval")
+        build_method("instructrag", probe_llm(), family="medieval")
     a = MethodSpec("instructrag", {"family": "multi_hop"})
     assert MethodSpec("vanilla").with_defaults({"family": "multi_hop", "max_tokens": 9}).options == {"max_tokens": 9}
-    m = build_method(MethodSpec("instructrag", {"family": "multi_hop"}), Probe())
+    m = build_method(MethodSpec("instructrag", {"family": "multi_hop"}), probe_llm())
     assert m.generator.family == "multi_hop" and m.spec == a
 
 
@@ -229,13 +213,14 @@ def test_one_identity_names_options_with_defaults_prompts_and_the_model(monkeypa
     from verirag.awf.generators import vanilla
     from verirag.prompts import load_prompt
 
-    base = build_method("instructrag", Probe())
-    assert build_method("instructrag", Probe(), max_tokens=256).digest == base.digest  # the default, written out
-    assert build_method("instructrag", Probe(), family="multi_hop").digest != base.digest
-    assert build_method("instructrag", Probe(), max_tokens=64).digest != base.digest
-    assert build_method("instructrag", Probe("other-weights")).digest != base.digest
-    assert build_method(MethodSpec("instructrag", label="x"), Probe()).digest == base.digest  # a label is no identity
-    before = build_method("vanilla+nli", Probe())
+    base = build_method("instructrag", probe_llm())
+    assert build_method("instructrag", probe_llm(), max_tokens=256).digest == base.digest  # the default, written out
+    assert build_method("instructrag", probe_llm(), family="multi_hop").digest != base.digest
+    assert build_method("instructrag", probe_llm(), max_tokens=64).digest != base.digest
+    assert build_method("instructrag", probe_llm("other-weights")).digest != base.digest
+    labelled = build_method(MethodSpec("instructrag", label="x"), probe_llm())
+    assert labelled.digest == base.digest  # a label is no identity
+    before = build_method("vanilla+nli", probe_llm())
     trace = Trace("q?", PASSAGES)
     key = before.generator.quantity_key(trace)
     edited = load_prompt("vanilla", "shared")
@@ -246,7 +231,7 @@ def test_one_identity_names_options_with_defaults_prompts_and_the_model(monkeypa
             edited.name, edited.user + " Be brief.", edited.system, edited.source, edited.extra
         ),
     )
-    after = build_method("vanilla+nli", Probe())
+    after = build_method("vanilla+nli", probe_llm())
     assert after.digest != before.digest and after.generator.quantity_key(trace) != key
     assert after.predictor.digest == before.predictor.digest  # only what reads the prompt changed
 
@@ -254,11 +239,11 @@ def test_one_identity_names_options_with_defaults_prompts_and_the_model(monkeypa
 def test_judge_applies_only_to_methods_with_an_entailment_model():
     from verirag.awf.entailment.llm_judge import LLMJudgeEntailment
 
-    judge = LLMJudgeEntailment(Probe("judge"))
-    assert build_method("vanilla+nli", Probe(), entailment=judge).predictor.entailment is judge
+    judge = LLMJudgeEntailment(probe_llm("judge"))
+    assert build_method("vanilla+nli", probe_llm(), entailment=judge).predictor.entailment is judge
     for name in ("vanilla+llm_judge", "intrinsic", "vanilla"):
         with pytest.raises(InputError, match="no entailment model"):
-            build_method(name, Probe(), entailment=judge)
+            build_method(name, probe_llm(), entailment=judge)
 
 
 # ------------------------------------------------------------------------------------ pipeline
@@ -275,7 +260,7 @@ def test_a_failing_endpoint_is_asked_once_per_question(fake):
 
 
 def test_pipeline_judge_option_is_checked(monkeypatch):
-    monkeypatch.setattr("verirag.awf.pipeline.load_llm", lambda spec, **kw: Probe(spec))
+    monkeypatch.setattr("verirag.awf.pipeline.load_llm", lambda spec, **kw: probe_llm(spec))
     p = Pipeline(PipelineConfig(model="m", method="intrinsic", judge="llm", k=2), index=_index())
     with pytest.raises(InputError, match="no entailment model"):
         p.ask(QUESTION)
