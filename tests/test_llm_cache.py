@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import multiprocessing as mp
 
-from verirag.llm.base import LLM
+from doubles import ScriptedLLM
+
 from verirag.llm.cache import RequestCache, request_key
 from verirag.llm.cached import CachedLLM
-from verirag.types import ContinuationScore, Generation, TokenLogprob
 
 
 def test_key_is_stable_and_sensitive():
@@ -48,54 +48,39 @@ def test_concurrent_processes_do_not_corrupt(tmp_path):
     assert all(cache.get(f"k{i}") == {"i": i} for i in range(0, 600, 37))
 
 
-class CountingLLM(LLM):
-    """A stand-in backend: this test is about the cache wrapper, not about a model."""
-
-    backend = "counting"
-    model_id = fingerprint = "counting-v1"
-
-    def __init__(self):
-        self.calls = 0
-
-    def generate(self, prompt, **kw):
-        self.calls += 1
-        return Generation(text=f"reply to {prompt}", tokens=[TokenLogprob("r", -0.5, [("r", -0.5)])])
-
-    def score(self, prompt, continuation):
-        self.calls += 1
-        return ContinuationScore(tokens=[TokenLogprob(continuation, -1.0)])
-
-    def next_token_logprobs(self, prompt, *, top_k=20, candidates=()):
-        self.calls += 1
-        return {"Yes": -0.1, "No": -2.3}
+def backend() -> ScriptedLLM:
+    """A stand-in backend: these tests are about the cache wrapper, not about a model."""
+    return ScriptedLLM(
+        lambda prompt: f"reply to {prompt}",
+        logprob=-0.5,
+        score=-1.0,
+        next_token={"Yes": -0.1, "No": -2.3},
+        name="counting-v1",
+        backend="counting",
+    )
 
 
 def test_cached_llm_pays_each_request_once(tmp_path):
-    inner = CountingLLM()
+    inner = backend()
     llm = CachedLLM(inner, RequestCache(tmp_path / "c.sqlite"))
     g1 = llm.generate("q", logprobs=True, top_logprobs=1)
     g2 = llm.generate("q", logprobs=True, top_logprobs=1)
-    assert inner.calls == 1 and not g1.cached and g2.cached
+    assert len(inner.requests) == 1 and not g1.cached and g2.cached
     assert g2.text == g1.text and g2.tokens == g1.tokens
     llm.generate("q", seed=7)  # another seed is another request
-    assert inner.calls == 2
+    assert len(inner.requests) == 2
     assert llm.score("p", "c").total_logprob == llm.score("p", "c").total_logprob == -1.0
     assert llm.next_token_logprobs("p") == llm.next_token_logprobs("p")
-    assert inner.calls == 4
+    assert len(inner.requests) == 4
     # A new process (new wrapper, same file) resumes from the cache.
-    inner2 = CountingLLM()
+    inner2 = backend()
     CachedLLM(inner2, RequestCache(tmp_path / "c.sqlite")).generate("q", logprobs=True, top_logprobs=1)
-    assert inner2.calls == 0
+    assert len(inner2.requests) == 0
 
 
 def test_failed_generations_are_not_cached(tmp_path):
-    class Failing(CountingLLM):
-        def generate(self, prompt, **kw):
-            self.calls += 1
-            return Generation(text="", finish_reason="error")
-
-    inner = Failing()
+    inner = ScriptedLLM("", finish_reason="error")
     llm = CachedLLM(inner, RequestCache(tmp_path / "c.sqlite"))
     llm.generate("q")
     llm.generate("q")
-    assert inner.calls == 2
+    assert len(inner.requests) == 2
