@@ -6,12 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
+from doubles import FailingLLM, ScriptedLLM
 
 from verirag.datasets import load_dataset
 from verirag.datasets.nomiracl import clean_reference, parse_prompt
 from verirag.errors import BackendError, InputError
-from verirag.llm.base import LLM
-from verirag.types import Generation
 
 HEAD = (
     "I will give you a question and several contexts containing information about the "
@@ -84,24 +83,9 @@ def test_subsets_answerability_and_relevance(tmp_path: Path) -> None:
         load_dataset("nomiracl", tmp_path / "relevant")
 
 
-class EchoLLM(LLM):
-    """Answers every request with a fixed reply and records the prompts."""
-
-    backend = "fake"
-    model_id = "echo"
-
-    def __init__(self, reply: str) -> None:
-        self.reply = reply
-        self.prompts: list = []
-
-    def generate(self, prompt, **kwargs) -> Generation:
-        self.prompts.append(prompt)
-        return Generation(text=self.reply)
-
-
 def test_references_generated_for_relevant_queries_only(tmp_path: Path) -> None:
     root = write_nomiracl(tmp_path)
-    llm = EchoLLM(' "Topic Zero."\nBecause the passage says so.')
+    llm = ScriptedLLM(' "Topic Zero."\nBecause the passage says so.')
     examples = load_dataset("nomiracl", root, references_llm=llm)
     assert len(llm.prompts) == 3
     user = llm.prompts[0][-1]["content"]
@@ -109,26 +93,19 @@ def test_references_generated_for_relevant_queries_only(tmp_path: Path) -> None:
     assert [e.references for e in examples] == [["Topic Zero"]] * 3 + [[]] * 3
     assert examples[0].meta["reference_raw"].startswith(' "Topic Zero."')
     assert "reference_raw" not in examples[3].meta
-    none = load_dataset("nomiracl", root, subset="relevant", n=1, references_llm=EchoLLM("No answer."))
+    none = load_dataset("nomiracl", root, subset="relevant", n=1, references_llm=ScriptedLLM("No answer."))
     assert none[0].references == [] and none[0].meta["reference_raw"] == "No answer."
     with pytest.raises(InputError, match="LLM"):
         load_dataset("nomiracl", root, references_llm="qwen")
 
 
-class FailingLLM(EchoLLM):
-    def generate(self, prompt, **kwargs) -> Generation:
-        raise BackendError("prompt longer than the context window")
-
-
 def test_a_failed_request_leaves_one_example_without_reference(tmp_path: Path) -> None:
-    examples = load_dataset("nomiracl", write_nomiracl(tmp_path), subset="relevant", references_llm=FailingLLM(""))
+    outage = FailingLLM(BackendError("prompt longer than the context window"))
+    examples = load_dataset("nomiracl", write_nomiracl(tmp_path), subset="relevant", references_llm=outage)
     assert all(e.references == [] and "context window" in e.meta["reference_error"] for e in examples)
 
-    class ErrorReply(EchoLLM):
-        def generate(self, prompt, **kwargs) -> Generation:
-            return Generation(text="partial", finish_reason="error")
-
-    examples = load_dataset("nomiracl", tmp_path, subset="relevant", references_llm=ErrorReply(""))
+    error_reply = ScriptedLLM("partial", finish_reason="error")
+    examples = load_dataset("nomiracl", tmp_path, subset="relevant", references_llm=error_reply)
     assert all(e.references == [] and e.meta["reference_error"] for e in examples)
 
 
