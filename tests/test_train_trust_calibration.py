@@ -4,9 +4,9 @@ stage: only trusted chunks reach the model; an empty trusted set is the user's c
 from __future__ import annotations
 
 import json
-import math
 
 import pytest
+from doubles import ScriptedLLM, yes_no
 
 from verirag.errors import InputError
 from verirag.learned.trust_filter import ConformalTrustFilter
@@ -101,23 +101,8 @@ def test_the_cli_writes_a_filter_that_ask_loads(tmp_path, data_file, capsys):
 def pipeline_with_trust(monkeypatch, tmp_path, on_untrusted):
     """With a stand-in LLM: these tests are about the pipeline's trust stage, not about a model."""
     from verirag.awf.pipeline import Pipeline, PipelineConfig
-    from verirag.llm.base import EXACT_NEXT_TOKEN, LLM, NEXT_TOKEN
-    from verirag.types import Generation
 
-    class StandIn(LLM):
-        backend = "standin"
-        model_id = fingerprint = "standin"
-        capabilities = frozenset({NEXT_TOKEN, EXACT_NEXT_TOKEN})
-        seen: list = []
-
-        def generate(self, prompt, **kw):
-            self.seen.append(prompt)
-            return Generation(text="green", model=self.model_id)
-
-        def next_token_logprobs(self, prompt, *, top_k=20, candidates=()):
-            return {"Yes": math.log(0.9), "No": math.log(0.1)}
-
-    llm = StandIn()
+    llm = ScriptedLLM("green", next_token=yes_no(0.9), name="standin", backend="standin")
     monkeypatch.setattr("verirag.awf.pipeline.load_llm", lambda spec, **kw: llm)
     idx = pooled_index()
     cal = calibrate_retrieval(examples(), idx, k=3, alpha=0.2)
