@@ -15,6 +15,11 @@ class InputError(VeriragError):
     exit_code = 2
 
 
+class AuthError(InputError):
+    """A service refused the credentials (HTTP 401 or 403): the API key is missing or wrong. The
+    caller's to fix, so an InputError, never an outage."""
+
+
 class ModelNotFoundError(VeriragError):
     """A model preset or path that cannot be resolved to a file on disk."""
 

@@ -141,6 +141,21 @@ class Evidence:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Evidence:
+        return cls(
+            id=str(d["id"]),
+            text=d["text"],
+            title=d.get("title", "") or "",
+            source=d.get("source", "") or "",
+            retrieval_score=d.get("retrieval_score"),
+            support_score=d.get("support_score"),
+        )
+
+
+def _evidence(d: dict[str, Any] | None) -> Evidence | None:
+    return None if d is None else Evidence.from_dict(d)
+
 
 @dataclass
 class JudgedSentence:
@@ -202,6 +217,30 @@ class AskResult:
         d["supporting_passage"] = self.supporting_passage.to_dict() if self.supporting_passage else None
         return d
 
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> AskResult:
+        """The inverse of to_dict (e.g. a service's JSON answer): missing optional parts take their defaults."""
+        return cls(
+            question=d["question"],
+            answer=d["answer"],
+            score=d["score"],
+            faithful=bool(d["faithful"]),
+            threshold=d.get("threshold"),
+            action=d["action"],
+            evidence=[Evidence.from_dict(e) for e in d.get("evidence") or []],
+            supporting_passage=_evidence(d.get("supporting_passage")),
+            retrieved_answer=d.get("retrieved_answer", d["answer"]),
+            model=d.get("model", ""),
+            method=d["method"],
+            judge=d.get("judge", ""),
+            timings=dict(d.get("timings") or {}),
+            usage=dict(d.get("usage") or {}),
+            error=d.get("error"),
+            trust=d.get("trust"),
+            forecast=d.get("forecast"),
+            sentences=judged_sentences(d.get("sentences")),
+        )
+
 
 @dataclass
 class VerifyResult:
@@ -228,6 +267,26 @@ class VerifyResult:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)  # the Evidence and JudgedSentence records become dicts too
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> VerifyResult:
+        """The inverse of to_dict (e.g. a service's JSON answer): missing optional parts take their defaults."""
+        return cls(
+            question=d["question"],
+            answer=d["answer"],
+            score=d["score"],
+            faithful=bool(d["faithful"]),
+            threshold=d.get("threshold"),
+            evidence=[Evidence.from_dict(e) for e in d.get("evidence") or []],
+            supporting_passage=_evidence(d.get("supporting_passage")),
+            method=d["method"],
+            judge=d.get("judge", ""),
+            timings=dict(d.get("timings") or {}),
+            usage=dict(d.get("usage") or {}),
+            error=d.get("error"),
+            warnings=list(d.get("warnings") or []),
+            sentences=judged_sentences(d.get("sentences")),
+        )
 
 
 @dataclass
