@@ -9,33 +9,24 @@ pipeline, retrieval, predictors and policies are real."""
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import pytest
+from doubles import ScriptedLLM, yes_no
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from verirag.llm.base import EXACT_NEXT_TOKEN, LLM, NEXT_TOKEN
 from verirag.llm.metered import MeteredLLM
 from verirag.server import ServiceConfig, VeriragService, create_app
-from verirag.types import Generation
 
 DEMO = Path(__file__).resolve().parents[1] / "src" / "verirag" / "demo" / "corpus"
 COUNT = {"cases": 0}
 
 
-class Instant(LLM):
-    backend = "standin"
-    model_id = fingerprint = "instant"
-    capabilities = frozenset({NEXT_TOKEN, EXACT_NEXT_TOKEN})
-
-    def generate(self, prompt, **kw):
-        return Generation(text="The keeper was Ola Halvorsen.", model=self.model_id)
-
-    def next_token_logprobs(self, prompt, *, top_k=20, candidates=()):
-        return {"Yes": math.log(0.7), "No": math.log(0.3)}
+def instant() -> ScriptedLLM:
+    """A model that answers at once, always the same answer, judged supported with p 0.7."""
+    return ScriptedLLM("The keeper was Ola Halvorsen.", next_token=yes_no(0.7), name="instant", backend="standin")
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +37,7 @@ def client(tmp_path_factory):
     index = tmp_path_factory.mktemp("fuzz-index")
     Index.build(load_corpus(DEMO).passages, kind="bm25").save(index)
     mp = pytest.MonkeyPatch()
-    mp.setattr(Pipeline, "_load", lambda self, spec: MeteredLLM(Instant()))
+    mp.setattr(Pipeline, "_load", lambda self, spec: MeteredLLM(instant()))
     service = VeriragService(ServiceConfig(preset="tiny", index=index, queue_size=1000, max_body_bytes=256 * 1024))
     with TestClient(create_app(service), raise_server_exceptions=False) as c:
         yield c
