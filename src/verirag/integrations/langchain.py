@@ -16,11 +16,8 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-
-import httpx
 
 try:
     import langchain_core  # noqa: F401
@@ -32,11 +29,12 @@ from langchain_core.messages import BaseMessage
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnableConfig, RunnableSerializable
 from langchain_core.runnables.config import run_in_executor
-from pydantic import ConfigDict, Field, SecretStr, model_validator
+from pydantic import ConfigDict, Field, PrivateAttr, SecretStr, model_validator
 
 from verirag.awf.pipeline import Pipeline
 from verirag.awf.policies import ABSTAINED, ABSTENTION_TEXT, ANSWERED, FALLBACKS
-from verirag.errors import BackendError, InputError
+from verirag.client import VeriragClient
+from verirag.errors import InputError
 from verirag.learned.trust_filter import ConformalTrustFilter
 from verirag.types import Passage
 
@@ -56,10 +54,12 @@ class VeriragVerifier(RunnableSerializable[dict, dict]):
     One backend: `pipeline`, a verirag Pipeline run in process (its method must verify a given
     answer: a GENERATOR+PREDICTOR method such as "vanilla+nli"; `threshold` and `fallback`
     default to its own); or `service_url` of `verirag serve`. The service's POST /v1/verify
-    returns the verdict only (method: the service's verify default, vanilla+nli, or `method`), so
+    returns the verdict only (method: `method`, or the service's verify default), so
     this client acts on it by abstaining below the threshold; "no-rag" and "escalate" answer
-    again with a model and need the in-process pipeline. A backend that cannot be reached raises
-    BackendError: an outage is never an "unsupported" verdict.
+    again with a model and need the in-process pipeline. The service's errors are those of
+    `verirag.client`: a refused `api_key` is an AuthError, a refused request an InputError, and a
+    busy, failing or unreachable service (like a failing model in process) a BackendError: an
+    outage is never an "unsupported" verdict.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -74,6 +74,7 @@ class VeriragVerifier(RunnableSerializable[dict, dict]):
     answer_key: str = "answer"
     documents_key: str = "context"
     timeout: float = Field(300.0, gt=0)
+    _client: VeriragClient | None = PrivateAttr(None)
 
     @model_validator(mode="after")
     def _one_backend(self) -> VeriragVerifier:
@@ -90,6 +91,9 @@ class VeriragVerifier(RunnableSerializable[dict, dict]):
             raise InputError("through the service the threshold is a number in [0, 1]")
         if self.pipeline is not None and self.method is not None:
             raise InputError("method is the service's option; in process the pipeline's own method verifies")
+        if self.service_url is not None:
+            key = self.api_key.get_secret_value() if self.api_key else None
+            self._client = VeriragClient(self.service_url, api_key=key, timeout=self.timeout)
         return self
 
     # ---- the Runnable interface: batch, stream and their async forms come from invoke / ainvoke
@@ -101,21 +105,13 @@ class VeriragVerifier(RunnableSerializable[dict, dict]):
 
     def _verify(self, input: dict) -> dict:
         question, answer, docs, passages = self._read(input)
-        if self.pipeline is not None:
-            return self._output(input, docs, passages, self._in_process(question, answer, passages))
-        with _outage_if_unreachable(), httpx.Client(timeout=self.timeout) as client:
-            response = client.post(**self._request(question, answer, passages))
-        return self._output(input, docs, passages, self._acted(answer, _checked(response)))
+        return self._output(input, docs, passages, self._judged(question, answer, passages))
 
     async def _averify(self, input: dict, config: RunnableConfig) -> dict:
         question, answer, docs, passages = self._read(input)
-        if self.pipeline is not None:  # the model runs in a worker thread: the event loop stays free
-            result = await run_in_executor(config, self._in_process, question, answer, passages)
-            return self._output(input, docs, passages, result)
-        with _outage_if_unreachable():
-            async with httpx.AsyncClient(timeout=self.timeout) as client:
-                response = await client.post(**self._request(question, answer, passages))
-        return self._output(input, docs, passages, self._acted(answer, _checked(response)))
+        # the model, or the wait for the service, runs in a worker thread: the event loop stays free
+        result = await run_in_executor(config, self._judged, question, answer, passages)
+        return self._output(input, docs, passages, result)
 
     def _read(self, input: Any) -> tuple[str, str, list[Document], list[Passage]]:
         keys = (self.question_key, self.answer_key, self.documents_key)
@@ -158,20 +154,13 @@ class VeriragVerifier(RunnableSerializable[dict, dict]):
         ]
         return question, answer, list(docs), passages
 
-    def _in_process(self, question: str, answer: str, passages: list[Passage]) -> dict:
-        return self.pipeline.verify_and_act(
-            question, answer, passages, threshold=self.threshold, fallback=self.fallback
-        ).to_dict()
-
-    def _request(self, question: str, answer: str, passages: list[Passage]) -> dict:
-        body = {
-            "question": question,
-            "answer": answer,
-            "passages": [{"id": p.id, "title": p.title, "text": p.text} for p in passages],
-        }
-        body.update({k: v for k, v in (("method", self.method), ("threshold", self.threshold)) if v is not None})
-        headers = {"Authorization": f"Bearer {self.api_key.get_secret_value()}"} if self.api_key else {}
-        return {"url": self.service_url.rstrip("/") + "/v1/verify", "json": body, "headers": headers}
+    def _judged(self, question: str, answer: str, passages: list[Passage]) -> dict:
+        if self.pipeline is not None:
+            return self.pipeline.verify_and_act(
+                question, answer, passages, threshold=self.threshold, fallback=self.fallback
+            ).to_dict()
+        verdict = self._client.verify(question, answer, passages, method=self.method, threshold=self.threshold)
+        return self._acted(answer, verdict.to_dict())
 
     @staticmethod
     def _acted(answer: str, verdict: dict) -> dict:
@@ -208,31 +197,6 @@ def _message_text(message: BaseMessage) -> str:
         for b in content
         if isinstance(b, str) or b.get("type") == "text"
     )
-
-
-def _checked(response: httpx.Response) -> dict:
-    """The service's answer, or its error: what the caller can fix (a bad request, a wrong key)
-    is an InputError; a busy, failing or unreachable service is an outage (BackendError)."""
-    try:
-        body = response.json()
-    except ValueError:
-        body = None
-    if response.status_code == 200 and isinstance(body, dict):
-        return body
-    error = body.get("error") if isinstance(body, dict) else None
-    message = (error.get("message") if isinstance(error, dict) else None) or response.text[:500]
-    status = response.status_code
-    if 400 <= status < 500 and status not in (408, 429):
-        raise InputError(f"the verirag service refused the request ({status}): {message}")
-    raise BackendError(f"the verirag service failed ({status}): {message}")
-
-
-@contextmanager
-def _outage_if_unreachable():
-    try:
-        yield
-    except httpx.HTTPError as e:  # connection refused, timeout, broken response
-        raise BackendError(f"the verirag service cannot be reached: {type(e).__name__}: {e}") from e
 
 
 class VeriragRetriever(BaseRetriever):

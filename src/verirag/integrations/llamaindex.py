@@ -8,7 +8,8 @@
 `VeriragEvaluator` is a LlamaIndex evaluator (BaseEvaluator: evaluate / aevaluate / evaluate_response,
 so BatchEvalRunner and RetryQueryEngine take it). `VerifiedQueryEngine` wraps any query engine and
 verifies each answer against the response's source nodes, then acts as `Pipeline.ask` does (answer,
-abstain, fall back, escalate). A backend outage raises BackendError: it is never a "not passing".
+abstain, fall back, escalate). A backend outage raises BackendError: it is never a "not passing"
+(through the service, the errors are those of `verirag.client`: a refused key is an AuthError).
 """
 
 from __future__ import annotations
@@ -28,10 +29,9 @@ try:
 except ImportError as e:  # pragma: no cover - the extra is missing
     raise ImportError('verirag.integrations.llamaindex needs LlamaIndex: pip install "verirag[llamaindex]"') from e
 
-import httpx
-
 from verirag.awf.pipeline import Pipeline
-from verirag.errors import BackendError, InputError
+from verirag.client import VeriragClient
+from verirag.errors import InputError
 from verirag.types import Passage
 
 __all__ = ["VerifiedQueryEngine", "VeriragEvaluator", "passages_from_nodes"]
@@ -107,7 +107,9 @@ class VeriragEvaluator(BaseEvaluator):
             raise InputError("give VeriragEvaluator a verirag Pipeline or the url of a `verirag serve`, exactly one")
         if method is not None and url is None:
             raise InputError("method is for the service; an in-process pipeline verifies with its own method")
-        self.pipeline, self.url, self.api_key, self.method = pipeline, url and url.rstrip("/"), api_key, method
+        self._client = None if url is None else VeriragClient(url, api_key=api_key, timeout=timeout)
+        self.pipeline, self.method = pipeline, method
+        self.url = None if self._client is None else self._client.base_url
         self.threshold, self.timeout = threshold, timeout
 
     def _get_prompts(self) -> PromptDictType:
@@ -168,7 +170,9 @@ class VeriragEvaluator(BaseEvaluator):
             with _MODEL_LOCK:
                 result = self.pipeline.verify(query or "", answer or "", passages, threshold=self.threshold).to_dict()
         else:
-            result = self._verify_remote(query or "", answer or "", passages)
+            result = self._client.verify(
+                query or "", answer or "", passages, method=self.method, threshold=self.threshold
+            ).to_dict()
         return EvaluationResult(
             query=query,
             response=answer,
@@ -179,29 +183,6 @@ class VeriragEvaluator(BaseEvaluator):
             invalid_result=result["score"] is None,
             invalid_reason=result.get("error"),
         )
-
-    def _verify_remote(self, question: str, answer: str, passages: list[Passage]) -> dict:
-        body = {
-            "question": question,
-            "answer": answer,
-            "method": self.method,
-            "threshold": self.threshold,
-            "passages": [{"id": p.id, "title": p.title, "text": p.text} for p in passages],
-        }
-        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-        try:
-            r = httpx.post(f"{self.url}/v1/verify", json=body, headers=headers, timeout=self.timeout)
-        except httpx.HTTPError as e:
-            raise BackendError(f"the verirag service at {self.url} did not answer: {e}") from e
-        if r.status_code == 200:
-            return r.json()
-        try:
-            message = r.json()["error"]["message"]
-        except (ValueError, KeyError, TypeError):
-            message = r.text[:300]
-        if r.status_code in (400, 413, 422):  # the request was refused: the caller can fix it
-            raise InputError(f"the verirag service refused the request: {message}")
-        raise BackendError(f"the verirag service answered {r.status_code}: {message}")
 
 
 def feedback(result: dict) -> str:
