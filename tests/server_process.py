@@ -11,7 +11,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
+from verirag.client import VeriragClient
+from verirag.errors import BackendError
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -66,15 +67,16 @@ def start_server(
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + ready_timeout
-    while True:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the server exited ({proc.returncode}):\n{log.read_text()[-3000:]}")
-        try:
-            if httpx.get(url + "/readyz", timeout=2).status_code == 200:
+    with VeriragClient(url, timeout=2) as client:
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"the server exited ({proc.returncode}):\n{log.read_text()[-3000:]}")
+            try:
+                client.health()
                 return Server(proc, url, log)
-        except httpx.TransportError:
-            pass
-        if time.time() > deadline:
-            proc.kill()
-            raise RuntimeError(f"the server was not ready in {ready_timeout} s:\n{log.read_text()[-3000:]}")
-        time.sleep(0.3)
+            except BackendError:  # not listening yet, or the models are still loading (503)
+                pass
+            if time.time() > deadline:
+                proc.kill()
+                raise RuntimeError(f"the server was not ready in {ready_timeout} s:\n{log.read_text()[-3000:]}")
+            time.sleep(0.3)
