@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from doubles import ScriptedLLM
 
 from verirag.errors import InputError
 from verirag.evaluation.ground_truth import matches
@@ -25,7 +26,6 @@ from verirag.train.verifier_labels import (
     resolve,
     resolve_file,
 )
-from verirag.types import Generation
 
 # A small made-up world: no benchmark text.
 NQ_ROWS = [
@@ -193,23 +193,17 @@ def write_data(root: Path) -> Path:
     return root
 
 
-class ScriptedLLM:
-    """Answers from SCRIPT (the long answer whatever the style), optionally slowly, logging each call."""
+def scripted(delay: float = 0.0, log: Path | None = None) -> ScriptedLLM:
+    """Answers from SCRIPT (the long answer whatever the style), optionally slowly, logging each question."""
 
-    backend, model_id, fingerprint, context_window = "scripted", "scripted", "5c" * 32, 4096
-
-    def __init__(self, delay: float = 0.0, log: Path | None = None):
-        self.delay, self.log, self.calls = delay, log, 0
-
-    def generate(self, prompt, *, max_tokens=256, temperature=0.0, seed=0, stop=None, logprobs=False, top_logprobs=0):
-        self.calls += 1
-        time.sleep(self.delay)
+    def answer(prompt) -> str:
         question = prompt[-1]["content"].rsplit("Question:", 1)[-1].lower()
-        text = next((a for k, a in SCRIPT.items() if k in question), "I don't know.")
-        if self.log:
-            with open(self.log, "a") as f:
+        if log:
+            with open(log, "a") as f:
                 f.write(question.strip() + "\n")
-        return Generation(text=text, model="scripted")
+        return next((a for k, a in SCRIPT.items() if k in question), "I don't know.")
+
+    return ScriptedLLM(answer, name="scripted", fingerprint="5c" * 32, delay=delay)
 
 
 @pytest.fixture()
@@ -286,9 +280,7 @@ def test_evidence_removal_is_unsupported(tmp_path, data):
 
 
 def test_real_labels_right_with_support_only(tmp_path, data):
-    r = run(
-        tmp_path, data, recipes=["real"], models=["scripted"], llm_loader=lambda m: ScriptedLLM(), real_per_question=3
-    )
+    r = run(tmp_path, data, recipes=["real"], models=["scripted"], llm_loader=lambda m: scripted(), real_per_question=3)
     records = [x for x in by_id(tmp_path).values() if "skip" not in x]
     assert len(records) == r.planned == 8 * 3
     for x in records:
@@ -300,7 +292,7 @@ def test_real_labels_right_with_support_only(tmp_path, data):
 
 
 def test_local_edit_marks_exactly_the_edited_sentence(tmp_path, data):
-    run(tmp_path, data, recipes=["local_edit"], models=["scripted"], llm_loader=lambda m: ScriptedLLM())
+    run(tmp_path, data, recipes=["local_edit"], models=["scripted"], llm_loader=lambda m: scripted())
     records = [x for x in by_id(tmp_path).values() if "skip" not in x]
     examples = {e.source: e for e in resolve(records, data)}
     assert len(records) >= 6
@@ -315,7 +307,7 @@ def test_local_edit_marks_exactly_the_edited_sentence(tmp_path, data):
 
 
 def test_swap_on_a_model_answer_edits_the_answer_sentence(tmp_path, data):
-    run(tmp_path, data, recipes=["swap"], models=["scripted"], llm_loader=lambda m: ScriptedLLM())
+    run(tmp_path, data, recipes=["swap"], models=["scripted"], llm_loader=lambda m: scripted())
     edited = [x for x in by_id(tmp_path).values() if x["id"].split("/")[3] == "scripted.swapped" and "skip" not in x]
     assert len(edited) >= 5
     for e in resolve(edited, data):
@@ -395,12 +387,12 @@ def test_rerun_makes_nothing_and_options_are_checked(tmp_path, data, monkeypatch
 KILL_SCRIPT = """
 import sys, time
 sys.path.insert(0, {tests!r})
-from test_verifier_labels import ScriptedLLM
+from test_verifier_labels import scripted
 from verirag.train.verifier_labels import label_verifier
-llm = ScriptedLLM(delay=0.25, log={log!r})
+llm = scripted(delay=0.25, log={log!r})
 run = label_verifier({out!r}, data_root={data!r}, recipes=["real"], models=["scripted"], n=None,
                      llm_loader=lambda m: llm, real_per_question=3)
-print(run.planned, run.written, run.already_done, llm.calls)
+print(run.planned, run.written, run.already_done, len(llm.requests))
 """
 
 
