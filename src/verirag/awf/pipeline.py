@@ -82,6 +82,7 @@ class PipelineConfig:
     fallback: str = "abstain"
     n_ctx: int = 4096
     max_answer_tokens: int | None = None  # None: each method's own answer length
+    backend_timeout: float | None = None  # seconds per HTTP request to an openai:/http:// model (None: its default)
     chunk_words: int = 200
     overlap_words: int = 20
     # post-retrieval: a conformal trust filter (`verirag calibrate-retrieval`) keeps only trusted
@@ -214,7 +215,7 @@ class Pipeline:
     def _load(self, spec: str):
         """A model, metered (what each answer costs is counted: AskResult.usage), wrapped once."""
         if spec not in self._llms:
-            self._llms[spec] = MeteredLLM(load_llm(spec, n_ctx=self.config.n_ctx))
+            self._llms[spec] = MeteredLLM(load_llm(spec, n_ctx=self.config.n_ctx, timeout=self.config.backend_timeout))
         return self._llms[spec]
 
     @property

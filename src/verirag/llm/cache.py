@@ -22,10 +22,9 @@ SCHEMA_VERSION = 1
 
 
 def default_cache_path() -> Path:
-    base = os.environ.get("VERIRAG_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "verirag"
-    )
-    return Path(base) / "requests.sqlite"
+    from verirag.settings import settings
+
+    return settings().cache_dir / "requests.sqlite"
 
 
 def request_key(**parts: Any) -> str:

@@ -19,26 +19,27 @@ import threading
 from verirag.llm.base import LLM
 from verirag.llm.cache import RequestCache
 from verirag.llm.cached import CachedLLM
+from verirag.settings import settings
 
 _LOADED: dict[tuple, LLM] = {}
 _LOCK = threading.Lock()
 
 
 def cache_enabled() -> bool:
-    return os.environ.get("VERIRAG_NO_CACHE", "").lower() not in {"1", "true", "yes"}
+    return not settings().no_cache
 
 
-def _build(spec: str, n_ctx: int, n_threads: int | None = None) -> LLM:
+def _build(spec: str, n_ctx: int, n_threads: int | None = None, timeout: float | None = None) -> LLM:
     if spec == "openai" or spec.startswith("openai:"):
         from verirag.llm.openai.backend import OpenAICompatibleLLM
 
         model = spec.split(":", 1)[1] if ":" in spec else None
-        return OpenAICompatibleLLM(model=model or None)
+        return OpenAICompatibleLLM(model=model or None, timeout=timeout)
     if spec.startswith(("http://", "https://")):
         from verirag.llm.openai.backend import OpenAICompatibleLLM
 
         url, _, model = spec.partition("#")
-        return OpenAICompatibleLLM(base_url=url, model=model or None)
+        return OpenAICompatibleLLM(base_url=url, model=model or None, timeout=timeout)
     if spec.startswith("hf:"):
         from verirag.llm.hf.backend import TransformersLLM
 
@@ -63,17 +64,23 @@ def _build(spec: str, n_ctx: int, n_threads: int | None = None) -> LLM:
 
 
 def load_llm(
-    spec: str, *, n_ctx: int = 4096, cache: RequestCache | bool | None = None, n_threads: int | None = None
+    spec: str,
+    *,
+    n_ctx: int = 4096,
+    cache: RequestCache | bool | None = None,
+    n_threads: int | None = None,
+    timeout: float | None = None,
 ) -> LLM:
     """Load (once per process) the model named by `spec`; wrap it in the request cache unless
     `cache` is False or VERIRAG_NO_CACHE=1. `n_threads` (llama.cpp; default: every core): on a
     machine other processes keep busy, one thread can be many times faster than two that wait
-    for each other."""
-    key = (spec, n_ctx, n_threads)
+    for each other. `timeout`: seconds an HTTP backend (openai:, http://) may take per request
+    (default: VERIRAG_OPENAI_TIMEOUT, else 120); local backends ignore it."""
+    key = (spec, n_ctx, n_threads, timeout)
     with _LOCK:
         llm = _LOADED.get(key)
         if llm is None:
-            llm = _build(spec, n_ctx, n_threads)
+            llm = _build(spec, n_ctx, n_threads, timeout)
             _LOADED[key] = llm
     if cache is False or (cache is None and not cache_enabled()):
         return llm

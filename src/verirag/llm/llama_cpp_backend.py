@@ -40,6 +40,7 @@ from verirag.errors import BackendError, InputError, ModelNotFoundError
 from verirag.llm.base import DEFAULT_SEED, EXACT_NEXT_TOKEN, HIDDEN_STATE, LLM, LOGPROBS, NEXT_TOKEN, SCORE
 from verirag.llm.chat_template import continued_message, plain_messages, render_chat, validate_messages
 from verirag.llm.prefix_store import Chunk, PrefixStore, batched, n_tokens, shared_chunks, singles
+from verirag.settings import settings
 from verirag.types import ContinuationScore, Generation, Prompt, TokenLogprob
 
 # Shorter contexts are cheaper to recompute than to save and restore.
@@ -56,15 +57,15 @@ EMBED_CTX = 1024
 
 
 def reuse_default() -> bool:
-    return os.environ.get("VERIRAG_PREFIX_REUSE", "1").strip().lower() not in {"0", "false", "no", "off"}
+    return settings().prefix_reuse
 
 
 def n_batch_default() -> int:
-    return int(os.environ.get("VERIRAG_N_BATCH", DEFAULT_N_BATCH))
+    return settings().n_batch
 
 
 def prefix_cache_mb_default() -> float:
-    return float(os.environ.get("VERIRAG_PREFIX_CACHE_MB", "512"))
+    return settings().prefix_cache_mb
 
 
 def log_softmax(logits: np.ndarray) -> np.ndarray:
@@ -84,12 +85,7 @@ def top_k_indices(logprobs: np.ndarray, k: int) -> np.ndarray:
 def threads_from_env() -> int | None:
     """VERIRAG_THREADS: llama.cpp threads for every model this process loads without an explicit
     count (on a machine other jobs keep busy, fewer threads than cores can be much faster)."""
-    raw = os.environ.get("VERIRAG_THREADS", "").strip()
-    if not raw:
-        return None
-    if not raw.isdigit() or int(raw) < 1:
-        raise InputError(f"VERIRAG_THREADS must be a positive integer, got {raw!r}")
-    return int(raw)
+    return settings().threads
 
 
 class LlamaCppLLM(LLM):

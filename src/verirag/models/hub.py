@@ -12,13 +12,11 @@ from verirag.errors import ChecksumError
 from verirag.models.hashing import check_preset_file
 from verirag.models.presets import SENTENCE_TRANSFORMERS, ModelPreset
 from verirag.models.source import Attempt, ResolvedModel, found_status
-
-OFFLINE_ENVS = ("VERIRAG_OFFLINE", "HF_HUB_OFFLINE")
-_FALSE = {"", "0", "false", "no", "off"}
+from verirag.settings import settings
 
 
 def _offline_envs_set() -> list[str]:
-    return [v for v in OFFLINE_ENVS if os.environ.get(v, "").strip().lower() not in _FALSE]
+    return list(settings().offline)
 
 
 def downloads_allowed(allow_download: bool | None = None) -> bool:
@@ -32,7 +30,7 @@ def offline_reason(allow_download: bool | None) -> str:
     """Why downloads are off, for messages."""
     if allow_download is False:
         return "downloads disabled (allow_download=False)"
-    return f"downloads disabled ({', '.join(f'{v}={os.environ[v]}' for v in _offline_envs_set())})"
+    return f"downloads disabled ({', '.join(f'{v} set' for v in _offline_envs_set())})"
 
 
 def _hub_cached(preset: ModelPreset) -> Path | None:

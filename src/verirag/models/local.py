@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +10,7 @@ from verirag.errors import ModelNotFoundError
 from verirag.models.hashing import Progress, check_preset_file, dir_fingerprint, file_fingerprint
 from verirag.models.presets import GGUF, SENTENCE_TRANSFORMERS, ModelPreset, preset_by_sha
 from verirag.models.source import Attempt, ResolvedModel, cache_path, found_status
+from verirag.settings import settings
 
 
 def resolve_path(path: Path, progress: Progress | None) -> ResolvedModel:
@@ -24,7 +24,7 @@ def resolve_path(path: Path, progress: Progress | None) -> ResolvedModel:
 
 def find_env(preset: ModelPreset, at: Attempt) -> ResolvedModel | None:
     var = preset.env_var
-    value = os.environ.get(var, "").strip()
+    value = settings().model_path(preset.name) or ""
     if not value:
         at.tried.append(f"environment variable {var}: not set")
         return None
@@ -49,7 +49,7 @@ def find_env(preset: ModelPreset, at: Attempt) -> ResolvedModel | None:
 
 
 def env_status(preset: ModelPreset, st: dict[str, Any]) -> dict[str, Any] | None:
-    env_value = os.environ.get(preset.env_var, "").strip()
+    env_value = settings().model_path(preset.name) or ""
     if not env_value:
         return None
     p = Path(env_value).expanduser().absolute()

@@ -7,8 +7,9 @@ that ships the weights (offline), or the model hub.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
+
+from verirag.settings import model_path_var
 
 GGUF = "gguf"
 SENTENCE_TRANSFORMERS = "sentence-transformers"
@@ -91,7 +92,7 @@ class ModelPreset:
 def preset_env_var(name: str) -> str:
     """`VERIRAG_MODEL_PATH_<NAME>`: upper case, every run of non-alphanumerics as one underscore
     (qwen2.5-1.5b -> VERIRAG_MODEL_PATH_QWEN2_5_1_5B)."""
-    return "VERIRAG_MODEL_PATH_" + re.sub(r"[^A-Z0-9]+", "_", name.upper()).strip("_")
+    return model_path_var(name)
 
 
 def _parts(package: str, module: str, n: int, version: str) -> PyPISource:

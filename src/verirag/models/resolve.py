@@ -38,6 +38,7 @@ from verirag.models.presets import (
     preset_env_var,
 )
 from verirag.models.source import Attempt, ResolvedModel, cache_path
+from verirag.settings import OFFLINE_ENVS, settings
 
 # (a)-(d) of the module docstring, in order: resolution (and with it the "Tried:" lines of the
 # not-found message) and model_status / list_models walk this one tuple of (find, status)
@@ -77,7 +78,7 @@ def _how_to_get(preset: ModelPreset, tried: list[str], online: bool = False) -> 
         lines.append(f"  - retry with access to the hub repository {preset.hub_repo}")
     elif preset.hub_repo:
         lines.append(
-            f"  - allow downloads (unset {' and '.join(hub.OFFLINE_ENVS)}) to fetch it from "
+            f"  - allow downloads (unset {' and '.join(OFFLINE_ENVS)}) to fetch it from "
             f"the hub repository {preset.hub_repo}"
         )
     return "\n".join(lines)
@@ -153,7 +154,7 @@ def resolve_embedder_path(
     )
     if preset is None:
         # an encoder verirag has no preset for (all-mpnet-base-v2, ...) installed by the user
-        named = os.environ.get(preset_env_var(text), "").strip()
+        named = settings().model_path(text) or ""
         if named:
             folder = Path(named).expanduser()
             if not folder.is_dir():

@@ -19,6 +19,7 @@ from verirag.awf.spec import method_names
 from verirag.errors import InputError, VeriragError
 from verirag.learned.threshold import as_controller
 from verirag.server.worker import CancelToken, ModelWorker
+from verirag.settings import settings
 from verirag.types import AskResult, Passage, VerifyResult
 
 
@@ -44,6 +45,34 @@ class ServiceConfig:
     max_passages: int = 64  # /v1/verify: more would take minutes to judge on a CPU
     verify_method: str = DEFAULT_METHOD  # what /v1/verify judges with when a request names no method
     warm_up: bool = True  # load the models at start-up, so /readyz means ready
+    # seconds an OpenAI-compatible backend may take per HTTP request (it is retried twice);
+    # None: VERIRAG_OPENAI_TIMEOUT when set, else a third of request_timeout (at least 5), so a
+    # stalled backend frees the model thread soon after the client got its 504
+    backend_timeout: float | None = None
+
+    def validate(self) -> ServiceConfig:
+        for name, value in (
+            ("queue_timeout", self.queue_timeout),
+            ("request_timeout", self.request_timeout),
+            ("max_body_bytes", self.max_body_bytes),
+        ):
+            if value <= 0:
+                raise InputError(f"{name} must be positive, got {value:g}")
+        if self.queue_size < 0:
+            raise InputError(f"queue_size must be 0 or more, got {self.queue_size}")
+        if self.backend_timeout is not None and self.backend_timeout <= 0:
+            raise InputError(f"backend_timeout must be positive, got {self.backend_timeout:g}")
+        if self.index is not None and not Path(self.index).is_dir():
+            raise InputError(f"no index at {self.index}: build one with `verirag index PATH --out DIR`")
+        return self
+
+    def resolved_backend_timeout(self) -> float | None:
+        """The backend timeout the pipeline gets (None: the backend reads VERIRAG_OPENAI_TIMEOUT)."""
+        if self.backend_timeout is not None:
+            return self.backend_timeout
+        if settings().openai_timeout is not None:
+            return None
+        return max(5.0, self.request_timeout / 3)
 
 
 class VeriragService:
@@ -51,7 +80,7 @@ class VeriragService:
         self.config = config
         self.pipeline = Pipeline.from_preset(
             config.preset,
-            **config.overrides,
+            **{"backend_timeout": config.resolved_backend_timeout(), **config.overrides},
             **({"threshold": config.threshold} if config.threshold is not None else {}),
         )
         if config.index is not None:

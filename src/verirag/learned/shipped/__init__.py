@@ -17,6 +17,7 @@ from pathlib import Path
 
 from verirag.errors import ModelNotFoundError
 from verirag.learned.verifier import ADAPTER_FILE, META_FILE
+from verirag.settings import settings
 
 VERIFIER_ENV = "VERIRAG_VERIFIER_DIR"
 SHIPPED_VERIFIER = Path(__file__).resolve().parent / "verifier"
@@ -29,8 +30,8 @@ def shipped_verifier_dir() -> Path:
     """The trained verifier used when none is named: the folder in `VERIRAG_VERIFIER_DIR` when
     set, else the package's own. ModelNotFoundError, naming the command that makes one, when the
     folder lacks a saved verifier."""
-    named = os.environ.get(VERIFIER_ENV, "").strip()
-    folder = Path(named).expanduser() if named else SHIPPED_VERIFIER
+    named = settings().verifier_dir
+    folder = named or SHIPPED_VERIFIER
     missing = [f for f in VERIFIER_FILES if not (folder / f).is_file()]
     if not missing:
         return folder

@@ -7,7 +7,7 @@
 Configuration, when not passed explicitly:
     base_url  <- $VERIRAG_OPENAI_BASE_URL, then $OPENAI_BASE_URL (a bare "http://host:port" gets "/v1")
     api_key   <- $VERIRAG_OPENAI_API_KEY, then $OPENAI_API_KEY (local servers need none)
-    model     <- $VERIRAG_OPENAI_MODEL, then the first id that GET {base_url}/models lists
+    model     <- the first id that GET {base_url}/models lists
     timeout   <- $VERIRAG_OPENAI_TIMEOUT (seconds per request, default 120); retries <- $VERIRAG_OPENAI_MAX_RETRIES (2)
 
 Requests:
@@ -41,12 +41,11 @@ from verirag.errors import BackendError, CapabilityError, InputError
 from verirag.llm.base import DEFAULT_SEED, LLM, LOGPROBS, NEXT_TOKEN, SCORE
 from verirag.llm.chat_template import validate_messages
 from verirag.llm.openai.capabilities import TokenizeEndpoint, listed_context_window, probe
-from verirag.llm.openai.client import OpenAIClient, env, first_choice, request_body
+from verirag.llm.openai.client import OpenAIClient, first_choice, request_body
 from verirag.llm.openai.logprobs import parse_chat_logprobs, parse_legacy_logprobs
 from verirag.llm.openai.scoring import EchoScorer
 from verirag.types import ContinuationScore, Generation, Prompt, TokenLogprob
 
-MODEL_ENV = "VERIRAG_OPENAI_MODEL"
 MAX_TOP_LOGPROBS = 20  # OpenAI's limit on top_logprobs; most servers accept at least this
 DEFAULT_CONTEXT_WINDOW = 4096
 
@@ -75,7 +74,7 @@ class OpenAICompatibleLLM(LLM):
         # Server-specific sampling fields sent with every generation request, e.g.
         # {"repeat_penalty": 1.0} so that llama-cpp-python's server (default 1.1) decodes greedily.
         self.extra_body = dict(extra_body or {})
-        model = model or env(MODEL_ENV) or self._first_model_id()
+        model = model or self._first_model_id()
         self.model = self.model_id = model
         self.fingerprint = f"{self.base_url}|{model}"
         self.context_window = int(context_window or self._listed_context_window() or DEFAULT_CONTEXT_WINDOW)
@@ -89,7 +88,7 @@ class OpenAICompatibleLLM(LLM):
             mid = m.get("id") or m.get("name") or m.get("model")
             if mid:
                 return str(mid)
-        raise BackendError(f"GET {self.base_url}/models lists no model; pass model= or set {MODEL_ENV}")
+        raise BackendError(f"GET {self.base_url}/models lists no model; pass model= (openai:MODEL, URL#MODEL)")
 
     def _listed_context_window(self) -> int | None:
         try:

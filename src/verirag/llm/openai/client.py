@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -19,14 +18,11 @@ import httpx
 
 from verirag.errors import BackendError, InputError
 from verirag.llm.chat_template import plain_messages
+from verirag.settings import DEFAULT_OPENAI_TIMEOUT, settings
 from verirag.types import Prompt
 
 log = logging.getLogger(__name__)
 
-BASE_URL_ENVS = ("VERIRAG_OPENAI_BASE_URL", "OPENAI_BASE_URL")
-API_KEY_ENVS = ("VERIRAG_OPENAI_API_KEY", "OPENAI_API_KEY")
-TIMEOUT_ENV = "VERIRAG_OPENAI_TIMEOUT"  # seconds per HTTP request (default 120)
-RETRIES_ENV = "VERIRAG_OPENAI_MAX_RETRIES"  # retries of a failed request (default 2)
 RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
 MAX_BACKOFF = 30.0
 
@@ -38,15 +34,6 @@ class BackendHTTPError(BackendError):
         super().__init__(message)
         self.status_code = status_code
         self.server_message = server_message
-
-
-def env(*names: str) -> str | None:
-    """The first of these environment variables that is set and not blank."""
-    for name in names:
-        value = os.environ.get(name, "").strip()
-        if value:
-            return value
-    return None
 
 
 def normalize_base_url(url: str) -> str:
@@ -61,7 +48,8 @@ def normalize_base_url(url: str) -> str:
 
 
 class OpenAIClient:
-    """One server's HTTP connection; settings not passed are read from the environment."""
+    """One server's HTTP connection; settings not passed are read from the environment
+    (`verirag.settings`: VERIRAG_OPENAI_BASE_URL, _API_KEY, _TIMEOUT, _MAX_RETRIES)."""
 
     def __init__(
         self,
@@ -73,17 +61,20 @@ class OpenAIClient:
         backoff: float = 0.5,
         transport: httpx.BaseTransport | None = None,
     ):
-        base_url = base_url or env(*BASE_URL_ENVS)
+        env = settings()
+        base_url = base_url or env.openai_base_url
         if not base_url:
             raise InputError(
                 "no OpenAI-compatible endpoint: pass base_url (e.g. "
                 "http://127.0.0.1:8000/v1) or set VERIRAG_OPENAI_BASE_URL"
             )
         self.base_url = normalize_base_url(base_url)
-        self.api_key = api_key if api_key is not None else env(*API_KEY_ENVS)
-        # a service in front of this backend sets them below its own request timeout (verirag serve)
-        self.timeout = float(timeout if timeout is not None else env(TIMEOUT_ENV) or 120)
-        self.max_retries = max(0, int(max_retries if max_retries is not None else env(RETRIES_ENV) or 2))
+        self.api_key = api_key if api_key is not None else env.openai_api_key
+        # a service in front of this backend passes a timeout below its own request timeout (verirag serve)
+        if timeout is None:
+            timeout = env.openai_timeout if env.openai_timeout is not None else DEFAULT_OPENAI_TIMEOUT
+        self.timeout = float(timeout)
+        self.max_retries = max(0, int(max_retries if max_retries is not None else env.openai_max_retries))
         self.backoff = float(backoff)
         headers = {"Accept": "application/json"}
         if self.api_key:
