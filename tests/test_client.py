@@ -258,11 +258,8 @@ def test_the_request_the_client_sends():
         "passages": [{"id": "fr", "title": "France", "text": CONTEXTS[0]}, {"text": CONTEXTS[1]}],
         "threshold": 0.5,
     }
-    assert isinstance(result, VerifyResult) and (result.score, result.faithful, result.method) == (
-        0.9,
-        True,
-        "vanilla+nli",
-    )
+    assert isinstance(result, VerifyResult)
+    assert (result.score, result.faithful, result.method) == (0.9, True, "vanilla+nli")
 
 
 # ---- both integrations share the map ----------------------------------------------------------
@@ -357,7 +354,7 @@ def test_typed_results_from_a_real_service(index_dir):
         def same(typed, path, body):  # the typed record holds exactly what the service answered
             wire = raw.post(path, json=body).json()
             mine = typed.to_dict()
-            for d in (wire, mine):  # per-call measurements (the second call is answered from the cache)
+            for d in (wire, mine):  # timings and usage are measured per call
                 d.pop("timings"), d.pop("usage")
             assert mine == wire
 
