@@ -5,11 +5,13 @@ forecaster's fingerprints and provenance."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from verirag.errors import InputError
 from verirag.learned.forecaster import Forecaster, ForecasterBase, pair_text
-from verirag.train.forecaster_labels import LabelRecord
+from verirag.train.forecaster_labels import MODES, LabelRecord, LabelSet
 
 
 def pairs(records: Sequence[LabelRecord]) -> tuple[list[str], list[str], list[int], list[str]]:
@@ -45,3 +47,119 @@ def train_forecaster(
     f.fingerprints.update({k: v for k, v in (fingerprints or {}).items() if v})
     f.provenance = dict(provenance or {})
     return f.fit(q, d, y, g, progress=progress)
+
+
+KINDS = ("cross_encoder", "probe")
+
+
+@dataclass
+class ForecasterRun:
+    """What `train_forecaster_from_data` did: the labelled pairs, where they are, the forecaster (saved)."""
+
+    labels: LabelSet
+    label_file: Path
+    forecaster: ForecasterBase
+
+
+def train_forecaster_from_data(
+    data: str,
+    out_dir: str | Path,
+    *,
+    index: str | Path | None = None,
+    retrieval: str = "bm25",
+    k: int = 20,
+    n: int | None = None,
+    seed: int = 0,
+    model: str = "qwen2.5-0.5b",
+    mode: str = "answer",
+    user_model: str | None = None,
+    match: str = "recall_or_substring",
+    judge_model: str | None = None,
+    labels: str | Path | None = None,
+    kind: str = "cross_encoder",
+    encoder: str = "all-MiniLM-L6-v2",
+    epochs: int = 3,
+    batch_size: int = 16,
+    learning_rate: float = 3e-5,
+    val_share: float = 0.2,
+    temperature: bool = True,
+    n_ctx: int = 4096,
+    on_stage: Callable[[str], None] | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> ForecasterRun:
+    """What `verirag train forecaster` runs (CalibRAG, Jang et al.): load the questions and the
+    index (or pool their passages), load the RAG model (and the surrogate user with mode
+    "decision", the judge with match "llm"), label the top-k (q, d) pairs into the append-only
+    label file (default OUT/labels.jsonl; a rerun resumes), fit a forecaster of `kind` on them and
+    save it to `out_dir` with the fingerprints of the model and index and the run's provenance.
+    `on_stage(text)` announces each step; `progress(step, done, total)` counts within
+    "labelling" and "training"."""
+    from verirag.learned.forecaster import ProbeForecaster
+    from verirag.llm.factory import load_llm
+    from verirag.retrieval.index import index_or_pooled
+    from verirag.train.data import load_questions
+    from verirag.train.forecaster_labels import label_pairs
+
+    if mode not in MODES:
+        raise InputError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
+    if kind not in KINDS:
+        raise InputError(f"--kind must be cross_encoder or probe, got {kind!r}")
+    stage = on_stage or (lambda _text: None)
+    tick = progress or (lambda _step, _done, _total: None)
+    examples = load_questions(data, n, seed)
+    stage("indexing the pooled passages" if index is None else "loading the index")
+    idx = index_or_pooled(examples, index, kind=retrieval, source=str(data))
+    stage(f"loading {model}")
+    llm = load_llm(model, n_ctx=n_ctx)
+    user_llm = load_llm(user_model, n_ctx=n_ctx) if user_model and mode == "decision" else None
+    judge_llm = load_llm(judge_model or model, n_ctx=n_ctx) if match == "llm" else None
+    if kind == "probe":
+        forecaster: ForecasterBase = ProbeForecaster(llm, val_share=val_share, temperature=temperature, seed=seed)
+    else:
+        forecaster = Forecaster(
+            encoder,
+            epochs=epochs,
+            batch_size=batch_size,
+            learning_rate=learning_rate,
+            val_share=val_share,
+            temperature=temperature,
+            seed=seed,
+        )
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    label_file = Path(labels) if labels else out_dir / "labels.jsonl"
+    stage(f"labelling pairs ({mode})")
+    ls = label_pairs(
+        examples,
+        idx,
+        llm,
+        k=k,
+        mode=mode,
+        user_llm=user_llm,
+        match=match,
+        judge_llm=judge_llm,
+        out=label_file,
+        progress=lambda i, t: tick("labelling", i, t),
+    )
+    provenance = {
+        "command": "verirag train forecaster",
+        "data": data,
+        "labels": str(label_file),
+        "mode": mode,
+        "match": match,
+        "k": k,
+        "model": model,
+        "user_model": user_model or model,
+        "label_summary": ls.summary(),
+    }
+    fingerprints = {"model": getattr(llm, "fingerprint", ""), "retriever": idx.kind, "corpus": idx.fingerprint}
+    stage("reading hidden states" if kind == "probe" else "training the forecaster")
+    f = train_forecaster(
+        ls.records,
+        forecaster=forecaster,
+        fingerprints=fingerprints,
+        provenance=provenance,
+        progress=lambda i, t: tick("training", i, t),
+    )
+    f.save(out_dir)
+    return ForecasterRun(ls, label_file, f)

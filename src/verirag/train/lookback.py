@@ -322,3 +322,95 @@ def _sample(r, ex, generator, att, label, judge) -> LookbackSample:
     else:
         s.label = int(getattr(r, label))
     return s
+
+
+# ---------------------------------------------------------------------------------- the command
+@dataclass
+class LookbackRun:
+    """What `train_lookback_from_run` did: the samples read, the fit (saved), Figure 6's cells."""
+
+    collected: Samples
+    result: TrainResult
+    cells: list[dict[str, Any]] | None = None
+
+    @property
+    def usable(self) -> list[LookbackSample]:
+        return usable(self.collected.samples)
+
+
+def train_lookback_from_run(
+    run_dir: str | Path,
+    out_file: str | Path,
+    *,
+    method: str = "vanilla",
+    model: str | None = None,
+    attention_model: str | None = None,
+    variant: str = "cw",
+    k: int = 10,
+    label: str = "faithful",
+    judge_model: str | None = None,
+    test_share: float = TEST_SHARE,
+    seed: int = 0,
+    datasets: Sequence[str] | None = None,
+    matrix: bool = False,
+    on_start: Callable[[int], None] | None = None,
+    on_sample: Callable[[LookbackSample], None] | None = None,
+) -> LookbackRun:
+    """What `verirag train lookback` runs: read the attention of a run's answers (`collect_samples`),
+    fit the classifier on a split by question group, save it to `out_file` with what it was fitted
+    for (model fingerprint, run, label, metrics), and with `matrix` compute Figure 6's cross-dataset
+    cells. `on_start(total)` announces how many answers will be read."""
+    from verirag.experiments.grid.records import ResultStore
+
+    if variant not in ("cw", "fc"):
+        raise InputError(f"--variant must be cw or fc, got {variant!r}")
+    run_dir = Path(run_dir)
+    records = ResultStore(run_dir).load()
+    if on_start is not None:
+        on_start(
+            sum(
+                1
+                for r in records
+                if r.method == method
+                and (model is None or r.model == model)
+                and (not datasets or r.dataset in datasets)
+            )
+        )
+    collected = collect_samples(
+        run_dir,
+        records,
+        method=method,
+        model=model,
+        attention_model=attention_model,
+        label=label,
+        judge_model=judge_model,
+        datasets=datasets,
+        on_sample=on_sample,
+    )
+    samples = collected.samples
+    result = train_lookback(samples, variant=variant, k=k, test_share=test_share, seed=seed)
+    result.classifier.fingerprints["model"] = collected.model_fingerprint
+    result.classifier.save(
+        out_file,
+        command="verirag train lookback",
+        attention_model=collected.attention_model,
+        trained_on={
+            "run": str(run_dir),
+            "model": collected.model,
+            "method": method,
+            "label": label,
+            "datasets": sorted({s.dataset for s in usable(samples)}),
+            "test_share": test_share,
+            "seed": seed,
+        },
+        metrics={
+            "train_auroc": result.train_auroc,
+            "test_auroc": result.test_auroc,
+            "test_auroc_interval": list(result.test_interval),
+            "n_train": result.n_train,
+            "n_test": result.n_test,
+            "not_usable": len(collected.failed),
+        },
+    )
+    cells = cross_dataset_cells(samples, k=k, test_share=test_share, seed=seed) if matrix else None
+    return LookbackRun(collected, result, cells)

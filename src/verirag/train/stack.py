@@ -1,4 +1,4 @@
-"""What `verirag train verifier --stack RUN` runs: fit the stacked verifier
+"""What `verirag train stack RUN` runs: fit the stacked verifier
 (`verirag.learned.stack`) on an eval run's answers and measure it beside each signal alone.
 
     table = feature_table(ResultStore(run).load())            # verirag.train.stack_features
@@ -24,7 +24,9 @@ every answer.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -151,3 +153,37 @@ def train_stack(
         "gradient_boosting_better": bool(boosted_better),
     }
     return StackResult(stack, report, predictions)
+
+
+def train_stack_from_run(
+    run_dir: str | Path,
+    out_file: str | Path,
+    *,
+    methods: Sequence[str] = (),
+    features: Sequence[str] = (),
+    impute: bool = False,
+    folds: int = 5,
+    label: str = "faithful",
+    model: str | None = None,
+    seed: int = 0,
+    resamples: int = 2000,
+    C: float = 1.0,
+) -> StackResult:
+    """What `verirag train stack` runs: the feature table of an eval run's records (`methods`,
+    `features`: all the run has when empty), cross-validated and fitted (`train_stack`), the stack
+    saved to `out_file` with its report as provenance."""
+    from verirag.experiments.grid.records import ResultStore
+    from verirag.train.stack_features import feature_table
+
+    store = ResultStore(run_dir)
+    if not store.path.exists():
+        raise InputError(
+            f"{run_dir} holds no eval records ({store.path.name}): run `verirag eval CONFIG --out {run_dir}` first"
+        )
+    methods = [m.strip() for m in methods if m.strip()]
+    table = feature_table(
+        store.load(), methods=methods or None, features=list(features) or None, label=label, impute=impute, model=model
+    )
+    result = train_stack(table, folds=folds, seed=seed, C=C, impute=impute, n_resamples=resamples)
+    result.stack.save(out_file, command="verirag train stack", run=str(run_dir), methods=methods, **result.provenance)
+    return result

@@ -8,6 +8,7 @@ through, at least P are correct and supported". Records with an error stay in, w
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -47,3 +48,36 @@ def fit_threshold(
     spec = records[0].method_spec  # resolved_options: every option, defaults included (older runs: those given)
     target.provenance.update(run=run, method_options=spec.get("resolved_options") or spec.get("options") or {})
     return target
+
+
+def calibrate_run(
+    run_dir: str | Path,
+    *,
+    model: str,
+    method: str,
+    dataset: str | None = None,
+    precision: float | None = None,
+    delta: float = 0.1,
+    action_rate: float | None = None,
+    save: str | Path | None = None,
+) -> tuple[ThresholdController, Path | None]:
+    """What `verirag calibrate` runs: fit a threshold for a target precision (with probability
+    1 - delta) or a target action rate, exactly one, on an eval run's records of (model, method).
+    Returns the fitted controller and where it was saved (`save`, else None)."""
+    from verirag.experiments.grid.records import ResultStore
+
+    if (precision is None) == (action_rate is None):
+        raise InputError("give exactly one of --precision P or --action-rate R")
+    try:
+        target = (
+            ThresholdController(precision=precision, delta=delta)
+            if precision is not None
+            else ThresholdController(action_rate=action_rate)
+        )
+    except ValueError as e:
+        raise InputError(str(e)) from None
+    fitted = fit_threshold(
+        ResultStore(run_dir).load(), model=model, method=method, dataset=dataset, target=target, run=str(run_dir)
+    )
+    saved = fitted.save(save, command="verirag calibrate") if save is not None else None
+    return fitted, saved

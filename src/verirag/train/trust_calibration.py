@@ -9,8 +9,9 @@ them. Questions without a known source or reference are skipped and counted, nev
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -155,3 +156,48 @@ def calibrate_retrieval(
     scores = [[h.score for h in hs] for hs in hits]
     f.fit(scores, labels, k=k)
     return TrustCalibration(f, s_thres, skipped, f.diagnose(), scores, list(labels))
+
+
+@dataclass
+class RetrievalCalibration:
+    """What `calibrate_retrieval_from_data` did: the fit, the index kind, the held-out check."""
+
+    calibration: TrustCalibration
+    retriever: str
+    n_held_out: int
+    held_out: HeldOut | None = None
+
+
+def calibrate_retrieval_from_data(
+    data: str,
+    out_file: str | Path,
+    *,
+    index: str | Path | None = None,
+    retrieval: str = "bm25",
+    alpha: float = 0.1,
+    beta: float = 0.0,
+    k: int = 10,
+    n: int | None = None,
+    seed: int = 0,
+    holdout: float = 0.0,
+    on_stage: Callable[[str], None] | None = None,
+) -> RetrievalCalibration:
+    """What `verirag calibrate-retrieval` runs: load the questions (`load_questions`), the index
+    (or pool their passages into one), keep `holdout` of the question groups out, fit the trust
+    filter on the rest, save it to `out_file`, and check its guarantee on the held-out questions."""
+    from verirag.retrieval.index import index_or_pooled
+    from verirag.train.data import load_questions
+
+    stage = on_stage or (lambda _text: None)
+    examples = load_questions(data, n, seed)
+    stage("indexing the pooled passages" if index is None else "loading the index")
+    idx = index_or_pooled(examples, index, kind=retrieval, source=str(data))  # held-out questions' too
+    examples, held = split_holdout(examples, holdout, seed)
+    stage(f"retrieving the top {k} for {len(examples)} questions")
+    cal = calibrate_retrieval(examples, idx, k=k, alpha=alpha, beta=beta)
+    cal.filter.save(out_file)
+    result = RetrievalCalibration(cal, idx.kind, len(held))
+    if held:
+        stage(f"checking the guarantee on {len(held)} held-out questions")
+        result.held_out = held_out_check(cal, held, idx)
+    return result
