@@ -1,6 +1,6 @@
 """The stacked verifier end to end on a tiny real eval run (SmolLM2-135M, a verifier fitted here on
 toy examples): the records carry the answer's signals (token logprobs from the generation itself,
-K-Precision, retrieval scores), `verirag train verifier --stack` fits on them, and
+K-Precision, retrieval scores), `verirag train stack` fits on them, and
 `vanilla+stacked(stack=FILE)` recomputes the same features at answer time and gives the score the
 stack gives the recorded ones."""
 
@@ -107,10 +107,7 @@ def test_stacked_from_the_run_scores_new_answers_as_it_scored_the_recorded_ones(
 
     run_dir, rows, _ = run
     path = tmp_path / "stack.json"
-    assert (
-        main(["train", "verifier", "--stack", str(run_dir), "--out", str(path), "--folds", "3", "--resamples", "100"])
-        == 0
-    )
+    assert main(["train", "stack", str(run_dir), "--out", str(path), "--folds", "3", "--resamples", "100"]) == 0
     stack = StackedVerifier.load(path)
     assert stack.features == [
         "self_check",

@@ -45,7 +45,7 @@ class StackedVerifier(LearnedPart):
     format_name = "stacked_verifier"
     title = "stacked verifier"
     fitted_attribute = "coef_"
-    fit_command = "verirag train verifier --stack RUN --out FILE"
+    fit_command = "verirag train stack RUN --out FILE"
     refuse_on = ("model",)
     arrays = ("coef_", "mean_", "scale_")
 

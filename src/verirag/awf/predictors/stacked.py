@@ -1,4 +1,4 @@
-"""A stacked verifier as a predictor: the learned combination `verirag train verifier --stack RUN`
+"""A stacked verifier as a predictor: the learned combination `verirag train stack RUN`
 made, applied at answer time (issue 27, item 5).
 
     vanilla+stacked(stack=stack.json)

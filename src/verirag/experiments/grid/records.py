@@ -26,7 +26,7 @@ Fields:
   `generation` (the generation's trace key: records sharing it judged one answer), `model_fingerprint`,
   `predictor_digest` (the predictor's identity), and `signals` = {"values": {...}, "missing":
   {signal: why}}: the answer's token logprob min / mean / sum, K-Precision and retrieval top / mean
-  (`verirag.awf.signals`; what `verirag train verifier --stack` combines).
+  (`verirag.awf.signals`; what `verirag train stack` combines).
 - seconds: wall time of this method on this example, marginal to methods that ran before it in
   the same trace (a shared generation is paid by the first method that needs it).
 - calls, prompt_tokens, completion_tokens: the full cost of the method on this example: every

@@ -1,0 +1,5 @@
+import sys
+
+from verirag.cli import main
+
+sys.exit(main())

@@ -1,0 +1,47 @@
+"""What every command module shares: the two consoles, help texts, small printers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+out = Console()
+err = Console(stderr=True)
+
+PRESET_HELP = "Pipeline preset: local (qwen2.5-1.5b), fast (qwen2.5-0.5b), tiny (smollm2-135m)."
+MODEL_HELP = (
+    "Generator (and, by default, judge) model: a preset name, a .gguf path, "
+    "openai:MODEL, http://host:port/v1#MODEL, or hf:ID."
+)
+THRESHOLD_HELP = "Verdict threshold on the score (default 0.5), or a threshold file written by `verirag calibrate`."
+
+
+def warn(message: str) -> None:
+    err.print(f"[yellow]warning:[/yellow] {escape(message)}")
+
+
+def warn_all(messages: Iterable[str]) -> None:
+    for message in messages:
+        warn(message)
+
+
+def print_skipped(skipped: Iterable[tuple[object, str]]) -> None:
+    for what, reason in skipped:
+        err.print(f"[yellow]skipped[/yellow] {escape(str(what))}: {escape(reason)}")
+
+
+def progress(*, remaining: bool = False) -> Progress:
+    """A transient progress bar on stderr (stdout stays for results)."""
+    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
+    if remaining:
+        columns.append(TimeRemainingColumn())
+    return Progress(*columns, console=err, transient=True)
+
+
+def names(values: list[str]) -> list[str]:
+    """Comma-separated and repeated option values as one list ("none" gives none)."""
+    found = [v.strip() for value in values for v in value.split(",") if v.strip()]
+    return [] if found == ["none"] else found

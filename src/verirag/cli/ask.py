@@ -1,0 +1,186 @@
+"""`verirag ask`, `verirag demo`, `verirag methods`: answer, verify, act."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import typer
+from rich.markup import escape
+from rich.panel import Panel
+
+from verirag.cli._shared import MODEL_HELP, PRESET_HELP, THRESHOLD_HELP, err, out, print_skipped, progress, warn_all
+from verirag.errors import InputError
+
+COLOURS = {"answered": "green", "abstained": "yellow", "fallback": "cyan", "escalated": "magenta"}
+
+
+def print_result(r, *, show_question: bool = True) -> None:
+    """An AskResult as a panel: the answer, the verdict and action, the evidence, the forecast."""
+    colour = COLOURS[r.action]
+    lines = [f"[bold]Q:[/bold] {escape(r.question)}"] if show_question else []
+    lines.append(f"[bold]A:[/bold] {escape(r.answer)}")
+    verdict = "supported" if r.faithful else "not supported"
+    at = (
+        f" at threshold {r.threshold:.2f}"
+        if r.threshold is not None
+        else ": no threshold is certified, every answer acts"
+    )
+    lines.append(f"[bold]faithfulness[/bold] {r.score:.3f} ({verdict}{at}) -> [{colour}]{r.action}[/{colour}]")
+    if r.action != "answered" and r.retrieved_answer:
+        lines.append(f"[dim]answer from the passages was: {escape(r.retrieved_answer)}[/dim]")
+    if r.supporting_passage is not None:
+        sp = r.supporting_passage
+        flat = " ".join(sp.text.split())
+        excerpt = flat if len(flat) < 240 else flat[:240] + "…"
+        label = "evidence" if r.faithful else "closest passage"
+        lines.append(f"[bold]{label}[/bold] {escape(sp.id)} (support {sp.support_score:.3f}): {escape(excerpt)}")
+    if r.forecast is not None:
+        fc = r.forecast
+        requery = (
+            f"; below {fc['epsilon']:.2f} at first, so the query was reformulated to {escape(repr(fc['query']))}"
+            if fc.get("reformulated")
+            else ""
+        )
+        lines.append(
+            f"[bold]forecast[/bold] {fc['confidence']:.3f} that an answer from {escape(', '.join(fc['kept']))} "
+            f"is right (best of {len(fc['reranked'])} reranked){requery}"
+        )
+    if r.error:
+        lines.append(f"[red]note:[/red] {escape(r.error)}")
+    lines.append(
+        "[dim]"
+        + "  ".join(f"{k} {v:.2f}s" for k, v in r.timings.items())
+        + f"  model {escape(r.model)}  method {escape(r.method)}[/dim]"
+    )
+    out.print(Panel("\n".join(lines), border_style=colour))
+
+
+def ask(
+    question: str = typer.Argument(..., help="The question."),
+    corpus: Path | None = typer.Option(None, help="Folder of .txt/.md files, a file, or a JSONL of passages."),
+    index: Path | None = typer.Option(None, help="An index built by `verirag index`."),
+    json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    preset: str = typer.Option("local", help=PRESET_HELP),
+    model: str | None = typer.Option(None, help=MODEL_HELP),
+    judge: str | None = typer.Option(
+        None,
+        help="Entailment model of methods that use one (+nli): llm (default) or "
+        "hf:NLI_MODEL; an error for methods without one.",
+    ),
+    judge_model: str | None = typer.Option(None, help="Model of the LLM judge (default: --model)."),
+    threshold: str | None = typer.Option(None, help=THRESHOLD_HELP),
+    k: int | None = typer.Option(None, help="Passages to retrieve (default 5)."),
+    fallback: str | None = typer.Option(None, help="Below the threshold: abstain (default), no-rag or escalate."),
+    escalate_model: str | None = typer.Option(None, help="The larger model for --fallback escalate."),
+    method: str | None = typer.Option(
+        None,
+        help="AwF method: vanilla+verifier (default: the shipped trained "
+        "verifier; vanilla+nli when --judge is given), vanilla+self_check, vanilla+nli, instructrag+pre_answering, intrinsic, ... (`verirag methods`).",
+    ),
+    retrieval: str | None = typer.Option(None, help="hybrid (default), bm25 or dense."),
+    trust: Path | None = typer.Option(
+        None, help="A conformal trust filter (`verirag calibrate-retrieval`): only trusted chunks reach the model."
+    ),
+    on_untrusted: str | None = typer.Option(
+        None, help="When no chunk is trusted: abstain (default), no-context or keep-top."
+    ),
+    forecaster: Path | None = typer.Option(
+        None,
+        help="CalibRAG's forecaster (`verirag train forecaster`): "
+        "rerank 20 documents by the forecast that an answer from each is "
+        "right, answer from the best, and report that forecast.",
+    ),
+    epsilon: float | None = typer.Option(
+        None,
+        help="With --forecaster: below this forecast (default 0.3) the "
+        "query is reformulated and retrieval runs once more.",
+    ),
+):
+    """Answer QUESTION from a corpus, verify the answer, and act on the verdict."""
+    from verirag.awf.pipeline import Pipeline
+    from verirag.learned.threshold import parse_threshold
+
+    if (corpus is None) == (index is None):
+        raise InputError("give exactly one of --corpus PATH or --index DIR")
+    if not question.strip():
+        raise InputError("the question is empty")
+    if epsilon is not None and forecaster is None:
+        raise InputError("--epsilon is the forecaster's re-query threshold: give --forecaster DIR too")
+    p = Pipeline.from_preset(
+        preset,
+        model=model,
+        judge=judge,
+        judge_model=judge_model,
+        threshold=parse_threshold(threshold)[0],
+        k=k,
+        fallback=fallback,
+        retrieval=retrieval,
+        method=method,
+        escalate_model=escalate_model,
+        trust=str(trust) if trust else None,
+        on_untrusted=on_untrusted,
+        forecaster=str(forecaster) if forecaster else None,
+        epsilon=epsilon,
+    )
+    with err.status("indexing…" if corpus else "loading index…"):
+        p.index(corpus) if corpus is not None else p.load_index(index)
+    print_skipped(getattr(p, "skipped", []))
+    warn_all(p.threshold_warnings())
+    with err.status("answering and verifying…") as status:
+        r = p.ask(question, on_stage=lambda stage: status.update(f"{stage}…"))
+    if json_out:
+        print(json.dumps(r.to_dict(), ensure_ascii=False))
+    else:
+        print_result(r)
+
+
+def demo(
+    preset: str = typer.Option("local", help=PRESET_HELP),
+    model: str | None = typer.Option(None, help=MODEL_HELP),
+    threshold: float | None = typer.Option(None, help="Verdict threshold (default 0.5)."),
+    json_out: bool = typer.Option(False, "--json", help="Print one JSON object per question."),
+):
+    """Index the shipped demo corpus and answer its questions, one answerable from it, one not."""
+    from verirag import demo as demo_data
+    from verirag.awf.pipeline import Pipeline
+
+    p = Pipeline.from_preset(preset, model=model, threshold=threshold)
+    questions = demo_data.questions()
+    with err.status("indexing the demo corpus…"):
+        p.index(demo_data.corpus_path())
+    err.print(
+        f"[dim]corpus: {demo_data.corpus_path()}  model: {p.config.model}  "
+        f"method: {p.config.method}  threshold: {p.config.threshold}[/dim]"
+    )
+    results = []
+    started = time.perf_counter()
+    with progress() as bar:
+        task = bar.add_task("loading the model…", total=len(questions))
+        for q in questions:
+            head = q["question"][:40]
+            r = p.ask(q["question"], on_stage=lambda stage: bar.update(task, description=f"{head}: {stage}…"))  # noqa: B023
+            results.append(r)
+            bar.update(task, advance=1, description=q["question"][:50])
+            if json_out:
+                print(json.dumps(r.to_dict(), ensure_ascii=False))
+            else:
+                print_result(r)
+    if not json_out:
+        answered = sum(r.action == "answered" for r in results)
+        n = len(results)
+        mean = {k: sum(r.timings.get(k, 0.0) for r in results) / n for k in ("generate", "verify")}
+        out.print(
+            f"{answered} answered, {n - answered} not, of {n} questions, in "
+            f"{time.perf_counter() - started:.0f} s (per question: generate {mean['generate']:.1f} s, "
+            f"verify {mean['verify']:.{2 if mean['verify'] < 0.1 else 1}f} s; model loading included in the total)."
+        )
+
+
+def methods():
+    """List the AwF methods `--method` accepts (unified methods, generators, GENERATOR+PREDICTOR)."""
+    from verirag.awf.spec import method_names
+
+    for name in method_names():
+        out.print(name)

@@ -1,0 +1,158 @@
+"""`verirag verify`: judge another system's answers, one or a whole log."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.markup import escape
+from rich.panel import Panel
+
+from verirag.cli._shared import MODEL_HELP, PRESET_HELP, THRESHOLD_HELP, err, out, print_skipped, progress, warn_all
+from verirag.errors import InputError
+
+
+def print_verified(v) -> None:
+    """A VerifyResult as a panel: each sentence marked, the verdict, the evidence, notes."""
+    colour = "green" if v.faithful else ("red" if v.error is None else "yellow")
+    verdict = "supported" if v.faithful else ("not verified" if v.score is None else "not supported")
+    lines = [f"[bold]Q:[/bold] {escape(v.question)}", f"[bold]A:[/bold] {escape(v.answer)}"]
+    for s in v.sentences or []:  # a sentence-level verifier: each sentence, the unsupported ones marked
+        weak = v.threshold is not None and s.score < v.threshold
+        mark = "[red]unsupported[/red]" if weak else "[green]supported[/green]"
+        lines.append(f"  {mark} {s.score:.3f} ({escape(str(s.supporting_passage))}): {escape(s.text)}")
+    lines.append(
+        f"[bold]faithfulness[/bold] {'–' if v.score is None else f'{v.score:.3f}'} "
+        f"([{colour}]{verdict}[/{colour}]"
+        + (f" at threshold {v.threshold:.2f})" if v.threshold is not None else ": no threshold is certified)")
+    )
+    if v.supporting_passage is not None:
+        sp = v.supporting_passage
+        flat = " ".join(sp.text.split())
+        label = "evidence" if v.faithful else "closest passage"
+        support = "–" if sp.support_score is None else f"{sp.support_score:.3f}"
+        lines.append(
+            f"[bold]{label}[/bold] {escape(sp.id)} (support {support}): "
+            f"{escape(flat if len(flat) < 240 else flat[:240] + '…')}"
+        )
+    for note in ([v.error] if v.error else []) + v.warnings:
+        lines.append(f"[red]note:[/red] {escape(note)}")
+    lines.append(
+        "[dim]"
+        + "  ".join(f"{k} {t:.2f}s" for k, t in v.timings.items())
+        + f"  method {escape(v.method)}  judge {escape(v.judge)}[/dim]"
+    )
+    out.print(Panel("\n".join(lines), border_style=colour))
+
+
+def verify(
+    log: Path | None = typer.Argument(
+        None,
+        help="A JSONL log of your system's questions, answers and "
+        "retrieved contexts, in RAGAS or DeepEval field names (or mapped).",
+    ),
+    out_dir: Path | None = typer.Option(
+        None, "--out", help="With LOG: results.jsonl (one line per answer, resumable), summary.json, report.html."
+    ),
+    question: str | None = typer.Option(None, help="One answer's question (with --answer, --passages)."),
+    answer: str | None = typer.Option(None, help="The answer to verify."),
+    passages: list[Path] = typer.Option(
+        [],
+        "--passages",
+        help="The answer's passages: a text file per passage (repeatable), a folder of them, or a JSONL of passages.",
+    ),
+    json_out: bool = typer.Option(False, "--json", help="Print one JSON object (the result, or the summary)."),
+    preset: str = typer.Option("local", help=PRESET_HELP),
+    model: str | None = typer.Option(None, help=MODEL_HELP),
+    method: str | None = typer.Option(
+        None,
+        help="A GENERATOR+PREDICTOR method whose predictor verifies "
+        "(default: vanilla+verifier, the shipped trained verifier, as everywhere; `verirag methods`).",
+    ),
+    judge: str | None = typer.Option(None, help="Entailment model of +nli: llm (default) or hf:NLI_MODEL."),
+    threshold: str | None = typer.Option(None, help=THRESHOLD_HELP),
+    question_field: str | None = typer.Option(None, help="The log's question field (default: detected)."),
+    answer_field: str | None = typer.Option(None, help="The log's answer field."),
+    contexts_field: str | None = typer.Option(None, help="The log's retrieved contexts field."),
+    reference_field: str | None = typer.Option(None, help="The log's reference (gold) answer field."),
+    label_field: str | None = typer.Option(
+        None,
+        help="A human label field (true/false, 0/1, supported/unsupported): AUROC and precision/recall against it.",
+    ),
+    limit: int | None = typer.Option(None, help="Only the first N lines of the log (a quick look)."),
+):
+    """Verify another system's answers: one (--question, --answer, --passages) or a whole log
+    (LOG --out DIR), against the contexts each was answered from."""
+    from verirag import answer_log as al
+    from verirag.awf.defaults import DEFAULT_METHOD
+    from verirag.awf.pipeline import Pipeline
+    from verirag.errors import BackendError
+    from verirag.jsonio import strict_json
+    from verirag.learned.threshold import parse_threshold
+
+    single = question is not None or answer is not None or bool(passages)
+    if (log is None) == (not single):
+        raise InputError("give a LOG.jsonl (with --out DIR), or one answer with --question, --answer and --passages")
+    if limit is not None and limit < 1:
+        raise InputError(f"--limit must be at least 1, got {limit}")
+    threshold_value = parse_threshold(threshold)[0]
+    if single:
+        if not (question and answer and passages):
+            raise InputError("one answer needs --question, --answer and --passages FILE")
+        if out_dir is not None:
+            raise InputError("--out is where a log's results go; one answer is printed (--json for JSON)")
+        found, skipped = al.read_passages(passages)
+        print_skipped(skipped)
+    else:
+        if out_dir is None:
+            raise InputError("give --out DIR: where the results, summary and report of the log go")
+        logged = al.read_answer_log(
+            log,
+            question_field=question_field,
+            answer_field=answer_field,
+            contexts_field=contexts_field,
+            reference_field=reference_field,
+            label_field=label_field,
+        )
+    p = Pipeline.from_preset(
+        preset, model=model, judge=judge, threshold=threshold_value, method=method or DEFAULT_METHOD
+    )
+    warn_all(p.threshold_warnings())
+    if single:
+        with err.status("verifying…") as status:
+            v = p.verify(question, answer, found, on_stage=lambda stage: status.update(f"{stage}…"))
+        if json_out:
+            print(json.dumps(strict_json(v.to_dict()), ensure_ascii=False))
+        else:
+            print_verified(v)
+        return
+    n = len(logged.entries) if limit is None else min(limit, len(logged.entries))
+    try:
+        with progress() as bar:
+            task = bar.add_task("loading the model…", total=n)
+            run = al.run_log(
+                p,
+                logged,
+                out_dir,
+                limit=limit,
+                on_progress=lambda i, _n, _r: bar.update(task, completed=i, description="verifying"),
+            )
+    except BackendError:
+        err.print(
+            f"the answers verified so far are kept in {escape(str(out_dir / al.RESULTS_FILE))}: "
+            "the same command resumes"
+        )
+        raise
+    summary, report = al.write_summary(logged, run.records, out_dir)
+    if json_out:
+        print(json.dumps(strict_json(summary), ensure_ascii=False))
+        return
+    out.print(
+        f"{run.written} answers verified now, {run.already_done} already done"
+        + (f", {run.unreadable_lines} torn lines of a killed run ignored" if run.unreadable_lines else "")
+        + f" (format {escape(logged.fields.format)})."
+    )
+    for line in al.summary_lines(summary):
+        out.print(escape(line))
+    out.print(f"results: {escape(str(out_dir / al.RESULTS_FILE))}; report: {escape(str(report))}")
