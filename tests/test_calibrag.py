@@ -8,6 +8,7 @@ import random
 
 import numpy as np
 import pytest
+from doubles import FailingLLM, ScriptedLLM
 from test_train_trust_calibration import examples
 
 from verirag.awf.calibrag import (
@@ -18,7 +19,7 @@ from verirag.awf.calibrag import (
     reformulate_query,
 )
 from verirag.awf.stages import ForecastRerankStage, run_stages
-from verirag.errors import InputError, NotFittedError
+from verirag.errors import BackendError, InputError, NotFittedError
 from verirag.learned.forecaster import Forecaster, fit_temperature, load_forecaster
 from verirag.learned.splits import split_by_group
 from verirag.llm.metered import MeteredLLM
@@ -262,14 +263,8 @@ def test_requery_runs_at_most_once(toy_forecaster, smollm):
     assert r.requery["query"] and r.requery["used"] in ("original", "reformulated")
 
 
-def test_reformulation_failure_keeps_the_question(smollm):
-    class Broken(MeteredLLM):
-        def generate(self, prompt, **kw):
-            from verirag.errors import BackendError
-
-            raise BackendError("the server is down")
-
-    q, err = reformulate_query(Broken(smollm), "who wrote hamlet?")
+def test_reformulation_failure_keeps_the_question():
+    q, err = reformulate_query(FailingLLM(BackendError("the server is down")), "who wrote hamlet?")
     assert q == "who wrote hamlet?" and "server is down" in err
 
 
@@ -372,7 +367,6 @@ def test_verbal_confidence_methods_run_and_record_unreadable_replies(smollm, nam
     from verirag.awf.compose import build_method
     from verirag.awf.spec import method_names
     from verirag.awf.trace import Trace
-    from verirag.types import Generation
 
     assert name in method_names()
     ex = examples()[0]
@@ -380,11 +374,8 @@ def test_verbal_confidence_methods_run_and_record_unreadable_replies(smollm, nam
     assert 0.0 <= out.score <= 1.0 and out.answer
     assert out.score in {i / 10 for i in range(11)} | set(LINGUISTIC_SCALE.values()) or out.error
 
-    class Evasive(MeteredLLM):  # a model that will not state a confidence
-        def generate(self, prompt, **kw):
-            return Generation(text="I would rather not say.")
-
-    out = build_method(name, Evasive(smollm)).run(Trace(ex.question, ex.passages[:1]))
+    evasive = ScriptedLLM("I would rather not say.", name="evasive")  # will not state a confidence
+    out = build_method(name, evasive).run(Trace(ex.question, ex.passages[:1]))
     assert out.score == 0.0 and "unreadable confidence" in out.error
 
 
