@@ -202,7 +202,7 @@ def test_load_garbled_passages(saved: Path) -> None:
 
 def test_load_missing_retriever_files(saved: Path) -> None:
     (saved / "bm25" / "bm25.json").unlink()
-    with pytest.raises(InputError, match="BM25 index"):
+    with pytest.raises(InputError, match=r"bm25/bm25\.json is missing.*verirag index CORPUS --out"):
         Index.load(saved)
 
 

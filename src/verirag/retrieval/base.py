@@ -7,7 +7,10 @@ at the edge.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -84,3 +87,41 @@ class Retriever:
     def search_many(self, queries: Sequence[str], k: int = 5) -> list[list[ScoredPassage]]:
         """`search` for each query; all queries are validated before any is run."""
         return [to_scored(self.passages, h) for h in self.search_hits_many(queries, k)]
+
+
+# --------------------------------------------------------------------------- index files
+def rebuild_hint(index_dir: Path | str | None = None) -> str:
+    """How to make a broken index whole again: build it anew from its corpus."""
+    return f"rebuild the index with `verirag index CORPUS --out {index_dir or 'DIR'}`"
+
+
+def corrupt_index_file(path: Path, why: BaseException | str, index_dir: Path | str | None = None) -> InputError:
+    """The one error of an index file that cannot be read back: the file, what is wrong, the fix."""
+    if isinstance(why, OSError) and why.strerror:  # its str() repeats the path
+        why = why.strerror
+    elif isinstance(why, BaseException):
+        why = f"{type(why).__name__}: {why}"
+    return InputError(f"index file {path} is missing or corrupt ({why}); {rebuild_hint(index_dir)}")
+
+
+def read_index_json(path: Path, index_dir: Path | str | None = None) -> dict[str, Any]:
+    """A JSON object of an index folder; anything else (missing, truncated, another type) is an
+    `InputError` naming the file."""
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    # UnicodeDecodeError and JSONDecodeError are ValueErrors; a deep enough nesting is a RecursionError
+    except (OSError, ValueError, RecursionError) as e:
+        raise corrupt_index_file(path, e, index_dir) from e
+    if not isinstance(value, dict):
+        raise corrupt_index_file(path, f"a JSON {type(value).__name__}, not an object", index_dir)
+    return value
+
+
+def read_index_array(path: Path, index_dir: Path | str | None = None, *, mmap: bool = False) -> np.ndarray:
+    """A .npy array of an index folder. A file cut short makes numpy raise EOFError or ValueError
+    (its header promises more bytes than there are); both become an `InputError` naming the file.
+    `mmap`: only map the file, to check it before a library that reads it itself (bm25s)."""
+    try:
+        return np.load(path, allow_pickle=False, mmap_mode="r" if mmap else None)
+    except (OSError, ValueError, EOFError) as e:
+        raise corrupt_index_file(path, e, index_dir) from e

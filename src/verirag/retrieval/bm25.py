@@ -21,9 +21,23 @@ import numpy as np
 from ..errors import InputError
 from ..types import Passage
 from .analyzer import EnglishAnalyzer
-from .base import Hits, Retriever, check_k, check_query, top_k
+from .base import (
+    Hits,
+    Retriever,
+    check_k,
+    check_query,
+    corrupt_index_file,
+    read_index_array,
+    read_index_json,
+    rebuild_hint,
+    top_k,
+)
 
 _META = "bm25.json"
+# what bm25s writes (its default names): checked one by one before bm25s reads them, so that a bad
+# file is named in the error rather than surfacing as whatever bm25s or numpy raise
+_BM25S_JSON = ("params.index.json", "vocab.index.json")
+_BM25S_ARRAYS = ("data.csc.index.npy", "indices.csc.index.npy", "indptr.csc.index.npy")
 _EMPTY: Hits = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
 
 
@@ -88,17 +102,39 @@ class BM25Retriever(Retriever):
         """Read an index written by `save`; `passages` must be the list it was built from."""
         d = Path(directory)
         analyzer = EnglishAnalyzer()
+        meta = read_index_json(d / _META, d.parent)
+        vocab = {name: read_index_json(d / name, d.parent) for name in _BM25S_JSON}["vocab.index.json"]
+        data, rows, pointers = (read_index_array(d / name, d.parent, mmap=True) for name in _BM25S_ARRAYS)
+        # the CSC matrix's own arithmetic: a column (two pointers) per term id, a row index per weight;
+        # bm25s's empty token "" has an id but no column
+        ids = [i for t, i in vocab.items() if t]
+        if not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in ids):
+            raise corrupt_index_file(d / _BM25S_JSON[1], "a term id that is not a natural number", d.parent)
+        if not (pointers.ndim == data.ndim == rows.ndim == 1 and len(pointers) > max(ids, default=-1) + 1):
+            raise corrupt_index_file(d / _BM25S_ARRAYS[2], f"{len(pointers)} pointers for {len(ids)} terms", d.parent)
+        weights, row_file, pointer_file = (d / name for name in _BM25S_ARRAYS)
+        if len(data) != len(rows):
+            raise corrupt_index_file(weights, f"{len(data)} weights, {len(rows)} row indices in {row_file}", d.parent)
+        if int(pointers[-1]) != len(data):
+            raise corrupt_index_file(
+                pointer_file, f"it ends at {int(pointers[-1])}, {weights} holds {len(data)}", d.parent
+            )
+        del data, rows, pointers  # only mapped to check them; bm25s reads them itself
         try:
-            meta = json.loads((d / _META).read_text(encoding="utf-8"))
             model = bm25s.BM25.load(str(d), show_progress=False)
             n_docs = int(model.scores["num_docs"])
-        except (OSError, ValueError, KeyError, TypeError) as e:
-            raise InputError(f"BM25 index in {d} is missing or corrupt ({type(e).__name__}: {e})") from e
+        except Exception as e:  # whatever else a damaged file makes bm25s raise
+            raise InputError(f"BM25 index in {d} is corrupt ({type(e).__name__}: {e}); {rebuild_hint(d.parent)}") from e
+        rows = model.scores["indices"]
+        if len(rows) and int(rows.max()) >= n_docs:
+            raise corrupt_index_file(d / _BM25S_ARRAYS[1], f"a passage index past the {n_docs} passages", d.parent)
         if meta.get("analyzer") != analyzer.name:
             raise InputError(
                 f"BM25 index in {d} was tokenised with {meta.get('analyzer')!r}, this "
                 f"version of verirag uses {analyzer.name!r}; rebuild the index"
             )
         if n_docs != len(passages):
-            raise InputError(f"BM25 index in {d} holds {n_docs} passages but {len(passages)} were given")
+            raise InputError(
+                f"BM25 index in {d} holds {n_docs} passages but {len(passages)} were given; {rebuild_hint(d.parent)}"
+            )
         return cls(passages, model, analyzer)

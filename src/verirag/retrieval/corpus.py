@@ -156,6 +156,8 @@ def _load_jsonl(path: Path) -> CorpusLoad:
                 obj = json.loads(line)
             except json.JSONDecodeError as e:
                 raise InputError(f"{where}: not valid JSON ({e.msg} at column {e.colno})") from e
+            except RecursionError:  # "[[[[…" deeper than the parser recurses
+                raise InputError(f"{where}: not valid JSON (nested too deeply)") from None
             if not isinstance(obj, dict):
                 raise InputError(f"{where}: expected a JSON object, got {type(obj).__name__}")
             passage = _passage_from_object(obj, lineno, path, where)

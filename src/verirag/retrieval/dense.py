@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..types import Passage
-from .base import Hits, Retriever, check_k, check_query, top_k
+from .base import Hits, Retriever, check_k, check_query, corrupt_index_file, read_index_array, read_index_json, top_k
 from .embedder import Embedder
 
 _EMBEDDINGS = "embeddings.npy"
@@ -90,12 +90,13 @@ class DenseRetriever(Retriever):
         the same name: query vectors from another model would not be comparable.
         """
         d = Path(directory)
-        try:
-            meta = json.loads((d / _META).read_text(encoding="utf-8"))
-            vecs = np.load(d / _EMBEDDINGS, allow_pickle=False)
-            name = str(meta["embedder"])
-        except (OSError, ValueError, KeyError, TypeError) as e:
-            raise InputError(f"dense index in {d} is missing or corrupt ({type(e).__name__}: {e})") from e
+        meta = read_index_json(d / _META, d.parent)
+        if not isinstance(meta.get("embedder"), str) or not meta["embedder"].strip():
+            raise corrupt_index_file(d / _META, "no embedder name", d.parent)
+        name = meta["embedder"]
+        vecs = read_index_array(d / _EMBEDDINGS, d.parent)
+        if vecs.dtype.kind != "f":
+            raise corrupt_index_file(d / _EMBEDDINGS, f"{vecs.dtype} values, not floats", d.parent)
         if embedder is None:
             embedder = Embedder.load(name)
         elif embedder.name != name:
@@ -104,8 +105,13 @@ class DenseRetriever(Retriever):
                 f"not {embedder.name!r}; rebuild the index or use {name!r}"
             )
         if vecs.ndim != 2 or vecs.shape[0] != len(passages):
-            raise InputError(
-                f"dense index in {d} holds {vecs.shape[0] if vecs.ndim else 0} "
-                f"embeddings but {len(passages)} passages were given"
+            raise corrupt_index_file(
+                d / _EMBEDDINGS,
+                f"{vecs.shape[0] if vecs.ndim else 0} embeddings for {len(passages)} passages",
+                d.parent,
+            )
+        if vecs.shape[1] != embedder.dim:
+            raise corrupt_index_file(
+                d / _EMBEDDINGS, f"embeddings of dimension {vecs.shape[1]}, {name!r} makes {embedder.dim}", d.parent
             )
         return cls(passages, embedder, vecs)

@@ -26,7 +26,7 @@ from typing import Any
 from ..errors import InputError
 from ..types import Example, Passage, ScoredPassage
 from . import chunking
-from .base import check_k
+from .base import check_k, corrupt_index_file, read_index_json, rebuild_hint
 from .bm25 import BM25Retriever
 from .dense import DenseRetriever
 from .embedder import Embedder
@@ -203,11 +203,10 @@ class Index:
         if not d.is_dir():
             raise InputError(f"no index at {d}: folder does not exist")
         meta = _read_meta(d)
-        passages = _read_passages(d / _PASSAGES)
+        passages = _read_passages(d / _PASSAGES, d)
         if len(passages) != meta["n_passages"]:
-            raise InputError(
-                f"index at {d} is corrupt: meta.json counts {meta['n_passages']} "
-                f"passages, {_PASSAGES} holds {len(passages)}"
+            raise corrupt_index_file(
+                d / _PASSAGES, f"{len(passages)} passages where {_META} counts {meta['n_passages']}", d
             )
         kind = meta["kind"]
         bm25 = BM25Retriever.load(d / "bm25", passages) if kind in ("bm25", "hybrid") else None
@@ -291,26 +290,27 @@ def _swap_into_place(tmp: Path, target: Path) -> None:
 def _read_meta(d: Path) -> dict[str, Any]:
     path = d / _META
     if not path.is_file():
-        raise InputError(f"{d} is not a verirag index (no {_META}); build one first")
-    try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise InputError(f"index at {d} is corrupt: cannot read {_META} ({e})") from e
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise InputError(f"{d} is not a verirag index ({_META} has no format {FORMAT!r})")
+        raise InputError(f"{d} is not a verirag index (no {_META}); build one with `verirag index CORPUS --out {d}`")
+    meta = read_index_json(path, d)
+    if meta.get("format") != FORMAT:
+        raise InputError(f"{d} is not a verirag index ({_META} has no format {FORMAT!r}); {rebuild_hint(d)}")
     if meta.get("version") != FORMAT_VERSION:
         raise InputError(
             f"index at {d} has format version {meta.get('version')!r}, this verirag "
-            f"reads version {FORMAT_VERSION}; rebuild the index"
+            f"reads version {FORMAT_VERSION}; {rebuild_hint(d)}"
         )
     if meta.get("kind") not in KINDS:
-        raise InputError(f"index at {d} is corrupt: unknown kind {meta.get('kind')!r}")
-    if not isinstance(meta.get("n_passages"), int):
-        raise InputError(f"index at {d} is corrupt: {_META} has no passage count")
+        raise corrupt_index_file(path, f"unknown kind {meta.get('kind')!r}", d)
+    if isinstance(meta.get("n_passages"), bool) or not isinstance(meta.get("n_passages"), int):
+        raise corrupt_index_file(path, "no passage count", d)
+    for key in ("chunk_words", "k_rrf", "overlap_words", "n_source_passages"):
+        value = meta.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+            raise corrupt_index_file(path, f"{key} is {value!r}, not a number", d)
     return meta
 
 
-def _read_passages(path: Path) -> list[Passage]:
+def _read_passages(path: Path, index_dir: Path) -> list[Passage]:
     passages: list[Passage] = []
     try:
         with path.open(encoding="utf-8") as f:
@@ -318,11 +318,14 @@ def _read_passages(path: Path) -> list[Passage]:
                 if not line.strip():
                     continue
                 try:
-                    passages.append(Passage.from_dict(json.loads(line)))
-                except (json.JSONDecodeError, KeyError, TypeError, AttributeError) as e:
-                    raise InputError(f"index file {path} is corrupt at line {lineno} ({type(e).__name__}: {e})") from e
+                    passage = Passage.from_dict(json.loads(line))
+                except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as e:
+                    raise corrupt_index_file(path, f"line {lineno}: {type(e).__name__}: {e}", index_dir) from e
+                if not isinstance(passage.text, str):
+                    raise corrupt_index_file(path, f"line {lineno}: the text is not a string", index_dir)
+                passages.append(passage)
     except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"cannot read index file {path} ({e})") from e
+        raise corrupt_index_file(path, e, index_dir) from e
     return passages
 
 
