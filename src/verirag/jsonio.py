@@ -66,7 +66,7 @@ class AppendedJsonl:
                 try:
                     rec = json.loads(raw.decode("utf-8"))
                     records[str(rec[self.key])] = rec
-                except (ValueError, TypeError, KeyError):
+                except (ValueError, TypeError, KeyError, RecursionError):
                     self.unreadable_lines += 1
         return records
 

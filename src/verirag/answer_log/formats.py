@@ -204,6 +204,8 @@ def _decode(raw: bytes, line: int) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as e:
         raise MalformedLine(f"not valid JSON ({e.msg} at column {e.colno})") from None
+    except RecursionError:  # "[[[[…" deeper than the parser recurses
+        raise MalformedLine("not valid JSON (nested too deeply)") from None
 
 
 def detect_fields(objects: list[dict], overrides: dict[str, Any]) -> LogFields:
@@ -269,7 +271,10 @@ def read_answer_log(
             decoded.append((line, raw, e))
     if not decoded:
         raise InputError(f"the log {path} is empty: no line to verify")
-    fields = detect_fields([o for _, _, o in decoded if isinstance(o, dict)], overrides)
+    try:
+        fields = detect_fields([o for _, _, o in decoded if isinstance(o, dict)], overrides)
+    except InputError as e:
+        raise InputError(f"the log {path}: {e}") from None
     entries, first_line_of = [], {}
     for line, raw, obj in decoded:
         digest = hashlib.sha256(raw.strip()).hexdigest()[:16]

@@ -137,25 +137,24 @@ class LearnedPart:
         `runtime` are constructor arguments that are not saved (an LLM, a device)."""
         path = Path(path)
         file = cls.json_path(path)
+        remake = f"make a new one with `{cls.fit_command}`"
         try:
             d = json.loads(file.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise InputError(f"no {cls.title} at {path}: make one with `{cls.fit_command}`") from None
-        except (OSError, UnicodeDecodeError, ValueError) as e:
-            raise InputError(f"{file} is not a {cls.title} file: {e}") from None
+        except (OSError, ValueError, RecursionError) as e:  # a file cut short, not JSON, nested too deeply
+            raise InputError(f"{file} is not a {cls.title} file ({type(e).__name__}: {e}); {remake}") from None
         if not isinstance(d, dict):
-            raise InputError(f"{file} is not a {cls.title} file: not a JSON object")
+            raise InputError(f"{file} is not a {cls.title} file (a JSON {type(d).__name__}, not an object); {remake}")
         try:
             if d.get("format") != cls.format():
                 d = cls.upgrade(d, path)
             part = cls(**d["settings"], **runtime)
             part.restore(d["state"], path)
+            part.fingerprints = dict(d.get("fingerprints") or {})
+            part.provenance = dict(d.get("provenance") or {})
         except (AttributeError, KeyError, TypeError, ValueError) as e:
-            raise InputError(
-                f"{file}: a malformed {cls.title} ({type(e).__name__}: {e}); make a new one with `{cls.fit_command}`"
-            ) from None
-        part.fingerprints = dict(d.get("fingerprints") or {})
-        part.provenance = dict(d.get("provenance") or {})
+            raise InputError(f"{file}: a malformed {cls.title} ({type(e).__name__}: {e}); {remake}") from None
         part.check_expected(expect, where=str(path))
         return part
 

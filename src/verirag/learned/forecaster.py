@@ -393,11 +393,17 @@ class Forecaster(ForecasterBase):
         """The fitted state and the encoder saved beside it, unchanged since it was saved."""
         super().restore(state, path)
         weights = path / ENCODER_DIR / "model.safetensors"
+        remake = f"make a new one with `{self.fit_command}`"
         if not weights.is_file():
-            raise InputError(f"{path}: the encoder weights {weights.name} are missing")
-        if _sha256(weights) != self.weights_sha256_:
-            raise InputError(f"{weights}: the weights differ from those the forecaster was saved with")
-        self._model = _load_cross_encoder(str(path / ENCODER_DIR), self.max_length, self.device)
+            raise InputError(f"{path}: the encoder weights {weights.name} are missing; {remake}")
+        if _sha256(weights) != self.weights_sha256_:  # a file cut short or changed since
+            raise InputError(f"{weights}: the weights differ from those the forecaster was saved with; {remake}")
+        try:
+            self._model = _load_cross_encoder(str(path / ENCODER_DIR), self.max_length, self.device)
+        except (OSError, ValueError) as e:  # its config or tokenizer files, which no checksum covers
+            raise InputError(
+                f"{path / ENCODER_DIR}: the forecaster's encoder does not load ({type(e).__name__}: {e}); {remake}"
+            ) from None
 
 
 class ProbeForecaster(ForecasterBase):

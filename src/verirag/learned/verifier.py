@@ -624,10 +624,11 @@ class TrainedVerifier(LearnedPart):
     def restore(self, state: dict[str, Any], path: Path) -> None:
         super().restore(state, path)
         adapter = path / ADAPTER_FILE
+        remake = f"make a new one with `{self.fit_command}`"
         if not adapter.is_file():
-            raise InputError(f"{path}: the adapter weights {ADAPTER_FILE} are missing")
-        if _sha256(adapter) != self.adapter_sha256_:
-            raise InputError(f"{adapter}: the weights differ from those the verifier was saved with")
+            raise InputError(f"{path}: the adapter weights {ADAPTER_FILE} are missing; {remake}")
+        if _sha256(adapter) != self.adapter_sha256_:  # a file cut short or changed since
+            raise InputError(f"{adapter}: the weights differ from those the verifier was saved with; {remake}")
         self._adapter_path = adapter
 
     @classmethod

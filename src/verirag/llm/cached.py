@@ -2,7 +2,8 @@
 
 Only deterministic requests are cached (temperature 0, or a fixed seed, which every call has):
 the key includes the seed and temperature, so a sampled call with another seed is a new call.
-A failed generation (finish_reason "error") is never cached, so the next run tries again.
+A failed generation (finish_reason "error") is never cached, so the next run tries again; an
+entry that does not read back as its result is ignored with a warning and the request made again.
 Everything but the cached requests (generate, score, next_token, lookback, hidden_state) is forwarded unchanged (LLMWrapper).
 """
 
@@ -38,9 +39,13 @@ class CachedLLM(LLMWrapper):
         key = request_key(backend=self.inner.backend, model=self.inner.fingerprint, op=op, prompt=prompt, params=params)
         hit = self.cache.get(key)
         if hit is not None:
-            out = load(hit)
-            out.cached = True
-            return out
+            try:
+                out = load(hit)
+            except (AttributeError, KeyError, TypeError, ValueError) as e:  # written by another version, or damaged
+                self.cache.ignore_bad_entry(f"a {op} result: {type(e).__name__}: {e}")
+            else:
+                out.cached = True
+                return out
         out = compute()
         if getattr(out, "finish_reason", None) != "error":  # a failed generation is tried again
             self.cache.put(key, dump(out), op=op)
