@@ -12,7 +12,7 @@ names the variable.
 | `VERIRAG_NO_CACHE` | `1`: no request cache, every LLM call is made again | off |
 | `VERIRAG_OFFLINE` | `1`: never download from the model hub (`HF_HUB_OFFLINE` counts too) | off |
 | `VERIRAG_MODEL_PATH_<NAME>` | a model file (or the folder holding it) for preset NAME, e.g. `VERIRAG_MODEL_PATH_QWEN2_5_1_5B`; for an encoder without a preset, its folder | unset |
-| `VERIRAG_DATA_DIR` | the benchmark data folder the dataset loaders read when given no path | `../shared/data` beside the checkout |
+| `VERIRAG_DATA_DIR` | the benchmark data folder the dataset loaders read when given no path (the Makefile sets `../shared/data`) | unset: a loader given no path says so |
 | `VERIRAG_VERIFIER_DIR` | a trained verifier folder used instead of the packaged one | the package's |
 | `VERIRAG_THREADS` | llama.cpp threads of every model loaded without an explicit count | every core |
 | `VERIRAG_N_BATCH` | llama.cpp decode batch in tokens (the grain of prefix reuse; part of the model's fingerprint) | 64 |

@@ -10,13 +10,13 @@ Datasets with no default file always need an explicit path.
 from __future__ import annotations
 
 import inspect
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..settings import settings
 from ..types import Example
 from ._sampling import check_n
 from .bioasq import load_bioasq
@@ -135,19 +135,14 @@ def dataset_info(name: str) -> DatasetInfo:
     return _DATASETS[name]
 
 
-def _data_dir_setting() -> str:
-    # read here, in one place, until the settings object of the VERIRAG_* variables takes it over
-    return os.environ.get(DATA_DIR_ENV, "").strip()
-
-
 def data_dir(path: str | Path | None = None) -> Path:
     """The benchmark data folder: `path` when given, else $VERIRAG_DATA_DIR; `InputError` when
     neither is set (nothing is guessed, so a missing setting never reads some other folder)."""
     if path is not None and str(path).strip():
         return Path(path).expanduser()
-    explicit = _data_dir_setting()
-    if explicit:
-        return Path(explicit).expanduser()
+    explicit = settings().data_dir
+    if explicit is not None:
+        return explicit
     raise InputError(
         f"no benchmark data folder: set {DATA_DIR_ENV} to the folder that holds the benchmark files, "
         "or give the path (--data DIR on the command line, load_dataset(name, path) in Python)"
@@ -161,7 +156,7 @@ def default_path(name: str) -> Path:
         raise InputError(
             f"dataset {name!r} needs a path: pass {info.expects}, e.g. load_dataset({name!r}, 'path/to/file')"
         )
-    if not _data_dir_setting():
+    if settings().data_dir is None:
         raise InputError(
             f"dataset {name!r} has no path and {DATA_DIR_ENV} is not set: pass {info.expects} "
             f"(a dataset's `path:` in a config, load_dataset({name!r}, path) in Python), or set "
