@@ -80,7 +80,6 @@ def test_the_default_verifies_with_the_shipped_verifier_sentence_by_sentence(mon
     """The default method's verifier is the trained one in the package (a real model, read from
     disk); only the generator is scripted."""
     p = make(monkeypatch, ["The ferry takes 25 minutes. Puffins nest in April."], {}, method=PipelineConfig().method)
-    assert p.method_warning is None
     r = p.ask("How long is the ferry?")
     assert r.method == "vanilla+verifier" and 0.0 <= r.score <= 1.0
     assert [s.text for s in r.sentences] == ["The ferry takes 25 minutes.", "Puffins nest in April."]
@@ -91,12 +90,9 @@ def test_the_default_verifies_with_the_shipped_verifier_sentence_by_sentence(mon
     assert r.score == pytest.approx(second.score) and r.action == "abstained"
 
 
-def test_without_the_shipped_verifier_the_default_falls_back_to_self_check(monkeypatch, tmp_path):
+def test_without_the_shipped_verifier_the_default_says_so_and_never_substitutes(monkeypatch, tmp_path):
     monkeypatch.setenv("VERIRAG_VERIFIER_DIR", str(tmp_path))  # a folder with no verifier in it
-    p = Pipeline.from_preset("tiny")
-    assert p.config.method == "vanilla+self_check" and "not the default vanilla+verifier" in p.method_warning
-    # a user who names the method (or builds the config) gets the error, not a substitute
-    assert Pipeline.from_preset("tiny", method="vanilla+verifier").method_warning is None
+    assert Pipeline.from_preset("tiny").config.method == "vanilla+verifier"
     with pytest.raises(Exception, match="no trained verifier"):
         make(monkeypatch, ["25 minutes"], {}, method="vanilla+verifier").ask("How long is the ferry?")
 

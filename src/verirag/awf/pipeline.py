@@ -8,30 +8,37 @@ r = p.ask("Who wrote ...?")      # AskResult: answer, score, faithful, action, e
 from __future__ import annotations
 
 import logging
-import math
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from verirag.awf.calibrag import reformulate_query
 from verirag.awf.compose import build_method, build_predictor
+from verirag.awf.core import (
+    Act,
+    AnswerAndScore,
+    AnswerCore,
+    AnswerRules,
+    AnswerState,
+    PassagesRecord,
+    Retrieve,
+    VerifyGiven,
+    ask_result,
+    verify_result,
+)
 from verirag.awf.defaults import DEFAULT_METHOD, JUDGED_METHOD
 from verirag.awf.entailment.base import EntailmentModel
-from verirag.awf.methods.base import AwFMethod, MethodOutput
-from verirag.awf.policies import ANSWERED, FALLBACKS, make_policy
+from verirag.awf.methods.base import AwFMethod
+from verirag.awf.policies import FALLBACKS, make_policy
 from verirag.awf.registry import create
 from verirag.awf.registry import get as get_component
 from verirag.awf.spec import SEPARATOR, MethodSpec, accepted_options, split_name
 from verirag.awf.stages import UNTRUSTED_ACTIONS, ForecastRerankStage, TrustFilterStage, run_stages
-from verirag.awf.trace import Trace
-from verirag.errors import InputError, is_outage
-from verirag.learned.threshold import ANSWER, ThresholdController, as_controller
+from verirag.errors import InputError
+from verirag.learned.threshold import ThresholdController, as_controller
 from verirag.llm.factory import load_llm
 from verirag.llm.metered import MeteredLLM
-from verirag.llm.usage import Usage, metering
-from verirag.metrics.abstention import is_abstention
-from verirag.types import AskResult, Evidence, Passage, ScoredPassage, VerifyResult, judged_sentences
+from verirag.types import AskResult, Passage, ScoredPassage, VerifyResult
 
 log = logging.getLogger(__name__)
 
@@ -309,121 +316,32 @@ class Pipeline:
         fallback: str | None = None,
         on_stage: Callable[[str], None] | None = None,
     ) -> AskResult:
-        """Answer, verify and act: retrieve -> post-retrieval stages (trust filter, forecast
-        rerank, one re-query when a stage asks) -> generate + verify -> act. `on_stage` is told
-        each stage as it starts ("retrieving", "reading 5 passages and answering (vanilla)",
-        "verifying (self_check)", ...), e.g. to name it on a spinner. A backend outage anywhere
-        on this path raises BackendError: it is never turned into a verdict."""
+        """Answer, verify and act (`verirag.awf.core`): retrieve -> post-retrieval stages (trust
+        filter, forecast rerank, one re-query when a stage asks) -> generate + verify -> the
+        answer rules -> act. `on_stage` is told each stage as it starts ("retrieving", "reading 5
+        passages and answering (vanilla)", "verifying (verifier)", ...), e.g. to name it on a
+        spinner. A backend outage anywhere on this path raises BackendError: it is never turned
+        into a verdict."""
         question = (question or "").strip()
         if not question:
             raise InputError("the question is empty")
         threshold = self.config.threshold if threshold is None else threshold
         fallback = fallback or self.config.fallback
         replace(self.config, threshold=threshold, fallback=fallback).validate()
-        say = on_stage or (lambda _s: None)
-        timings: dict[str, float] = {}
-        t0 = time.perf_counter()
-
-        # retrieve and post-retrieval stages
-        say("retrieving")
         depth = max(k or self.config.k, self.config.rerank_depth) if self.config.forecaster else k
-        with metering() as stage_usage:  # a re-query's reformulation is an LLM call
-            got = run_stages(
-                question,
-                lambda q: self.retrieve(q, depth),
+        retrieve = Retrieve(
+            lambda q, say: run_stages(
+                q,
+                lambda query: self.retrieve(query, depth),
                 self.stages,
                 say,
-                reformulate=lambda q: reformulate_query(self.llm, q),
+                reformulate=lambda query: reformulate_query(self.llm, query),
             )
-        hits = got.hits
-        timings["retrieve"] = time.perf_counter() - t0
-        trust = got.results["trust"].info if "trust" in got.results else None
-        forecast = None
-        if "forecast" in got.results:
-            forecast = {
-                **got.results["forecast"].info,
-                "reformulated": got.requery is not None,
-                "query": (got.requery or {}).get("query"),
-                "usage": stage_usage.to_dict(),
-            }
-            if got.requery is not None:
-                forecast.update(used=got.requery["used"], first_pass_confidence=got.requery["first_pass_confidence"])
-                if "error" in got.requery:
-                    forecast["reformulate_error"] = got.requery["error"]
-
-        # generate + verify (the method reports its own split of the time)
-        trace = Trace(
-            question, [h.passage for h in hits], on_compute=say, retrieval_scores=[float(h.score) for h in hits]
         )
-        method = self.method
-        untrusted = trust is not None and not hits
-        t = time.perf_counter()
-        with trace.attribute() as used:
-            if untrusted:  # no chunk is trusted: nothing to answer from, the user's action decides
-                out = MethodOutput(answer="", score=0.0, error="no retrieved chunk is trusted by the conformal filter")
-            else:
-                out = method.run(trace)
-            elapsed = time.perf_counter() - t
-            split = out.details.get("timings") or {}
-            timings["generate"] = split.get("generate", elapsed)
-            timings["verify"] = split.get("verify", max(0.0, elapsed - timings["generate"]))
-            if out.outage:  # the model could not be reached: abstaining would hide it as a verdict
-                raise out.failure
-            if out.answer.strip() and is_abstention(out.answer):
-                # The model declined ("the context does not say"): nothing was answered, so there is
-                # nothing to call supported, whatever a verifier makes of the refusal; the policy acts.
-                out = replace(out, score=0.0)
-
-            # act
-            t = time.perf_counter()
-            policy = self.policy(self._untrusted_fallback() if untrusted else fallback)
-            decision = policy.apply(trace, out, threshold)
-            if decision.outage:
-                raise decision.failure
-        if decision.action != ANSWERED and policy.name != "abstain":
-            timings["fallback"] = time.perf_counter() - t
-        timings["total"] = time.perf_counter() - t0
-        usage = used.cost
-        usage += stage_usage  # the re-query's LLM call is part of what this answer cost
-
-        error = "; ".join(e for e in (out.error, decision.details.get("error")) if e) or None
-        per = out.details.get("per_passage") or [None] * len(hits)
-        evidence = [
-            Evidence(
-                id=h.passage.id,
-                text=h.passage.text,
-                title=h.passage.title,
-                source=h.passage.source,
-                retrieval_score=float(h.score),
-                support_score=s,
-            )
-            for h, s in zip(hits, per)
-        ]
-        best = out.details.get("best")
-        return AskResult(
-            question=question,
-            answer=decision.final_answer,
-            score=float(out.score),
-            faithful=decision.action == ANSWERED,
-            action=decision.action,
-            threshold=None
-            if untrusted
-            else as_controller(threshold).threshold_,  # None: not certified / nothing to verify
-            evidence=evidence,
-            supporting_passage=evidence[best] if best is not None else None,
-            retrieved_answer=out.answer,
-            model=self.llm.model_id,
-            method=method.registry_name,
-            judge=""
-            if untrusted
-            else (getattr(getattr(method, "predictor", None), "name", "") or method.registry_name),
-            timings={k: round(v, 4) for k, v in timings.items()},
-            usage=usage.to_dict(),
-            error=error,
-            trust=trust,
-            forecast=forecast,
-            sentences=judged_sentences(out.details.get("sentences")),
-        )
+        act = Act(self.policy, fallback, threshold, untrusted_fallback=self._untrusted_fallback())
+        core = AnswerCore([retrieve, AnswerAndScore(self.method), AnswerRules(), act])
+        state = core.run(AnswerState(question), on_stage)
+        return ask_result(state, threshold, model=self.llm.model_id)
 
     def _untrusted_fallback(self) -> str:
         """The policy for "no chunk is trusted": abstain, or answer without context (no-rag)."""
@@ -438,13 +356,20 @@ class Pipeline:
         threshold: float | ThresholdController | None = None,
         on_stage: Callable[[str], None] | None = None,
     ) -> VerifyResult:
-        """Verify an answer another system produced from `passages`: the score of this pipeline's
-        predictor (the PRED of its GEN+PRED method; self_check checks the answer in the conversation
-        Vanilla would have had), the verdict at `threshold`, each passage's support and, from a
-        predictor that judges sentence by sentence (verifier), each sentence's. A method
-        that generates its own answer (a unified method, or a bare generator) cannot verify another
-        one: InputError. A predictor that fails (unparseable judge output) gives score None,
-        faithful False and the error, never an exception."""
+        """Verify an answer another system produced from `passages` (`verirag.awf.core`: verify
+        -> the answer rules): the score of this pipeline's predictor (the PRED of its GEN+PRED
+        method; self_check checks the answer in the conversation Vanilla would have had), the
+        verdict at `threshold`, each passage's support and, from a predictor that judges sentence
+        by sentence (verifier), each sentence's. A method that generates its own answer (a
+        unified method, or a bare generator) cannot verify another one: InputError. A predictor
+        that fails (unparseable judge output) gives score None, faithful False and the error,
+        never an exception; an outage raises BackendError."""
+        threshold = self.config.threshold if threshold is None else threshold
+        state = self._verified(question, answer, passages, threshold, on_stage)
+        return verify_result(state, threshold)
+
+    def _verified(self, question, answer, passages, threshold, on_stage, *stages) -> AnswerState:
+        """The state of (question, answer, passages) after verify, the answer rules and `stages`."""
         question = (question or "").strip()
         if not question:
             raise InputError("the question is empty")
@@ -453,44 +378,10 @@ class Pipeline:
         passages = list(passages)
         if not passages:
             raise InputError("no passages: an answer is verified against the passages it came from")
-        threshold = self.config.threshold if threshold is None else threshold
         replace(self.config, threshold=threshold).validate()
         predictor = self.answer_verifier()
-        (on_stage or (lambda _s: None))(f"verifying ({predictor.registry_name})")
-        t0 = time.perf_counter()
-        with metering() as usage:
-            v = predictor.verify(question, answer, passages)
-        if is_outage(v.failure):  # the verifier could not be reached: not a verdict of "unsupported"
-            raise v.failure
-        seconds = time.perf_counter() - t0
-        score = None if math.isnan(v.score) else float(v.score)
-        warnings = list(v.warnings)
-        if score is not None and is_abstention(answer):  # as in ask: a refusal answers nothing to support
-            score = 0.0
-            warnings.append("the answer declines to answer: nothing to call supported")
-        cut = as_controller(threshold).threshold_
-        faithful = v.error is None and score is not None and as_controller(threshold).decide(score) == ANSWER
-        per = v.per_passage or [None] * len(passages)
-        evidence = [
-            Evidence(id=p.id, text=p.text, title=p.title, source=p.source, retrieval_score=None, support_score=s)
-            for p, s in zip(passages, per)
-        ]
-        return VerifyResult(
-            question=question,
-            answer=answer,
-            score=score,
-            faithful=bool(faithful),
-            threshold=cut,
-            evidence=evidence,
-            supporting_passage=evidence[v.best] if v.best is not None else None,
-            method=self._answer_verifier[0],
-            judge=getattr(predictor, "name", "") or predictor.registry_name,
-            timings={"verify": round(seconds, 4)},
-            usage=usage.to_dict(),
-            error=v.error,
-            warnings=warnings,
-            sentences=judged_sentences(v.sentences),
-        )
+        core = AnswerCore([VerifyGiven(predictor, self._answer_verifier[0]), AnswerRules(), *stages])
+        return core.run(AnswerState(question, answer=answer, passages=PassagesRecord(passages)), on_stage)
 
     def answer_verifier(self):
         """The predictor that `verify` scores a given answer with; InputError when this pipeline's
@@ -541,39 +432,14 @@ class Pipeline:
         threshold = self.config.threshold if threshold is None else threshold
         fallback = fallback or self.config.fallback
         replace(self.config, threshold=threshold, fallback=fallback).validate()
-        passages = list(passages)
-        v = self.verify(question, answer, passages, threshold=threshold, on_stage=on_stage)
-        t = time.perf_counter()
-        out = MethodOutput(answer=answer, score=0.0 if v.score is None else v.score, error=v.error)
-        trace = Trace(v.question, passages, on_compute=on_stage)
-        with trace.attribute() as used:
-            decision = self.policy(fallback).apply(trace, out, threshold)
-        if decision.outage:
-            raise decision.failure
-        timings = dict(v.timings)
-        if decision.action != ANSWERED and fallback != "abstain":
-            timings["fallback"] = round(time.perf_counter() - t, 4)
-        usage = Usage(**v.usage)
-        usage += used.cost  # the fallback's calls count in what this answer cost
-        error = "; ".join(e for e in (v.error, decision.details.get("error")) if e) or None
-        return AskResult(
-            question=v.question,
-            answer=decision.final_answer,
-            score=out.score,
-            faithful=decision.action == ANSWERED,
-            threshold=v.threshold,
-            action=decision.action,
-            evidence=v.evidence,
-            supporting_passage=v.supporting_passage,
-            retrieved_answer=answer,
-            model=self.llm.model_id,
-            method=v.method,
-            judge=v.judge,
-            timings=timings,
-            usage=usage.to_dict(),
-            error=error,
-            sentences=v.sentences,
-        )
+        state = self._verified(question, answer, passages, threshold, on_stage, Act(self.policy, fallback, threshold))
+        return ask_result(state, threshold, model=self._model_id())
+
+    def _model_id(self) -> str:
+        """The answering model's id where it is loaded, else its spec (verifying with a predictor
+        that calls no LLM never loads it just to name it)."""
+        loaded = self._llms.get(self.config.model)
+        return loaded.model_id if loaded is not None else self.config.model
 
     def describe(self) -> dict:
         return asdict(self.config)

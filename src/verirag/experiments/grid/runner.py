@@ -34,6 +34,7 @@ from verirag.experiments.grid.config import ExperimentConfig
 from verirag.experiments.grid.executors import get_executor
 from verirag.experiments.grid.records import ResultRecord, ResultStore, record_key
 from verirag.llm.metered import MeteredLLM
+from verirag.llm.usage import Usage
 from verirag.types import Example
 
 RUN_FILE = "run.json"
@@ -230,26 +231,35 @@ class UnitRunner:
         return len(self.unit.examples) * (len(self.unit.methods) - len(self.methods))
 
     def run_example(self, ex: Example, done: set[str]) -> list[ResultRecord]:
+        """One record per method of `ex` still to do, each from the answer core (`verirag.awf.core`:
+        the method, then the answer rules `ask` applies), over one trace the methods share."""
+        from verirag.awf.core import AnswerAndScore, AnswerCore, AnswerRules, AnswerState, PassagesRecord
         from verirag.awf.trace import Trace
 
-        trace = Trace(ex.question_with_history(), ex.passages, retrieval_scores=ex.meta.get("retrieval_scores"))
+        scores = ex.meta.get("retrieval_scores")
+        passages = PassagesRecord(list(ex.passages), scores)
+        trace = Trace(ex.question_with_history(), ex.passages, retrieval_scores=scores)
         records = []
         for label, (spec, method) in self.methods.items():
             if self.key(label, ex) in done:
                 continue
             t0 = time.perf_counter()
-            with trace.attribute() as used:
-                try:
-                    out = method.run(trace)
-                    answer, score, hard, error, details = out.answer, out.score, out.hard, out.error, out.details
-                    if out.outage:  # counted as an error like any other, and named as an outage
-                        details = {**details, "outage": True}
-                except VeriragError as e:  # a user or backend failure is this example's error
-                    answer, score, hard, error, details = "", 0.0, method.hard, f"{type(e).__name__}: {e}", {}
-                    if is_outage(e):
-                        details = {"outage": True}
+            state = AnswerState(ex.question_with_history(), passages=passages, trace=trace)
+            try:
+                AnswerCore([AnswerAndScore(method), AnswerRules()], raise_outages=False).run(state)
+                j = state.judgement
+                answer, score, hard, error, details = j.answer, j.score, j.hard, j.error, j.details
+                if j.outage:  # counted as an error like any other, and named as an outage
+                    details = {**details, "outage": True}
+                if j.rules:  # the score the answer path acts on, and what it was before
+                    details = {**details, "answer_rules": j.rules, "raw_score": j.raw_score}
+            except VeriragError as e:  # a user or backend failure is this example's error
+                answer, score, hard, error, details = "", 0.0, method.hard, f"{type(e).__name__}: {e}", {}
+                if is_outage(e):
+                    details = {"outage": True}
             seconds = time.perf_counter() - t0
-            cost, shared = used.cost, used.shared
+            used = state.attribution  # None only when the method failed before it read the trace
+            cost, shared, spent = (used.cost, used.shared, used.spent) if used else (Usage(), Usage(), Usage())
             truth = self.truth.label(ex, answer)
             records.append(
                 ResultRecord(
@@ -284,7 +294,7 @@ class UnitRunner:
                     },
                     method_digest=method.digest,
                     method_spec=_jsonable({**spec.to_dict(), "resolved_options": method.resolved_options()}),
-                    spent=used.spent.to_dict(),
+                    spent=spent.to_dict(),
                 )
             )
         return records

@@ -1,0 +1,389 @@
+"""The answer core: one sequence of typed stages that every entry point composes.
+
+    Pipeline.ask              Retrieve -> AnswerAndScore -> AnswerRules -> Act
+    Pipeline.verify           VerifyGiven -> AnswerRules
+    Pipeline.verify_and_act   VerifyGiven -> AnswerRules -> Act
+    the experiment grid       AnswerAndScore (the example's passages) -> AnswerRules
+
+`verirag verify`, the service, the integrations and the `Verifier` facade go through `Pipeline`,
+so a record of the grid holds the very score `ask` acts on, and a threshold that `verirag
+calibrate` fits on grid records means the same thing in `ask`.
+
+A stage is a small object with a `name` and `run(state, say)`; it reads the typed records of the
+stages before it from the `AnswerState` and writes its own (`PassagesRecord`, `Judgement`,
+`ActRecord`). A new stage is one class placed in the list. The core times each stage, counts what
+its LLM requests cost, and raises an outage (a BackendError) as soon as a stage records one: an
+unreachable model is never turned into a verdict. The grid, which records outages as errors,
+runs the core with `raise_outages=False`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from verirag.awf.methods.base import MethodOutput
+from verirag.awf.policies import ANSWERED
+from verirag.awf.trace import Attribution, Trace
+from verirag.errors import VeriragError, is_outage
+from verirag.learned.threshold import ANSWER, as_controller
+from verirag.llm.usage import Usage, metering
+from verirag.metrics.abstention import is_abstention
+from verirag.types import AskResult, Evidence, Passage, ScoredPassage, VerifyResult, judged_sentences
+
+Say = Callable[[str], None]
+
+# The answer rules, by the name a record gives them (Judgement.rules, details["answer_rules"]).
+DECLINED = "declined"  # the answer declines ("the context does not say"): nothing to call supported
+UNTRUSTED = "untrusted"  # the trust filter kept no chunk: nothing was answered from the passages
+DECLINED_WARNING = "the answer declines to answer: nothing to call supported"
+UNTRUSTED_ERROR = "no retrieved chunk is trusted by the conformal filter"
+
+
+@dataclass
+class PassagesRecord:
+    """The passages the answer is read from: retrieved (with each retrieval score) or given by
+    the caller (`retrieval_scores` None). `trust` and `forecast` are what the post-retrieval
+    stages report (the JSON answer's fields); `untrusted`: the trust filter kept no chunk."""
+
+    passages: list[Passage]
+    retrieval_scores: list[float] | None = None
+    trust: dict[str, Any] | None = None
+    forecast: dict[str, Any] | None = None
+    untrusted: bool = False
+
+    @classmethod
+    def from_hits(cls, hits: Sequence[ScoredPassage], **info: Any) -> PassagesRecord:
+        return cls([h.passage for h in hits], [float(h.score) for h in hits], **info)
+
+
+@dataclass
+class Judgement:
+    """An answer and its faithfulness score: what a method generated and scored, or a given
+    answer a predictor scored. `score` is None when nothing could be scored (see `error`);
+    `raw_score` is the score before the answer rules, `rules` the rules that changed it.
+    `per_passage`, `best` and `sentences` are the predictor's support of each passage and
+    sentence; `details` the method's own intermediate values (grid records keep them)."""
+
+    answer: str
+    score: float | None
+    method: str
+    judge: str
+    error: str | None = None
+    failure: VeriragError | None = None
+    hard: bool = False
+    per_passage: list[float | None] | None = None
+    best: int | None = None
+    sentences: list[dict[str, Any]] | None = None
+    warnings: list[str] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
+    raw_score: float | None = None
+    rules: list[str] = field(default_factory=list)
+
+    @property
+    def outage(self) -> bool:
+        return is_outage(self.failure)
+
+    def as_output(self) -> MethodOutput:
+        """The MethodOutput a policy acts on (a score that could not be computed acts as 0)."""
+        score = 0.0 if self.score is None else self.score
+        return MethodOutput(answer=self.answer, score=score, error=self.error, details=self.details)
+
+
+@dataclass
+class ActRecord:
+    """What the act stage did: the action, the answer the user sees, the policy that chose it."""
+
+    action: str
+    answer: str
+    policy: str
+    error: str | None = None
+    failure: VeriragError | None = None
+
+
+@dataclass
+class AnswerState:
+    """One question on its way through the core: what the caller gave (`answer`: an answer to
+    verify; `passages`: passages to read instead of retrieving), then each stage's record."""
+
+    question: str
+    answer: str | None = None
+    passages: PassagesRecord | None = None
+    judgement: Judgement | None = None
+    act: ActRecord | None = None
+    trace: Trace | None = None  # given by the grid (shared by the methods of one example)
+    timings: dict[str, float] = field(default_factory=dict)
+    usage: Usage = field(default_factory=Usage)
+    attribution: Attribution | None = None  # what this run used of the trace (cost, shared, spent)
+    _stack: ExitStack | None = field(default=None, repr=False)
+
+    def open_trace(self, say: Say | None = None) -> Trace:
+        """The trace of this question and its passages, made once; what this run uses of it is
+        attributed to it (`attribution`) until the core finishes."""
+        if self.trace is None:
+            p = self.passages or PassagesRecord([])
+            self.trace = Trace(self.question, p.passages, on_compute=say, retrieval_scores=p.retrieval_scores)
+        if self.attribution is None and self._stack is not None:
+            self.attribution = self._stack.enter_context(self.trace.attribute())
+        return self.trace
+
+
+class Stage(Protocol):
+    name: str
+
+    def run(self, state: AnswerState, say: Say) -> None: ...
+
+
+class AnswerCore:
+    """Runs `stages` in order over an AnswerState (module doc)."""
+
+    def __init__(self, stages: Sequence[Stage], *, raise_outages: bool = True):
+        self.stages = list(stages)
+        self.raise_outages = raise_outages
+
+    def run(self, state: AnswerState, say: Say | None = None) -> AnswerState:
+        say = say or (lambda _s: None)
+        t_start = time.perf_counter()
+        direct = Usage()
+        with metering(direct), ExitStack() as stack:  # the trace's attribution closes first
+            state._stack = stack
+            for stage in self.stages:
+                stage.run(state, say)
+                if self.raise_outages:
+                    for record in (state.judgement, state.act):
+                        if record is not None and is_outage(record.failure):
+                            raise record.failure
+            state._stack = None
+            attributed = state.attribution.cost if state.attribution is not None else Usage()
+        state.usage += direct
+        state.usage += attributed
+        state.timings["total"] = time.perf_counter() - t_start
+        return state
+
+
+# ---- the stages ---------------------------------------------------------------------------------
+class Retrieve:
+    """Retrieval and the post-retrieval stages (`verirag.awf.stages`: trust filter, forecast
+    rerank, one re-query when a stage asks), through the pipeline's `run_stages` call."""
+
+    name = "retrieve"
+
+    def __init__(self, retrieve: Callable[[str, Say], Any]):
+        self.retrieve = retrieve  # (question, say) -> verirag.awf.stages.Retrieved
+
+    def run(self, state: AnswerState, say: Say) -> None:
+        say("retrieving")
+        t0 = time.perf_counter()
+        with metering() as stage_usage:  # a re-query's reformulation is an LLM call
+            got = self.retrieve(state.question, say)
+        state.timings["retrieve"] = time.perf_counter() - t0
+        state.usage += stage_usage
+        trust = got.results["trust"].info if "trust" in got.results else None
+        forecast = None
+        if "forecast" in got.results:
+            requery = got.requery or {}
+            forecast = {
+                **got.results["forecast"].info,
+                "reformulated": got.requery is not None,
+                "query": requery.get("query"),
+                "usage": stage_usage.to_dict(),
+            }
+            if got.requery is not None:
+                forecast.update(used=requery["used"], first_pass_confidence=requery["first_pass_confidence"])
+                if "error" in requery:
+                    forecast["reformulate_error"] = requery["error"]
+        untrusted = trust is not None and not got.hits
+        state.passages = PassagesRecord.from_hits(got.hits, trust=trust, forecast=forecast, untrusted=untrusted)
+
+
+class AnswerAndScore:
+    """An AwF method M(q, P) = (a, v): generate an answer from the passages and score it (a
+    GENERATOR+PREDICTOR or a unified method), through the trace. Nothing to answer from (the
+    trust filter kept no chunk) skips it: the answer rules say why."""
+
+    name = "answer"
+
+    def __init__(self, method):
+        self.method = method
+
+    def run(self, state: AnswerState, say: Say) -> None:
+        if state.passages is not None and state.passages.untrusted:  # the answer rules say why
+            state.judgement = Judgement(answer="", score=None, method=self.method.registry_name, judge="")
+            return
+        trace = state.open_trace(say)
+        t0 = time.perf_counter()
+        out = self.method.run(trace)
+        elapsed = time.perf_counter() - t0
+        split = out.details.get("timings") or {}  # a composed method reports its own split
+        state.timings["generate"] = split.get("generate", elapsed)
+        state.timings["verify"] = split.get("verify", max(0.0, elapsed - state.timings["generate"]))
+        predictor = getattr(self.method, "predictor", None)
+        state.judgement = Judgement(
+            answer=out.answer,
+            score=float(out.score),
+            method=self.method.registry_name,
+            judge=(getattr(predictor, "name", "") or self.method.registry_name),
+            error=out.error,
+            failure=out.failure,
+            hard=out.hard,
+            per_passage=out.details.get("per_passage"),
+            best=out.details.get("best"),
+            sentences=out.details.get("sentences"),
+            warnings=list(out.details.get("warnings") or []),
+            details=out.details,
+        )
+
+
+class VerifyGiven:
+    """Score an answer someone else produced against the passages it came from, with a
+    predictor (the PRED of a GENERATOR+PREDICTOR method). A predictor that fails (unparseable
+    judge output) gives score None and the error; an outage is raised by the core."""
+
+    name = "verify"
+
+    def __init__(self, predictor, method_name: str):
+        self.predictor, self.method_name = predictor, method_name
+
+    def run(self, state: AnswerState, say: Say) -> None:
+        say(f"verifying ({self.predictor.registry_name})")
+        passages = state.passages.passages if state.passages else []
+        t0 = time.perf_counter()
+        v = self.predictor.verify(state.question, state.answer or "", passages)
+        state.timings["verify"] = time.perf_counter() - t0
+        state.judgement = Judgement(
+            answer=state.answer or "",
+            score=None if math.isnan(v.score) else float(v.score),
+            method=self.method_name,
+            judge=getattr(self.predictor, "name", "") or self.predictor.registry_name,
+            error=v.error,
+            failure=v.failure,
+            per_passage=v.per_passage,
+            best=v.best,
+            sentences=v.sentences,
+            warnings=list(v.warnings),
+        )
+
+
+class AnswerRules:
+    """The rules that belong to the answer, whatever judged it:
+    - declined: an answer that declines ("the context does not say") answered nothing, so there
+      is nothing to call supported, whatever a verifier makes of the refusal: score 0;
+    - untrusted: the trust filter kept no chunk, so nothing was answered: score 0 and the error.
+    Each rule applied is named in `Judgement.rules`, the score before it kept in `raw_score`."""
+
+    name = "rules"
+
+    def run(self, state: AnswerState, say: Say) -> None:
+        if state.passages is not None and state.passages.untrusted:
+            method = state.judgement.method if state.judgement else ""
+            state.judgement = Judgement(answer="", score=0.0, method=method, judge="", error=UNTRUSTED_ERROR)
+            state.judgement.rules.append(UNTRUSTED)
+            return
+        j = state.judgement
+        if j is None or j.score is None:
+            return
+        if j.answer.strip() and is_abstention(j.answer):
+            j.raw_score, j.score = j.score, 0.0
+            j.rules.append(DECLINED)
+            j.warnings.append(DECLINED_WARNING)
+
+
+class Act:
+    """Answer when the score passes the threshold, else the policy acts (abstain, answer again
+    without retrieval, escalate; AwF section 6). With no trusted chunk the pipeline's untrusted
+    policy acts instead. `policy_for(name)` gives the pipeline's (loaded once) policy."""
+
+    name = "act"
+
+    def __init__(self, policy_for: Callable[[str], Any], fallback: str, threshold, untrusted_fallback: str = "abstain"):
+        self.policy_for, self.fallback, self.threshold = policy_for, fallback, threshold
+        self.untrusted_fallback = untrusted_fallback
+
+    def run(self, state: AnswerState, say: Say) -> None:
+        untrusted = state.passages is not None and state.passages.untrusted
+        policy = self.policy_for(self.untrusted_fallback if untrusted else self.fallback)
+        t0 = time.perf_counter()
+        decision = policy.apply(state.open_trace(say), state.judgement.as_output(), self.threshold)
+        if decision.action != ANSWERED and policy.name != "abstain":
+            state.timings["fallback"] = time.perf_counter() - t0
+        state.act = ActRecord(
+            action=decision.action,
+            answer=decision.final_answer,
+            policy=policy.name,
+            error=decision.details.get("error"),
+            failure=decision.failure,
+        )
+
+
+# ---- results --------------------------------------------------------------------------------------
+def _evidence(state: AnswerState) -> list[Evidence]:
+    p = state.passages or PassagesRecord([])
+    scores = p.retrieval_scores or [None] * len(p.passages)
+    per = (state.judgement.per_passage if state.judgement else None) or [None] * len(p.passages)
+    return [
+        Evidence(id=x.id, text=x.text, title=x.title, source=x.source, retrieval_score=r, support_score=s)
+        for x, r, s in zip(p.passages, scores, per)
+    ]
+
+
+def _rounded(timings: dict[str, float]) -> dict[str, float]:
+    return {k: round(v, 4) for k, v in timings.items()}
+
+
+def _errors(*errors: str | None) -> str | None:
+    return "; ".join(e for e in errors if e) or None
+
+
+def ask_result(state: AnswerState, threshold, *, model: str) -> AskResult:
+    """The AskResult of a state that went through the act stage."""
+    j, act, p = state.judgement, state.act, state.passages
+    evidence = _evidence(state)
+    return AskResult(
+        question=state.question,
+        answer=act.answer,
+        score=float(j.score or 0.0),
+        faithful=act.action == ANSWERED,
+        action=act.action,
+        threshold=None if (p and p.untrusted) else as_controller(threshold).threshold_,
+        evidence=evidence,
+        supporting_passage=evidence[j.best] if j.best is not None else None,
+        retrieved_answer=j.answer if state.answer is None else state.answer,
+        model=model,
+        method=j.method,
+        judge=j.judge,
+        timings=_rounded(state.timings),
+        usage=state.usage.to_dict(),
+        error=_errors(j.error, act.error),
+        trust=p.trust if p else None,
+        forecast=p.forecast if p else None,
+        sentences=judged_sentences(j.sentences),
+    )
+
+
+def verify_result(state: AnswerState, threshold) -> VerifyResult:
+    """The VerifyResult of a state whose answer was verified: the verdict at `threshold` is
+    "supported" only when a score was computed without error and the threshold answers it."""
+    j = state.judgement
+    controller = as_controller(threshold)
+    faithful = j.error is None and j.score is not None and controller.decide(j.score) == ANSWER
+    evidence = _evidence(state)
+    return VerifyResult(
+        question=state.question,
+        answer=j.answer,
+        score=j.score,
+        faithful=bool(faithful),
+        threshold=controller.threshold_,
+        evidence=evidence,
+        supporting_passage=evidence[j.best] if j.best is not None else None,
+        method=j.method,
+        judge=j.judge,
+        timings=_rounded({"verify": state.timings.get("verify", 0.0)}),
+        usage=state.usage.to_dict(),
+        error=j.error,
+        warnings=j.warnings,
+        sentences=judged_sentences(j.sentences),
+    )
