@@ -155,10 +155,12 @@ class Pipeline:
             overrides["method"] = JUDGED_METHOD  # a judge was chosen: verify with the method that uses it
         return cls(replace(PRESETS[name], **overrides))
 
-    def threshold_warnings(self) -> list[str]:
+    def threshold_warnings(self, *, answering: bool = True) -> list[str]:
         """What a user should hear about a threshold file (`config.threshold` a fitted
         ThresholdController): a target that could not be certified (every answer acts), or a fit
-        for another model, method, method identity or method options. Empty for a number."""
+        for another model, method, method identity or method options. Empty for a number.
+        `answering=False` (verifying given answers only): a predictor that calls no LLM is
+        compared by the model's and method's names, without loading the model to digest it."""
         from verirag.learned.threshold import ThresholdController
 
         fitted = self.config.threshold
@@ -171,7 +173,7 @@ class Pipeline:
                 f"every answer acts ({self.config.fallback})"
             )
         expect = {"model": self.config.model, "method": self.config.method}
-        if self._llm_free_predictor() is None:  # the whole method is built anyway: compare its identity too
+        if answering or self._llm_free_predictor() is None:  # the whole method is built: compare its identity
             expect["method_digest"] = self.method.digest
         warnings += fitted.mismatches(expect)[1]
         then = fitted.provenance.get("method_options") or {}

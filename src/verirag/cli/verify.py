@@ -118,7 +118,7 @@ def verify(
     p = Pipeline.from_preset(
         preset, model=model, judge=judge, threshold=threshold_value, method=method or DEFAULT_METHOD
     )
-    warn_all(p.threshold_warnings())
+    warn_all(p.threshold_warnings(answering=False))
     if single:
         with err.status("verifying…") as status:
             v = p.verify(question, answer, found, on_stage=lambda stage: status.update(f"{stage}…"))

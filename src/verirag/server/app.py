@@ -264,7 +264,12 @@ def create_app(service: VeriragService) -> FastAPI:
         """Verify an answer another RAG system produced from the passages it retrieved."""
         service.check_method(body.method)
         service.check_passages(len(body.passages))
-        passages = [Passage(id=p.id or f"p{i}", text=p.text, title=p.title) for i, p in enumerate(body.passages)]
+        passages = [
+            Passage(id=f"p{i}", text=p)
+            if isinstance(p, str)
+            else Passage(id=p.id or f"p{i}", text=p.text, title=p.title)
+            for i, p in enumerate(body.passages)
+        ]
         result = await _run(
             request,
             service,

@@ -89,7 +89,8 @@ class PassageIn(Strict):
 class VerifyRequest(Strict):
     question: Question
     answer: _text(MAX_TEXT, description="the answer to verify (not blank)")
-    passages: list[PassageIn] = Field(..., min_length=1, max_length=MAX_PASSAGES)
+    # a plain string is a passage's text (as the Python Verifier takes it); its id is p0, p1, ... by place
+    passages: list[PassageIn | _text(MAX_PASSAGE)] = Field(..., min_length=1, max_length=MAX_PASSAGES)
     method: str | None = Field(None, max_length=200, description="GEN+PRED method whose predictor verifies")
     threshold: Threshold | None = None
 

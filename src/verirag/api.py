@@ -1,0 +1,252 @@
+"""The user's first screen: a `Verifier` over plain strings, `evaluate`, `fit_threshold`.
+
+    from verirag import Verifier
+    v = Verifier()                                   # the default method, threshold 0.5
+    r = v.verify("Who designed the lighthouse?", "Ada Brennan.", ["The lighthouse was designed by Ada Brennan."])
+    r.score, r.faithful, r.supporting_passage.id, [s.text for s in r.sentences or []]
+
+Each is a thin layer over the library: a `Verifier` holds a `Pipeline` that only verifies (the
+answer core's verify -> answer rules); `evaluate` runs an experiment config (`verirag eval`) or
+verifies an answer log (`verirag verify LOG --out DIR`); `fit_threshold` fits a
+`ThresholdController` (`verirag calibrate`).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from verirag.awf.defaults import DEFAULT_METHOD
+from verirag.errors import InputError, VeriragError, is_outage
+from verirag.learned.threshold import ThresholdController
+from verirag.types import Passage, VerifyResult
+
+
+class ThresholdWarning(UserWarning):
+    """A threshold file that was fitted for another model, method or options, or whose target
+    could not be certified (every answer then acts)."""
+
+
+def as_passages(contexts: Sequence[str | Passage]) -> list[Passage]:
+    """Plain strings become passages `p0`, `p1`, ... by their place in the list (as /v1/verify
+    names them); Passages stay."""
+    if isinstance(contexts, (str, Passage)):
+        raise InputError("contexts is a list of strings or Passages, not a single one")
+    out = []
+    for i, c in enumerate(contexts):
+        if isinstance(c, Passage):
+            out.append(c)
+        elif isinstance(c, str):
+            out.append(Passage(id=f"p{i}", text=c))
+        else:
+            raise InputError(f"context {i} is a {type(c).__name__}: give a string or a Passage")
+    return out
+
+
+def _threshold(threshold: float | str | Path | ThresholdController) -> float | ThresholdController:
+    """A number, a fitted controller, or the path of a threshold file (`verirag calibrate --save`)."""
+    if isinstance(threshold, ThresholdController):
+        return threshold
+    if isinstance(threshold, bool):
+        raise InputError("threshold is a number in [0, 1] or a threshold file's path")
+    if isinstance(threshold, (int, float)):
+        return float(threshold)
+    return ThresholdController.load(threshold)
+
+
+class Verifier:
+    """Verify answers against the passages they came from.
+
+    `method`: a GENERATOR+PREDICTOR method whose predictor judges (None: the one default,
+    `verirag.awf.defaults.DEFAULT_METHOD`, the shipped trained verifier: ~0.1 s an answer, no
+    LLM). `threshold`: a number, or a threshold file's path, checked against the method (a file
+    fitted for another model, method or options warns with ThresholdWarning). `model` and
+    `judge` choose the LLM of methods that use one (e.g. `method="vanilla+nli"`)."""
+
+    def __init__(
+        self,
+        method: str | None = None,
+        threshold: float | str | Path | ThresholdController = 0.5,
+        *,
+        model: str | None = None,
+        judge: str | None = None,
+        preset: str = "local",
+    ):
+        from verirag.awf.pipeline import Pipeline
+
+        self._pipeline = Pipeline.from_preset(
+            preset,
+            method=method or (None if judge else DEFAULT_METHOD),
+            model=model,
+            judge=judge,
+            threshold=_threshold(threshold),
+        )
+        self._pipeline.answer_verifier()  # a method that cannot verify a given answer fails here, not later
+        self.warnings = self._pipeline.threshold_warnings(answering=False)
+        for w in self.warnings:
+            warnings.warn(w, ThresholdWarning, stacklevel=2)
+
+    @property
+    def method(self) -> str:
+        """The method in use (what every result's `method` names)."""
+        return self._pipeline.config.method
+
+    @property
+    def threshold(self) -> float | None:
+        """The verdict threshold (None: a threshold file whose target could not be certified)."""
+        from verirag.learned.threshold import as_controller
+
+        return as_controller(self._pipeline.config.threshold).threshold_
+
+    @property
+    def pipeline(self):
+        """The Pipeline underneath (e.g. for `verify_and_act`)."""
+        return self._pipeline
+
+    def verify(self, question: str, answer: str, contexts: Sequence[str | Passage]) -> VerifyResult:
+        """The score, the verdict at the threshold, each passage's support, and each sentence with
+        its supporting passage (from a sentence-level verifier). Bad input raises InputError; an
+        unreachable model raises BackendError; a judge that could not score gives score None."""
+        return self._pipeline.verify(question, answer, as_passages(contexts))
+
+    def verify_many(
+        self,
+        rows: Iterable[Mapping[str, Any] | Sequence[Any]],
+        *,
+        on_progress: Callable[[int], None] | None = None,
+    ) -> list[VerifyResult]:
+        """Verify a batch: each row a mapping with `question`, `answer`, `contexts` (or a
+        (question, answer, contexts) triple). A row that is bad input gives a result with its
+        error (score None, not supported) in its place, never a gap; an outage raises."""
+        results = []
+        for i, row in enumerate(rows, start=1):
+            try:
+                question, answer, contexts = _row(row)
+                results.append(self.verify(question, answer, contexts))
+            except VeriragError as e:
+                if is_outage(e):
+                    raise
+                results.append(self._failed(row, f"row {i}: {e}"))
+            if on_progress:
+                on_progress(i)
+        return results
+
+    def _failed(self, row, error: str) -> VerifyResult:
+        get = row.get if isinstance(row, Mapping) else (lambda _k, d="": d)
+        return VerifyResult(
+            question=str(get("question", "") or ""),
+            answer=str(get("answer", "") or ""),
+            score=None,
+            faithful=False,
+            threshold=self.threshold,
+            evidence=[],
+            supporting_passage=None,
+            method=self.method,
+            judge="",
+            timings={},
+            error=error,
+        )
+
+    def __repr__(self) -> str:
+        return f"Verifier(method={self.method!r}, threshold={self.threshold!r})"
+
+
+def _row(row) -> tuple[str, str, Sequence[str | Passage]]:
+    if isinstance(row, Mapping):
+        missing = [k for k in ("question", "answer", "contexts") if k not in row]
+        if missing:
+            raise InputError(f"missing {', '.join(missing)} (a row has question, answer, contexts)")
+        return row["question"], row["answer"], row["contexts"]
+    if isinstance(row, Sequence) and not isinstance(row, str) and len(row) == 3:
+        return row[0], row[1], row[2]
+    raise InputError("a row is a mapping with question, answer, contexts, or a (question, answer, contexts) triple")
+
+
+def fit_threshold(
+    scores: Sequence[float],
+    labels: Sequence[int] | None = None,
+    *,
+    precision: float | None = None,
+    delta: float = 0.1,
+    action_rate: float | None = None,
+) -> ThresholdController:
+    """A threshold fitted on scores: for a target `precision` (with `labels`, 1 = correct),
+    guaranteed with probability >= 1 - `delta` (Learn then Test), or for at most an `action_rate`
+    of answers acting. Read `threshold_` (None: not certified, every answer acts) and
+    `certified_`; pass it (or its saved file) as a Verifier's or Pipeline's threshold."""
+    if (precision is None) == (action_rate is None):
+        raise InputError("give exactly one of precision= (with labels) or action_rate=")
+    if precision is not None:
+        if labels is None:
+            raise InputError("a target precision needs labels (1 = correct / faithful)")
+        return ThresholdController(precision=precision, delta=delta).fit(scores, labels)
+    return ThresholdController(action_rate=action_rate).fit(scores)
+
+
+@dataclass
+class Evaluation:
+    """What `evaluate` did: `kind` ("experiment", "study" or "answer_log"), where it wrote, its
+    summary (the same JSON the CLI prints), the report's path, and run-level failures."""
+
+    kind: str
+    out_dir: Path
+    summary: dict[str, Any]
+    report: Path | None = None
+    failures: list[dict[str, Any]] = field(default_factory=list)
+
+
+def evaluate(
+    source: str | Path,
+    out: str | Path,
+    *,
+    method: str | None = None,
+    threshold: float | str | Path | ThresholdController = 0.5,
+    limit: int | None = None,
+    progress: bool = False,
+    report: bool = True,
+    **log_fields: str,
+) -> Evaluation:
+    """Evaluate into the folder `out`, resuming what is already there:
+    - an experiment config (YAML: `verirag eval CONFIG --out DIR`): the grid's records, summary
+      and report (`limit` examples per dataset);
+    - an answer log (JSONL of another system's question, answer and contexts: `verirag verify LOG
+      --out DIR`): each answer verified with `method` at `threshold`, the summary (AUROC and
+      precision / recall against labels or references where the log has them) and the report.
+      `log_fields` map the log's field names (question_field=, answer_field=, contexts_field=,
+      reference_field=, label_field=)."""
+    path, out_dir = Path(source), Path(out)
+    if not path.is_file():
+        raise InputError(f"nothing to evaluate at {path}: give an experiment config (.yaml) or an answer log (.jsonl)")
+    if path.suffix.lower() in (".yaml", ".yml"):
+        return _evaluate_config(path, out_dir, limit=limit, progress=progress, report=report)
+    from verirag import answer_log as al
+
+    logged = al.read_answer_log(path, **log_fields)
+    verifier = Verifier(method, threshold)
+    run = al.run_log(verifier.pipeline, logged, out_dir, limit=limit)
+    summary, page = al.write_summary(logged, run.records, out_dir)
+    return Evaluation("answer_log", out_dir, summary, page)
+
+
+def _evaluate_config(path: Path, out_dir: Path, *, limit, progress: bool, report: bool) -> Evaluation:
+    from verirag.experiments.commands import load_study, run_study
+    from verirag.experiments.grid.config import load_config
+    from verirag.experiments.grid.runner import run_experiment
+    from verirag.experiments.report.awf import build_report
+
+    study = load_study(path)
+    if study is not None:
+        result = run_study(study, out_dir)
+        return Evaluation("study", out_dir, result, Path(result["report"]) if result.get("report") else None)
+    outcome = run_experiment(load_config(path), out_dir, limit=limit, progress=progress)
+    summary = {
+        "written": outcome.written,
+        "skipped": outcome.skipped,
+        "recomputed": outcome.recomputed,
+        "record_errors": outcome.record_errors,
+    }
+    page = Path(build_report(out_dir)) if report else None
+    return Evaluation("experiment", out_dir, summary, page, outcome.failures)
