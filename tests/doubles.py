@@ -228,5 +228,8 @@ class CountingLLM(LLMWrapper):
         self._count("score")
         return self.inner.score(*args, **kw)
 
+    def close(self) -> None:
+        pass  # the counted model may be the session's shared SmolLM2: its owner closes it
+
 
 __all__ = ["ALL", "CountingLLM", "FailingLLM", "NoCallLLM", "Request", "ScriptedLLM", "yes_no"]

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from doubles import CountingLLM, ScriptedLLM
 
 from verirag.errors import InputError
 from verirag.evaluation.ground_truth import GroundTruth, answerable
 from verirag.experiments.grid.config import parse_config
 from verirag.experiments.grid.records import ResultRecord, ResultStore
-from verirag.llm.wrapper import LLMWrapper
 from verirag.types import Example, Passage
 
 # Our own fixture: three questions about a made-up village, one whose passages do not answer it.
@@ -175,37 +175,6 @@ def test_store_survives_a_truncated_last_line(tmp_path):
 
 
 # --------------------------------------------------------------------------- running, with SmolLM2
-class CountingLLM(LLMWrapper):
-    """Counts the requests that reach the real backend (below the request cache)."""
-
-    def __init__(self, inner, interrupt_after: int | None = None):
-        super().__init__(inner)
-        self.calls, self.interrupt_after = 0, interrupt_after
-
-    def _count(self):
-        self.calls += 1
-        if self.interrupt_after is not None and self.calls > self.interrupt_after:
-            raise KeyboardInterrupt  # what a killed run looks like from inside
-
-    def generate(self, *a, **k):
-        self._count()
-        return self.inner.generate(*a, **k)
-
-    def score(self, *a, **k):
-        self._count()
-        return self.inner.score(*a, **k)
-
-    def next_token_logprobs(self, *a, **k):
-        self._count()
-        return self.inner.next_token_logprobs(*a, **k)
-
-    def describe(self):
-        return self.inner.describe()
-
-    def close(self):
-        pass
-
-
 def factory_for(smollm, cache_path, interrupt_after=None):
     from verirag.llm.cache import RequestCache
     from verirag.llm.cached import CachedLLM
@@ -247,7 +216,7 @@ def test_resume_after_a_kill_repeats_no_backend_call(smollm, fixture_file, tmp_p
     # reference: one uninterrupted run on a fresh cache
     full, factory = factory_for(smollm, tmp_path / "ref.sqlite")
     run_experiment(cfg, tmp_path / "ref", llm_factory=factory, progress=False)
-    assert full.calls > 0
+    assert full.total > 0
     # the same run killed after 4 backend calls, then started again
     first, factory = factory_for(smollm, tmp_path / "c.sqlite", interrupt_after=4)
     with pytest.raises(KeyboardInterrupt):
@@ -257,14 +226,14 @@ def test_resume_after_a_kill_repeats_no_backend_call(smollm, fixture_file, tmp_p
     second, factory = factory_for(smollm, tmp_path / "c.sqlite")
     out = run_experiment(cfg, tmp_path / "run", llm_factory=factory, progress=False)
     assert out.skipped == len(partial) and out.written == 12 - len(partial)
-    assert (first.calls - 1) + second.calls == full.calls  # the interrupted call was never answered
+    assert (first.total - 1) + second.total == full.total  # the interrupted call was never answered
     ref = {r.key: r.answer for r in ResultStore(tmp_path / "ref").load()}
     got = {r.key: r.answer for r in ResultStore(tmp_path / "run").load()}
     assert got == ref
     # a third run finds everything done and asks the backend nothing
     third, factory = factory_for(smollm, tmp_path / "c.sqlite")
     out = run_experiment(cfg, tmp_path / "run", llm_factory=factory, progress=False)
-    assert (out.written, third.calls) == (0, 0)
+    assert (out.written, third.total) == (0, 0)
 
 
 @pytest.mark.slow
@@ -370,50 +339,23 @@ def test_unknown_executor_is_an_input_error(fixture_file, tmp_path):
         get_executor("dask")
 
 
-class EchoEndpoint:
+def echo_endpoint() -> ScriptedLLM:
     """A stand-in HTTP model (the test is about concurrency bookkeeping, not answers): it answers
-    with the first word of the question's last passage line, after a short wait."""
-
-    backend, model_id, fingerprint = "openai", "echo", "echo"
-    capabilities = frozenset()
-    context_window = 4096
-
-    def __init__(self):
-        import threading
-
-        self.lock, self.in_flight, self.max_in_flight = threading.Lock(), 0, 0
-
-    def generate(self, prompt, **kw):
-        import time as _t
-
-        from verirag.types import Generation
-
-        with self.lock:
-            self.in_flight += 1
-            self.max_in_flight = max(self.max_in_flight, self.in_flight)
-        _t.sleep(0.05)
-        with self.lock:
-            self.in_flight -= 1
-        text = prompt[-1]["content"].strip().split()[-1] if isinstance(prompt, list) else "x"
-        return Generation(text=text, prompt_tokens=10, completion_tokens=1)
-
-    def count_tokens(self, text):
-        return len(text.split())
-
-    def require(self, *caps):
-        from verirag.errors import CapabilityError
-
-        if caps:
-            raise CapabilityError("echo has no logprobs")
-
-    def close(self):
-        pass
+    with the last word of the prompt, after a short wait."""
+    return ScriptedLLM(
+        lambda prompt: prompt[-1]["content"].strip().split()[-1] if isinstance(prompt, list) else "x",
+        name="echo",
+        backend="openai",
+        prompt_tokens=10,
+        completion_tokens=1,
+        delay=0.05,
+    )
 
 
 def test_http_models_run_examples_concurrently_with_per_record_usage(fixture_file, tmp_path):
     from verirag.experiments.grid.runner import run_experiment
 
-    endpoint = EchoEndpoint()
+    endpoint = echo_endpoint()
     cfg = config(fixture_file, methods=["vanilla", "vanilla+k_precision"], applications=None, concurrency=3)
     out = run_experiment(cfg, tmp_path / "run", llm_factory=lambda spec, n_ctx: endpoint, progress=False)
     recs = ResultStore(tmp_path / "run").load()
