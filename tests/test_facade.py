@@ -220,3 +220,13 @@ def test_a_new_stage_is_one_class(verifier):
     state = core.run(AnswerState(QUESTION, answer="Ada Brennan designed it.", passages=passages))
     plain = verifier.verify(QUESTION, "Ada Brennan designed it.", CONTEXTS)
     assert plain.score > 0.5 and state.judgement.score == 0.49 and state.judgement.rules == ["two_passages"]
+
+
+def test_the_readme_first_screen_runs(capsys):
+    """The README's Verifier snippet, as a user copies it (the printed score is its comment's)."""
+    from readme import python_block
+
+    exec(python_block("from verirag import Verifier"), {})
+    score, faithful, passage, method = capsys.readouterr().out.split()
+    assert float(score) == pytest.approx(0.87, abs=0.05) and faithful == "True" and passage == "p0"
+    assert method == DEFAULT_METHOD
