@@ -9,7 +9,7 @@
 - `TrustFilterCompressor`: the conformal trust filter (`verirag calibrate-retrieval`) as a document
   compressor (e.g. in a ContextualCompressionRetriever): keeps the Documents it trusts.
 
-    verified = rag_chain | VeriragVerifier(pipeline=Pipeline.from_preset("local", method="vanilla+nli"))
+    verified = rag_chain | VeriragVerifier(pipeline=Pipeline.from_preset("local"))
     out = verified.invoke({"input": "Who designed the lighthouse?"})   # out["answer"], ["action"], ["score"]
 """
 
@@ -52,7 +52,7 @@ class VeriragVerifier(RunnableSerializable[dict, dict]):
     `retrieved_answer` added, and `score` None when no passage could be judged).
 
     One backend: `pipeline`, a verirag Pipeline run in process (its method must verify a given
-    answer: a GENERATOR+PREDICTOR method such as "vanilla+nli"; `threshold` and `fallback`
+    answer: a GENERATOR+PREDICTOR method such as the default "vanilla+verifier"; `threshold` and `fallback`
     default to its own); or `service_url` of `verirag serve`. The service's POST /v1/verify
     returns the verdict only (method: `method`, or the service's verify default), so
     this client acts on it by abstaining below the threshold; "no-rag" and "escalate" answer
