@@ -336,7 +336,7 @@ def test_the_verifier_predictor_builds_and_verifies_through_the_pipeline(trained
 def test_a_composed_method_records_each_sentence(trained, tmp_path):
     """After any generator (here a stand-in that answers with a fixed text: the generator is not
     what is tested), the method's details hold the sentences."""
-    from test_awf_compose import StandIn
+    from doubles import ScriptedLLM
 
     from verirag.awf.compose import build_method
     from verirag.awf.trace import Trace
@@ -344,7 +344,7 @@ def test_a_composed_method_records_each_sentence(trained, tmp_path):
 
     trained.save(tmp_path / "v")
     q, a, evidence = fact(206)
-    m = build_method(f"instructrag+verifier(verifier={tmp_path / 'v'})", StandIn(text=f"{a} Nothing else."))
+    m = build_method(f"instructrag+verifier(verifier={tmp_path / 'v'})", ScriptedLLM(f"{a} Nothing else."))
     out = m.run(Trace(q, [Passage("p1", FILLER), Passage("p2", f"{FILLER} {evidence}")]))
     assert out.error is None and [s["text"] for s in out.details["sentences"]] == [a, "Nothing else."]
     assert out.score == pytest.approx(min(s["score"] for s in out.details["sentences"]))
