@@ -51,6 +51,7 @@ import numpy as np
 from verirag.errors import InputError, ModelNotFoundError
 from verirag.learned.base import LearnedPart
 from verirag.learned.splits import split_by_group
+from verirag.learned.training import EarlyStopping, bce_with_logits
 from verirag.metrics.calibration import sigmoid
 
 FORMAT_V1 = "verirag-forecaster/1"  # both kinds before the shared contract
@@ -140,12 +141,7 @@ def fit_temperature(logits: np.ndarray, labels: np.ndarray) -> float:
     if min(y.sum(), len(y) - y.sum()) < MIN_PER_CLASS_FOR_TEMPERATURE:
         return 1.0
 
-    def nll(log_t: float) -> float:
-        s = z / math.exp(log_t)
-        # log(1 + exp(-s)) for y=1, log(1 + exp(s)) for y=0, stably
-        return float(np.mean(np.logaddexp(0.0, -s) * y + np.logaddexp(0.0, s) * (1 - y)))
-
-    res = minimize_scalar(nll, bounds=(-4.0, 4.0), method="bounded")
+    res = minimize_scalar(lambda log_t: bce_with_logits(z / math.exp(log_t), y), bounds=(-4.0, 4.0), method="bounded")
     return float(math.exp(res.x))
 
 
@@ -345,22 +341,22 @@ class Forecaster(ForecasterBase):
         rng = random.Random(self.seed)
         model = self.model.model
         opt = torch.optim.AdamW(model.parameters(), lr=self.learning_rate, weight_decay=0.01)
-        # plain binary cross-entropy, as the paper: weighting the (minority) positives would shift
-        # every logit by about log(neg / pos), a bias the temperature cannot undo, and f is read as
-        # a probability
-        loss_fn = torch.nn.BCEWithLogitsLoss()
         steps_per_epoch = math.ceil(len(tr) / self.batch_size)
         total = steps_per_epoch * self.epochs
-        best, best_nll, waited, done = None, math.inf, 0, 0
-        self.history_ = []
-        for epoch in range(self.epochs):
+        done = 0
+        stop = EarlyStopping(self.patience, min_delta=1e-6)
+        self.history_ = stop.history
+        for epoch in range(1, self.epochs + 1):
             order = list(tr)
             rng.shuffle(order)
             model.train()
             losses = []
             for idx, enc in self._batches(queries, documents, order):
+                # plain binary cross-entropy, as the paper: weighting the (minority) positives would
+                # shift every logit by about log(neg / pos), a bias the temperature cannot undo, and
+                # f is read as a probability
                 target = torch.tensor(y[idx], dtype=torch.float32, device=model.device)
-                loss = loss_fn(model(**enc).logits[:, 0], target)
+                loss = bce_with_logits(model(**enc).logits[:, 0], target)
                 opt.zero_grad()
                 loss.backward()
                 opt.step()
@@ -369,19 +365,16 @@ class Forecaster(ForecasterBase):
                 if progress:
                     progress(done, total)
             z = self.logits([queries[i] for i in va], [documents[i] for i in va])
-            nll = _nll(z, y[va])
-            self.history_.append({"epoch": epoch + 1, "train_loss": float(np.mean(losses)), "val_nll": nll})
-            if nll < best_nll - 1e-6:
-                best_nll, best, waited, self.best_epoch_ = nll, copy.deepcopy(model.state_dict()), 0, epoch + 1
-            else:
-                waited += 1
-                if waited >= self.patience:
-                    break
+            nll = bce_with_logits(z, y[va])
+            entry = {"epoch": epoch, "train_loss": float(np.mean(losses)), "val_nll": nll}
+            if stop.update(epoch, nll, lambda: copy.deepcopy(model.state_dict()), entry):
+                break
         if done < total and progress:
             progress(total, total)  # stopped early: the bar ends full
-        if best is None:
+        self.best_epoch_ = stop.best_epoch
+        if stop.best_state is None:
             raise InputError("the validation loss was never finite: the training diverged (lower the learning rate)")
-        model.load_state_dict(best)
+        model.load_state_dict(stop.best_state)
         self._calibrate(self.logits([queries[i] for i in va], [documents[i] for i in va]), y[va])
         return self
 
@@ -518,11 +511,6 @@ def validation_metrics(probs: np.ndarray, labels: np.ndarray) -> dict[str, float
     }
     out["auroc"] = float(auroc(probs, y)) if 0 < y.sum() < len(y) else float("nan")
     return out
-
-
-def _nll(logits: np.ndarray, labels: np.ndarray) -> float:
-    y = np.asarray(labels, dtype=np.float64)
-    return float(np.mean(np.logaddexp(0.0, -logits) * y + np.logaddexp(0.0, logits) * (1 - y))) if len(y) else math.inf
 
 
 def _check_pairs(queries: Sequence[str], documents: Sequence[str]) -> tuple[list[str], list[str]]:

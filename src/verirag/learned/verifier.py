@@ -52,6 +52,7 @@ from verirag.errors import InputError, ModelNotFoundError
 from verirag.learned.base import LearnedPart
 from verirag.learned.forecaster import fit_temperature, validation_metrics
 from verirag.learned.splits import split_by_group
+from verirag.learned.training import EarlyStopping, bce_with_logits
 from verirag.learned.verifier_inputs import PairReader, Reading, lexical_candidates
 from verirag.metrics.calibration import auroc, sigmoid
 
@@ -480,19 +481,13 @@ class TrainedVerifier(LearnedPart):
         """Mean BCE of the batch's aggregates over the candidate pairs (see the module docstring)."""
         import torch
 
-        bce = torch.nn.functional.binary_cross_entropy_with_logits
         losses = []
         for p, (sentence_logit, answer_logit) in zip(batch, self._batch_aggregates(batch, states)):
             if p.sentence_labels is not None:
-                target = torch.tensor(p.sentence_labels, dtype=sentence_logit.dtype, device=sentence_logit.device)
-                losses.append(bce(sentence_logit, target))
+                loss = bce_with_logits(sentence_logit, p.sentence_labels)
             else:
-                losses.append(
-                    bce(
-                        answer_logit, torch.tensor(float(p.label), dtype=answer_logit.dtype, device=answer_logit.device)
-                    )
-                )
-            losses[-1] = losses[-1] * p.weight
+                loss = bce_with_logits(answer_logit, float(p.label))
+            losses.append(loss * p.weight)
         return torch.stack(losses).mean()
 
     def _validate(self, prepared: list[Prepared], states: list[Any]) -> tuple[np.ndarray, np.ndarray]:
@@ -519,20 +514,38 @@ class TrainedVerifier(LearnedPart):
         """Train on VerifierExamples (see the module docstring). `val_groups` names the held-out
         question groups (default: `val_share` of them, drawn with `seed`); `progress` is told
         (steps done, steps in all) after each step, `on_epoch` each epoch's history entry."""
-        import torch
-
-        from verirag.learned.verifier_model import compress_update, merge_lora, round_to_fp16, select_trainable
-
         examples = _check_examples(examples)
         tr, va = self._split(examples, val_groups)
+        before = self._start_fit(examples)
+        prepared = self._prepare_all(examples, tr, va)
+        steps = self.epochs * math.ceil(len(tr) / self.batch_size)
+        states = self._read_frozen(prepared, progress, steps)
+        stop = self._train(prepared, states, tr, va, progress, on_epoch, total=self._read_batches + steps)
+        self._keep_best(stop, before)
+        self._calibrate([prepared[i] for i in va], states)
+        return self
+
+    def _start_fit(self, examples: list[Any]) -> dict[str, Any] | None:
+        """A fresh head over the installed encoder, its fingerprints, the parameters that learn;
+        with `compress_rank`, their values before training (the update is what is compressed)."""
+        import torch
+
+        from verirag.learned.verifier_model import select_trainable
+
         self.best_epoch_ = None
         self.window_ = None
         torch.manual_seed(self.seed)  # the head's initialisation and the dropout
-        self._load_base()  # a fresh head over the installed encoder
+        self._load_base()
         self.fingerprints.update(encoder=encoder_fingerprint(self.encoder), data=examples_fingerprint(examples))
         self._trainable = select_trainable(self._scorer, self.train_layers, lora=bool(self.lora_rank))
+        if not self.compress_rank:
+            return None
         params = dict(self._scorer.named_parameters())
-        before = {n: params[n].detach().clone() for n in self._trainable} if self.compress_rank else None
+        return {n: params[n].detach().clone() for n in self._trainable}
+
+    def _prepare_all(self, examples: list[Any], tr: np.ndarray, va: np.ndarray) -> list[Prepared]:
+        """Every example read once (a warning for sentence labels that do not fit its answer), the
+        label counts, and with `balance` each training example's recipe weight."""
         self.sentence_labels_ignored_ = 0
         prepared = [self._prepare(e) for e in examples]
         if self.sentence_labels_ignored_:
@@ -540,7 +553,7 @@ class TrainedVerifier(LearnedPart):
                 f"{self.sentence_labels_ignored_} examples have sentence labels that do not match their "
                 "answer's sentences (verirag.retrieval.sentences.split_sentences): their answer label is "
                 "used instead",
-                stacklevel=2,
+                stacklevel=3,
             )
         y = np.array([p.label for p in prepared])
         self.n_train_, self.n_val_, self.label_balance_ = len(tr), len(va), float(y[tr].mean())
@@ -550,68 +563,113 @@ class TrainedVerifier(LearnedPart):
             self.recipe_weights_ = {r: {str(k): v for k, v in w.items()} for r, w in weights.items()}
             for i in tr:
                 prepared[i].weight = weights[examples[i].recipe][int(examples[i].label)]
-        steps = self.epochs * math.ceil(len(tr) / self.batch_size)
-        states = self._read_frozen(prepared, progress, steps)
-        opt = torch.optim.AdamW(
-            [
-                {"params": [params[n] for n in self._trainable if not n.startswith("head.")], "lr": self.learning_rate},
-                {
-                    "params": [params[n] for n in self._trainable if n.startswith("head.")],
-                    "lr": self.head_learning_rate,
-                },
-            ],
+        return prepared
+
+    def _optimizer(self):
+        """AdamW over the trainable parameters: the layers at `learning_rate`, the head at
+        `head_learning_rate`."""
+        import torch
+
+        params = dict(self._scorer.named_parameters())
+        layers = [params[n] for n in self._trainable if not n.startswith("head.")]
+        head = [params[n] for n in self._trainable if n.startswith("head.")]
+        return torch.optim.AdamW(
+            [{"params": layers, "lr": self.learning_rate}, {"params": head, "lr": self.head_learning_rate}],
             weight_decay=0.01,
         )
+
+    def _train(
+        self,
+        prepared: list[Prepared],
+        states: list[Any],
+        tr: np.ndarray,
+        va: np.ndarray,
+        progress: Callable[[int, int], None] | None,
+        on_epoch: Callable[[dict[str, Any]], None] | None,
+        total: int,
+    ) -> EarlyStopping:
+        """The epochs, each validated; stops after `patience` epochs without a better validation
+        AUROC (ties: a lower validation loss). The history goes to `history_`."""
+        opt = self._optimizer()
+        params = dict(self._scorer.named_parameters())
         rng = np.random.default_rng(self.seed)
-        total = self._read_batches + steps
-        done, waited, best_key, best_state = self._read_batches, 0, None, None
-        self.history_ = []
+        done = self._read_batches
+        stop = EarlyStopping(self.patience)
+        self.history_ = stop.history
         for epoch in range(1, self.epochs + 1):
-            self._scorer.train()
-            order = rng.permutation(tr)
-            losses = []
-            for start in range(0, len(order), self.batch_size):
-                loss = self._batch_loss([prepared[i] for i in order[start : start + self.batch_size]], states)
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-                losses.append(float(loss.item()))
-                done += 1
-                if progress:
-                    progress(done, total)
-            z, yv = self._validate([prepared[i] for i in va], states)
-            entry = {
-                "epoch": epoch,
-                "train_loss": float(np.mean(losses)),
-                "val_loss": _bce(z, yv),
-                "val_auroc": float(auroc(z, yv)) if 0 < yv.sum() < len(yv) else float("nan"),
-            }
-            self.history_.append(entry)
+            losses, done = self._train_epoch(
+                opt, [prepared[i] for i in rng.permutation(tr)], states, progress, done, total
+            )
+            entry = self._validation_entry(epoch, losses, [prepared[i] for i in va], states)
+            # lower is better: the AUROC first (-1 where one class is missing), then the loss
+            loss = (-(-1.0 if math.isnan(entry["val_auroc"]) else entry["val_auroc"]), entry["val_loss"])
+            stopping = stop.update(epoch, loss, lambda: {n: params[n].detach().clone() for n in self._trainable}, entry)
             if on_epoch:
                 on_epoch(entry)
-            key = (-1.0 if math.isnan(entry["val_auroc"]) else entry["val_auroc"], -entry["val_loss"])
-            if best_key is None or key > best_key:
-                best_key, waited, self.best_epoch_ = key, 0, epoch
-                best_state = {n: params[n].detach().clone() for n in self._trainable}
-            else:
-                waited += 1
-                if waited >= self.patience:
-                    break
+            if stopping:
+                break
         if done < total and progress:
             progress(total, total)  # stopped early: the bar ends full
+        return stop
+
+    def _train_epoch(
+        self,
+        opt,
+        order: list[Prepared],
+        states: list[Any],
+        progress: Callable[[int, int], None] | None,
+        done: int,
+        total: int,
+    ) -> tuple[list[float], int]:
+        """One pass over `order` in batches: (each step's loss, steps done)."""
+        self._scorer.train()
+        losses = []
+        for start in range(0, len(order), self.batch_size):
+            loss = self._batch_loss(order[start : start + self.batch_size], states)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(float(loss.item()))
+            done += 1
+            if progress:
+                progress(done, total)
+        return losses, done
+
+    def _validation_entry(
+        self, epoch: int, losses: list[float], held_out: list[Prepared], states: list[Any]
+    ) -> dict[str, Any]:
+        z, yv = self._validate(held_out, states)
+        return {
+            "epoch": epoch,
+            "train_loss": float(np.mean(losses)),
+            "val_loss": bce_with_logits(z, yv),
+            "val_auroc": float(auroc(z, yv)) if 0 < yv.sum() < len(yv) else float("nan"),
+        }
+
+    def _keep_best(self, stop: EarlyStopping, before: dict[str, Any] | None) -> None:
+        """The best epoch's weights back in place; with `compress_rank` their update compressed;
+        rounded to fp16 as saved, so that what is validated next is what `load` scores."""
+        import torch
+
+        from verirag.learned.verifier_model import compress_update, merge_lora, round_to_fp16
+
+        self.best_epoch_ = stop.best_epoch
+        params = dict(self._scorer.named_parameters())
         with torch.no_grad():
-            for n, t in best_state.items():
+            for n, t in stop.best_state.items():
                 params[n].copy_(t)
         if self.compress_rank:
-            self.val_auroc_before_compression_ = float(best_key[0])
+            self.val_auroc_before_compression_ = float(-stop.best_loss[0])
             self._trainable = compress_update(self._scorer, before, self.train_layers, self.compress_rank)
         round_to_fp16(self._scorer, self._trainable)  # what is saved is what is measured
         if self.compress_rank:
             merge_lora(self._scorer)  # and scored as `load` scores it
-        z, yv = self._validate([prepared[i] for i in va], states)
+
+    def _calibrate(self, held_out: list[Prepared], states: list[Any]) -> None:
+        """The temperature (with `temperature`) and the metrics, on the validation groups."""
+        z, yv = self._validate(held_out, states)
         self.temperature_ = fit_temperature(z, yv) if self.temperature else 1.0
         self.metrics_ = validation_metrics(sigmoid(z / self.temperature_), yv)
-        return self
 
     # ---- saved --------------------------------------------------------------------------------
     def save_weights(self, directory: Path) -> None:
@@ -650,11 +708,6 @@ class TrainedVerifier(LearnedPart):
         if part.compress_rank:
             merge_lora(part._scorer)
         return part
-
-
-def _bce(logits: np.ndarray, labels: np.ndarray) -> float:
-    y = np.asarray(labels, dtype=np.float64)
-    return float(np.mean(np.logaddexp(0.0, -logits) * y + np.logaddexp(0.0, logits) * (1 - y)))
 
 
 def _sha256(path: Path) -> str:
