@@ -97,8 +97,7 @@ def test_judges_end_to_end_with_smollm(smollm):
     v = cj.judge("What is the capital of France?", ["Paris"], "The capital of France is Paris.")
     assert v.raw and isinstance(v.raw[0], str)
     assert v.verdict in (True, False, None)
-    if v.verdict is None:
-        assert v.reason.startswith("unparseable")
+    assert v.reason.startswith("unparseable" if v.verdict is None else "parsed"), v.reason  # either way, said how
     fj = J.FaithfulnessJudge(smollm, mode="logprobs")
     f = fj.judge(["Paris is the capital of France."], "Paris", "What is the capital of France?")
     assert f.verdict in (True, False) and 0.0 <= f.score <= 1.0
