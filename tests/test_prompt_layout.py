@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
 from doubles import NoCallLLM  # builds prompts only: these tests are about layout, not a model's reply
 
@@ -69,11 +67,14 @@ def test_shared_layout_is_the_default_and_the_paper_layout_differs():
 
     from verirag.awf import registry
 
-    for kind in ("generator", "predictor", "method"):
-        for name in registry.names(kind):
-            param = inspect.signature(registry.get(kind, name).__init__).parameters.get("layout")
-            if param is not None:
-                assert param.default == DEFAULT_LAYOUT, (kind, name)
+    defaults = {
+        (kind, name): param.default
+        for kind in ("generator", "predictor", "method")
+        for name in registry.names(kind)
+        if (param := inspect.signature(registry.get(kind, name).__init__).parameters.get("layout")) is not None
+    }
+    assert len(defaults) >= 5, defaults  # at least the components of all_shared_prompts take one
+    assert set(defaults.values()) == {DEFAULT_LAYOUT}, defaults
 
 
 def test_shared_templates_keep_the_papers_examples_and_reply_tokens():
@@ -111,7 +112,6 @@ def test_layout_option_reaches_both_parts_of_a_composed_method():
     }
 
 
-@pytest.mark.skipif(os.environ.get("VERIRAG_SKIP_MODEL_TESTS") == "1", reason="model tests disabled")
 def test_shared_prompts_share_their_tokens_through_the_passages(smollm):
     """On a real tokenizer and chat template, the token prefix shared by all methods' prompts
     covers the system message and every passage (at most a token or two at the seam differs)."""
