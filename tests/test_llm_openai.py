@@ -20,15 +20,14 @@ from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import httpx
 import pytest
 
-httpx = pytest.importorskip("httpx")
-
-from verirag.errors import BackendError, CapabilityError, InputError  # noqa: E402
-from verirag.llm.base import LOGPROBS, NEXT_TOKEN, SCORE  # noqa: E402
-from verirag.llm.openai.backend import OpenAICompatibleLLM  # noqa: E402
-from verirag.llm.openai.client import normalize_base_url  # noqa: E402
-from verirag.llm.openai.logprobs import parse_chat_logprobs, parse_legacy_logprobs  # noqa: E402
+from verirag.errors import BackendError, CapabilityError, InputError
+from verirag.llm.base import LOGPROBS, NEXT_TOKEN, SCORE
+from verirag.llm.openai.backend import OpenAICompatibleLLM
+from verirag.llm.openai.client import normalize_base_url
+from verirag.llm.openai.logprobs import parse_chat_logprobs, parse_legacy_logprobs
 
 CHAT = [{"role": "user", "content": "What is the capital of France? Answer in one word."}]
 

