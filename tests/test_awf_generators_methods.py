@@ -240,7 +240,7 @@ def test_methods_smollm(smollm, name, hard):
     assert (again.answer, again.score) == (out.answer, out.score)
     if name == "dual_generation":
         assert first["score"] == 2
-        if out.error is None:
-            d = out.details
-            assert d["ppl_ctx"] > 0 and d["ppl_noctx"] > 0
-            assert isinstance(d["decision"], float)
+        assert out.error is None, out.error  # SmolLM2 answers the question (deterministically): both scores read
+        d = out.details
+        assert d["ppl_ctx"] > 0 and d["ppl_noctx"] > 0
+        assert isinstance(d["decision"], float)
