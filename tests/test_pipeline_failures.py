@@ -6,34 +6,26 @@ from __future__ import annotations
 import math
 
 import pytest
+from doubles import ScriptedLLM
 
 from verirag.awf.pipeline import Pipeline, PipelineConfig
-from verirag.llm.base import EXACT_NEXT_TOKEN, LLM, LOGPROBS, NEXT_TOKEN
+from verirag.llm.base import EXACT_NEXT_TOKEN, LOGPROBS, NEXT_TOKEN
 from verirag.retrieval import Index
-from verirag.types import Generation, Passage
+from verirag.types import Passage
 
 
-class ScriptedLLM(LLM):
-    backend = "scripted"
-    model_id = fingerprint = "scripted"
-    capabilities = frozenset({LOGPROBS, NEXT_TOKEN, EXACT_NEXT_TOKEN})
-    context_window = 4096
+def scripted(answers, judge) -> ScriptedLLM:
+    """Answers `answers` in order; the judge's next token from `judge`."""
+    return ScriptedLLM(list(answers), next_token=judge, capabilities=(LOGPROBS, NEXT_TOKEN, EXACT_NEXT_TOKEN))
 
-    def __init__(self, answers, judge):
-        self.answers = list(answers)
-        self.judge = judge
-        self.max_tokens: list[int] = []
 
-    def generate(self, prompt, **kw):
-        self.max_tokens.append(kw.get("max_tokens"))
-        return Generation(text=self.answers.pop(0), model=self.model_id)
-
-    def next_token_logprobs(self, prompt, *, top_k=20, candidates=()):
-        return dict(self.judge)
+def max_tokens(llm: ScriptedLLM) -> list[int]:
+    """The generation length each generate request asked for."""
+    return [r.options["max_tokens"] for r in llm.requests if r.op == "generate"]
 
 
 def make(monkeypatch, answers, judge, **cfg):
-    llm = ScriptedLLM(answers, judge)
+    llm = scripted(answers, judge)
     monkeypatch.setattr("verirag.awf.pipeline.load_llm", lambda spec, **kw: llm)
     index = Index.build(
         [Passage("a", "The ferry takes 25 minutes."), Passage("b", "Puffins nest in April.")], kind="bm25"
@@ -132,10 +124,10 @@ def test_a_method_answers_at_its_own_length_unless_the_user_sets_one(monkeypatch
     r = p.ask("How long is the ferry?")
     own = p.method.generator.max_tokens
     assert own == 256 and r.retrieved_answer == "25 minutes"
-    assert p.llm.inner.max_tokens == [own, 96]  # the no-rag fallback at no_context's own length
+    assert max_tokens(p.llm.inner) == [own, 96]  # the no-rag fallback at no_context's own length
     q = make(monkeypatch, [RATIONALE], {"Yes": 0.0}, method="instructrag+pre_answering", max_answer_tokens=300)
     q.ask("How long is the ferry?")
-    assert q.method.generator.max_tokens == 300 and q.llm.inner.max_tokens == [300]
+    assert q.method.generator.max_tokens == 300 and max_tokens(q.llm.inner) == [300]
 
 
 def test_verifying_with_a_predictor_that_calls_no_llm_loads_no_llm(monkeypatch):
@@ -145,7 +137,7 @@ def test_verifying_with_a_predictor_that_calls_no_llm_loads_no_llm(monkeypatch):
 
     def load(spec, **kw):
         loaded.append(spec)
-        return ScriptedLLM([], {"Yes": math.log(0.7), "No": math.log(0.3)})
+        return scripted([], {"Yes": math.log(0.7), "No": math.log(0.3)})
 
     monkeypatch.setattr("verirag.awf.pipeline.load_llm", load)
     passages = [Passage("a", "The ferry takes 25 minutes."), Passage("b", "Puffins nest in April.")]
