@@ -168,36 +168,29 @@ class AnswerCore:
 # ---- the stages ---------------------------------------------------------------------------------
 class Retrieve:
     """Retrieval and the post-retrieval stages (`verirag.awf.stages`: trust filter, forecast
-    rerank, one re-query when a stage asks), through the pipeline's `run_stages` call."""
+    rerank; one re-query with a reformulated question when a stage asks). Each post-retrieval
+    stage that ran writes its report into the PassagesRecord (`stage.report`)."""
 
     name = "retrieve"
 
-    def __init__(self, retrieve: Callable[[str, Say], Any]):
-        self.retrieve = retrieve  # (question, say) -> verirag.awf.stages.Retrieved
+    def __init__(self, retrieve: Callable[[str], list[ScoredPassage]], stages: Sequence = (), reformulate=None):
+        self.retrieve, self.stages, self.reformulate = retrieve, list(stages), reformulate
 
     def run(self, state: AnswerState, say: Say) -> None:
+        from verirag.awf.stages import run_stages
+
         say("retrieving")
         t0 = time.perf_counter()
-        with metering() as stage_usage:  # a re-query's reformulation is an LLM call
-            got = self.retrieve(state.question, say)
+        with metering() as usage:  # a re-query's reformulation is an LLM call
+            got = run_stages(state.question, self.retrieve, self.stages, say, reformulate=self.reformulate)
         state.timings["retrieve"] = time.perf_counter() - t0
-        state.usage += stage_usage
-        trust = got.results["trust"].info if "trust" in got.results else None
-        forecast = None
-        if "forecast" in got.results:
-            requery = got.requery or {}
-            forecast = {
-                **got.results["forecast"].info,
-                "reformulated": got.requery is not None,
-                "query": requery.get("query"),
-                "usage": stage_usage.to_dict(),
-            }
-            if got.requery is not None:
-                forecast.update(used=requery["used"], first_pass_confidence=requery["first_pass_confidence"])
-                if "error" in requery:
-                    forecast["reformulate_error"] = requery["error"]
-        untrusted = trust is not None and not got.hits
-        state.passages = PassagesRecord.from_hits(got.hits, trust=trust, forecast=forecast, untrusted=untrusted)
+        state.usage += usage
+        record = PassagesRecord.from_hits(got.hits)
+        for stage in self.stages:
+            result = got.results.get(stage.name)
+            if result is not None:
+                stage.report(result, got, usage, record)
+        state.passages = record
 
 
 class AnswerAndScore:

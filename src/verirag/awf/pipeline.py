@@ -33,7 +33,7 @@ from verirag.awf.policies import FALLBACKS, make_policy
 from verirag.awf.registry import create
 from verirag.awf.registry import get as get_component
 from verirag.awf.spec import SEPARATOR, MethodSpec, accepted_options, split_name
-from verirag.awf.stages import UNTRUSTED_ACTIONS, ForecastRerankStage, TrustFilterStage, run_stages
+from verirag.awf.stages import UNTRUSTED_ACTIONS, ForecastRerankStage, TrustFilterStage
 from verirag.errors import InputError
 from verirag.learned.threshold import ThresholdController, as_controller
 from verirag.llm.factory import load_llm
@@ -332,13 +332,9 @@ class Pipeline:
         replace(self.config, threshold=threshold, fallback=fallback).validate()
         depth = max(k or self.config.k, self.config.rerank_depth) if self.config.forecaster else k
         retrieve = Retrieve(
-            lambda q, say: run_stages(
-                q,
-                lambda query: self.retrieve(query, depth),
-                self.stages,
-                say,
-                reformulate=lambda query: reformulate_query(self.llm, query),
-            )
+            lambda query: self.retrieve(query, depth),
+            self.stages,
+            reformulate=lambda query: reformulate_query(self.llm, query),
         )
         act = Act(self.policy, fallback, threshold, untrusted_fallback=self._untrusted_fallback())
         core = AnswerCore([retrieve, AnswerAndScore(self.method), AnswerRules(), act])

@@ -3,7 +3,8 @@
     retrieve -> TrustFilterStage -> ForecastRerankStage -> generate + verify (the AwF method) -> act
 
 A stage takes (question, hits) and returns a StageResult: the hits it passes on, what the JSON
-answer reports of it, and whether it asks for a re-query. A stage never calls back into the
+answer reports of it, and whether it asks for a re-query; `report` writes that into its own field
+of the answer core's PassagesRecord (`verirag.awf.core`), so a new stage is one class. A stage never calls back into the
 pipeline: `run_stages` (the pipeline's loop) reformulates the question and runs retrieval and the
 stages once more when a stage asks for it.
 
@@ -70,6 +71,11 @@ class TrustFilterStage:
             kept = hits[:1] if self.on_untrusted == "keep-top" else []
         return StageResult(kept, info)
 
+    def report(self, result: StageResult, got: Retrieved, usage, record) -> None:
+        """The JSON answer's `trust`; no chunk kept (and none kept on purpose) means untrusted."""
+        record.trust = result.info
+        record.untrusted = not got.hits
+
 
 class ForecastRerankStage:
     name = "forecast"
@@ -109,6 +115,22 @@ class ForecastRerankStage:
                 f"question: ranks beyond {trained_k} are outside its training data"
             )
         return StageResult(kept, info, requery=best < self.epsilon, confidence=best)
+
+    def report(self, result: StageResult, got: Retrieved, usage, record) -> None:
+        """The JSON answer's `forecast`: the reranked documents, and the re-query when one ran
+        (its query, which pass was used, what the reformulation cost)."""
+        requery = got.requery or {}
+        forecast = {
+            **result.info,
+            "reformulated": got.requery is not None,
+            "query": requery.get("query"),
+            "usage": usage.to_dict(),
+        }
+        if got.requery is not None:
+            forecast.update(used=requery["used"], first_pass_confidence=requery["first_pass_confidence"])
+            if "error" in requery:
+                forecast["reformulate_error"] = requery["error"]
+        record.forecast = forecast
 
 
 @dataclass
