@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from verirag.awf.defaults import DEFAULT_METHOD
-from verirag.awf.pipeline import Pipeline, why_it_cannot_verify
+from verirag.awf.pipeline import Pipeline, uses_shipped_verifier, why_it_cannot_verify
 from verirag.awf.spec import method_names
 from verirag.errors import InputError, VeriragError
 from verirag.learned.threshold import as_controller
@@ -96,6 +96,10 @@ class VeriragService:
         self.load_error: str | None = None
         self._runnable: list[str] | None = None
         self.verify_method = config.verify_method or DEFAULT_METHOD
+        if uses_shipped_verifier(self.verify_method):  # missing is an error at start, not on each request
+            from verirag.learned.shipped import shipped_verifier_dir
+
+            shipped_verifier_dir()
 
     # ---- state -------------------------------------------------------------------------------
     @property
