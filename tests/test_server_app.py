@@ -61,7 +61,7 @@ def test_probes_methods_and_page(client):
     ready = client.get("/readyz").json()
     assert ready == {"status": "ready", "model": "smollm2-135m", "index": True}
     m = client.get("/v1/methods").json()
-    assert m["default"] == "vanilla+verifier" and m["verify_default"] == "vanilla+nli"
+    assert m["default"] == m["verify_default"] == "vanilla+verifier"  # the one default
     assert "vanilla+nli" in m["methods"] and m["threshold"] == 0.5
     page = client.get("/")
     assert page.status_code == 200 and "text/html" in page.headers["content-type"]
@@ -73,18 +73,22 @@ def test_verify_scores_an_outside_answer_and_names_the_supporting_passage(client
     r = client.post("/v1/verify", json=VERIFY)
     assert r.status_code == 200, r.text
     body = r.json()
-    assert body["method"] == "vanilla+nli"  # /v1/verify's default verifier
+    assert body["method"] == "vanilla+verifier"  # /v1/verify's default: the one default
     assert 0.0 <= body["score"] <= 1.0 and body["threshold"] == 0.5
     assert body["faithful"] == (body["score"] >= 0.5)
     assert [e["id"] for e in body["evidence"]] == ["fr", "de"]
     support = [e["support_score"] for e in body["evidence"]]
     assert body["supporting_passage"]["id"] == ["fr", "de"][support.index(max(support))]
     assert body["error"] is None and body["timings"]["verify"] >= 0
-    # the threshold of the request decides the verdict on the same score
-    low = client.post("/v1/verify", json={**VERIFY, "threshold": 0.0}).json()
-    high = client.post("/v1/verify", json={**VERIFY, "threshold": 1.0}).json()
-    assert low["score"] == high["score"] == body["score"]
-    assert low["faithful"] is True and high["faithful"] is (body["score"] >= 1.0)
+    assert body["usage"]["calls"] == 0  # the default verifier calls no LLM
+    # the threshold of the request decides the verdict on the same score; an LLM judge asked again
+    # is answered from the request cache
+    nli = {**VERIFY, "method": "vanilla+nli"}
+    first = client.post("/v1/verify", json=nli).json()
+    low = client.post("/v1/verify", json={**nli, "threshold": 0.0}).json()
+    high = client.post("/v1/verify", json={**nli, "threshold": 1.0}).json()
+    assert low["score"] == high["score"] == first["score"]
+    assert low["faithful"] is True and high["faithful"] is (first["score"] >= 1.0)
     assert low["usage"]["cache_hits"] == low["usage"]["calls"] == 2  # one per passage, from the cache
     # self_check names the passage by lexical attribution
     sc = client.post("/v1/verify", json={**VERIFY, "method": "vanilla+self_check"}).json()

@@ -19,6 +19,7 @@ import pytest
 from verirag.answer_log import read_answer_log
 from verirag.answer_log.formats import parse_label
 from verirag.answer_log.summary import entry_labels, labelled_metrics
+from verirag.awf.defaults import DEFAULT_METHOD
 from verirag.cli import main
 from verirag.errors import InputError
 
@@ -345,7 +346,7 @@ def test_log_summary_with_labels_auroc_and_intervals(labelled_run, capsys):
     assert summary["supported"] == sum(r["supported"] for r in rows)
     assert summary["scores"]["quantiles"]["median"] == pytest.approx(float(np.median(scores)))
     assert sum(summary["scores"]["histogram"]["counts"]) == len(scores)
-    assert summary["verifier"]["method"] == "vanilla+nli" and summary["verifier"]["threshold"] == 0.5
+    assert summary["verifier"]["method"] == DEFAULT_METHOD and summary["verifier"]["threshold"] == 0.5
     lab = summary["labels"]
     assert (lab["source"], lab["field"], lab["labelled"], lab["positives"]) == ("label", "human", 6, 3)
     from sklearn.metrics import roc_auc_score
@@ -412,7 +413,7 @@ def test_one_answer_from_passage_files(tmp_path, capsys):
     assert main(args + ["--json"]) == 0
     r = json.loads(capsys.readouterr().out)
     assert [e["id"] for e in r["evidence"]] == ["bridge.txt", "ferry"]
-    assert 0.0 <= r["score"] <= 1.0 and r["faithful"] == (r["score"] >= 0.5) and r["method"] == "vanilla+nli"
+    assert 0.0 <= r["score"] <= 1.0 and r["faithful"] == (r["score"] >= 0.5) and r["method"] == DEFAULT_METHOD
     assert all(0.0 <= e["support_score"] <= 1.0 for e in r["evidence"])
     assert r["supporting_passage"]["id"] in {"bridge.txt", "ferry"}
     assert main(args) == 0
@@ -478,7 +479,15 @@ def test_a_backend_outage_stops_with_exit_5_keeping_what_is_done(tmp_path):
     )
     out = tmp_path / "out"
     for _ in range(2):  # the rerun finds the malformed line done and stops at the outage again
-        p = verify_process(log, out, "--model", "http://127.0.0.1:9/v1#absent", env={"VERIRAG_OPENAI_MAX_RETRIES": "0"})
+        p = verify_process(  # a judge that calls the model: the default verifier calls none
+            log,
+            out,
+            "--method",
+            "vanilla+nli",
+            "--model",
+            "http://127.0.0.1:9/v1#absent",
+            env={"VERIRAG_OPENAI_MAX_RETRIES": "0"},
+        )
         _, stderr = p.communicate(timeout=120)
         assert p.returncode == 5, stderr.decode()[-2000:]
         assert "the same command resumes" in stderr.decode()

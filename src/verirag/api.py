@@ -222,13 +222,10 @@ def evaluate(
         raise InputError(f"nothing to evaluate at {path}: give an experiment config (.yaml) or an answer log (.jsonl)")
     if path.suffix.lower() in (".yaml", ".yml"):
         return _evaluate_config(path, out_dir, limit=limit, progress=progress, report=report)
-    from verirag import answer_log as al
+    from verirag.answer_log import verify_log
 
-    logged = al.read_answer_log(path, **log_fields)
-    verifier = Verifier(method, threshold)
-    run = al.run_log(verifier.pipeline, logged, out_dir, limit=limit)
-    summary, page = al.write_summary(logged, run.records, out_dir)
-    return Evaluation("answer_log", out_dir, summary, page)
+    done = verify_log(Verifier(method, threshold).pipeline, path, out_dir, limit=limit, **log_fields)
+    return Evaluation("answer_log", out_dir, done.summary, done.report)
 
 
 def _evaluate_config(path: Path, out_dir: Path, *, limit, progress: bool, report: bool) -> Evaluation:

@@ -1,11 +1,11 @@
 """Verify the answers another RAG system logged (`verirag verify LOG.jsonl --out DIR`).
 
     from verirag import Pipeline
-    from verirag.answer_log import read_answer_log, run_log, write_summary
-    log = read_answer_log("ragas_log.jsonl")            # RAGAS / DeepEval field names, detected
-    run = run_log(Pipeline.from_preset("local", method="vanilla+nli"), log, "out/")
-    summary, report = write_summary(log, run.records, "out/")
+    from verirag.answer_log import verify_log
+    done = verify_log(Pipeline.from_preset("local"), "ragas_log.jsonl", "out/")   # field names detected
+    done.summary, done.report
 
+- `verify_log`: the whole of it in one call (what the CLI and `verirag.evaluate` run).
 - `formats`: the log's lines as entries (malformed ones kept, with line number and reason).
 - `run`: one JSON line per answer in OUT/results.jsonl as it is done; a rerun resumes.
 - `summary`: share supported, score distribution, failures; AUROC, PR-AUC, precision and recall
@@ -18,6 +18,7 @@ from verirag.answer_log.formats import FORMATS, AnswerLog, LogEntry, LogFields, 
 from verirag.answer_log.passages import read_passages
 from verirag.answer_log.run import RESULTS_FILE, LogRun, run_log
 from verirag.answer_log.summary import SUMMARY_FILE, summarize, summary_lines, write_summary
+from verirag.answer_log.verify_log import VerifiedLog, verify_log
 
 __all__ = [
     "FORMATS",
@@ -27,10 +28,12 @@ __all__ = [
     "LogEntry",
     "LogFields",
     "LogRun",
+    "VerifiedLog",
     "read_answer_log",
     "read_passages",
     "run_log",
     "summarize",
     "summary_lines",
+    "verify_log",
     "write_summary",
 ]

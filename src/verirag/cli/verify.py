@@ -104,17 +104,8 @@ def verify(
             raise InputError("--out is where a log's results go; one answer is printed (--json for JSON)")
         found, skipped = al.read_passages(passages)
         print_skipped(skipped)
-    else:
-        if out_dir is None:
-            raise InputError("give --out DIR: where the results, summary and report of the log go")
-        logged = al.read_answer_log(
-            log,
-            question_field=question_field,
-            answer_field=answer_field,
-            contexts_field=contexts_field,
-            reference_field=reference_field,
-            label_field=label_field,
-        )
+    elif out_dir is None:
+        raise InputError("give --out DIR: where the results, summary and report of the log go")
     p = Pipeline.from_preset(
         preset, model=model, judge=judge, threshold=threshold_value, method=method or DEFAULT_METHOD
     )
@@ -127,16 +118,18 @@ def verify(
         else:
             print_verified(v)
         return
-    n = len(logged.entries) if limit is None else min(limit, len(logged.entries))
+    fields = {"question_field": question_field, "answer_field": answer_field, "contexts_field": contexts_field}
+    fields.update(reference_field=reference_field, label_field=label_field)
     try:
         with progress() as bar:
-            task = bar.add_task("loading the model…", total=n)
-            run = al.run_log(
+            task = bar.add_task("loading the model…", total=None)
+            done = al.verify_log(
                 p,
-                logged,
+                log,
                 out_dir,
                 limit=limit,
-                on_progress=lambda i, _n, _r: bar.update(task, completed=i, description="verifying"),
+                on_progress=lambda i, n, _r: bar.update(task, completed=i, total=n, description="verifying"),
+                **fields,
             )
     except BackendError:
         err.print(
@@ -144,15 +137,15 @@ def verify(
             "the same command resumes"
         )
         raise
-    summary, report = al.write_summary(logged, run.records, out_dir)
     if json_out:
-        print(json.dumps(strict_json(summary), ensure_ascii=False))
+        print(json.dumps(strict_json(done.summary), ensure_ascii=False))
         return
+    run = done.run
     out.print(
         f"{run.written} answers verified now, {run.already_done} already done"
         + (f", {run.unreadable_lines} torn lines of a killed run ignored" if run.unreadable_lines else "")
-        + f" (format {escape(logged.fields.format)})."
+        + f" (format {escape(done.log.fields.format)})."
     )
-    for line in al.summary_lines(summary):
+    for line in al.summary_lines(done.summary):
         out.print(escape(line))
-    out.print(f"results: {escape(str(out_dir / al.RESULTS_FILE))}; report: {escape(str(report))}")
+    out.print(f"results: {escape(str(out_dir / al.RESULTS_FILE))}; report: {escape(str(done.report))}")

@@ -1,0 +1,43 @@
+"""One call from a log file to its verdicts: read the log, verify each answer (resumable), write
+the summary and the report. What `verirag verify LOG --out DIR` and `verirag.evaluate` run."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from verirag.answer_log.formats import AnswerLog, read_answer_log
+from verirag.answer_log.run import LogRun, run_log
+from verirag.answer_log.summary import write_summary
+
+
+@dataclass
+class VerifiedLog:
+    """A verified log: its entries, the run (records, written, already done), the summary and
+    the report's path."""
+
+    log: AnswerLog
+    run: LogRun
+    summary: dict[str, Any]
+    report: Path
+
+
+def verify_log(
+    pipeline,
+    path: str | Path,
+    out_dir: str | Path,
+    *,
+    limit: int | None = None,
+    on_progress: Callable[[int, int, dict[str, Any] | None], None] | None = None,
+    **fields: str | None,
+) -> VerifiedLog:
+    """Verify the log at `path` with `pipeline` into `out_dir` (OUT/results.jsonl, summary.json,
+    report.html), resuming what is done. `fields` map the log's field names (question_field,
+    answer_field, contexts_field, reference_field, label_field). An outage raises BackendError with
+    the verdicts so far kept: the same call resumes."""
+    logged = read_answer_log(path, **fields)
+    run = run_log(pipeline, logged, out_dir, limit=limit, on_progress=on_progress)
+    summary, report = write_summary(logged, run.records, out_dir)
+    return VerifiedLog(logged, run, summary, report)
