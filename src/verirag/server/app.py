@@ -66,11 +66,17 @@ def _error(
     )
 
 
+def _field(loc) -> str:
+    """The path of a field as a client wrote it: pydantic's names of union members (a model's
+    class name, "function-after[...]") are not part of the request, so they are left out."""
+    return ".".join(str(p) for p in loc if not (isinstance(p, str) and (p[:1].isupper() or "[" in p)))
+
+
 def _fields(exc: RequestValidationError) -> list[dict[str, str]]:
     # loc and message only: the offending input may be huge or binary, and is the client's own
     return [
         {
-            "field": ".".join(str(p) for p in e.get("loc", ())),
+            "field": _field(e.get("loc", ())),
             "message": str(e.get("msg", "")),
             "type": str(e.get("type", "")),
         }

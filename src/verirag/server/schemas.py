@@ -86,15 +86,11 @@ class PassageIn(Strict):
     text: _text(MAX_PASSAGE)
 
 
-def _text_as_passage(value: Any) -> Any:
-    return {"text": value} if isinstance(value, str) else value
-
-
 class VerifyRequest(Strict):
     question: Question
     answer: _text(MAX_TEXT, description="the answer to verify (not blank)")
-    # a plain string is read as {"text": ...} (as the Python Verifier takes it): its id is p0, p1, ... by place
-    passages: list[Annotated[PassageIn, BeforeValidator(_text_as_passage)]] = Field(
+    # a plain string is a passage's text (as the Python Verifier takes it): its id is p0, p1, ... by place
+    passages: list[PassageIn | _text(MAX_PASSAGE)] = Field(
         ...,
         min_length=1,
         max_length=MAX_PASSAGES,
