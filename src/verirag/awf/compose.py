@@ -122,7 +122,17 @@ class ComposedMethod(AwFMethod):
             details["sentences"] = v.sentences
         score = 0.0 if math.isnan(v.score) else min(1.0, max(0.0, float(v.score)))
         return MethodOutput(
-            answer=ans.text, score=score, hard=self.hard, error=v.error, details=details, failure=v.failure
+            answer=ans.text,
+            score=score,
+            hard=self.hard,
+            error=v.error,
+            details=details,
+            failure=v.failure,
+            per_passage=v.per_passage,
+            best=v.best,
+            sentences=v.sentences,
+            warnings=list(v.warnings),
+            timings=dict(details["timings"]),
         )
 
 

@@ -211,7 +211,7 @@ class AnswerAndScore:
         t0 = time.perf_counter()
         out = self.method.run(trace)
         elapsed = time.perf_counter() - t0
-        split = out.details.get("timings") or {}  # a composed method reports its own split
+        split = out.timings  # a composed method reports its own split
         state.timings["generate"] = split.get("generate", elapsed)
         state.timings["verify"] = split.get("verify", max(0.0, elapsed - state.timings["generate"]))
         predictor = getattr(self.method, "predictor", None)
@@ -223,10 +223,10 @@ class AnswerAndScore:
             error=out.error,
             failure=out.failure,
             hard=out.hard,
-            per_passage=out.details.get("per_passage"),
-            best=out.details.get("best"),
-            sentences=out.details.get("sentences"),
-            warnings=list(out.details.get("warnings") or []),
+            per_passage=out.per_passage,
+            best=out.best,
+            sentences=out.sentences,
+            warnings=list(out.warnings),
             details=out.details,
         )
 

@@ -21,7 +21,10 @@ class MethodOutput:
     denominator: their score is 0.0 and `answer` keeps whatever text there was. `failure` is the
     exception when a request failed; a BackendError there is an outage (`outage`), which the
     pipeline raises instead of acting on the score. `details` holds method-specific intermediate
-    values (raw text, per-passage scores, perplexities, ...).
+    values (raw text, per-passage scores, perplexities, ...) for the records; what the answer path
+    reads is typed: `per_passage` (each passage's support, None where not judged), `best` (the
+    index of the supporting passage), `sentences` (a sentence-level verifier's judgements), the
+    predictor's `warnings` and the method's own `timings` split.
     """
 
     answer: str
@@ -30,6 +33,11 @@ class MethodOutput:
     error: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
     failure: VeriragError | None = None
+    per_passage: list[float | None] | None = None
+    best: int | None = None
+    sentences: list[dict[str, Any]] | None = None
+    warnings: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)  # a composed method's generate / verify split
 
     @property
     def outage(self) -> bool:

@@ -55,6 +55,7 @@ class CalibRAGMethod(AwFMethod):
             trace, lambda: self.generator.answer(trace.question, passages), "answer", kept=[p.id for p in passages]
         )
         details = {"forecast": f, "kept": order, "best": order[0], "per_passage": f}
+        support = {"per_passage": list(f), "best": order[0]}
         if ans.error:
-            return MethodOutput(answer=ans.text, score=0.0, error=ans.error, details=details)
-        return MethodOutput(answer=ans.text, score=f[order[0]], details=details)
+            return MethodOutput(answer=ans.text, score=0.0, error=ans.error, details=details, **support)
+        return MethodOutput(answer=ans.text, score=f[order[0]], details=details, **support)
