@@ -8,6 +8,7 @@ import pytest
 
 # Imported fixtures: the real llama-cpp-python server and the transformers model.
 from test_llm_hf import hf_cache  # noqa: F401
+from test_llm_hf import llm as hf_llm  # noqa: F401
 from test_llm_openai import GREEDY, _smollm2_path, llama_server, real_with_template  # noqa: F401
 
 from verirag.awf.compose import build_method
