@@ -46,7 +46,14 @@ def tree_digest(path: Path) -> str:
 
 
 def verify_body(i: int) -> dict:
-    return {"question": f"What is the capital of France? ({i % 5})", "answer": "Paris", "passages": PASSAGES}
+    """A verify request that the model judges (the LLM judge, not the default verifier that calls no
+    LLM): these tests are about the model's queue and its request cache."""
+    return {
+        "question": f"What is the capital of France? ({i % 5})",
+        "answer": "Paris",
+        "passages": PASSAGES,
+        "method": "vanilla+nli",
+    }
 
 
 def test_fifty_concurrent_clients_get_answers_or_documented_refusals(tmp_path, index_dir):
