@@ -469,31 +469,22 @@ def test_real_recipe_with_the_smallest_real_model(tmp_path, data, smollm_one_thr
         assert (x["meta"]["correct"], x["meta"]["evidence"], x["label"]) == (right, evidence, int(right and evidence))
 
 
-@pytest.mark.slow
-def test_cli_labels_and_reports(tmp_path, data):
-    out = tmp_path / "labels.jsonl"
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "verirag",
-            "label",
-            "verifier",
-            "--out",
-            str(out),
-            "--data",
-            str(data),
-            "--recipes",
-            "swap,evidence_removal",
-            "--models",
-            "none",
-            "--n",
-            "0",
-        ],
+def label_cli(*args: str) -> subprocess.CompletedProcess:
+    """`verirag label verifier ARGS` in a fresh process, no standard input."""
+    return subprocess.run(
+        [sys.executable, "-m", "verirag", "label", "verifier", *args],
         capture_output=True,
         text=True,
         timeout=120,
         stdin=subprocess.DEVNULL,
+    )
+
+
+@pytest.mark.slow
+def test_cli_labels_and_reports(tmp_path, data):
+    out = tmp_path / "labels.jsonl"
+    r = label_cli(
+        "--out", str(out), "--data", str(data), "--recipes", "swap,evidence_removal", "--models", "none", "--n", "0"
     )
     assert r.returncode == 0, r.stderr
     summary = json.loads((tmp_path / "labels.summary.json").read_text())
@@ -502,27 +493,7 @@ def test_cli_labels_and_reports(tmp_path, data):
         "hotpotqa": 2,
     }
     assert "nq 1, hotpotqa 1" in r.stdout and "supported" in r.stdout
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "verirag",
-            "label",
-            "verifier",
-            "--out",
-            str(out),
-            "--data",
-            str(data),
-            "--recipes",
-            "real",
-            "--models",
-            "none",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-    )
+    r = label_cli("--out", str(out), "--data", str(data), "--recipes", "real", "--models", "none")
     assert r.returncode != 0 and "need a model" in r.stderr + r.stdout
 
 

@@ -151,13 +151,15 @@ class AnswerCore:
         direct = Usage()
         with metering(direct), ExitStack() as stack:  # the trace's attribution closes first
             state._stack = stack
-            for stage in self.stages:
-                stage.run(state, say)
-                if self.raise_outages:
-                    for record in (state.judgement, state.act):
-                        if record is not None and is_outage(record.failure):
-                            raise record.failure
-            state._stack = None
+            try:
+                for stage in self.stages:
+                    stage.run(state, say)
+                    if self.raise_outages:
+                        for record in (state.judgement, state.act):
+                            if record is not None and is_outage(record.failure):
+                                raise record.failure
+            finally:
+                state._stack = None  # the attribution closes with the stack: nothing may enter it later
             attributed = state.attribution.cost if state.attribution is not None else Usage()
         state.usage += direct
         state.usage += attributed
