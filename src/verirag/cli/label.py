@@ -15,11 +15,14 @@ def label_verifier(
     out_file: Path = typer.Option(
         ..., "--out", help="The labels JSONL (resumed when it exists); a <name>.summary.json is written beside it."
     ),
-    datasets: list[str] = typer.Option(["nq,hotpotqa"], "--datasets", help="nq, hotpotqa, nomiracl (comma-separated)."),
+    datasets: list[str] = typer.Option(
+        ["nq,hotpotqa"], "--datasets", help="nq, hotpotqa, nomiracl, docs (installed documentation; comma-separated)."
+    ),
     recipes: list[str] = typer.Option(
         ["real,swap,evidence_removal,local_edit,evidence_sentence"],
         "--recipes",
-        help="real, swap, evidence_removal, local_edit, evidence_sentence (comma-separated).",
+        help="real, swap, evidence_removal, local_edit, evidence_sentence, multihop, followup, doc_claims "
+        "(comma-separated; the default: the first five).",
     ),
     n: int | None = typer.Option(100, help="Questions per dataset, drawn with --seed (0: all)."),
     models: list[str] = typer.Option(
@@ -36,6 +39,10 @@ def label_verifier(
         help="Origins the swap recipe draws a wrong answer "
         "from, the first that has one (passage, answer, made_up; comma-separated; "
         "passage: a wrong span of the same passages, the hardest). Default: any.",
+    ),
+    split: str | None = typer.Option(
+        None,
+        help="Only this split's questions: train or heldout (whole questions; for docs whole packages). Default: all.",
     ),
     threads: int | None = typer.Option(
         None, help="llama.cpp threads (default: every core; on a busy machine 1 can be much faster)."
@@ -60,6 +67,7 @@ def label_verifier(
             limit=limit,
             real_per_question=per_question,
             swap_from=names(swap_from) or None,
+            split=split,
             n_threads=threads,
             on_start=lambda total: bar.update(task, total=total, description="labelling"),
             on_progress=lambda i, total, _r: bar.update(task, completed=i),

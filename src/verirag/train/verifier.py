@@ -6,13 +6,15 @@ resolver (compact records read back against the benchmark files in $VERIRAG_DATA
 beside the plain format read here, a JSONL of resolved examples, one object per line:
 
     {"question": "...", "answer": "...", "passages": ["...", ...], "label": 1,
-     "recipe": "real", "group": "nq:123", "sentence_labels": [1, 0] or null, "source": "..."}
+     "recipe": "real", "group": "nq:123", "sentence_labels": [1, 0] or null, "source": "...",
+     "history": ["User: ...", "Agent: ..."]}
 
 `label` is 1 (the passages support the whole answer) or 0; `group` names the question (its
 dataset and id: validation holds out whole groups); `sentence_labels`, where known, has one
 label per answer sentence as `verirag.retrieval.sentences.split_sentences` splits it; `source`
 (optional) names the record it came from (default: file:line). Blank lines are skipped; any
-other line that is not such an object is an InputError naming the line.
+other line that is not such an object is an InputError naming the line. `history` (optional) holds
+the earlier turns of a conversation, which the verifier reads before the question.
 """
 
 from __future__ import annotations
@@ -52,6 +54,9 @@ def example_from_json(d: Any, where: str) -> VerifierExample:
         or any(isinstance(v, bool) or v not in (SUPPORTED, UNSUPPORTED) for v in sentence_labels)
     ):
         raise InputError(f"{where}: `sentence_labels` must be null or a non-empty list of 0 / 1")
+    history = d.get("history") or []
+    if not isinstance(history, list) or not all(isinstance(t, str) for t in history):
+        raise InputError(f"{where}: `history` must be a list of strings (the earlier turns)")
     return VerifierExample(
         question=d["question"],
         answer=d["answer"],
@@ -61,6 +66,7 @@ def example_from_json(d: Any, where: str) -> VerifierExample:
         group=d["group"],
         sentence_labels=tuple(sentence_labels) if sentence_labels is not None else None,
         source=str(d.get("source") or where),
+        history=tuple(history),
     )
 
 

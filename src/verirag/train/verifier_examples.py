@@ -22,3 +22,4 @@ class VerifierExample:
     group: str  # the question's group ("dataset:question id"): splits never cut one
     sentence_labels: tuple[int, ...] | None = None  # per answer sentence, where known (local edits)
     source: str = ""  # the record it came from (its id in the labels file)
+    history: tuple[str, ...] = ()  # earlier turns of a conversation, oldest first ("User: ..." / "Agent: ...")

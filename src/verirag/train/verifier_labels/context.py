@@ -102,6 +102,9 @@ class LabelContext:
     def passage(self, dataset: str, key: str) -> Passage:
         return self.sources[dataset].passage(key)
 
+    def question_text(self, dataset: str, example: str) -> str:
+        return self.sources[dataset].question(example).text
+
     def passages(self, q: Question, keys: Sequence[str]) -> list[Passage]:
         return [self.passage(q.dataset, k) for k in keys]
 

@@ -19,13 +19,23 @@ or, for an item that gives no example (no distractor left, an answer too short t
 
 A text spec is literal text (what an LLM wrote, or a value made up here such as a moved year),
 {"answer_from": [dataset, example, i]} (the i-th gold answer), {"passage_span": [dataset, key,
-offset, length]} (characters of a passage's text), or {"edit": spec, "offset": o, "length": n,
-"replacement": spec} (spec's text with n characters at o replaced). Offsets count characters
-(Python str indices).
+offset, length]} (characters of a passage's text), {"question_of": [dataset, example]} (a
+question's text), {"title_of": [dataset, key]} (a passage's title without a trailing
+"(disambiguation)"), {"join": [spec, ...]} (the texts concatenated), or {"edit": spec, "offset":
+o, "length": n, "replacement": spec} (spec's text with n characters at o replaced). Offsets count
+characters (Python str indices).
+
+Optional fields of the newer recipes (issue 36): `question` (a text spec: the question asked, when
+it is not the dataset's own, e.g. a follow-up rewritten with a pronoun, or a cloze), `history`
+(text specs: the earlier turns, oldest first, "User: ..." / "Agent: ..."), `passage_edits`
+([[passage index, offset, length, spec], ...]: a passage's text edited, e.g. a bridge entity
+swapped) and `doc` (the documentation file a docs record was made from: package, version, path,
+sha256 prefix, checked when the record is read back).
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -39,6 +49,12 @@ SUPPORTED, UNSUPPORTED = 1, 0
 class Lookup(Protocol):
     def answers(self, dataset: str, example: str) -> tuple[str, ...]: ...
     def passage(self, dataset: str, key: str) -> Passage: ...
+    def question_text(self, dataset: str, example: str) -> str: ...
+
+
+def bare_title(title: str) -> str:
+    """A title without its trailing disambiguation: "Thriller (album)" -> "Thriller"."""
+    return re.sub(r"\s*\([^()]*\)\s*$", "", title).strip() or title.strip()
 
 
 def render(spec: Any, lookup: Lookup) -> str:
@@ -51,6 +67,14 @@ def render(spec: Any, lookup: Lookup) -> str:
         if "answer_from" in spec:
             dataset, example, i = spec["answer_from"]
             return lookup.answers(dataset, str(example))[int(i)]
+        if "question_of" in spec:
+            dataset, example = spec["question_of"]
+            return lookup.question_text(dataset, str(example))
+        if "title_of" in spec:
+            dataset, key = spec["title_of"]
+            return bare_title(lookup.passage(dataset, str(key)).title)
+        if "join" in spec:
+            return "".join(render(part, lookup) for part in spec["join"])
         if "passage_span" in spec:
             dataset, key, offset, length = spec["passage_span"]
             text = lookup.passage(dataset, str(key)).text
@@ -85,8 +109,10 @@ def labelled(
     sentence_labels: list[int] | None = None,
     generation: dict[str, Any] | None = None,
     meta: dict[str, Any] | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A labelled record; `generation` holds model, fingerprint, prompt, temperature, seed."""
+    """A labelled record; `generation` holds model, fingerprint, prompt, temperature, seed;
+    `extra` the optional fields of the module doc (question, history, passage_edits, doc)."""
     rec: dict[str, Any] = {
         "id": item_id,
         "recipe": recipe,
@@ -100,6 +126,7 @@ def labelled(
     if sentence_labels is not None:
         rec["sentence_labels"] = [int(x) for x in sentence_labels]
     rec.update(generation or {})
+    rec.update({k: v for k, v in (extra or {}).items() if v is not None})
     if meta:
         rec["meta"] = meta
     return rec

@@ -1,6 +1,8 @@
 """Labels file -> `VerifierExample`s: the benchmark text read back from the data folder by id.
 
-Each passage becomes "title\\ntext" (the text alone when it has no title). A record whose
+Each passage becomes "title\\ntext" (the text alone when it has no title), after the record's
+`passage_edits`; a record's own `question` and `history` (text specs) are rendered too. A docs
+record's file is checked against its fingerprint. A record whose
 question text changed since it was made (its `qh`), whose passage or answer id is gone, whose
 sentence labels do not fit the answer's sentences, or whose question is now an instruct_qa_human
 question is refused with an `InputError`: training on a silently different example is worse
@@ -28,6 +30,34 @@ def passage_text(p: Passage) -> str:
     return f"{p.title}\n{p.text}" if p.title else p.text
 
 
+def edited(passages: list[Passage], r: dict[str, Any], lookup) -> list[Passage]:
+    """`passages` with the record's `passage_edits` applied (each passage's from its end back)."""
+    edits = r.get("passage_edits") or []
+    out = list(passages)
+    for index in sorted({int(e[0]) for e in edits}):
+        p = out[index]
+        text = p.text
+        for _, offset, length, spec in sorted((e for e in edits if int(e[0]) == index), key=lambda e: -int(e[1])):
+            if offset < 0 or offset + length > len(text):
+                raise InputError(f"a passage edit at {offset}+{length} falls outside passage {index}")
+            text = text[:offset] + render(spec, lookup) + text[offset + length :]
+        out[index] = Passage(id=p.id, text=text, title=p.title, source=p.source)
+    return out
+
+
+def check_doc(source, doc: dict[str, Any]) -> None:
+    """InputError when the documentation file a record was made from changed (another version)."""
+    from verirag.train.verifier_labels.doc_corpus import file_sha
+
+    sha = file_sha(source, doc["package"], doc["path"])
+    if sha != doc.get("sha"):
+        raise InputError(
+            f"{doc['package']}:{doc['path']} changed since it was labelled (made from version "
+            f"{doc.get('version')}, sha {doc.get('sha')}; installed: sha {sha}): run scripts/install_doc_corpus.sh "
+            "for that version or label again"
+        )
+
+
 def resolve(records: Iterable[dict[str, Any]], data_root: str | Path | None = None) -> list[VerifierExample]:
     """The examples of `records` (skips left out), in order; see the module doc."""
     examples_records = [r for r in records if is_example(r)]
@@ -42,8 +72,12 @@ def resolve(records: Iterable[dict[str, Any]], data_root: str | Path | None = No
                 raise InputError("its question's text changed since it was labelled")
             if question_key(q.text) in evaluation:
                 raise InputError("its question is an instruct_qa_human (evaluation) question")
+            if "doc" in r:
+                check_doc(ctx.sources[r["dataset"]], r["doc"])
             answer = render(r["answer"], ctx)
-            passages = tuple(passage_text(p) for p in ctx.passages(q, [str(k) for k in r["passages"]]))
+            question = render(r["question"], ctx) if "question" in r else q.text
+            history = tuple(render(t, ctx) for t in r.get("history", ()))
+            passages = tuple(passage_text(p) for p in edited(ctx.passages(q, [str(k) for k in r["passages"]]), r, ctx))
             sentence_labels = r.get("sentence_labels")
             if sentence_labels is not None and len(sentence_labels) != len(sentence_spans(answer)):
                 raise InputError(f"{len(sentence_labels)} sentence labels for {len(sentence_spans(answer))} sentences")
@@ -51,7 +85,7 @@ def resolve(records: Iterable[dict[str, Any]], data_root: str | Path | None = No
             raise InputError(f"labels record {r.get('id')!r}: {e}") from e
         out.append(
             VerifierExample(
-                question=q.text,
+                question=question,
                 answer=answer,
                 passages=passages,
                 label=int(r["label"]),
@@ -59,6 +93,7 @@ def resolve(records: Iterable[dict[str, Any]], data_root: str | Path | None = No
                 group=q.group,
                 sentence_labels=tuple(sentence_labels) if sentence_labels is not None else None,
                 source=str(r["id"]),
+                history=history,
             )
         )
     return out

@@ -26,13 +26,25 @@ from typing import Any
 from verirag.datasets import data_dir
 from verirag.errors import InputError
 from verirag.jsonio import write_json
-from verirag.train.verifier_labels import evidence_removal, evidence_sentence, local_edit, real, swap
+from verirag.train.verifier_labels import (
+    doc_claims,
+    evidence_removal,
+    evidence_sentence,
+    followup,
+    local_edit,
+    multihop,
+    real,
+    swap,
+)
 from verirag.train.verifier_labels.context import Item, LabelContext, RecipeFailure
 from verirag.train.verifier_labels.exclusion import evaluation_questions, question_key
+from verirag.train.verifier_labels.heldout import SPLITS, split_of
 from verirag.train.verifier_labels.records import is_example, label_file
 from verirag.train.verifier_labels.sources import Question, Source, load_sources
 
-RECIPES = {m.NAME: m for m in (real, swap, evidence_removal, local_edit, evidence_sentence)}
+RECIPES = {
+    m.NAME: m for m in (real, swap, evidence_removal, local_edit, evidence_sentence, multihop, followup, doc_claims)
+}
 DEFAULT_DATASETS = ("nq", "hotpotqa")
 DEFAULT_MODELS = ("qwen2.5-1.5b", "qwen2.5-0.5b", "smollm2-135m")
 
@@ -71,12 +83,15 @@ def check_options(
     limit: int | None,
     real_per_question: int,
     swap_from: Sequence[str] | None = None,
+    split: str | None = None,
 ) -> None:
     from verirag.train.verifier_labels.replacements import ORIGINS
 
     odd = [o for o in swap_from or () if o not in ORIGINS]
     if odd:
         raise InputError(f"unknown swap origin(s) {', '.join(odd)}; choose from {', '.join(ORIGINS)}")
+    if split is not None and split not in SPLITS:
+        raise InputError(f"unknown split {split!r}; choose from {', '.join(SPLITS)}")
     unknown = [r for r in recipes if r not in RECIPES]
     if unknown or not recipes:
         raise InputError(f"unknown recipe(s) {', '.join(unknown) or '(none given)'}; choose from {', '.join(RECIPES)}")
@@ -89,19 +104,23 @@ def check_options(
 
 
 def select_questions(
-    source: Source, excluded_keys: set[str], n: int | None, seed: int
+    source: Source, excluded_keys: set[str], n: int | None, seed: int, split: str | None = None
 ) -> tuple[list[Question], list[str], int]:
     """(the `n` drawn questions, ids of all allowed ones, how many were excluded); the excluded
-    questions' evidence passages are banned from serving as distractors."""
+    questions' evidence passages are banned from serving as distractors. With `split` (`heldout`)
+    only that split's questions are drawn or lend their answers and turns."""
     usable = list(source.questions.values())
     allowed = [q for q in usable if question_key(q.text) not in excluded_keys]
+    n_excluded = len(usable) - len(allowed)
+    if split is not None:
+        allowed = [q for q in allowed if split_of(q.dataset, q.id) == split]
     source.banned = {
         key for key, asked in source.evidence_of.items() if any(question_key(text) in excluded_keys for text in asked)
     }
     # Each question's place comes from a hash of (seed, dataset, id): a larger n extends a smaller
     # one's questions (a labelling run grows across sessions) and no other question moves them.
     order = sorted(allowed, key=lambda q: hashlib.sha256(f"{seed}|{source.name}|{q.id}".encode()).digest())
-    return order[:n] if n is not None else order, [q.id for q in allowed], len(usable) - len(allowed)
+    return order[:n] if n is not None else order, [q.id for q in allowed], n_excluded
 
 
 def plan_items(ctx: LabelContext, questions: dict[str, list[Question]], recipes: Sequence[str]) -> list[Item]:
@@ -121,6 +140,7 @@ def label_verifier(
     limit: int | None = None,
     real_per_question: int = 3,
     swap_from: Sequence[str] | None = None,
+    split: str | None = None,
     llm_loader=None,
     n_threads: int | None = None,
     on_start: Callable[[int], None] | None = None,
@@ -131,7 +151,7 @@ def label_verifier(
     item (record None when it was already in the file or failed). Models load through
     `verirag.llm.load_llm` (request cache, `n_threads` llama.cpp threads) unless `llm_loader`
     (model name -> LLM) is given."""
-    check_options(recipes, models, n, limit, real_per_question, swap_from)
+    check_options(recipes, models, n, limit, real_per_question, swap_from, split)
     t0 = time.perf_counter()
     root = data_dir(data_root)
     run = LabelRun(out=Path(out))
@@ -139,7 +159,7 @@ def label_verifier(
     sources = load_sources(root, datasets)
     questions, allowed = {}, {}
     for name, source in sources.items():
-        questions[name], allowed[name], run.excluded[name] = select_questions(source, excluded_keys, n, seed)
+        questions[name], allowed[name], run.excluded[name] = select_questions(source, excluded_keys, n, seed, split)
         run.questions[name], run.unusable[name] = len(questions[name]), source.unusable
     if llm_loader is None:
         from verirag.llm import load_llm
@@ -185,12 +205,14 @@ def label_verifier(
             if on_progress:
                 on_progress(i, len(items), record)
     run.seconds = time.perf_counter() - t0
-    run.summary = summarise(list(label_file(run.out).load().values()), run)
+    run.summary = summarise(list(label_file(run.out).load().values()), run, split)
     write_json(run.summary_path, run.summary)
     return run
 
 
-def summarise(records: list[dict[str, Any]], run: LabelRun | None = None) -> dict[str, Any]:
+def summarise(
+    records: list[dict[str, Any]], run: LabelRun | None = None, split_name: str | None = None
+) -> dict[str, Any]:
     """Label balance and counts per recipe, dataset, model and skip reason of a labels file."""
     examples = [r for r in records if is_example(r)]
     positives = sum(r["label"] for r in examples)
@@ -212,6 +234,9 @@ def summarise(records: list[dict[str, Any]], run: LabelRun | None = None) -> dic
         "by_dataset": dict(sorted(Counter(f"{r['dataset']}:{r['label']}" for r in examples).items())),
         "by_model": dict(sorted(Counter(r["model"] for r in examples if r.get("model")).items())),
         "with_sentence_labels": sum(1 for r in examples if r.get("sentence_labels")),
+        "with_history": sum(1 for r in examples if r.get("history")),
+        "by_split": dict(sorted(Counter(split_of(r["dataset"], str(r["example"])) for r in examples).items())),
+        "groups": len({f"{r['dataset']}:{str(r['example']).rsplit('#', 1)[0]}" for r in examples}),
         "skip_reasons": dict(Counter(r["skip"] for r in records if "skip" in r).most_common()),
     }
     if run is not None:
@@ -226,6 +251,7 @@ def summarise(records: list[dict[str, Any]], run: LabelRun | None = None) -> dic
             "unusable_questions": run.unusable,
             "unreadable_lines": run.unreadable_lines,
             "stopped_at_limit": run.stopped_at_limit,
+            "split": split_name,
             "seconds": round(run.seconds, 2),
         }
     return summary

@@ -16,6 +16,8 @@ hold a gold answer).
 - hotpotqa: the HotpotQA questions of hotpotqa_amor_subset whose supporting paragraphs all have
   text. Distractors: the question's own non-supporting paragraphs that do not contain the answer.
   Evidence: every supporting paragraph is given (a multi-hop answer needs both hops).
+- docs: paragraphs of Debian documentation packages installed on this machine (`doc_corpus`), one
+  "question" per paragraph (a fixed question naming the document); no gold answers.
 - nomiracl: NoMIRACL's non_relevant queries (10 passages, none relevant, no gold answers): any
   answer from them is unsupported.
 """
@@ -36,7 +38,7 @@ from verirag.errors import InputError
 from verirag.metrics.qa import substring_match
 from verirag.types import Passage
 
-DATASETS = ("nq", "hotpotqa", "nomiracl")
+DATASETS = ("nq", "hotpotqa", "nomiracl", "docs")
 DISTRACTOR_CANDIDATES = 40  # BM25 hits looked at per NQ question to find k clean distractors
 
 
@@ -48,9 +50,13 @@ class Question:
     answers: tuple[str, ...]  # gold answers (empty: none known)
     gold: tuple[str, ...]  # passage keys that hold the evidence, in order
     answer_index: int = 0  # the gold answer swaps start from (one its evidence contains)
+    kind: str = ""  # HotpotQA's question type ("bridge" or "comparison"); "" elsewhere
 
     @property
     def group(self) -> str:
+        """What validation holds out whole: the question; for docs, the whole document."""
+        if self.dataset == "docs":
+            return f"docs:{self.id.rsplit('#', 1)[0]}"
         return f"{self.dataset}:{self.id}"
 
 
@@ -165,7 +171,14 @@ def load_hotpotqa(data_root: Path) -> Source:
             unusable += 1
             continue
         yes_no = r.answer.strip().lower() in ("yes", "no")
-        questions[r.id] = Question("hotpotqa", r.id, r.question, (r.answer,), tuple(key_of[t] for t in r.gold_titles))
+        questions[r.id] = Question(
+            "hotpotqa",
+            r.id,
+            r.question,
+            (r.answer,),
+            tuple(key_of[t] for t in r.gold_titles),
+            kind=str(r.meta.get("type", "")),
+        )
         distractors[r.id] = [
             key_of[t]
             for t, x in r.paragraphs
@@ -185,7 +198,14 @@ def load_nomiracl(data_root: Path) -> Source:
     return Source("nomiracl", questions, passages, distractors)
 
 
-LOADERS = {"nq": load_nq, "hotpotqa": load_hotpotqa, "nomiracl": load_nomiracl}
+def load_docs(data_root: Path) -> Source:
+    """The installed documentation corpus (`doc_corpus`; not under the data folder)."""
+    from verirag.train.verifier_labels.doc_corpus import load_doc_source
+
+    return load_doc_source()
+
+
+LOADERS = {"nq": load_nq, "hotpotqa": load_hotpotqa, "nomiracl": load_nomiracl, "docs": load_docs}
 
 
 def check_datasets(datasets: Sequence[str]) -> list[str]:
