@@ -16,7 +16,7 @@ TORCH  ?= torch==2.13.0
 # it here (override on the command line; the tests take theirs from the shared_data fixture).
 export VERIRAG_DATA_DIR ?= $(abspath ../shared/data)
 
-.PHONY: demo test test-fast lint install models dev bench eval-small serve clean-venv verifier
+.PHONY: demo test test-fast lint install models dev bench eval-small serve clean-venv verifier cascade
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -88,6 +88,14 @@ verifier: $(VENV)/.base
 	    --out runs/labels/swap.jsonl
 	$(VENV)/bin/verirag train verifier $(VERIFIER_LABELS) --train-layers 6 --compress-rank 16 --epochs 3 \
 	    --max-length 128 --candidates 2 --learning-rate 5e-5 --out runs/verifiers/shipped
+
+# The cascade's band (src/verirag/learned/shipped/cascade.json): fitted on the default model's own
+# answers to held-out questions that both the shipped verifier and nli judged (committed; no LLM call).
+# Refit after the shipped verifier changes (loading refuses a band fitted for another verifier), on a
+# run of the new verifier (configs/verifier-held-out-nli.yaml).
+cascade: $(VENV)/.base
+	$(VENV)/bin/verirag train cascade data/verifier/own_answers/held-out-nli-qwen2.5-1.5b --budget 0.2 \
+	    --out src/verirag/learned/shipped/cascade.json
 
 bench: $(VENV)/.dev $(VENV)/.models
 	$(PY) benchmarks/run_all.py

@@ -177,6 +177,34 @@ def judged_sentences(records: list[dict[str, Any]] | None) -> list[JudgedSentenc
 
 
 @dataclass
+class CascadeDecision:
+    """How a cascade (`vanilla+cascade`) judged one answer: `decided_by` is "verifier" (its
+    calibrated score was outside `band`) or the LLM judge's name; the raw and calibrated scores of
+    each judge that ran (None: not run); what the LLM judge cost (`seconds`, `llm_calls`, tokens,
+    `cache_hits`; 0 when the verifier decided)."""
+
+    decided_by: str
+    judge: str
+    band: list[float]
+    verifier_score: float
+    verifier_calibrated: float
+    judge_score: float | None = None
+    judge_calibrated: float | None = None
+    seconds: float = 0.0
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cache_hits: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any] | None) -> CascadeDecision | None:
+        return None if d is None else cls(**d)
+
+
+@dataclass
 class AskResult:
     """The answer to one question, verified, with the action taken.
 
@@ -210,6 +238,8 @@ class AskResult:
     # each sentence of `retrieved_answer` with its support, from a verifier that judges sentence by
     # sentence (the trained verifier); None for judges that score the answer as a whole
     sentences: list[JudgedSentence] | None = None
+    # a cascade's routing (method GEN+cascade): which judge decided, both scores, the LLM's cost
+    cascade: CascadeDecision | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -239,6 +269,7 @@ class AskResult:
             trust=d.get("trust"),
             forecast=d.get("forecast"),
             sentences=judged_sentences(d.get("sentences")),
+            cascade=CascadeDecision.from_dict(d.get("cascade")),
         )
 
 
@@ -264,6 +295,8 @@ class VerifyResult:
     warnings: list[str] = field(default_factory=list)
     # each sentence of the answer with its support (as AskResult.sentences); None for whole-answer judges
     sentences: list[JudgedSentence] | None = None
+    # a cascade's routing (method GEN+cascade): which judge decided, both scores, the LLM's cost
+    cascade: CascadeDecision | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)  # the Evidence and JudgedSentence records become dicts too
@@ -286,6 +319,7 @@ class VerifyResult:
             error=d.get("error"),
             warnings=list(d.get("warnings") or []),
             sentences=judged_sentences(d.get("sentences")),
+            cascade=CascadeDecision.from_dict(d.get("cascade")),
         )
 
 

@@ -120,6 +120,8 @@ class ComposedMethod(AwFMethod):
         details.update(per_passage=v.per_passage, best=v.best, warnings=list(v.warnings))
         if v.sentences is not None:
             details["sentences"] = v.sentences
+        if v.cascade is not None:
+            details["cascade"] = v.cascade.to_dict()
         score = 0.0 if math.isnan(v.score) else min(1.0, max(0.0, float(v.score)))
         return MethodOutput(
             answer=ans.text,
@@ -133,6 +135,7 @@ class ComposedMethod(AwFMethod):
             sentences=v.sentences,
             warnings=list(v.warnings),
             timings=dict(details["timings"]),
+            cascade=v.cascade,
         )
 
 
@@ -154,6 +157,8 @@ def build_predictor(
     """The predictor `name` with `options`, wired as `build_method` wires it (see there)."""
     options = dict(options or {})
     cls = registry.get("predictor", name)
+    if getattr(cls, "composes_judges", False):  # the cascade: its LLM judge is wired as the others are
+        return cls(llm, judge_llm=judge_llm, entailment=entailment, **options)
     if cls.uses_entailment:
         return cls(entailment or registry.create("entailment", "llm", judge_llm or llm), **options)
     if entailment is not None:

@@ -33,7 +33,15 @@ from verirag.errors import VeriragError, is_outage
 from verirag.learned.threshold import ANSWER, as_controller
 from verirag.llm.usage import Usage, metering
 from verirag.metrics.abstention import is_abstention
-from verirag.types import AskResult, Evidence, Passage, ScoredPassage, VerifyResult, judged_sentences
+from verirag.types import (
+    AskResult,
+    CascadeDecision,
+    Evidence,
+    Passage,
+    ScoredPassage,
+    VerifyResult,
+    judged_sentences,
+)
 
 Say = Callable[[str], None]
 
@@ -82,6 +90,7 @@ class Judgement:
     warnings: list[str] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
     raw_score: float | None = None
+    cascade: CascadeDecision | None = None  # a cascade predictor's routing
     rules: list[str] = field(default_factory=list)
 
     @property
@@ -230,6 +239,7 @@ class AnswerAndScore:
             sentences=out.sentences,
             warnings=list(out.warnings),
             details=out.details,
+            cascade=out.cascade,
         )
 
 
@@ -260,6 +270,7 @@ class VerifyGiven:
             best=v.best,
             sentences=v.sentences,
             warnings=list(v.warnings),
+            cascade=v.cascade,
         )
 
 
@@ -356,6 +367,7 @@ def ask_result(state: AnswerState, threshold, *, model: str) -> AskResult:
         trust=p.trust if p else None,
         forecast=p.forecast if p else None,
         sentences=judged_sentences(j.sentences),
+        cascade=j.cascade,
     )
 
 
@@ -381,4 +393,5 @@ def verify_result(state: AnswerState, threshold) -> VerifyResult:
         error=j.error,
         warnings=j.warnings,
         sentences=judged_sentences(j.sentences),
+        cascade=j.cascade,
     )

@@ -46,6 +46,7 @@ models_app.command("fetch")(models.models_fetch)
 train_app.command("lookback")(train.lookback)
 train_app.command("forecaster")(train.forecaster)
 train_app.command("verifier")(train.verifier)
+train_app.command("cascade")(train.cascade)
 train_app.command("stack")(train.stack)
 label_app.command("verifier")(label.label_verifier)
 

@@ -1,4 +1,4 @@
-"""`verirag train lookback|forecaster|verifier|stack`: fit the learned parts."""
+"""`verirag train lookback|forecaster|verifier|stack|cascade`: fit the learned parts."""
 
 from __future__ import annotations
 
@@ -385,3 +385,30 @@ def stack(
             "saved form but pickle"
         )
     out.print(f"stacked verifier -> {escape(str(out_file))}; use it as vanilla+stacked(stack={escape(str(out_file))})")
+
+
+def cascade(
+    runs: list[Path] = typer.Argument(
+        ...,
+        help="Eval runs (folders of `verirag eval`, or their results.jsonl) whose answers both the "
+        "trained verifier and the LLM judge scored, on held-out questions (never the dev set).",
+    ),
+    out_file: Path = typer.Option(..., "--out", help="Where to write the band (one JSON file)."),
+    budget: float = typer.Option(0.2, help="Share of answers that may reach the LLM judge (the band's width)."),
+    judge_method: str = typer.Option("vanilla+nli", "--judge-method", help="The runs' method of the LLM judge."),
+    verifier: Path | None = typer.Option(None, help="The verifier the cascade runs (default: the shipped one)."),
+):
+    """Fit the cascade's band and calibrations (method `vanilla+cascade`): the verifier decides
+    outside the band, the LLM judge inside it."""
+    from verirag.train.cascade import train_cascade_from_runs
+
+    band = train_cascade_from_runs(
+        runs, out_file, budget=budget, judge_method=judge_method, verifier=str(verifier) if verifier else None
+    )
+    a, cf = band.fit_auroc_, band.provenance["cross_fitted"]
+    out.print(
+        f"{band.n_fit_} held-out answers: band [{band.band_[0]:.3f}, {band.band_[1]:.3f}] holds "
+        f"{band.fit_share_:.1%} (budget {band.budget:.0%}); AUROC verifier {a['verifier']:.3f}, "
+        f"{escape(band.judge)} {a['judge']:.3f}, cascade {a['cascade']:.3f} (cross-fitted by question "
+        f"{cf['auroc']:.3f}, {cf['escalated_share']:.1%} escalated) -> {escape(str(out_file))}"
+    )

@@ -10,6 +10,7 @@ from typing import Any
 from verirag.awf.component import Component
 from verirag.awf.trace import Trace
 from verirag.errors import VeriragError, is_outage
+from verirag.types import CascadeDecision
 
 
 @dataclass
@@ -38,6 +39,7 @@ class MethodOutput:
     sentences: list[dict[str, Any]] | None = None
     warnings: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)  # a composed method's generate / verify split
+    cascade: CascadeDecision | None = None  # a cascade predictor's routing (verirag.types.CascadeDecision)
 
     @property
     def outage(self) -> bool:

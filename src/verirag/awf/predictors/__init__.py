@@ -1,6 +1,7 @@
 """Faithfulness predictors: (question, answer, passages) -> score in [0, 1]. Importing registers them."""
 
 from verirag.awf.predictors.base import FaithfulnessPredictor, Verification
+from verirag.awf.predictors.cascade import CascadePredictor
 from verirag.awf.predictors.k_precision import KPrecisionPredictor
 from verirag.awf.predictors.llm_judge import LLMJudgePredictor
 from verirag.awf.predictors.lookback import LookbackPredictor
@@ -13,6 +14,7 @@ from verirag.awf.predictors.verbal_confidence import VerbalLinguisticPredictor, 
 from verirag.awf.predictors.verifier import TrainedVerifierPredictor
 
 __all__ = [
+    "CascadePredictor",
     "FaithfulnessPredictor",
     "KPrecisionPredictor",
     "LLMJudgePredictor",

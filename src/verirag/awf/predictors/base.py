@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from verirag.awf.component import Component
 from verirag.errors import VeriragError
-from verirag.types import Passage
+from verirag.types import CascadeDecision, Passage
 
 
 @dataclass
@@ -30,6 +30,7 @@ class Verification:
     warnings: list[str] = field(default_factory=list)
     failure: VeriragError | None = None
     sentences: list[dict] | None = None
+    cascade: CascadeDecision | None = None  # a cascade's routing: which judge decided, scores, cost
 
     @property
     def ok(self) -> bool:

@@ -1,0 +1,183 @@
+"""The cascade (`vanilla+cascade`, issue 36 item 4) measured offline, without an LLM call, from
+scores already committed, and the verify default the stated rule picks (item 5,
+`verirag.awf.defaults.pick_verify_default`).
+
+    VERIRAG_DATA_DIR=../shared/data python benchmarks/cascade.py [--resamples 2000] [--json FILE]
+
+- Dev set (instruct_qa_human's HotpotQA and TopiOCQA rows, other LLMs' answers, human correctness
+  labels; evaluation only): the shipped verifier's and nli's committed scores
+  (data/verifier/dev_scores/), on the answers both scored. The cascade's score of an answer is
+  what `vanilla+cascade` gives it with the shipped band (src/verirag/learned/shipped/cascade.json):
+  the verifier's calibrated score outside the band, nli's calibrated score inside. Seconds are a
+  cost model (the dev scores carry no timings): each judge's mean verify seconds on the own-answer
+  run below, the cascade paying the verifier always and nli on the answers it escalates.
+- Own answers (data/verifier/own_answers/held-out-nli-qwen2.5-1.5b: qwen2.5-1.5b's answers to
+  held-out NQ and HotpotQA questions, judged by the verifier and nli): this run is what the shipped
+  band is fitted on, so the cascade here is cross-fitted (5 folds by question: each answer scored by
+  a band and calibrations fitted without its question). Seconds are the records' own verify timings.
+
+AUROC with 95% intervals resampling questions (`group_bootstrap_intervals`), every column on the
+same resamples, so the differences are paired.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from verifier_dev import dev_rows, read_scores
+
+from verirag.awf.defaults import Measured, pick_verify_default
+from verirag.learned.cascade import CascadeBand, shipped_cascade_path
+from verirag.metrics.calibration import auroc
+from verirag.metrics.faithfulness import k_precision
+from verirag.metrics.qa import token_recall
+from verirag.metrics.stats import group_bootstrap_intervals
+from verirag.train.cascade import cross_fitted, paired_scores
+
+ROOT = Path(__file__).resolve().parents[1]
+DEV_SCORES = ROOT / "data" / "verifier" / "dev_scores"
+OWN = ROOT / "data" / "verifier" / "own_answers" / "held-out-nli-qwen2.5-1.5b"
+JUDGES = ("verifier", "cascade", "nli")
+
+
+def table(name, y, groups, cols, seconds, escalated, resamples) -> list[dict]:
+    """Rows of one evaluation set: AUROC [interval], minus nli and minus verifier (paired), s/answer."""
+
+    def stat(ix):
+        out = {k: np.array([auroc(v[r], y[r]) for r in ix]) for k, v in cols.items()}
+        for k in cols:
+            if k != "nli":
+                out[f"{k}-nli"] = out[k] - out["nli"]
+            if k not in ("verifier",):
+                out[f"{k}-verifier"] = out[k] - out["verifier"]
+        return out
+
+    res = group_bootstrap_intervals(stat, groups, n_resamples=resamples, seed=0)
+    rows = []
+    for k in cols:
+        r = res[k]
+        s = seconds.get(k)
+        row = {
+            "set": name,
+            "judge": k,
+            "n": len(y),
+            "auroc": r.estimate,
+            "low": r.low,
+            "high": r.high,
+            "minus_nli": None if k == "nli" else [res[f"{k}-nli"].estimate, res[f"{k}-nli"].low, res[f"{k}-nli"].high],
+            "minus_verifier": None
+            if k == "verifier"
+            else [res[f"{k}-verifier"].estimate, res[f"{k}-verifier"].low, res[f"{k}-verifier"].high],
+            "mean_s": None if s is None else float(np.mean(s)),
+            "median_s": None if s is None else float(np.median(s)),
+            "to_llm": float(np.mean(escalated)) if k == "cascade" else (1.0 if k == "nli" else 0.0),
+        }
+        if row["mean_s"]:
+            row["auroc_per_s"] = row["auroc"] / row["mean_s"]
+        rows.append(row)
+    return rows
+
+
+def dev_tables(band: CascadeBand, costs: dict[str, float], resamples: int) -> list[dict]:
+    rows = dev_rows()
+    v = read_scores(DEV_SCORES / "verifier-shipped.jsonl")
+    n = read_scores(DEV_SCORES / "nli-qwen2.5-1.5b.jsonl")
+    rows = [r for r in rows if v.get(r["id"]) is not None and n.get(r["id"]) is not None]
+    V = np.array([v[r["id"]] for r in rows])
+    N = np.array([n[r["id"]] for r in rows])
+    y = np.array([r["label"] for r in rows])
+    esc = band.inside(band.calibrate("verifier", V))
+    C = band.combine(V, N)
+    kp = np.array([k_precision(r["response"], r["retrieved_contexts"]) for r in rows])
+    rec = np.array([token_recall(r["response"], r["reference"]) for r in rows])
+    ds = np.array([r["group"].split(":")[0] for r in rows])
+    groups = np.array([r["group"] for r in rows])
+    out = []
+    for name, m in [("dev:hotpot_qa", ds == "hotpot_qa"), ("dev:topiocqa", ds == "topiocqa"), ("dev:pooled", ds == ds)]:
+        sec = {
+            "verifier": np.full(m.sum(), costs["verifier"]),
+            "nli": np.full(m.sum(), costs["nli"]),
+            "cascade": costs["verifier"] + esc[m] * costs["nli"],
+        }
+        cols = {"verifier": V[m], "cascade": C[m], "nli": N[m], "k_precision": kp[m], "recall (sees gold)": rec[m]}
+        out += table(name, y[m], list(groups[m]), cols, sec, esc[m], resamples)
+    return out
+
+
+def own_tables(resamples: int) -> list[dict]:
+    p = paired_scores([OWN])
+    C, esc = cross_fitted(p, budget=0.2)
+    ds = np.array(p.datasets)
+    out = []
+    for name, m in [("own:hotpotqa", ds == "hotpotqa"), ("own:nq", ds == "nq"), ("own:pooled", ds == ds)]:
+        sec = {
+            "verifier": p.verifier_seconds[m],
+            "nli": p.judge_seconds[m],
+            "cascade": p.verifier_seconds[m] + esc[m] * p.judge_seconds[m],
+        }
+        cols = {"verifier": p.verifier[m], "cascade": C[m], "nli": p.judge[m]}
+        out += table(name, p.labels[m], [g for g, k in zip(p.groups, m) if k], cols, sec, esc[m], resamples)
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--resamples", type=int, default=2000)
+    ap.add_argument("--json", type=Path, default=None)
+    a = ap.parse_args(argv)
+    band = CascadeBand.load(shipped_cascade_path())
+    p = paired_scores([OWN])
+    costs = {"verifier": float(p.verifier_seconds.mean()), "nli": float(p.judge_seconds.mean())}
+    rows = dev_tables(band, costs, a.resamples) + own_tables(a.resamples)
+    print(
+        f"shipped band [{band.band_[0]:.3f}, {band.band_[1]:.3f}] (budget {band.budget:.0%}); dev seconds "
+        f"modelled: verifier {costs['verifier']:.3f} s, nli {costs['nli']:.2f} s an answer"
+    )
+
+    def ci(x):
+        return "" if x is None else f"{x[0]:+.3f} [{x[1]:+.3f}, {x[2]:+.3f}]"
+
+    print(
+        "| set | judge | n | AUROC [95%] | minus nli | minus verifier | mean s | median s | to LLM | AUROC/s |\n"
+        "|---|---|---|---|---|---|---|---|---|---|"
+    )
+    for r in rows:
+        s = "" if r["mean_s"] is None else f"{r['mean_s']:.3f} | {r['median_s']:.3f}"
+        print(
+            f"| {r['set']} | {r['judge']} | {r['n']} | {r['auroc']:.3f} [{r['low']:.3f}, {r['high']:.3f}] | "
+            f"{ci(r['minus_nli'])} | {ci(r['minus_verifier'])} | {s or ' | '} | {r['to_llm']:.1%} | "
+            f"{r.get('auroc_per_s', float('nan')):.3g} |"
+        )
+    sets = ("dev:hotpot_qa", "dev:topiocqa", "own:hotpotqa", "own:nq")
+    measured = [
+        Measured(r["judge"], r["set"], r["auroc"], r["mean_s"], None if r["minus_nli"] is None else r["minus_nli"][1])
+        for r in rows
+        if r["set"] in sets and r["judge"] in ("vanilla+verifier", *JUDGES)
+    ]
+    measured = [
+        Measured(
+            {"verifier": "vanilla+verifier", "cascade": "vanilla+cascade", "nli": "vanilla+nli"}[m.method],
+            m.dataset,
+            m.auroc,
+            m.seconds,
+            m.minus_reference_low,
+        )
+        for m in measured
+    ]
+    best, why = pick_verify_default(measured)
+    print(f"\nthe rule picks {best} on {', '.join(sets)} (the held-out kind of document: not measured yet)")
+    for k, w in why.items():
+        print(f"  {k}: {w}")
+    if a.json:
+        a.json.write_text(json.dumps({"rows": rows, "default": best, "why": why}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

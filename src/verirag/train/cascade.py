@@ -1,0 +1,201 @@
+"""What `verirag train cascade RUN` runs: fit the cascade's band and calibrations
+(`verirag.learned.cascade`) on an eval run whose answers both the trained verifier and the LLM
+judge scored (e.g. `configs/verifier-held-out-nli.yaml`: the default model's own answers to
+held-out questions, each judged by `vanilla+verifier` and `vanilla+nli`).
+
+    pairs = paired_scores(["data/verifier/own_answers/held-out-nli-qwen2.5-1.5b"])
+    band = fit_cascade(pairs, budget=0.2)
+    band.save("cascade.json", **provenance)
+
+Answers are paired by generation (the records' `details.generation`: one text judged by both),
+labelled by the records' `faithful`. The dev set (instruct_qa_human) is evaluation data: a run
+holding it is refused. The verifier records must be the current verifier's (their predictor
+digest equals the digest of the verifier the cascade will run), or the band would sit on another
+scale; the judge's digest becomes the `judge` fingerprint.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from verirag.errors import InputError
+from verirag.learned.cascade import DEFAULT_BUDGET, DEFAULT_JUDGE, CascadeBand
+from verirag.learned.threshold import kfold_indices
+from verirag.metrics.calibration import auroc
+
+EVALUATION_ONLY = ("instruct_qa",)  # datasets a cascade is never fitted on
+
+
+@dataclass
+class PairedScores:
+    """One row per answer scored by both: raw scores, label, question group, each judge's seconds."""
+
+    verifier: np.ndarray
+    judge: np.ndarray
+    labels: np.ndarray
+    groups: list[str]
+    datasets: list[str]
+    verifier_seconds: np.ndarray
+    judge_seconds: np.ndarray
+    judge_calls: np.ndarray
+    verifier_digest: str = ""
+    judge_digest: str = ""
+    runs: list[str] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def subset(self, mask: np.ndarray) -> PairedScores:
+        m = np.asarray(mask, dtype=bool)
+        return PairedScores(
+            self.verifier[m],
+            self.judge[m],
+            self.labels[m],
+            [g for g, k in zip(self.groups, m) if k],
+            [d for d, k in zip(self.datasets, m) if k],
+            self.verifier_seconds[m],
+            self.judge_seconds[m],
+            self.judge_calls[m],
+            self.verifier_digest,
+            self.judge_digest,
+            self.runs,
+        )
+
+
+def _records(run: Path) -> list[dict[str, Any]]:
+    path = run / "results.jsonl" if run.is_dir() else run
+    if not path.is_file():
+        raise InputError(f"no eval run at {run} (no results.jsonl)")
+    latest: dict[str, dict] = {}
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                r = json.loads(line)
+                latest[r.get("key") or json.dumps(r, sort_keys=True)] = r
+    return list(latest.values())
+
+
+def paired_scores(
+    runs: Sequence[str | Path], *, verifier_method: str = "vanilla+verifier", judge_method: str = "vanilla+nli"
+) -> PairedScores:
+    """The answers of `runs` that both methods scored without error, paired by generation."""
+    by_method: dict[str, dict[tuple, dict]] = {verifier_method: {}, judge_method: {}}
+    for run in runs:
+        for r in _records(Path(run)):
+            if any(x in str(r.get("dataset", "")) for x in EVALUATION_ONLY):
+                raise InputError(f"{run}: {r['dataset']} is evaluation data; a cascade is never fitted on it")
+            table = by_method.get(r.get("method"))
+            if table is None or r.get("error") or r.get("score") is None or r.get("faithful") is None:
+                continue
+            d = r.get("details") or {}
+            table[(r["dataset"], r.get("model"), d.get("generation"), str(r.get("example_id")))] = r
+    common = sorted(set(by_method[verifier_method]) & set(by_method[judge_method]), key=str)
+    if not common:
+        raise InputError(
+            f"no answer in {', '.join(map(str, runs))} was scored by both {verifier_method} and {judge_method}"
+        )
+    v = [by_method[verifier_method][k] for k in common]
+    j = [by_method[judge_method][k] for k in common]
+
+    def digest(rows: list[dict], what: str) -> str:
+        found = {(r.get("details") or {}).get("predictor_digest", "") for r in rows}
+        if len(found) > 1:
+            raise InputError(f"the {what} records were made by {len(found)} set-ups ({', '.join(sorted(found))})")
+        return found.pop()
+
+    def secs(r: dict) -> float:
+        return float(((r.get("details") or {}).get("timings") or {}).get("verify", r.get("seconds") or 0.0))
+
+    return PairedScores(
+        verifier=np.array([float(r["score"]) for r in v]),
+        judge=np.array([float(r["score"]) for r in j]),
+        labels=np.array([int(r["faithful"]) for r in v]),
+        groups=[f"{r['dataset']}:{r.get('group') or r.get('example_id')}" for r in v],
+        datasets=[r["dataset"] for r in v],
+        verifier_seconds=np.array([secs(r) for r in v]),
+        judge_seconds=np.array([secs(r) for r in j]),
+        judge_calls=np.array([int((r.get("spent") or {}).get("calls", r.get("calls") or 0)) for r in j]),
+        verifier_digest=digest(v, verifier_method),
+        judge_digest=digest(j, judge_method),
+        runs=[str(r) for r in runs],
+    )
+
+
+def fit_cascade(
+    pairs: PairedScores,
+    *,
+    budget: float = DEFAULT_BUDGET,
+    judge: str = DEFAULT_JUDGE,
+    threshold: float = 0.5,
+    verifier_fingerprint: str = "",
+) -> CascadeBand:
+    """The band and calibrations fitted on every paired answer."""
+    fingerprints = {"verifier": verifier_fingerprint, "judge": pairs.judge_digest}
+    return CascadeBand(budget=budget, threshold=threshold, judge=judge, fingerprints=fingerprints).fit(
+        pairs.verifier, pairs.judge, pairs.labels, pairs.groups
+    )
+
+
+def cross_fitted(
+    pairs: PairedScores, *, budget: float = DEFAULT_BUDGET, folds: int = 5, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
+    """(cascade score, escalated) of every answer from a band and calibrations fitted without its
+    question (folds by question group): the cascade measured on the data that fits it, honestly."""
+    score = np.full(len(pairs), np.nan)
+    escalated = np.zeros(len(pairs), dtype=bool)
+    for train, test in kfold_indices(len(pairs), folds, groups=pairs.groups, seed=seed):
+        mask = np.zeros(len(pairs), dtype=bool)
+        mask[train] = True
+        band = fit_cascade(pairs.subset(mask), budget=budget)
+        pv = band.calibrate("verifier", pairs.verifier[test])
+        escalated[test] = band.inside(pv)
+        score[test] = band.combine(pairs.verifier[test], pairs.judge[test])
+    return score, escalated
+
+
+def verifier_fingerprint_and_digest(verifier: str | None = None) -> tuple[str, str]:
+    """(the `verifier` fingerprint a cascade records, the predictor digest its run records carry)."""
+    from verirag.awf.predictors.verifier import TrainedVerifierPredictor
+
+    p = TrainedVerifierPredictor(verifier=verifier)
+    return p.model_fingerprint(), p.digest
+
+
+def train_cascade_from_runs(
+    runs: Sequence[str | Path],
+    out: str | Path,
+    *,
+    budget: float = DEFAULT_BUDGET,
+    judge_method: str = "vanilla+nli",
+    verifier: str | None = None,
+) -> CascadeBand:
+    """Fit on `runs` and save to `out`: what `verirag train cascade` does. Refuses runs whose
+    verifier records were made by another verifier than the one the cascade will run."""
+    fingerprint, digest = verifier_fingerprint_and_digest(verifier)
+    pairs = paired_scores(runs, judge_method=judge_method)
+    if pairs.verifier_digest and pairs.verifier_digest != digest:
+        raise InputError(
+            f"the runs' verifier scores were made by verifier {pairs.verifier_digest}, and the verifier "
+            f"the cascade runs is {digest} (retrained?): run the eval again with it, then refit"
+        )
+    judge = judge_method.split("+", 1)[-1]
+    band = fit_cascade(pairs, budget=budget, judge=judge, verifier_fingerprint=fingerprint)
+    oof, escalated = cross_fitted(pairs, budget=budget)
+    band.save(
+        out,
+        command="verirag train cascade",
+        runs=pairs.runs,
+        judge_method=judge_method,
+        answers=len(pairs),
+        cross_fitted={
+            "auroc": auroc(oof, pairs.labels),
+            "escalated_share": float(escalated.mean()),
+        },
+    )
+    return band
