@@ -16,7 +16,7 @@ TORCH  ?= torch==2.13.0
 # it here (override on the command line; the tests take theirs from the shared_data fixture).
 export VERIRAG_DATA_DIR ?= $(abspath ../shared/data)
 
-.PHONY: demo test test-fast lint install models dev bench eval-small serve clean-venv verifier cascade
+.PHONY: demo test test-fast lint install models dev docs bench eval-small serve clean-venv verifier cascade
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +44,11 @@ $(VENV)/.dev: $(VENV)/.base
 	$(PIP) install -e '.[dev]'
 	touch $@
 
+# MkDocs Material, mkdocstrings (the `docs` extra): the site in docs/, mkdocs.yml.
+$(VENV)/.docs: $(VENV)/.base
+	$(PIP) install -e '.[docs]'
+	touch $@
+
 # WordNet for METEOR (nltk reads it from <venv>/nltk_data), copied from Debian's wordnet-base and
 # wordnet-sense-index (apt-get as root), with the lexnames file those packages lack.
 $(VENV)/.wordnet: scripts/install_wordnet.sh | $(PY)
@@ -67,7 +72,7 @@ lint: $(VENV)/.dev
 	$(VENV)/bin/ruff check src tests benchmarks scripts
 	$(VENV)/bin/ruff format --check src tests benchmarks scripts
 
-test: lint $(VENV)/.dev $(VENV)/.wordnet $(VENV)/.browser
+test: lint $(VENV)/.dev $(VENV)/.docs $(VENV)/.wordnet $(VENV)/.browser
 	$(PY) -m pytest -ra
 
 # A quick run before a commit: the tests marked `slow` or `shared_data` (pyproject.toml) left out.
@@ -126,6 +131,11 @@ verifier-issue36: $(VENV)/.base issue36-labels
 	    --out runs/labels/swap.jsonl
 	$(VENV)/bin/verirag train verifier $(VERIFIER_LABELS) $(ISSUE36_LABELS) --train-layers 6 --compress-rank 16 \
 	    --epochs 3 --max-length 128 --candidates 2 --learning-rate 5e-5 --out runs/verifiers/issue36
+
+# The documentation site into site/: a warning (a broken link or anchor, a missing reference) fails.
+# The CLI, HTTP and environment references are generated from the code as it builds (scripts/docs_hooks.py).
+docs: $(VENV)/.docs
+	$(VENV)/bin/mkdocs build --strict --site-dir site
 
 bench: $(VENV)/.dev $(VENV)/.models
 	$(PY) benchmarks/run_all.py
