@@ -1,0 +1,193 @@
+"""The cascade (issue 36, item 4): `vanilla+cascade` sends an answer to the LLM judge only inside its
+band and records which judge decided; the band fitted to a budget; the band file's round trip and
+its refusal of another verifier; the verify-default rule (item 5); the method through
+Pipeline.verify and /v1/verify.
+
+The routing tests run the shipped verifier (the band is fitted for it) with a scripted LLM judge."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from doubles import ScriptedLLM, yes_no
+
+from verirag.awf.compose import build_method
+from verirag.awf.defaults import Measured, pick_verify_default
+from verirag.errors import InputError, NotFittedError
+from verirag.learned.cascade import CascadeBand, fit_band, shipped_cascade_path
+from verirag.llm.metered import MeteredLLM
+from verirag.llm.usage import metering
+from verirag.types import Passage, VerifyResult
+
+Q = "When was the Karvel bridge opened?"
+A = "The Karvel bridge was opened in 1911."
+PASSAGES = [
+    Passage("p1", "The Karvel bridge crosses the Orun river. It was opened in 1911 by the mayor of Tessa."),
+    Passage("p2", "Tessa is a market town known for its wool trade."),
+]
+
+
+def quiet_build(name: str, llm):
+    """The method `name`; the shipped band's nli calibration was fitted for qwen2.5-1.5b, so another
+    judge model warns (its calibration weakens), which these tests expect."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return build_method(name, llm)
+
+
+# ---- the band ----------------------------------------------------------------------------------
+def test_the_band_holds_at_most_the_budget_and_sits_where_the_verifier_errs():
+    rng = np.random.default_rng(0)
+    s = rng.uniform(0, 1, 200)
+    y = (s > 0.5).astype(int)
+    y[(s > 0.55) & (s < 0.7)] = 0  # the verifier is wrong just above the threshold
+    errors = (s >= 0.5) != (y == 1)
+    for budget in (0.05, 0.1, 0.2, 0.5):
+        low, high = fit_band(s, errors, 0.5, budget)
+        inside = (s >= low) & (s <= high)
+        assert inside.sum() == int(budget * len(s))
+        assert low <= 0.5 <= high
+    low, high = fit_band(s, errors, 0.5, 0.1)
+    assert 0.48 < low <= 0.5 and high > 0.57  # pushed over the errors above 0.55, not centred on 0.5
+    assert fit_band(s, errors, 0.5, 0.0)[0] > fit_band(s, errors, 0.5, 0.0)[1]  # empty band
+    with pytest.raises(InputError, match="budget"):
+        fit_band(s, errors, 0.5, 1.5)
+
+
+def synthetic_band(budget=0.2, fingerprints=None) -> CascadeBand:
+    rng = np.random.default_rng(1)
+    y = rng.integers(0, 2, 300)
+    v = np.clip(0.5 + 0.25 * (2 * y - 1) + rng.normal(0, 0.25, 300), 0.01, 0.99)
+    j = np.clip(0.5 + 0.3 * (2 * y - 1) + rng.normal(0, 0.2, 300), 0.01, 0.99)
+    return CascadeBand(budget=budget, fingerprints=fingerprints).fit(v, j, y)
+
+
+def test_fit_calibrates_both_judges_onto_one_scale_and_refits_to_another_budget():
+    band = synthetic_band()
+    assert band.fit_share_ == pytest.approx(0.2)
+    assert set(band.calibrations_) == {"verifier", "nli"}
+    assert 0.0 < band.combine(0.9) < 1.0
+    p, inside = band.route(0.5)
+    assert band.combine(0.5, 0.95) == (band.calibrate("nli", 0.95) if inside else p)
+    assert band.with_budget(0.05).fit_share_ == pytest.approx(0.05)
+    assert band.with_band(0.0, 1.0).fit_share_ == 1.0
+
+
+def test_the_band_file_round_trips_and_refuses_another_verifier(tmp_path):
+    band = synthetic_band(fingerprints={"verifier": "verifier:aaaa", "judge": "j1"})
+    path = band.save(tmp_path / "cascade.json", command="test")
+    back = CascadeBand.load(path, expect={"verifier": "verifier:aaaa"})
+    assert back.band_ == band.band_ and back.calibrations_ == band.calibrations_ and back.budget == 0.2
+    assert back.combine(0.4, 0.7) == band.combine(0.4, 0.7)
+    assert back.with_budget(0.1).band_ == band.with_budget(0.1).band_  # the held-out scores came along
+    with pytest.raises(InputError, match="verirag train cascade"):
+        CascadeBand.load(path, expect={"verifier": "verifier:bbbb"})
+    with pytest.warns(UserWarning, match="judge"):
+        CascadeBand.load(path, expect={"judge": "j2"})
+    with pytest.raises(NotFittedError, match="verirag train cascade"):
+        CascadeBand().save(tmp_path / "x.json")
+
+
+def test_the_shipped_band_loads_and_holds_the_default_budget():
+    band = CascadeBand.load(shipped_cascade_path())
+    assert band.budget == 0.2 and band.fit_share_ <= 0.2 and band.judge == "nli"
+    assert band.fingerprints["verifier"].startswith("verifier:")
+
+
+# ---- routing --------------------------------------------------------------------------------------
+def cascade_around(llm, *, inside: bool):
+    """vanilla+cascade with a band that holds this answer's verifier score, or one that does not."""
+    probe = quiet_build("vanilla+cascade", llm)
+    p, _ = probe.predictor.band.route(probe.predictor.verifier_part.verify(Q, A, PASSAGES).score)
+    low, high = (p - 0.01, p + 0.01) if inside else (min(p + 0.05, 0.99), 1.0)
+    return quiet_build(f"vanilla+cascade(low={low},high={high})", llm)
+
+
+def test_outside_the_band_the_verifier_decides_and_no_llm_is_called():
+    llm = ScriptedLLM(next_token=yes_no(0.9))
+    m = cascade_around(MeteredLLM(llm), inside=False)
+    with metering() as spent:
+        v = m.predictor.verify(Q, A, PASSAGES)
+    assert llm.ops == [] and spent.calls == 0
+    d = v.cascade
+    assert d.decided_by == "verifier" and d.judge_score is None and d.llm_calls == 0 and d.seconds == 0.0
+    assert v.score == pytest.approx(d.verifier_calibrated)
+    assert v.sentences and v.sentences[0]["text"] == A  # the per-sentence support stays
+
+
+def test_inside_the_band_the_llm_judge_decides_and_its_cost_is_recorded():
+    llm = ScriptedLLM(next_token=yes_no(0.9))
+    m = cascade_around(MeteredLLM(llm), inside=True)
+    with metering() as spent:
+        v = m.predictor.verify(Q, A, PASSAGES)
+    d = v.cascade
+    assert d.decided_by == "nli" and len(llm.ops) == 2  # nli judges each passage
+    assert d.llm_calls == 2 == spent.calls  # counted by the cascade, and still where the caller counts
+    assert d.judge_score == pytest.approx(0.9) and v.score == pytest.approx(d.judge_calibrated)
+    assert d.verifier_score is not None and d.seconds > 0
+    assert v.sentences and v.sentences[0]["text"] == A
+
+
+def test_the_method_output_and_its_details_carry_the_routing():
+    from verirag.awf.trace import Trace
+
+    llm = ScriptedLLM(reply=A, next_token=yes_no(0.2))
+    m = cascade_around(llm, inside=True)
+    out = m.run(Trace(Q, PASSAGES))
+    assert out.cascade.decided_by == "nli" and out.details["cascade"]["decided_by"] == "nli"
+    assert out.sentences and out.score == pytest.approx(out.cascade.judge_calibrated)
+
+
+def test_options_are_checked():
+    llm = ScriptedLLM(next_token=yes_no(0.9))
+    with pytest.raises(InputError, match="not both"):
+        quiet_build("vanilla+cascade(budget=0.1,low=0.4,high=0.6)", llm)
+    with pytest.raises(InputError, match="both low and high"):
+        quiet_build("vanilla+cascade(low=0.4)", llm)
+    with pytest.raises(InputError, match="LLM judge"):
+        quiet_build("vanilla+cascade(judge=verifier)", llm)
+    assert quiet_build("vanilla+cascade(budget=0.1)", llm).predictor.band.fit_share_ == pytest.approx(0.1)
+    judged = quiet_build("vanilla+cascade(judge=llm_judge,low=0.0,high=1.0)", ScriptedLLM(next_token=yes_no(0.7)))
+    v = judged.predictor.verify(Q, A, PASSAGES)
+    assert v.cascade.decided_by == "llm_judge" and any("no calibration" in w for w in v.warnings)
+
+
+# ---- the verify-default rule (item 5) ---------------------------------------------------------
+def test_the_rule_takes_the_cheapest_method_level_with_nli_everywhere():
+    nli = [Measured("vanilla+nli", d, 0.70, 20.0) for d in ("a", "b")]
+    level_cheap = [Measured("vanilla+cascade", d, 0.69, 3.0, -0.02) for d in ("a", "b")]
+    behind = [Measured("vanilla+verifier", "a", 0.72, 0.1, 0.01), Measured("vanilla+verifier", "b", 0.5, 0.1, -0.2)]
+    best, why = pick_verify_default(nli + level_cheap + behind)
+    assert best == "vanilla+cascade" and "not level" in why["vanilla+verifier"] and " b" in why["vanilla+verifier"]
+    dear = [Measured("vanilla+cascade", d, 0.71, 5.0, 0.0) for d in ("a", "b")]
+    assert pick_verify_default(nli + dear)[0] == "vanilla+nli"  # over 1/5 of nli's seconds
+    assert pick_verify_default(nli + level_cheap[:1])[0] == "vanilla+nli"  # not measured everywhere
+
+
+# ---- through the entry points -------------------------------------------------------------------
+@pytest.mark.slow
+def test_pipeline_verify_and_v1_verify_run_the_cascade():
+    from fastapi.testclient import TestClient
+
+    from verirag.awf.pipeline import Pipeline
+    from verirag.server import ServiceConfig, VeriragService, create_app
+
+    method = "vanilla+cascade(low=0.0,high=1.0)"  # every answer reaches the judge: the LLM path runs
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        r = Pipeline.from_preset("tiny", method=method).verify(Q, A, PASSAGES)
+        assert r.method == method.split("(")[0] or r.method.startswith("vanilla+cascade")
+        assert r.cascade is not None and r.cascade.decided_by == "nli" and r.cascade.llm_calls >= 1
+        assert r.sentences and r.sentences[0].text == A
+        assert VerifyResult.from_dict(r.to_dict()).cascade == r.cascade
+        client = TestClient(create_app(VeriragService(ServiceConfig(preset="tiny", warm_up=False))))
+        body = {"question": Q, "answer": A, "passages": [p.text for p in PASSAGES], "method": "vanilla+cascade"}
+        with client:
+            got = client.post("/v1/verify", json=body)
+    assert got.status_code == 200, got.text
+    out = got.json()
+    assert out["method"].startswith("vanilla+cascade") and out["cascade"]["decided_by"] in ("verifier", "nli")
+    assert out["sentences"] and out["sentences"][0]["text"] == A
+    assert 0.0 <= out["score"] <= 1.0
