@@ -1,6 +1,7 @@
 """Learned parts that ship inside the package, so that they work without a training run.
 
     shipped_verifier_dir()     # the folder of the packaged trained verifier (TrainedVerifier.load reads it)
+    shipped_pruner_dir()       # the folder of the packaged context pruner (ContextPruner.load reads it)
 
 `verifier/` beside this file holds what `TrainedVerifier.save` writes (verifier.json and
 adapter.safetensors, at most `MAX_SHIPPED_BYTES` in all: the encoder itself is the PyPI package's).
@@ -40,3 +41,22 @@ def shipped_verifier_dir() -> Path:
         f"no trained verifier in {where} ({folder} lacks {', '.join(missing)}): name one with "
         f"verifier=DIR, point {VERIFIER_ENV} at one, or make the packaged one with `{MAKE_VERIFIER}`"
     )
+
+
+SHIPPED_PRUNER = Path(__file__).resolve().parent / "pruner"
+MAKE_PRUNER = "make pruner"
+
+
+def shipped_pruner_dir() -> Path:
+    """The context pruner used when none is named (`src/verirag/learned/shipped/pruner/`, made by
+    `make pruner`); ModelNotFoundError naming that command when it is missing."""
+    from verirag.learned.pruner import ADAPTER_FILE as PRUNER_ADAPTER
+    from verirag.learned.pruner import META_FILE as PRUNER_META
+
+    missing = [f for f in (PRUNER_META, PRUNER_ADAPTER) if not (SHIPPED_PRUNER / f).is_file()]
+    if missing:
+        raise ModelNotFoundError(
+            f"no context pruner in this installation of verirag ({SHIPPED_PRUNER} lacks {', '.join(missing)}): "
+            f"name one with pruner=DIR, or make the packaged one with `{MAKE_PRUNER}`"
+        )
+    return SHIPPED_PRUNER

@@ -1,0 +1,388 @@
+"""The context pruner: scores each sentence of a retrieved passage for "holds what answers the
+question" in one encoder pass per (question, window), and keeps the sentences whose score passes
+a threshold, in their original order (issue 37; the recipe of Provence, Chirkova et al., ICLR 2025,
+pooled per sentence, sized for a CPU).
+
+    p = ContextPruner().fit(examples)             # PrunerExample (verirag.train.pruner_examples)
+    p.sentence_scores(question, passages)        # per passage, per sentence: calibrated probability
+    p.prune(question, passages, threshold=None)  # PrunedPassage per passage (threshold_: fitted)
+    p.save("pruner/"); ContextPruner.load("pruner/")
+
+What it reads (`pruner_inputs`): each passage split into sentences and packed into windows of whole
+sentences beside the question, so a passage of any length is read to its end. The network
+(`pruner_model`) is the packaged all-MiniLM-L6-v2 read as a cross-encoder; a linear head over the
+mean of each sentence's tokens gives its logit; the probability is sigmoid(logit / temperature_).
+
+Training: binary cross-entropy per sentence. Only the top `train_layers` layers and the head learn
+(the states entering them are computed once), and their update is stored as its best rank
+`compress_rank` approximation, so the saved adapter is small (the encoder is the installed
+package's). Validation holds out whole questions; the best epoch by validation loss is kept; the
+temperature and the threshold are fitted there: `threshold_` is the highest threshold at which at
+least `recall` of the validation's answering sentences are kept.
+
+Saved as a folder: `pruner.json` and `adapter.safetensors`. Fingerprints: "encoder" (loading over
+other encoder weights is refused) and "data" (the training examples).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from verirag.errors import InputError
+from verirag.learned.base import LearnedPart
+from verirag.learned.forecaster import fit_temperature, validation_metrics
+from verirag.learned.pruner_inputs import Window, passage_sentences, windows_for
+from verirag.learned.splits import split_by_group
+from verirag.learned.training import EarlyStopping, bce_with_logits
+from verirag.learned.verifier import DEFAULT_ENCODER, _sha256, encoder_dir, encoder_fingerprint
+from verirag.metrics.calibration import auroc, sigmoid
+
+META_FILE = "pruner.json"
+ADAPTER_FILE = "adapter.safetensors"
+INFERENCE_BATCH = 16  # windows per forward pass
+
+
+@dataclass(frozen=True)
+class PrunerExample:
+    """One labelled (question, passage): `labels[i]` says whether sentence i holds what answers the
+    question. `group` is the question (validation holds out whole questions); `source` the recipe."""
+
+    question: str
+    title: str
+    sentences: tuple[str, ...]
+    labels: tuple[int, ...]
+    group: str
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class PrunedPassage:
+    """One passage after pruning: its sentences, their scores, the kept ones' indices (in order)
+    and `text`, the kept sentences joined."""
+
+    sentences: list[str]
+    scores: list[float]
+    kept: list[int]
+
+    @property
+    def text(self) -> str:
+        return " ".join(self.sentences[i] for i in self.kept)
+
+
+def examples_fingerprint(examples: Sequence[PrunerExample]) -> str:
+    h = hashlib.sha256()
+    for e in examples:
+        h.update(json.dumps([e.question, e.title, list(e.sentences), list(e.labels)], ensure_ascii=False).encode())
+    return h.hexdigest()[:16]
+
+
+@dataclass
+class _Unit:
+    """A window read in training: its spans' token positions and labels."""
+
+    window: Window
+    spans: list[list[int]]
+    labels: np.ndarray
+
+
+class ContextPruner(LearnedPart):
+    """Settings: `encoder`, `max_length` (tokens of a window), `train_layers`, `epochs` (at most),
+    `batch_size` (windows per step), `learning_rate` (the layers'), `head_learning_rate`,
+    `compress_rank` (rank of the stored update; 0 stores the layers in full), `recall` (share of
+    answering sentences the fitted threshold keeps on validation), `val_share`, `patience`, `seed`."""
+
+    format_name = "pruner"
+    title = "context pruner"
+    folder = META_FILE
+    fitted_attribute = "best_epoch_"
+    fit_command = "make pruner"
+    refuse_on = ("encoder",)
+    runtime = ("fingerprints", "device")
+
+    def __init__(
+        self,
+        encoder: str = DEFAULT_ENCODER,
+        *,
+        max_length: int = 256,
+        train_layers: int = 2,
+        epochs: int = 3,
+        batch_size: int = 16,
+        learning_rate: float = 1e-4,
+        head_learning_rate: float = 2e-3,
+        compress_rank: int = 16,
+        recall: float = 0.95,
+        val_share: float = 0.15,
+        patience: int = 1,
+        seed: int = 0,
+        device: str | None = None,
+        fingerprints: dict[str, Any] | None = None,
+    ):
+        super().__init__(fingerprints)
+        if epochs < 1 or batch_size < 1 or patience < 1 or train_layers < 1:
+            raise InputError("epochs, batch_size, patience and train_layers must be at least 1")
+        if max_length < 64:
+            raise InputError(f"max_length must be at least 64 tokens, got {max_length}")
+        if not 0.0 < recall <= 1.0 or not 0.0 < val_share < 1.0:
+            raise InputError(f"recall must be in (0, 1] and val_share in (0, 1), got {recall}, {val_share}")
+        self.encoder, self.max_length, self.train_layers, self.epochs = encoder, max_length, train_layers, epochs
+        self.batch_size, self.learning_rate, self.head_learning_rate = batch_size, learning_rate, head_learning_rate
+        self.compress_rank, self.recall, self.val_share = compress_rank, recall, val_share
+        self.patience, self.seed, self.device = patience, seed, device
+        self._scorer = self._tokenizer = None
+        self._trainable: list[str] = []
+        self._adapter_path: Path | None = None
+
+    # ---- the network --------------------------------------------------------------------------
+    def _load_base(self) -> None:
+        from verirag.learned.verifier_model import layer_count, load_scorer
+        from verirag.retrieval.embedder import default_device
+
+        self._scorer, self._tokenizer = load_scorer(encoder_dir(self.encoder), self.device or default_device())
+        most = int(self._scorer.encoder.config.max_position_embeddings)
+        if self.max_length > most:
+            raise InputError(f"max_length {self.max_length} exceeds the encoder's window of {most} tokens")
+        if self.train_layers > layer_count(self._scorer):
+            raise InputError(f"train_layers {self.train_layers} exceeds the encoder's {layer_count(self._scorer)}")
+
+    def _windows(self, question: str, sentences: Sequence[str]) -> list[Window]:
+        return windows_for(self._tokenizer, question, sentences, self.max_length)
+
+    # ---- scoring ------------------------------------------------------------------------------
+    def _window_logits(self, windows: list[Window]) -> list[np.ndarray]:
+        import torch
+
+        from verirag.learned.pruner_model import full_hidden, span_logits, span_tokens
+
+        self._scorer.eval()
+        out: list[np.ndarray] = [np.zeros(0)] * len(windows)
+        order = sorted(range(len(windows)), key=lambda i: len(windows[i].text))  # less padding
+        with torch.inference_mode():
+            for start in range(0, len(order), INFERENCE_BATCH):
+                idx = order[start : start + INFERENCE_BATCH]
+                batch = [windows[i] for i in idx]
+                spans = span_tokens(self._tokenizer, batch, self.max_length)
+                z = span_logits(self._scorer, full_hidden(self._scorer, self._tokenizer, batch, self.max_length), spans)
+                z = z.float().cpu().numpy()
+                at = 0
+                for i, rows in zip(idx, spans):
+                    out[i], at = z[at : at + len(rows)], at + len(rows)
+        return out
+
+    def sentence_scores(self, question: str, passages: Sequence[str]) -> list[tuple[list[str], list[float]]]:
+        """Per passage: its sentences (`passage_sentences`) and each one's probability of holding
+        what answers `question`. All windows of all passages are scored in shared batches."""
+        self.check_fitted()
+        if self._scorer is None:
+            self._load_base()
+        split = [passage_sentences(p) for p in passages]
+        windows, owner = [], []
+        for k, sentences in enumerate(split):
+            for w in self._windows(question, sentences):
+                windows.append(w)
+                owner.append(k)
+        logits = self._window_logits(windows) if windows else []
+        best = [np.full(len(s), -np.inf) for s in split]
+        for w, k, z in zip(windows, owner, logits):
+            for i, zi in zip(w.sentence_of, z):
+                best[k][i] = max(best[k][i], zi)  # a sentence read in pieces: its best piece
+        return [(s, [float(v) for v in sigmoid(b / self.temperature_)]) for s, b in zip(split, best)]
+
+    def prune(
+        self, question: str, passages: Sequence[str], threshold: float | None = None
+    ) -> tuple[list[PrunedPassage], bool]:
+        """Each passage with the sentences scoring at least `threshold` (None: `threshold_`) kept.
+        When no sentence of any passage passes, the best sentence of the best passage is kept, so
+        the reader never gets an empty context; the flag says that happened."""
+        t = self.threshold_ if threshold is None else float(threshold)
+        if not 0.0 <= t <= 1.0:
+            raise InputError(f"the pruning threshold must be in [0, 1], got {t}")
+        scored = self.sentence_scores(question, passages)
+        out = [PrunedPassage(s, p, [i for i, v in enumerate(p) if v >= t]) for s, p in scored]
+        if any(o.kept for o in out) or not any(o.sentences for o in out):
+            return out, False
+        k, i = max(
+            ((k, int(np.argmax(o.scores))) for k, o in enumerate(out) if o.scores),
+            key=lambda ki: out[ki[0]].scores[ki[1]],
+        )
+        out[k] = PrunedPassage(out[k].sentences, out[k].scores, [i])
+        return out, True
+
+    # ---- training -----------------------------------------------------------------------------
+    def _units(self, examples: Sequence[PrunerExample]) -> list[_Unit]:
+        from verirag.learned.pruner_model import span_tokens
+
+        units = []
+        for e in examples:
+            for w in self._windows(e.question, e.sentences):
+                spans = span_tokens(self._tokenizer, [w], self.max_length)[0]
+                units.append(_Unit(w, spans, np.array([e.labels[i] for i in w.sentence_of], dtype=np.float32)))
+        return units
+
+    def _states(self, units: list[_Unit], say) -> list[Any]:
+        from verirag.learned.pruner_model import lower_states
+        from verirag.learned.verifier_model import layer_count
+
+        stop = layer_count(self._scorer) - self.train_layers
+        states: list[Any] = []
+        for start in range(0, len(units), 64):
+            batch = [u.window for u in units[start : start + 64]]
+            states += lower_states(self._scorer, self._tokenizer, batch, self.max_length, stop)
+            say(f"encoded {min(start + 64, len(units))}/{len(units)} windows")
+        return states
+
+    def _logits(self, units: list[_Unit], states: list[Any]):
+        from verirag.learned.pruner_model import span_logits, upper_hidden
+        from verirag.learned.verifier_model import layer_count
+
+        hidden = upper_hidden(self._scorer, states, layer_count(self._scorer) - self.train_layers)
+        return span_logits(self._scorer, hidden, [u.spans for u in units])
+
+    def _validate(self, units: list[_Unit], states: list[Any]) -> tuple[np.ndarray, np.ndarray]:
+        import torch
+
+        self._scorer.eval()
+        zs = []
+        with torch.inference_mode():
+            for start in range(0, len(units), 64):
+                zs.append(self._logits(units[start : start + 64], states[start : start + 64]).float().cpu().numpy())
+        return np.concatenate(zs), np.concatenate([u.labels for u in units])
+
+    def fit(self, examples: Sequence[PrunerExample], say=lambda _m: None) -> ContextPruner:
+        """Train on `examples` (see the module's docstring); `say` reports progress."""
+        import torch
+
+        from verirag.learned.verifier_model import compress_update, merge_lora, round_to_fp16, select_trainable
+
+        examples = list(examples)
+        if not examples:
+            raise InputError("no training examples")
+        labels = {y for e in examples for y in e.labels}
+        if labels != {0, 1}:
+            raise InputError(f"the pruner needs kept and dropped sentences to learn from, got labels {sorted(labels)}")
+        for e in examples:
+            if len(e.labels) != len(e.sentences):
+                raise InputError(f"{e.group}: {len(e.sentences)} sentences but {len(e.labels)} labels")
+        torch.manual_seed(self.seed)
+        self._load_base()
+        self.fingerprints = {
+            **self.fingerprints,
+            "encoder": encoder_fingerprint(self.encoder),
+            "data": examples_fingerprint(examples),
+        }
+        tr, va = split_by_group([e.group for e in examples], self.val_share, self.seed)
+        train_units = self._units([e for e, m in zip(examples, tr) if m])
+        val_units = self._units([e for e, m in zip(examples, va) if m])
+        if not val_units or not train_units:
+            raise InputError("too few question groups to hold some out for validation")
+        states_tr, states_va = self._states(train_units, say), self._states(val_units, say)
+        self._trainable = select_trainable(self._scorer, self.train_layers)
+        params = dict(self._scorer.named_parameters())
+        before = {n: params[n].detach().clone() for n in self._trainable}
+        head = [p for n, p in params.items() if n in self._trainable and n.startswith("head.")]
+        body = [p for n, p in params.items() if n in self._trainable and not n.startswith("head.")]
+        opt = torch.optim.AdamW(
+            [{"params": body, "lr": self.learning_rate}, {"params": head, "lr": self.head_learning_rate}]
+        )
+        pos = float(np.mean(np.concatenate([u.labels for u in train_units])))
+        pos_weight = torch.tensor((1 - pos) / max(pos, 1e-6))  # answering sentences are rare
+        stop = EarlyStopping(self.patience)
+        rng = np.random.default_rng(self.seed)
+        for epoch in range(1, self.epochs + 1):
+            self._scorer.train()
+            losses = []
+            order = rng.permutation(len(train_units))
+            for start in range(0, len(order), self.batch_size):
+                idx = order[start : start + self.batch_size]
+                z = self._logits([train_units[i] for i in idx], [states_tr[i] for i in idx])
+                y = torch.from_numpy(np.concatenate([train_units[i].labels for i in idx]))
+                loss = torch.nn.functional.binary_cross_entropy_with_logits(z, y, pos_weight=pos_weight)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                losses.append(float(loss.detach()))
+            z, y = self._validate(val_units, states_va)
+            entry = {"epoch": epoch, "train_loss": float(np.mean(losses)), "val_loss": bce_with_logits(z, y)}
+            entry["val_auroc"] = float(auroc(z, y))
+            say(f"epoch {epoch}: train loss {entry['train_loss']:.4f}, val AUROC {entry['val_auroc']:.4f}")
+            state = lambda: {n: p.detach().clone() for n, p in self._scorer.named_parameters() if n in self._trainable}  # noqa: E731
+            if stop.update(epoch, entry["val_loss"], state, entry):
+                break
+        if stop.best_epoch is None:
+            raise InputError("the pruner's training diverged (no epoch had a finite validation loss)")
+        self.best_epoch_, self.history_ = stop.best_epoch, stop.history
+        with torch.no_grad():
+            for n, t in stop.best_state.items():
+                params[n].copy_(t)
+        if self.compress_rank:
+            self._trainable = compress_update(self._scorer, before, self.train_layers, self.compress_rank)
+        round_to_fp16(self._scorer, self._trainable)  # what is saved is what is measured
+        if self.compress_rank:
+            merge_lora(self._scorer)
+        z, y = self._validate(val_units, states_va) if not self.compress_rank else self._revalidate(val_units)
+        self._calibrate(z, y, val_units)
+        self.n_train_, self.n_val_ = len(train_units), len(val_units)
+        return self
+
+    def _revalidate(self, units: list[_Unit]) -> tuple[np.ndarray, np.ndarray]:
+        """Validation logits of the compressed network, from the windows (its lower layers changed)."""
+        logits = self._window_logits([u.window for u in units])
+        return np.concatenate(logits), np.concatenate([u.labels for u in units])
+
+    def _calibrate(self, z: np.ndarray, y: np.ndarray, units: list[_Unit]) -> None:
+        """Temperature, the recall threshold and the validation metrics (per sentence)."""
+        self.temperature_ = fit_temperature(z, y)
+        p = sigmoid(z / self.temperature_)
+        positives = np.sort(p[y == 1])
+        # the highest t with share(p >= t among positives) >= recall
+        k = int(np.floor((1 - self.recall) * len(positives)))
+        self.threshold_ = float(positives[k]) if len(positives) else 0.5
+        kept = p >= self.threshold_
+        self.metrics_ = {
+            **validation_metrics(p, y),
+            "auroc": float(auroc(p, y)),
+            "recall_at_threshold": float(kept[y == 1].mean()) if (y == 1).any() else float("nan"),
+            "kept_share_at_threshold": float(kept.mean()),
+        }
+
+    # ---- saved --------------------------------------------------------------------------------
+    def save_weights(self, directory: Path) -> None:
+        from verirag.learned.verifier_model import save_adapter
+
+        save_adapter(self._scorer, self._trainable, directory / ADAPTER_FILE)
+        self.adapter_sha256_ = _sha256(directory / ADAPTER_FILE)
+        self.adapter_bytes_ = (directory / ADAPTER_FILE).stat().st_size
+
+    def restore(self, state: dict[str, Any], path: Path) -> None:
+        super().restore(state, path)
+        adapter = path / ADAPTER_FILE
+        remake = f"make a new one with `{self.fit_command}`"
+        if not adapter.is_file():
+            raise InputError(f"{path}: the adapter weights {ADAPTER_FILE} are missing; {remake}")
+        if _sha256(adapter) != self.adapter_sha256_:
+            raise InputError(f"{adapter}: the weights differ from those the pruner was saved with; {remake}")
+        self._adapter_path = adapter
+
+    @classmethod
+    def load(cls, path: str | Path, expect: dict[str, Any] | None = None, **runtime: Any) -> ContextPruner:
+        """The pruner saved at `path` over the installed encoder; refused (InputError) when that
+        encoder's weights are not those it was trained over, or `expect` differs."""
+        from verirag.learned.verifier_model import add_lora, load_adapter, merge_lora
+
+        part = super().load(path, expect, **runtime)
+        part.check_expected(
+            {"encoder": encoder_fingerprint(part.encoder)}, where=f"{path} over the installed encoder {part.encoder}"
+        )
+        part._load_base()
+        if part.compress_rank:
+            add_lora(part._scorer, part.train_layers, part.compress_rank)
+        part._trainable = load_adapter(part._scorer, part._adapter_path)
+        if part.compress_rank:
+            merge_lora(part._scorer)
+        return part

@@ -1,0 +1,189 @@
+"""The context pruner (issue 37): its labels, its windows, training end to end, the shipped one,
+and the pruning stage's report."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+from verirag.errors import InputError
+from verirag.learned.pruner import ContextPruner, PrunerExample
+from verirag.learned.pruner_inputs import passage_sentences, windows_for
+
+ANSWERING = "The lighthouse at Cape Arrow was built in 1874 by the harbour board."
+UNRELATED = "The town's bakery is known for its rye bread and its apple cakes."
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    from transformers import AutoTokenizer
+
+    from verirag.learned.verifier import encoder_dir
+
+    return AutoTokenizer.from_pretrained(str(encoder_dir("all-MiniLM-L6-v2")))
+
+
+# ---- labels ---------------------------------------------------------------------------------------
+def _write_fixture(root):
+    rows = [
+        {
+            "question": f"when was lighthouse {i} built",
+            "answers": [f"18{i:02d}"],
+            "ctxs": [
+                {"title": f"Lighthouse {i}", "text": f"Lighthouse {i} is white. It was built in 18{i:02d}. It is tall."}
+            ],
+        }
+        for i in range(40)
+    ]
+    (root / "lost_in_the_middle_nq").mkdir()
+    with gzip.open(root / "lost_in_the_middle_nq" / "nq-open-oracle.jsonl.gz", "wt") as fh:
+        fh.writelines(json.dumps(r) + "\n" for r in rows)
+    (root / "hotpotqa_amor_subset").mkdir()
+    rec = {
+        "_id": "h1",
+        "question": "Which river flows through the city where the composer was born?",
+        "answer": "Vltava",
+        "type": "bridge",
+        "level": "hard",
+        "supporting_facts": [["Composer", 0], ["Prague", 1]],
+        "context": [
+            ["Composer", ["The composer was born in Prague.", " He wrote operas."]],
+            ["Prague", ["Prague is a capital.", " The Vltava flows through Prague."]],
+            ["Bakery", ["A bakery sells bread.", " It opens early."]],
+        ],
+    }
+    (root / "hotpotqa_amor_subset" / "dev.json").write_text(json.dumps(rec) + "\n")
+
+
+def test_labels_mark_the_answering_sentences_and_hold_questions_out(tmp_path):
+    from verirag.train.pruner_examples import NQ_HELD_OUT, held_out, hotpotqa_examples, nq_examples
+
+    _write_fixture(tmp_path)
+    train, held = nq_examples(tmp_path), nq_examples(tmp_path, held=True)
+    gold = [e for e in train + held if e.source == "nq-gold"]
+    assert len(gold) == 40  # every question, on exactly one side
+    for e in gold:
+        assert e.labels == (0, 1, 0), e  # only "It was built in 18xx." holds the answer
+    assert all(held_out(e.question, NQ_HELD_OUT) for e in held)
+    assert not any(held_out(e.question, NQ_HELD_OUT) for e in train)
+    both = hotpotqa_examples(tmp_path) + hotpotqa_examples(tmp_path, held=True)
+    by_title = {e.title: e.labels for e in both}
+    assert by_title["Composer"] == (1, 0)  # supporting fact, then a hard negative of the same paragraph
+    assert by_title["Prague"] == (0, 1)
+    assert by_title.get("Bakery", (0, 0)) == (0, 0)  # a distractor: nothing kept
+
+
+# ---- windows --------------------------------------------------------------------------------------
+def test_a_long_passage_is_read_to_its_end_in_windows_that_fit(tokenizer):
+    text = " ".join(f"Sentence number {i} says that item {i} weighs {i * 3} grams." for i in range(500))  # ~5,000 words
+    sentences = passage_sentences(text)
+    windows = windows_for(tokenizer, "How much does item 499 weigh?", sentences, 256)
+    assert len(windows) > 10
+    assert sorted({i for w in windows for i in w.sentence_of}) == list(range(len(sentences)))
+    for w in windows:
+        n = len(tokenizer(w.question, w.text)["input_ids"])
+        assert n <= 256
+        for (s, e), i in zip(w.spans, w.sentence_of):
+            assert w.text[s:e] in sentences[i]
+
+
+def test_a_passage_without_a_sentence_boundary_is_read_in_pieces(tokenizer):
+    text = " ".join(["word"] * 900)  # one "sentence" far longer than a window
+    sentences = passage_sentences(text)
+    assert len(sentences) == 1
+    windows = windows_for(tokenizer, "a question", sentences, 128)
+    assert len(windows) > 3 and {i for w in windows for i in w.sentence_of} == {0}
+    assert sum(len(w.text.split()) for w in windows) == 900  # nothing cut off unread
+    assert passage_sentences("") == [] and windows_for(tokenizer, "q", [], 128) == []
+
+
+# ---- training ---------------------------------------------------------------------------------------
+def _tiny_examples():
+    out = []
+    for i in range(24):
+        town = f"Town{i}"
+        sentences = (
+            f"{town} has a lighthouse.",
+            f"The lighthouse of {town} was built in {1800 + i}.",
+            f"{town} is known for its bakery.",
+        )
+        out.append(PrunerExample(f"When was the lighthouse of {town} built?", town, sentences, (0, 1, 0), f"g{i}"))
+    return out
+
+
+@pytest.mark.slow
+def test_training_end_to_end_loss_falls_and_saves_and_refuses_other_encoders(tmp_path):
+    p = ContextPruner(epochs=3, train_layers=1, batch_size=4, patience=3, val_share=0.25, compress_rank=4)
+    p.fit(_tiny_examples())
+    losses = [h["train_loss"] for h in p.history_]
+    assert losses[-1] < losses[0]
+    assert 0.0 < p.threshold_ <= 1.0 and p.metrics_["recall_at_threshold"] >= 0.95
+    p.save(tmp_path / "pruner")
+    q = ContextPruner.load(tmp_path / "pruner")
+    before = p.sentence_scores("When was the lighthouse of Town3 built?", [" ".join(_tiny_examples()[3].sentences)])
+    after = q.sentence_scores("When was the lighthouse of Town3 built?", [" ".join(_tiny_examples()[3].sentences)])
+    assert before[0][1] == pytest.approx(after[0][1], abs=1e-4)
+    with pytest.raises(InputError, match="encoder"):
+        ContextPruner.load(tmp_path / "pruner", expect={"encoder": "0" * 16})
+    (tmp_path / "pruner" / "adapter.safetensors").write_bytes(b"cut short")
+    with pytest.raises(InputError, match="differ"):
+        ContextPruner.load(tmp_path / "pruner")
+
+
+def test_training_refuses_labels_of_one_kind():
+    one_kind = [PrunerExample("q", "t", ("a.", "b."), (1, 1), "g")]
+    with pytest.raises(InputError, match="kept and dropped"):
+        ContextPruner().fit(one_kind)
+
+
+# ---- the shipped pruner ---------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def shipped():
+    from verirag.learned.shipped import shipped_pruner_dir
+
+    return ContextPruner.load(shipped_pruner_dir())
+
+
+@pytest.mark.slow
+def test_the_shipped_pruner_keeps_the_answering_sentence_and_drops_an_unrelated_one(shipped):
+    passage = f"{UNRELATED} {ANSWERING} The town hall faces the market square."
+    [pruned], fallback = shipped.prune("When was the lighthouse at Cape Arrow built?", [passage])
+    assert not fallback
+    assert pruned.sentences[1] == ANSWERING
+    assert 1 in pruned.kept and 0 not in pruned.kept
+    assert pruned.scores[1] > pruned.scores[0]
+
+
+@pytest.mark.slow
+def test_bad_input_never_empties_the_context(shipped):
+    # nothing passes a threshold of 1: the best sentence of the best passage is kept, and said
+    out, fallback = shipped.prune("When was the lighthouse at Cape Arrow built?", [UNRELATED, ANSWERING, ""], 1.0)
+    assert fallback and [len(o.kept) for o in out] == [0, 1, 0]
+    # another language, an empty passage, a passage without a boundary, a long one: scores, no crash
+    german = "Wann wurde der Leuchtturm von Cape Arrow gebaut?"
+    long = " ".join([ANSWERING] * 400)
+    out, _ = shipped.prune(german, ["", " ".join(["wort"] * 700), long])
+    assert out[0].sentences == [] and len(out[1].scores) == 1 and len(out[2].scores) == 400
+    with pytest.raises(InputError, match="threshold"):
+        shipped.prune("q", ["a."], 1.5)
+
+
+# ---- the stage ------------------------------------------------------------------------------------
+@pytest.mark.slow
+def test_the_stage_reports_kept_sentences_and_tokens(shipped):
+    from verirag.awf.stages import PruneStage
+    from verirag.types import Passage, ScoredPassage
+
+    hits = [
+        ScoredPassage(Passage("a", f"{UNRELATED} {ANSWERING}", "Cape Arrow"), 2.0, 0),
+        ScoredPassage(Passage("b", UNRELATED, "Bakery"), 1.0, 1),
+    ]
+    r = PruneStage(shipped).run("When was the lighthouse at Cape Arrow built?", hits, lambda _m: None)
+    assert [h.passage.id for h in r.kept] == ["a"] and r.kept[0].passage.text == ANSWERING
+    assert r.kept[0].passage.title == "Cape Arrow"  # the title stays
+    info = r.info
+    assert info["passages"][0]["kept"] == [1] and info["passages"][1]["kept"] == []
+    assert info["tokens_saved"] > 0 and info["tokens_read"] == len(ANSWERING.split())
+    assert set(info) == {"threshold", "fallback", "passages", "tokens_read", "tokens_saved"}
