@@ -106,11 +106,21 @@ class Verifier:
         """The Pipeline underneath (e.g. for `verify_and_act`)."""
         return self._pipeline
 
-    def verify(self, question: str, answer: str, contexts: Sequence[str | Passage]) -> VerifyResult:
+    def verify(
+        self,
+        question: str,
+        answer: str,
+        contexts: Sequence[str | Passage],
+        history: Sequence[str | Mapping[str, Any]] | None = None,
+    ) -> VerifyResult:
         """The score, the verdict at the threshold, each passage's support, and each sentence with
-        its supporting passage (from a sentence-level verifier). Bad input raises InputError; an
-        unreachable model raises BackendError; a judge that could not score gives score None."""
-        return self._pipeline.verify(question, answer, as_passages(contexts))
+        its supporting passage (from a sentence-level verifier). `history`: the conversation the
+        question was asked in, its earlier turns oldest first (strings alternating user and agent,
+        or OpenAI-style {"role", "content"} messages; `verirag.conversation`): a follow-up such as
+        "When was it released?" is judged in it. Bad input (a history that is not a list of turns,
+        an empty turn) raises InputError; a long history is cut to its recent turns; an unreachable
+        model raises BackendError; a judge that could not score gives score None."""
+        return self._pipeline.verify(question, answer, as_passages(contexts), history=history)
 
     def verify_many(
         self,
@@ -118,14 +128,15 @@ class Verifier:
         *,
         on_progress: Callable[[int], None] | None = None,
     ) -> list[VerifyResult]:
-        """Verify a batch: each row a mapping with `question`, `answer`, `contexts` (or a
-        (question, answer, contexts) triple). A row that is bad input gives a result with its
-        error (score None, not supported) in its place, never a gap; an outage raises."""
+        """Verify a batch: each row a mapping with `question`, `answer`, `contexts` and optionally
+        `history` (or a (question, answer, contexts[, history]) tuple). A row that is bad input
+        gives a result with its error (score None, not supported) in its place, never a gap; an
+        outage raises."""
         results = []
         for i, row in enumerate(rows, start=1):
             try:
-                question, answer, contexts = _row(row)
-                results.append(self.verify(question, answer, contexts))
+                question, answer, contexts, history = _row(row)
+                results.append(self.verify(question, answer, contexts, history))
             except VeriragError as e:
                 if is_outage(e):
                     raise
@@ -154,15 +165,18 @@ class Verifier:
         return f"Verifier(method={self.method!r}, threshold={self.threshold!r})"
 
 
-def _row(row) -> tuple[str, str, Sequence[str | Passage]]:
+def _row(row) -> tuple[str, str, Sequence[str | Passage], Any]:
     if isinstance(row, Mapping):
         missing = [k for k in ("question", "answer", "contexts") if k not in row]
         if missing:
             raise InputError(f"missing {', '.join(missing)} (a row has question, answer, contexts)")
-        return row["question"], row["answer"], row["contexts"]
-    if isinstance(row, Sequence) and not isinstance(row, str) and len(row) == 3:
-        return row[0], row[1], row[2]
-    raise InputError("a row is a mapping with question, answer, contexts, or a (question, answer, contexts) triple")
+        return row["question"], row["answer"], row["contexts"], row.get("history")
+    if isinstance(row, Sequence) and not isinstance(row, str) and len(row) in (3, 4):
+        return row[0], row[1], row[2], row[3] if len(row) == 4 else None
+    raise InputError(
+        "a row is a mapping with question, answer, contexts (and optionally history), "
+        "or a (question, answer, contexts[, history]) tuple"
+    )
 
 
 def fit_threshold(

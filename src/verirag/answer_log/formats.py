@@ -11,6 +11,12 @@ The format whose question, answer and contexts fields occur on the most lines wi
 mapped instead (`read_answer_log(..., question_field=...)`, the CLI's --question-field ...). A human
 label is read only from a field named by `label_field` (true/false, 0/1, "supported"/"unsupported").
 
+In every format, a line's `history` field (mapped with `history_field`; "none" reads none) is the
+conversation the question was asked in: its earlier turns, oldest first, as strings (alternating
+user and agent, the user's first) or OpenAI-style {role, content} messages
+(`verirag.conversation.as_history`: a history that is not a list of turns, or has an empty turn,
+makes the line malformed; a long one is cut to its recent turns). A line without it has none.
+
 Contexts are strings or objects with a text (`text`, `page_content`, `content` or `contents`) and
 optional `title` and `id`. An entry's id is its `id` field, else "line-N". A line that cannot be
 verified (bad JSON, a missing or empty field, no contexts, a bad label, a repeated id) becomes an
@@ -27,6 +33,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from verirag.conversation import as_history
 from verirag.errors import InputError
 from verirag.types import Passage
 
@@ -46,6 +53,7 @@ class LogFields:
     contexts: str
     references: tuple[str, ...] = ()
     label: str | None = None
+    history: str | None = "history"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -55,6 +63,7 @@ class LogFields:
             "contexts": self.contexts,
             "references": list(self.references),
             "label": self.label,
+            "history": self.history,
         }
 
 
@@ -76,6 +85,7 @@ class LogEntry:
     passages: list[Passage] = field(default_factory=list)
     references: list[str] = field(default_factory=list)
     label: int | None = None
+    history: tuple[str, ...] = ()
     warnings: list[str] = field(default_factory=list)
     error: str | None = None
     raw_digest: str = ""  # of the line's bytes: what a malformed line's record is keyed by
@@ -191,6 +201,11 @@ def parse_entry(obj: Any, line: int, fields: LogFields) -> LogEntry:
     entry.passages = _passages(obj, fields.contexts, warnings)
     entry.references = _references(obj, fields.references)
     entry.label = parse_label(obj.get(fields.label)) if fields.label else None
+    if fields.history and obj.get(fields.history) is not None:
+        try:
+            entry.history = as_history(obj[fields.history], name=fields.history)
+        except InputError as e:
+            raise MalformedLine(str(e)) from None
     entry.warnings = warnings
     return entry
 
@@ -227,7 +242,7 @@ def detect_fields(objects: list[dict], overrides: dict[str, Any]) -> LogFields:
             f"the fields seen are: {listed}. Name yours with --question-field, --answer-field "
             "and --contexts-field"
         )
-    mapped = set(overrides) - {"label"}  # a label field is no part of any format
+    mapped = set(overrides) - {"label", "history"}  # a label or history field is no part of any format
     name = "mapped" if {"question", "answer", "contexts"} <= mapped else best.format + (" (mapped)" if mapped else "")
     return replace(best, format=name)
 
@@ -240,6 +255,7 @@ def read_answer_log(
     contexts_field: str | None = None,
     reference_field: str | None = None,
     label_field: str | None = None,
+    history_field: str | None = None,
 ) -> AnswerLog:
     """Every non-blank line of the JSONL log at `path` as a LogEntry (malformed ones with `error`)."""
     path = Path(path).expanduser()
@@ -261,6 +277,8 @@ def read_answer_log(
     }
     if reference_field:
         overrides["references"] = (reference_field,)
+    if history_field:
+        overrides["history"] = None if history_field.strip().lower() == "none" else history_field
     decoded: list[tuple[int, bytes, Any]] = []
     for line, raw in enumerate(raw_lines, start=1):
         if not raw.strip():

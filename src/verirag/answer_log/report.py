@@ -118,6 +118,7 @@ def _fields_text(fields: dict[str, Any]) -> str:
     named = ", ".join(f"{k} {fields[k]!r}" for k in ("question", "answer", "contexts") if fields.get(k))
     extra = [f"references {' | '.join(fields['references'])!r}"] if fields.get("references") else []
     extra += [f"label {fields['label']!r}"] if fields.get("label") else []
+    extra += [f"history {fields['history']!r}"] if fields.get("history") else []
     return f"format {fields['format']}: " + ", ".join([named, *extra])
 
 

@@ -58,6 +58,8 @@ def entry_key(entry: LogEntry, identity: dict[str, Any]) -> str:
             "contexts": [[p.id, p.title, p.text] for p in entry.passages],
             "verifier": identity,
         }
+        if entry.history:  # a line without history keeps the key it had before history was read
+            content["history"] = list(entry.history)
     blob = json.dumps(content, sort_keys=True, ensure_ascii=False, default=str)
     return f"{entry.id}|{hashlib.sha256(blob.encode('utf-8')).hexdigest()[:16]}"
 
@@ -85,7 +87,7 @@ def verify_entry(pipeline, entry: LogEntry, threshold: float | ThresholdControll
         }
     t0 = time.perf_counter()
     try:
-        v = pipeline.verify(entry.question, entry.answer, entry.passages, threshold=threshold)
+        v = pipeline.verify(entry.question, entry.answer, entry.passages, history=entry.history, threshold=threshold)
     except (BackendError, CapabilityError):
         raise
     except Exception as e:

@@ -35,7 +35,7 @@ def verify_log(
 ) -> VerifiedLog:
     """Verify the log at `path` with `pipeline` into `out_dir` (OUT/results.jsonl, summary.json,
     report.html), resuming what is done. `fields` map the log's field names (question_field,
-    answer_field, contexts_field, reference_field, label_field). An outage raises BackendError with
+    answer_field, contexts_field, reference_field, label_field, history_field). An outage raises BackendError with
     the verdicts so far kept: the same call resumes."""
     logged = read_answer_log(path, **fields)
     run = run_log(pipeline, logged, out_dir, limit=limit, on_progress=on_progress)

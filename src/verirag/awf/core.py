@@ -50,6 +50,7 @@ DECLINED = "declined"  # the answer declines ("the context does not say"): nothi
 UNTRUSTED = "untrusted"  # the trust filter kept no chunk: nothing was answered from the passages
 DECLINED_WARNING = "the answer declines to answer: nothing to call supported"
 UNTRUSTED_ERROR = "no retrieved chunk is trusted by the conformal filter"
+RETRIEVAL_TURNS = 2  # turns of the conversation that retrieval reads before the question
 
 
 @dataclass
@@ -117,9 +118,12 @@ class ActRecord:
 @dataclass
 class AnswerState:
     """One question on its way through the core: what the caller gave (`answer`: an answer to
-    verify; `passages`: passages to read instead of retrieving), then each stage's record."""
+    verify; `passages`: passages to read instead of retrieving; `history`: the conversation's
+    earlier turns, `verirag.conversation.as_history`), then each stage's record. The stages read
+    the question in its conversation (`in_context`)."""
 
     question: str
+    history: tuple[str, ...] = ()
     answer: str | None = None
     passages: PassagesRecord | None = None
     judgement: Judgement | None = None
@@ -130,12 +134,28 @@ class AnswerState:
     attribution: Attribution | None = None  # what this run used of the trace (cost, shared, spent)
     _stack: ExitStack | None = field(default=None, repr=False)
 
+    def in_context(self) -> str:
+        """The question as a judge or the generator reads it: with the conversation before it
+        (an `InContext` string) when there is one, else the question."""
+        from verirag.conversation import in_context
+
+        return in_context(self.question, self.history)
+
+    def retrieval_query(self) -> str:
+        """What retrieval searches for: the question, after the last RETRIEVAL_TURNS turns of the
+        conversation (a follow-up's "it" is named there)."""
+        from verirag.conversation import bare_turns
+
+        if not self.history:
+            return self.question
+        return " ".join([*bare_turns(self.history[-RETRIEVAL_TURNS:]), self.question])
+
     def open_trace(self, say: Say | None = None) -> Trace:
         """The trace of this question and its passages, made once; what this run uses of it is
         attributed to it (`attribution`) until the core finishes."""
         if self.trace is None:
             p = self.passages or PassagesRecord([])
-            self.trace = Trace(self.question, p.passages, on_compute=say, retrieval_scores=p.retrieval_scores)
+            self.trace = Trace(self.in_context(), p.passages, on_compute=say, retrieval_scores=p.retrieval_scores)
         if self.attribution is None and self._stack is not None:
             self.attribution = self._stack.enter_context(self.trace.attribute())
         return self.trace
@@ -193,7 +213,7 @@ class Retrieve:
         say("retrieving")
         t0 = time.perf_counter()
         with metering() as usage:  # a re-query's reformulation is an LLM call
-            got = run_stages(state.question, self.retrieve, self.stages, say, reformulate=self.reformulate)
+            got = run_stages(state.retrieval_query(), self.retrieve, self.stages, say, reformulate=self.reformulate)
         state.timings["retrieve"] = time.perf_counter() - t0
         state.usage += usage
         record = PassagesRecord.from_hits(got.hits)
@@ -257,7 +277,7 @@ class VerifyGiven:
         say(f"verifying ({self.predictor.registry_name})")
         passages = state.passages.passages if state.passages else []
         t0 = time.perf_counter()
-        v = self.predictor.verify(state.question, state.answer or "", passages)
+        v = self.predictor.verify(state.in_context(), state.answer or "", passages)
         state.timings["verify"] = time.perf_counter() - t0
         state.judgement = Judgement(
             answer=state.answer or "",

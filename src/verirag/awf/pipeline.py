@@ -34,6 +34,7 @@ from verirag.awf.registry import create
 from verirag.awf.registry import get as get_component
 from verirag.awf.spec import SEPARATOR, MethodSpec, accepted_options, split_name
 from verirag.awf.stages import UNTRUSTED_ACTIONS, ForecastRerankStage, TrustFilterStage
+from verirag.conversation import as_history
 from verirag.errors import InputError
 from verirag.learned.threshold import ThresholdController, as_controller
 from verirag.llm.factory import load_llm
@@ -313,6 +314,7 @@ class Pipeline:
         self,
         question: str,
         *,
+        history: Sequence | None = None,
         k: int | None = None,
         threshold: float | ThresholdController | None = None,
         fallback: str | None = None,
@@ -323,10 +325,13 @@ class Pipeline:
         answer rules -> act. `on_stage` is told each stage as it starts ("retrieving", "reading 5
         passages and answering (vanilla)", "verifying (verifier)", ...), e.g. to name it on a
         spinner. A backend outage anywhere on this path raises BackendError: it is never turned
-        into a verdict."""
+        into a verdict. `history`: the conversation's earlier turns (strings, oldest first, or
+        OpenAI-style messages; `verirag.conversation`): retrieval reads the last two before the
+        question, the generator and the judges read the conversation before it."""
         question = (question or "").strip()
         if not question:
             raise InputError("the question is empty")
+        turns = as_history(history)
         threshold = self.config.threshold if threshold is None else threshold
         fallback = fallback or self.config.fallback
         replace(self.config, threshold=threshold, fallback=fallback).validate()
@@ -338,7 +343,7 @@ class Pipeline:
         )
         act = Act(self.policy, fallback, threshold, untrusted_fallback=self._untrusted_fallback())
         core = AnswerCore([retrieve, AnswerAndScore(self.method), AnswerRules(), act])
-        state = core.run(AnswerState(question), on_stage)
+        state = core.run(AnswerState(question, history=turns), on_stage)
         return ask_result(state, threshold, model=self.llm.model_id)
 
     def _untrusted_fallback(self) -> str:
@@ -351,6 +356,7 @@ class Pipeline:
         answer: str,
         passages: Sequence[Passage],
         *,
+        history: Sequence | None = None,
         threshold: float | ThresholdController | None = None,
         on_stage: Callable[[str], None] | None = None,
     ) -> VerifyResult:
@@ -361,12 +367,14 @@ class Pipeline:
         by sentence (verifier), each sentence's. A method that generates its own answer (a
         unified method, or a bare generator) cannot verify another one: InputError. A predictor
         that fails (unparseable judge output) gives score None, faithful False and the error,
-        never an exception; an outage raises BackendError."""
+        never an exception; an outage raises BackendError. `history`: the conversation's earlier
+        turns (strings, oldest first, or OpenAI-style messages; `verirag.conversation`): the
+        predictor reads the question in it (bad history: InputError; long history: cut)."""
         threshold = self.config.threshold if threshold is None else threshold
-        state = self._verified(question, answer, passages, threshold, on_stage)
+        state = self._verified(question, answer, passages, threshold, on_stage, history=history)
         return verify_result(state, threshold)
 
-    def _verified(self, question, answer, passages, threshold, on_stage, *stages) -> AnswerState:
+    def _verified(self, question, answer, passages, threshold, on_stage, *stages, history=None) -> AnswerState:
         """The state of (question, answer, passages) after verify, the answer rules and `stages`."""
         question = (question or "").strip()
         if not question:
@@ -376,10 +384,13 @@ class Pipeline:
         passages = list(passages)
         if not passages:
             raise InputError("no passages: an answer is verified against the passages it came from")
+        turns = as_history(history)
         replace(self.config, threshold=threshold).validate()
         predictor = self.answer_verifier()
         core = AnswerCore([VerifyGiven(predictor, self._answer_verifier[0]), AnswerRules(), *stages])
-        return core.run(AnswerState(question, answer=answer, passages=PassagesRecord(passages)), on_stage)
+        return core.run(
+            AnswerState(question, history=turns, answer=answer, passages=PassagesRecord(passages)), on_stage
+        )
 
     def answer_verifier(self):
         """The predictor that `verify` scores a given answer with; InputError when this pipeline's
@@ -419,6 +430,7 @@ class Pipeline:
         answer: str,
         passages: Sequence[Passage],
         *,
+        history: Sequence | None = None,
         threshold: float | ThresholdController | None = None,
         fallback: str | None = None,
         on_stage: Callable[[str], None] | None = None,
@@ -430,7 +442,9 @@ class Pipeline:
         threshold = self.config.threshold if threshold is None else threshold
         fallback = fallback or self.config.fallback
         replace(self.config, threshold=threshold, fallback=fallback).validate()
-        state = self._verified(question, answer, passages, threshold, on_stage, Act(self.policy, fallback, threshold))
+        state = self._verified(
+            question, answer, passages, threshold, on_stage, Act(self.policy, fallback, threshold), history=history
+        )
         return ask_result(state, threshold, model=self._model_id())
 
     def _model_id(self) -> str:

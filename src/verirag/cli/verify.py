@@ -80,6 +80,11 @@ def verify(
         None,
         help="A human label field (true/false, 0/1, supported/unsupported): AUROC and precision/recall against it.",
     ),
+    history_field: str | None = typer.Option(
+        None,
+        help="The log's conversation field: each question's earlier turns, strings or {role, content} "
+        "messages (default: history; none: read no history).",
+    ),
     limit: int | None = typer.Option(None, help="Only the first N lines of the log (a quick look)."),
 ):
     """Verify another system's answers: one (--question, --answer, --passages) or a whole log
@@ -119,7 +124,7 @@ def verify(
             print_verified(v)
         return
     fields = {"question_field": question_field, "answer_field": answer_field, "contexts_field": contexts_field}
-    fields.update(reference_field=reference_field, label_field=label_field)
+    fields.update(reference_field=reference_field, label_field=label_field, history_field=history_field)
     try:
         with progress() as bar:
             task = bar.add_task("loading the model…", total=None)

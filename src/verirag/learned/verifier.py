@@ -320,11 +320,17 @@ class TrainedVerifier(LearnedPart):
     def _answer_logit(table: np.ndarray) -> float:
         return float(table.max(axis=1).min())
 
-    def support(self, question: str, answer: str, passages: Sequence[str]) -> AnswerSupport:
+    def support(
+        self, question: str, answer: str, passages: Sequence[str], history: Sequence[str] = ()
+    ) -> AnswerSupport:
         """The answer's score, each sentence's support and each passage's (see the module
-        docstring); InputError when the answer has no sentence or the passages no text."""
+        docstring); InputError when the answer has no sentence or the passages no text.
+        `history`: the earlier turns of the conversation (`verirag.conversation.as_history`),
+        oldest first; the claims read the most recent turns that fit the encoder's window before
+        the question, and older turns are cut (`verifier_inputs`: a claim may take at most half
+        the window)."""
         self.check_fitted()
-        reading = self.reader.read(question, answer, list(passages))
+        reading = self.reader.read(question, answer, list(passages), history)
         table = self._tables([reading])[0] / self.temperature_
         best_chunk = table.argmax(axis=1)
         claim_support = table.max(axis=1)
@@ -356,19 +362,25 @@ class TrainedVerifier(LearnedPart):
         )
 
     def predict_proba(
-        self, questions: Sequence[str], answers: Sequence[str], passages: Sequence[Sequence[str]]
+        self,
+        questions: Sequence[str],
+        answers: Sequence[str],
+        passages: Sequence[Sequence[str]],
+        histories: Sequence[Sequence[str]] | None = None,
     ) -> np.ndarray:
-        """The score of each (question, answer, passages), batched."""
+        """The score of each (question, answer, passages), batched; `histories`: each question's
+        earlier turns (as `support` reads them)."""
         self.check_fitted()
-        if not len(questions) == len(answers) == len(passages):
-            raise InputError("questions, answers and passages must have one entry per answer")
-        readings = [self.reader.read(q, a, list(p)) for q, a, p in zip(questions, answers, passages)]
+        histories = [()] * len(questions) if histories is None else histories
+        if not len(questions) == len(answers) == len(passages) == len(histories):
+            raise InputError("questions, answers, passages and histories must have one entry per answer")
+        readings = [self.reader.read(q, a, list(p), h) for q, a, p, h in zip(questions, answers, passages, histories)]
         return np.array([sigmoid(self._answer_logit(t) / self.temperature_) for t in self._tables(readings)])
 
     # ---- training -----------------------------------------------------------------------------
     def _prepare(self, e) -> Prepared:
         try:
-            r = self.reader.read(e.question, e.answer, list(e.passages))
+            r = self.reader.read(e.question, e.answer, list(e.passages), getattr(e, "history", None) or ())
         except InputError as err:  # which example, so the labels can be fixed
             raise InputError(f"example {e.source or e.group}: {err}") from None
         sentence_labels = tuple(int(v) for v in e.sentence_labels) if e.sentence_labels is not None else None
@@ -376,7 +388,7 @@ class TrainedVerifier(LearnedPart):
             sentence_labels = None
             self.sentence_labels_ignored_ += 1
         return Prepared(
-            r, int(e.label), sentence_labels, lexical_candidates(r.claims, r.chunks, e.question, self.candidates)
+            r, int(e.label), sentence_labels, lexical_candidates(r.claims, r.chunks, r.question, self.candidates)
         )
 
     def validation_groups(self, examples: Sequence[Any]) -> list[str]:

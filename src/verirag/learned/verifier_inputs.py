@@ -8,6 +8,14 @@ EVERY run of that many consecutive words of the passage fits beside the answer's
 the words' token counts come from the tokenizer itself, so the end of a 5,000-word passage is read
 like its beginning. A claim may take at most half the window; a longer sentence is read in word
 pieces (each a claim of its own), a longer question is an InputError.
+
+A question asked in a conversation (`history`, `verirag.conversation`) is read with its turns
+before it: the claim is "turns question sentence", the turns without speaker labels, oldest first.
+The turns get what the claim budget leaves after the question and the answer's longest sentence,
+but at least MIN_HISTORY_TOKENS (a longer sentence is then read in pieces); the most recent turns
+that fit whole are kept, the turn before them only its first words that fit, and every older turn
+is cut (a documented cut: the encoder's window of 128 tokens gives a claim 62, so a typical follow-up
+reads its last one to three turns).
 """
 
 from __future__ import annotations
@@ -24,10 +32,16 @@ from verirag.retrieval.sentences import split_sentences
 
 # A sentence cut into pieces shares this many words between neighbouring pieces.
 PIECE_OVERLAP_WORDS = 4
+# Tokens the conversation's turns may take of a claim even when the answer's longest sentence would
+# leave them less (that sentence is then read in pieces).
+MIN_HISTORY_TOKENS = 16
 
 
-def claim_text(question: str, sentence: str) -> str:
-    return f"{question.strip()} {sentence.strip()}"
+def claim_text(question: str, sentence: str, context: str = "") -> str:
+    """What the verifier reads of an answer sentence: the conversation's turns (`context`, see
+    `PairReader.context`), the question and the sentence."""
+    head = f"{context.strip()} {question.strip()}" if context.strip() else question.strip()
+    return f"{head} {sentence.strip()}"
 
 
 def word_token_counts(tokenizer, words: Sequence[str]) -> np.ndarray:
@@ -86,8 +100,31 @@ class PairReader:
     def n_tokens(self, text: str) -> int:
         return len(self.tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"])
 
-    def claims(self, question: str, answer: str) -> tuple[list[str], list[str], list[int]]:
-        """(sentences, claims, sentence index of each claim)."""
+    def context(self, history: Sequence[str], budget: int) -> str:
+        """The most recent turns of `history` (oldest first, speaker labels dropped) within
+        `budget` tokens: whole turns from the latest back, then the first words of the turn before
+        them that fit; every older turn is cut (module doc)."""
+        from verirag.conversation import bare_turns
+
+        kept: list[str] = []
+        used = 0
+        for turn in reversed(bare_turns(history)):
+            words = turn.split()
+            counts = word_token_counts(self.tokenizer, words)
+            if used + int(counts.sum()) <= budget:
+                kept.append(turn)
+                used += int(counts.sum())
+                continue
+            fit = int(np.searchsorted(np.cumsum(counts), budget - used, side="right"))
+            if fit:
+                kept.append(" ".join(words[:fit]))
+            break
+        return " ".join(reversed(kept))
+
+    def claims(
+        self, question: str, answer: str, history: Sequence[str] = ()
+    ) -> tuple[list[str], list[str], list[int], str]:
+        """(sentences, claims, sentence index of each claim, the turns read before the question)."""
         q_tokens = self.n_tokens(question)
         room = self.claim_budget - q_tokens
         if room < 8:
@@ -96,6 +133,11 @@ class PairReader:
                 f"{self.window} tokens (a claim may take {self.claim_budget})"
             )
         sentences = split_sentences(answer)
+        context = ""
+        if history:
+            longest = max((self.n_tokens(s) for s in sentences), default=0)
+            context = self.context(history, max(min(MIN_HISTORY_TOKENS, room - 8), room - longest))
+            room -= self.n_tokens(context) + 1 if context else 0
         claims, owner = [], []
         for i, s in enumerate(sentences):
             words = s.split()
@@ -105,20 +147,23 @@ class PairReader:
             else:
                 w = words_that_fit(counts, room)
                 pieces = chunk_words(s, max_words=w, overlap_words=min(PIECE_OVERLAP_WORDS, w - 1))
-            claims += [claim_text(question, p) for p in pieces]
+            claims += [claim_text(question, p, context) for p in pieces]
             owner += [i] * len(pieces)
-        return sentences, claims, owner
+        return sentences, claims, owner, context
 
     def chunk(self, passage: str, budget: int) -> list[str]:
         words = passage.split()
         w = words_that_fit(word_token_counts(self.tokenizer, words), budget)
         return chunk_words(passage, max_words=w, overlap_words=min(self.overlap_words, w - 1)) if words else []
 
-    def read(self, question: str, answer: str, passages: Sequence[str]) -> Reading:
-        """The answer's claims and the passages' chunks; InputError when there is nothing to read."""
+    def read(self, question: str, answer: str, passages: Sequence[str], history: Sequence[str] = ()) -> Reading:
+        """The answer's claims and the passages' chunks; InputError when there is nothing to read.
+        With `history`, the claims read the recent turns before the question (module doc), and
+        `Reading.question` is those turns and the question (what the lexical candidates read)."""
         if not (question or "").strip():
             raise InputError("the question is empty")
-        sentences, claims, owner = self.claims(question, answer)
+        sentences, claims, owner, context = self.claims(question, answer, history)
+        question = f"{context} {question.strip()}" if context else question
         if not claims:
             raise InputError("the answer has no sentence to verify")
         budget = self.window - self.special - max(self.n_tokens(c) for c in claims)

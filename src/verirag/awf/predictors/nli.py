@@ -2,7 +2,11 @@
 
 Hypothesis: `The answer to the question "{q}" is: {a}`; each passage is a premise on its own,
 split into chunks with a 20-word overlap when the pair would not fit the entailment model;
-the decision function is the maximum entailment probability over all premises.
+the decision function is the maximum entailment probability over all premises. A question asked
+in a conversation (`verirag.conversation.InContext`) puts its last NLI_TURNS turns before the
+hypothesis ("Conversation so far: User: ... Agent: ...", then the hypothesis with the bare question),
+so that a follow-up's "it" is named where the judge reads it; older turns are cut (an NLI model's
+window is short).
 """
 
 from __future__ import annotations
@@ -13,12 +17,14 @@ from collections.abc import Sequence
 from verirag.awf.entailment.base import EntailmentModel
 from verirag.awf.predictors.base import FaithfulnessPredictor, Verification, failed_request, invalid_input
 from verirag.awf.registry import register
+from verirag.conversation import question_and_history, speaker_lines
 from verirag.errors import InputError
 from verirag.prompts import load_prompt
 from verirag.retrieval.chunking import chunk_words
 from verirag.types import Passage
 
 PREMISE_OVERLAP_WORDS = 20
+NLI_TURNS = 4  # turns of a conversation read before the hypothesis
 
 
 @register("predictor", "nli")
@@ -38,7 +44,11 @@ class PostAnsweringNLI(FaithfulnessPredictor):
         self.name = f"nli[{entailment.name}]"
 
     def hypothesis(self, question: str, answer: str) -> str:
-        return self.hypothesis_template.format(question=question.strip(), answer=answer.strip())
+        bare, history = question_and_history(question)
+        hyp = self.hypothesis_template.format(question=bare.strip(), answer=answer.strip())
+        if not history:
+            return hyp
+        return "Conversation so far: " + " ".join(speaker_lines(history)[-NLI_TURNS:]) + "\n" + hyp
 
     def verify(self, question: str, answer: str, passages: Sequence[Passage]) -> Verification:
         bad = invalid_input(answer, passages)

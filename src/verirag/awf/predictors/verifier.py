@@ -10,6 +10,9 @@ The answer is split into sentences; each is judged against every chunk of every 
 supports the answer most, and `sentences` each sentence's support with the id of its supporting
 passage.
 Each passage is read as its text (titles are not added: the verifier is trained on passage texts).
+A question asked in a conversation (a `verirag.conversation.InContext` question, as the answer core
+passes it) is read with its recent turns before it, as many as fit the encoder's window (older
+turns are cut: `TrainedVerifier.support`).
 A verifier folder is loaded once per process (a service builds every GEN+verifier method, and each
 would otherwise hold its own copy of the encoder).
 """
@@ -23,6 +26,7 @@ from pathlib import Path
 
 from verirag.awf.predictors.base import FaithfulnessPredictor, Verification, failed_request, invalid_input
 from verirag.awf.registry import register
+from verirag.conversation import question_and_history
 from verirag.errors import InputError
 from verirag.types import Passage
 
@@ -51,7 +55,8 @@ class TrainedVerifierPredictor(FaithfulnessPredictor):
         if bad is not None:
             return bad
         try:
-            s = self.model.support(question, answer, [p.text for p in passages])
+            bare, history = question_and_history(question)
+            s = self.model.support(bare, answer, [p.text for p in passages], history)
         except InputError as e:  # e.g. an answer of punctuation only, passages without text
             return failed_request("the trained verifier", e, len(passages))
         sentences = [
