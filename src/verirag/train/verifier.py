@@ -117,7 +117,8 @@ def summary(examples: list[VerifierExample]) -> dict[str, Any]:
 
 def read_labels(path: Path) -> Iterator[VerifierExample]:
     """Either file `verirag train verifier` takes: the compact records of `verirag label verifier`
-    (resolved by id against the benchmark files in $VERIRAG_DATA_DIR; they carry a question hash "qh")
+    (resolved by id against the benchmark files in $VERIRAG_DATA_DIR; they carry a question hash "qh",
+    or are skip lines)
     or resolved examples."""
     try:
         with open(path, encoding="utf-8") as fh:
@@ -125,7 +126,8 @@ def read_labels(path: Path) -> Iterator[VerifierExample]:
     except OSError as e:
         raise InputError(f"cannot read the labels {path}: {e}") from None
     try:
-        compact = "qh" in json.loads(first)
+        head = json.loads(first)
+        compact = "qh" in head or "skip" in head  # a labels file may start with a skip line
     except (ValueError, TypeError):
         compact = False
     if compact:

@@ -32,9 +32,11 @@ from verirag.train.verifier_labels.spans import find_spans, too_close
 
 NAME = "doc_claims"
 NEEDS_LLM = False
-VERSION = 1  # bumped when what the recipe makes changes: a rerun remakes its items
+VERSION = 2  # bumped when what the recipe makes changes: a rerun remakes its items
 VARIANTS = ("sentence", "cloze", "cloze_swapped", "number", "party", "negation", "condition")
 MIN_SENTENCE_WORDS, MAX_SENTENCE_WORDS, MAX_CLOZE_WORDS = 6, 40, 25
+# a cloze is the question: it must leave room for the answer in the verifier's 128-token window
+MAX_CLOZE_CHARS = 120
 OTHER_PARAGRAPHS = 2
 BLANK = "____"
 ROLES = (
@@ -189,7 +191,7 @@ def make(ctx: LabelContext, q: Question, item_id: str, variant: str) -> dict:
     if variant == "sentence":
         label = 1
     elif variant in ("cloze", "cloze_swapped"):
-        if len(sentence.split()) > MAX_CLOZE_WORDS:
+        if len(sentence.split()) > MAX_CLOZE_WORDS or len(sentence) > MAX_CLOZE_CHARS:
             return skipped(item_id, NAME, q.dataset, q.id, "sentence too long for a cloze")
         targets = sentence_targets(sentence, ("number", "year", "date", "role", "name"))
         if not targets:
