@@ -301,3 +301,18 @@ def test_a_changed_document_is_refused(tmp_path, data, docs):
     path.write_text(POLICY.replace("3 releases", "4 releases"), encoding="utf-8")
     with pytest.raises(InputError, match="changed since it was labelled"):
         resolved(records, data)
+
+
+def test_train_verifier_reads_the_new_labels_with_their_history(tmp_path, data, monkeypatch):
+    from verirag.train.verifier import read_labels
+
+    records = label(tmp_path, data, datasets=["nq", "hotpotqa"], recipes=["multihop", "followup"])
+    skip = {"id": "multihop/hotpotqa/zz/x/s0", "recipe": "multihop", "dataset": "hotpotqa", "example": "zz"}
+    lines = [json.dumps({**skip, "skip": "made up", "v": 1})] + [json.dumps(r) for r in records.values()]
+    path = tmp_path / "skip-first.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    monkeypatch.setenv("VERIRAG_DATA_DIR", str(data))
+    examples = list(read_labels(path))
+    assert len(examples) == sum("skip" not in r for r in records.values())
+    assert any(e.history for e in examples if e.recipe == "followup")
+    assert {e.label for e in examples if e.recipe == "multihop"} == {0, 1}
