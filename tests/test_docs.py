@@ -45,6 +45,13 @@ def test_the_readme_is_short():
     assert len((REPO / "README.md").read_text("utf-8").splitlines()) <= 200
 
 
+def test_the_readmes_links_into_the_docs_lead_somewhere():
+    """The README is not part of the site (mkdocs does not check it): its relative links are checked here."""
+    links = re.findall(r"\]\(((?:docs/)[^)#]+)(?:#[^)]*)?\)", (REPO / "README.md").read_text("utf-8"))
+    assert len(links) > 10
+    assert [link for link in links if not (REPO / link).is_file()] == []
+
+
 @pytest.mark.parametrize("snippet", [s for s in RUN if s.marker is None], ids=lambda s: s.where)
 def test_an_unmarked_snippet_runs(snippet, sandbox):
     run(snippet, sandbox)
