@@ -222,3 +222,21 @@ def test_verify_log_verifies_each_row_in_its_conversation(tmp_path, verifier):
     again = verify_log(verifier.pipeline, path, tmp_path / "out", history_field="none")
     assert (again.run.written, again.run.already_done) == (1, 1)
     assert [r["score"] for r in again.run.records] == pytest.approx([got["alone"]["score"]] * 2)
+
+
+def test_the_langchain_verifier_reads_the_chains_chat_history(verifier):
+    pytest.importorskip("langchain_core")
+    from langchain_core.documents import Document
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+
+    from verirag.integrations.langchain import VeriragVerifier
+
+    v = VeriragVerifier(pipeline=verifier.pipeline, threshold=0.0)
+    base = {"input": QUESTION, "answer": RIGHT, "context": [Document(page_content=t) for t in PASSAGES]}
+    chat = [SystemMessage("Be brief."), HumanMessage(HISTORY[0]), AIMessage(HISTORY[1])]
+    told, alone = v.invoke(base | {"chat_history": chat}), v.invoke(base)
+    assert told["score"] == pytest.approx(verifier.verify(QUESTION, RIGHT, PASSAGES, history=HISTORY).score)
+    assert alone["score"] == pytest.approx(verifier.verify(QUESTION, RIGHT, PASSAGES).score)
+    assert told["score"] != alone["score"]
+    with pytest.raises(InputError, match="chat_history"):
+        v.invoke(base | {"chat_history": "Boy."})

@@ -116,13 +116,16 @@ class VeriragClient:
         self,
         question: str,
         *,
+        history: Sequence[str | dict] | None = None,
         k: int | None = None,
         method: str | None = None,
         threshold: float | None = None,
         fallback: str | None = None,
     ) -> AskResult:
-        """POST /v1/ask: retrieve from the service's index, answer, verify and act."""
+        """POST /v1/ask: retrieve from the service's index, answer, verify and act (`history`: the
+        conversation's earlier turns, strings or {role, content} messages, oldest first)."""
         body = {"question": question, "k": k, "method": method, "threshold": threshold, "fallback": fallback}
+        body["history"] = None if history is None else list(history)
         return self._parsed(AskResult.from_dict, self._call("POST", "/v1/ask", body))
 
     def verify(
@@ -131,11 +134,13 @@ class VeriragClient:
         answer: str,
         passages: Sequence[str | Passage],
         *,
+        history: Sequence[str | dict] | None = None,
         method: str | None = None,
         threshold: float | None = None,
     ) -> VerifyResult:
         """POST /v1/verify: the verdict on an answer against the passages it came from (strings, or
-        Passages whose ids name them in the result). `method` None: the service's verify default."""
+        Passages whose ids name them in the result). `method` None: the service's verify default.
+        `history`: the conversation's earlier turns (strings or {role, content} messages)."""
         if isinstance(passages, (str, bytes)):  # a bare string would be sent character by character
             raise InputError("passages must be a list of strings or Passages, not one string")
         body = {
@@ -144,6 +149,7 @@ class VeriragClient:
             "passages": [_passage(p) for p in passages],
             "method": method,
             "threshold": threshold,
+            "history": None if history is None else list(history),
         }
         return self._parsed(VerifyResult.from_dict, self._call("POST", "/v1/verify", body))
 

@@ -43,7 +43,9 @@ class VeriragVerifier(RunnableSerializable[dict, dict]):
     """Verify a RAG chain's answer against the Documents it was answered from, then act.
 
     Input: a dict with the question (`question_key`), the answer (`answer_key`: a str or a chat
-    message such as an AIMessage) and the retrieved Documents (`documents_key`). Output: the same
+    message such as an AIMessage), the retrieved Documents (`documents_key`) and, where the chain
+    has one, the conversation (`history_key`, "chat_history" by default as LangChain's
+    history-aware chains name it: the question is verified in it). Output: the same
     dict with the answer replaced by what the user should see (the answer, the abstention text or
     the fallback's answer), plus `score`, `faithful`, `action` ("answered", "abstained",
     "fallback", "escalated"), `supporting_document` (the retrieved Document, metadata and all,
@@ -73,6 +75,7 @@ class VeriragVerifier(RunnableSerializable[dict, dict]):
     question_key: str = "input"
     answer_key: str = "answer"
     documents_key: str = "context"
+    history_key: str = "chat_history"
     timeout: float = Field(300.0, gt=0)
     _client: VeriragClient | None = PrivateAttr(None)
 
@@ -105,12 +108,14 @@ class VeriragVerifier(RunnableSerializable[dict, dict]):
 
     def _verify(self, input: dict) -> dict:
         question, answer, docs, passages = self._read(input)
-        return self._output(input, docs, passages, self._judged(question, answer, passages))
+        history = self._history(input)
+        return self._output(input, docs, passages, self._judged(question, answer, passages, history))
 
     async def _averify(self, input: dict, config: RunnableConfig) -> dict:
         question, answer, docs, passages = self._read(input)
+        history = self._history(input)
         # the model, or the wait for the service, runs in a worker thread: the event loop stays free
-        result = await run_in_executor(config, self._judged, question, answer, passages)
+        result = await run_in_executor(config, self._judged, question, answer, passages, history)
         return self._output(input, docs, passages, result)
 
     def _read(self, input: Any) -> tuple[str, str, list[Document], list[Passage]]:
@@ -154,12 +159,41 @@ class VeriragVerifier(RunnableSerializable[dict, dict]):
         ]
         return question, answer, list(docs), passages
 
-    def _judged(self, question: str, answer: str, passages: list[Passage]) -> dict:
+    def _history(self, input: Mapping) -> list | None:
+        """The conversation under `history_key` (LangChain's "chat_history": messages, or
+        (role, text) pairs, or strings), as {role, content} messages and strings; None without
+        one. Human and AI messages are turns; system and tool messages are none."""
+        turns = input.get(self.history_key)
+        if turns is None:
+            return None
+        if isinstance(turns, (str, bytes, Mapping)) or not isinstance(turns, Sequence):
+            raise InputError(f"{self.history_key!r} must be a list of chat messages, got {type(turns).__name__}")
+        out: list = []
+        for t in turns:
+            if isinstance(t, BaseMessage):
+                role = {"human": "user", "ai": "assistant"}.get(t.type)
+                if role is not None:
+                    out.append({"role": role, "content": _message_text(t)})
+            elif isinstance(t, tuple) and len(t) == 2:
+                role = {"human": "user", "user": "user", "ai": "assistant", "assistant": "assistant"}.get(str(t[0]))
+                if role is not None:
+                    out.append({"role": role, "content": str(t[1])})
+            else:
+                out.append(t)  # a string, or a {role, content} message: checked as the library checks it
+        return out
+
+    def _judged(self, question: str, answer: str, passages: list[Passage], history: list | None = None) -> dict:
         if self.pipeline is not None:
             return self.pipeline.verify_and_act(
-                question, answer, passages, threshold=self.threshold, fallback=self.fallback
+                question, answer, passages, history=history, threshold=self.threshold, fallback=self.fallback
             ).to_dict()
-        verdict = self._client.verify(question, answer, passages, method=self.method, threshold=self.threshold)
+        if history is not None:
+            from verirag.conversation import as_history
+
+            as_history(history, name=self.history_key)  # refused here, as in process, not as the service's 422
+        verdict = self._client.verify(
+            question, answer, passages, history=history, method=self.method, threshold=self.threshold
+        )
         return self._acted(answer, verdict.to_dict())
 
     @staticmethod

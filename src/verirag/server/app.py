@@ -258,7 +258,13 @@ def create_app(service: VeriragService) -> FastAPI:
             request,
             service,
             lambda token: service.ask(
-                token, body.question, k=body.k, method=body.method, threshold=body.threshold, fallback=body.fallback
+                token,
+                body.question,
+                history=_history(body.history),
+                k=body.k,
+                method=body.method,
+                threshold=body.threshold,
+                fallback=body.fallback,
             ),
         )
         out = result.to_dict()
@@ -280,7 +286,13 @@ def create_app(service: VeriragService) -> FastAPI:
             request,
             service,
             lambda token: service.verify(
-                token, body.question, body.answer, passages, method=body.method, threshold=body.threshold
+                token,
+                body.question,
+                body.answer,
+                passages,
+                history=_history(body.history),
+                method=body.method,
+                threshold=body.threshold,
             ),
         )
         out = result.to_dict()
@@ -323,8 +335,8 @@ def create_app(service: VeriragService) -> FastAPI:
         """OpenAI-compatible: the last user message with text is the question; the answer (or,
         below the threshold, what the configured action gives) is the assistant message, and the
         verification is in the `verirag` field. Streaming sends the answer once it is verified."""
-        question = body.question()
-        result = await _run(request, service, lambda token: service.ask(token, question))
+        question, history = body.question(), body.history()
+        result = await _run(request, service, lambda token: service.ask(token, question, history=history))
         out = result.to_dict()
         telemetry.result("/v1/chat/completions", out)
         ids = {"completion_id": f"chatcmpl-{request.state.request_id}", "created": int(time.time())}
@@ -350,6 +362,13 @@ def create_app(service: VeriragService) -> FastAPI:
     app.state.service = service
     app.state.telemetry = telemetry
     return app
+
+
+def _history(history) -> list | None:
+    """A request's history as the library takes it: strings, and messages as {role, content}."""
+    if history is None:
+        return None
+    return [t if isinstance(t, str) else t.model_dump() for t in history]
 
 
 def _methods_of(app: FastAPI, path: str) -> list[str]:

@@ -16,10 +16,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
+from verirag.conversation import MAX_HISTORY_WORDS, MAX_TURNS
+
 MAX_TEXT = 20_000  # characters of a question or an answer
 MAX_PASSAGE = 50_000  # characters of one passage
 MAX_K = 50
 MAX_PASSAGES = 1_000  # the schema states the service's own limit (ServiceConfig.max_passages, 64)
+MAX_HISTORY = 1_000  # turns of a request's history (the most recent MAX_TURNS are read)
 
 # The schema's patterns are read by Python's `re` in the fuzzers that honour them; `\s` there is
 # what str.strip() strips, which is what the validators below check.
@@ -72,8 +75,30 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class HistoryMessage(Strict):
+    """One earlier turn as an OpenAI-style message (system messages are read as no turn)."""
+
+    role: Literal["user", "assistant", "system"]
+    content: _text(MAX_TEXT, description="the turn's text (not blank)")
+
+
+History = Annotated[
+    list[_text(MAX_TEXT, description="a turn's text (not blank)") | HistoryMessage] | None,
+    Field(
+        None,
+        max_length=MAX_HISTORY,
+        description="the conversation the question was asked in: its earlier turns, oldest first, as "
+        "strings (alternating user and agent, the user's first) or as OpenAI-style messages "
+        '{role, content}. The judges read the question in it (a follow-up\'s "it" is named there); '
+        f"at most {MAX_TURNS} most recent turns of at most {MAX_HISTORY_WORDS} words in all are read "
+        "(older turns are cut), the trained verifier reading those that fit its window",
+    ),
+]
+
+
 class AskRequest(Strict):
     question: Question
+    history: History
     k: Count | None = Field(None, description="passages to retrieve")
     method: str | None = Field(None, max_length=200, description="an AwF method (GET /v1/methods)")
     threshold: Threshold | None = Field(None, description="verdict threshold on the score")
@@ -88,6 +113,7 @@ class PassageIn(Strict):
 
 class VerifyRequest(Strict):
     question: Question
+    history: History
     answer: _text(MAX_TEXT, description="the answer to verify (not blank)")
     # a plain string is a passage's text (as the Python Verifier takes it): its id is p0, p1, ... by place
     passages: list[PassageIn | _text(MAX_PASSAGE)] = Field(
@@ -156,7 +182,7 @@ class StreamOptions(BaseModel):
 
 class ChatCompletionRequest(BaseModel):
     """OpenAI's chat request. Honoured: `messages` (the question is the last user message with
-    text), `stream` (server-sent chunks, once the answer is verified) and
+    text; the user and assistant messages before it are the conversation it is read in), `stream` (server-sent chunks, once the answer is verified) and
     `stream_options.include_usage`. Everything else an OpenAI client sends (model, temperature,
     max_tokens, ...) is accepted and ignored: the service's own model, method and settings answer."""
 
@@ -175,10 +201,26 @@ class ChatCompletionRequest(BaseModel):
         return self
 
     def question(self) -> str:
-        for m in reversed(self.messages):
+        at = self._question_at()
+        return "" if at is None else self.messages[at].text().strip()
+
+    def _question_at(self) -> int | None:
+        for i in range(len(self.messages) - 1, -1, -1):
+            m = self.messages[i]
             if m.role == "user" and m.text().strip():
-                return m.text().strip()
-        return ""
+                return i
+        return None
+
+    def history(self) -> list[dict[str, str]]:
+        """The conversation before the question: the user and assistant messages with text that
+        come before it, oldest first, as {role, content} (system, developer and tool messages and
+        messages without text, such as an assistant's tool call, are no turn of it)."""
+        at = self._question_at() or 0
+        return [
+            {"role": m.role, "content": m.text()}
+            for m in self.messages[:at]
+            if m.role in ("user", "assistant") and m.text().strip()
+        ]
 
 
 # ---- responses (documented in /openapi.json; the routes return plain dicts) -------------------

@@ -175,6 +175,7 @@ class VeriragService:
         token: CancelToken,
         question: str,
         *,
+        history: list | None = None,
         k: int | None = None,
         method: str | None = None,
         threshold: float | None = None,
@@ -187,7 +188,12 @@ class VeriragService:
                 "or send your own passages to /v1/verify"
             )
         return self.pipeline_for(method).ask(
-            question, k=k, threshold=threshold, fallback=fallback, on_stage=lambda _stage: token.check()
+            question,
+            history=history,
+            k=k,
+            threshold=threshold,
+            fallback=fallback,
+            on_stage=lambda _stage: token.check(),
         )
 
     def verify(
@@ -197,13 +203,16 @@ class VeriragService:
         answer: str,
         passages: list[Passage],
         *,
+        history: list | None = None,
         method: str | None = None,
         threshold: float | None = None,
     ) -> VerifyResult:
         token.check()
         self.check_passages(len(passages))
         pipeline = self.pipeline_for(method or self.verify_method)
-        result = pipeline.verify(question, answer, passages, threshold=threshold, on_stage=lambda _stage: token.check())
+        result = pipeline.verify(
+            question, answer, passages, history=history, threshold=threshold, on_stage=lambda _stage: token.check()
+        )
         return result
 
     def retrieve(self, token: CancelToken, question: str, k: int | None = None) -> list[dict[str, Any]]:
