@@ -326,9 +326,9 @@ class TrainedVerifier(LearnedPart):
         """The answer's score, each sentence's support and each passage's (see the module
         docstring); InputError when the answer has no sentence or the passages no text.
         `history`: the earlier turns of the conversation (`verirag.conversation.as_history`),
-        oldest first; the claims read the most recent turns that fit the encoder's window before
-        the question, and older turns are cut (`verifier_inputs`: a claim may take at most half
-        the window)."""
+        oldest first; the claims read the last two turns (as far as they fit the encoder's window)
+        before the question, and older turns are cut (`verifier_inputs`: a claim may take at most
+        half the window)."""
         self.check_fitted()
         reading = self.reader.read(question, answer, list(passages), history)
         table = self._tables([reading])[0] / self.temperature_

@@ -11,8 +11,8 @@ supports the answer most, and `sentences` each sentence's support with the id of
 passage.
 Each passage is read as its text (titles are not added: the verifier is trained on passage texts).
 A question asked in a conversation (a `verirag.conversation.InContext` question, as the answer core
-passes it) is read with its recent turns before it, as many as fit the encoder's window (older
-turns are cut: `TrainedVerifier.support`).
+passes it) is read with its last two turns before it, as far as they fit the encoder's window
+(older turns are cut: `TrainedVerifier.support`).
 A verifier folder is loaded once per process (a service builds every GEN+verifier method, and each
 would otherwise hold its own copy of the encoder).
 """
