@@ -20,6 +20,16 @@ This is evaluation data: never train or tune on it (the labelling run drops all 
     # 4. which aggregate of a per-sentence judge's sentence scores ranks answers best (the verifier
     #    takes the weakest sentence; paired differences against that)
     python benchmarks/verifier_dev.py aggregates runs/verifier_dev/verifier
+    # 5. the conversation (issue 36): TopiOCQA's follow-ups verified with their history (the log's
+    #    `history` field) and without it (--history-field none); paired difference with history first
+    python benchmarks/verifier_dev.py log --dataset topiocqa --out runs/verifier_dev/topiocqa.jsonl
+    verirag verify runs/verifier_dev/topiocqa.jsonl --label-field label --out runs/verifier_dev/verifier-history
+    verirag verify runs/verifier_dev/topiocqa.jsonl --label-field label --history-field none \
+        --out runs/verifier_dev/verifier-no-history
+    python benchmarks/verifier_dev.py export runs/verifier_dev/verifier-history \
+        --out data/verifier/dev_scores/verifier-shipped-history.jsonl
+    python benchmarks/verifier_dev.py compare data/verifier/dev_scores/verifier-shipped-history.jsonl \
+        runs/verifier_dev/verifier-no-history
 
 Every judge is compared on the same answers: by default those every run scored (a judge stopped
 part way, or run with --limit, scored a random sample of questions: the log's order); with
@@ -52,7 +62,8 @@ AGGREGATES = {"min": np.min, "mean": np.mean, "median": np.median, "first": lamb
 
 def dev_rows(data: Path | None = None) -> list[dict]:
     """The dev rows as RAGAS log lines: id, user_input, response, retrieved_contexts, reference,
-    label (1: humans judged the response correct), group (the question)."""
+    label (1: humans judged the response correct), group (the question), and history (TopiOCQA's
+    earlier turns, oldest first; `verirag verify` reads it, unless --history-field none)."""
     path = Path(data or DATA) / SOURCE
     rows = []
     with open(path, encoding="utf-8") as fh:
@@ -69,6 +80,7 @@ def dev_rows(data: Path | None = None) -> list[dict]:
                     "retrieved_contexts": [g["text"] for g in d["gold_passages"]],
                     "reference": d["references"],
                     "label": int(d["human_correctness"] == "correct"),
+                    **({"history": [str(t) for t in d["history"]]} if d.get("history") else {}),
                 }
             )
     # whole questions in a seeded order, so that a judge stopped part way (or run with --limit)
@@ -148,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     lg = sub.add_parser("log", help="write the dev log")
     lg.add_argument("--out", type=Path, default=Path("runs/verifier_dev/dev.jsonl"))
     lg.add_argument("--data", type=Path, default=None)
+    lg.add_argument("--dataset", choices=DEV_DATASETS, default=None, help="only this dataset's rows")
     ex = sub.add_parser(
         "export",
         help="a verify run's scores in compact form (ids and scores only, no benchmark "
@@ -180,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.cmd == "aggregates":
         return aggregates(rows, a.run, a.resamples)
     if a.cmd == "log":
+        rows = [r for r in rows if a.dataset is None or r["group"].startswith(a.dataset + ":")]
         a.out.parent.mkdir(parents=True, exist_ok=True)
         with open(a.out, "w", encoding="utf-8") as fh:
             for r in rows:
