@@ -16,7 +16,7 @@ TORCH  ?= torch==2.13.0
 # it here (override on the command line; the tests take theirs from the shared_data fixture).
 export VERIRAG_DATA_DIR ?= $(abspath ../shared/data)
 
-.PHONY: demo test test-fast lint install models dev docs bench eval-small serve clean-venv verifier cascade
+.PHONY: demo test test-fast lint install models dev docs bench eval-small serve clean-venv verifier cascade pruner
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -94,6 +94,11 @@ verifier: $(VENV)/.base
 	$(VENV)/bin/verirag train verifier $(VERIFIER_LABELS) --train-layers 6 --compress-rank 16 --epochs 3 \
 	    --max-length 128 --candidates 2 --learning-rate 5e-5 --out runs/verifiers/shipped
 
+# The documentation site into site/: a warning (a broken link or anchor, a missing reference) fails.
+# The CLI, HTTP and environment references are generated from the code as it builds (scripts/docs_hooks.py).
+docs: $(VENV)/.docs
+	$(VENV)/bin/mkdocs build --strict --site-dir site
+
 # The cascade's band (src/verirag/learned/shipped/cascade.json): fitted on the default model's own
 # answers to held-out questions that both the shipped verifier and nli judged (committed; no LLM call).
 # Refit after the shipped verifier changes (loading refuses a band fitted for another verifier), on a
@@ -101,6 +106,13 @@ verifier: $(VENV)/.base
 cascade: $(VENV)/.base
 	$(VENV)/bin/verirag train cascade data/verifier/own_answers/held-out-nli-qwen2.5-1.5b --budget 0.2 \
 	    --out src/verirag/learned/shipped/cascade.json
+
+# The shipped context pruner (src/verirag/learned/shipped/pruner/) again, from ../shared/data: labels made
+# without an LLM (NQ sentences holding the answer, HotpotQA's supporting facts; the benchmark's
+# held-out questions excluded), the top 3 encoder layers fine-tuned and stored at rank 16 (about
+# 30 minutes on 2 cores). Copy runs/pruner over the shipped one.
+pruner: $(VENV)/.base
+	$(VENV)/bin/verirag train pruner --train-layers 3 --epochs 4 --compress-rank 16 --out runs/pruner
 
 # Issue 36's LLM-free labels (regenerable, references only, minutes): HotpotQA multi-hop (support that
 # spans both supporting paragraphs), follow-up questions with their history (NQ, HotpotQA), and claims
@@ -131,11 +143,6 @@ verifier-issue36: $(VENV)/.base issue36-labels
 	    --out runs/labels/swap.jsonl
 	$(VENV)/bin/verirag train verifier $(VERIFIER_LABELS) $(ISSUE36_LABELS) --train-layers 6 --compress-rank 16 \
 	    --epochs 3 --max-length 128 --candidates 2 --learning-rate 5e-5 --out runs/verifiers/issue36
-
-# The documentation site into site/: a warning (a broken link or anchor, a missing reference) fails.
-# The CLI, HTTP and environment references are generated from the code as it builds (scripts/docs_hooks.py).
-docs: $(VENV)/.docs
-	$(VENV)/bin/mkdocs build --strict --site-dir site
 
 bench: $(VENV)/.dev $(VENV)/.models
 	$(PY) benchmarks/run_all.py

@@ -1,7 +1,7 @@
 """Seconds per verified answer with and without the context pruner and the machine's llama.cpp
 build, on questions the pruner never saw (issue 37).
 
-    .venv/bin/python benchmarks/bench_prune.py [--n 200] [--datasets nq hotpotqa] [--out runs/bench-prune]
+    VERIRAG_DATA_DIR=../shared/data .venv/bin/python benchmarks/bench_prune.py [--n 200] [--out runs/bench-prune]
 
 Datasets: NQ-open with its top-5 BM25 passages from the oracle + HotpotQA pool (as the AwF configs
 build it; about 900 prompt tokens) and HotpotQA in the distractor setting (all 10 paragraphs,
@@ -17,7 +17,9 @@ its own process, one after another in the same run:
 The portable build's wheel is taken from the wheel cache (`scripts/install_llama_cpp.sh` with
 VERIRAG_LLAMA_BUILD=avx2 makes it); without it the baseline is this build and the report says so.
 The request cache is off (every call is paid); a model-loading question is answered first and not
-counted. Each arm's records go to OUT/ARM.jsonl as they are made: a killed run resumes there.
+counted. The arms take turns, `--chunk` questions of each dataset at a time. Each arm's records go
+to OUT/ARM.jsonl as they are made: a killed run resumes there, and `--summary-only` reports what
+is there.
 
 Reported per dataset: seconds per verified answer (mean; the ratio to the baseline with a paired
 bootstrap interval over questions), prompt tokens per answer, accuracy (the answer holds a
@@ -87,7 +89,8 @@ def worker(arm: str, datasets: list[str], n: int, seed: int, out: Path) -> None:
     if path.exists():
         done = {json.loads(line)["key"] for line in path.read_text().splitlines() if line.strip()}
     index = GivenPassages()
-    p = Pipeline(replace(PRESETS["local"], prune=arm == "prune"), index=index)
+    pruner = os.environ.get("BENCH_PRUNER") or None  # --pruner, passed through the environment
+    p = Pipeline(replace(PRESETS["local"], prune=arm == "prune", pruner=pruner), index=index)
     import llama_cpp
 
     build = {"llama_cpp": llama_cpp.__file__, "system_info": llama_cpp.llama_print_system_info().decode()[:300]}
@@ -136,6 +139,10 @@ def portable_wheel() -> str | None:
     )
     found = sorted(glob.glob(f"{cache}/llama-cpp-avx2-*/llama_cpp_python-*.whl"))
     return found[-1] if found else None
+
+
+def replace_n(args, n: int):
+    return argparse.Namespace(**{**vars(args), "n": n})
 
 
 def run_arm(arm: str, args, env_extra: dict[str, str]) -> None:
@@ -257,22 +264,34 @@ def main() -> None:
     ap.add_argument("--datasets", nargs="+", default=["nq", "hotpotqa"])
     ap.add_argument("--arms", nargs="+", default=list(ARMS), choices=ARMS)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--chunk", type=int, default=20, help="questions per dataset each arm answers in its turn")
     ap.add_argument("--out", type=Path, default=Path("runs/bench-prune"))
+    ap.add_argument("--pruner", help="a saved pruner folder (default: the shipped one)")
+    ap.add_argument("--summary-only", action="store_true", help="report the records in OUT, run nothing")
     ap.add_argument("--worker", choices=ARMS, help=argparse.SUPPRESS)
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.summary_only:
+        report = summary(args.out, args.datasets, list(args.arms))
+        print_report(report, list(args.arms), "see summary.json of the run")
+        plot(report, list(args.arms), args.out / "seconds.png")
+        return
     if args.worker:
         worker(args.worker, args.datasets, args.n, args.seed, args.out)
         return
+    if args.pruner:
+        os.environ["BENCH_PRUNER"] = str(Path(args.pruner).resolve())
     wheel = portable_wheel()
     baseline_note = f"the portable build ({wheel})" if wheel else "THIS build (no portable wheel in the cache)"
     with tempfile.TemporaryDirectory() as tmp:
-        for arm in args.arms:
-            extra = {}
-            if arm == "baseline" and wheel:
-                zipfile.ZipFile(wheel).extractall(tmp)  # its llama_cpp package shadows the installed one
-                extra["PYTHONPATH"] = tmp + os.pathsep + os.environ.get("PYTHONPATH", "")
-            run_arm(arm, args, extra)
+        if wheel:
+            zipfile.ZipFile(wheel).extractall(tmp)  # its llama_cpp package shadows the installed one
+        # the arms take turns, `--chunk` questions of each dataset at a time, so that a run stopped
+        # early still compares every arm on the same questions (and the machine's load is shared)
+        for upto in range(args.chunk, args.n + args.chunk, args.chunk):
+            for arm in args.arms:
+                extra = {"PYTHONPATH": tmp + os.pathsep + os.environ.get("PYTHONPATH", "")}
+                run_arm(arm, replace_n(args, min(upto, args.n)), extra if arm == "baseline" and wheel else {})
     if "baseline" not in args.arms:
         return
     report = summary(args.out, args.datasets, list(args.arms))

@@ -68,10 +68,12 @@ def test_logprobs_are_probabilities_and_match_teacher_forcing(smollm):
     # score() of the generated text with the same prompt gives the same token logprobs
     s = smollm.score(CHAT, g.text)
     assert len(s.tokens) == len(g.tokens)
-    # (up to llama.cpp's batch-size-dependent rounding: teacher forcing evaluates in one batch)
+    # (up to llama.cpp's batch-size-dependent rounding: teacher forcing evaluates in one batch; the
+    # AVX-512 build's batched kernels round differently from its one-token ones, measured up to 0.16
+    # nats on SmolLM2-135M, against 0.05 on the AVX2 build; a misaligned token would be off by nats)
     assert [t.token for t in s.tokens] == [t.token for t in g.tokens]
     for a, b in zip(s.tokens, g.tokens):
-        assert a.logprob == pytest.approx(b.logprob, abs=0.05)
+        assert a.logprob == pytest.approx(b.logprob, abs=0.25)
 
 
 def test_score_prefers_the_right_answer(smollm):

@@ -235,6 +235,9 @@ class AskResult:
     # CalibRAG's forecaster stage, when one is set: confidence f(q, d*), epsilon, whether the query
     # was reformulated and to what, the reranked documents with their f values, the ids kept
     forecast: dict[str, Any] | None = None
+    # the context pruner, when on: its threshold, per passage the kept sentences (indices), every
+    # sentence's score and the prompt tokens read and saved; `fallback` when nothing passed
+    prune: dict[str, Any] | None = None
     # each sentence of `retrieved_answer` with its support, from a verifier that judges sentence by
     # sentence (the trained verifier); None for judges that score the answer as a whole
     sentences: list[JudgedSentence] | None = None
@@ -268,6 +271,7 @@ class AskResult:
             error=d.get("error"),
             trust=d.get("trust"),
             forecast=d.get("forecast"),
+            prune=d.get("prune"),
             sentences=judged_sentences(d.get("sentences")),
             cascade=CascadeDecision.from_dict(d.get("cascade")),
         )

@@ -56,13 +56,14 @@ RETRIEVAL_TURNS = 2  # turns of the conversation that retrieval reads before the
 @dataclass
 class PassagesRecord:
     """The passages the answer is read from: retrieved (with each retrieval score) or given by
-    the caller (`retrieval_scores` None). `trust` and `forecast` are what the post-retrieval
+    the caller (`retrieval_scores` None). `trust`, `forecast` and `prune` are what the post-retrieval
     stages report (the JSON answer's fields); `untrusted`: the trust filter kept no chunk."""
 
     passages: list[Passage]
     retrieval_scores: list[float] | None = None
     trust: dict[str, Any] | None = None
     forecast: dict[str, Any] | None = None
+    prune: dict[str, Any] | None = None
     untrusted: bool = False
 
     @classmethod
@@ -386,6 +387,7 @@ def ask_result(state: AnswerState, threshold, *, model: str) -> AskResult:
         error=_errors(j.error, act.error),
         trust=p.trust if p else None,
         forecast=p.forecast if p else None,
+        prune=p.prune if p else None,
         sentences=judged_sentences(j.sentences),
         cascade=j.cascade,
     )

@@ -33,7 +33,7 @@ from verirag.awf.policies import FALLBACKS, make_policy
 from verirag.awf.registry import create
 from verirag.awf.registry import get as get_component
 from verirag.awf.spec import SEPARATOR, MethodSpec, accepted_options, split_name
-from verirag.awf.stages import UNTRUSTED_ACTIONS, ForecastRerankStage, TrustFilterStage
+from verirag.awf.stages import UNTRUSTED_ACTIONS, ForecastRerankStage, PruneStage, TrustFilterStage
 from verirag.conversation import as_history
 from verirag.errors import InputError
 from verirag.learned.threshold import ThresholdController, as_controller
@@ -104,6 +104,12 @@ class PipelineConfig:
     epsilon: float = 0.3
     rerank_depth: int = 20
     forecast_keep: int = 1
+    # post-retrieval, last: the context pruner (issue 37) keeps the sentences of each passage that
+    # score at least `prune_threshold` (None: the pruner's fitted one); `pruner` names a saved
+    # pruner folder (None: the shipped one)
+    prune: bool = False
+    prune_threshold: float | None = None
+    pruner: str | None = None
 
     def validate(self) -> PipelineConfig:
         threshold = as_controller(self.threshold)  # a controller must be fitted; an uncertified one acts on all
@@ -121,6 +127,8 @@ class PipelineConfig:
             raise InputError(f"epsilon must be in [0, 1], got {self.epsilon}")
         if self.rerank_depth < 1 or self.forecast_keep < 1:
             raise InputError("rerank_depth and forecast_keep must be at least 1")
+        if self.prune_threshold is not None and not 0.0 <= self.prune_threshold <= 1.0:
+            raise InputError(f"prune_threshold must be in [0, 1], got {self.prune_threshold}")
         if self.fallback == "escalate" and not self.escalate_model:
             raise InputError("the escalate fallback needs a second model: set escalate_model (--escalate-model)")
         return self
@@ -144,6 +152,7 @@ class Pipeline:
         self._policies: dict = {}
         self._trust = None
         self._forecaster = None
+        self._pruner = None
         self._stages: list | None = None
         self._llms: dict[str, MeteredLLM] = {}
 
@@ -295,12 +304,36 @@ class Pipeline:
         return self._forecaster
 
     @property
+    def context_pruner(self):
+        """The context pruner of `config.pruner` (the shipped one when None), loaded once."""
+        if self._pruner is None:
+            from verirag.learned.pruner import ContextPruner
+            from verirag.learned.shipped import shipped_pruner_dir
+
+            self._pruner = ContextPruner.load(self.config.pruner or shipped_pruner_dir())
+        return self._pruner
+
+    @property
     def stages(self) -> list:
-        """The post-retrieval stages in order: the trust filter, then the forecast rerank."""
+        """The post-retrieval stages in order: the trust filter, the forecast rerank, the pruner."""
         if self._stages is None:
             c = self.config
-            self._stages = ([TrustFilterStage(self.trust_filter, c.on_untrusted)] if c.trust else []) + (
-                [ForecastRerankStage(self.forecaster, epsilon=c.epsilon, keep=c.forecast_keep)] if c.forecaster else []
+            self._stages = (
+                ([TrustFilterStage(self.trust_filter, c.on_untrusted)] if c.trust else [])
+                + (
+                    [ForecastRerankStage(self.forecaster, epsilon=c.epsilon, keep=c.forecast_keep)]
+                    if c.forecaster
+                    else []
+                )
+                + (
+                    [
+                        PruneStage(
+                            self.context_pruner, c.prune_threshold, count_tokens=lambda t: self.llm.count_tokens(t)
+                        )
+                    ]
+                    if c.prune
+                    else []
+                )
             )
         return self._stages
 

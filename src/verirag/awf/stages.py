@@ -1,6 +1,6 @@
 """The pipeline's post-retrieval stages, each a small object with one job and a typed result.
 
-    retrieve -> TrustFilterStage -> ForecastRerankStage -> generate + verify (the AwF method) -> act
+    retrieve -> TrustFilterStage -> ForecastRerankStage -> PruneStage -> generate + verify (the AwF method) -> act
 
 A stage takes (question, hits) and returns a StageResult: the hits it passes on, what the JSON
 answer reports of it, and whether it asks for a re-query; `report` writes that into its own field
@@ -22,7 +22,7 @@ stages once more when a stage asks for it.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from verirag.errors import InputError
@@ -184,3 +184,53 @@ def _one_pass(question: str, query: str, retrieve, stages, say: Say) -> Retrieve
         r = stage.run(question, hits, say)
         results[stage.name], hits = r, r.kept
     return Retrieved(hits, results)
+
+
+class PruneStage:
+    """The context pruner (issue 37; `verirag.learned.pruner`): each passage keeps only the
+    sentences whose score passes `threshold` (None: the pruner's fitted one), in their order; a
+    passage with none kept is not read at all. When nothing passes anywhere, the best sentence of
+    the best passage is kept (`fallback` in the report), so the reader never gets an empty context.
+    `count_tokens` (the reader's tokenizer) measures the prompt tokens read and saved."""
+
+    name = "prune"
+
+    def __init__(self, pruner, threshold: float | None = None, count_tokens: Callable[[str], int] | None = None):
+        if threshold is not None and not 0.0 <= threshold <= 1.0:
+            raise InputError(f"the pruning threshold must be in [0, 1], got {threshold}")
+        self.pruner, self.threshold = pruner, threshold
+        self.count_tokens = count_tokens or (lambda text: len(text.split()))
+
+    def run(self, question: str, hits: list[ScoredPassage], say: Say) -> StageResult:
+        say(f"pruning {len(hits)} passages")
+        threshold = self.pruner.threshold_ if self.threshold is None else self.threshold
+        pruned, fallback = self.pruner.prune(question, [h.passage.text for h in hits], threshold)
+        kept, passages = [], []
+        for h, p in zip(hits, pruned):
+            full, read = self.count_tokens(h.passage.text), self.count_tokens(p.text) if p.kept else 0
+            passages.append(
+                {
+                    "id": h.passage.id,
+                    "title": h.passage.title,
+                    "sentences": p.sentences,
+                    "kept": p.kept,
+                    "scores": [round(s, 4) for s in p.scores],
+                    "tokens_read": read,
+                    "tokens_saved": full - read,
+                }
+            )
+            if p.kept:
+                kept.append(replace(h, passage=replace(h.passage, text=p.text)))
+        info = {
+            "threshold": threshold,
+            "fallback": fallback,
+            "passages": passages,
+            "tokens_read": sum(p["tokens_read"] for p in passages),
+            "tokens_saved": sum(p["tokens_saved"] for p in passages),
+        }
+        return StageResult(kept, info)
+
+    def report(self, result: StageResult, got: Retrieved, usage, record) -> None:
+        """The JSON answer's `prune`: per passage its sentences, the kept ones' indices, every
+        sentence's score, and the prompt tokens read and saved."""
+        record.prune = result.info

@@ -48,6 +48,7 @@ train_app.command("forecaster")(train.forecaster)
 train_app.command("verifier")(train.verifier)
 train_app.command("cascade")(train.cascade)
 train_app.command("stack")(train.stack)
+train_app.command("pruner")(train.pruner)
 label_app.command("verifier")(label.label_verifier)
 
 _print_result = ask.print_result  # the name older tests and notebooks use

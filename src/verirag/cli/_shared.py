@@ -17,6 +17,24 @@ MODEL_HELP = (
     "openai:MODEL, http://host:port/v1#MODEL, or hf:ID."
 )
 THRESHOLD_HELP = "Verdict threshold on the score (default 0.5), or a threshold file written by `verirag calibrate`."
+PRUNE_HELP = (
+    "Prune the retrieved passages before the model reads them: keep the sentences the context pruner "
+    "scores at least THRESHOLD (0-1; the shipped pruner's own threshold is used when on by default)."
+)
+NO_PRUNE_HELP = "Read every retrieved sentence: no context pruning."
+
+
+def prune_overrides(prune: float | None, no_prune: bool) -> dict:
+    """The PipelineConfig fields of --prune THRESHOLD / --no-prune (neither: the preset's)."""
+    from verirag.errors import InputError
+
+    if prune is not None and no_prune:
+        raise InputError("give --prune THRESHOLD or --no-prune, not both")
+    if prune is not None and not 0.0 <= prune <= 1.0:
+        raise InputError(f"--prune takes a threshold in [0, 1], got {prune}")
+    if no_prune:
+        return {"prune": False}
+    return {"prune": True, "prune_threshold": prune} if prune is not None else {}
 
 
 def warn(message: str) -> None:

@@ -10,7 +10,19 @@ import typer
 from rich.markup import escape
 from rich.panel import Panel
 
-from verirag.cli._shared import MODEL_HELP, PRESET_HELP, THRESHOLD_HELP, err, out, print_skipped, progress, warn_all
+from verirag.cli._shared import (
+    MODEL_HELP,
+    NO_PRUNE_HELP,
+    PRESET_HELP,
+    PRUNE_HELP,
+    THRESHOLD_HELP,
+    err,
+    out,
+    print_skipped,
+    progress,
+    prune_overrides,
+    warn_all,
+)
 from verirag.errors import InputError
 
 COLOURS = {"answered": "green", "abstained": "yellow", "fallback": "cyan", "escalated": "magenta"}
@@ -46,6 +58,15 @@ def print_result(r, *, show_question: bool = True) -> None:
         lines.append(
             f"[bold]forecast[/bold] {fc['confidence']:.3f} that an answer from {escape(', '.join(fc['kept']))} "
             f"is right (best of {len(fc['reranked'])} reranked){requery}"
+        )
+    if r.prune is not None:
+        pr = r.prune
+        kept = sum(len(p["kept"]) for p in pr["passages"])
+        total = sum(len(p["sentences"]) for p in pr["passages"])
+        lines.append(
+            f"[bold]pruned[/bold] kept {kept} of {total} sentences at {pr['threshold']:.2f}: "
+            f"{pr['tokens_read']} prompt tokens read, {pr['tokens_saved']} saved"
+            + (" (none passed: the best sentence was kept)" if pr["fallback"] else "")
         )
     if r.error:
         lines.append(f"[red]note:[/red] {escape(r.error)}")
@@ -97,6 +118,8 @@ def ask(
         help="With --forecaster: below this forecast (default 0.3) the "
         "query is reformulated and retrieval runs once more.",
     ),
+    prune: float | None = typer.Option(None, "--prune", metavar="THRESHOLD", help=PRUNE_HELP),
+    no_prune: bool = typer.Option(False, "--no-prune", help=NO_PRUNE_HELP),
 ):
     """Answer QUESTION from a corpus, verify the answer, and act on the verdict."""
     from verirag.awf.pipeline import Pipeline
@@ -123,6 +146,7 @@ def ask(
         on_untrusted=on_untrusted,
         forecaster=str(forecaster) if forecaster else None,
         epsilon=epsilon,
+        **prune_overrides(prune, no_prune),
     )
     with err.status("indexing…" if corpus else "loading index…"):
         p.index(corpus) if corpus is not None else p.load_index(index)
@@ -141,12 +165,14 @@ def demo(
     model: str | None = typer.Option(None, help=MODEL_HELP),
     threshold: float | None = typer.Option(None, help="Verdict threshold (default 0.5)."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object per question."),
+    prune: float | None = typer.Option(None, "--prune", metavar="THRESHOLD", help=PRUNE_HELP),
+    no_prune: bool = typer.Option(False, "--no-prune", help=NO_PRUNE_HELP),
 ):
     """Index the shipped demo corpus and answer its questions, one answerable from it, one not."""
     from verirag import demo as demo_data
     from verirag.awf.pipeline import Pipeline
 
-    p = Pipeline.from_preset(preset, model=model, threshold=threshold)
+    p = Pipeline.from_preset(preset, model=model, threshold=threshold, **prune_overrides(prune, no_prune))
     questions = demo_data.questions()
     with err.status("indexing the demo corpus…"):
         p.index(demo_data.corpus_path())

@@ -412,3 +412,42 @@ def cascade(
         f"{escape(band.judge)} {a['judge']:.3f}, cascade {a['cascade']:.3f} (cross-fitted by question "
         f"{cf['auroc']:.3f}, {cf['escalated_share']:.1%} escalated) -> {escape(str(out_file))}"
     )
+
+
+def pruner(
+    out_dir: Path = typer.Option(..., "--out", help="Where to write the pruner (a folder)."),
+    encoder: str = typer.Option("all-MiniLM-L6-v2", help="The packaged encoder to fine-tune, or a model folder."),
+    epochs: int = typer.Option(4, help="Training epochs at most (the best validation loss is kept)."),
+    train_layers: int = typer.Option(3, help="Top encoder layers fine-tuned (their update is stored compressed)."),
+    compress_rank: int = typer.Option(16, help="Rank of the stored update of those layers (0: stored in full)."),
+    recall: float = typer.Option(
+        0.95, help="The fitted threshold keeps at least this share of the validation's answering sentences."
+    ),
+    max_examples: int | None = typer.Option(None, help="Train on the first this many examples (a smoke run)."),
+    seed: int = typer.Option(0, help="Split and initialisation seed."),
+):
+    """Train the context pruner from NQ's and HotpotQA's training questions (VERIRAG_DATA_DIR):
+    sentences that hold the answer or a supporting fact are kept, the others dropped."""
+    from verirag.datasets.registry import data_dir
+    from verirag.learned.pruner import ContextPruner
+    from verirag.train.pruner_examples import pruner_examples
+
+    examples = pruner_examples(data_dir(), seed=seed)
+    if max_examples is not None:
+        examples = examples[:max_examples]
+    p = ContextPruner(
+        encoder, epochs=epochs, train_layers=train_layers, compress_rank=compress_rank, recall=recall, seed=seed
+    )
+    with progress() as bar:
+        task = bar.add_task("reading the examples and the encoder", total=None)
+        p.fit(examples, say=lambda m: bar.update(task, description=escape(m)))
+    for h in p.history_:
+        out.print(f"epoch {h['epoch']}: training loss {h['train_loss']:.4f}, validation AUROC {h['val_auroc']:.3f}")
+    p.save(out_dir, command="verirag train pruner", data="NQ-open oracle + HotpotQA training questions")
+    m = p.metrics_
+    out.print(
+        f"pruner -> {escape(str(out_dir))} ({p.adapter_bytes_ / 1e6:.1f} MB over {escape(encoder)}): "
+        f"{p.n_train_} training / {p.n_val_} validation windows; best epoch {p.best_epoch_}; sentence AUROC "
+        f"{m['auroc']:.3f}; threshold {p.threshold_:.3f} keeps {m['recall_at_threshold']:.1%} of answering "
+        f"sentences and {m['kept_share_at_threshold']:.1%} of all"
+    )

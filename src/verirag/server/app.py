@@ -265,6 +265,7 @@ def create_app(service: VeriragService) -> FastAPI:
                 method=body.method,
                 threshold=body.threshold,
                 fallback=body.fallback,
+                prune=body.prune,
             ),
         )
         out = result.to_dict()

@@ -103,6 +103,11 @@ class AskRequest(Strict):
     method: str | None = Field(None, max_length=200, description="an AwF method (GET /v1/methods)")
     threshold: Threshold | None = Field(None, description="verdict threshold on the score")
     fallback: Literal["abstain", "no-rag", "escalate"] | None = None
+    prune: Flag | Threshold | None = Field(
+        None,
+        description="context pruning before the model reads the passages: true (the pruner's own threshold), "
+        "a threshold in [0, 1], or false (every sentence is read); default: the service's setting",
+    )
 
 
 class PassageIn(Strict):

@@ -88,7 +88,8 @@ class VeriragService:
         self.worker = ModelWorker(
             queue_size=config.queue_size, queue_timeout=config.queue_timeout, run_timeout=config.request_timeout
         )
-        self._pipelines: dict[str, Pipeline] = {self.pipeline.config.method: self.pipeline}
+        # keyed by (method, the request's pruning settings): see pipeline_for
+        self._pipelines: dict[tuple, Pipeline] = {(self.pipeline.config.method, ()): self.pipeline}
         self._lock = threading.Lock()
         self.ready = threading.Event()
         if not config.warm_up:  # models load on the first request that needs them
@@ -120,7 +121,7 @@ class VeriragService:
             raise
 
     def check_method(self, method: str | None) -> None:
-        if method is not None and method not in self._pipelines and method not in method_names():
+        if method is not None and method not in {m for m, _ in self._pipelines} and method not in method_names():
             raise InputError(f"unknown method {method!r}; GET /v1/methods lists them")
 
     def runnable_methods(self) -> list[str]:
@@ -146,14 +147,26 @@ class VeriragService:
         if n > self.config.max_passages:
             raise InputError(f"{n} passages: at most {self.config.max_passages} are verified per request")
 
-    def pipeline_for(self, method: str | None) -> Pipeline:
+    def pipeline_for(self, method: str | None, prune: bool | float | None = None) -> Pipeline:
+        """The pipeline of `method` (None: the default) and, for /v1/ask, the request's `prune`
+        (None: the service's setting; True: on at the pruner's threshold; a number: that threshold;
+        False: off). Built once per combination; the loaded pruner is shared."""
         name = method or self.pipeline.config.method
+        base = self.pipeline.config
+        if prune is None:
+            settings = {}
+        elif prune is False:
+            settings = {"prune": False}
+        else:
+            settings = {"prune": True, "prune_threshold": None if prune is True else float(prune)}
+        key = (name, tuple(sorted(settings.items())))
         with self._lock:
-            p = self._pipelines.get(name)
+            p = self._pipelines.get(key)
             if p is None:
                 self.check_method(name)
-                p = Pipeline(replace(self.pipeline.config, method=name), index=self.pipeline.search_index)
-                self._pipelines[name] = p
+                p = Pipeline(replace(base, method=name, **settings), index=self.pipeline.search_index)
+                p._pruner = self.pipeline._pruner  # shared once loaded (None: loaded on first use)
+                self._pipelines[key] = p
             return p
 
     def methods(self) -> dict[str, Any]:
@@ -180,6 +193,7 @@ class VeriragService:
         method: str | None = None,
         threshold: float | None = None,
         fallback: str | None = None,
+        prune: bool | float | None = None,
     ) -> AskResult:
         token.check()
         if not self.has_index:
@@ -187,7 +201,7 @@ class VeriragService:
                 "this service has no index to answer from: start it with `verirag serve --index DIR`, "
                 "or send your own passages to /v1/verify"
             )
-        return self.pipeline_for(method).ask(
+        return self.pipeline_for(method, prune).ask(
             question,
             history=history,
             k=k,
