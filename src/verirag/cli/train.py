@@ -421,7 +421,9 @@ def pruner(
     train_layers: int = typer.Option(3, help="Top encoder layers fine-tuned (their update is stored compressed)."),
     compress_rank: int = typer.Option(16, help="Rank of the stored update of those layers (0: stored in full)."),
     recall: float = typer.Option(
-        0.95, help="The fitted threshold keeps at least this share of the validation's answering sentences."
+        0.9,
+        help="The fitted threshold keeps an answering sentence in at least this share of the validation "
+        "passages that hold one.",
     ),
     max_examples: int | None = typer.Option(None, help="Train on the first this many examples (a smoke run)."),
     seed: int = typer.Option(0, help="Split and initialisation seed."),
@@ -448,6 +450,6 @@ def pruner(
     out.print(
         f"pruner -> {escape(str(out_dir))} ({p.adapter_bytes_ / 1e6:.1f} MB over {escape(encoder)}): "
         f"{p.n_train_} training / {p.n_val_} validation windows; best epoch {p.best_epoch_}; sentence AUROC "
-        f"{m['auroc']:.3f}; threshold {p.threshold_:.3f} keeps {m['recall_at_threshold']:.1%} of answering "
-        f"sentences and {m['kept_share_at_threshold']:.1%} of all"
+        f"{m['auroc']:.3f}; threshold {p.threshold_:.3f} keeps an answering sentence in "
+        f"{m['passages_keeping_an_answer']:.1%} of the passages holding one, and {m['words_kept']:.1%} of the words"
     )

@@ -18,7 +18,7 @@ Training: binary cross-entropy per sentence. Only the top `train_layers` layers 
 `compress_rank` approximation, so the saved adapter is small (the encoder is the installed
 package's). Validation holds out whole questions; the best epoch by validation loss is kept; the
 temperature and the threshold are fitted there: `threshold_` is the highest threshold at which at
-least `recall` of the validation's answering sentences are kept.
+least `recall` of the validation passages that hold an answering sentence keep one (`calibrate`).
 
 Saved as a folder: `pruner.json` and `adapter.safetensors`. Fingerprints: "encoder" (loading over
 other encoder weights is refused) and "data" (the training examples).
@@ -117,7 +117,7 @@ class ContextPruner(LearnedPart):
         learning_rate: float = 1e-4,
         head_learning_rate: float = 2e-3,
         compress_rank: int = 16,
-        recall: float = 0.95,
+        recall: float = 0.9,
         val_share: float = 0.15,
         patience: int = 1,
         seed: int = 0,
@@ -325,31 +325,48 @@ class ContextPruner(LearnedPart):
         round_to_fp16(self._scorer, self._trainable)  # what is saved is what is measured
         if self.compress_rank:
             merge_lora(self._scorer)
-        z, y = self._validate(val_units, states_va) if not self.compress_rank else self._revalidate(val_units)
-        self._calibrate(z, y, val_units)
+        self.calibrate([e for e, m in zip(examples, va) if m])
         self.n_train_, self.n_val_ = len(train_units), len(val_units)
         return self
 
-    def _revalidate(self, units: list[_Unit]) -> tuple[np.ndarray, np.ndarray]:
-        """Validation logits of the compressed network, from the windows (its lower layers changed)."""
-        logits = self._window_logits([u.window for u in units])
-        return np.concatenate(logits), np.concatenate([u.labels for u in units])
+    def calibrate(self, examples: Sequence[PrunerExample]) -> ContextPruner:
+        """Fit the temperature, the threshold and the metrics on held-out `examples` (`fit` does it
+        on its validation questions; calling it again refits them without training).
 
-    def _calibrate(self, z: np.ndarray, y: np.ndarray, units: list[_Unit]) -> None:
-        """Temperature, the recall threshold and the validation metrics (per sentence)."""
+        `threshold_` is the highest threshold at which at least `recall` of the passages that hold
+        an answering sentence keep one: what decides whether the reader can still answer (a
+        per-sentence recall would keep every paraphrase of the answer, and most of the text)."""
+        if self._scorer is None:
+            self._load_base()
+        z_all, y_all, passages = [], [], []
+        for e in examples:
+            windows = self._windows(e.question, e.sentences)
+            best = np.full(len(e.sentences), -np.inf)
+            for w, z in zip(windows, self._window_logits(windows) if windows else []):
+                for i, zi in zip(w.sentence_of, z):
+                    best[i] = max(best[i], zi)
+            z_all.append(best)
+            y_all.append(np.asarray(e.labels, dtype=np.float64))
+            passages.append((best, np.asarray(e.labels, dtype=bool), np.array([len(x.split()) for x in e.sentences])))
+        z, y = np.concatenate(z_all), np.concatenate(y_all)
         self.temperature_ = fit_temperature(z, y)
+        # per passage holding an answer: the best answering sentence's probability
+        best_answer = np.sort([sigmoid(b[lab] / self.temperature_).max() for b, lab, _ in passages if lab.any()])
+        k = int(np.floor((1 - self.recall) * len(best_answer)))
+        self.threshold_ = float(best_answer[k]) if len(best_answer) else 0.5
         p = sigmoid(z / self.temperature_)
-        positives = np.sort(p[y == 1])
-        # the highest t with share(p >= t among positives) >= recall
-        k = int(np.floor((1 - self.recall) * len(positives)))
-        self.threshold_ = float(positives[k]) if len(positives) else 0.5
         kept = p >= self.threshold_
+        words = np.concatenate([w for _, _, w in passages])
         self.metrics_ = {
             **validation_metrics(p, y),
             "auroc": float(auroc(p, y)),
-            "recall_at_threshold": float(kept[y == 1].mean()) if (y == 1).any() else float("nan"),
-            "kept_share_at_threshold": float(kept.mean()),
+            "passages": len(passages),
+            "passages_keeping_an_answer": float(np.mean(best_answer >= self.threshold_)) if len(best_answer) else None,
+            "answer_sentences_kept": float(kept[y == 1].mean()) if (y == 1).any() else float("nan"),
+            "sentences_kept": float(kept.mean()),
+            "words_kept": float(words[kept].sum() / max(words.sum(), 1)),
         }
+        return self
 
     # ---- saved --------------------------------------------------------------------------------
     def save_weights(self, directory: Path) -> None:
