@@ -191,3 +191,41 @@ def test_the_stage_reports_kept_sentences_and_tokens(shipped):
     assert info["passages"][1]["sentences"] == [UNRELATED]
     assert info["tokens_saved"] >= len(UNRELATED.split()) and info["tokens_read"] == len(r.kept[0].passage.text.split())
     assert set(info) == {"threshold", "fallback", "passages", "tokens_read", "tokens_saved"}
+
+
+# ---- the answer path ------------------------------------------------------------------------------
+@pytest.mark.slow
+def test_ask_with_and_without_pruning(smollm_path):
+    from dataclasses import replace
+
+    from verirag import demo
+    from verirag.awf.pipeline import PRESETS, Pipeline
+
+    on = Pipeline(replace(PRESETS["tiny"], prune=True, prune_threshold=0.4))
+    on.index(demo.corpus_path())
+    off = Pipeline(replace(PRESETS["tiny"], prune=False), index=on.search_index)
+    question = "Who designed the lighthouse?"
+    pruned, full = on.ask(question), off.ask(question)
+    assert full.prune is None  # --no-prune reads everything: every chunk whole
+    assert [e.text for e in full.evidence] == [h.passage.text for h in off.retrieve(question)]
+    report = pruned.to_dict()["prune"]
+    assert set(report) == {"threshold", "fallback", "passages", "tokens_read", "tokens_saved"}
+    assert report["threshold"] == 0.4 and report["tokens_saved"] > 0
+    for p in report["passages"]:
+        assert set(p) == {"id", "title", "sentences", "kept", "scores", "tokens_read", "tokens_saved"}
+        assert all(s >= 0.4 for i, s in enumerate(p["scores"]) if i in p["kept"])
+    read = {p["id"] for p in report["passages"] if p["kept"]}
+    assert {e.id for e in pruned.evidence} == read  # a passage with nothing kept is not read
+    assert pruned.usage["prompt_tokens"] < full.usage["prompt_tokens"]
+
+
+def test_prune_options_are_checked():
+    from verirag.cli._shared import prune_overrides
+
+    assert prune_overrides(None, False) == {}
+    assert prune_overrides(None, True) == {"prune": False}
+    assert prune_overrides(0.3, False) == {"prune": True, "prune_threshold": 0.3}
+    with pytest.raises(InputError, match="not both"):
+        prune_overrides(0.3, True)
+    with pytest.raises(InputError, match=r"\[0, 1\]"):
+        prune_overrides(1.5, False)
