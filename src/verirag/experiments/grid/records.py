@@ -27,6 +27,14 @@ Fields:
   `predictor_digest` (the predictor's identity), and `signals` = {"values": {...}, "missing":
   {signal: why}}: the answer's token logprob min / mean / sum, K-Precision and retrieval top / mean
   (`verirag.awf.signals`; what `verirag train stack` combines).
+- prune_digest: with the config's `prune` on, the pruning's identity (the threshold used and the
+  pruner's weights, settings and temperature), part of the key ("...|digest|prune:PRUNE_DIGEST");
+  "" without pruning (the key is then as before). `details["prune"]` is the pruning of the
+  example's passages the method read, shared by the example's methods: the report of
+  `verirag.awf.stages.PruneStage` (threshold, fallback, per passage id / title / sentences / kept /
+  scores / tokens_read / tokens_saved with the answering model's tokenizer, the totals) and
+  `reference_kept`: a reference answer still appears in the pruned passages (None without
+  references). `answerable` stays that of the example's passages before pruning.
 - seconds: wall time of this method on this example, marginal to methods that ran before it in
   the same trace (a shared generation is paid by the first method that needs it).
 - calls, prompt_tokens, completion_tokens: the full cost of the method on this example: every
@@ -58,9 +66,12 @@ from typing import Any
 RESULTS_FILE = "results.jsonl"
 
 
-def record_key(dataset: str, model: str, method: str, example_id: str, method_digest: str = "") -> str:
+def record_key(
+    dataset: str, model: str, method: str, example_id: str, method_digest: str = "", prune_digest: str = ""
+) -> str:
     key = f"{dataset}|{model}|{method}|{example_id}"
-    return f"{key}|{method_digest}" if method_digest else key
+    key = f"{key}|{method_digest}" if method_digest else key
+    return f"{key}|prune:{prune_digest}" if prune_digest else key
 
 
 @dataclass
@@ -88,10 +99,11 @@ class ResultRecord:
     method_digest: str = ""
     method_spec: dict[str, Any] = field(default_factory=dict)
     spent: dict[str, Any] = field(default_factory=dict)
+    prune_digest: str = ""
 
     @property
     def key(self) -> str:
-        return record_key(self.dataset, self.model, self.method, self.example_id, self.method_digest)
+        return record_key(self.dataset, self.model, self.method, self.example_id, self.method_digest, self.prune_digest)
 
     @property
     def slot(self) -> str:

@@ -11,6 +11,10 @@ Failures never vanish:
   run-level failure: appended to DIR/failures.jsonl, reported at the end, and the rest of the grid
   still runs.
 
+With the config's `prune` on, each example's passages are pruned once per model, before its
+methods (`verirag.awf.stages.PruneStage`, as `verirag ask --prune`), and every method reads the
+pruned passages; the records carry the report and the pruning's identity (`prune_digest`).
+
 Examples of one model run one after another on llama.cpp (one model instance is not thread-safe,
 and it already uses every core); HTTP backends run `concurrency` examples in flight. Ray takes the
 same work units with `executor="ray"` (verirag.experiments.grid.executors).
@@ -20,16 +24,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from verirag.awf.spec import MethodSpec
 from verirag.errors import InputError, VeriragError, is_outage
-from verirag.evaluation.ground_truth import GroundTruth
+from verirag.evaluation.ground_truth import GroundTruth, passages_support_reference
 from verirag.experiments.grid.config import ExperimentConfig
 from verirag.experiments.grid.executors import get_executor
 from verirag.experiments.grid.records import ResultRecord, ResultStore, record_key
@@ -87,6 +92,38 @@ def result_fingerprint(cfg: ExperimentConfig) -> str:
         "match_llm": cfg.match_llm,
         "judge_model": cfg.judge_model,
         "datasets": [{"name": d.name, "path": d.path, "options": d.options, "seed": d.seed} for d in cfg.datasets],
+    }
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+_PRUNERS: dict[tuple[str, int], Any] = {}
+_PRUNERS_LOCK = threading.Lock()
+
+
+def load_pruner(directory: str | None):
+    """The context pruner a config's `prune.pruner` names (None: the shipped one), loaded once per
+    process (every unit of a run shares it); a missing or damaged one raises its VeriragError."""
+    from verirag.learned.pruner import META_FILE, ContextPruner
+    from verirag.learned.shipped import shipped_pruner_dir
+
+    path = Path(directory).expanduser().resolve() if directory else shipped_pruner_dir()
+    meta = path / META_FILE
+    key = (str(path), meta.stat().st_mtime_ns if meta.is_file() else 0)  # a pruner saved again is loaded again
+    with _PRUNERS_LOCK:
+        if key not in _PRUNERS:
+            _PRUNERS[key] = ContextPruner.load(path)
+        return _PRUNERS[key]
+
+
+def prune_digest(pruner, threshold: float | None) -> str:
+    """The identity of a pruning: the threshold it uses (None: the pruner's fitted one, resolved)
+    and what decides the pruner's scores (its settings, fingerprints, adapter weights, temperature)."""
+    parts = {
+        "threshold": pruner.threshold_ if threshold is None else float(threshold),
+        "settings": pruner.settings(),
+        "fingerprints": pruner.fingerprints,
+        "adapter": getattr(pruner, "adapter_sha256_", None),
+        "temperature": pruner.temperature_,
     }
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
@@ -210,10 +247,45 @@ class UnitRunner:
 
             correctness_judge = CorrectnessJudge(llm_factory(cfg.match_llm, cfg.n_ctx))
         self.truth = GroundTruth(cfg.match, correctness_judge)
+        self.prune_stage, self.prune_digest = None, ""
+        if cfg.prune is not None:  # one pruning per example, before its methods (PruneStage, as `ask`)
+            from verirag.awf.stages import PruneStage
+
+            pruner, threshold = load_pruner(cfg.prune.get("pruner")), cfg.prune.get("threshold")
+            self.prune_stage = PruneStage(pruner, threshold, count_tokens=self.metered.count_tokens)
+            self.prune_digest = prune_digest(pruner, threshold)
+        self._prune_lock = threading.Lock()  # HTTP models run examples in threads; the pruner runs one at a time
 
     def key(self, label: str, ex: Example) -> str:
-        """The record key: its slot and the built method's identity (`Component.digest`)."""
-        return record_key(self.unit.dataset, self.unit.model, label, ex.id, self.methods[label][1].digest)
+        """The record key: its slot, the built method's identity (`Component.digest`) and, with
+        pruning on, the pruning's (`prune_digest`)."""
+        return record_key(
+            self.unit.dataset, self.unit.model, label, ex.id, self.methods[label][1].digest, self.prune_digest
+        )
+
+    def passages(self, ex: Example):
+        """The PassagesRecord the methods of `ex` read: its passages, or with pruning on those
+        PruneStage keeps (pruned, in order, their retrieval scores kept) and its report in `prune`."""
+        from verirag.awf.core import AnswerState, PassagesRecord
+        from verirag.types import ScoredPassage
+
+        scores = ex.meta.get("retrieval_scores")
+        if self.prune_stage is None:
+            return PassagesRecord(list(ex.passages), scores)
+        scored = scores is not None and len(scores) == len(ex.passages)
+        hits = [ScoredPassage(p, float(scores[i]) if scored else 0.0, i) for i, p in enumerate(ex.passages)]
+        query = AnswerState(ex.question, history=tuple(ex.history)).retrieval_query()  # what `ask` prunes for
+        with self._prune_lock:
+            result = self.prune_stage.run(query, hits, lambda _m: None)
+        kept = result.kept
+        record = PassagesRecord([h.passage for h in kept], [scores[h.rank] for h in kept] if scored else None)
+        self.prune_stage.report(result, None, None, record)
+        refs = [r for r in ex.references if r.strip()]
+        record.prune = {
+            **record.prune,
+            "reference_kept": passages_support_reference(replace(ex, passages=record.passages)) if refs else None,
+        }
+        return record
 
     def todo(self, done: set[str]) -> tuple[list[Example], int]:
         """(the examples with a method whose record is missing or stale, the records already done)."""
@@ -233,12 +305,12 @@ class UnitRunner:
     def run_example(self, ex: Example, done: set[str]) -> list[ResultRecord]:
         """One record per method of `ex` still to do, each from the answer core (`verirag.awf.core`:
         the method, then the answer rules `ask` applies), over one trace the methods share."""
-        from verirag.awf.core import AnswerAndScore, AnswerCore, AnswerRules, AnswerState, PassagesRecord
+        from verirag.awf.core import AnswerAndScore, AnswerCore, AnswerRules, AnswerState
         from verirag.awf.trace import Trace
 
-        scores = ex.meta.get("retrieval_scores")
-        passages = PassagesRecord(list(ex.passages), scores)
-        trace = Trace(ex.question_with_history(), ex.passages, retrieval_scores=scores)
+        passages = self.passages(ex)  # pruned once, shared by the methods
+        trace = Trace(ex.question_with_history(), passages.passages, retrieval_scores=passages.retrieval_scores)
+        prune = {} if passages.prune is None else {"prune": _jsonable(passages.prune)}
         records = []
         for label, (spec, method) in self.methods.items():
             if self.key(label, ex) in done:
@@ -285,6 +357,7 @@ class UnitRunner:
                     details={
                         **_jsonable(details),
                         **truth.details,
+                        **prune,
                         "cache_hits": cost.cache_hits,
                         "shared": {
                             "calls": shared.calls,
@@ -295,6 +368,7 @@ class UnitRunner:
                     method_digest=method.digest,
                     method_spec=_jsonable({**spec.to_dict(), "resolved_options": method.resolved_options()}),
                     spent=spent.to_dict(),
+                    prune_digest=self.prune_digest,
                 )
             )
         return records
@@ -319,6 +393,8 @@ def run_experiment(
     """Run (or resume) the experiment into `out_dir`. `limit` caps the examples per dataset."""
     out_dir = Path(out_dir)
     llm_factory = llm_factory or default_llm_factory
+    if cfg.prune is not None:  # a missing or damaged pruner fails the run before anything runs
+        load_pruner(cfg.prune.get("pruner"))
     prepare_dir(cfg, out_dir)
     store = ResultStore(out_dir)
     stored = store.load()
