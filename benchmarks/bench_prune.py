@@ -197,12 +197,12 @@ def summary(out: Path, datasets: list[str], arms: list[str]) -> dict:
                 "prompt_tokens": float(np.mean([r["prompt_tokens"] or 0 for r in rs])),
                 "accuracy": float(ok.mean()),
                 "accuracy_minus_baseline": [diff.estimate, diff.low, diff.high],
-                "pr_auc": float(pr_auc(scores, ok.astype(int), answerable)),
+                "pr_auc": float(pr_auc(scores, ok.astype(int), answerable, strict=False)),
                 "errors": sum(1 for r in rs if r.get("error")),
             }
             if a == "prune":
                 full = np.array([r.get("score_full", np.nan) for r in rs])
-                e["pr_auc_verifier_reads_full"] = float(pr_auc(full, ok.astype(int), answerable))
+                e["pr_auc_verifier_reads_full"] = float(pr_auc(full, ok.astype(int), answerable, strict=False))
                 e["fallbacks"] = sum(1 for r in rs if r.get("prune", {}).get("fallback"))
             entry[a] = e
         report[d] = entry
