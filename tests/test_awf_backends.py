@@ -70,6 +70,7 @@ def test_a_backend_without_logprobs_is_refused_at_construction():
         "nli": NEXT_TOKEN,
         "llm_judge": NEXT_TOKEN,
         "self_check": NEXT_TOKEN,
+        "cascade": NEXT_TOKEN,  # its LLM judge (nli) decides inside the band
         "dual_generation": SCORE,
     }
     for name in method_names():

@@ -226,7 +226,7 @@ def test_the_readme_first_screen_runs(capsys):
     """The README's Verifier snippet, as a user copies it (the printed score is its comment's)."""
     from readme import python_block
 
-    exec(python_block("from verirag import Verifier"), {})
+    exec(python_block("v = Verifier()                       # the default method"), {})
     score, faithful, passage, method = capsys.readouterr().out.split()
     assert float(score) == pytest.approx(0.87, abs=0.05) and faithful == "True" and passage == "p0"
     assert method == DEFAULT_METHOD

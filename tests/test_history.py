@@ -229,9 +229,12 @@ def test_the_langchain_verifier_reads_the_chains_chat_history(verifier):
     from langchain_core.documents import Document
     from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
+    from verirag.awf.pipeline import Pipeline
     from verirag.integrations.langchain import VeriragVerifier
 
-    v = VeriragVerifier(pipeline=verifier.pipeline, threshold=0.0)
+    # the act stage builds its policy with the pipeline's model: the smallest real one (the verdict is the
+    # trained verifier's either way)
+    v = VeriragVerifier(pipeline=Pipeline.from_preset("tiny"), threshold=0.0)
     base = {"input": QUESTION, "answer": RIGHT, "context": [Document(page_content=t) for t in PASSAGES]}
     chat = [SystemMessage("Be brief."), HumanMessage(HISTORY[0]), AIMessage(HISTORY[1])]
     told, alone = v.invoke(base | {"chat_history": chat}), v.invoke(base)

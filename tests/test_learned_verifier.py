@@ -127,8 +127,9 @@ def test_chunks_fit_the_window_and_the_end_of_a_long_passage_is_read():
 def test_a_long_sentence_is_read_in_pieces_and_a_long_question_refused():
     reader = TrainedVerifier(max_length=64).reader
     long_sentence = " ".join(f"word{i}" for i in range(80)) + "."
-    sentences, claims, owner = reader.claims("Why?", long_sentence)
+    sentences, claims, owner, context = reader.claims("Why?", long_sentence)
     assert sentences == [long_sentence] and len(claims) > 1 and set(owner) == {0}
+    assert context == ""  # no history, nothing read before the question
     assert all(len(reader.tokenizer(c, add_special_tokens=False)["input_ids"]) <= reader.claim_budget for c in claims)
     with pytest.raises(InputError, match="question .* too long"):
         reader.claims(" ".join(["why"] * 200) + "?", "Yes.")

@@ -119,7 +119,11 @@ def test_ask_answers_what_the_cli_prints_and_retrieve_lists_passages(client):
 
 @pytest.mark.slow
 def test_openai_chat_completions_facade(client):
-    from_ask = client.post("/v1/ask", json={"question": "Who kept the Halvorsen lighthouse?"}).json()
+    # the earlier user and assistant messages are the conversation (issue 36): /v1/ask with that history
+    earlier = [{"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi"}]
+    from_ask = client.post(
+        "/v1/ask", json={"question": "Who kept the Halvorsen lighthouse?", "history": earlier}
+    ).json()
     r = client.post(
         "/v1/chat/completions",
         json={

@@ -71,7 +71,7 @@ def as_history(history: Any, *, name: str = "history") -> tuple[str, ...]:
     for i, item in enumerate(history):
         where = f"{name}[{i}]"
         if isinstance(item, str):
-            text = item
+            text, own = item, len(item)
         elif isinstance(item, Mapping):
             role = item.get("role")
             if role in DROPPED_ROLES:
@@ -79,6 +79,7 @@ def as_history(history: Any, *, name: str = "history") -> tuple[str, ...]:
             if role not in SPEAKERS:
                 raise InputError(f"{where}: a message's role is user, assistant or system, not {role!r}")
             text = _message_text(item, where)
+            own = len(text)  # the limit is the message's own text's, not its speaker label's
             if text.strip():
                 text = f"{SPEAKERS[role]}: {text.strip()}"
         else:
@@ -89,8 +90,8 @@ def as_history(history: Any, *, name: str = "history") -> tuple[str, ...]:
             raise InputError(f"{where} contains a NUL character")
         if not text.strip():
             raise InputError(f"{where} is empty: every turn of the history needs text")
-        if len(text) > MAX_TURN_CHARS:
-            raise InputError(f"{where} has {len(text)} characters: a turn may have at most {MAX_TURN_CHARS}")
+        if own > MAX_TURN_CHARS:
+            raise InputError(f"{where} has {own} characters: a turn may have at most {MAX_TURN_CHARS}")
         turns.append(" ".join(text.split()))
     return cut(turns)
 
