@@ -36,16 +36,17 @@ from typing import Any
 import numpy as np
 
 from verirag.errors import InputError
+from verirag.learned.adapter_part import ADAPTER_FILE as ADAPTER_FILE  # re-exported: where the weights are
+from verirag.learned.adapter_part import EncoderAdapter
 from verirag.learned.base import LearnedPart
 from verirag.learned.forecaster import fit_temperature, validation_metrics
 from verirag.learned.pruner_inputs import Window, passage_sentences, windows_for
 from verirag.learned.splits import split_by_group
 from verirag.learned.training import EarlyStopping, bce_with_logits
-from verirag.learned.verifier import DEFAULT_ENCODER, _sha256, encoder_dir, encoder_fingerprint
+from verirag.learned.verifier import DEFAULT_ENCODER, encoder_dir, encoder_fingerprint
 from verirag.metrics.calibration import auroc, sigmoid
 
 META_FILE = "pruner.json"
-ADAPTER_FILE = "adapter.safetensors"
 INFERENCE_BATCH = 16  # windows per forward pass
 
 
@@ -92,13 +93,14 @@ class _Unit:
     labels: np.ndarray
 
 
-class ContextPruner(LearnedPart):
+class ContextPruner(EncoderAdapter, LearnedPart):
     """Settings: `encoder`, `max_length` (tokens of a window), `train_layers`, `epochs` (at most),
     `batch_size` (windows per step), `learning_rate` (the layers'), `head_learning_rate`,
     `compress_rank` (rank of the stored update; 0 stores the layers in full), `recall` (share of
     answering sentences the fitted threshold keeps on validation), `val_share`, `patience`, `seed`."""
 
     format_name = "pruner"
+    noun = "pruner"
     title = "context pruner"
     folder = META_FILE
     fitted_attribute = "best_epoch_"
@@ -368,38 +370,11 @@ class ContextPruner(LearnedPart):
         }
         return self
 
-    # ---- saved --------------------------------------------------------------------------------
-    def save_weights(self, directory: Path) -> None:
-        from verirag.learned.verifier_model import save_adapter
-
-        save_adapter(self._scorer, self._trainable, directory / ADAPTER_FILE)
-        self.adapter_sha256_ = _sha256(directory / ADAPTER_FILE)
-        self.adapter_bytes_ = (directory / ADAPTER_FILE).stat().st_size
-
-    def restore(self, state: dict[str, Any], path: Path) -> None:
-        super().restore(state, path)
-        adapter = path / ADAPTER_FILE
-        remake = f"make a new one with `{self.fit_command}`"
-        if not adapter.is_file():
-            raise InputError(f"{path}: the adapter weights {ADAPTER_FILE} are missing; {remake}")
-        if _sha256(adapter) != self.adapter_sha256_:
-            raise InputError(f"{adapter}: the weights differ from those the pruner was saved with; {remake}")
-        self._adapter_path = adapter
-
+    # ---- saved (save_weights, restore: EncoderAdapter) ----------------------------------------
     @classmethod
     def load(cls, path: str | Path, expect: dict[str, Any] | None = None, **runtime: Any) -> ContextPruner:
         """The pruner saved at `path` over the installed encoder; refused (InputError) when that
         encoder's weights are not those it was trained over, or `expect` differs."""
-        from verirag.learned.verifier_model import add_lora, load_adapter, merge_lora
-
         part = super().load(path, expect, **runtime)
-        part.check_expected(
-            {"encoder": encoder_fingerprint(part.encoder)}, where=f"{path} over the installed encoder {part.encoder}"
-        )
-        part._load_base()
-        if part.compress_rank:
-            add_lora(part._scorer, part.train_layers, part.compress_rank)
-        part._trainable = load_adapter(part._scorer, part._adapter_path)
-        if part.compress_rank:
-            merge_lora(part._scorer)
+        part._put_adapter_back(path)
         return part

@@ -49,6 +49,8 @@ from typing import Any
 import numpy as np
 
 from verirag.errors import InputError, ModelNotFoundError
+from verirag.learned.adapter_part import ADAPTER_FILE as ADAPTER_FILE  # re-exported: where the weights are
+from verirag.learned.adapter_part import EncoderAdapter
 from verirag.learned.base import LearnedPart
 from verirag.learned.forecaster import fit_temperature, validation_metrics
 from verirag.learned.splits import split_by_group
@@ -58,7 +60,6 @@ from verirag.metrics.calibration import auroc, sigmoid
 
 DEFAULT_ENCODER = "all-MiniLM-L6-v2"
 META_FILE = "verifier.json"
-ADAPTER_FILE = "adapter.safetensors"
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 INFERENCE_BATCH = 32  # pairs per forward pass when scoring
 
@@ -175,7 +176,7 @@ def _check_examples(examples: Sequence[Any]) -> list[Any]:
     return examples
 
 
-class TrainedVerifier(LearnedPart):
+class TrainedVerifier(EncoderAdapter, LearnedPart):
     """Settings: `encoder` (a name `encoder_dir` knows, or a folder), `max_length` (tokens of a
     pair; None: the encoder's own window), `train_layers` (top layers fine-tuned), `epochs` (at
     most), `batch_size` (examples per step), `learning_rate` (the layers') and
@@ -190,6 +191,7 @@ class TrainedVerifier(LearnedPart):
     (epochs without a better validation AUROC before stopping), `temperature` (fit one), `seed`."""
 
     format_name = "verifier"
+    noun = "verifier"
     title = "trained verifier"
     folder = META_FILE
     fitted_attribute = "best_epoch_"
@@ -683,48 +685,11 @@ class TrainedVerifier(LearnedPart):
         self.temperature_ = fit_temperature(z, yv) if self.temperature else 1.0
         self.metrics_ = validation_metrics(sigmoid(z / self.temperature_), yv)
 
-    # ---- saved --------------------------------------------------------------------------------
-    def save_weights(self, directory: Path) -> None:
-        from verirag.learned.verifier_model import save_adapter
-
-        save_adapter(self._scorer, self._trainable, directory / ADAPTER_FILE)
-        self.adapter_sha256_ = _sha256(directory / ADAPTER_FILE)
-        self.adapter_bytes_ = (directory / ADAPTER_FILE).stat().st_size
-
-    def restore(self, state: dict[str, Any], path: Path) -> None:
-        super().restore(state, path)
-        adapter = path / ADAPTER_FILE
-        remake = f"make a new one with `{self.fit_command}`"
-        if not adapter.is_file():
-            raise InputError(f"{path}: the adapter weights {ADAPTER_FILE} are missing; {remake}")
-        if _sha256(adapter) != self.adapter_sha256_:  # a file cut short or changed since
-            raise InputError(f"{adapter}: the weights differ from those the verifier was saved with; {remake}")
-        self._adapter_path = adapter
-
+    # ---- saved (save_weights, restore: EncoderAdapter) ----------------------------------------
     @classmethod
     def load(cls, path: str | Path, expect: dict[str, Any] | None = None, **runtime: Any) -> TrainedVerifier:
         """The verifier saved at `path` over the installed encoder; refused (InputError) when that
         encoder's weights are not those it was trained over, or `expect` differs (the one rule)."""
-        from verirag.learned.verifier_model import load_adapter, merge_lora
-
         part = super().load(path, expect, **runtime)
-        part.check_expected(
-            {"encoder": encoder_fingerprint(part.encoder)}, where=f"{path} over the installed encoder {part.encoder}"
-        )
-        part._load_base()
-        if part.compress_rank:
-            from verirag.learned.verifier_model import add_lora
-
-            add_lora(part._scorer, part.train_layers, part.compress_rank)
-        part._trainable = load_adapter(part._scorer, part._adapter_path)
-        if part.compress_rank:
-            merge_lora(part._scorer)
+        part._put_adapter_back(path)
         return part
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
