@@ -19,6 +19,13 @@ once.
     # text (question and references blanked: read them by dataset and example_id), and only the
     # answers that every method of the run judged (a run stopped part way keeps its whole answers)
     python benchmarks/verifier_own_answers.py runs/verifier-held-out-nli --export data/verifier/own_answers/NAME
+
+`--verifier-scores NAME=FILE` (repeatable) adds the column NAME: another verifier's scores of the
+same answers, written without an LLM call by benchmarks/rescore_own_answers.py and matched by the
+answers' generation key; give NAME once per file when answers come from several runs (--pool).
+
+    python benchmarks/verifier_own_answers.py data/verifier/own_answers/held-out-nli-qwen2.5-1.5b \\
+        --verifier-scores joint=data/verifier/own_answers/held-out-nli-qwen2.5-1.5b/verifier-issue36-joint.jsonl
 """
 
 from __future__ import annotations
@@ -30,6 +37,9 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from rescore_own_answers import read_rescored
+
 from verirag.experiments.grid.records import ResultStore
 from verirag.metrics.awf import pr_auc_statistic, random_pr_auc
 from verirag.metrics.calibration import auroc
@@ -37,9 +47,11 @@ from verirag.metrics.stats import group_bootstrap_intervals
 from verirag.train.stack_features import feature_table
 
 
-def load(runs: list[str], pool: list[str] = ()):
+def load(runs: list[str], pool: list[str] = (), scores: list[str] = ()):
     """(first run's table, {column: scores}) with the other runs' predictor columns merged in; the
-    first run's answers are those of `runs[0]` and every run of `pool`."""
+    first run's answers are those of `runs[0]` and every run of `pool`. `scores` ("NAME=FILE",
+    files of benchmarks/rescore_own_answers.py) adds the column NAME; a NAME given several times
+    reads all its files; every answer must have a score."""
     base, columns = None, {}
     for i, arg in enumerate(runs):
         name, _, path = arg.rpartition("=")
@@ -58,9 +70,30 @@ def load(runs: list[str], pool: list[str] = ()):
         order = np.array([at[k] for k in base.keys])
         for f in table.sources:  # predictor columns only: the signals are the same answers' signals
             columns[f"{name or f'run{i}'}:{f}"] = table.column(f)[order]
+    for name, found in rescored_columns(scores).items():
+        lacking = [k for k in base.keys if k not in found]
+        if lacking:
+            raise SystemExit(
+                f"--verifier-scores {name}: {len(lacking)} of {len(base.keys)} answers have no score "
+                f"(first: {lacking[0]}); rescore the run(s) they come from"
+            )
+        if name in columns:
+            raise SystemExit(f"--verifier-scores {name}: the run already has a column {name}")
+        columns[name] = np.array([found[k][0] for k in base.keys])
     for f, x in columns.items():
         columns[f] = np.where(np.isnan(x), np.nanmean(x), x)
     return base, columns
+
+
+def rescored_columns(scores: list[str]) -> dict[str, dict[str, tuple[float, float]]]:
+    """{NAME: {generation key: (score, seconds)}} of "NAME=FILE" arguments (files of one NAME merged)."""
+    out: dict[str, dict[str, tuple[float, float]]] = {}
+    for arg in scores:
+        name, sep, path = arg.partition("=")
+        if not sep or not name or not path:
+            raise SystemExit(f"--verifier-scores takes NAME=FILE, got {arg!r}")
+        out.setdefault(name, {}).update(read_rescored(path))
+    return out
 
 
 def export(run: Path, out: Path) -> int:
@@ -119,6 +152,13 @@ def main(argv: list[str] | None = None) -> int:
         metavar="DIR",
         help="another run of the same set-up whose answers join the first run's (repeatable)",
     )
+    ap.add_argument(
+        "--verifier-scores",
+        action="append",
+        default=[],
+        metavar="NAME=FILE",
+        help="a column NAME of another verifier's scores of these answers (rescore_own_answers.py; repeatable)",
+    )
     ap.add_argument("--baseline", default="self_check")
     ap.add_argument("--columns", default="", help="comma-separated columns to show (default: all)")
     ap.add_argument("--resamples", type=int, default=2000)
@@ -132,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.export:
         return 0 if export(Path(args.runs[0]), args.export) else 1
-    table, columns = load(args.runs, args.pool)
+    table, columns = load(args.runs, args.pool, args.verifier_scores)
     if args.baseline not in columns:
         raise SystemExit(f"no column {args.baseline!r}; columns: {', '.join(columns)}")
     shown = [c for c in args.columns.split(",") if c] or list(columns)

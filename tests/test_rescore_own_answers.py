@@ -1,0 +1,85 @@
+"""benchmarks/rescore_own_answers.py: a verifier's scores of a committed eval run's answers, no LLM.
+
+The proof that the rebuilt inputs are the run's: the shipped verifier (the one the committed
+`vanilla+verifier` records were made with) gives the committed scores again, and the rebuilt
+passages give each record's generation key. Skipped without ../shared/data.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+OWN = REPO / "data" / "verifier" / "own_answers"
+RUN = OWN / "held-out-nli-qwen2.5-1.5b"
+
+
+def _bench(name: str):
+    spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(REPO / "benchmarks"))
+    return module
+
+
+@pytest.fixture(scope="module")
+def rescore():
+    return _bench("rescore_own_answers")
+
+
+def test_one_row_per_generated_answer_with_its_committed_verifier_score(rescore):
+    records = rescore.read_records(RUN)
+    answers = rescore.run_answers(records)
+    assert len(answers) == len(records) // 3  # three methods judged each answer
+    assert all(a["committed"] is not None for a in answers)
+    from verirag.experiments.grid.records import ResultStore
+    from verirag.train.stack_features import feature_table
+
+    assert sorted(a["key"] for a in answers) == sorted(feature_table(list(ResultStore(RUN).load()), impute=True).keys)
+
+
+def test_scores_become_a_column_of_the_paired_table(rescore, tmp_path):
+    own = _bench("verifier_own_answers")
+    answers = rescore.run_answers(rescore.read_records(RUN))
+    path = tmp_path / "scores.jsonl"
+    rows = [{"header": True, "verifier": {"name": "fake"}}]
+    rows += [{"key": a["key"], "score": a["committed"], "seconds": 0.1} for a in answers]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    assert rescore.read_rescored(path)[answers[0]["key"]] == (answers[0]["committed"], 0.1)
+    _, columns = own.load([str(RUN)], scores=[f"again={path}"])
+    np.testing.assert_allclose(columns["again"], columns["verifier"])
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows[:-1]), encoding="utf-8")
+    with pytest.raises(SystemExit, match="1 of 150 answers have no score"):
+        own.load([str(RUN)], scores=[f"again={path}"])
+
+
+@pytest.mark.slow
+@pytest.mark.shared_data
+def test_the_shipped_verifier_gives_the_committed_scores_again(rescore, shared_data_dir, tmp_path):
+    from verirag.learned.shipped import SHIPPED_VERIFIER
+
+    out = tmp_path / "rescored.jsonl"
+    res = rescore.rescore(RUN, SHIPPED_VERIFIER, out, limit=3, progress=False)
+    assert res["written"] == 6  # 3 HotpotQA and 3 NQ answers
+    assert res["generation_equal"] == 6 and res["inputs_differ"] == 0  # the passages the generator read
+    assert res["compared"] == 6 and res["max_abs_diff"] < 1e-3  # the question and passages the verifier read
+    header = rescore.read_header(out)
+    assert header["verifier"]["folder"] == "src/verirag/learned/shipped/verifier"
+    assert header["verifier"]["fingerprints"]["encoder"]
+    text = out.read_text(encoding="utf-8")
+    rows = [json.loads(x) for x in text.splitlines()[1:]]
+    assert all(set(r) <= {"key", "dataset", "example_id", "group", "score", "seconds", "error"} for r in rows)
+    answers = [a for a in rescore.run_answers(rescore.read_records(RUN)) if a["key"] in {r["key"] for r in rows}]
+    for ex in rescore.load_examples(rescore.config_for(RUN, None), answers).values():  # no benchmark text
+        assert ex.question not in text and not any(p.text[:60] in text for p in ex.passages)
+    again = rescore.rescore(RUN, SHIPPED_VERIFIER, out, limit=3, progress=False)
+    assert again["written"] == 0 and again["skipped"] == 6
