@@ -448,7 +448,8 @@ def main(argv: list[str] | None = None) -> int:
         )
     if res["compared"]:
         print(
-            f"against the committed {CHECK_METHOD} scores of {res['compared']} answers: max |diff| "
+            f"against the committed {CHECK_METHOD} scores of {res['compared']} answers (~0 only for the verifier "
+            f"that made them): max |diff| "
             f"{res['max_abs_diff']:.2e} ({res['worst']}), mean {res['mean_abs_diff']:.2e}"
         )
     if res.get("before_rules"):
