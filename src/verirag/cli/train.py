@@ -246,12 +246,22 @@ def verifier(
     ),
     val_share: float = typer.Option(0.2, help="Share of the question groups held out for validation."),
     seed: int = typer.Option(0, help="Sampling, split and initialisation seed."),
+    joint: bool = typer.Option(
+        False,
+        help="Also read each claim's closest chunk together with the chunk of another passage that holds "
+        "most of what it lacks, as one premise (support that spans two passages: multi-hop answers).",
+    ),
+    exclude_groups: Path | None = typer.Option(
+        None,
+        help="A file of question groups (DATASET:ID lines) no example of which trains or validates: "
+        "questions kept for an evaluation (e.g. the local model's own answers).",
+    ),
 ):
     """Train the verifier (predictor `verifier`): a cross-encoder over a packaged sentence encoder
     that judges each answer sentence against the passages' chunks. (Stacking an eval run's signals
     is `verirag train stack`.)"""
     from verirag.learned.verifier import TrainedVerifier
-    from verirag.train.verifier import train_verifier
+    from verirag.train.verifier import read_groups, train_verifier
 
     if stack is not None:
         raise InputError(f"stacking is its own command now: verirag train stack {stack} --out FILE")
@@ -271,6 +281,7 @@ def verifier(
         seed=seed,
         candidates=candidates,
         read_top=candidates if read_top is None else (read_top or None),
+        joint=joint,
     )
 
     def epoch_line(h: dict) -> None:
@@ -285,6 +296,7 @@ def verifier(
             labels,
             verifier=v,
             max_examples=max_examples,
+            exclude_groups=read_groups(exclude_groups) if exclude_groups else None,
             on_epoch=epoch_line,
             progress=lambda i, t: bar.update(task, completed=i, total=t, description="training"),
             provenance={"command": "verirag train verifier"},

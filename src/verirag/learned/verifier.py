@@ -55,7 +55,7 @@ from verirag.learned.base import LearnedPart
 from verirag.learned.forecaster import fit_temperature, validation_metrics
 from verirag.learned.splits import split_by_group
 from verirag.learned.training import EarlyStopping, bce_with_logits
-from verirag.learned.verifier_inputs import PairReader, Reading, lexical_candidates
+from verirag.learned.verifier_inputs import PairReader, Reading, lexical_candidates, with_joint_premises
 from verirag.metrics.calibration import auroc, sigmoid
 
 DEFAULT_ENCODER = "all-MiniLM-L6-v2"
@@ -214,6 +214,7 @@ class TrainedVerifier(EncoderAdapter, LearnedPart):
         compress_rank: int = 0,
         candidates: int = 2,
         read_top: int | None = None,
+        joint: bool = False,
         overlap_words: int = 30,
         val_share: float = 0.2,
         patience: int = 1,
@@ -236,7 +237,7 @@ class TrainedVerifier(EncoderAdapter, LearnedPart):
         self.encoder, self.max_length, self.train_layers, self.epochs = encoder, max_length, train_layers, epochs
         self.batch_size, self.learning_rate, self.head_learning_rate = batch_size, learning_rate, head_learning_rate
         self.balance, self.lora_rank, self.compress_rank = balance, lora_rank, compress_rank
-        self.candidates, self.read_top = candidates, read_top
+        self.candidates, self.read_top, self.joint = candidates, read_top, bool(joint)
         self.overlap_words, self.val_share = overlap_words, val_share
         self.patience, self.temperature, self.seed, self.device = patience, temperature, seed, device
         self._scorer = self._tokenizer = self._reader = None
@@ -255,7 +256,22 @@ class TrainedVerifier(EncoderAdapter, LearnedPart):
             add_lora(self._scorer, self.train_layers, self.lora_rank)
         window = getattr(self, "window_", None) or self._encoder_window(folder)
         self.window_ = int(window)
+        if self.joint and self.read_window > int(self._scorer.encoder.config.max_position_embeddings):
+            raise InputError(f"joint premises need a window of {self.read_window} tokens: beyond the encoder's")
         self._reader = PairReader(self._tokenizer, self.window_, self.overlap_words)
+
+    @property
+    def read_window(self) -> int:
+        """Tokens of what one forward pass reads: a (claim, chunk) pair fits `window_`; with `joint`, a
+        (claim, chunk + chunk) premise fits twice that (`verifier_inputs.with_joint_premises`)."""
+        return self.window_ * (2 if self.joint else 1)
+
+    def _premises(self, r: Reading, k: int | None) -> tuple[Reading, list[list[int]]]:
+        """What each claim of `r` reads: its `k` lexically closest chunks (every chunk when k is None,
+        closest first), and with `joint` its closest chunk together with its partner from another passage
+        as one more premise (a chunk appended to the returned reading)."""
+        cands = lexical_candidates(r.claims, r.chunks, r.question, k or len(r.chunks))
+        return with_joint_premises(r, cands) if self.joint else (r, cands)
 
     def _encoder_window(self, folder: Path) -> int:
         """`max_length`, else the window the encoder was trained with (sentence-transformers'
@@ -290,20 +306,20 @@ class TrainedVerifier(EncoderAdapter, LearnedPart):
         out = np.zeros(len(claims))
         for start in range(0, len(order), INFERENCE_BATCH):
             idx = order[start : start + INFERENCE_BATCH]
-            z = logits(self._scorer, self._tokenizer, [claims[i] for i in idx], [chunks[i] for i in idx], self.window_)
+            z = logits(
+                self._scorer, self._tokenizer, [claims[i] for i in idx], [chunks[i] for i in idx], self.read_window
+            )
             out[idx] = z.float().cpu().numpy()
         return out
 
-    def _tables(self, readings: Sequence[Reading]) -> list[np.ndarray]:
-        """Per reading, its (claims x chunks) logit table, scored in shared batches; with
-        `read_top`, a claim reads only its `read_top` lexically closest chunks (-inf elsewhere)."""
-        claims, chunks, cells, shapes = [], [], [], []
+    def _tables(self, readings: Sequence[Reading]) -> tuple[list[Reading], list[np.ndarray]]:
+        """Per reading, what it reads (`_premises`: with `joint`, its joint premises appended as chunks)
+        and its (claims x chunks) logit table, scored in shared batches; with `read_top`, a claim reads
+        only its `read_top` lexically closest chunks (-inf elsewhere)."""
+        claims, chunks, cells, shapes, extended = [], [], [], [], []
         for r in readings:
-            read = (
-                lexical_candidates(r.claims, r.chunks, r.question, self.read_top)
-                if self.read_top
-                else [range(len(r.chunks))] * len(r.claims)
-            )
+            r, read = self._premises(r, self.read_top)
+            extended.append(r)
             cells.append([(s, c) for s, cs in enumerate(read) for c in cs])
             claims += [r.claims[s] for s, _ in cells[-1]]
             chunks += [r.chunks[c] for _, c in cells[-1]]
@@ -316,7 +332,7 @@ class TrainedVerifier(EncoderAdapter, LearnedPart):
                 table[s, c] = z
             out.append(table)
             at += len(read)
-        return out
+        return extended, out
 
     @staticmethod
     def _answer_logit(table: np.ndarray) -> float:
@@ -332,8 +348,8 @@ class TrainedVerifier(EncoderAdapter, LearnedPart):
         before the question, and older turns are cut (`verifier_inputs`: a claim may take at most
         half the window)."""
         self.check_fitted()
-        reading = self.reader.read(question, answer, list(passages), history)
-        table = self._tables([reading])[0] / self.temperature_
+        readings, tables = self._tables([self.reader.read(question, answer, list(passages), history)])
+        reading, table = readings[0], tables[0] / self.temperature_
         best_chunk = table.argmax(axis=1)
         claim_support = table.max(axis=1)
         sentences = []
@@ -377,7 +393,7 @@ class TrainedVerifier(EncoderAdapter, LearnedPart):
         if not len(questions) == len(answers) == len(passages) == len(histories):
             raise InputError("questions, answers, passages and histories must have one entry per answer")
         readings = [self.reader.read(q, a, list(p), h) for q, a, p, h in zip(questions, answers, passages, histories)]
-        return np.array([sigmoid(self._answer_logit(t) / self.temperature_) for t in self._tables(readings)])
+        return np.array([sigmoid(self._answer_logit(t) / self.temperature_) for t in self._tables(readings)[1]])
 
     # ---- training -----------------------------------------------------------------------------
     def _prepare(self, e) -> Prepared:
@@ -389,9 +405,8 @@ class TrainedVerifier(EncoderAdapter, LearnedPart):
         if sentence_labels is not None and len(sentence_labels) != len(r.sentences):
             sentence_labels = None
             self.sentence_labels_ignored_ += 1
-        return Prepared(
-            r, int(e.label), sentence_labels, lexical_candidates(r.claims, r.chunks, r.question, self.candidates)
-        )
+        r, candidates = self._premises(r, self.candidates)
+        return Prepared(r, int(e.label), sentence_labels, candidates)
 
     def validation_groups(self, examples: Sequence[Any]) -> list[str]:
         """The question groups `fit` holds out of training for these examples (sorted): evaluate the
@@ -444,7 +459,7 @@ class TrainedVerifier(EncoderAdapter, LearnedPart):
                     self._tokenizer,
                     [claims[i] for i in idx],
                     [chunks[i] for i in idx],
-                    self.window_,
+                    self.read_window,
                     self.train_layers,
                 ),
             ):

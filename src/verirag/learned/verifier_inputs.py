@@ -195,3 +195,52 @@ def lexical_candidates(claims: Sequence[str], chunks: Sequence[str], question: s
         ]
         out.append([-j for _, j in sorted(scores, reverse=True)[:k]])
     return out
+
+
+def joint_partner(claim: str, reading: Reading, lead: int) -> int | None:
+    """The chunk read together with a claim's closest chunk `lead` as one premise (multi-hop
+    support): of another passage's chunks (another chunk of the same passage, not overlapping it, when
+    there is one passage), the one holding most of the claim's words that `lead` lacks (the bridge:
+    the question's entity in one passage, the answer in the other), then most of the claim's words;
+    None when there is no other chunk."""
+    words = set(get_tokens(claim))
+    lead_words = set(get_tokens(reading.chunks[lead]))
+    missing = words - lead_words
+    others = [j for j in range(len(reading.chunks)) if reading.passage_of[j] != reading.passage_of[lead]]
+    if not others:  # one passage: its chunks that do not overlap the lead's (neighbours share words)
+        others = [j for j in range(len(reading.chunks)) if abs(j - lead) > 1]
+    if not others:
+        return None
+
+    def score(j: int) -> tuple[float, float, int]:
+        ct = set(get_tokens(reading.chunks[j]))
+        return (len(missing & ct) / max(len(missing), 1), len(words & ct) / max(len(words), 1), -j)
+
+    return max(others, key=score)
+
+
+def with_joint_premises(reading: Reading, candidates: list[list[int]]) -> tuple[Reading, list[list[int]]]:
+    """`reading` with one more chunk per distinct (lead, partner) pair: a claim's first candidate and
+    its `joint_partner`, in passage order, joined as one premise (owned by the lead's passage), and each
+    claim's candidates with its joint premise added. Such a premise is up to twice a chunk's tokens:
+    it is read in a window twice the pair window (`TrainedVerifier.joint`)."""
+    chunks, owner = list(reading.chunks), list(reading.passage_of)
+    made: dict[tuple[int, int], int] = {}
+    out = []
+    n = len(reading.chunks)
+    for claim, cands in zip(reading.claims, candidates):
+        lead = cands[0] if cands else None
+        partner = joint_partner(claim, reading, lead) if lead is not None and lead < n else None
+        if partner is None:
+            out.append(list(cands))
+            continue
+        key = (min(lead, partner), max(lead, partner))  # chunk order is passage order
+        if key not in made:
+            made[key] = len(chunks)
+            chunks.append(f"{reading.chunks[key[0]]} {reading.chunks[key[1]]}")
+            owner.append(reading.passage_of[lead])
+        out.append(list(cands) + [made[key]])
+    joined = Reading(
+        reading.question, reading.sentences, reading.claims, reading.sentence_of, tuple(chunks), tuple(owner)
+    )
+    return joined, out

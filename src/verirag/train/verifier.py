@@ -20,7 +20,7 @@ the earlier turns of a conversation, which the verifier reads before the questio
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -137,11 +137,29 @@ def read_labels(path: Path) -> Iterator[VerifierExample]:
 
 
 def read_examples(
-    paths: Sequence[str | Path], max_examples: int | None = None, seed: int = 0, read: ExampleReader = read_labels
+    paths: Sequence[str | Path],
+    max_examples: int | None = None,
+    seed: int = 0,
+    read: ExampleReader = read_labels,
+    exclude_groups: Collection[str] | None = None,
 ) -> list[VerifierExample]:
-    """The examples of the labels files, in order, at most `max_examples` of them (a seeded sample):
-    what `train_verifier` fits on, so its data fingerprint can be checked again later."""
-    return sample([e for p in paths for e in read(Path(p))], max_examples, seed)
+    """The examples of the labels files, in order, without those of `exclude_groups`, at most
+    `max_examples` of them (a seeded sample): what `train_verifier` fits on, so its data fingerprint
+    can be checked again later."""
+    drop = set(exclude_groups or ())
+    return sample([e for p in paths for e in read(Path(p)) if e.group not in drop], max_examples, seed)
+
+
+def read_groups(path: str | Path) -> set[str]:
+    """The question groups of a groups file: one DATASET:ID per line (blank lines and # comments skipped)."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as e:
+        raise InputError(f"cannot read the groups file {path}: {e}") from None
+    groups = {line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")}
+    if not groups:
+        raise InputError(f"the groups file {path} names no question group")
+    return groups
 
 
 def train_verifier(
@@ -150,19 +168,21 @@ def train_verifier(
     read: ExampleReader = read_labels,
     verifier: TrainedVerifier | None = None,
     max_examples: int | None = None,
+    exclude_groups: Collection[str] | None = None,
     progress: Callable[[int, int], None] | None = None,
     on_epoch: Callable[[dict[str, Any]], None] | None = None,
     provenance: dict[str, Any] | None = None,
 ) -> TrainedVerifier:
     """Fit `verifier` (default settings when None) on the examples `read` yields from each labels
     file (one path or several: e.g. the LLM-free recipes' file beside each model's), at most
-    `max_examples` of them (a seeded sample). The provenance saved with it records the labels,
+    `max_examples` of them (a seeded sample), without any example of `exclude_groups` (questions kept
+    for an evaluation: dropped before sampling, so they neither train nor validate). The provenance saved with it records the labels,
     their summary and the command."""
     v = verifier or TrainedVerifier()
     paths = [Path(labels)] if isinstance(labels, (str, Path)) else [Path(p) for p in labels]
     if not paths:
         raise InputError("no labels file given")
-    examples = read_examples(paths, max_examples, v.seed, read)
+    examples = read_examples(paths, max_examples, v.seed, read, exclude_groups)
     if not examples:
         raise InputError(f"{', '.join(map(str, paths))} hold no examples")
     v.provenance = {
