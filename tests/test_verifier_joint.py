@@ -3,7 +3,6 @@ chunk of another passage that holds what it lacks, so support that spans two pas
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from verirag.learned.verifier import TrainedVerifier
