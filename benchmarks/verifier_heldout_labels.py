@@ -1,0 +1,123 @@
+"""Trained verifiers on held-out labels: AUROC per recipe (and per kind of example), paired.
+
+The issue-36 recipes write a held-out split no training example shares a question (or, for the
+documentation claims, a package) with (`make issue36-labels`: runs/labels/*.heldout.jsonl). This
+scores every example of those files with each verifier and prints, per recipe and pooled, each
+verifier's AUROC with a 95% interval resampling question groups, and the paired difference to the
+first verifier.
+
+    VERIRAG_DATA_DIR=../shared/data python benchmarks/verifier_heldout_labels.py \\
+        runs/labels/issue36-qa.heldout.jsonl \\
+        --verifier shipped=src/verirag/learned/shipped/verifier --verifier new=runs/verifiers/issue36-joint \\
+        [--max-examples 1500] [--json FILE]
+
+Labels held out by construction only: never train or tune on these files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from verirag.learned.verifier import TrainedVerifier
+from verirag.metrics.calibration import auroc
+from verirag.metrics.stats import group_bootstrap_intervals
+from verirag.train.verifier import read_examples
+
+
+def kind_of(source: str) -> str:
+    """The recipe's variant of an example from its record id (recipe/dataset/example/variant/seed)."""
+    parts = (source or "").split("/")
+    return parts[-2].split(".")[0] if len(parts) >= 4 else "?"
+
+
+def score(v: TrainedVerifier, examples, batch: int = 32) -> tuple[np.ndarray, float]:
+    """Each example's score and the mean seconds per example."""
+    out, start = [], time.perf_counter()
+    for i in range(0, len(examples), batch):
+        b = examples[i : i + batch]
+        out.append(
+            v.predict_proba(
+                [e.question for e in b],
+                [e.answer for e in b],
+                [list(e.passages) for e in b],
+                [list(getattr(e, "history", None) or ()) for e in b],
+            )
+        )
+    return np.concatenate(out), (time.perf_counter() - start) / max(len(examples), 1)
+
+
+def table(examples, scores: dict[str, np.ndarray], resamples: int) -> list[dict]:
+    names = list(scores)
+    subsets: dict[str, list[int]] = defaultdict(list)
+    for i, e in enumerate(examples):
+        subsets["pooled"].append(i)
+        subsets[e.recipe].append(i)
+        subsets[f"{e.recipe}:{kind_of(e.source)}"].append(i)
+    rows = []
+    for name, ix in sorted(subsets.items()):
+        ix = np.array(ix)
+        y = np.array([examples[i].label for i in ix])
+        if not 0 < y.sum() < len(y):  # one label only (a variant that is always unsupported)
+            row = {"subset": name, "n": len(ix), "positives": int(y.sum())}
+            row.update({f"mean:{k}": float(scores[k][ix].mean()) for k in names})
+            rows.append(row)
+            continue
+        groups = [examples[i].group for i in ix]
+        cols = {k: scores[k][ix] for k in names}
+
+        def stat(sel, cols=cols, y=y):
+            vals = {k: auroc(cols[k][sel], y[sel]) for k in names}
+            return {**vals, **{f"{k} minus {names[0]}": vals[k] - vals[names[0]] for k in names[1:]}}
+
+        res = group_bootstrap_intervals(stat, groups, n_resamples=resamples, seed=0)
+        row = {"subset": name, "n": len(ix), "positives": int(y.sum())}
+        row.update({k: (r.estimate, r.low, r.high) for k, r in res.items()})
+        rows.append(row)
+    return rows
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("labels", type=Path, nargs="+", help="held-out labels files (compact records)")
+    ap.add_argument("--verifier", action="append", required=True, help="NAME=DIR, repeatable; the first is the base")
+    ap.add_argument("--max-examples", type=int, default=None, help="a seeded sample of at most this many")
+    ap.add_argument("--resamples", type=int, default=1000)
+    ap.add_argument("--json", type=Path, default=None)
+    a = ap.parse_args(argv)
+    examples = read_examples(a.labels, a.max_examples, seed=0)
+    print(f"{len(examples)} held-out examples, {sum(e.label for e in examples)} supported")
+    scores, seconds = {}, {}
+    for spec in a.verifier:
+        name, _, path = spec.rpartition("=")
+        name = name or Path(path).name
+        scores[name], seconds[name] = score(TrainedVerifier.load(path), examples)
+        print(f"{name}: {seconds[name]:.3f} s an example")
+    rows = table(examples, scores, a.resamples)
+    names = list(scores)
+
+    def fmt(v):
+        return f"{v[0]:.3f} [{v[1]:.3f}, {v[2]:.3f}]" if isinstance(v, tuple) else ""
+
+    print("| subset | n | supported | " + " | ".join(names + [f"{k} minus {names[0]}" for k in names[1:]]) + " |")
+    print("|---|---|---|" + "---|" * (2 * len(names) - 1))
+    for r in rows:
+        if names[0] not in r:
+            means = ", ".join(f"{k} mean {r[f'mean:{k}']:.3f}" for k in names)
+            print(f"| {r['subset']} | {r['n']} | {r['positives']} | one label only: {means} |")
+            continue
+        cells = [fmt(r[k]) for k in names] + [fmt(r[f"{k} minus {names[0]}"]) for k in names[1:]]
+        print(f"| {r['subset']} | {r['n']} | {r['positives']} | " + " | ".join(cells) + " |")
+    if a.json:
+        a.json.write_text(json.dumps({"rows": rows, "seconds": seconds}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
