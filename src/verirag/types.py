@@ -236,7 +236,9 @@ class AskResult:
     # was reformulated and to what, the reranked documents with their f values, the ids kept
     forecast: dict[str, Any] | None = None
     # the context pruner, when on: its threshold, per passage the kept sentences (indices), every
-    # sentence's score and the prompt tokens read and saved; `fallback` when nothing passed
+    # sentence's score and the prompt tokens read and saved; `fallback` when nothing passed;
+    # `second_answer` when the escalate fallback answered again over the passages whole
+    # ({"action": "escalated", "prune": "off", "read": ids}): its tokens are in `usage`, not here
     prune: dict[str, Any] | None = None
     # each sentence of `retrieved_answer` with its support, from a verifier that judges sentence by
     # sentence (the trained verifier); None for judges that score the answer as a whole

@@ -57,7 +57,9 @@ RETRIEVAL_TURNS = 2  # turns of the conversation that retrieval reads before the
 class PassagesRecord:
     """The passages the answer is read from: retrieved (with each retrieval score) or given by
     the caller (`retrieval_scores` None). `trust`, `forecast` and `prune` are what the post-retrieval
-    stages report (the JSON answer's fields); `untrusted`: the trust filter kept no chunk."""
+    stages report (the JSON answer's fields); `untrusted`: the trust filter kept no chunk;
+    `unpruned`: the passages whole before the pruner cut them (None: not pruned), what a
+    corrective second answer that reads passages reads (`Act`)."""
 
     passages: list[Passage]
     retrieval_scores: list[float] | None = None
@@ -65,6 +67,7 @@ class PassagesRecord:
     forecast: dict[str, Any] | None = None
     prune: dict[str, Any] | None = None
     untrusted: bool = False
+    unpruned: list[ScoredPassage] | None = None
 
     @classmethod
     def from_hits(cls, hits: Sequence[ScoredPassage], **info: Any) -> PassagesRecord:
@@ -114,6 +117,8 @@ class ActRecord:
     policy: str
     error: str | None = None
     failure: VeriragError | None = None
+    # the second answer read the passages whole, not pruned: the JSON answer's prune.second_answer
+    second_read: dict[str, Any] | None = None
 
 
 @dataclass
@@ -322,7 +327,11 @@ class AnswerRules:
 class Act:
     """Answer when the score passes the threshold, else the policy acts (abstain, answer again
     without retrieval, escalate; AwF section 6). With no trusted chunk the pipeline's untrusted
-    policy acts instead. `policy_for(name)` gives the pipeline's (loaded once) policy."""
+    policy acts instead. `policy_for(name)` gives the pipeline's (loaded once) policy.
+
+    A second answer that reads passages (escalate) reads them whole when the first answer read
+    them pruned: the first answer was judged unsupported, and the pruner may have dropped what
+    it needed; the escalation is the expensive second try, so it gets everything retrieved."""
 
     name = "act"
 
@@ -334,7 +343,23 @@ class Act:
         untrusted = state.passages is not None and state.passages.untrusted
         policy = self.policy_for(self.untrusted_fallback if untrusted else self.fallback)
         t0 = time.perf_counter()
-        decision = policy.apply(state.open_trace(say), state.judgement.as_output(), self.threshold)
+        trace, output = state.open_trace(say), state.judgement.as_output()
+        unpruned = state.passages.unpruned if state.passages is not None else None
+        second_read = None
+        if unpruned is None or not policy.reads_passages:
+            decision = policy.apply(trace, output, self.threshold)
+        else:
+            whole = Trace(
+                state.in_context(),
+                [h.passage for h in unpruned],
+                on_compute=say,
+                retrieval_scores=[float(h.score) for h in unpruned],
+            )
+            with whole.attribute() as spent:  # its own trace: what it costs is added to the answer's
+                decision = policy.apply(trace, output, self.threshold, second_trace=whole)
+            state.usage += spent.cost
+            if "second_answer" in decision.details:  # the policy answered again, over the passages whole
+                second_read = {"action": policy.action, "prune": "off", "read": [h.passage.id for h in unpruned]}
         if decision.action != ANSWERED and policy.name != "abstain":
             state.timings["fallback"] = time.perf_counter() - t0
         state.act = ActRecord(
@@ -343,6 +368,7 @@ class Act:
             policy=policy.name,
             error=decision.details.get("error"),
             failure=decision.failure,
+            second_read=second_read,
         )
 
 
@@ -363,6 +389,14 @@ def _rounded(timings: dict[str, float]) -> dict[str, float]:
 
 def _errors(*errors: str | None) -> str | None:
     return "; ".join(e for e in errors if e) or None
+
+
+def _prune_report(p: PassagesRecord | None, act: ActRecord) -> dict[str, Any] | None:
+    """The JSON answer's `prune`: the pruner's report, and `second_answer` when a second answer
+    read the passages whole (action, prune "off", the ids read)."""
+    if p is None or p.prune is None:
+        return None
+    return p.prune if act.second_read is None else {**p.prune, "second_answer": act.second_read}
 
 
 def ask_result(state: AnswerState, threshold, *, model: str) -> AskResult:
@@ -387,7 +421,7 @@ def ask_result(state: AnswerState, threshold, *, model: str) -> AskResult:
         error=_errors(j.error, act.error),
         trust=p.trust if p else None,
         forecast=p.forecast if p else None,
-        prune=p.prune if p else None,
+        prune=_prune_report(p, act),
         sentences=judged_sentences(j.sentences),
         cascade=j.cascade,
     )

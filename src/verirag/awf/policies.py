@@ -72,8 +72,9 @@ class AbstainPolicy:
     """Below the threshold, say "I don't know" (ABSTENTION_TEXT)."""
 
     name = "abstain"
+    reads_passages = False
 
-    def apply(self, trace, output, threshold) -> PolicyDecision:
+    def apply(self, trace, output, threshold, *, second_trace=None) -> PolicyDecision:
         d = _base_details(output, threshold)
         if _supported(output, threshold):
             return PolicyDecision(ANSWERED, output.answer, d)
@@ -81,18 +82,24 @@ class AbstainPolicy:
 
 
 class _ReanswerPolicy:
+    """Below the threshold, answer a second time. `reads_passages`: the second answer reads the
+    passages, so it is given them whole when the first read them pruned (`second_trace`)."""
+
     action = FALLBACK
+    reads_passages = False
 
     def _second(self, trace):  # -> Answer
         raise NotImplementedError
 
-    def apply(self, trace, output, threshold) -> PolicyDecision:
+    def apply(self, trace, output, threshold, *, second_trace=None) -> PolicyDecision:
+        """`second_trace`: the example the second answer reads (default `trace`: the same
+        question and passages as the first answer)."""
         d = _base_details(output, threshold)
         if _supported(output, threshold):
             return PolicyDecision(ANSWERED, output.answer, d)
         failure = None
         try:
-            second = self._second(trace)
+            second = self._second(trace if second_trace is None else second_trace)
             err, text = second.error, second.text
         except VeriragError as e:  # recorded: the user sees an abstention and why (an outage is raised)
             err, text, failure = f"{type(e).__name__}: {e}", "", e
@@ -122,11 +129,13 @@ class NoRagFallbackPolicy(_ReanswerPolicy):
 
 class EscalatePolicy(_ReanswerPolicy):
     """Below the threshold, answer again with a second, larger model on any backend (AwF 6.2),
-    with the passages, using `generator_name`. Its trace key names that model, so it never
-    collides with the small model's answer."""
+    with the passages (whole, when the first answer read them pruned: this expensive second try
+    must not miss what the pruner dropped), using `generator_name`. Its trace key names that
+    model, so it never collides with the small model's answer."""
 
     name = "escalate"
     action = ESCALATED
+    reads_passages = True
 
     def __init__(self, larger_llm, generator_name: str = "vanilla", **generator_kw):
         from verirag.awf.registry import create

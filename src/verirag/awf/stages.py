@@ -38,12 +38,14 @@ UNTRUSTED_ACTIONS = ("abstain", "no-context", "keep-top")
 class StageResult:
     """`kept`: the hits passed on, best first; `info`: what the JSON answer reports;
     `requery`: the stage asks for one reformulated retrieval; `confidence`: how good this pass
-    is (the better of two passes is kept)."""
+    is (the better of two passes is kept); `unpruned`: the hits whole, when the stage cut their
+    text (the pruner), for a corrective second answer to read instead."""
 
     kept: list[ScoredPassage]
     info: dict[str, Any] = field(default_factory=dict)
     requery: bool = False
     confidence: float | None = None
+    unpruned: list[ScoredPassage] | None = None
 
 
 class TrustFilterStage:
@@ -191,7 +193,9 @@ class PruneStage:
     sentences whose score passes `threshold` (None: the pruner's fitted one), in their order; a
     passage with none kept is not read at all. When nothing passes anywhere, the best sentence of
     the best passage is kept (`fallback` in the report), so the reader never gets an empty context.
-    `count_tokens` (the reader's tokenizer) measures the prompt tokens read and saved."""
+    `count_tokens` (the reader's tokenizer) measures the prompt tokens read and saved. The hits it
+    was given stay whole beside the pruned ones (`StageResult.unpruned`): a corrective second
+    answer (the escalate fallback) reads those, since the pruner may have dropped what it needed."""
 
     name = "prune"
 
@@ -228,9 +232,11 @@ class PruneStage:
             "tokens_read": sum(p["tokens_read"] for p in passages),
             "tokens_saved": sum(p["tokens_saved"] for p in passages),
         }
-        return StageResult(kept, info)
+        return StageResult(kept, info, unpruned=list(hits))
 
     def report(self, result: StageResult, got: Retrieved, usage, record) -> None:
         """The JSON answer's `prune`: per passage its sentences, the kept ones' indices, every
-        sentence's score, and the prompt tokens read and saved."""
+        sentence's score, and the prompt tokens read and saved; the passages whole go beside them
+        (`record.unpruned`, not in the JSON answer) for a corrective second answer."""
         record.prune = result.info
+        record.unpruned = result.unpruned
