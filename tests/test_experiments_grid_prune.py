@@ -195,6 +195,16 @@ def test_each_example_is_pruned_once_and_its_methods_read_the_pruned_passages(
     # nothing in q3 answers: at 0.7 the pruner keeps its best sentence rather than an empty context
     q3 = by_q["q3"][0].details["prune"]
     assert sum(len(p["kept"]) for p in q3["passages"]) >= 1 and q3["reference_kept"] is False
+    # the run's summary: the passage tokens read and saved per answer, per method
+    from verirag.experiments.grid.summary import summarize
+
+    for row in summarize(recs, {"bootstrap": {"n_resamples": 20}}):
+        reports = [r.details["prune"] for r in recs if r.method == row["method"]]
+        saved = sum(p["tokens_saved"] for p in reports)
+        assert row["prune_tokens_saved_per_question"] == pytest.approx(saved / len(reports))
+        assert row["prune_saved_share"] == pytest.approx(
+            saved / sum(p["tokens_read"] + p["tokens_saved"] for p in reports)
+        )
 
 
 def test_other_pruning_never_reuses_records(fixture_file, tmp_path, shipped_pruner):

@@ -324,3 +324,30 @@ def test_costs_full_shared_and_spent():
     (unit,) = spent_by_unit([a, b, old])
     assert (unit["records"], unit["calls"], unit["cache_hits"]) == (3, 2, 1)
     assert (unit["tokens_read"], unit["tokens_from_cache"], unit["records_without_spent"]) == (100, 105, 1)
+
+
+def pruned(r, read, saved):
+    """`r` with the prune report a pruned run's record carries (only the totals the summary reads)."""
+    r.details = {
+        "prune": {"threshold": 0.4, "fallback": False, "passages": [], "tokens_read": read, "tokens_saved": saved}
+    }
+    return r
+
+
+def test_tokens_read_and_saved_by_pruning():
+    from verirag.experiments.grid.summary import PRUNE_COLUMNS
+
+    recs = [pruned(rec(0, 0.9, 1, 1, pt=300), 100, 300), pruned(rec(1, 0.2, 1, 0, pt=200), 50, 350)]
+    recs += [rec(i, 0.5, 1, 1, method="vanilla", dataset="nq") for i in range(2)]  # pruning off
+    recs += [pruned(rec(0, 0.5, 1, 1, dataset="hotpotqa"), 20, 0), rec(1, 0.5, 1, 1, dataset="hotpotqa")]
+    rows = {(r["dataset"], r["method"]): r for r in summarize(recs, BOOT)}
+    on = rows["nq", "vanilla+nli"]
+    assert on["prune_tokens_read_per_question"] == 75 and on["prune_tokens_saved_per_question"] == 325
+    assert on["prune_saved_share"] == pytest.approx(650 / 800)
+    assert on["tokens_per_question"] == 250  # the cost columns stay what the method read, pruned
+    off = rows["nq", "vanilla"]
+    assert all(math.isnan(off[c]) for c in PRUNE_COLUMNS)  # absent, never 0
+    mixed = rows["hotpotqa", "vanilla+nli"]  # means over the pruned records only, and said
+    assert mixed["prune_tokens_read_per_question"] == 20 and mixed["prune_saved_share"] == 0
+    assert "pruning: 1/2 records were not pruned" in mixed["notes"]
+    assert list(on)[-4:] == [*PRUNE_COLUMNS, "notes"]  # beside the cost columns

@@ -181,3 +181,21 @@ def test_summary_table():
     assert "| nq | m | vanilla+nli | 10 | 0 | — | 50.0 [40.0, 60.0] |" in md
     assert "1.23 | 321 |" in md
     assert math.isnan(t.rows[0][5].value)
+
+
+def test_summary_table_shows_tokens_saved_by_pruning_only_in_a_pruned_run():
+    plain = summary_table([srow("nq", "vanilla+nli")])
+    assert "pruned" not in plain.to_markdown() and len(plain.columns) == 15
+    nan = float("nan")
+    prune = {
+        "prune_tokens_read_per_question": 75.0,
+        "prune_tokens_saved_per_question": 325.0,
+        "prune_saved_share": 0.8125,
+    }
+    off = dict.fromkeys(prune, nan)
+    t = summary_table([srow("nq", "vanilla+nli", **prune), srow("nq", "vanilla", **off)])
+    assert t.columns[-5:] == ["s / q", "tokens / q", "pruned: read / q", "saved / q", "saved"]
+    md = t.to_markdown()
+    assert "| 1.23 | 321 | 75 | 325 | 81.2 |" in md
+    assert "| 1.23 | 321 | — | — | — |" in md  # not pruned: a dash, never 0
+    assert "context pruner" in t.caption

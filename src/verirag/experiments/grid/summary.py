@@ -26,6 +26,11 @@ denominator, with the score 0 and the labels their record holds):
   `shared_tokens_per_question` is the part it found computed by an earlier method of the same
   example, and `spent_tokens_per_question` what it made the backend read and write in this run
   (its own quantities, less what the request cache answered); NaN for records without them.
+- with the config's `prune` on, what the context pruner did to the passages the method read
+  (each record's `details["prune"]`, shared by an example's methods): `prune_tokens_read_per_question`
+  and `prune_tokens_saved_per_question`, the mean passage tokens kept and dropped per answer (the
+  answering model's tokenizer), and `prune_saved_share` = sum(saved) / sum(read + saved); NaN (null
+  in summary.json) in a cell without pruning, never 0, so "not pruned" is not read as "saved nothing".
 - `spent_by_unit`: what the run spent per dataset x model (calls, cache hits, tokens read by the
   backend, tokens answered by the cache, seconds), summed over methods.
 
@@ -69,9 +74,11 @@ from verirag.metrics.stats import group_bootstrap_intervals
 
 __all__ = [
     "CI_METRICS",
+    "PRUNE_COLUMNS",
     "SUMMARY_FILES",
     "bootstrap_settings",
     "group_records",
+    "prune_columns",
     "ranking_statistics",
     "record_arrays",
     "summarize",
@@ -85,6 +92,8 @@ SUMMARY_FILES = ("summary.csv", "summary.json")
 # metrics reported with a bootstrap interval, in column order
 CI_METRICS = ("awf_precision", "awf_recall", "awf_f1", "best_f1", "pr_auc", "qpp_precision", "qpp_recall", "accuracy")
 CV_FOLDS = 5
+# what the context pruner kept and dropped (NaN without pruning), beside the cost columns
+PRUNE_COLUMNS = ("prune_tokens_read_per_question", "prune_tokens_saved_per_question", "prune_saved_share")
 
 
 # --------------------------------------------------------------------------- config
@@ -123,6 +132,25 @@ def group_records(records: Iterable[ResultRecord]) -> dict[tuple[str, str, str],
     for r in records:
         out.setdefault((r.dataset, r.model, r.method), []).append(r)
     return {k: sorted(out[k], key=lambda r: r.example_id) for k in sorted(out)}
+
+
+def prune_columns(recs: list[ResultRecord]) -> tuple[dict[str, float], list[str]]:
+    """The pruning columns of a cell (module docstring) and a note when only some of its records
+    were pruned (the means are then over those only)."""
+    reports = [(r.details or {}).get("prune") for r in recs]
+    reports = [p for p in reports if p]
+    if not reports:
+        return dict.fromkeys(PRUNE_COLUMNS, math.nan), []
+    read = float(sum(p["tokens_read"] for p in reports))
+    saved = float(sum(p["tokens_saved"] for p in reports))
+    columns = {
+        "prune_tokens_read_per_question": read / len(reports),
+        "prune_tokens_saved_per_question": saved / len(reports),
+        "prune_saved_share": saved / (read + saved) if read + saved else math.nan,
+    }
+    missing = len(recs) - len(reports)
+    notes = [f"pruning: {missing}/{len(recs)} records were not pruned, left out of its columns"] if missing else []
+    return columns, notes
 
 
 def record_arrays(recs: list[ResultRecord]) -> dict[str, np.ndarray]:
@@ -304,9 +332,11 @@ def summarize_cell(recs: list[ResultRecord], target: ThresholdController, boot: 
             "tokens_per_question": float(a["tokens"].mean()),
             "shared_tokens_per_question": _nanmean(a["shared_tokens"]),
             "spent_tokens_per_question": _nanmean(a["spent_tokens"]),
-            "notes": "; ".join(notes),
         }
     )
+    pruned, prune_notes = prune_columns(recs)
+    row.update(pruned)
+    row["notes"] = "; ".join(notes + prune_notes)
     return row
 
 

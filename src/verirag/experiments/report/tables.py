@@ -8,7 +8,8 @@
   cross-validated fallback over RAG-only answers, on all / answerable / unanswerable questions.
 - `switch_table`: switching to a larger model (the paper's Table 5): accuracy at the switch rate
   against the random-switch baseline.
-- `summary_table`: every summary column at the configured threshold, one row per cell.
+- `summary_table`: every summary column at the configured threshold, one row per cell; in a run
+  that pruned its passages, the tokens the context pruner kept and saved per answer beside the costs.
 
 Numbers are shown x100 (percent / percentage points) with one decimal; missing or undefined
 values as an em dash (LaTeX "--"). Every text cell is escaped for its target format.
@@ -115,6 +116,10 @@ def _plain(c: Cell) -> tuple[str | None, str | None]:
     if isinstance(c, float):
         return f"{c:.3g}", None
     return str(c), None
+
+
+def _finite(x: Any) -> bool:
+    return isinstance(x, (int, float)) and math.isfinite(x)
 
 
 # --------------------------------------------------------------------------- table
@@ -526,8 +531,20 @@ def summary_table(summary: Sequence[Mapping[str, Any]]) -> Table:
         "s / q",
         "tokens / q",
     ]
+    pruned = any(_finite(r.get("prune_tokens_read_per_question")) for r in summary)
+    if pruned:  # only a run that pruned has these columns; a cell that did not shows a dash, never 0
+        cols += ["pruned: read / q", "saved / q", "saved"]
     body: list[Row] = []
     for r in summary:
+        prune_cells: list[Cell] = (
+            [
+                Num(r.get("prune_tokens_read_per_question"), scale=1, digits=0),
+                Num(r.get("prune_tokens_saved_per_question"), scale=1, digits=0),
+                Num(r.get("prune_saved_share")),
+            ]
+            if pruned
+            else []
+        )
         body.append(
             [
                 r["dataset"],
@@ -545,6 +562,7 @@ def summary_table(summary: Sequence[Mapping[str, Any]]) -> Table:
                 Num(r["abstention_rate"]),
                 Num(r["seconds_per_question"], scale=1, digits=2),
                 Num(r["tokens_per_question"], scale=1, digits=0),
+                *prune_cells,
             ]
         )
     rule = summary[0]["threshold_rule"] if summary else ""
@@ -556,6 +574,12 @@ def summary_table(summary: Sequence[Mapping[str, Any]]) -> Table:
         rows=body,
         caption="Percent, 95% bootstrap intervals in brackets. Answered: share of scores at or "
         "above the threshold. Records with errors count in every denominator."
+        + (
+            " Pruned: the passage tokens the context pruner kept (read) and dropped (saved) per "
+            "answer, and the share of them saved; — where the passages were not pruned."
+            if pruned
+            else ""
+        )
         + (
             " The threshold is cross-fitted: each example is decided by a threshold fitted on the other folds."
             if fitted
