@@ -5,7 +5,7 @@ human labels, and how well each verify judge ranks the supported claims above th
 This is evaluation data: never train or tune on it.
 
     # 0. the claims (compact label records; regenerable: `make issue36-labels`)
-    verirag label verifier --recipes doc_claims --datasets docs --split heldout \
+    verirag label verifier --models none --recipes doc_claims --datasets docs --n 1000 --split heldout \
         --out runs/labels/issue36-docs.heldout.jsonl
     # 1. a seeded, label-balanced sample as a log `verirag verify` reads (under runs/, never
     #    committed: it holds man page text, which is not ours to copy into the repository)
@@ -32,7 +32,8 @@ This is evaluation data: never train or tune on it.
 The sample is a function of the labels file and the seed only, so `log` remakes the same claims on
 any machine with the documentation corpus installed (scripts/install_doc_corpus.sh); the committed
 score files name each claim by its record id and carry its label, so `compare` runs without the
-corpus (then without the two text metrics).
+corpus (then without the two text metrics). 50 of the sampled claims were checked by hand against
+their passages: data/verifier/heldout_docs/hand_check.jsonl (ids, both labels, a note where they differ).
 """
 
 from __future__ import annotations
@@ -299,7 +300,22 @@ def compare(
         "man_pages": len(set(groups)),
         "unscored": {n: sum(s.score is None for s in runs[n].values()) for n in names},
     }
+    counts["by_kind"] = by_kind(ids, y, cols)
     return table(ids, y, groups, cols, seconds, to_llm, resamples), counts
+
+
+def by_kind(ids: list[str], y: np.ndarray, cols: dict[str, np.ndarray]) -> dict[str, dict[str, float]]:
+    """judge -> unsupported edit kind -> AUROC of every supported claim against that kind's claims:
+    which edits a judge tells from the truth (point estimates: about 15 claims a kind)."""
+    kinds = np.array([edit_kind(k) for k in ids])
+    out = {}
+    for name, v in cols.items():
+        out[name] = {}
+        for kind in UNSUPPORTED_KINDS:
+            m = (y == 1) | (kinds == kind)
+            if (kinds[m] == kind).any():
+                out[name][kind] = auroc(v[m], y[m])
+    return out
 
 
 def markdown(rows: list[dict]) -> str:
@@ -366,6 +382,10 @@ def main(argv: list[str] | None = None) -> int:
         f"{counts['man_pages']} man pages; unscored or failed per run: {counts['unscored']}"
     )
     print(markdown(res))
+    print("\nAUROC of the supported claims against each kind of unsupported claim (point estimates):")
+    print("| judge | " + " | ".join(UNSUPPORTED_KINDS) + " |\n|---|" + "---|" * len(UNSUPPORTED_KINDS))
+    for name, per in counts["by_kind"].items():
+        print(f"| {name} | " + " | ".join(f"{per[k]:.3f}" if k in per else "" for k in UNSUPPORTED_KINDS) + " |")
     if a.json:
         a.json.write_text(json.dumps({"rows": res, "counts": counts}, indent=1))
     return 0

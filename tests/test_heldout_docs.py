@@ -126,7 +126,8 @@ def test_export_keeps_ids_labels_scores_and_timings_and_no_text(tmp_path):
 def synthetic_scores(tmp_path: Path, n: int = 60) -> dict[str, Path]:
     rng = np.random.default_rng(0)
     y = np.arange(n) % 2
-    ids = [f"doc_claims/docs/manpages:usr/share/man/man7/p{i // 3}.7.gz#{i}/sentence/s0" for i in range(n)]
+    kind = ["sentence" if y[i] else ("negation", "party")[i // 2 % 2] for i in range(n)]
+    ids = [f"doc_claims/docs/manpages:usr/share/man/man7/p{i // 3}.7.gz#{i}/{kind[i]}/s0" for i in range(n)]
     paths = {}
     for name, signal, sec in (("verifier", 0.8, 0.1), ("nli", 1.5, 8.0), ("llm_judge", 0.2, 12.0)):
         scores = 1 / (1 + np.exp(-(signal * (2 * y - 1) + rng.normal(size=n))))
@@ -155,6 +156,7 @@ def test_compare_gives_every_judge_an_interval_the_paired_difference_and_the_cas
     share = by["cascade"]["to_llm"]
     assert 0 <= share <= 1 and by["cascade"]["mean_s"] == pytest.approx(0.1 + 8.0 * share)
     assert "| cascade |" in hd.markdown(rows)
+    assert set(counts["by_kind"]["nli"]) == {"negation", "party"}
 
 
 def test_compare_takes_names_and_leaves_out_unscored_claims_and_adds_the_text_metrics(tmp_path):
