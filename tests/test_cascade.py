@@ -191,3 +191,33 @@ def test_pipeline_verify_and_v1_verify_run_the_cascade():
     assert out["method"].startswith("vanilla+cascade") and out["cascade"]["decided_by"] in ("verifier", "nli")
     assert out["sentences"] and out["sentences"][0]["text"] == A
     assert 0.0 <= out["score"] <= 1.0
+
+
+def test_a_retrained_verifiers_scores_stand_in_for_the_runs_records(tmp_path):
+    """`--verifier-scores`: another verifier's scores of the same answers (a rescored file) replace the
+    run's verifier column; the same scores give the same pairs, and a file missing an answer, or
+    without its header, is refused."""
+    import json
+    from pathlib import Path
+
+    from verirag.train.cascade import generation_key, paired_scores, read_verifier_scores
+
+    run = Path(__file__).resolve().parents[1] / "data/verifier/own_answers/held-out-nli-qwen2.5-1.5b"
+    records = [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines() if line.strip()]
+    mine = [r for r in records if r["method"] == "vanilla+verifier" and not r.get("error")]
+    f = tmp_path / "rescored.jsonl"
+    rows = [{"key": generation_key(r), "score": 1 - r["score"], "seconds": 0.01} for r in mine]
+    f.write_text(
+        "\n".join(json.dumps(x) for x in [{"header": True, "verifier": {"predictor_digest": "abc"}}, *rows]) + "\n"
+    )
+    before = paired_scores([run])
+    after = paired_scores([run], verifier_scores=read_verifier_scores([f]))
+    assert len(after) == len(before) and after.verifier_digest == "abc"
+    assert np.allclose(after.verifier, 1 - before.verifier) and np.allclose(after.verifier_seconds, 0.01)
+    assert np.array_equal(after.labels, before.labels) and np.allclose(after.judge, before.judge)
+    f.write_text("\n".join(json.dumps(x) for x in [{"header": True, "verifier": {}}, *rows[1:]]) + "\n")
+    with pytest.raises(InputError, match="lack 1"):
+        paired_scores([run], verifier_scores=read_verifier_scores([f]))
+    f.write_text(json.dumps(rows[0]) + "\n")
+    with pytest.raises(InputError, match="no header"):
+        read_verifier_scores([f])

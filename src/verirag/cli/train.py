@@ -409,13 +409,24 @@ def cascade(
     budget: float = typer.Option(0.2, help="Share of answers that may reach the LLM judge (the band's width)."),
     judge_method: str = typer.Option("vanilla+nli", "--judge-method", help="The runs' method of the LLM judge."),
     verifier: Path | None = typer.Option(None, help="The verifier the cascade runs (default: the shipped one)."),
+    verifier_scores: list[Path] = typer.Option(
+        [],
+        "--verifier-scores",
+        help="That verifier's scores of the runs' answers (files of benchmarks/rescore_own_answers.py), in place "
+        "of the runs' verifier records: a retrained verifier's band without running the LLM again.",
+    ),
 ):
     """Fit the cascade's band and calibrations (method `vanilla+cascade`): the verifier decides
     outside the band, the LLM judge inside it."""
     from verirag.train.cascade import train_cascade_from_runs
 
     band = train_cascade_from_runs(
-        runs, out_file, budget=budget, judge_method=judge_method, verifier=str(verifier) if verifier else None
+        runs,
+        out_file,
+        budget=budget,
+        judge_method=judge_method,
+        verifier=str(verifier) if verifier else None,
+        verifier_scores=verifier_scores,
     )
     a, cf = band.fit_auroc_, band.provenance["cross_fitted"]
     out.print(

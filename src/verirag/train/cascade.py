@@ -11,13 +11,16 @@ Answers are paired by generation (the records' `details.generation`: one text ju
 labelled by the records' `faithful`. The dev set (instruct_qa_human) is evaluation data: a run
 holding it is refused. The verifier records must be the current verifier's (their predictor
 digest equals the digest of the verifier the cascade will run), or the band would sit on another
-scale; the judge's digest becomes the `judge` fingerprint.
+scale; the judge's digest becomes the `judge` fingerprint. A retrained verifier's scores of the same
+answers, made without an LLM call (`benchmarks/rescore_own_answers.py`: a header naming the verifier,
+then one {key, score, seconds} row per answer), stand in for the run's verifier records
+(`read_verifier_scores`, `paired_scores(verifier_scores=...)`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -81,10 +84,52 @@ def _records(run: Path) -> list[dict[str, Any]]:
     return list(latest.values())
 
 
+@dataclass(frozen=True)
+class VerifierScores:
+    """Another verifier's scores of a run's answers: {generation key: (score, seconds)} and the
+    predictor digest of the verifier that made them."""
+
+    scores: dict[str, tuple[float, float]]
+    digest: str
+
+
+def generation_key(record: Mapping[str, Any]) -> str:
+    """ "dataset|model|example_id|generation": the answer a record judged (every record over one
+    generated answer shares it)."""
+    d = record.get("details") or {}
+    gen = d.get("generation") or f"generator:{d.get('generator')}"
+    return f"{record['dataset']}|{record.get('model')}|{record['example_id']}|{gen}"
+
+
+def read_verifier_scores(paths: Sequence[str | Path]) -> VerifierScores:
+    """The rows of one or more rescored files (one verifier: their headers must name one digest)."""
+    scores: dict[str, tuple[float, float]] = {}
+    digests = set()
+    for path in paths:
+        try:
+            lines = [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
+        except (OSError, ValueError) as e:
+            raise InputError(f"cannot read the verifier scores {path}: {e}") from None
+        if not lines or not lines[0].get("header"):
+            raise InputError(f"{path} has no header naming its verifier: not a rescored file")
+        digests.add(str((lines[0].get("verifier") or {}).get("predictor_digest", "")))
+        for row in lines[1:]:
+            scores[row["key"]] = (float(row["score"]), float(row["seconds"]))
+    if len(digests) != 1:
+        raise InputError(f"the verifier scores were made by {len(digests)} verifiers ({', '.join(sorted(digests))})")
+    return VerifierScores(scores, digests.pop())
+
+
 def paired_scores(
-    runs: Sequence[str | Path], *, verifier_method: str = "vanilla+verifier", judge_method: str = "vanilla+nli"
+    runs: Sequence[str | Path],
+    *,
+    verifier_method: str = "vanilla+verifier",
+    judge_method: str = "vanilla+nli",
+    verifier_scores: VerifierScores | None = None,
 ) -> PairedScores:
-    """The answers of `runs` that both methods scored without error, paired by generation."""
+    """The answers of `runs` that both methods scored without error, paired by generation; with
+    `verifier_scores`, those scores (and seconds) in place of the verifier records' (every paired
+    answer must have one)."""
     by_method: dict[str, dict[tuple, dict]] = {verifier_method: {}, judge_method: {}}
     for run in runs:
         for r in _records(Path(run)):
@@ -102,6 +147,22 @@ def paired_scores(
         )
     v = [by_method[verifier_method][k] for k in common]
     j = [by_method[judge_method][k] for k in common]
+    if verifier_scores is not None:
+        missing = [generation_key(r) for r in v if generation_key(r) not in verifier_scores.scores]
+        if missing:
+            raise InputError(f"the verifier scores lack {len(missing)} of the runs' answers, e.g. {missing[0]}")
+        v = [
+            {
+                **r,
+                "score": verifier_scores.scores[generation_key(r)][0],
+                "details": {
+                    **(r.get("details") or {}),
+                    "predictor_digest": verifier_scores.digest,
+                    "timings": {"verify": verifier_scores.scores[generation_key(r)][1]},
+                },
+            }
+            for r in v
+        ]
 
     def digest(rows: list[dict], what: str) -> str:
         found = {(r.get("details") or {}).get("predictor_digest", "") for r in rows}
@@ -174,15 +235,19 @@ def train_cascade_from_runs(
     budget: float = DEFAULT_BUDGET,
     judge_method: str = "vanilla+nli",
     verifier: str | None = None,
+    verifier_scores: Sequence[str | Path] = (),
 ) -> CascadeBand:
     """Fit on `runs` and save to `out`: what `verirag train cascade` does. Refuses runs whose
-    verifier records were made by another verifier than the one the cascade will run."""
+    verifier records (or `verifier_scores` files, which replace them) were made by another verifier
+    than the one the cascade will run."""
     fingerprint, digest = verifier_fingerprint_and_digest(verifier)
-    pairs = paired_scores(runs, judge_method=judge_method)
+    rescored = read_verifier_scores(verifier_scores) if verifier_scores else None
+    pairs = paired_scores(runs, judge_method=judge_method, verifier_scores=rescored)
     if pairs.verifier_digest and pairs.verifier_digest != digest:
         raise InputError(
             f"the runs' verifier scores were made by verifier {pairs.verifier_digest}, and the verifier "
-            f"the cascade runs is {digest} (retrained?): run the eval again with it, then refit"
+            f"the cascade runs is {digest} (retrained?): score the answers with it "
+            "(benchmarks/rescore_own_answers.py, then --verifier-scores) or run the eval again, then refit"
         )
     judge = judge_method.split("+", 1)[-1]
     band = fit_cascade(pairs, budget=budget, judge=judge, verifier_fingerprint=fingerprint)
@@ -191,6 +256,7 @@ def train_cascade_from_runs(
         out,
         command="verirag train cascade",
         runs=pairs.runs,
+        verifier_scores=[str(p) for p in verifier_scores],
         judge_method=judge_method,
         answers=len(pairs),
         cross_fitted={
