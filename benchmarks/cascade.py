@@ -16,6 +16,19 @@ scores already committed, and the verify default the stated rule picks (item 5,
   band is fitted on, so the cascade here is cross-fitted (5 folds by question: each answer scored by
   a band and calibrations fitted without its question). Seconds are the records' own verify timings.
 
+- The held-out kind of document (benchmarks/heldout_docs.py: 150 claims about the Debian man pages, a
+  kind of document no training example comes from, label-balanced; committed scores in
+  data/verifier/heldout_docs/): the cascade's score combines the committed verifier and nli scores with
+  the band; seconds are the claims' own verify timings.
+
+`--verifier NAME` measures another trained verifier (and `--band FILE` its cascade band) from its
+committed scores: data/verifier/dev_scores/verifier-NAME.jsonl (`verirag verify` of the dev log with
+`vanilla+verifier(verifier=DIR)`, exported), data/verifier/own_answers/<run>/verifier-NAME.jsonl
+(benchmarks/rescore_own_answers.py) and data/verifier/heldout_docs/verifier-NAME.jsonl; the shipped
+verifier's rows are then added as "shipped verifier" ("minus verifier" of that row: shipped minus NAME).
+The shipped verifier's dev scores read TopiOCQA's follow-ups with their history where committed
+(verifier-shipped-history.jsonl), as the NAME runs do.
+
 AUROC with 95% intervals resampling questions (`group_bootstrap_intervals`), every column on the
 same resamples, so the differences are paired.
 """
@@ -30,6 +43,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from heldout_docs import read_scores as read_doc_scores
 from verifier_dev import dev_rows, read_scores
 
 from verirag.awf.defaults import Measured, pick_verify_default
@@ -38,12 +52,30 @@ from verirag.metrics.calibration import auroc
 from verirag.metrics.faithfulness import k_precision
 from verirag.metrics.qa import token_recall
 from verirag.metrics.stats import group_bootstrap_intervals
-from verirag.train.cascade import cross_fitted, paired_scores
+from verirag.train.cascade import cross_fitted, paired_scores, read_verifier_scores
 
 ROOT = Path(__file__).resolve().parents[1]
 DEV_SCORES = ROOT / "data" / "verifier" / "dev_scores"
 OWN = ROOT / "data" / "verifier" / "own_answers" / "held-out-nli-qwen2.5-1.5b"
+DOCS = ROOT / "data" / "verifier" / "heldout_docs"
 JUDGES = ("verifier", "cascade", "nli")
+SHIPPED = "shipped"
+
+
+def dev_verifier_scores(name: str) -> dict:
+    """The dev scores of verifier `name` (the shipped one's with TopiOCQA's history where committed)."""
+    scores = read_scores(DEV_SCORES / f"verifier-{name}.jsonl")
+    history = DEV_SCORES / f"verifier-{name}-history.jsonl"
+    if history.is_file():
+        scores.update(read_scores(history))
+    return scores
+
+
+def own_pairs(name: str):
+    """The own-answer run's pairs with verifier `name`'s scores (the run's own records for the shipped one)."""
+    if name == SHIPPED:
+        return paired_scores([OWN])
+    return paired_scores([OWN], verifier_scores=read_verifier_scores([OWN / f"verifier-{name}.jsonl"]))
 
 
 def table(name, y, groups, cols, seconds, escalated, resamples) -> list[dict]:
@@ -84,12 +116,14 @@ def table(name, y, groups, cols, seconds, escalated, resamples) -> list[dict]:
     return rows
 
 
-def dev_tables(band: CascadeBand, costs: dict[str, float], resamples: int) -> list[dict]:
+def dev_tables(band: CascadeBand, costs: dict[str, float], resamples: int, name: str = SHIPPED) -> list[dict]:
     rows = dev_rows()
-    v = read_scores(DEV_SCORES / "verifier-shipped.jsonl")
+    v = dev_verifier_scores(name)
+    shipped = dev_verifier_scores(SHIPPED)
     n = read_scores(DEV_SCORES / "nli-qwen2.5-1.5b.jsonl")
-    rows = [r for r in rows if v.get(r["id"]) is not None and n.get(r["id"]) is not None]
+    rows = [r for r in rows if all(x.get(r["id"]) is not None for x in (v, n, shipped))]
     V = np.array([v[r["id"]] for r in rows])
+    S = np.array([shipped[r["id"]] for r in rows])
     N = np.array([n[r["id"]] for r in rows])
     y = np.array([r["label"] for r in rows])
     esc = band.inside(band.calibrate("verifier", V))
@@ -99,44 +133,81 @@ def dev_tables(band: CascadeBand, costs: dict[str, float], resamples: int) -> li
     ds = np.array([r["group"].split(":")[0] for r in rows])
     groups = np.array([r["group"] for r in rows])
     out = []
-    for name, m in [("dev:hotpot_qa", ds == "hotpot_qa"), ("dev:topiocqa", ds == "topiocqa"), ("dev:pooled", ds == ds)]:
+    for subset, m in [
+        ("dev:hotpot_qa", ds == "hotpot_qa"),
+        ("dev:topiocqa", ds == "topiocqa"),
+        ("dev:pooled", ds == ds),
+    ]:
         sec = {
             "verifier": np.full(m.sum(), costs["verifier"]),
             "nli": np.full(m.sum(), costs["nli"]),
             "cascade": costs["verifier"] + esc[m] * costs["nli"],
         }
         cols = {"verifier": V[m], "cascade": C[m], "nli": N[m], "k_precision": kp[m], "recall (sees gold)": rec[m]}
-        out += table(name, y[m], list(groups[m]), cols, sec, esc[m], resamples)
+        if name != SHIPPED:
+            cols["shipped verifier"], sec["shipped verifier"] = S[m], sec["verifier"]
+        out += table(subset, y[m], list(groups[m]), cols, sec, esc[m], resamples)
     return out
 
 
-def own_tables(resamples: int) -> list[dict]:
-    p = paired_scores([OWN])
+def own_tables(resamples: int, name: str = SHIPPED) -> list[dict]:
+    p = own_pairs(name)
+    shipped = paired_scores([OWN])
     C, esc = cross_fitted(p, budget=0.2)
     ds = np.array(p.datasets)
     out = []
-    for name, m in [("own:hotpotqa", ds == "hotpotqa"), ("own:nq", ds == "nq"), ("own:pooled", ds == ds)]:
+    for subset, m in [("own:hotpotqa", ds == "hotpotqa"), ("own:nq", ds == "nq"), ("own:pooled", ds == ds)]:
         sec = {
             "verifier": p.verifier_seconds[m],
             "nli": p.judge_seconds[m],
             "cascade": p.verifier_seconds[m] + esc[m] * p.judge_seconds[m],
         }
         cols = {"verifier": p.verifier[m], "cascade": C[m], "nli": p.judge[m]}
-        out += table(name, p.labels[m], [g for g, k in zip(p.groups, m) if k], cols, sec, esc[m], resamples)
+        if name != SHIPPED:  # the same answers in the same order (both sorted by generation)
+            cols["shipped verifier"], sec["shipped verifier"] = shipped.verifier[m], shipped.verifier_seconds[m]
+        out += table(subset, p.labels[m], [g for g, k in zip(p.groups, m) if k], cols, sec, esc[m], resamples)
     return out
+
+
+def docs_tables(band: CascadeBand, resamples: int, name: str = SHIPPED) -> list[dict]:
+    """The held-out kind of document: the committed scores of the verifier and nli on its claims."""
+    v = read_doc_scores(DOCS / f"verifier-{name}.jsonl")
+    n = read_doc_scores(DOCS / "nli-qwen2.5-1.5b.jsonl")
+    shipped = read_doc_scores(DOCS / "verifier-shipped.jsonl")
+    ids = [k for k in n if all(x.get(k) is not None and x[k].score is not None for x in (v, n, shipped))]
+    V, N = np.array([v[k].score for k in ids]), np.array([n[k].score for k in ids])
+    y = np.array([n[k].label for k in ids])
+    esc = band.inside(band.calibrate("verifier", V))
+    sec = {
+        "verifier": np.array([v[k].seconds or 0.0 for k in ids]),
+        "nli": np.array([n[k].seconds or 0.0 for k in ids]),
+    }
+    sec["cascade"] = sec["verifier"] + esc * sec["nli"]
+    cols = {"verifier": V, "cascade": band.combine(V, N), "nli": N}
+    if name != SHIPPED:
+        cols["shipped verifier"] = np.array([shipped[k].score for k in ids])
+        sec["shipped verifier"] = np.array([shipped[k].seconds or 0.0 for k in ids])
+    groups = [k.rsplit("#", 1)[0] for k in ids]  # the man page
+    return table("docs:manpages", y, groups, cols, sec, esc, resamples)
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--resamples", type=int, default=2000)
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--verifier", default=SHIPPED, help="the verifier whose committed scores are read (NAME)")
+    ap.add_argument("--band", type=Path, default=None, help="its cascade band (default: the shipped band)")
     a = ap.parse_args(argv)
-    band = CascadeBand.load(shipped_cascade_path())
-    p = paired_scores([OWN])
+    band = CascadeBand.load(a.band or shipped_cascade_path())
+    p = own_pairs(a.verifier)
     costs = {"verifier": float(p.verifier_seconds.mean()), "nli": float(p.judge_seconds.mean())}
-    rows = dev_tables(band, costs, a.resamples) + own_tables(a.resamples)
+    rows = (
+        dev_tables(band, costs, a.resamples, a.verifier)
+        + own_tables(a.resamples, a.verifier)
+        + docs_tables(band, a.resamples, a.verifier)
+    )
     print(
-        f"shipped band [{band.band_[0]:.3f}, {band.band_[1]:.3f}] (budget {band.budget:.0%}); dev seconds "
+        f"band [{band.band_[0]:.3f}, {band.band_[1]:.3f}] (budget {band.budget:.0%}); dev seconds "
         f"modelled: verifier {costs['verifier']:.3f} s, nli {costs['nli']:.2f} s an answer"
     )
 
@@ -154,7 +225,7 @@ def main(argv=None) -> int:
             f"{ci(r['minus_nli'])} | {ci(r['minus_verifier'])} | {s or ' | '} | {r['to_llm']:.1%} | "
             f"{r.get('auroc_per_s', float('nan')):.3g} |"
         )
-    sets = ("dev:hotpot_qa", "dev:topiocqa", "own:hotpotqa", "own:nq")
+    sets = ("dev:hotpot_qa", "dev:topiocqa", "own:hotpotqa", "own:nq", "docs:manpages")
     measured = [
         Measured(r["judge"], r["set"], r["auroc"], r["mean_s"], None if r["minus_nli"] is None else r["minus_nli"][1])
         for r in rows
@@ -171,7 +242,7 @@ def main(argv=None) -> int:
         for m in measured
     ]
     best, why = pick_verify_default(measured)
-    print(f"\nthe rule picks {best} on {', '.join(sets)} (the held-out kind of document: not measured yet)")
+    print(f"\nthe rule picks {best} on {', '.join(sets)} (verifier: {a.verifier})")
     for k, w in why.items():
         print(f"  {k}: {w}")
     if a.json:
