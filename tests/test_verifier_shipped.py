@@ -131,6 +131,47 @@ def test_the_shipped_artifact_scores_a_supported_answer_above_an_unsupported_one
     assert good.error is None and bad.error is None and good.score > bad.score, (good.score, bad.score)
 
 
+# Invented two-hop facts (issue 36): the answer needs both passages, the bridge (who designed it) in
+# one and the answer (where that person was born) in the other; neither supports it alone.
+TWO_HOP = [
+    (
+        "Where was the designer of the Marrowby lighthouse born?",
+        "The Marrowby lighthouse was completed in 1872 to a design by the engineer Osric Vane.",
+        "Osric Vane was born in the port town of Kellhaven and trained as a shipwright there.",
+        "The designer of the Marrowby lighthouse was born in Kellhaven.",
+    ),
+    (
+        "Which river flows through the birthplace of the painter of The Grey Orchard?",
+        "The Grey Orchard is an oil painting by Hedda Lorne, shown in Stockholm in 1903.",
+        "Hedda Lorne grew up in Vessby, a small town on the banks of the river Tolka.",
+        "The river Tolka flows through the birthplace of the painter of The Grey Orchard.",
+    ),
+]
+UNRELATED = "The town holds a market every week and the river runs past the old mill near the square."
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 36 item 1 is open: the shipped verifier reads one chunk at a time (both passages score as the "
+    "answer's passage alone), and the joint-premise verifier trained on 2026-11-26 scores the answer's passage "
+    "alone higher still (docs/results/verifier.md#retrained-on-issue-36s-labels)",
+)
+@pytest.mark.parametrize("question, bridge, hop, answer", TWO_HOP, ids=[q for q, *_ in TWO_HOP])
+def test_the_shipped_artifact_finds_support_that_spans_two_passages(question, bridge, hop, answer, monkeypatch):
+    """Both passages together score above either one beside an unrelated passage."""
+    monkeypatch.delenv(VERIFIER_ENV, raising=False)
+    assert_shipped()
+    predictor = build_method("vanilla+verifier", None).predictor
+
+    def score(*texts):
+        r = predictor.verify(question, answer, [Passage(f"p{i}", t) for i, t in enumerate(texts)])
+        assert r.error is None
+        return r.score
+
+    both, hop_only, bridge_only = score(bridge, hop), score(UNRELATED, hop), score(bridge, UNRELATED)
+    assert both > hop_only and both > bridge_only, (both, hop_only, bridge_only)
+
+
 def test_every_generator_composes_with_the_shipped_verifier_sharing_one_network(stand_in):
     methods = {g: build_method(f"{g}+verifier", None) for g in ("vanilla", "instructrag", "no_context")}
     scorers = {id(m.predictor.model._scorer) for m in methods.values()}
