@@ -1,10 +1,12 @@
-"""Prompt-reading throughput against the decode batch size (n_batch), in one run.
+"""Prompt-reading throughput against the decode batch size (n_batch) and the thread count, in one run.
 
 Prefix reuse is exact only at whole decode batches (see `verirag.llm.prefix_store`), so a smaller
 n_batch lets more of a shared prefix be reused; this measures what a smaller batch costs when a
-prompt is read from scratch. Prints tokens per second and the ratio to n_batch=512 (the baseline).
+prompt is read from scratch. Prints tokens per second and the ratio to n_batch=512 at the most
+threads given (the baseline).
 
-    .venv/bin/python benchmarks/bench_prompt_batch.py [--model qwen2.5-0.5b] [--tokens 768] [--batches 32,64,128,256,512]
+    .venv/bin/python benchmarks/bench_prompt_batch.py [--model qwen2.5-0.5b] [--tokens 768] \
+        [--batches 32,64,128,256,512] [--threads 1,2]
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ def main() -> None:
     ap.add_argument("--tokens", type=int, default=768)
     ap.add_argument("--batches", default="32,64,128,256,512")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--threads", default=None, help="thread counts, e.g. 1,2 (default: llama.cpp's own choice)")
     args = ap.parse_args()
 
     from verirag.llm.llama_cpp_backend import LlamaCppLLM
@@ -33,24 +36,26 @@ def main() -> None:
 
     path = str(resolve_model(args.model).path)
     sizes = [int(s) for s in args.batches.split(",")]
+    threads = [int(t) for t in args.threads.split(",")] if args.threads else [None]
     rate = {}
-    for nb in sizes:
-        llm = LlamaCppLLM(path, n_ctx=2048, n_batch=nb, reuse_prefix=False)
-        tokens = llm.llama.tokenize((TEXT * 200).encode(), add_bos=True)[: args.tokens]
-        times = []
-        for _ in range(args.repeats):
-            llm.llama.reset()
-            t = time.perf_counter()
-            for chunk in batched(tokens, nb):
-                llm.llama.eval(list(chunk))
-            times.append(time.perf_counter() - t)
-        rate[nb] = len(tokens) / statistics.median(times)
-        del llm
-    base = rate.get(512) or rate[max(rate)]
+    for nt in threads:
+        for nb in sizes:
+            llm = LlamaCppLLM(path, n_ctx=2048, n_batch=nb, reuse_prefix=False, n_threads=nt)
+            tokens = llm.llama.tokenize((TEXT * 200).encode(), add_bos=True)[: args.tokens]
+            times = []
+            for _ in range(args.repeats):
+                llm.llama.reset()
+                t = time.perf_counter()
+                for chunk in batched(tokens, nb):
+                    llm.llama.eval(list(chunk))
+                times.append(time.perf_counter() - t)
+            rate[nt, nb] = len(tokens) / statistics.median(times)
+            del llm
+    base = rate.get((threads[-1], 512)) or rate[threads[-1], max(sizes)]
     print(f"{args.model}, {args.tokens} prompt tokens, median of {args.repeats}")
-    print(f"{'n_batch':>8s} {'tokens/s':>9s} {'vs 512':>7s}")
-    for nb in sizes:
-        print(f"{nb:8d} {rate[nb]:9.1f} {rate[nb] / base:7.2f}")
+    print(f"{'threads':>8s} {'n_batch':>8s} {'tokens/s':>9s} {'vs base':>8s}")
+    for nt, nb in rate:
+        print(f"{nt or 'auto'!s:>8s} {nb:8d} {rate[nt, nb]:9.1f} {rate[nt, nb] / base:8.2f}")
 
 
 if __name__ == "__main__":
