@@ -52,6 +52,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from verirag.train.cascade import generation_key
+from verirag.train.cascade import read_run_records as read_records
+
 ROOT = Path(__file__).resolve().parents[1]
 OWN_ANSWERS = ROOT / "data" / "verifier" / "own_answers"
 CONFIGS = {  # committed run folder -> the config that made it
@@ -60,26 +63,6 @@ CONFIGS = {  # committed run folder -> the config that made it
     "held-out-nli-qwen2.5-1.5b": ROOT / "configs" / "verifier-held-out-nli.yaml",
 }
 CHECK_METHOD = "vanilla+verifier"  # the run's records whose scores the shipped verifier reproduces
-
-
-def generation_key(record: dict[str, Any]) -> str:
-    """The key of the answer a record judged: every record over one generated answer shares it
-    (`verirag.train.stack_features`' row key)."""
-    d = record.get("details") or {}
-    gen = d.get("generation") or f"generator:{d.get('generator')}"
-    return f"{record['dataset']}|{record.get('model')}|{record['example_id']}|{gen}"
-
-
-def read_records(run: Path) -> list[dict[str, Any]]:
-    """The run's records, the latest of each record key."""
-    path = run / "results.jsonl" if run.is_dir() else run
-    latest: dict[str, dict[str, Any]] = {}
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                r = json.loads(line)
-                latest[r.get("key") or json.dumps(r, sort_keys=True)] = r
-    return list(latest.values())
 
 
 def run_answers(records: Iterable[dict[str, Any]], check_method: str = CHECK_METHOD) -> list[dict[str, Any]]:

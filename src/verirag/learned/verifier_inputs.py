@@ -197,14 +197,16 @@ def lexical_candidates(claims: Sequence[str], chunks: Sequence[str], question: s
     return out
 
 
-def joint_partner(claim: str, reading: Reading, lead: int) -> int | None:
+def joint_partner(claim: str, reading: Reading, lead: int, chunk_words: Sequence[set] | None = None) -> int | None:
     """The chunk read together with a claim's closest chunk `lead` as one premise (multi-hop
     support): of another passage's chunks (another chunk of the same passage, not overlapping it, when
     there is one passage), the one holding most of the claim's words that `lead` lacks (the bridge:
     the question's entity in one passage, the answer in the other), then most of the claim's words;
-    None when there is no other chunk."""
+    None when there is no other chunk. `chunk_words`: each chunk's word set, when already made."""
+    if chunk_words is None:
+        chunk_words = [set(get_tokens(c)) for c in reading.chunks]
     words = set(get_tokens(claim))
-    lead_words = set(get_tokens(reading.chunks[lead]))
+    lead_words = chunk_words[lead]
     missing = words - lead_words
     others = [j for j in range(len(reading.chunks)) if reading.passage_of[j] != reading.passage_of[lead]]
     if not others:  # one passage: its chunks that do not overlap the lead's (neighbours share words)
@@ -213,7 +215,7 @@ def joint_partner(claim: str, reading: Reading, lead: int) -> int | None:
         return None
 
     def score(j: int) -> tuple[float, float, int]:
-        ct = set(get_tokens(reading.chunks[j]))
+        ct = chunk_words[j]
         return (len(missing & ct) / max(len(missing), 1), len(words & ct) / max(len(words), 1), -j)
 
     return max(others, key=score)
@@ -228,9 +230,10 @@ def with_joint_premises(reading: Reading, candidates: list[list[int]]) -> tuple[
     made: dict[tuple[int, int], int] = {}
     out = []
     n = len(reading.chunks)
+    words = [set(get_tokens(c)) for c in reading.chunks]  # once per reading, not once per claim
     for claim, cands in zip(reading.claims, candidates):
         lead = cands[0] if cands else None
-        partner = joint_partner(claim, reading, lead) if lead is not None and lead < n else None
+        partner = joint_partner(claim, reading, lead, words) if lead is not None and lead < n else None
         if partner is None:
             out.append(list(cands))
             continue

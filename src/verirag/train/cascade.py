@@ -31,6 +31,7 @@ from verirag.errors import InputError
 from verirag.learned.cascade import DEFAULT_BUDGET, DEFAULT_JUDGE, CascadeBand
 from verirag.learned.threshold import kfold_indices
 from verirag.metrics.calibration import auroc
+from verirag.train.stack_features import answer_key
 
 EVALUATION_ONLY = ("instruct_qa",)  # datasets a cascade is never fitted on
 
@@ -71,7 +72,8 @@ class PairedScores:
         )
 
 
-def _records(run: Path) -> list[dict[str, Any]]:
+def read_run_records(run: Path) -> list[dict[str, Any]]:
+    """An eval run's records (its results.jsonl), the latest line of each record key."""
     path = run / "results.jsonl" if run.is_dir() else run
     if not path.is_file():
         raise InputError(f"no eval run at {run} (no results.jsonl)")
@@ -94,11 +96,8 @@ class VerifierScores:
 
 
 def generation_key(record: Mapping[str, Any]) -> str:
-    """ "dataset|model|example_id|generation": the answer a record judged (every record over one
-    generated answer shares it)."""
-    d = record.get("details") or {}
-    gen = d.get("generation") or f"generator:{d.get('generator')}"
-    return f"{record['dataset']}|{record.get('model')}|{record['example_id']}|{gen}"
+    """The generated answer a record (a results.jsonl line) judged (`stack_features.answer_key`)."""
+    return answer_key(record["dataset"], record.get("model"), record["example_id"], record.get("details") or {})
 
 
 def read_verifier_scores(paths: Sequence[str | Path]) -> VerifierScores:
@@ -132,7 +131,7 @@ def paired_scores(
     answer must have one)."""
     by_method: dict[str, dict[tuple, dict]] = {verifier_method: {}, judge_method: {}}
     for run in runs:
-        for r in _records(Path(run)):
+        for r in read_run_records(Path(run)):
             if any(x in str(r.get("dataset", "")) for x in EVALUATION_ONLY):
                 raise InputError(f"{run}: {r['dataset']} is evaluation data; a cascade is never fitted on it")
             table = by_method.get(r.get("method"))

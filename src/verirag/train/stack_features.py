@@ -29,7 +29,7 @@ import hashlib
 import json
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -95,6 +95,13 @@ def _predictor_options(spec: dict[str, Any]) -> dict[str, Any]:
         return {}
 
 
+def answer_key(dataset: str, model: Any, example_id: Any, details: Mapping[str, Any]) -> str:
+    """ "dataset|model|example_id|generation": the generated answer a record judged (every record
+    over one generation shares it; runs before answers named their generation use the generator)."""
+    gen = details.get("generation") or f"generator:{details.get('generator')}"
+    return f"{dataset}|{model}|{example_id}|{gen}"
+
+
 def _answers(records: Sequence[Any], label: str) -> tuple[dict[str, Answer], dict[str, dict], dict[str, int], set]:
     answers: dict[str, Answer] = {}
     sources: dict[str, dict[str, Any]] = {}
@@ -105,8 +112,7 @@ def _answers(records: Sequence[Any], label: str) -> tuple[dict[str, Answer], dic
         if "generator" not in d or "predictor" not in d:
             ignored[r.method] += 1
             continue
-        gen = d.get("generation") or f"generator:{d['generator']}"  # runs before answers named their generation
-        key = f"{r.dataset}|{r.model}|{r.example_id}|{gen}"
+        key = answer_key(r.dataset, r.model, r.example_id, d)
         a = answers.get(key)
         if a is None:
             a = answers[key] = Answer(
