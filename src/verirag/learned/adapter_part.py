@@ -4,21 +4,13 @@ loaded, and put back over the installed encoder (refused over other encoder weig
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Any, ClassVar
 
 from verirag.errors import InputError
+from verirag.models.hashing import sha256_file
 
 ADAPTER_FILE = "adapter.safetensors"
-
-
-def sha256_of(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 class EncoderAdapter:
@@ -31,7 +23,7 @@ class EncoderAdapter:
         from verirag.learned.verifier_model import save_adapter
 
         save_adapter(self._scorer, self._trainable, directory / ADAPTER_FILE)
-        self.adapter_sha256_ = sha256_of(directory / ADAPTER_FILE)
+        self.adapter_sha256_ = sha256_file(directory / ADAPTER_FILE)
         self.adapter_bytes_ = (directory / ADAPTER_FILE).stat().st_size
 
     def restore(self, state: dict[str, Any], path: Path) -> None:
@@ -40,7 +32,7 @@ class EncoderAdapter:
         remake = f"make a new one with `{self.fit_command}`"
         if not adapter.is_file():
             raise InputError(f"{path}: the adapter weights {ADAPTER_FILE} are missing; {remake}")
-        if sha256_of(adapter) != self.adapter_sha256_:  # a file cut short or changed since
+        if sha256_file(adapter) != self.adapter_sha256_:  # a file cut short or changed since
             raise InputError(f"{adapter}: the weights differ from those the {self.noun} was saved with; {remake}")
         self._adapter_path = adapter
 

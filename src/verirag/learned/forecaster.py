@@ -53,6 +53,7 @@ from verirag.learned.base import LearnedPart
 from verirag.learned.splits import split_by_group
 from verirag.learned.training import EarlyStopping, bce_with_logits
 from verirag.metrics.calibration import sigmoid
+from verirag.models.hashing import sha256_file
 
 FORMAT_V1 = "verirag-forecaster/1"  # both kinds before the shared contract
 META_FILE = "forecaster.json"
@@ -380,7 +381,7 @@ class Forecaster(ForecasterBase):
 
     def save_weights(self, directory: Path) -> None:
         self.model.save(str(directory / ENCODER_DIR), safe_serialization=True)
-        self.weights_sha256_ = _sha256(directory / ENCODER_DIR / "model.safetensors")
+        self.weights_sha256_ = sha256_file(directory / ENCODER_DIR / "model.safetensors")
 
     def restore(self, state: dict[str, Any], path: Path) -> None:
         """The fitted state and the encoder saved beside it, unchanged since it was saved."""
@@ -389,7 +390,7 @@ class Forecaster(ForecasterBase):
         remake = f"make a new one with `{self.fit_command}`"
         if not weights.is_file():
             raise InputError(f"{path}: the encoder weights {weights.name} are missing; {remake}")
-        if _sha256(weights) != self.weights_sha256_:  # a file cut short or changed since
+        if sha256_file(weights) != self.weights_sha256_:  # a file cut short or changed since
             raise InputError(f"{weights}: the weights differ from those the forecaster was saved with; {remake}")
         try:
             self._model = _load_cross_encoder(str(path / ENCODER_DIR), self.max_length, self.device)
@@ -525,11 +526,3 @@ def _check_pairs(queries: Sequence[str], documents: Sequence[str]) -> tuple[list
         if not (d or "").strip():
             raise InputError(f"pair {i}: the document is empty")
     return queries, documents
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
