@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from verirag.errors import InputError
 from verirag.learned.verifier import TrainedVerifier
 from verirag.learned.verifier_inputs import Reading, joint_partner, with_joint_premises
 from verirag.train.verifier import read_examples, read_groups, train_verifier
@@ -96,3 +97,42 @@ def test_excluded_groups_neither_train_nor_validate(tmp_path):
         read_groups(tmp_path / "empty.txt")
     with pytest.raises(InputError, match="cannot read"):
         read_groups(tmp_path / "absent.txt")
+
+
+@pytest.mark.slow  # three small trainings, under a minute on one core
+def test_a_warm_start_begins_from_the_saved_verifier_and_saves_its_whole_update(tmp_path):
+    """`init_from`: training starts from a saved verifier's layers and head; what is saved is the
+    update from the packaged encoder, so the result loads over it like any other verifier."""
+    import numpy as np
+    import torch
+
+    torch.set_num_threads(1)
+    examples = [two_hop(i // 2, "both" if i % 2 == 0 else "broken") for i in range(24)]
+    claims = [e.answer for e in examples[:6]]
+    chunks = [e.passages[0] for e in examples[:6]]
+    first = TrainedVerifier(train_layers=1, compress_rank=4, epochs=1, candidates=1, learning_rate=1e-3)
+    first.fit(examples).save(tmp_path / "first")
+    first = TrainedVerifier.load(tmp_path / "first")
+    # nothing learns (both rates 0): the warm-started verifier is the first one, with two layers saved
+    still = TrainedVerifier(
+        train_layers=2,
+        compress_rank=8,
+        epochs=1,
+        candidates=1,
+        learning_rate=0.0,
+        head_learning_rate=0.0,
+        init_from=str(tmp_path / "first"),
+    ).fit(examples)
+    assert still.warm_start_["adapter_sha256"] == first.adapter_sha256_
+    still.save(tmp_path / "still")
+    again = TrainedVerifier.load(tmp_path / "still")
+    assert again.init_from == str(tmp_path / "first")
+    want = first._pair_logits(claims, chunks)
+    np.testing.assert_allclose(again._pair_logits(claims, chunks), want, atol=2e-2)
+    fresh = TrainedVerifier(train_layers=2, compress_rank=8, epochs=1, candidates=1, learning_rate=0.0)
+    fresh.fit(examples)  # the same without the warm start: a fresh head, other scores
+    assert np.abs(fresh._pair_logits(claims, chunks) - want).max() > 0.1
+    with pytest.raises(InputError, match="at least as many"):
+        TrainedVerifier(train_layers=1, init_from=str(tmp_path / "still"), epochs=1).fit(examples)
+    with pytest.raises(InputError, match="lora_rank"):
+        TrainedVerifier(lora_rank=4, init_from=str(tmp_path / "first"))

@@ -256,6 +256,12 @@ def verifier(
         help="A file of question groups (DATASET:ID lines) no example of which trains or validates: "
         "questions kept for an evaluation (e.g. the local model's own answers).",
     ),
+    init_from: Path | None = typer.Option(
+        None,
+        help="Start from a saved verifier's layers and head (a folder, e.g. the shipped one: "
+        "src/verirag/learned/shipped/verifier) instead of the packaged encoder: teaches it new kinds of "
+        "question without starting over. Train at least as many layers as it did.",
+    ),
 ):
     """Train the verifier (predictor `verifier`): a cross-encoder over a packaged sentence encoder
     that judges each answer sentence against the passages' chunks. (Stacking an eval run's signals
@@ -282,6 +288,7 @@ def verifier(
         candidates=candidates,
         read_top=candidates if read_top is None else (read_top or None),
         joint=joint,
+        init_from=None if init_from is None else str(init_from),
     )
 
     def epoch_line(h: dict) -> None:

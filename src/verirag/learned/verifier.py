@@ -188,7 +188,11 @@ class TrainedVerifier(EncoderAdapter, LearnedPart):
     calibrated is the compressed one), `candidates` (chunks per claim in training), `read_top` (chunks per
     claim when scoring, the lexically closest; None: every chunk), `overlap_words` (between
     chunks), `val_share` (groups held out when `fit` gets no validation groups), `patience`
-    (epochs without a better validation AUROC before stopping), `temperature` (fit one), `seed`."""
+    (epochs without a better validation AUROC before stopping), `temperature` (fit one), `seed`,
+    `init_from` (a saved verifier's folder: training starts from its layers and head instead of the
+    packaged encoder and a fresh head, e.g. to teach the shipped verifier new kinds of question
+    without losing what it knows; the saved update is still taken from the packaged encoder, so
+    the result loads like any other)."""
 
     format_name = "verifier"
     noun = "verifier"
@@ -220,6 +224,7 @@ class TrainedVerifier(EncoderAdapter, LearnedPart):
         patience: int = 1,
         temperature: bool = True,
         seed: int = 0,
+        init_from: str | None = None,
         device: str | None = None,
         fingerprints: dict[str, Any] | None = None,
     ):
@@ -230,6 +235,9 @@ class TrainedVerifier(EncoderAdapter, LearnedPart):
             raise InputError(f"lora_rank and compress_rank must be 0 (off) or more, got {lora_rank}, {compress_rank}")
         if lora_rank and compress_rank:
             raise InputError("compress_rank compresses a full fine-tuning: it cannot be combined with lora_rank")
+        if init_from is not None and lora_rank:
+            # LoRA factors are saved alone, over the packaged encoder: the starting weights would be lost
+            raise InputError("init_from needs the layers' own weights to learn: it cannot be combined with lora_rank")
         if max_length is not None and max_length < 32:
             raise InputError(f"max_length must be at least 32 tokens, got {max_length}")
         if not 0.0 < val_share < 1.0:
@@ -240,6 +248,7 @@ class TrainedVerifier(EncoderAdapter, LearnedPart):
         self.candidates, self.read_top, self.joint = candidates, read_top, bool(joint)
         self.overlap_words, self.val_share = overlap_words, val_share
         self.patience, self.temperature, self.seed, self.device = patience, temperature, seed, device
+        self.init_from = None if init_from is None else str(init_from)
         self._scorer = self._tokenizer = self._reader = None
         self._trainable: list[str] = []
         self._adapter_path: Path | None = None
@@ -567,10 +576,38 @@ class TrainedVerifier(EncoderAdapter, LearnedPart):
         self._load_base()
         self.fingerprints.update(encoder=encoder_fingerprint(self.encoder), data=examples_fingerprint(examples))
         self._trainable = select_trainable(self._scorer, self.train_layers, lora=bool(self.lora_rank))
-        if not self.compress_rank:
-            return None
         params = dict(self._scorer.named_parameters())
-        return {n: params[n].detach().clone() for n in self._trainable}
+        # the packaged encoder's values, taken before a warm start: the stored update is from them
+        before = {n: params[n].detach().clone() for n in self._trainable} if self.compress_rank else None
+        self.warm_start_ = self._warm_start() if self.init_from else None
+        return before
+
+    def _warm_start(self) -> dict[str, Any]:
+        """Put the weights of the verifier saved at `init_from` (its layers, merged, and its head)
+        into the scorer; what is recorded of it. Refused over another encoder, or when it changed
+        layers this run does not train (their update would not be saved)."""
+        import torch
+
+        from verirag.learned.verifier_model import merge_lora
+
+        warm = TrainedVerifier.load(self.init_from, device=self.device)
+        if warm.encoder != self.encoder:
+            raise InputError(f"{self.init_from} was trained over {warm.encoder}, not {self.encoder}")
+        if warm.train_layers > self.train_layers:
+            raise InputError(
+                f"{self.init_from} changed the top {warm.train_layers} layers: train at least as many "
+                f"(train_layers {self.train_layers}), or its changes to the others would not be saved"
+            )
+        merge_lora(warm._scorer)  # a LoRA-trained one: its updates folded into the weights
+        src = {n.replace(".base_layer", ""): p for n, p in warm._scorer.named_parameters() if "lora_" not in n}
+        with torch.no_grad():
+            for n, p in self._scorer.named_parameters():
+                p.copy_(src[n])
+        return {
+            "path": self.init_from,
+            "adapter_sha256": warm.adapter_sha256_,
+            "val_auroc": float(warm.metrics_["auroc"]),
+        }
 
     def _prepare_all(self, examples: list[Any], tr: np.ndarray, va: np.ndarray) -> list[Prepared]:
         """Every example read once (a warning for sentence labels that do not fit its answer), the
