@@ -12,7 +12,10 @@ its own process, one after another in the same run:
 
 - `baseline`: today's default: the portable (AVX2) llama.cpp build, every sentence read;
 - `build`:    this environment's build (AVX-512 where the CPU has it), every sentence read;
-- `prune`:    this build, the shipped pruner at its fitted threshold.
+- `prune`:    this build, the shipped pruner at its fitted threshold;
+- `prune-q4_0`, `prune-iq4_nl`: the same with the model requantised from its Q4_K_M file to Q4_0 or
+  IQ4_NL (llama.cpp's own quantiser, `llama_model_quantize`; made once into the model cache): these
+  arms are also compared with `prune`, to decide whether a requantisation pays.
 
 The portable build's wheel is taken from the wheel cache (`scripts/install_llama_cpp.sh` with
 VERIRAG_LLAMA_BUILD=avx2 makes it); without it the baseline is this build and the report says so.
@@ -41,7 +44,8 @@ import time
 import zipfile
 from pathlib import Path
 
-ARMS = ("baseline", "build", "prune")
+ARMS = ("baseline", "build", "prune", "prune-q4_0", "prune-iq4_nl")
+QUANTS = {"q4_0": "LLAMA_FTYPE_MOSTLY_Q4_0", "iq4_nl": "LLAMA_FTYPE_MOSTLY_IQ4_NL"}
 
 
 def examples(dataset: str, n: int, seed: int):
@@ -67,6 +71,28 @@ def examples(dataset: str, n: int, seed: int):
     return chosen[:n]
 
 
+def requantised(quant: str) -> str:
+    """The default model requantised to `quant` (a QUANTS key), made once beside the model in the
+    cache (written to a temporary name, then renamed: a killed run leaves no half file)."""
+    import llama_cpp
+
+    from verirag.awf.pipeline import PRESETS
+    from verirag.models.resolve import resolve_model
+
+    source = resolve_model(PRESETS["local"].model).path
+    target = source.with_name(f"{source.stem}-requantised-{quant}.gguf")
+    if not target.exists():
+        params = llama_cpp.llama_model_quantize_default_params()
+        params.ftype = getattr(llama_cpp, QUANTS[quant])
+        params.allow_requantize = True
+        params.nthread = os.cpu_count() or 1
+        partial = target.with_suffix(".partial")
+        if llama_cpp.llama_model_quantize(str(source).encode(), str(partial).encode(), params) != 0:
+            raise SystemExit(f"llama.cpp could not requantise {source} to {quant}")
+        partial.rename(target)
+    return str(target)
+
+
 class GivenPassages:
     """The index of one question at a time: its benchmark passages, as retrieved."""
 
@@ -90,7 +116,11 @@ def worker(arm: str, datasets: list[str], n: int, seed: int, out: Path) -> None:
         done = {json.loads(line)["key"] for line in path.read_text().splitlines() if line.strip()}
     index = GivenPassages()
     pruner = os.environ.get("BENCH_PRUNER") or None  # --pruner, passed through the environment
-    p = Pipeline(replace(PRESETS["local"], prune=arm == "prune", pruner=pruner), index=index)
+    pruning = arm.startswith("prune")
+    config = replace(PRESETS["local"], prune=pruning, pruner=pruner)
+    if arm.startswith("prune-"):
+        config = replace(config, model=requantised(arm.removeprefix("prune-")))
+    p = Pipeline(config, index=index)
     import llama_cpp
 
     build = {"llama_cpp": llama_cpp.__file__, "system_info": llama_cpp.llama_print_system_info().decode()[:300]}
@@ -98,7 +128,7 @@ def worker(arm: str, datasets: list[str], n: int, seed: int, out: Path) -> None:
     if not todo:
         return
     verifier = None
-    if arm == "prune":
+    if pruning:
         from verirag import Verifier
 
         verifier = Verifier()
@@ -200,7 +230,15 @@ def summary(out: Path, datasets: list[str], arms: list[str]) -> dict:
                 "pr_auc": float(pr_auc(scores, ok.astype(int), answerable, strict=False)),
                 "errors": sum(1 for r in rs if r.get("error")),
             }
-            if a == "prune":
+            if a.startswith("prune-") and "prune" in arms:  # a requantisation against Q4_K_M
+                q4km = [rows["prune"][k] for k in keys]
+                sec_p = np.array([r["seconds"] for r in q4km])
+                ok_p = np.array([r["correct"] for r in q4km], dtype=float)
+                vs = bootstrap_ci(lambda s, b: s.mean() / b.mean(), sec, sec_p, n_resamples=2000)
+                dp = bootstrap_ci(lambda x, y: x.mean() - y.mean(), ok, ok_p, n_resamples=2000)
+                e["ratio_to_prune"] = [vs.estimate, vs.low, vs.high]
+                e["accuracy_minus_prune"] = [dp.estimate, dp.low, dp.high]
+            if a.startswith("prune"):
                 full = np.array([r.get("score_full", np.nan) for r in rs])
                 e["pr_auc_verifier_reads_full"] = float(pr_auc(full, ok.astype(int), answerable, strict=False))
                 e["fallbacks"] = sum(1 for r in rs if r.get("prune", {}).get("fallback"))
@@ -214,15 +252,22 @@ def print_report(report: dict, arms: list[str], baseline_note: str) -> None:
     for d, entry in report.items():
         print(f"\n{d} (n={entry['n']} held-out questions)")
         print(
-            f"  {'arm':9s} {'s/answer':>9s} {'ratio [95% CI]':>22s} {'tokens':>7s} {'accuracy':>9s} {'acc - base [95% CI]':>26s} {'PR-AUC':>7s}"
+            f"  {'arm':12s} {'s/answer':>9s} {'ratio [95% CI]':>22s} {'tokens':>7s} {'accuracy':>9s} {'acc - base [95% CI]':>26s} {'PR-AUC':>7s}"
         )
         for a in arms:
             e = entry[a]
             r, dd = e["ratio_to_baseline"], e["accuracy_minus_baseline"]
             print(
-                f"  {a:9s} {e['seconds']:9.2f} {r[0]:8.3f} [{r[1]:.3f}, {r[2]:.3f}] {e['prompt_tokens']:7.0f} "
+                f"  {a:12s} {e['seconds']:9.2f} {r[0]:8.3f} [{r[1]:.3f}, {r[2]:.3f}] {e['prompt_tokens']:7.0f} "
                 f"{e['accuracy']:9.3f} {dd[0]:+9.3f} [{dd[1]:+.3f}, {dd[2]:+.3f}] {e['pr_auc']:7.3f}"
             )
+        for a in arms:
+            if "ratio_to_prune" in entry[a]:
+                r, dd = entry[a]["ratio_to_prune"], entry[a]["accuracy_minus_prune"]
+                print(
+                    f"  {a} against prune (Q4_K_M): seconds {r[0]:.3f}x [{r[1]:.3f}, {r[2]:.3f}], "
+                    f"accuracy {dd[0]:+.3f} [{dd[1]:+.3f}, {dd[2]:+.3f}]"
+                )
         if "prune" in entry:
             print(
                 f"  verifier PR-AUC in the prune arm: reading the pruned passages {entry['prune']['pr_auc']:.3f}, "
@@ -242,7 +287,7 @@ def plot(report: dict, arms: list[str], path: Path) -> None:
     fig, axes = plt.subplots(1, len(report), figsize=(4 * len(report), 3.2), squeeze=False)
     for ax, (d, entry) in zip(axes[0], report.items()):
         vals = [entry[a]["seconds"] for a in arms]
-        ax.bar(arms, vals, color=["#999999", "#6a9fd4", "#2c7a3f"][: len(arms)])
+        ax.bar(arms, vals, color=["#999999", "#6a9fd4", "#2c7a3f", "#7fb77e", "#b5d99c"][: len(arms)])
         for i, a in enumerate(arms):
             ax.text(
                 i,

@@ -1,0 +1,52 @@
+"""benchmarks/bench_prune.py's report: per arm, seconds as a ratio to the baseline and accuracy
+minus the baseline's, paired over the questions every arm answered; a requantised arm also
+against the Q4_K_M prune arm (issue 37, item 3)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("bench_prune", REPO / "benchmarks" / "bench_prune.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _write(out: Path, arm: str, rows: list[tuple[float, int]]) -> None:
+    with open(out / f"{arm}.jsonl", "w") as fh:
+        for i, (seconds, correct) in enumerate(rows):
+            rec = {"key": f"nq:{i}", "dataset": "nq", "seconds": seconds, "correct": correct, "answerable": 1}
+            rec |= {"score": 0.2 + 0.6 * correct, "prompt_tokens": 100, "error": None}
+            if arm.startswith("prune"):
+                rec |= {"score_full": 0.5, "prune": {"fallback": False}}
+            fh.write(json.dumps(rec) + "\n")
+
+
+def test_a_requantised_arm_is_compared_with_the_baseline_and_with_q4_k_m_on_shared_questions(tmp_path):
+    bench = _bench()
+    _write(tmp_path, "baseline", [(10.0, 1), (10.0, 0), (10.0, 1), (10.0, 1), (10.0, 0)])
+    _write(tmp_path, "prune", [(4.0, 1), (4.0, 0), (4.0, 1), (4.0, 0), (4.0, 0)])
+    _write(tmp_path, "prune-q4_0", [(2.0, 1), (2.0, 1), (2.0, 1), (2.0, 0)])  # one question fewer
+    report = bench.summary(tmp_path, ["nq"], ["baseline", "prune", "prune-q4_0"])["nq"]
+    assert report["n"] == 4  # the questions all three answered
+    q = report["prune-q4_0"]
+    assert q["ratio_to_baseline"][0] == pytest.approx(0.2) and q["ratio_to_prune"][0] == pytest.approx(0.5)
+    assert q["accuracy_minus_baseline"][0] == pytest.approx(0.0)  # 3/4 against 3/4
+    assert q["accuracy_minus_prune"][0] == pytest.approx(0.25)  # 3/4 against 2/4
+    assert "ratio_to_prune" not in report["prune"]
+
+
+def test_every_arm_is_a_choice_and_each_requantisation_names_a_llama_cpp_type():
+    bench = _bench()
+    import llama_cpp
+
+    assert {f"prune-{q}" for q in bench.QUANTS} <= set(bench.ARMS)
+    assert all(isinstance(getattr(llama_cpp, t), int) for t in bench.QUANTS.values())
