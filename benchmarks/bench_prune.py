@@ -239,7 +239,9 @@ def summary(out: Path, datasets: list[str], arms: list[str]) -> dict:
                 e["ratio_to_prune"] = [vs.estimate, vs.low, vs.high]
                 e["accuracy_minus_prune"] = [dp.estimate, dp.low, dp.high]
             if a.startswith("prune"):
-                full = np.array([r.get("score_full", np.nan) for r in rs])
+                # no full-passage score where the question had no passages at all (an error row,
+                # counted in `errors`): its own score (0) stands, as in every other arm
+                full = np.array([r.get("score_full", r["score"]) for r in rs])
                 e["pr_auc_verifier_reads_full"] = float(pr_auc(full, ok.astype(int), answerable, strict=False))
                 e["fallbacks"] = sum(1 for r in rs if r.get("prune", {}).get("fallback"))
             entry[a] = e
