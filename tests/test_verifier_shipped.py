@@ -153,8 +153,8 @@ UNRELATED = "The town holds a market every week and the river runs past the old 
 @pytest.mark.xfail(
     strict=True,
     reason="issue 36 item 1 is open: the shipped verifier reads one chunk at a time (both passages score as the "
-    "answer's passage alone), and the joint-premise verifier trained on 2026-11-26 scores the answer's passage "
-    "alone higher still (docs/results/verifier.md#retrained-on-issue-36s-labels)",
+    "answer's passage alone); the warm-started candidate passes (tests/test_verifier_candidates.py), so this "
+    "xfail goes when it ships (docs/results/verifier.md#warm-started-from-the-shipped-verifier)",
 )
 @pytest.mark.parametrize("question, bridge, hop, answer", TWO_HOP, ids=[q for q, *_ in TWO_HOP])
 def test_the_shipped_artifact_finds_support_that_spans_two_passages(question, bridge, hop, answer, monkeypatch):
