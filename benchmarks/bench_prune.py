@@ -192,11 +192,20 @@ def run_arm(arm: str, args, env_extra: dict[str, str]) -> None:
     subprocess.run(cmd + ["--datasets", *args.datasets], env=env, check=True)
 
 
+def paired(seconds, correct, ref_seconds, ref_correct):
+    """(seconds as a ratio to the reference's, accuracy minus the reference's): paired bootstrap
+    intervals over the same questions."""
+    from verirag.metrics.stats import bootstrap_ci
+
+    ratio = bootstrap_ci(lambda s, b: s.mean() / b.mean(), seconds, ref_seconds, n_resamples=2000)
+    diff = bootstrap_ci(lambda x, y: x.mean() - y.mean(), correct, ref_correct, n_resamples=2000)
+    return ratio, diff
+
+
 def summary(out: Path, datasets: list[str], arms: list[str]) -> dict:
     import numpy as np
 
     from verirag.metrics.awf import pr_auc
-    from verirag.metrics.stats import bootstrap_ci
 
     rows = {a: {} for a in arms}
     for a in arms:
@@ -219,8 +228,7 @@ def summary(out: Path, datasets: list[str], arms: list[str]) -> dict:
             ok = np.array([r["correct"] for r in rs], dtype=float)
             answerable = np.array([r["answerable"] for r in rs])
             scores = np.array([r["score"] for r in rs])
-            ratio = bootstrap_ci(lambda s, b: s.mean() / b.mean(), sec, base, n_resamples=2000)
-            diff = bootstrap_ci(lambda x, y: x.mean() - y.mean(), ok, base_ok, n_resamples=2000)
+            ratio, diff = paired(sec, ok, base, base_ok)
             e = {
                 "seconds": float(sec.mean()),
                 "ratio_to_baseline": [ratio.estimate, ratio.low, ratio.high],
@@ -234,8 +242,7 @@ def summary(out: Path, datasets: list[str], arms: list[str]) -> dict:
                 q4km = [rows["prune"][k] for k in keys]
                 sec_p = np.array([r["seconds"] for r in q4km])
                 ok_p = np.array([r["correct"] for r in q4km], dtype=float)
-                vs = bootstrap_ci(lambda s, b: s.mean() / b.mean(), sec, sec_p, n_resamples=2000)
-                dp = bootstrap_ci(lambda x, y: x.mean() - y.mean(), ok, ok_p, n_resamples=2000)
+                vs, dp = paired(sec, ok, sec_p, ok_p)
                 e["ratio_to_prune"] = [vs.estimate, vs.low, vs.high]
                 e["accuracy_minus_prune"] = [dp.estimate, dp.low, dp.high]
             if a.startswith("prune"):

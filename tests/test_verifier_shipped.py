@@ -161,7 +161,11 @@ def test_the_shipped_artifact_finds_support_that_spans_two_passages(question, br
     """Both passages together score above either one beside an unrelated passage."""
     monkeypatch.delenv(VERIFIER_ENV, raising=False)
     assert_shipped()
-    predictor = build_method("vanilla+verifier", None).predictor
+    assert_support_spans_two_passages(build_method("vanilla+verifier", None).predictor, question, bridge, hop, answer)
+
+
+def assert_support_spans_two_passages(predictor, question: str, bridge: str, hop: str, answer: str) -> None:
+    """Both passages together score above either one beside an unrelated passage."""
 
     def score(*texts):
         r = predictor.verify(question, answer, [Passage(f"p{i}", t) for i, t in enumerate(texts)])

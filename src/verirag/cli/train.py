@@ -288,7 +288,7 @@ def verifier(
         candidates=candidates,
         read_top=candidates if read_top is None else (read_top or None),
         joint=joint,
-        init_from=None if init_from is None else str(init_from),
+        init_from=init_from,
     )
 
     def epoch_line(h: dict) -> None:
