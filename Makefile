@@ -83,16 +83,16 @@ test-fast: lint $(VENV)/.dev $(VENV)/.wordnet
 eval-small: $(VENV)/.models
 	$(VENV)/bin/verirag eval configs/awf-small.yaml --out runs/awf-small
 
-# The shipped verifier (src/verirag/learned/shipped/verifier/) again, from the committed labels and
-# ../shared/data: the LLM-free answer swaps (about 80 s), then every encoder layer fine-tuned and its
-# update stored at rank 16 (an hour on one core of 2 shared with another training run).
-# Copy runs/verifiers/shipped over the shipped one.
+# Verifier v1 (data/verifier/candidates/v1, shipped until 2026-11-26; the shipped verifier starts from
+# it) again, from the committed labels and ../shared/data: the LLM-free answer swaps (about 80 s), then
+# every encoder layer fine-tuned and its update stored at rank 16 (an hour on one core of 2 shared with
+# another training run).
 VERIFIER_LABELS := runs/labels/swap.jsonl data/verifier/labels/qwen2.5-1.5b.jsonl data/verifier/labels/qwen2.5-0.5b.jsonl
-verifier: $(VENV)/.base
+verifier-v1: $(VENV)/.base
 	$(VENV)/bin/verirag label verifier --models none --recipes swap --n 0 \
 	    --out runs/labels/swap.jsonl
 	$(VENV)/bin/verirag train verifier $(VERIFIER_LABELS) --train-layers 6 --compress-rank 16 --epochs 3 \
-	    --max-length 128 --candidates 2 --learning-rate 5e-5 --out runs/verifiers/shipped
+	    --max-length 128 --candidates 2 --learning-rate 5e-5 --out runs/verifiers/v1
 
 # The documentation site into site/: a warning (a broken link or anchor, a missing reference) fails.
 # The CLI, HTTP and environment references are generated from the code as it builds (scripts/docs_hooks.py).
@@ -100,12 +100,14 @@ docs: $(VENV)/.docs
 	$(VENV)/bin/mkdocs build --strict --site-dir site
 
 # The cascade's band (src/verirag/learned/shipped/cascade.json): fitted on the default model's own
-# answers to held-out questions that both the shipped verifier and nli judged (committed; no LLM call).
-# Refit after the shipped verifier changes (loading refuses a band fitted for another verifier), on a
-# run of the new verifier (configs/verifier-held-out-nli.yaml).
+# answers to held-out questions, judged by nli in the committed run and by the shipped verifier in its
+# committed rescoring (verifier-shipped.jsonl; no LLM call). Refit after the shipped verifier changes
+# (loading refuses a band fitted for another verifier), after rescoring the run with the new verifier
+# (benchmarks/rescore_own_answers.py).
+OWN_NLI := data/verifier/own_answers/held-out-nli-qwen2.5-1.5b
 cascade: $(VENV)/.base
-	$(VENV)/bin/verirag train cascade data/verifier/own_answers/held-out-nli-qwen2.5-1.5b --budget 0.2 \
-	    --out src/verirag/learned/shipped/cascade.json
+	$(VENV)/bin/verirag train cascade $(OWN_NLI) --verifier-scores $(OWN_NLI)/verifier-shipped.jsonl \
+	    --budget 0.2 --out src/verirag/learned/shipped/cascade.json
 
 # The shipped context pruner (src/verirag/learned/shipped/pruner/) again, from ../shared/data: labels made
 # without an LLM (NQ sentences holding the answer, HotpotQA's supporting facts; the benchmark's
@@ -123,7 +125,7 @@ $(VENV)/.doccorpus: scripts/install_doc_corpus.sh | $(PY)
 	bash scripts/install_doc_corpus.sh
 	touch $@
 
-.PHONY: issue36-labels verifier-issue36 verifier-warm
+.PHONY: issue36-labels verifier-issue36 verifier-v1
 issue36-labels: $(VENV)/.base $(VENV)/.doccorpus
 	for split in train heldout; do \
 	  sfx=$$([ $$split = train ] || echo .heldout); \
@@ -151,18 +153,19 @@ verifier-issue36: $(VENV)/.base issue36-labels runs/labels/issue36-docs-1200.jso
 	    --epochs 2 --max-length 128 --candidates 1 --joint --learning-rate 1e-4 \
 	    --exclude-groups data/verifier/own_answers/groups.txt --out runs/verifiers/issue36
 
-# The shipped verifier taught issue 36's kinds of question without starting over (--init-from): all
-# 6 of its layers go on learning, at a lower rate, on a seeded sample of today's labels and issue 36's,
-# the multi-hop and follow-up labels listed twice (they are the fewest and the weakest); the update
-# from the packaged encoder is stored at rank 32 (the shipped update, rank 16, and the new one). About
-# an hour on 2 cores. Compare runs/verifiers/warm with the shipped one before copying.
-verifier-warm: $(VENV)/.base issue36-labels runs/labels/issue36-docs-1200.jsonl
+# The shipped verifier (src/verirag/learned/shipped/verifier/) again: v1 taught issue 36's kinds of
+# question without starting over (--init-from): all 6 of its layers go on learning, at a lower rate, on
+# a seeded sample of today's labels and issue 36's, the multi-hop and follow-up labels listed twice (they
+# are the fewest and the weakest); the update from the packaged encoder is stored at rank 32 (v1's
+# update, rank 16, and the new one). About 30 minutes on 2 quiet cores. Copy runs/verifiers/shipped over
+# the shipped one, then refit the cascade's band (make cascade) on its rescored own answers.
+verifier: $(VENV)/.base issue36-labels runs/labels/issue36-docs-1200.jsonl
 	$(VENV)/bin/verirag label verifier --models none --recipes swap --n 0 \
 	    --out runs/labels/swap.jsonl
 	$(VENV)/bin/verirag train verifier $(VERIFIER_LABELS) $(ISSUE36_TRAIN) runs/labels/issue36-qa.jsonl \
-	    --init-from src/verirag/learned/shipped/verifier --train-layers 6 --compress-rank 32 --epochs 1 \
+	    --init-from data/verifier/candidates/v1 --train-layers 6 --compress-rank 32 --epochs 1 \
 	    --max-examples 7000 --max-length 128 --candidates 1 --joint --learning-rate 3e-5 \
-	    --exclude-groups data/verifier/own_answers/groups.txt --out runs/verifiers/warm
+	    --exclude-groups data/verifier/own_answers/groups.txt --out runs/verifiers/shipped
 
 bench: $(VENV)/.dev $(VENV)/.models
 	$(PY) benchmarks/run_all.py

@@ -26,8 +26,10 @@ committed scores: data/verifier/dev_scores/verifier-NAME.jsonl (`verirag verify`
 `vanilla+verifier(verifier=DIR)`, exported), data/verifier/own_answers/<run>/verifier-NAME.jsonl
 (benchmarks/rescore_own_answers.py) and data/verifier/heldout_docs/verifier-NAME.jsonl; the shipped
 verifier's rows are then added as "shipped verifier" ("minus verifier" of that row: shipped minus NAME).
-The shipped verifier's dev scores read TopiOCQA's follow-ups with their history where committed
-(verifier-shipped-history.jsonl), as the NAME runs do.
+The shipped verifier itself (NAME `shipped`, the default) is compared the same way with `v1`, the
+verifier shipped until 2026-11-26 (data/verifier/candidates/v1), whose scores the own-answer runs'
+records hold and whose dev scores read TopiOCQA's follow-ups with their history where committed
+(verifier-v1-history.jsonl), as every other run does.
 
 AUROC with 95% intervals resampling questions (`group_bootstrap_intervals`), every column on the
 same resamples, so the differences are paired.
@@ -60,6 +62,9 @@ OWN = ROOT / "data" / "verifier" / "own_answers" / "held-out-nli-qwen2.5-1.5b"
 DOCS = ROOT / "data" / "verifier" / "heldout_docs"
 JUDGES = ("verifier", "cascade", "nli")
 SHIPPED = "shipped"
+# the verifier shipped until 2026-11-26 (data/verifier/candidates/v1): the committed own-answer runs'
+# records hold its scores, and the shipped one is measured against it
+PREVIOUS = "v1"
 
 
 def dev_verifier_scores(name: str) -> dict:
@@ -72,8 +77,8 @@ def dev_verifier_scores(name: str) -> dict:
 
 
 def own_pairs(name: str):
-    """The own-answer run's pairs with verifier `name`'s scores (the run's own records for the shipped one)."""
-    if name == SHIPPED:
+    """The own-answer run's pairs with verifier `name`'s scores (the run's own records for v1's)."""
+    if name == PREVIOUS:
         return paired_scores([OWN])
     return paired_scores([OWN], verifier_scores=read_verifier_scores([OWN / f"verifier-{name}.jsonl"]))
 
@@ -116,10 +121,15 @@ def table(name, y, groups, cols, seconds, escalated, resamples) -> list[dict]:
     return rows
 
 
+def reference(name: str) -> str:
+    """The verifier `name` is compared with: the shipped one, or v1 for the shipped one."""
+    return PREVIOUS if name == SHIPPED else SHIPPED
+
+
 def dev_tables(band: CascadeBand, costs: dict[str, float], resamples: int, name: str = SHIPPED) -> list[dict]:
     rows = dev_rows()
     v = dev_verifier_scores(name)
-    shipped = dev_verifier_scores(SHIPPED)
+    shipped = dev_verifier_scores(reference(name))
     n = read_scores(DEV_SCORES / "nli-qwen2.5-1.5b.jsonl")
     rows = [r for r in rows if all(x.get(r["id"]) is not None for x in (v, n, shipped))]
     V = np.array([v[r["id"]] for r in rows])
@@ -144,15 +154,14 @@ def dev_tables(band: CascadeBand, costs: dict[str, float], resamples: int, name:
             "cascade": costs["verifier"] + esc[m] * costs["nli"],
         }
         cols = {"verifier": V[m], "cascade": C[m], "nli": N[m], "k_precision": kp[m], "recall (sees gold)": rec[m]}
-        if name != SHIPPED:
-            cols["shipped verifier"], sec["shipped verifier"] = S[m], sec["verifier"]
+        cols[f"{reference(name)} verifier"], sec[f"{reference(name)} verifier"] = S[m], sec["verifier"]
         out += table(subset, y[m], list(groups[m]), cols, sec, esc[m], resamples)
     return out
 
 
 def own_tables(resamples: int, name: str = SHIPPED) -> list[dict]:
     p = own_pairs(name)
-    shipped = paired_scores([OWN])
+    shipped = own_pairs(reference(name))
     C, esc = cross_fitted(p, budget=0.2)
     ds = np.array(p.datasets)
     out = []
@@ -163,8 +172,9 @@ def own_tables(resamples: int, name: str = SHIPPED) -> list[dict]:
             "cascade": p.verifier_seconds[m] + esc[m] * p.judge_seconds[m],
         }
         cols = {"verifier": p.verifier[m], "cascade": C[m], "nli": p.judge[m]}
-        if name != SHIPPED:  # the same answers in the same order (both sorted by generation)
-            cols["shipped verifier"], sec["shipped verifier"] = shipped.verifier[m], shipped.verifier_seconds[m]
+        # the same answers in the same order (both sorted by generation)
+        ref = f"{reference(name)} verifier"
+        cols[ref], sec[ref] = shipped.verifier[m], shipped.verifier_seconds[m]
         out += table(subset, p.labels[m], [g for g, k in zip(p.groups, m) if k], cols, sec, esc[m], resamples)
     return out
 
@@ -173,7 +183,7 @@ def docs_tables(band: CascadeBand, resamples: int, name: str = SHIPPED) -> list[
     """The held-out kind of document: the committed scores of the verifier and nli on its claims."""
     v = read_doc_scores(DOCS / f"verifier-{name}.jsonl")
     n = read_doc_scores(DOCS / "nli-qwen2.5-1.5b.jsonl")
-    shipped = read_doc_scores(DOCS / "verifier-shipped.jsonl")
+    shipped = read_doc_scores(DOCS / f"verifier-{reference(name)}.jsonl")
     ids = [k for k in n if all(x.get(k) is not None and x[k].score is not None for x in (v, n, shipped))]
     V, N = np.array([v[k].score for k in ids]), np.array([n[k].score for k in ids])
     y = np.array([n[k].label for k in ids])
@@ -184,9 +194,8 @@ def docs_tables(band: CascadeBand, resamples: int, name: str = SHIPPED) -> list[
     }
     sec["cascade"] = sec["verifier"] + esc * sec["nli"]
     cols = {"verifier": V, "cascade": band.combine(V, N), "nli": N}
-    if name != SHIPPED:
-        cols["shipped verifier"] = np.array([shipped[k].score for k in ids])
-        sec["shipped verifier"] = np.array([shipped[k].seconds or 0.0 for k in ids])
+    cols[f"{reference(name)} verifier"] = np.array([shipped[k].score for k in ids])
+    sec[f"{reference(name)} verifier"] = np.array([shipped[k].seconds or 0.0 for k in ids])
     groups = [k.rsplit("#", 1)[0] for k in ids]  # the man page
     return table("docs:manpages", y, groups, cols, sec, esc, resamples)
 

@@ -27,8 +27,8 @@ This is evaluation data: never train or tune on it (the labelling run drops all 
     verirag verify runs/verifier_dev/topiocqa.jsonl --label-field label --history-field none \
         --out runs/verifier_dev/verifier-no-history
     python benchmarks/verifier_dev.py export runs/verifier_dev/verifier-history \
-        --out data/verifier/dev_scores/verifier-shipped-history.jsonl
-    python benchmarks/verifier_dev.py compare data/verifier/dev_scores/verifier-shipped-history.jsonl \
+        --out runs/verifier_dev/verifier-history.jsonl   # v1's: data/verifier/dev_scores/verifier-v1-history.jsonl
+    python benchmarks/verifier_dev.py compare runs/verifier_dev/verifier-history.jsonl \
         runs/verifier_dev/verifier-no-history
 
 Every judge is compared on the same answers: by default those every run scored (a judge stopped

@@ -221,3 +221,34 @@ def test_a_retrained_verifiers_scores_stand_in_for_the_runs_records(tmp_path):
     f.write_text(json.dumps(rows[0]) + "\n")
     with pytest.raises(InputError, match="no header"):
         read_verifier_scores([f])
+
+
+def test_a_band_is_fitted_on_scores_of_the_network_it_will_run_and_refused_for_another(tmp_path):
+    """The same network saved in another folder (the shipped verifier rescored from its training
+    folder) has another predictor digest and the same fingerprint: accepted; another network's
+    scores are refused, naming the way out."""
+    import json
+    from pathlib import Path
+
+    from verirag.train.cascade import generation_key, train_cascade_from_runs, verifier_fingerprint_and_digest
+
+    run = Path(__file__).resolve().parents[1] / "data/verifier/own_answers/held-out-nli-qwen2.5-1.5b"
+    records = [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines() if line.strip()]
+    rows = [
+        {"key": generation_key(r), "score": r["score"], "seconds": 0.01}
+        for r in records
+        if r["method"] == "vanilla+verifier" and not r.get("error")
+    ]
+    fingerprint, digest = verifier_fingerprint_and_digest(None)
+
+    def scores(network: str) -> Path:
+        f = tmp_path / f"{len(network)}.jsonl"
+        header = {"header": True, "verifier": {"predictor_digest": "another-folder", "model_fingerprint": network}}
+        f.write_text("\n".join(json.dumps(x) for x in [header, *rows]) + "\n")
+        return f
+
+    assert digest != "another-folder"
+    band = train_cascade_from_runs([run], tmp_path / "band.json", verifier_scores=[scores(fingerprint)])
+    assert band.fingerprints["verifier"] == fingerprint and (tmp_path / "band.json").is_file()
+    with pytest.raises(InputError, match="retrained"):
+        train_cascade_from_runs([run], tmp_path / "other.json", verifier_scores=[scores("verifier:0000:other")])

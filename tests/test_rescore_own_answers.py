@@ -1,7 +1,7 @@
 """benchmarks/rescore_own_answers.py: a verifier's scores of a committed eval run's answers, no LLM.
 
-The proof that the rebuilt inputs are the run's: the shipped verifier (the one the committed
-`vanilla+verifier` records were made with) gives the committed scores again, and the rebuilt
+The proof that the rebuilt inputs are the run's: verifier v1 (data/verifier/candidates/v1, the one
+shipped when the committed `vanilla+verifier` records were made) gives the committed scores again, and the rebuilt
 passages give each record's generation key. Skipped without ../shared/data.
 """
 
@@ -18,6 +18,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 OWN = REPO / "data" / "verifier" / "own_answers"
 RUN = OWN / "held-out-nli-qwen2.5-1.5b"
+V1 = REPO / "data" / "verifier" / "candidates" / "v1"  # the verifier that scored the committed runs
 
 
 def _bench(name: str):
@@ -64,16 +65,14 @@ def test_scores_become_a_column_of_the_paired_table(rescore, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.shared_data
-def test_the_shipped_verifier_gives_the_committed_scores_again(rescore, shared_data_dir, tmp_path):
-    from verirag.learned.shipped import SHIPPED_VERIFIER
-
+def test_the_verifier_that_made_the_run_gives_the_committed_scores_again(rescore, shared_data_dir, tmp_path):
     out = tmp_path / "rescored.jsonl"
-    res = rescore.rescore(RUN, SHIPPED_VERIFIER, out, limit=3, progress=False)
+    res = rescore.rescore(RUN, V1, out, limit=3, progress=False)
     assert res["written"] == 6  # 3 HotpotQA and 3 NQ answers
     assert res["generation_equal"] == 6 and res["inputs_differ"] == 0  # the passages the generator read
     assert res["compared"] == 6 and res["max_abs_diff"] < 1e-3  # the question and passages the verifier read
     header = rescore.read_header(out)
-    assert header["verifier"]["folder"] == "src/verirag/learned/shipped/verifier"
+    assert header["verifier"]["folder"] == "data/verifier/candidates/v1"
     assert header["verifier"]["fingerprints"]["encoder"]
     text = out.read_text(encoding="utf-8")
     rows = [json.loads(x) for x in text.splitlines()[1:]]
@@ -81,5 +80,5 @@ def test_the_shipped_verifier_gives_the_committed_scores_again(rescore, shared_d
     answers = [a for a in rescore.run_answers(rescore.read_records(RUN)) if a["key"] in {r["key"] for r in rows}]
     for ex in rescore.load_examples(rescore.config_for(RUN, None), answers).values():  # no benchmark text
         assert ex.question not in text and not any(p.text[:60] in text for p in ex.passages)
-    again = rescore.rescore(RUN, SHIPPED_VERIFIER, out, limit=3, progress=False)
+    again = rescore.rescore(RUN, V1, out, limit=3, progress=False)
     assert again["written"] == 0 and again["skipped"] == 6

@@ -9,6 +9,7 @@ one main ships is checked by test_the_shipped_artifact_is_small_and_loads where 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from verifier_artifact import FILLER, fact
@@ -74,6 +75,19 @@ def test_the_shipped_artifact_is_small_and_loads(monkeypatch):
     m = build_method("vanilla+verifier", None)
     v = m.predictor.verify(Q, A, PASSAGES)
     assert v.error is None and 0.0 <= v.score <= 1.0 and [s["text"] for s in v.sentences] == [A]
+
+
+def test_the_shipped_verifier_says_where_it_started(monkeypatch):
+    """It was warm-started from v1, the verifier shipped before it (kept in data/verifier/candidates/v1
+    for the committed runs it scored): the saved lineage names v1's adapter by its digest."""
+    import hashlib
+
+    monkeypatch.delenv(VERIFIER_ENV, raising=False)
+    assert_shipped()
+    v = build_method("vanilla+verifier", None).predictor.model
+    v1 = Path(__file__).resolve().parents[1] / "data" / "verifier" / "candidates" / "v1" / "adapter.safetensors"
+    assert v.joint and v.train_layers == 6 and v.warm_start_ is not None
+    assert v.warm_start_["adapter_sha256"] == hashlib.sha256(v1.read_bytes()).hexdigest()
 
 
 # Held-out pairs written here (invented places and people, in no benchmark): the same question and
@@ -150,12 +164,6 @@ TWO_HOP = [
 UNRELATED = "The town holds a market every week and the river runs past the old mill near the square."
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 36 item 1 is open: the shipped verifier reads one chunk at a time (both passages score as the "
-    "answer's passage alone); the warm-started candidate passes (tests/test_verifier_candidates.py), so this "
-    "xfail goes when it ships (docs/results/verifier.md#warm-started-from-the-shipped-verifier)",
-)
 @pytest.mark.parametrize("question, bridge, hop, answer", TWO_HOP, ids=[q for q, *_ in TWO_HOP])
 def test_the_shipped_artifact_finds_support_that_spans_two_passages(question, bridge, hop, answer, monkeypatch):
     """Both passages together score above either one beside an unrelated passage."""

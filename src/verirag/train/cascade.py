@@ -88,11 +88,13 @@ def read_run_records(run: Path) -> list[dict[str, Any]]:
 
 @dataclass(frozen=True)
 class VerifierScores:
-    """Another verifier's scores of a run's answers: {generation key: (score, seconds)} and the
-    predictor digest of the verifier that made them."""
+    """Another verifier's scores of a run's answers: {generation key: (score, seconds)}, the
+    predictor digest of the verifier that made them and its network's fingerprint (adapter and
+    encoder: the same network named by another folder has another digest and the same fingerprint)."""
 
     scores: dict[str, tuple[float, float]]
     digest: str
+    model_fingerprint: str = ""
 
 
 def generation_key(record: Mapping[str, Any]) -> str:
@@ -103,7 +105,7 @@ def generation_key(record: Mapping[str, Any]) -> str:
 def read_verifier_scores(paths: Sequence[str | Path]) -> VerifierScores:
     """The rows of one or more rescored files (one verifier: their headers must name one digest)."""
     scores: dict[str, tuple[float, float]] = {}
-    digests = set()
+    digests, networks = set(), set()
     for path in paths:
         try:
             lines = [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -111,12 +113,14 @@ def read_verifier_scores(paths: Sequence[str | Path]) -> VerifierScores:
             raise InputError(f"cannot read the verifier scores {path}: {e}") from None
         if not lines or not lines[0].get("header"):
             raise InputError(f"{path} has no header naming its verifier: not a rescored file")
-        digests.add(str((lines[0].get("verifier") or {}).get("predictor_digest", "")))
+        header = lines[0].get("verifier") or {}
+        digests.add(str(header.get("predictor_digest", "")))
+        networks.add(str(header.get("model_fingerprint", "")))
         for row in lines[1:]:
             scores[row["key"]] = (float(row["score"]), float(row["seconds"]))
     if len(digests) != 1:
         raise InputError(f"the verifier scores were made by {len(digests)} verifiers ({', '.join(sorted(digests))})")
-    return VerifierScores(scores, digests.pop())
+    return VerifierScores(scores, digests.pop(), networks.pop() if len(networks) == 1 else "")
 
 
 def paired_scores(
@@ -242,7 +246,10 @@ def train_cascade_from_runs(
     fingerprint, digest = verifier_fingerprint_and_digest(verifier)
     rescored = read_verifier_scores(verifier_scores) if verifier_scores else None
     pairs = paired_scores(runs, judge_method=judge_method, verifier_scores=rescored)
-    if pairs.verifier_digest and pairs.verifier_digest != digest:
+    # rescored answers name their network; the shipped verifier rescored from its training folder
+    # (`verifier=runs/...`) is the same network under another predictor digest
+    same_network = rescored is not None and rescored.model_fingerprint == fingerprint
+    if pairs.verifier_digest and pairs.verifier_digest != digest and not same_network:
         raise InputError(
             f"the runs' verifier scores were made by verifier {pairs.verifier_digest}, and the verifier "
             f"the cascade runs is {digest} (retrained?): score the answers with it "
