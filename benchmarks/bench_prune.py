@@ -116,8 +116,11 @@ def worker(arm: str, datasets: list[str], n: int, seed: int, out: Path) -> None:
         done = {json.loads(line)["key"] for line in path.read_text().splitlines() if line.strip()}
     index = GivenPassages()
     pruner = os.environ.get("BENCH_PRUNER") or None  # --pruner, passed through the environment
+    threshold = os.environ.get("BENCH_PRUNE_THRESHOLD")  # --prune-threshold, likewise
     pruning = arm.startswith("prune")
-    config = replace(PRESETS["local"], prune=pruning, pruner=pruner)
+    config = replace(
+        PRESETS["local"], prune=pruning, pruner=pruner, prune_threshold=float(threshold) if threshold else None
+    )
     if arm.startswith("prune-"):
         config = replace(config, model=requantised(arm.removeprefix("prune-")))
     p = Pipeline(config, index=index)
@@ -156,6 +159,7 @@ def worker(arm: str, datasets: list[str], n: int, seed: int, out: Path) -> None:
             }
             if r.prune is not None:
                 rec["prune"] = {k: r.prune[k] for k in ("threshold", "fallback", "tokens_read", "tokens_saved")}
+                rec["prune"]["hops"] = sum(bool(p.get("hop")) for p in r.prune["passages"])
                 full = verifier.verify(e.question, r.retrieved_answer, [x.text for x in e.passages])
                 rec["score_full"] = full.score
             fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
@@ -321,6 +325,7 @@ def main() -> None:
     ap.add_argument("--chunk", type=int, default=20, help="questions per dataset each arm answers in its turn")
     ap.add_argument("--out", type=Path, default=Path("runs/bench-prune"))
     ap.add_argument("--pruner", help="a saved pruner folder (default: the shipped one)")
+    ap.add_argument("--prune-threshold", type=float, help="the pruning threshold (default: the pruner's fitted one)")
     ap.add_argument("--summary-only", action="store_true", help="report the records in OUT, run nothing")
     ap.add_argument("--worker", choices=ARMS, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -335,6 +340,8 @@ def main() -> None:
         return
     if args.pruner:
         os.environ["BENCH_PRUNER"] = str(Path(args.pruner).resolve())
+    if args.prune_threshold is not None:
+        os.environ["BENCH_PRUNE_THRESHOLD"] = str(args.prune_threshold)
     wheel = portable_wheel()
     baseline_note = f"the portable build ({wheel})" if wheel else "THIS build (no portable wheel in the cache)"
     with tempfile.TemporaryDirectory() as tmp:

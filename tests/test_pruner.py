@@ -173,6 +173,25 @@ def test_bad_input_never_empties_the_context(shipped):
         shipped.prune("q", ["a."], 1.5)
 
 
+def test_a_passage_named_by_the_question_or_by_kept_text_keeps_its_best_sentence():
+    """The hop rule (`pruner.hops`): the second passage of a two-hop chain scores low against the
+    question alone; named by the kept text of the first (or by the question), it keeps its best
+    sentence. Titles match as whole words; a passage that kept something, or has no title, is left."""
+    from verirag.learned.pruner import PrunedPassage, hops
+
+    painting = PrunedPassage(["The Grey Orchard is an oil painting by Hedda Lorne."], [0.8], [0])
+    painter = PrunedPassage(["She liked tea.", "Hedda Lorne grew up in Vessby."], [0.1, 0.3], [])
+    puffins = PrunedPassage(["Puffins nest in April."], [0.35], [])
+    question = "Which river flows through the birthplace of the painter of The Grey Orchard?"
+    out = hops(question, [painting, painter, puffins], ["The Grey Orchard", "Hedda Lorne", "Puffin"])
+    assert out[0] == painting and out[2] == puffins  # kept already; "Puffin" is not the word "Puffins"
+    assert out[1].kept == [1] and out[1].hop and out[1].text == "Hedda Lorne grew up in Vessby."
+    dropped = PrunedPassage(painting.sentences, painting.scores, [])
+    named_by_question = hops(question, [dropped, painter], ["the grey orchard", None])
+    assert named_by_question[0].kept == [0] and named_by_question[0].hop and named_by_question[1].kept == []
+    assert hops("q", [painter], [""])[0].kept == []  # no title: nothing to be named by
+
+
 # ---- the stage ------------------------------------------------------------------------------------
 @pytest.mark.slow
 def test_the_stage_reports_kept_sentences_and_tokens(shipped):
@@ -191,6 +210,7 @@ def test_the_stage_reports_kept_sentences_and_tokens(shipped):
     assert info["passages"][1]["sentences"] == [UNRELATED]
     assert info["tokens_saved"] >= len(UNRELATED.split()) and info["tokens_read"] == len(r.kept[0].passage.text.split())
     assert set(info) == {"threshold", "fallback", "passages", "tokens_read", "tokens_saved"}
+    assert info["passages"][0]["hop"] is False and info["passages"][1]["hop"] is False  # "Bakery" is named nowhere
 
 
 # ---- the answer path ------------------------------------------------------------------------------
@@ -212,8 +232,8 @@ def test_ask_with_and_without_pruning(smollm_path):
     assert set(report) == {"threshold", "fallback", "passages", "tokens_read", "tokens_saved"}
     assert report["threshold"] == 0.4 and report["tokens_saved"] > 0
     for p in report["passages"]:
-        assert set(p) == {"id", "title", "sentences", "kept", "scores", "tokens_read", "tokens_saved"}
-        assert all(s >= 0.4 for i, s in enumerate(p["scores"]) if i in p["kept"])
+        assert set(p) == {"id", "title", "sentences", "kept", "hop", "scores", "tokens_read", "tokens_saved"}
+        assert p["hop"] or all(s >= 0.4 for i, s in enumerate(p["scores"]) if i in p["kept"])
     read = {p["id"] for p in report["passages"] if p["kept"]}
     assert {e.id for e in pruned.evidence} == read  # a passage with nothing kept is not read
     assert pruned.usage["prompt_tokens"] < full.usage["prompt_tokens"]

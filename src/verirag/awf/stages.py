@@ -191,8 +191,10 @@ def _one_pass(question: str, query: str, retrieve, stages, say: Say) -> Retrieve
 class PruneStage:
     """The context pruner (issue 37; `verirag.learned.pruner`): each passage keeps only the
     sentences whose score passes `threshold` (None: the pruner's fitted one), in their order; a
-    passage with none kept is not read at all. When nothing passes anywhere, the best sentence of
-    the best passage is kept (`fallback` in the report), so the reader never gets an empty context.
+    passage with none kept is not read at all, unless the question or another passage's kept text
+    names its title: then its best sentence is kept (`hop` in the report; a multi-hop question's
+    second passage). When nothing passes anywhere, the best sentence of the best passage is kept
+    (`fallback` in the report), so the reader never gets an empty context.
     `count_tokens` (the reader's tokenizer) measures the prompt tokens read and saved. The hits it
     was given stay whole beside the pruned ones (`StageResult.unpruned`): a corrective second
     answer (the escalate fallback) reads those, since the pruner may have dropped what it needed."""
@@ -208,7 +210,8 @@ class PruneStage:
     def run(self, question: str, hits: list[ScoredPassage], say: Say) -> StageResult:
         say(f"pruning {len(hits)} passages")
         threshold = self.pruner.threshold_ if self.threshold is None else self.threshold
-        pruned, fallback = self.pruner.prune(question, [h.passage.text for h in hits], threshold)
+        texts, titles = [h.passage.text for h in hits], [h.passage.title for h in hits]
+        pruned, fallback = self.pruner.prune(question, texts, threshold, titles=titles)
         kept, passages = [], []
         for h, p in zip(hits, pruned):
             full, read = self.count_tokens(h.passage.text), self.count_tokens(p.text) if p.kept else 0
@@ -218,6 +221,7 @@ class PruneStage:
                     "title": h.passage.title,
                     "sentences": p.sentences,
                     "kept": p.kept,
+                    "hop": p.hop,
                     "scores": [round(s, 4) for s in p.scores],
                     "tokens_read": read,
                     "tokens_saved": full - read,

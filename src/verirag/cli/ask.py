@@ -67,6 +67,11 @@ def print_result(r, *, show_question: bool = True) -> None:
             f"[bold]pruned[/bold] kept {kept} of {total} sentences at {pr['threshold']:.2f}: "
             f"{pr['tokens_read']} prompt tokens read, {pr['tokens_saved']} saved"
             + (" (none passed: the best sentence was kept)" if pr["fallback"] else "")
+            + "".join(
+                f"; {escape(str(p['title']))}: its best sentence kept, named by the question or the kept text"
+                for p in pr["passages"]
+                if p.get("hop")
+            )
         )
     if r.error:
         lines.append(f"[red]note:[/red] {escape(r.error)}")

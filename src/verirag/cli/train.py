@@ -447,7 +447,8 @@ def cascade(
 def pruner(
     out_dir: Path = typer.Option(..., "--out", help="Where to write the pruner (a folder)."),
     encoder: str = typer.Option("all-MiniLM-L6-v2", help="The packaged encoder to fine-tune, or a model folder."),
-    epochs: int = typer.Option(4, help="Training epochs at most (the best validation loss is kept)."),
+    epochs: int = typer.Option(4, help="Training epochs at most (the best validation AUROC is kept)."),
+    patience: int = typer.Option(1, help="Stop after this many epochs without a better validation AUROC."),
     train_layers: int = typer.Option(3, help="Top encoder layers fine-tuned (their update is stored compressed)."),
     compress_rank: int = typer.Option(16, help="Rank of the stored update of those layers (0: stored in full)."),
     recall: float = typer.Option(
@@ -468,7 +469,13 @@ def pruner(
     if max_examples is not None:
         examples = examples[:max_examples]
     p = ContextPruner(
-        encoder, epochs=epochs, train_layers=train_layers, compress_rank=compress_rank, recall=recall, seed=seed
+        encoder,
+        epochs=epochs,
+        patience=patience,
+        train_layers=train_layers,
+        compress_rank=compress_rank,
+        recall=recall,
+        seed=seed,
     )
     with progress() as bar:
         task = bar.add_task("reading the examples and the encoder", total=None)

@@ -6,6 +6,7 @@ pooled per sentence, sized for a CPU).
     p = ContextPruner().fit(examples)             # PrunerExample (verirag.train.pruner_examples)
     p.sentence_scores(question, passages)        # per passage, per sentence: calibrated probability
     p.prune(question, passages, threshold=None)  # PrunedPassage per passage (threshold_: fitted)
+    p.prune(question, passages, titles=titles)   # and a passage the question or kept text names keeps its best sentence
     p.save("pruner/"); ContextPruner.load("pruner/")
 
 What it reads (`pruner_inputs`): each passage split into sentences and packed into windows of whole
@@ -16,7 +17,7 @@ mean of each sentence's tokens gives its logit; the probability is sigmoid(logit
 Training: binary cross-entropy per sentence. Only the top `train_layers` layers and the head learn
 (the states entering them are computed once), and their update is stored as its best rank
 `compress_rank` approximation, so the saved adapter is small (the encoder is the installed
-package's). Validation holds out whole questions; the best epoch by validation loss is kept; the
+package's). Validation holds out whole questions; the best epoch by validation AUROC is kept; the
 temperature and the threshold are fitted there: `threshold_` is the highest threshold at which at
 least `recall` of the validation passages that hold an answering sentence keep one (`calibrate`).
 
@@ -28,6 +29,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,15 +69,36 @@ class PrunerExample:
 @dataclass(frozen=True)
 class PrunedPassage:
     """One passage after pruning: its sentences, their scores, the kept ones' indices (in order)
-    and `text`, the kept sentences joined."""
+    and `text`, the kept sentences joined; `hop`: its best sentence was kept because the question or
+    another passage's kept text names it (`ContextPruner.prune` with titles)."""
 
     sentences: list[str]
     scores: list[float]
     kept: list[int]
+    hop: bool = False
 
     @property
     def text(self) -> str:
         return " ".join(self.sentences[i] for i in self.kept)
+
+
+def _words(text: str) -> str:
+    return " " + re.sub(r"\W+", " ", text.lower()).strip() + " "
+
+
+def hops(question: str, pruned: list[PrunedPassage], titles: Sequence[str | None]) -> list[PrunedPassage]:
+    """`pruned` with the best sentence kept in each passage that kept nothing and whose title (as
+    whole words, case and punctuation aside) the question or another passage's kept text names."""
+    named = {k: _words(" ".join(p.sentences[i] for i in p.kept)) for k, p in enumerate(pruned)}
+    out = list(pruned)
+    for k, (p, title) in enumerate(zip(pruned, titles)):
+        key = _words(title or "")
+        if p.kept or not p.sentences or not key.strip():
+            continue
+        context = _words(question) + " ".join(v for j, v in named.items() if j != k)
+        if key in context:
+            out[k] = PrunedPassage(p.sentences, p.scores, [int(np.argmax(p.scores))], hop=True)
+    return out
 
 
 def examples_fingerprint(examples: Sequence[PrunerExample]) -> str:
@@ -197,16 +221,31 @@ class ContextPruner(EncoderAdapter, LearnedPart):
         return [(s, [float(v) for v in sigmoid(b / self.temperature_)]) for s, b in zip(split, best)]
 
     def prune(
-        self, question: str, passages: Sequence[str], threshold: float | None = None
+        self,
+        question: str,
+        passages: Sequence[str],
+        threshold: float | None = None,
+        titles: Sequence[str | None] | None = None,
     ) -> tuple[list[PrunedPassage], bool]:
         """Each passage with the sentences scoring at least `threshold` (None: `threshold_`) kept.
+
+        With `titles` (one per passage, None where it has none), a passage that kept nothing and
+        whose title the question or the kept text of another passage names keeps its best sentence
+        (`hop`): the second hop of a multi-hop question (the director named in the film's passage, and
+        the director's own passage that holds the answer) scores low against the question alone, and
+        its best sentence is mostly the one the chain needs. One pass, no second encoder read.
+
         When no sentence of any passage passes, the best sentence of the best passage is kept, so
         the reader never gets an empty context; the flag says that happened."""
         t = self.threshold_ if threshold is None else float(threshold)
         if not 0.0 <= t <= 1.0:
             raise InputError(f"the pruning threshold must be in [0, 1], got {t}")
+        if titles is not None and len(titles) != len(passages):
+            raise InputError(f"{len(titles)} titles for {len(passages)} passages")
         scored = self.sentence_scores(question, passages)
         out = [PrunedPassage(s, p, [i for i, v in enumerate(p) if v >= t]) for s, p in scored]
+        if titles is not None:
+            out = hops(question, out, titles)
         if any(o.kept for o in out) or not any(o.sentences for o in out):
             return out, False
         k, i = max(
@@ -314,7 +353,12 @@ class ContextPruner(EncoderAdapter, LearnedPart):
             entry["val_auroc"] = float(auroc(z, y))
             say(f"epoch {epoch}: train loss {entry['train_loss']:.4f}, val AUROC {entry['val_auroc']:.4f}")
             state = lambda: {n: p.detach().clone() for n, p in self._scorer.named_parameters() if n in self._trainable}  # noqa: E731
-            if stop.update(epoch, entry["val_loss"], state, entry):
+            # lower is better: the AUROC first, then the loss, as the verifier keeps its best epoch.
+            # The loss alone is the wrong rule here: training weights the rare kept sentences up, so
+            # the unweighted validation loss rises as the ranking (all the threshold uses) improves
+            # and the temperature fitted afterwards repairs the calibration.
+            val_auroc = -1.0 if math.isnan(entry["val_auroc"]) else entry["val_auroc"]
+            if stop.update(epoch, (-val_auroc, entry["val_loss"]), state, entry):
                 break
         if stop.best_epoch is None:
             raise InputError("the pruner's training diverged (no epoch had a finite validation loss)")

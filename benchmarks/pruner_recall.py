@@ -1,0 +1,165 @@
+"""What the context pruner keeps of what answers a question, and how many words, on questions in the
+pruning benchmark's shape (NQ's top-5 BM25 passages, HotpotQA's 10 paragraphs). No LLM; minutes.
+
+    VERIRAG_DATA_DIR=../shared/data python benchmarks/pruner_recall.py \
+        [--pruner DIR ...] [--thresholds 0.2 0.3 0.4] [--split validation|bench]
+
+The questions are, by default, the pruner's validation questions: the share of the training questions
+that `ContextPruner.fit` held out (`val_share`, split by question as it splits them), which no pruner
+trained on and which choosing a threshold or a pruner may look at. `--split bench` reads the held-out
+questions of benchmarks/bench_prune.py instead: look, never choose, there.
+
+Per pruner, dataset and threshold (`fitted`: the pruner's own), with the hop rule the answer path
+applies (a passage whose title the question or the kept text names keeps its best sentence;
+`--no-hop`: without it):
+- words kept: the share of the passages' words the reader would still read;
+- answer kept: of the questions whose passages hold a reference answer (normalised words), the share
+  whose kept sentences still hold one;
+- support kept (HotpotQA): the share of questions whose every supporting-fact sentence is kept, and
+  the share of supporting paragraphs that keep at least one of their supporting sentences.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+def norm(text: str) -> str:
+    return " " + re.sub(r"\W+", " ", text.lower()).strip() + " "
+
+
+def holds(text: str, references) -> bool:
+    n = norm(text)
+    return any(norm(r).strip() and norm(r) in n for r in references)
+
+
+def validation_questions(seed: int = 0, val_share: float = 0.15) -> set[str]:
+    """The groups ("nq:ROW", "hotpotqa:ID") that `ContextPruner.fit` holds out for validation."""
+    from verirag.datasets.registry import data_dir
+    from verirag.learned.splits import split_by_group
+    from verirag.train.pruner_examples import pruner_examples
+
+    groups = [e.group for e in pruner_examples(data_dir(), seed=seed)]
+    _, drawn = split_by_group(groups, val_share, seed)
+    return {g for g, d in zip(groups, drawn) if d}
+
+
+def questions(split: str, n: int, seed: int):
+    """(dataset, Example, supporting sentences by title) of `split`."""
+    from bench_prune import examples
+
+    from verirag.datasets.hotpotqa import read_hotpotqa_path
+    from verirag.datasets.hotpotqa_original import distractor_example
+    from verirag.datasets.nq import load_nq
+    from verirag.datasets.registry import data_dir
+    from verirag.train.pruner_examples import _supporting, hotpotqa_records
+
+    raw = {r["_id"]: r for r in hotpotqa_records(data_dir())}
+
+    def support(example_id: str) -> dict[str, list[str]]:
+        r = raw[example_id]
+        paragraphs = {str(t): ss for t, ss in r["context"]}
+        out: dict[str, list[str]] = {}
+        for title, i in sorted(_supporting(r["supporting_facts"])):
+            if title in paragraphs and i < len(paragraphs[title]) and paragraphs[title][i].strip():
+                out.setdefault(title, []).append(paragraphs[title][i].strip())
+        return out
+
+    if split == "bench":
+        nq, hotpot = examples("nq", n, seed), examples("hotpotqa", n, seed)
+    else:
+        val = validation_questions(seed)
+        nq = [e for e in load_nq(data_dir(), k=5, retriever="bm25", seed=seed) if f"nq:{e.id}" in val][:n]
+        records = read_hotpotqa_path(data_dir() / "hotpotqa_amor_subset")
+        hotpot = [distractor_example(r, dataset="hotpotqa") for r in records if f"hotpotqa:{r.id}" in val][:n]
+    return [("nq", e, {}) for e in nq] + [("hotpotqa", e, support(e.id)) for e in hotpot]
+
+
+def measure(pruner, items, thresholds, hop: bool = True) -> dict:
+    from verirag.learned.pruner import PrunedPassage, hops
+
+    scored = [(d, e, sup, pruner.sentence_scores(e.question, [p.text for p in e.passages])) for d, e, sup in items]
+    out = {}
+    for t in thresholds:
+        t_value = pruner.threshold_ if t == "fitted" else float(t)
+
+        def kept_text(e, per_passage, t_value=t_value) -> str:
+            pruned = [PrunedPassage(s, p, [i for i, v in enumerate(p) if v >= t_value]) for s, p in per_passage]
+            if hop:  # as `ContextPruner.prune` does with the passages' titles
+                pruned = hops(e.question, pruned, [x.title for x in e.passages])
+            return " ".join(p.text for p in pruned if p.kept)
+
+        for dataset in sorted({d for d, *_ in items}):
+            words = kept_words = 0
+            answer_in, answer_kept, all_support, paragraphs, paragraphs_kept = 0, 0, [], 0, 0
+            for d, e, sup, per_passage in scored:
+                if d != dataset:
+                    continue
+                full = " ".join(" ".join(s) for s, _ in per_passage)
+                kept = kept_text(e, per_passage)
+                words += len(full.split())
+                kept_words += len(kept.split())
+                if holds(full, e.references):
+                    answer_in += 1
+                    answer_kept += holds(kept, e.references)
+                if sup:
+                    flags = [norm(s) in norm(kept) for ss in sup.values() for s in ss]
+                    all_support.append(all(flags))
+                    for ss in sup.values():
+                        paragraphs += 1
+                        paragraphs_kept += any(norm(s) in norm(kept) for s in ss)
+            out[(dataset, t)] = {
+                "threshold": t_value,
+                "questions": sum(1 for d, *_ in items if d == dataset),
+                "words_kept": kept_words / max(words, 1),
+                "answer_kept": answer_kept / max(answer_in, 1),
+                "answer_in": answer_in,
+                "support_kept": float(np.mean(all_support)) if all_support else None,
+                "paragraphs_kept": paragraphs_kept / paragraphs if paragraphs else None,
+            }
+    return out
+
+
+def main(argv=None) -> int:
+    from verirag.learned.pruner import ContextPruner
+    from verirag.learned.shipped import shipped_pruner_dir
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument(
+        "--pruner", action="append", default=None, help="a pruner folder (repeat; default: the shipped one)"
+    )
+    ap.add_argument("--thresholds", nargs="+", default=["fitted", "0.2", "0.3", "0.4"])
+    ap.add_argument("--split", choices=("validation", "bench"), default="validation")
+    ap.add_argument("--n", type=int, default=200, help="questions per dataset at most")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--no-hop", action="store_true", help="without the hop rule (a named passage keeps its best sentence)"
+    )
+    a = ap.parse_args(argv)
+    items = questions(a.split, a.n, a.seed)
+    print(
+        f"{a.split} questions: " + ", ".join(f"{d} {sum(1 for x, *_ in items if x == d)}" for d in ("nq", "hotpotqa"))
+    )
+    print("| pruner | dataset | threshold | words kept | answer kept | support kept (all / paragraphs) |")
+    print("|---|---|---|---|---|---|")
+    for folder in a.pruner or [str(shipped_pruner_dir())]:
+        pruner = ContextPruner.load(folder)
+        for (dataset, t), m in measure(pruner, items, a.thresholds, hop=not a.no_hop).items():
+            sup = "" if m["support_kept"] is None else f"{m['support_kept']:.1%} / {m['paragraphs_kept']:.1%}"
+            label = f"{t} ({m['threshold']:.3f})" if t == "fitted" else t
+            print(
+                f"| {Path(folder).name} | {dataset} | {label} | {m['words_kept']:.1%} | "
+                f"{m['answer_kept']:.1%} of {m['answer_in']} | {sup} |"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
