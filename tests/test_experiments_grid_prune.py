@@ -54,7 +54,7 @@ FIXTURE = [
     },
 ]
 REPORT = {"threshold", "fallback", "passages", "tokens_read", "tokens_saved", "reference_kept"}
-PASSAGE_REPORT = {"id", "title", "sentences", "kept", "scores", "tokens_read", "tokens_saved"}
+PASSAGE_REPORT = {"id", "title", "sentences", "kept", "hop", "scores", "tokens_read", "tokens_saved"}
 
 
 @pytest.fixture()
@@ -163,7 +163,7 @@ def test_each_example_is_pruned_once_and_its_methods_read_the_pruned_passages(
     pruner = load_pruner(None)
     calls = []
     real = pruner.prune
-    monkeypatch.setattr(pruner, "prune", lambda q, p, t=None: calls.append(q) or real(q, p, t))
+    monkeypatch.setattr(pruner, "prune", lambda q, p, t=None, titles=None: calls.append(q) or real(q, p, t, titles))
     llm, factory = scripted()
     cfg = config(fixture_file, prune={"threshold": 0.7})
     out = run_experiment(cfg, tmp_path / "run", llm_factory=factory, progress=False)
@@ -177,7 +177,7 @@ def test_each_example_is_pruned_once_and_its_methods_read_the_pruned_passages(
         assert set(report) == REPORT and report["threshold"] == 0.7
         for p in report["passages"]:
             assert set(p) == PASSAGE_REPORT
-            assert all(s >= 0.7 for i, s in enumerate(p["scores"]) if i in p["kept"]) or report["fallback"]
+            assert all(s >= 0.7 for i, s in enumerate(p["scores"]) if i in p["kept"]) or report["fallback"] or p["hop"]
         assert report["tokens_read"] == sum(p["tokens_read"] for p in report["passages"])
         assert r.prune_digest and r.key.endswith(f"|prune:{r.prune_digest}")
     for recs_of_q in by_q.values():  # the methods of an example share one pruning

@@ -115,15 +115,21 @@ def load_pruner(directory: str | None):
         return _PRUNERS[key]
 
 
+PRUNE_RULE = "threshold+hop"  # what decides the kept sentences beside the scores (ContextPruner.prune with titles)
+
+
 def prune_digest(pruner, threshold: float | None) -> str:
     """The identity of a pruning: the threshold it uses (None: the pruner's fitted one, resolved)
-    and what decides the pruner's scores (its settings, fingerprints, adapter weights, temperature)."""
+    and what decides the pruner's scores (its settings, fingerprints, adapter weights, temperature)
+    and the rule that keeps sentences by them (`PRUNE_RULE`: records pruned by another rule are
+    not reused)."""
     parts = {
         "threshold": pruner.threshold_ if threshold is None else float(threshold),
         "settings": pruner.settings(),
         "fingerprints": pruner.fingerprints,
         "adapter": getattr(pruner, "adapter_sha256_", None),
         "temperature": pruner.temperature_,
+        "rule": PRUNE_RULE,
     }
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
