@@ -111,9 +111,10 @@ def worker(arm: str, datasets: list[str], n: int, seed: int, out: Path) -> None:
     from verirag.types import ScoredPassage
 
     path = out / f"{arm}.jsonl"
-    done = set()
+    done, stored = set(), []
     if path.exists():
-        done = {json.loads(line)["key"] for line in path.read_text().splitlines() if line.strip()}
+        stored = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        done = {r["key"] for r in stored}
     index = GivenPassages()
     pruner = os.environ.get("BENCH_PRUNER") or None  # --pruner, passed through the environment
     threshold = os.environ.get("BENCH_PRUNE_THRESHOLD")  # --prune-threshold, likewise
@@ -124,6 +125,11 @@ def worker(arm: str, datasets: list[str], n: int, seed: int, out: Path) -> None:
     if arm.startswith("prune-"):
         config = replace(config, model=requantised(arm.removeprefix("prune-")))
     p = Pipeline(config, index=index)
+    if pruning:  # a resumed arm goes on at the threshold its records were made at, or not at all
+        t = config.prune_threshold if config.prune_threshold is not None else p.context_pruner.threshold_
+        other = {r["prune"]["threshold"] for r in stored if r.get("prune")} - {t}
+        if other:
+            raise SystemExit(f"{path} holds records pruned at {sorted(other)}, not {t}: give another --out")
     import llama_cpp
 
     build = {"llama_cpp": llama_cpp.__file__, "system_info": llama_cpp.llama_print_system_info().decode()[:300]}

@@ -15,8 +15,9 @@ applies (a passage whose title the question or the kept text names keeps its bes
 - words kept: the share of the passages' words the reader would still read;
 - answer kept: of the questions whose passages hold a reference answer (normalised words), the share
   whose kept sentences still hold one;
-- support kept (HotpotQA): the share of questions whose every supporting-fact sentence is kept, and
-  the share of supporting paragraphs that keep at least one of their supporting sentences.
+- support kept (HotpotQA): of the questions whose supporting paragraphs are among their passages, the
+  share whose every supporting-fact sentence is kept, and the share of supporting paragraphs that keep
+  at least one of their supporting sentences.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ def validation_questions(seed: int = 0, val_share: float = 0.15) -> set[str]:
     return {g for g, d in zip(groups, drawn) if d}
 
 
-def questions(split: str, n: int, seed: int):
+def questions(split: str, n: int, seed: int, val_share: float = 0.15):
     """(dataset, Example, supporting sentences by title) of `split`."""
     from bench_prune import examples
 
@@ -75,7 +76,7 @@ def questions(split: str, n: int, seed: int):
     if split == "bench":
         nq, hotpot = examples("nq", n, seed), examples("hotpotqa", n, seed)
     else:
-        val = validation_questions(seed)
+        val = validation_questions(seed, val_share)
         nq = [e for e in load_nq(data_dir(), k=5, retriever="bm25", seed=seed) if f"nq:{e.id}" in val][:n]
         records = read_hotpotqa_path(data_dir() / "hotpotqa_amor_subset")
         hotpot = [distractor_example(r, dataset="hotpotqa") for r in records if f"hotpotqa:{r.id}" in val][:n]
@@ -83,7 +84,7 @@ def questions(split: str, n: int, seed: int):
 
 
 def measure(pruner, items, thresholds, hop: bool = True) -> dict:
-    from verirag.learned.pruner import PrunedPassage, hops
+    from verirag.learned.pruner import keep_sentences
 
     scored = [(d, e, sup, pruner.sentence_scores(e.question, [p.text for p in e.passages])) for d, e, sup in items]
     out = {}
@@ -91,9 +92,9 @@ def measure(pruner, items, thresholds, hop: bool = True) -> dict:
         t_value = pruner.threshold_ if t == "fitted" else float(t)
 
         def kept_text(e, per_passage, t_value=t_value) -> str:
-            pruned = [PrunedPassage(s, p, [i for i, v in enumerate(p) if v >= t_value]) for s, p in per_passage]
-            if hop:  # as `ContextPruner.prune` does with the passages' titles
-                pruned = hops(e.question, pruned, [x.title for x in e.passages])
+            # as `ContextPruner.prune` keeps them in the answer path: the fallback, then the hop rule
+            titles = [x.title for x in e.passages] if hop else None
+            pruned, _ = keep_sentences(e.question, per_passage, t_value, titles)
             return " ".join(p.text for p in pruned if p.kept)
 
         for dataset in sorted({d for d, *_ in items}):
@@ -122,6 +123,7 @@ def measure(pruner, items, thresholds, hop: bool = True) -> dict:
                 "answer_kept": answer_kept / max(answer_in, 1),
                 "answer_in": answer_in,
                 "support_kept": float(np.mean(all_support)) if all_support else None,
+                "support_in": len(all_support),
                 "paragraphs_kept": paragraphs_kept / paragraphs if paragraphs else None,
             }
     return out
@@ -143,16 +145,25 @@ def main(argv=None) -> int:
         "--no-hop", action="store_true", help="without the hop rule (a named passage keeps its best sentence)"
     )
     a = ap.parse_args(argv)
-    items = questions(a.split, a.n, a.seed)
+    folders = a.pruner or [str(shipped_pruner_dir())]
+    first = ContextPruner.load(folders[0])
+    # the validation questions are the split the (first) pruner was fitted with: its seed and share
+    items = questions(a.split, a.n, first.seed if a.split == "validation" else a.seed, first.val_share)
     print(
         f"{a.split} questions: " + ", ".join(f"{d} {sum(1 for x, *_ in items if x == d)}" for d in ("nq", "hotpotqa"))
     )
     print("| pruner | dataset | threshold | words kept | answer kept | support kept (all / paragraphs) |")
     print("|---|---|---|---|---|---|")
-    for folder in a.pruner or [str(shipped_pruner_dir())]:
+    for folder in folders:
         pruner = ContextPruner.load(folder)
+        if a.split == "validation" and (pruner.seed, pruner.val_share) != (first.seed, first.val_share):
+            raise SystemExit(f"{folder} was validated on another split than {folders[0]}: compare them one at a time")
         for (dataset, t), m in measure(pruner, items, a.thresholds, hop=not a.no_hop).items():
-            sup = "" if m["support_kept"] is None else f"{m['support_kept']:.1%} / {m['paragraphs_kept']:.1%}"
+            sup = (
+                ""
+                if m["support_kept"] is None
+                else f"{m['support_kept']:.1%} of {m['support_in']} / {m['paragraphs_kept']:.1%}"
+            )
             label = f"{t} ({m['threshold']:.3f})" if t == "fitted" else t
             print(
                 f"| {Path(folder).name} | {dataset} | {label} | {m['words_kept']:.1%} | "

@@ -24,11 +24,11 @@ benchmark text is written. A rerun with the same verifier skips the rows already
         data/verifier/own_answers/held-out-nli-qwen2.5-1.5b --verifier runs/verifiers/issue36-joint \\
         --out data/verifier/own_answers/held-out-nli-qwen2.5-1.5b/verifier-issue36-joint.jsonl
 
-    # the check that the inputs are the run's: the shipped verifier reproduces the committed
-    # vanilla+verifier scores (the largest difference is printed at the end of every run)
+    # the check that the inputs are the run's: v1, the verifier that made the committed runs,
+    # reproduces their vanilla+verifier scores (the largest difference is printed at the end of every run)
     VERIRAG_DATA_DIR=../shared/data python benchmarks/rescore_own_answers.py \\
-        data/verifier/own_answers/held-out-qwen2.5-1.5b --verifier src/verirag/learned/shipped/verifier \\
-        --out runs/rescored/held-out-qwen2.5-1.5b-shipped.jsonl
+        data/verifier/own_answers/held-out-qwen2.5-1.5b --verifier data/verifier/candidates/v1 \\
+        --out runs/rescored/held-out-qwen2.5-1.5b-v1.jsonl
 
     # the scores as a column of the paired table (verifier_own_answers.py reads them by key)
     python benchmarks/verifier_own_answers.py data/verifier/own_answers/held-out-nli-qwen2.5-1.5b \\

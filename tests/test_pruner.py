@@ -190,6 +190,26 @@ def test_a_passage_named_by_the_question_or_by_kept_text_keeps_its_best_sentence
     named_by_question = hops(question, [dropped, painter], ["the grey orchard", None])
     assert named_by_question[0].kept == [0] and named_by_question[0].hop and named_by_question[1].kept == []
     assert hops("q", [painter], [""])[0].kept == []  # no title: nothing to be named by
+    # chunks of one document share its title: a chunk naming its document does not pull in its siblings
+    chunk = PrunedPassage(["Hedda Lorne painted The Grey Orchard."], [0.9], [0])
+    sibling = PrunedPassage(["Puffins nest in April."], [0.2], [])
+    assert hops("q", [chunk, sibling], ["Hedda Lorne", "Hedda Lorne"])[1].kept == []
+    # a title too short to name anything ("C++" is "c" once normalised) never hops
+    vitamin = PrunedPassage(["Vitamin C is found in fruit."], [0.9], [0])
+    assert hops("q", [vitamin, sibling], ["Vitamins", "C++"])[1].kept == []
+
+
+def test_nothing_passing_keeps_the_best_sentence_before_any_hop():
+    """The fallback is decided by the threshold alone: when nothing passes, the best sentence of the
+    best passage is kept and said, and a passage the question names still hops."""
+    from verirag.learned.pruner import keep_sentences
+
+    scored = [(["Hedda Lorne grew up in Vessby."], [0.3]), (["The Grey Orchard hangs in Oslo."], [0.1])]
+    out, fallback = keep_sentences("Where is The Grey Orchard?", scored, 0.5, ["Hedda Lorne", "The Grey Orchard"])
+    assert fallback and out[0].kept == [0] and not out[0].hop  # the best sentence anywhere
+    assert out[1].kept == [0] and out[1].hop  # named by the question
+    out, fallback = keep_sentences("q", scored, 0.5)
+    assert fallback and [o.kept for o in out] == [[0], []]
 
 
 # ---- the stage ------------------------------------------------------------------------------------

@@ -88,6 +88,8 @@ def test_the_shipped_verifier_says_where_it_started(monkeypatch):
     v1 = Path(__file__).resolve().parents[1] / "data" / "verifier" / "candidates" / "v1" / "adapter.safetensors"
     assert v.joint and v.train_layers == 6 and v.warm_start_ is not None
     assert v.warm_start_["adapter_sha256"] == hashlib.sha256(v1.read_bytes()).hexdigest()
+    first = build_method(f"vanilla+verifier(verifier={v1.parent})", None).predictor.model  # loads over this encoder
+    assert first.adapter_sha256_ == v.warm_start_["adapter_sha256"] and not first.joint
 
 
 # Held-out pairs written here (invented places and people, in no benchmark): the same question and

@@ -6,10 +6,11 @@ reports the method it used (`method` in every JSON result).
 
 It is the trained verifier shipped in the package (`verirag.learned.shipped`): it judges an
 answer in about 0.1 s with no LLM call, so verifying never loads a generator. On the default
-model's own answers it ranks as well as per-passage NLI (AUROC 0.713 vs 0.733, paired -0.020
-[-0.129, 0.088]) and far better than the in-context self-check (0.518); on other LLMs' answers
-(the dev set) NLI leads, most of it on conversational follow-ups (-0.094 [-0.214, 0.018] overall),
-at 30-180x its cost. `vanilla+nli` is one option away (`method="vanilla+nli"`, `--method`,
+model's own answers it is not shown below per-passage NLI (AUROC 0.692 vs 0.733, paired -0.041
+[-0.144, 0.066]); on other LLMs' answers (the dev set) NLI leads, most of it on conversational
+follow-ups (-0.046 [-0.157, 0.071] overall), and on claims about a kind of document it never
+trained on the verifier leads (+0.142 [0.039, 0.240]), at about 1/200 of NLI's cost
+(docs/results/cascade.md). `vanilla+nli` is one option away (`method="vanilla+nli"`, `--method`,
 `--judge`).
 """
 

@@ -86,19 +86,43 @@ def _words(text: str) -> str:
     return " " + re.sub(r"\W+", " ", text.lower()).strip() + " "
 
 
+MIN_TITLE_CHARS = 3  # a title shorter than this, once normalised ("C++" is "c"), names too much
+
+
 def hops(question: str, pruned: list[PrunedPassage], titles: Sequence[str | None]) -> list[PrunedPassage]:
     """`pruned` with the best sentence kept in each passage that kept nothing and whose title (as
-    whole words, case and punctuation aside) the question or another passage's kept text names."""
-    named = {k: _words(" ".join(p.sentences[i] for i in p.kept)) for k, p in enumerate(pruned)}
+    whole words, case and punctuation aside, at least `MIN_TITLE_CHARS` long) the question or the
+    kept text of a passage with another title names. Chunks of one document share its title, and a
+    chunk naming its own document says nothing about its siblings."""
+    keys = [_words(t or "") for t in titles]
+    named = [_words(" ".join(p.sentences[i] for i in p.kept)) for p in pruned]
     out = list(pruned)
-    for k, (p, title) in enumerate(zip(pruned, titles)):
-        key = _words(title or "")
-        if p.kept or not p.sentences or not key.strip():
+    for k, (p, key) in enumerate(zip(pruned, keys)):
+        if p.kept or not p.sentences or len(key.strip()) < MIN_TITLE_CHARS:
             continue
-        context = _words(question) + " ".join(v for j, v in named.items() if j != k)
+        context = _words(question) + " ".join(v for j, v in enumerate(named) if keys[j] != key)
         if key in context:
             out[k] = PrunedPassage(p.sentences, p.scores, [int(np.argmax(p.scores))], hop=True)
     return out
+
+
+def keep_sentences(
+    question: str, scored: Sequence[tuple[list[str], list[float]]], threshold: float, titles=None
+) -> tuple[list[PrunedPassage], bool]:
+    """What `ContextPruner.prune` keeps from sentence scores: the sentences at or above `threshold`;
+    when none passes anywhere, the best sentence of the best passage (the flag says so); then, with
+    `titles`, the hop rule (`hops`)."""
+    out = [PrunedPassage(s, p, [i for i, v in enumerate(p) if v >= threshold]) for s, p in scored]
+    fallback = not any(o.kept for o in out) and any(o.sentences for o in out)
+    if fallback:
+        k, i = max(
+            ((k, int(np.argmax(o.scores))) for k, o in enumerate(out) if o.scores),
+            key=lambda ki: out[ki[0]].scores[ki[1]],
+        )
+        out[k] = PrunedPassage(out[k].sentences, out[k].scores, [i])
+    if titles is not None:
+        out = hops(question, out, titles)
+    return out, fallback
 
 
 def examples_fingerprint(examples: Sequence[PrunerExample]) -> str:
@@ -229,31 +253,20 @@ class ContextPruner(EncoderAdapter, LearnedPart):
     ) -> tuple[list[PrunedPassage], bool]:
         """Each passage with the sentences scoring at least `threshold` (None: `threshold_`) kept.
 
-        With `titles` (one per passage, None where it has none), a passage that kept nothing and
-        whose title the question or the kept text of another passage names keeps its best sentence
-        (`hop`): the second hop of a multi-hop question (the director named in the film's passage, and
-        the director's own passage that holds the answer) scores low against the question alone, and
-        its best sentence is mostly the one the chain needs. One pass, no second encoder read.
-
         When no sentence of any passage passes, the best sentence of the best passage is kept, so
-        the reader never gets an empty context; the flag says that happened."""
+        the reader never gets an empty context; the flag says that happened.
+
+        Then, with `titles` (one per passage, None where it has none), a passage that kept nothing
+        and whose title the question or the kept text of a passage with another title names keeps its
+        best sentence (`hop`, see `hops`): the second hop of a multi-hop question (the director named in the film's passage, and
+        the director's own passage that holds the answer) scores low against the question alone, and
+        its best sentence is mostly the one the chain needs. One pass, no second encoder read."""
         t = self.threshold_ if threshold is None else float(threshold)
         if not 0.0 <= t <= 1.0:
             raise InputError(f"the pruning threshold must be in [0, 1], got {t}")
         if titles is not None and len(titles) != len(passages):
             raise InputError(f"{len(titles)} titles for {len(passages)} passages")
-        scored = self.sentence_scores(question, passages)
-        out = [PrunedPassage(s, p, [i for i, v in enumerate(p) if v >= t]) for s, p in scored]
-        if titles is not None:
-            out = hops(question, out, titles)
-        if any(o.kept for o in out) or not any(o.sentences for o in out):
-            return out, False
-        k, i = max(
-            ((k, int(np.argmax(o.scores))) for k, o in enumerate(out) if o.scores),
-            key=lambda ki: out[ki[0]].scores[ki[1]],
-        )
-        out[k] = PrunedPassage(out[k].sentences, out[k].scores, [i])
-        return out, True
+        return keep_sentences(question, self.sentence_scores(question, passages), t, titles)
 
     # ---- training -----------------------------------------------------------------------------
     def _units(self, examples: Sequence[PrunerExample]) -> list[_Unit]:
@@ -354,10 +367,12 @@ class ContextPruner(EncoderAdapter, LearnedPart):
             say(f"epoch {epoch}: train loss {entry['train_loss']:.4f}, val AUROC {entry['val_auroc']:.4f}")
             state = lambda: {n: p.detach().clone() for n, p in self._scorer.named_parameters() if n in self._trainable}  # noqa: E731
             # lower is better: the AUROC first, then the loss, as the verifier keeps its best epoch.
-            # The loss alone is the wrong rule here: training weights the rare kept sentences up, so
-            # the unweighted validation loss rises as the ranking (all the threshold uses) improves
-            # and the temperature fitted afterwards repairs the calibration.
+            # The loss alone is the wrong rule here: training weights the rare kept sentences up and
+            # validation does not, so its loss is noisy and not aligned with the ranking (all the
+            # threshold uses); the temperature fitted afterwards repairs the calibration.
             val_auroc = -1.0 if math.isnan(entry["val_auroc"]) else entry["val_auroc"]
+            if not math.isfinite(entry["val_loss"]):  # a diverged epoch is never the best one
+                val_auroc = -math.inf
             if stop.update(epoch, (-val_auroc, entry["val_loss"]), state, entry):
                 break
         if stop.best_epoch is None:

@@ -26,13 +26,14 @@
 
 `prune` (absent, null or false: off) prunes each example's passages once, before its methods, as
 `verirag ask --prune` does (`verirag.awf.stages.PruneStage`): each passage keeps the sentences the
-context pruner scores at least `threshold`, a passage with none kept is not read, and every method
+context pruner scores at least `threshold` (and a passage named by the question or the kept text
+keeps its best sentence: the hop rule), a passage with none kept is not read, and every method
 of the example reads the pruned passages. `prune: true` is the shipped pruner at its fitted
 threshold; a bare number is the threshold; in the mapping, `threshold` (in [0, 1]; null: the
 pruner's fitted one) and `pruner` (a folder `verirag train pruner` wrote; null: the shipped one).
 Each record's `details["prune"]` is the report (per passage: sentences, kept, scores, tokens read
-and saved; the totals) and its key names the pruning (`prune_digest`: the threshold and the
-pruner's weights), so a rerun with other pruning recomputes its records.
+and saved; the totals) and its key names the pruning (`prune_digest`: the threshold, the
+pruner's weights and the keeping rule), so a rerun with other pruning recomputes its records.
 
 The pydantic models below are the schema (null means a key's default); every mistake is reported
 at once, with its path ("datasets[1].n: must be an integer >= 1, got 0"), in one InputError.

@@ -27,12 +27,12 @@ Fields:
   `predictor_digest` (the predictor's identity), and `signals` = {"values": {...}, "missing":
   {signal: why}}: the answer's token logprob min / mean / sum, K-Precision and retrieval top / mean
   (`verirag.awf.signals`; what `verirag train stack` combines).
-- prune_digest: with the config's `prune` on, the pruning's identity (the threshold used and the
-  pruner's weights, settings and temperature), part of the key ("...|digest|prune:PRUNE_DIGEST");
+- prune_digest: with the config's `prune` on, the pruning's identity (the threshold used, the
+  pruner's weights, settings and temperature, and the keeping rule), part of the key ("...|digest|prune:PRUNE_DIGEST");
   "" without pruning (the key is then as before). `details["prune"]` is the pruning of the
   example's passages the method read, shared by the example's methods: the report of
   `verirag.awf.stages.PruneStage` (threshold, fallback, per passage id / title / sentences / kept /
-  scores / tokens_read / tokens_saved with the answering model's tokenizer, the totals) and
+  hop / scores / tokens_read / tokens_saved with the answering model's tokenizer, the totals) and
   `reference_kept`: a reference answer still appears in the pruned passages (None without
   references). `answerable` stays that of the example's passages before pruning.
 - seconds: wall time of this method on this example, marginal to methods that ran before it in
