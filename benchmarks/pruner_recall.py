@@ -23,7 +23,6 @@ applies (a passage whose title the question or the kept text names keeps its bes
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from pathlib import Path
 
@@ -31,9 +30,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-
-def norm(text: str) -> str:
-    return " " + re.sub(r"\W+", " ", text.lower()).strip() + " "
+from verirag.learned.pruner import as_words as norm
 
 
 def holds(text: str, references) -> bool:

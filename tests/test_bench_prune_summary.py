@@ -4,20 +4,15 @@ against the Q4_K_M prune arm (issue 37, item 3)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
-
-REPO = Path(__file__).resolve().parents[1]
+from benchmark_module import load_benchmark
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("bench_prune", REPO / "benchmarks" / "bench_prune.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("bench_prune")
 
 
 def _write(out: Path, arm: str, rows: list[tuple[float, int]]) -> None:

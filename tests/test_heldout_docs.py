@@ -3,28 +3,16 @@ prints, on small fake claims (no LLM, no benchmark data, no documentation corpus
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pytest
+from benchmark_module import load_benchmark
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _load():
-    spec = importlib.util.spec_from_file_location("heldout_docs", ROOT / "benchmarks" / "heldout_docs.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
-hd = _load()
+hd = load_benchmark("heldout_docs")
 
 
 @dataclass

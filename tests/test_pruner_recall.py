@@ -3,27 +3,15 @@ kept, supporting facts kept), with and without the hop rule, computed from its s
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
+from benchmark_module import load_benchmark
 
 from verirag.types import Example, Passage
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
 def recall():
-    spec = importlib.util.spec_from_file_location("pruner_recall", REPO / "benchmarks" / "pruner_recall.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(REPO / "benchmarks"))
-    return module
+    return load_benchmark("pruner_recall")
 
 
 class ScoresByText:

@@ -7,13 +7,12 @@ passages give each record's generation key. Skipped without ../shared/data.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from benchmark_module import load_benchmark
 
 REPO = Path(__file__).resolve().parents[1]
 OWN = REPO / "data" / "verifier" / "own_answers"
@@ -22,14 +21,7 @@ V1 = REPO / "data" / "verifier" / "candidates" / "v1"  # the verifier that score
 
 
 def _bench(name: str):
-    spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(REPO / "benchmarks"))
-    return module
+    return load_benchmark(name)
 
 
 @pytest.fixture(scope="module")

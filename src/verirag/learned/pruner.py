@@ -82,7 +82,9 @@ class PrunedPassage:
         return " ".join(self.sentences[i] for i in self.kept)
 
 
-def _words(text: str) -> str:
+def as_words(text: str) -> str:
+    """`text` lower-cased, its punctuation and spacing one blank, padded with blanks: a phrase is named
+    in a text as whole words when `as_words(phrase) in as_words(text)`."""
     return " " + re.sub(r"\W+", " ", text.lower()).strip() + " "
 
 
@@ -94,20 +96,23 @@ def hops(question: str, pruned: list[PrunedPassage], titles: Sequence[str | None
     whole words, case and punctuation aside, at least `MIN_TITLE_CHARS` long) the question or the
     kept text of a passage with another title names. Chunks of one document share its title, and a
     chunk naming its own document says nothing about its siblings."""
-    keys = [_words(t or "") for t in titles]
-    named = [_words(" ".join(p.sentences[i] for i in p.kept)) for p in pruned]
+    keys = [as_words(t or "") for t in titles]
+    named = [as_words(" ".join(p.sentences[i] for i in p.kept)) for p in pruned]
     out = list(pruned)
     for k, (p, key) in enumerate(zip(pruned, keys)):
         if p.kept or not p.sentences or len(key.strip()) < MIN_TITLE_CHARS:
             continue
-        context = _words(question) + " ".join(v for j, v in enumerate(named) if keys[j] != key)
+        context = as_words(question) + " ".join(v for j, v in enumerate(named) if keys[j] != key)
         if key in context:
             out[k] = PrunedPassage(p.sentences, p.scores, [int(np.argmax(p.scores))], hop=True)
     return out
 
 
 def keep_sentences(
-    question: str, scored: Sequence[tuple[list[str], list[float]]], threshold: float, titles=None
+    question: str,
+    scored: Sequence[tuple[list[str], list[float]]],
+    threshold: float,
+    titles: Sequence[str | None] | None = None,
 ) -> tuple[list[PrunedPassage], bool]:
     """What `ContextPruner.prune` keeps from sentence scores: the sentences at or above `threshold`;
     when none passes anywhere, the best sentence of the best passage (the flag says so); then, with
@@ -258,9 +263,10 @@ class ContextPruner(EncoderAdapter, LearnedPart):
 
         Then, with `titles` (one per passage, None where it has none), a passage that kept nothing
         and whose title the question or the kept text of a passage with another title names keeps its
-        best sentence (`hop`, see `hops`): the second hop of a multi-hop question (the director named in the film's passage, and
-        the director's own passage that holds the answer) scores low against the question alone, and
-        its best sentence is mostly the one the chain needs. One pass, no second encoder read."""
+        best sentence (`hop`, see `hops`): the second hop of a multi-hop question (the director named
+        in the film's passage, and the director's own passage that holds the answer) scores low
+        against the question alone, and its best sentence is mostly the one the chain needs. One
+        pass, no second encoder read."""
         t = self.threshold_ if threshold is None else float(threshold)
         if not 0.0 <= t <= 1.0:
             raise InputError(f"the pruning threshold must be in [0, 1], got {t}")
