@@ -16,7 +16,8 @@ TORCH  ?= torch==2.13.0
 # it here (override on the command line; the tests take theirs from the shared_data fixture).
 export VERIRAG_DATA_DIR ?= $(abspath ../shared/data)
 
-.PHONY: demo test test-fast lint install models dev docs bench eval-small serve clean-venv verifier cascade pruner
+.PHONY: demo test test-fast lint install models dev docs bench eval-small serve clean-venv verifier cascade pruner \
+	paraphrase-labels
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -152,6 +153,21 @@ verifier-issue36: $(VENV)/.base issue36-labels runs/labels/issue36-docs-1200.jso
 	$(VENV)/bin/verirag train verifier $(VERIFIER_LABELS) $(ISSUE36_TRAIN) --train-layers 3 --compress-rank 16 \
 	    --epochs 2 --max-length 128 --candidates 1 --joint --learning-rate 1e-4 \
 	    --exclude-groups data/verifier/own_answers/groups.txt --out runs/verifiers/issue36
+
+# Issue 36's paraphrase labels: qwen2.5-1.5b restated, in its own words, the sentence that holds the
+# gold answer of 1,713 NQ and HotpotQA training questions (and 171 held-out ones), then the recipe swapped
+# the answer or negated the claim (50 minutes on 2 cores). Committed gzipped (generated text, ids and
+# edits, no benchmark text), so training needs no LLM; `make paraphrase-labels` makes them again with
+# the local model (the same command resumes, and a larger --n adds questions).
+runs/labels/paraphrase.jsonl: data/verifier/labels/paraphrase-qwen2.5-1.5b.jsonl.gz
+	mkdir -p runs/labels && gunzip -c $< > $@
+runs/labels/paraphrase.heldout.jsonl: data/verifier/labels/paraphrase-qwen2.5-1.5b.heldout.jsonl.gz
+	mkdir -p runs/labels && gunzip -c $< > $@
+paraphrase-labels: $(VENV)/.models runs/labels/paraphrase.jsonl runs/labels/paraphrase.heldout.jsonl
+	$(VENV)/bin/verirag label verifier --models qwen2.5-1.5b --recipes paraphrase --datasets nq,hotpotqa \
+	    --n 1500 --split train --out runs/labels/paraphrase.jsonl
+	$(VENV)/bin/verirag label verifier --models qwen2.5-1.5b --recipes paraphrase --datasets nq,hotpotqa \
+	    --n 120 --split heldout --out runs/labels/paraphrase.heldout.jsonl
 
 # The shipped verifier (src/verirag/learned/shipped/verifier/) again: v1 taught issue 36's kinds of
 # question without starting over (--init-from): all 6 of its layers go on learning, at a lower rate, on

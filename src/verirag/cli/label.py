@@ -21,7 +21,8 @@ def label_verifier(
     recipes: list[str] = typer.Option(
         ["real,swap,evidence_removal,local_edit,evidence_sentence"],
         "--recipes",
-        help="real, swap, evidence_removal, local_edit, evidence_sentence, multihop, followup, doc_claims "
+        help="real, swap, evidence_removal, local_edit, evidence_sentence, multihop, followup, doc_claims, "
+        "paraphrase "
         "(comma-separated; the default: the first five).",
     ),
     n: int | None = typer.Option(100, help="Questions per dataset, drawn with --seed (0: all)."),

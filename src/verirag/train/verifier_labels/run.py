@@ -33,6 +33,7 @@ from verirag.train.verifier_labels import (
     followup,
     local_edit,
     multihop,
+    paraphrase,
     real,
     swap,
 )
@@ -43,7 +44,8 @@ from verirag.train.verifier_labels.records import is_example, label_file
 from verirag.train.verifier_labels.sources import Question, Source, load_sources
 
 RECIPES = {
-    m.NAME: m for m in (real, swap, evidence_removal, local_edit, evidence_sentence, multihop, followup, doc_claims)
+    m.NAME: m
+    for m in (real, swap, evidence_removal, local_edit, evidence_sentence, multihop, followup, doc_claims, paraphrase)
 }
 DEFAULT_DATASETS = ("nq", "hotpotqa")
 DEFAULT_MODELS = ("qwen2.5-1.5b", "qwen2.5-0.5b", "smollm2-135m")
