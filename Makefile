@@ -183,6 +183,19 @@ verifier: $(VENV)/.base issue36-labels runs/labels/issue36-docs-1200.jsonl
 	    --max-examples 7000 --max-length 128 --candidates 1 --joint --learning-rate 3e-5 \
 	    --exclude-groups data/verifier/own_answers/groups.txt --out runs/verifiers/shipped
 
+# A candidate, not shipped (data/verifier/candidates/paraphrase/README.md): the shipped verifier
+# warm-started once more, on a seeded sample of 8,000 of the labels above with the paraphrase labels
+# listed twice. About 38 minutes on 2 quiet cores.
+.PHONY: verifier-paraphrase
+verifier-paraphrase: $(VENV)/.base issue36-labels runs/labels/issue36-docs-1200.jsonl runs/labels/paraphrase.jsonl
+	$(VENV)/bin/verirag label verifier --models none --recipes swap --n 0 \
+	    --out runs/labels/swap.jsonl
+	$(VENV)/bin/verirag train verifier $(VERIFIER_LABELS) $(ISSUE36_TRAIN) runs/labels/issue36-qa.jsonl \
+	    runs/labels/paraphrase.jsonl runs/labels/paraphrase.jsonl \
+	    --init-from src/verirag/learned/shipped/verifier --train-layers 6 --compress-rank 32 --epochs 1 \
+	    --max-examples 8000 --max-length 128 --candidates 1 --joint --learning-rate 3e-5 \
+	    --exclude-groups data/verifier/own_answers/groups.txt --out runs/verifiers/paraphrase
+
 bench: $(VENV)/.dev $(VENV)/.models
 	$(PY) benchmarks/run_all.py
 

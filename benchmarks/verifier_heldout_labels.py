@@ -28,13 +28,19 @@ import numpy as np
 from verirag.learned.verifier import TrainedVerifier
 from verirag.metrics.calibration import auroc
 from verirag.metrics.stats import group_bootstrap_intervals
+from verirag.models.presets import PRESETS
 from verirag.train.verifier import read_examples
 
 
 def kind_of(source: str) -> str:
-    """The recipe's variant of an example from its record id (recipe/dataset/example/variant/seed)."""
+    """The recipe's variant of an example from its record id (recipe/dataset/example/variant/seed);
+    an LLM recipe's variant starts with the model ("qwen2.5-1.5b.paraphrase-swapped")."""
     parts = (source or "").split("/")
-    return parts[-2].split(".")[0] if len(parts) >= 4 else "?"
+    if len(parts) < 4:
+        return "?"
+    variant = parts[-2]
+    model = next((m for m in PRESETS if variant.startswith(m + ".")), None)
+    return (variant[len(model) + 1 :] if model else variant).split(".")[0]
 
 
 def score(v: TrainedVerifier, examples, batch: int = 32) -> tuple[np.ndarray, float]:
