@@ -143,14 +143,20 @@ class LabelContext:
         correct = None if not q.answers else (not abstained and matches(answer, list(q.answers), MATCH_RULE))
         return Grade(correct=correct, evidence=self.sources[q.dataset].has_evidence(q, keys), abstained=abstained)
 
+    def evidence_text(self, q: Question, keys: Sequence[str]) -> str:
+        """The question and the passages' titles and texts: what a grounded sentence may name."""
+        return " ".join([q.text] + [p.title + " " + p.text for p in self.passages(q, keys)])
+
+    def names_grounded(self, sentence: str, evidence: str) -> bool:
+        """Whether every name, number and date of `sentence` is in `evidence` (`evidence_text`)."""
+        norm = normalize_answer(evidence)
+        return all(normalize_answer(sp.text) in norm for sp in find_spans(sentence))
+
     def grounded(self, q: Question, sentence: str, keys: Sequence[str]) -> bool:
         """Whether every name, number and date of `sentence` is in its passages or the question,
         and most of its words are: a sentence of a correct answer that may be labelled supported."""
-        evidence = " ".join([q.text] + [p.title + " " + p.text for p in self.passages(q, keys)])
-        norm = normalize_answer(evidence)
-        if any(normalize_answer(sp.text) not in norm for sp in find_spans(sentence)):
-            return False
-        return k_precision(sentence, evidence) >= GROUNDED_PRECISION
+        evidence = self.evidence_text(q, keys)
+        return self.names_grounded(sentence, evidence) and k_precision(sentence, evidence) >= GROUNDED_PRECISION
 
     # -- models -------------------------------------------------------------------------------
     def llm(self, model: str):

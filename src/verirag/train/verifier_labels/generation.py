@@ -49,14 +49,15 @@ def generate(
 ) -> Generated:
     messages, prompt_id = prompt_for(style, question, passages)
     gen = llm.generate(messages, max_tokens=MAX_TOKENS[style], temperature=temperature, seed=seed)
-    return Generated(
-        text=gen.text.strip(),
-        finish_reason=gen.finish_reason,
-        provenance={
-            "model": model,
-            "fingerprint": (llm.fingerprint or "")[:16],
-            "prompt": prompt_id,
-            "temperature": temperature,
-            "seed": seed,
-        },
-    )
+    return Generated(gen.text.strip(), gen.finish_reason, provenance(llm, model, prompt_id, temperature, seed))
+
+
+def provenance(llm, model: str, prompt_id: str, temperature: float, seed: int) -> dict[str, Any]:
+    """What a record keeps of how an LLM wrote its text."""
+    return {
+        "model": model,
+        "fingerprint": (llm.fingerprint or "")[:16],
+        "prompt": prompt_id,
+        "temperature": temperature,
+        "seed": seed,
+    }

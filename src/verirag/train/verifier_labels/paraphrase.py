@@ -27,10 +27,10 @@ from verirag.train.verifier_labels.context import Item, LabelContext, RecipeFail
 from verirag.train.verifier_labels.doc_claims import negation_edit
 from verirag.train.verifier_labels.edits import find_answer_span
 from verirag.train.verifier_labels.evidence_sentence import evidence_sentences
+from verirag.train.verifier_labels.generation import provenance
 from verirag.train.verifier_labels.records import labelled, record_id, skipped
 from verirag.train.verifier_labels.replacements import pick
 from verirag.train.verifier_labels.sources import Question, holds_answer
-from verirag.train.verifier_labels.spans import find_spans
 
 NAME = "paraphrase"
 NEEDS_LLM = True
@@ -77,14 +77,8 @@ def rewrite(ctx: LabelContext, q: Question, model: str) -> tuple[str, str, dict]
             )
             if gen.finish_reason == "error":
                 raise RecipeFailure(f"{model} returned an error for {q.group}")
-            provenance = {
-                "model": model,
-                "fingerprint": (llm.fingerprint or "")[:16],
-                "prompt": f"{template.name}@{template.digest}",
-                "temperature": TEMPERATURE,
-                "seed": ctx.seed,
-            }
-            cache[key] = (sentence, first_line(gen.text), provenance)
+            made = provenance(llm, model, f"{template.name}@{template.digest}", TEMPERATURE, ctx.seed)
+            cache[key] = (sentence, first_line(gen.text), made)
     return cache[key]
 
 
@@ -101,8 +95,7 @@ def why_not_supported(ctx: LabelContext, q: Question, sentence: str, text: str, 
         return "the model returned an empty rewrite"
     if not holds_answer(text, q.answers):
         return "the rewrite lost the gold answer"
-    evidence = normalize_answer(" ".join([q.text] + [p.title + " " + p.text for p in ctx.passages(q, keys)]))
-    if any(normalize_answer(sp.text) not in evidence for sp in find_spans(text)):
+    if not ctx.names_grounded(text, ctx.evidence_text(q, keys)):
         return "the rewrite names something the passages do not"
     if normalize_answer(text) == normalize_answer(sentence) or k_precision(text, sentence) > MAX_OVERLAP:
         return "the rewrite copies its sentence"
