@@ -99,3 +99,97 @@ def test_llm_judge_with_real_model(smollm):
     assert all(x.ok and 0.0 <= x.prob <= 1.0 for x in j)
     assert j[0].raw["p_yes"] + j[0].raw["p_no"] > 0.05  # the model does answer Yes/No
     assert 32 <= judge.max_premise_words(hyp) < smollm.context_window
+
+
+def _norway_passages() -> list[Passage]:
+    filler = " ".join(f"Bergen is a city on the west coast with many bridges number {i}." for i in range(12))
+    return [
+        Passage("weather", "Rain falls on Bergen on most days of the year. " * 4),
+        Passage("cities", filler + " The capital of Norway is Oslo and it lies on a fjord."),
+    ]
+
+
+def test_nli_over_the_evidence_reads_only_the_verifiers_chunks():
+    ent = KeywordEntailment(max_words=400)
+    passages = _norway_passages()
+    nli = PostAnsweringNLI(ent, premise="evidence")
+    premise, lent = nli.evidence("What is the capital of Norway?", "Oslo", passages)
+    v = nli.verify("What is the capital of Norway?", "Oslo", passages)
+    assert ent.seen == [premise]  # one judgement, over the evidence alone
+    assert "Oslo" in premise.split()
+    assert len(premise.split()) < sum(len(p.text.split()) for p in passages) / 2
+    assert lent == [1]
+    assert v.ok and v.score == pytest.approx(0.9) and v.best == 1
+    assert v.per_passage == [None, pytest.approx(0.9)]  # the unread passage has no score, not a 0
+
+
+def test_nli_over_the_evidence_records_a_failed_judgement():
+    class Failing(KeywordEntailment):
+        def judge(self, pairs):
+            return [Judgement(prob=math.nan, error="cannot judge") for _ in pairs]
+
+    v = PostAnsweringNLI(Failing(400), premise="evidence").verify("Capital?", "Oslo", _norway_passages())
+    assert not v.ok and math.isnan(v.score) and "could not judge the evidence" in v.error
+    v = PostAnsweringNLI(KeywordEntailment(400), premise="evidence").verify("Capital?", "Oslo", [])
+    assert not v.ok and "no passages" in v.error
+
+
+def test_nli_premise_options_are_checked_and_named():
+    from verirag.errors import InputError
+
+    with pytest.raises(InputError, match="premise is one of passages, evidence"):
+        PostAnsweringNLI(KeywordEntailment(40), premise="summary")
+    with pytest.raises(InputError, match="premise=evidence"):
+        PostAnsweringNLI(KeywordEntailment(40), verifier="some/dir")
+    with pytest.raises(InputError, match="premise=evidence"):
+        PostAnsweringNLI(KeywordEntailment(40), evidence_chunks=2)
+    with pytest.raises(InputError, match="at least 1"):
+        PostAnsweringNLI(KeywordEntailment(40), premise="evidence", evidence_chunks=0)
+    full, evidence = (
+        PostAnsweringNLI(KeywordEntailment(40)),
+        PostAnsweringNLI(KeywordEntailment(40), premise="evidence"),
+    )
+    assert full.digest != evidence.digest  # cached judgements of one never answer for the other
+    assert evidence.options["premise"] == "evidence" and evidence.name.endswith("(evidence)")
+
+
+def test_nli_evidence_is_a_method_option():
+    from verirag.awf.compose import build_method
+
+    m = build_method("vanilla+nli(premise=evidence)", None, entailment=KeywordEntailment(400))
+    assert m.predictor.options["premise"] == "evidence"
+    m = build_method("vanilla+nli(premise=evidence,evidence_chunks=2)", None, entailment=KeywordEntailment(400))
+    assert m.predictor.evidence_chunks == 2 and m.predictor.evidence_finder.model.read_top >= 2
+
+
+def test_the_verifiers_evidence_per_sentence():
+    from verirag.awf.predictors.verifier import loaded_verifier
+    from verirag.learned.shipped import shipped_verifier_dir
+
+    v = loaded_verifier(shipped_verifier_dir())
+    texts = [p.text for p in _norway_passages()] + ["Oslo has a large harbour and an opera house by the water."]
+    answer = "The capital of Norway is Oslo. Oslo has an opera house."
+    one = v.evidence("What is the capital of Norway?", answer, texts)
+    two = v.evidence("What is the capital of Norway?", answer, texts, per_sentence=2)
+    assert {i for i, _ in one} == {1, 2}  # each sentence's support, from the passage that holds it
+    assert set(one) <= set(two) and len(two) > len(one)
+    assert len(set(two)) == len(two) and [i for i, _ in two] == sorted(i for i, _ in two)  # once each, in order
+    with pytest.raises(Exception, match="at least 1"):
+        v.evidence("q", answer, texts, per_sentence=0)
+
+
+def test_nli_evidence_merges_overlapping_chunks_and_reads_short_passages_in_full():
+    from verirag.awf.predictors import nli as nli_module
+
+    passages = _norway_passages()
+    nli = PostAnsweringNLI(KeywordEntailment(400), premise="evidence", evidence_chunks=3)
+    premise, lent = nli.evidence("What is the capital of Norway?", "The capital of Norway is Oslo.", passages)
+    for piece in premise.split("\n\n"):  # each piece is one span of one passage, overlaps merged
+        assert any(piece in p.text for p in passages)
+    assert len(premise.split()) <= sum(len(p.text.split()) for p in passages)
+    # short passages: the evidence would be most of them, so the judge reads every passage
+    ent = KeywordEntailment(400)
+    short = [Passage("a", "Oslo is the capital of Norway."), Passage("b", "Bergen is rainy.")]
+    v = PostAnsweringNLI(ent, premise="evidence").verify("Capital of Norway?", "Oslo", short)
+    assert ent.seen == [p.text for p in short] and v.per_passage == [pytest.approx(0.9), pytest.approx(0.1)]
+    assert 0 < nli_module.EVIDENCE_MAX_SHARE < 1

@@ -30,6 +30,7 @@ def test_the_partner_holds_what_the_lead_lacks_and_comes_from_another_passage():
     joined, cands = with_joint_premises(r, [[0]])
     assert cands == [[0, 3]] and joined.passage_of == (0, 1, 2, 0)
     assert joined.chunks[3] == f"{chunks[0]} {chunks[1]}"  # in passage order
+    assert joined.joined == ((0, 1),) and joined.parts(3) == (0, 1) and joined.parts(2) == (2,)
     # one passage: a chunk that does not overlap the lead (its neighbours share words); none: no premise
     one = reading(["a b", "b c", "c d", "d e"], [0, 0, 0, 0], "a e")
     assert joint_partner("a e", one, 0) == 3

@@ -81,7 +81,8 @@ def words_that_fit(counts: np.ndarray, budget: int) -> int:
 @dataclass(frozen=True)
 class Reading:
     """One answer as pairs: `claims[s]` belongs to answer sentence `sentence_of[s]`; `chunks[c]`
-    to passage `passage_of[c]`. Every claim is paired with every chunk."""
+    to passage `passage_of[c]`. Every claim is paired with every chunk. `joined[k]`: the two chunks
+    that chunk `len(chunks) - len(joined) + k` joins (`with_joint_premises`)."""
 
     question: str
     sentences: tuple[str, ...]
@@ -89,6 +90,12 @@ class Reading:
     sentence_of: tuple[int, ...]
     chunks: tuple[str, ...]
     passage_of: tuple[int, ...]
+    joined: tuple[tuple[int, int], ...] = ()
+
+    def parts(self, c: int) -> tuple[int, ...]:
+        """The chunks of the passages that chunk `c` is: itself, or the two a joint premise joins."""
+        first_joined = len(self.chunks) - len(self.joined)
+        return self.joined[c - first_joined] if c >= first_joined else (c,)
 
 
 class PairReader:
@@ -243,7 +250,8 @@ def with_joint_premises(reading: Reading, candidates: list[list[int]]) -> tuple[
             chunks.append(f"{reading.chunks[key[0]]} {reading.chunks[key[1]]}")
             owner.append(reading.passage_of[lead])
         out.append(list(cands) + [made[key]])
+    pairs = tuple(sorted(made, key=made.get))
     joined = Reading(
-        reading.question, reading.sentences, reading.claims, reading.sentence_of, tuple(chunks), tuple(owner)
+        reading.question, reading.sentences, reading.claims, reading.sentence_of, tuple(chunks), tuple(owner), pairs
     )
     return joined, out

@@ -7,6 +7,16 @@ in a conversation (`verirag.conversation.InContext`) puts its last NLI_TURNS tur
 hypothesis ("Conversation so far: User: ... Agent: ...", then the hypothesis with the bare question),
 so that a follow-up's "it" is named where the judge reads it; older turns are cut (an NLI model's
 window is short).
+
+`premise="evidence"` reads fewer tokens: the trained verifier (`verifier=DIR`, else the shipped one,
+~0.1 s, no LLM) picks each answer sentence's best chunk (with its partner from another passage where
+the verifier reads two together; `evidence_chunks=N`: its N best), and the judge reads those chunks,
+in passage order (chunks of one passage that overlap read as one span), as one premise instead of every
+passage in full: one LLM call of a few hundred tokens instead of one per passage. The score is that
+judgement; `per_passage` holds it for each passage that lent a chunk and None for the others (not
+read), and `best` is the first of those. Where the evidence is over EVIDENCE_MAX_SHARE of the
+passages' words (short passages, a long answer) it reads the passages in full instead, as
+`premise="passages"` does.
 """
 
 from __future__ import annotations
@@ -25,6 +35,10 @@ from verirag.types import Passage
 
 PREMISE_OVERLAP_WORDS = 20
 NLI_TURNS = 4  # turns of a conversation read before the hypothesis
+PREMISES = ("passages", "evidence")
+# premise="evidence" reads the passages in full when the evidence is over this share of their words:
+# the LLM's time is its prompt's tokens, so a premise nearly as long saves little and loses context
+EVIDENCE_MAX_SHARE = 0.5
 
 
 @register("predictor", "nli")
@@ -37,11 +51,32 @@ class PostAnsweringNLI(FaithfulnessPredictor):
         *,
         overlap_words: int = PREMISE_OVERLAP_WORDS,
         hypothesis_template: str | None = None,
+        premise: str = "passages",
+        verifier: str | None = None,
+        evidence_chunks: int = 1,
     ):
+        if premise not in PREMISES:
+            raise InputError(f"nli's premise is one of {', '.join(PREMISES)}, got {premise!r}")
+        if verifier is not None and premise != "evidence":
+            raise InputError("nli reads a verifier only to pick its evidence: give verifier= with premise=evidence")
+        if evidence_chunks < 1:
+            raise InputError(f"evidence_chunks must be at least 1, got {evidence_chunks}")
+        if evidence_chunks != 1 and premise != "evidence":
+            raise InputError("evidence_chunks is how much evidence nli reads: give it with premise=evidence")
+        self.evidence_chunks = evidence_chunks
         self.entailment = entailment
         self.overlap_words = overlap_words
         self.hypothesis_template = hypothesis_template or load_prompt("entailment_judge").extra["hypothesis"]
-        self.name = f"nli[{entailment.name}]"
+        self.name = f"nli[{entailment.name}]" + ("(evidence)" if premise == "evidence" else "")
+        self.evidence_finder = None
+        if premise == "evidence":
+            from verirag.awf.predictors.verifier import TrainedVerifierPredictor
+
+            # the verifier scores at least as many chunks per sentence as the judge is to read
+            finder = TrainedVerifierPredictor(verifier=verifier)
+            if evidence_chunks > (finder.model.read_top or evidence_chunks):
+                finder = TrainedVerifierPredictor(verifier=verifier, read_top=evidence_chunks)
+            self.evidence_finder = finder
 
     def hypothesis(self, question: str, answer: str) -> str:
         bare, history = question_and_history(question)
@@ -54,14 +89,16 @@ class PostAnsweringNLI(FaithfulnessPredictor):
         bad = invalid_input(answer, passages)
         if bad is not None:
             return bad
+        if self.evidence_finder is not None:
+            return self._verify_evidence(question, answer, passages)
+        return self._verify_passages(question, answer, passages)
+
+    def _verify_passages(self, question: str, answer: str, passages: Sequence[Passage]) -> Verification:
         hyp = self.hypothesis(question, answer)
         try:
-            max_words = self.entailment.max_premise_words(hyp)
             pairs, owner = [], []
             for i, p in enumerate(passages):
-                for chunk in chunk_words(
-                    p.text, max_words=max_words, overlap_words=min(self.overlap_words, max_words - 1)
-                ):
+                for chunk in self._premise_chunks(p.text, hyp):
                     pairs.append((chunk, hyp))
                     owner.append(i)
             judgements = self.entailment.judge(pairs)
@@ -84,3 +121,55 @@ class PostAnsweringNLI(FaithfulnessPredictor):
             )
         score, best = max(scored, key=lambda t: (t[0], -t[1]))  # first passage wins ties
         return Verification(score=score, per_passage=per, best=best, warnings=warnings)
+
+    def _premise_chunks(self, text: str, hyp: str) -> list[str]:
+        max_words = self.entailment.max_premise_words(hyp)
+        return chunk_words(text, max_words=max_words, overlap_words=min(self.overlap_words, max_words - 1))
+
+    def evidence(self, question: str, answer: str, passages: Sequence[Passage]) -> tuple[str, list[int]]:
+        """(the premise `premise="evidence"` reads, the passages that lent it a chunk): each answer
+        sentence's `evidence_chunks` best chunks as the verifier scores them (`TrainedVerifier.evidence`),
+        chunks of one passage that overlap or touch read as one span, spans in passage order."""
+        bare, history = question_and_history(question)
+        texts = [p.text for p in passages]
+        picked = self.evidence_finder.model.evidence(bare, answer, texts, history, per_sentence=self.evidence_chunks)
+        spans: dict[int, list[tuple[int, int]]] = {}
+        for i, chunk in picked:
+            at = texts[i].find(chunk)  # a chunk is a slice of its passage (`chunk_words`)
+            if at >= 0:
+                spans.setdefault(i, []).append((at, at + len(chunk)))
+        pieces = []
+        for i in sorted(spans):
+            merged: list[list[int]] = []
+            for start, end in sorted(spans[i]):
+                if merged and start <= merged[-1][1] + 1:
+                    merged[-1][1] = max(merged[-1][1], end)
+                else:
+                    merged.append([start, end])
+            pieces += [texts[i][start:end] for start, end in merged]
+        return "\n\n".join(pieces), sorted(spans)
+
+    def _verify_evidence(self, question: str, answer: str, passages: Sequence[Passage]) -> Verification:
+        hyp = self.hypothesis(question, answer)
+        try:
+            premise, lent = self.evidence(question, answer, passages)
+            if len(premise.split()) > EVIDENCE_MAX_SHARE * sum(len(p.text.split()) for p in passages):
+                return self._verify_passages(question, answer, passages)  # little to save: read it all
+            # a long answer's evidence may exceed the judge's window: then read in pieces, as passages are
+            fits = len(premise.split()) <= self.entailment.max_premise_words(hyp)
+            pieces = [premise] if fits else self._premise_chunks(premise, hyp)
+            judgements = self.entailment.judge([(c, hyp) for c in pieces])
+        except InputError as e:
+            return failed_request("the entailment judge", e, len(passages))
+        ok = [j.prob for j in judgements if j.ok]
+        if not ok:
+            errors = "; ".join(str(j.error) for j in judgements)
+            return Verification(
+                score=math.nan,
+                per_passage=[None] * len(passages),
+                error=f"the entailment model could not judge the evidence: {errors}",
+            )
+        score = max(ok)
+        per: list[float | None] = [score if i in lent else None for i in range(len(passages))]
+        warnings = [f"the evidence, piece {k + 1}: {j.error}" for k, j in enumerate(judgements) if not j.ok]
+        return Verification(score=score, per_passage=per, best=lent[0] if lent else None, warnings=warnings)
