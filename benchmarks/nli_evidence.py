@@ -1,0 +1,291 @@
+"""nli reading only the verifier's evidence (`vanilla+nli(premise=evidence)`) against nli reading
+every passage: how well each ranks correct answers above the others, and what each costs.
+
+`score` runs one arm of the LLM judge (qwen2.5-1.5b, the request cache off, so that seconds are
+what an answer costs) over one evaluation set, resumably, and writes one row per answer:
+
+    {"id", "score", "seconds", "error", "words"}      (words: the passages' words, what the full arm reads)
+
+- `dev`: instruct_qa_human's HotpotQA and TopiOCQA answers that the committed nli scores cover
+  (data/verifier/dev_scores/nli-qwen2.5-1.5b.jsonl), each read with its conversation. Evaluation only.
+- `own`: the held-out own-answer run data/verifier/own_answers/held-out-nli-qwen2.5-1.5b (its questions
+  and passages rebuilt from the benchmark files as benchmarks/rescore_own_answers.py does; ids are
+  the answers' generation keys).
+- `docs`: the man-page claims of benchmarks/heldout_docs.py (runs/heldout_docs/log.jsonl).
+
+`compare` prints, per set, the AUROC of the verifier, of nli over the evidence and of nli over the
+passages (the committed scores, or this script's passages arm where it scored every answer the evidence
+arm did: on dev it reads TopiOCQA's conversation, as the evidence arm does), with 95% intervals
+resampling questions and paired differences to nli, and the mean seconds of the two arms on the
+answers both timed in the same run, with their ratio.
+
+    VERIRAG_DATA_DIR=../shared/data python benchmarks/nli_evidence.py score own --arm evidence \\
+        --out data/verifier/own_answers/held-out-nli-qwen2.5-1.5b/nli-evidence.jsonl
+    VERIRAG_DATA_DIR=../shared/data python benchmarks/nli_evidence.py score own --arm passages --limit 40 \\
+        --out data/verifier/own_answers/held-out-nli-qwen2.5-1.5b/nli-passages-timed.jsonl
+    VERIRAG_DATA_DIR=../shared/data python benchmarks/nli_evidence.py compare
+
+The rows hold ids, scores and timings only, never benchmark text.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from heldout_docs import LOG, heldout_rows
+from verifier_dev import dev_rows
+
+from verirag.metrics.calibration import auroc
+from verirag.metrics.stats import group_bootstrap_intervals
+
+ROOT = Path(__file__).resolve().parents[1]
+DEV_SCORES = ROOT / "data" / "verifier" / "dev_scores"
+OWN = ROOT / "data" / "verifier" / "own_answers" / "held-out-nli-qwen2.5-1.5b"
+DOCS = ROOT / "data" / "verifier" / "heldout_docs"
+MODEL = "qwen2.5-1.5b"
+# where `compare` looks for each set's rows: {arm: file}
+FILES = {
+    "dev": {
+        "evidence": DEV_SCORES / "nli-evidence-qwen2.5-1.5b.jsonl",
+        "passages": DEV_SCORES / "nli-passages-timed-qwen2.5-1.5b.jsonl",
+    },
+    "own": {"evidence": OWN / "nli-evidence.jsonl", "passages": OWN / "nli-passages-timed.jsonl"},
+    "docs": {
+        "evidence": DOCS / "nli-evidence-qwen2.5-1.5b.jsonl",
+        "passages": DOCS / "nli-passages-timed-qwen2.5-1.5b.jsonl",
+    },
+}
+
+
+# ---- what each set is: (id, question as read, answer, passages, label, group) ---------------------
+def dev_items() -> list[tuple]:
+    from verirag.conversation import in_context
+    from verirag.types import Passage
+
+    committed = _read(DEV_SCORES / f"nli-{MODEL}.jsonl")
+    out = []
+    for r in dev_rows():
+        if r["id"] in committed:
+            q = in_context(r["user_input"], r.get("history") or [])
+            ps = [Passage(id=str(i), text=t) for i, t in enumerate(r["retrieved_contexts"])]
+            out.append((r["id"], q, r["response"] or "", ps, r["label"], r["group"]))
+    return sorted(out, key=lambda t: t[0])
+
+
+def own_items() -> list[tuple]:
+    import rescore_own_answers as ro
+
+    answers = sorted(ro.run_answers(ro.read_records(OWN)), key=lambda a: a["key"])
+    examples = ro.load_examples(ro.config_for(OWN, None), answers)
+    labels = own_labels()
+    out = []
+    for a in answers:
+        e = examples[(a["dataset"], a["example_id"])]
+        out.append(
+            (a["key"], e.question_with_history(), a["answer"], list(e.passages), labels.get(a["key"]), a["group"])
+        )
+    return out
+
+
+def docs_items() -> list[tuple]:
+    from verirag.types import Passage
+
+    out = []
+    for r in heldout_rows(LOG):
+        ps = [Passage(id=str(i), text=t) for i, t in enumerate(r["retrieved_contexts"])]
+        out.append((r["id"], r["user_input"], r["response"], ps, r["label"], r["group"]))
+    return out
+
+
+ITEMS = {"dev": dev_items, "own": own_items, "docs": docs_items}
+
+
+def own_labels() -> dict[str, int]:
+    """generation key -> the run's correctness label (its records' `faithful`)."""
+    from verirag.train.cascade import generation_key, read_run_records
+
+    return {
+        generation_key(r): int(r["faithful"])
+        for r in read_run_records(OWN)
+        if r.get("method") == "vanilla+nli" and r.get("faithful") is not None
+    }
+
+
+# ---- score ---------------------------------------------------------------------------------------
+def score(which: str, arm: str, out: Path, *, limit: int | None = None, evidence_chunks: int = 1) -> int:
+    from rich.progress import Progress
+
+    from verirag.awf.entailment.llm_judge import LLMJudgeEntailment
+    from verirag.awf.predictors.nli import PostAnsweringNLI
+    from verirag.llm.factory import load_llm
+
+    items = ITEMS[which]()[:limit]
+    done = set(_read(out)) if out.is_file() else set()
+    todo = [t for t in items if t[0] not in done]
+    options = {"premise": arm} | ({"evidence_chunks": evidence_chunks} if arm == "evidence" else {})
+    nli = PostAnsweringNLI(LLMJudgeEntailment(load_llm(MODEL, cache=False)), **options)
+    if nli.evidence_finder is not None:
+        _ = nli.evidence_finder.model.reader  # load the verifier before the first answer is timed
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out, "a", encoding="utf-8") as fh, Progress() as bar:
+        task = bar.add_task(f"{which}: nli over the {arm}", total=len(todo))
+        for key, question, answer, passages, _label, _group in todo:
+            t = time.perf_counter()
+            v = nli.verify(question, answer, passages)
+            row = {
+                "id": key,
+                "score": None if v.score is None or math.isnan(v.score) else float(v.score),
+                "seconds": round(time.perf_counter() - t, 3),
+                "error": v.error,
+                "words": sum(len(p.text.split()) for p in passages),
+            }
+            fh.write(json.dumps(row) + "\n")
+            fh.flush()
+            bar.advance(task)
+    print(f"{which}, {arm}: {len(todo)} scored, {len(done)} already in {out}")
+    return 0
+
+
+# ---- compare -------------------------------------------------------------------------------------
+def _read(path: Path) -> dict[str, dict]:
+    """id -> its latest row (a resumed run appends); {} when the file is missing."""
+    if not Path(path).is_file():
+        return {}
+    out = {}
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                r = json.loads(line)
+                if "id" in r:
+                    out[r["id"]] = r
+                elif "key" in r:  # benchmarks/rescore_own_answers.py's rows
+                    out[r["key"]] = {"id": r["key"], **r}
+    return out
+
+
+def reference_scores(which: str) -> tuple[dict[str, float], dict[str, float]]:
+    """(nli's committed scores, the shipped verifier's committed scores) of a set, by id."""
+    if which == "dev":
+        nli, ver = _read(DEV_SCORES / f"nli-{MODEL}.jsonl"), _read(DEV_SCORES / "verifier-shipped.jsonl")
+    elif which == "docs":
+        nli, ver = _read(DOCS / f"nli-{MODEL}.jsonl"), _read(DOCS / "verifier-shipped.jsonl")
+    else:
+        from verirag.train.cascade import generation_key, read_run_records
+
+        nli = {
+            generation_key(r): {"score": r["score"]}
+            for r in read_run_records(OWN)
+            if r.get("method") == "vanilla+nli" and not r.get("error") and r.get("score") is not None
+        }
+        ver = _read(OWN / "verifier-shipped.jsonl")
+    return (
+        {k: float(r["score"]) for k, r in nli.items() if r.get("score") is not None},
+        {k: float(r["score"]) for k, r in ver.items() if r.get("score") is not None},
+    )
+
+
+def subsets(which: str, items: list[tuple]) -> list[tuple[str, list[tuple]]]:
+    if which == "dev":
+        return [(f"dev {ds}", [t for t in items if t[0].startswith(ds + ":")]) for ds in ("hotpot_qa", "topiocqa")]
+    if which == "own":
+        by = [(f"own {ds}", [t for t in items if t[0].startswith(ds + "|")]) for ds in ("hotpotqa", "nq")]
+        return [*by, ("own pooled", items)]
+    return [("docs manpages", items)]
+
+
+def compare_set(name: str, items: list[tuple], columns: dict[str, dict[str, float]], resamples: int) -> dict:
+    """AUROC of each column on the answers every column scored, [95%], and minus "nli" (paired)."""
+    kept = [t for t in items if t[4] is not None and all(t[0] in c for c in columns.values())]
+    y = np.array([t[4] for t in kept])
+    groups = [t[5] for t in kept]
+    cols = {k: np.array([c[t[0]] for t in kept]) for k, c in columns.items()}
+
+    def stat(ix):
+        out = {k: np.array([auroc(v[r], y[r]) for r in ix]) for k, v in cols.items()}
+        return out | {f"{k} - nli": out[k] - out["nli"] for k in cols if k != "nli"}
+
+    res = group_bootstrap_intervals(stat, groups, n_resamples=resamples, seed=0)
+    return {"set": name, "n": len(kept), **{k: [r.estimate, r.low, r.high] for k, r in res.items()}}
+
+
+def _ci(v: list[float], sign: str = "") -> str:
+    return f"{v[0]:{sign}.3f} [{v[1]:{sign}.3f}, {v[2]:{sign}.3f}]"
+
+
+def compare(resamples: int) -> int:
+    print("| set | answers | verifier | nli over the evidence | nli | evidence minus nli | verifier minus nli |")
+    print("|---|---|---|---|---|---|---|")
+    timing = []
+    for which, load in ITEMS.items():
+        evidence = _read(FILES[which]["evidence"])
+        if not evidence:
+            print(f"| {which} | not scored: run `score {which} --arm evidence` | | | | | |")
+            continue
+        timed = _read(FILES[which]["passages"])
+        items = load()
+        nli, ver = reference_scores(which)
+        if timed and set(evidence) <= set(timed):  # nli timed here on every answer: the same reading
+            nli = {k: r["score"] for k, r in timed.items() if r["score"] is not None}
+            print(f"| ({which}: nli is this script's passages arm, {FILES[which]['passages'].name}) | | | | | | |")
+        columns = {
+            "verifier": ver,
+            "nli over the evidence": {k: r["score"] for k, r in evidence.items() if r["score"] is not None},
+            "nli": nli,
+        }
+        for name, part in subsets(which, items):
+            r = compare_set(name, part, columns, resamples)
+            if not r["n"]:
+                continue
+            print(
+                f"| {name} | {r['n']} | {_ci(r['verifier'])} | {_ci(r['nli over the evidence'])} | {_ci(r['nli'])} | "
+                f"{_ci(r['nli over the evidence - nli'], '+')} | {_ci(r['verifier - nli'], '+')} |"
+            )
+        both = [k for k in timed if k in evidence and timed[k]["error"] is None and evidence[k]["error"] is None]
+        if both:
+            full = np.array([timed[k]["seconds"] for k in both])
+            ev = np.array([evidence[k]["seconds"] for k in both])
+            timing.append((which, len(both), full.mean(), ev.mean(), ev.mean() / full.mean()))
+    if timing:
+        print("\n| set | answers timed by both | nli s / answer | over the evidence | ratio |")
+        print("|---|---|---|---|---|")
+        for which, n, full, ev, ratio in timing:
+            print(f"| {which} | {n} | {full:.2f} | {ev:.2f} | {ratio:.3f} |")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    sc = sub.add_parser("score", help="run one arm of nli over one set (cache off), resumably")
+    sc.add_argument("set", choices=sorted(ITEMS))
+    sc.add_argument("--arm", choices=("evidence", "passages"), required=True)
+    sc.add_argument("--out", type=Path, default=None, help="default: the file `compare` reads")
+    sc.add_argument("--limit", type=int, default=None, help="only the first N answers (sorted by id)")
+    sc.add_argument("--evidence-chunks", type=int, default=1, help="chunks per answer sentence (evidence arm)")
+    cp = sub.add_parser("compare", help="the tables, from the rows written")
+    cp.add_argument("--resamples", type=int, default=2000)
+    cp.add_argument(
+        "--evidence", action="append", default=[], metavar="SET=FILE", help="read SET's evidence arm from FILE"
+    )
+    args = ap.parse_args(argv)
+    if args.cmd == "score":
+        out = args.out or FILES[args.set][args.arm]
+        return score(args.set, args.arm, out, limit=args.limit, evidence_chunks=args.evidence_chunks)
+    for spec in args.evidence:
+        which, _, path = spec.partition("=")
+        if which not in FILES or not path:
+            raise SystemExit(f"--evidence takes SET=FILE with SET one of {', '.join(FILES)}, got {spec!r}")
+        FILES[which]["evidence"] = Path(path)
+    return compare(args.resamples)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,30 @@
+"""benchmarks/nli_evidence.py: the paired comparison and the rows it reads (no LLM)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from benchmark_module import load_benchmark
+
+bench = load_benchmark("nli_evidence")
+
+
+def test_compare_set_pairs_the_columns_on_the_answers_all_scored():
+    items = [(f"q{i}:a", "q", "a", [], i % 2, f"q{i}") for i in range(12)] + [("q99:a", "q", "a", [], None, "q99")]
+    good = {t[0]: float(t[4] or 0) + 0.1 * (i % 3) for i, t in enumerate(items)}
+    noisy = {k: (1 - v if k in ("q0:a", "q1:a") else v) for k, v in good.items()}
+    partial = {k: v for k, v in good.items() if k != "q11:a"}
+    r = bench.compare_set("toy", items, {"verifier": noisy, "nli over the evidence": partial, "nli": good}, 200)
+    assert r["n"] == 11  # an unlabelled answer and one a column lacks are left out
+    assert r["nli"][0] == pytest.approx(1.0) and r["nli over the evidence - nli"][0] == pytest.approx(0.0)
+    assert r["verifier - nli"][0] < 0 and r["verifier - nli"][1] <= r["verifier - nli"][0] <= r["verifier - nli"][2]
+
+
+def test_rows_are_read_by_id_or_key_the_latest_winning(tmp_path):
+    f = tmp_path / "rows.jsonl"
+    rows = [{"id": "a", "score": 0.1}, {"id": "a", "score": 0.7}, {"key": "k", "score": 0.3}]
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows) + "\n")
+    out = bench._read(f)
+    assert out["a"]["score"] == 0.7 and out["k"]["score"] == 0.3 and bench._read(tmp_path / "none") == {}
+    assert bench._ci([0.5, 0.4, 0.6]) == "0.500 [0.400, 0.600]"
