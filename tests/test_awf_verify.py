@@ -184,6 +184,7 @@ def test_nli_evidence_merges_overlapping_chunks_and_reads_short_passages_in_full
     passages = _norway_passages()
     nli = PostAnsweringNLI(KeywordEntailment(400), premise="evidence", evidence_chunks=3)
     premise, lent = nli.evidence("What is the capital of Norway?", "The capital of Norway is Oslo.", passages)
+    assert 1 in lent  # the passage that holds the answer
     for piece in premise.split("\n\n"):  # each piece is one span of one passage, overlaps merged
         assert any(piece in p.text for p in passages)
     assert len(premise.split()) <= sum(len(p.text.split()) for p in passages)
