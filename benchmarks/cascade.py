@@ -60,6 +60,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DEV_SCORES = ROOT / "data" / "verifier" / "dev_scores"
 OWN = ROOT / "data" / "verifier" / "own_answers" / "held-out-nli-qwen2.5-1.5b"
 DOCS = ROOT / "data" / "verifier" / "heldout_docs"
+DEV_NLI_TIMED = DEV_SCORES / "nli-passages-timed-qwen2.5-1.5b.jsonl"
 JUDGES = ("verifier", "cascade", "nli")
 SHIPPED = "shipped"
 # the verifier shipped until 2026-11-26 (data/verifier/candidates/v1): the committed own-answer runs'
@@ -74,6 +75,17 @@ def dev_verifier_scores(name: str) -> dict:
     if history.is_file():
         scores.update(read_scores(history))
     return scores
+
+
+def dev_nli_seconds(ids: list[str]) -> np.ndarray | None:
+    """nli's measured seconds on each dev answer of `ids` (DEV_NLI_TIMED), or None when it lacks one."""
+    if not DEV_NLI_TIMED.is_file():
+        return None
+    with open(DEV_NLI_TIMED, encoding="utf-8") as fh:
+        timed = {r["id"]: r["seconds"] for r in map(json.loads, filter(str.strip, fh))}
+    if any(timed.get(i) is None for i in ids):
+        return None
+    return np.array([float(timed[i]) for i in ids])
 
 
 def own_pairs(name: str):
@@ -142,6 +154,8 @@ def dev_tables(band: CascadeBand, costs: dict[str, float], resamples: int, name:
     rec = np.array([token_recall(r["response"], r["reference"]) for r in rows])
     ds = np.array([r["group"].split(":")[0] for r in rows])
     groups = np.array([r["group"] for r in rows])
+    measured = dev_nli_seconds([r["id"] for r in rows])
+    nli_s = measured if measured is not None else np.full(len(rows), costs["nli"])
     out = []
     for subset, m in [
         ("dev:hotpot_qa", ds == "hotpot_qa"),
@@ -150,8 +164,8 @@ def dev_tables(band: CascadeBand, costs: dict[str, float], resamples: int, name:
     ]:
         sec = {
             "verifier": np.full(m.sum(), costs["verifier"]),
-            "nli": np.full(m.sum(), costs["nli"]),
-            "cascade": costs["verifier"] + esc[m] * costs["nli"],
+            "nli": nli_s[m],
+            "cascade": costs["verifier"] + esc[m] * nli_s[m],
         }
         cols = {"verifier": V[m], "cascade": C[m], "nli": N[m], "k_precision": kp[m], "recall (sees gold)": rec[m]}
         cols[f"{reference(name)} verifier"], sec[f"{reference(name)} verifier"] = S[m], sec["verifier"]
@@ -215,9 +229,11 @@ def main(argv=None) -> int:
         + own_tables(a.resamples, a.verifier)
         + docs_tables(band, a.resamples, a.verifier)
     )
+    timed = DEV_NLI_TIMED.is_file()
     print(
-        f"band [{band.band_[0]:.3f}, {band.band_[1]:.3f}] (budget {band.budget:.0%}); dev seconds "
-        f"modelled: verifier {costs['verifier']:.3f} s, nli {costs['nli']:.2f} s an answer"
+        f"band [{band.band_[0]:.3f}, {band.band_[1]:.3f}] (budget {band.budget:.0%}); dev seconds: verifier "
+        f"{costs['verifier']:.3f} s an answer (modelled), nli "
+        + (f"measured per answer ({DEV_NLI_TIMED.name})" if timed else f"{costs['nli']:.2f} s an answer (modelled)")
     )
 
     def ci(x):
