@@ -150,6 +150,9 @@ def test_nli_premise_options_are_checked_and_named():
         PostAnsweringNLI(KeywordEntailment(40), premise="evidence"),
     )
     assert full.digest != evidence.digest  # cached judgements of one never answer for the other
+    # nli over the passages names itself as before these options: the shipped cascade band and fitted
+    # stacks hold its digest
+    assert full.identity()["options"] == {"overlap_words": 20, "hypothesis_template": None}
     assert evidence.options["premise"] == "evidence" and evidence.name.endswith("(evidence)")
 
 

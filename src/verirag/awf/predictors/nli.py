@@ -36,6 +36,7 @@ from verirag.types import Passage
 PREMISE_OVERLAP_WORDS = 20
 NLI_TURNS = 4  # turns of a conversation read before the hypothesis
 PREMISES = ("passages", "evidence")
+EVIDENCE_OPTIONS = ("premise", "verifier", "evidence_chunks")
 # premise="evidence" reads the passages in full when the evidence is over this share of their words:
 # the LLM's time is its prompt's tokens, so a premise nearly as long saves little and loses context
 EVIDENCE_MAX_SHARE = 0.5
@@ -77,6 +78,14 @@ class PostAnsweringNLI(FaithfulnessPredictor):
             if evidence_chunks > (finder.model.read_top or evidence_chunks):
                 finder = TrainedVerifierPredictor(verifier=verifier, read_top=evidence_chunks)
             self.evidence_finder = finder
+
+    def identity(self) -> dict:
+        """nli over the passages keeps the identity it had before it could read evidence, so that its
+        cached judgements, the cascade band's calibration and fitted stacks still name it."""
+        ident = super().identity()
+        if self.evidence_finder is None:
+            ident["options"] = {k: v for k, v in ident["options"].items() if k not in EVIDENCE_OPTIONS}
+        return ident
 
     def hypothesis(self, question: str, answer: str) -> str:
         bare, history = question_and_history(question)
