@@ -162,7 +162,8 @@ class PostAnsweringNLI(FaithfulnessPredictor):
         hyp = self.hypothesis(question, answer)
         try:
             premise, lent = self.evidence(question, answer, passages)
-            if len(premise.split()) > EVIDENCE_MAX_SHARE * sum(len(p.text.split()) for p in passages):
+            words = len(premise.split())
+            if not words or words > EVIDENCE_MAX_SHARE * sum(len(p.text.split()) for p in passages):
                 return self._verify_passages(question, answer, passages)  # little to save: read it all
             # a long answer's evidence may exceed the judge's window: then read in pieces, as passages are
             fits = len(premise.split()) <= self.entailment.max_premise_words(hyp)
