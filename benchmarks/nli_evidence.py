@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 import time
 from pathlib import Path
@@ -108,6 +109,13 @@ def docs_items() -> list[tuple]:
 ITEMS = {"dev": dev_items, "own": own_items, "docs": docs_items}
 
 
+def dataset_of(key: str) -> str:
+    """The dataset an id names: "hotpot_qa:12:model" (dev), "nq|qwen2.5-1.5b|..." (own); a man-page
+    claim's id ("doc_claims/docs/...") is "docs"."""
+    m = re.match(r"([^:|/]+)[:|]", key)
+    return m.group(1) if m else "docs"
+
+
 def own_labels() -> dict[str, int]:
     """generation key -> the run's correctness label (its records' `faithful`)."""
     from verirag.train.cascade import generation_key, read_run_records
@@ -127,7 +135,16 @@ def score(which: str, arm: str, out: Path, *, limit: int | None = None, evidence
     from verirag.awf.predictors.nli import PostAnsweringNLI
     from verirag.llm.factory import load_llm
 
-    items = ITEMS[which]()[:limit]
+    items = ITEMS[which]()
+    if limit is not None:  # the first `limit` of each dataset, so that every dataset is timed
+        taken: dict[str, int] = {}
+        kept = []
+        for t in items:
+            ds = dataset_of(t[0])
+            if taken.get(ds, 0) < limit:
+                taken[ds] = taken.get(ds, 0) + 1
+                kept.append(t)
+        items = kept
     done = set(_read(out)) if out.is_file() else set()
     todo = [t for t in items if t[0] not in done]
     options = {"premise": arm} | ({"evidence_chunks": evidence_chunks} if arm == "evidence" else {})
@@ -147,11 +164,26 @@ def score(which: str, arm: str, out: Path, *, limit: int | None = None, evidence
                 "error": v.error,
                 "words": sum(len(p.text.split()) for p in passages),
             }
+            if nli.evidence_finder is not None:  # what it read, found again outside the timing
+                row |= what_was_read(nli, question, answer, passages, row["words"])
             fh.write(json.dumps(row) + "\n")
             fh.flush()
             bar.advance(task)
     print(f"{which}, {arm}: {len(todo)} scored, {len(done)} already in {out}")
     return 0
+
+
+def what_was_read(nli, question, answer, passages, words: int) -> dict:
+    """{"premise_words": the evidence's words, "read": "evidence" or "passages" (the fall-back)}."""
+    from verirag.awf.predictors.nli import EVIDENCE_MAX_SHARE
+    from verirag.errors import InputError
+
+    try:
+        premise, _ = nli.evidence(question, answer, passages)
+    except InputError:
+        return {"premise_words": None, "read": "passages"}
+    n = len(premise.split())
+    return {"premise_words": n, "read": "evidence" if 0 < n <= EVIDENCE_MAX_SHARE * words else "passages"}
 
 
 # ---- compare -------------------------------------------------------------------------------------
@@ -248,6 +280,14 @@ def compare(resamples: int) -> int:
                 f"| {name} | {r['n']} | {_ci(r['verifier'])} | {_ci(r['nli over the evidence'])} | {_ci(r['nli'])} | "
                 f"{_ci(r['nli over the evidence - nli'], '+')} | {_ci(r['verifier - nli'], '+')} |"
             )
+        read = [r.get("read") for r in evidence.values() if r.get("read")]
+        if read:
+            words = [r["premise_words"] / r["words"] for r in evidence.values() if r.get("read") == "evidence"]
+            print(
+                f"| ({which}: {read.count('evidence')} of {len(read)} read the evidence, "
+                f"{np.mean(words) if words else 0:.0%} of the passages' words on average; the rest every passage) "
+                "| | | | | | |"
+            )
         both = [k for k in timed if k in evidence and timed[k]["error"] is None and evidence[k]["error"] is None]
         if both:
             full = np.array([timed[k]["seconds"] for k in both])
@@ -268,7 +308,9 @@ def main(argv: list[str] | None = None) -> int:
     sc.add_argument("set", choices=sorted(ITEMS))
     sc.add_argument("--arm", choices=("evidence", "passages"), required=True)
     sc.add_argument("--out", type=Path, default=None, help="default: the file `compare` reads")
-    sc.add_argument("--limit", type=int, default=None, help="only the first N answers (sorted by id)")
+    sc.add_argument(
+        "--limit", type=int, default=None, help="only the first N answers of each dataset (by id; docs: log order)"
+    )
     sc.add_argument("--evidence-chunks", type=int, default=1, help="chunks per answer sentence (evidence arm)")
     cp = sub.add_parser("compare", help="the tables, from the rows written")
     cp.add_argument("--resamples", type=int, default=2000)

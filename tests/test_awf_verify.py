@@ -181,6 +181,59 @@ def test_the_verifiers_evidence_per_sentence():
         v.evidence("q", answer, texts, per_sentence=0)
 
 
+def test_merged_spans_join_what_overlaps_or_touches():
+    from verirag.awf.predictors.nli import merged_spans
+
+    text = "a b c d e f g h i j"
+    assert merged_spans(text, ["e f g", "a b c d", "c d e"]) == ["a b c d e f g"]  # overlaps and a touch
+    assert merged_spans(text, ["i j", "a b"]) == ["a b", "i j"]  # apart: two spans, in text order
+    assert merged_spans(text, ["x y", "a b"]) == ["a b", "x y"]  # not a slice of it: kept, never dropped
+
+
+def test_nli_evidence_falls_back_to_every_passage():
+    from verirag.errors import InputError
+
+    passages = _norway_passages()
+    question, answer = "What is the capital of Norway?", "Oslo"
+    # short passages: the evidence would be most of them, so the judge reads every passage
+    ent = KeywordEntailment(400)
+    short = [Passage("a", "Oslo is the capital of Norway."), Passage("b", "Bergen is rainy.")]
+    v = PostAnsweringNLI(ent, premise="evidence").verify(question, answer, short)
+    assert ent.seen == [p.text for p in short] and v.per_passage == [pytest.approx(0.9), pytest.approx(0.1)]
+    # no evidence at all: read every passage rather than judge an empty premise
+    ent = KeywordEntailment(400)
+    nli = PostAnsweringNLI(ent, premise="evidence")
+    nli.evidence = lambda *a: ("", [])
+    assert nli.verify(question, answer, passages).ok and ent.seen == [p.text.strip() for p in passages]
+
+    # the verifier cannot read the question: every passage is read, and the answer says why
+    def unreadable(*a, **k):
+        raise InputError("the question takes 900 tokens")
+
+    ent = KeywordEntailment(400)
+    nli = PostAnsweringNLI(ent, premise="evidence")
+    nli.evidence_finder.model.evidence = unreadable
+    v = nli.verify(question, answer, passages)
+    assert v.ok and ent.seen == [p.text.strip() for p in passages]
+    assert any("could not pick the evidence" in w and "900 tokens" in w for w in v.warnings)
+
+
+def test_the_verifiers_evidence_per_sentence():
+    from verirag.awf.predictors.verifier import loaded_verifier
+    from verirag.learned.shipped import shipped_verifier_dir
+
+    v = loaded_verifier(shipped_verifier_dir())
+    texts = [p.text for p in _norway_passages()] + ["Oslo has a large harbour and an opera house by the water."]
+    answer = "The capital of Norway is Oslo. Oslo has an opera house."
+    one = v.evidence("What is the capital of Norway?", answer, texts)
+    two = v.evidence("What is the capital of Norway?", answer, texts, per_sentence=2)
+    assert {i for i, _ in one} == {1, 2}  # each sentence's support, from the passage that holds it
+    assert set(one) <= set(two) and len(two) > len(one)
+    assert len(set(two)) == len(two) and [i for i, _ in two] == sorted(i for i, _ in two)  # once each, in order
+    with pytest.raises(Exception, match="at least 1"):
+        v.evidence("q", answer, texts, per_sentence=0)
+
+
 def test_nli_evidence_merges_overlapping_chunks_and_reads_short_passages_in_full():
     from verirag.awf.predictors import nli as nli_module
 
@@ -197,3 +250,23 @@ def test_nli_evidence_merges_overlapping_chunks_and_reads_short_passages_in_full
     v = PostAnsweringNLI(ent, premise="evidence").verify("Capital of Norway?", "Oslo", short)
     assert ent.seen == [p.text for p in short] and v.per_passage == [pytest.approx(0.9), pytest.approx(0.1)]
     assert 0 < nli_module.EVIDENCE_MAX_SHARE < 1
+
+
+def test_the_verifiers_evidence_covers_every_piece_of_a_long_sentence(monkeypatch):
+    import copy
+
+    import numpy as np
+
+    from verirag.awf.predictors.verifier import loaded_verifier
+    from verirag.learned.shipped import shipped_verifier_dir
+    from verirag.learned.verifier_inputs import Reading
+
+    v = copy.copy(loaded_verifier(shipped_verifier_dir()))
+    # one sentence read as two claims (pieces): the first best supported by chunk 0, the second by chunk 2;
+    # chunk 3 joins chunks 1 and 2 (a joint premise); -inf: a premise the claim was not read against
+    reading = Reading("q", ("s",), ("q p1", "q p2"), (0, 0), ("c0", "c1", "c2", "c1 c2"), (0, 1, 1, 1), ((1, 2),))
+    table = np.array([[3.0, 1.0, -np.inf, 0.0], [-2.0, -np.inf, 1.0, 2.0]])
+    monkeypatch.setattr(type(v), "reader", property(lambda self: type("R", (), {"read": lambda *a: reading})()))
+    monkeypatch.setattr(v, "_tables", lambda readings: ([reading], [table]))
+    assert v.evidence("q", "a", ["x"]) == [(0, "c0"), (1, "c1"), (1, "c2")]  # the weak piece's joint premise too
+    assert v.evidence("q", "a", ["x"], per_sentence=2) == [(0, "c0"), (1, "c1"), (1, "c2")]

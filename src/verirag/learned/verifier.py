@@ -396,21 +396,20 @@ class TrainedVerifier(EncoderAdapter, LearnedPart):
         history: Sequence[str] = (),
         per_sentence: int = 1,
     ) -> list[tuple[int, str]]:
-        """What supports the answer as the verifier reads it: for each sentence, the `per_sentence`
-        premises it scores highest (a joint premise counts as its two chunks), as (passage index,
-        chunk text), each chunk once, in passage and then chunk order. With `read_top` below
-        `per_sentence` a sentence has fewer premises scored than asked for; those are all it gives."""
+        """What supports the answer as the verifier reads it: for each claim (a sentence, or each piece
+        of a sentence too long for one claim, so that a sentence's weakest piece has its evidence too),
+        the `per_sentence` premises it scores highest (a joint premise counts as its two chunks), as
+        (passage index, chunk text), each chunk once, in passage and then chunk order. With `read_top`
+        below `per_sentence` a claim has fewer premises scored than asked for; those are all it gives."""
         if per_sentence < 1:
             raise InputError(f"per_sentence must be at least 1, got {per_sentence}")
         self.check_fitted()
         readings, tables = self._tables([self.reader.read(question, answer, list(passages), history)])
         reading, table = readings[0], tables[0]
         picked: set[int] = set()
-        for s in range(len(reading.sentences)):
-            rows = [i for i, o in enumerate(reading.sentence_of) if o == s]
-            best = table[rows].max(axis=0)  # a sentence of several pieces: each premise's best piece
-            for c in np.argsort(-best, kind="stable")[:per_sentence]:
-                if np.isfinite(best[c]):
+        for row in table:  # premises a claim was not read against are -inf: never picked
+            for c in np.argsort(-row, kind="stable")[:per_sentence]:
+                if np.isfinite(row[c]):
                     picked.update(reading.parts(int(c)))
         return [(reading.passage_of[c], reading.chunks[c]) for c in sorted(picked)]
 

@@ -16,7 +16,8 @@ from verirag.types import CascadeDecision, Passage
 class Verification:
     """The faithfulness score of one answer, with the support of each passage.
 
-    `per_passage[i]` is the support score of passage i (None where it could not be judged),
+    `per_passage[i]` is the support score of passage i (None where it could not be judged, or was
+    not read: nli over the evidence),
     `best` the index of the most supportive passage; `sentences` (predictors that judge the answer
     sentence by sentence) holds {text, score, supporting_passage (an id)} per answer sentence. `score` is NaN and `error` set when no
     passage could be judged at all; `failure` is the exception when a request failed (an outage

@@ -42,6 +42,25 @@ EVIDENCE_OPTIONS = ("premise", "verifier", "evidence_chunks")
 EVIDENCE_MAX_SHARE = 0.5
 
 
+def merged_spans(text: str, chunks: Sequence[str]) -> list[str]:
+    """The parts of `text` that `chunks` (slices of it, as `chunk_words` makes them) cover, chunks that
+    overlap or touch joined into one span, in text order; a chunk not found in `text` is kept as it is."""
+    spans, stray = [], []
+    for chunk in chunks:
+        at = text.find(chunk)
+        if at >= 0:
+            spans.append((at, at + len(chunk)))
+        elif chunk not in stray:
+            stray.append(chunk)
+    merged: list[list[int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1] + 1:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return [text[start:end] for start, end in merged] + stray
+
+
 @register("predictor", "nli")
 class PostAnsweringNLI(FaithfulnessPredictor):
     uses_entailment = True
@@ -142,29 +161,24 @@ class PostAnsweringNLI(FaithfulnessPredictor):
         bare, history = question_and_history(question)
         texts = [p.text for p in passages]
         picked = self.evidence_finder.model.evidence(bare, answer, texts, history, per_sentence=self.evidence_chunks)
-        spans: dict[int, list[tuple[int, int]]] = {}
+        by_passage: dict[int, list[str]] = {}
         for i, chunk in picked:
-            at = texts[i].find(chunk)  # a chunk is a slice of its passage (`chunk_words`)
-            if at >= 0:
-                spans.setdefault(i, []).append((at, at + len(chunk)))
-        pieces = []
-        for i in sorted(spans):
-            merged: list[list[int]] = []
-            for start, end in sorted(spans[i]):
-                if merged and start <= merged[-1][1] + 1:
-                    merged[-1][1] = max(merged[-1][1], end)
-                else:
-                    merged.append([start, end])
-            pieces += [texts[i][start:end] for start, end in merged]
-        return "\n\n".join(pieces), sorted(spans)
+            by_passage.setdefault(i, []).append(chunk)
+        pieces = [span for i in sorted(by_passage) for span in merged_spans(texts[i], by_passage[i])]
+        return "\n\n".join(pieces), sorted(by_passage)
 
     def _verify_evidence(self, question: str, answer: str, passages: Sequence[Passage]) -> Verification:
         hyp = self.hypothesis(question, answer)
         try:
             premise, lent = self.evidence(question, answer, passages)
-            words = len(premise.split())
-            if not words or words > EVIDENCE_MAX_SHARE * sum(len(p.text.split()) for p in passages):
-                return self._verify_passages(question, answer, passages)  # little to save: read it all
+        except InputError as e:  # the verifier cannot read it (e.g. a question longer than its window)
+            v = self._verify_passages(question, answer, passages)
+            v.warnings.append(f"the verifier could not pick the evidence ({e}): nli read every passage")
+            return v
+        words = len(premise.split())
+        if not words or words > EVIDENCE_MAX_SHARE * sum(len(p.text.split()) for p in passages):
+            return self._verify_passages(question, answer, passages)  # little to save: read it all
+        try:
             # a long answer's evidence may exceed the judge's window: then read in pieces, as passages are
             fits = len(premise.split()) <= self.entailment.max_premise_words(hyp)
             pieces = [premise] if fits else self._premise_chunks(premise, hyp)
@@ -182,4 +196,4 @@ class PostAnsweringNLI(FaithfulnessPredictor):
         score = max(ok)
         per: list[float | None] = [score if i in lent else None for i in range(len(passages))]
         warnings = [f"the evidence, piece {k + 1}: {j.error}" for k, j in enumerate(judgements) if not j.ok]
-        return Verification(score=score, per_passage=per, best=lent[0] if lent else None, warnings=warnings)
+        return Verification(score=score, per_passage=per, best=lent[0], warnings=warnings)
