@@ -165,7 +165,7 @@ def score(which: str, arm: str, out: Path, *, limit: int | None = None, evidence
                 "words": sum(len(p.text.split()) for p in passages),
             }
             if nli.evidence_finder is not None:  # what it read, found again outside the timing
-                row |= what_was_read(nli, question, answer, passages, row["words"])
+                row |= what_was_read(nli, question, answer, passages)
             fh.write(json.dumps(row) + "\n")
             fh.flush()
             bar.advance(task)
@@ -173,17 +173,19 @@ def score(which: str, arm: str, out: Path, *, limit: int | None = None, evidence
     return 0
 
 
-def what_was_read(nli, question, answer, passages, words: int) -> dict:
+def what_was_read(nli, question, answer, passages) -> dict:
     """{"premise_words": the evidence's words, "read": "evidence" or "passages" (the fall-back)}."""
-    from verirag.awf.predictors.nli import EVIDENCE_MAX_SHARE
+    from verirag.awf.predictors.nli import evidence_saves
     from verirag.errors import InputError
 
     try:
         premise, _ = nli.evidence(question, answer, passages)
     except InputError:
         return {"premise_words": None, "read": "passages"}
-    n = len(premise.split())
-    return {"premise_words": n, "read": "evidence" if 0 < n <= EVIDENCE_MAX_SHARE * words else "passages"}
+    return {
+        "premise_words": len(premise.split()),
+        "read": "evidence" if evidence_saves(premise, passages) else "passages",
+    }
 
 
 # ---- compare -------------------------------------------------------------------------------------

@@ -218,22 +218,6 @@ def test_nli_evidence_falls_back_to_every_passage():
     assert any("could not pick the evidence" in w and "900 tokens" in w for w in v.warnings)
 
 
-def test_the_verifiers_evidence_per_sentence():
-    from verirag.awf.predictors.verifier import loaded_verifier
-    from verirag.learned.shipped import shipped_verifier_dir
-
-    v = loaded_verifier(shipped_verifier_dir())
-    texts = [p.text for p in _norway_passages()] + ["Oslo has a large harbour and an opera house by the water."]
-    answer = "The capital of Norway is Oslo. Oslo has an opera house."
-    one = v.evidence("What is the capital of Norway?", answer, texts)
-    two = v.evidence("What is the capital of Norway?", answer, texts, per_sentence=2)
-    assert {i for i, _ in one} == {1, 2}  # each sentence's support, from the passage that holds it
-    assert set(one) <= set(two) and len(two) > len(one)
-    assert len(set(two)) == len(two) and [i for i, _ in two] == sorted(i for i, _ in two)  # once each, in order
-    with pytest.raises(Exception, match="at least 1"):
-        v.evidence("q", answer, texts, per_sentence=0)
-
-
 def test_nli_evidence_merges_overlapping_chunks_and_reads_short_passages_in_full():
     from verirag.awf.predictors import nli as nli_module
 

@@ -42,6 +42,12 @@ EVIDENCE_OPTIONS = ("premise", "verifier", "evidence_chunks")
 EVIDENCE_MAX_SHARE = 0.5
 
 
+def evidence_saves(premise: str, passages: Sequence[Passage]) -> bool:
+    """Whether nli reads `premise` instead of the passages: it holds words, at most EVIDENCE_MAX_SHARE of theirs."""
+    words = len(premise.split())
+    return 0 < words <= EVIDENCE_MAX_SHARE * sum(len(p.text.split()) for p in passages)
+
+
 def merged_spans(text: str, chunks: Sequence[str]) -> list[str]:
     """The parts of `text` that `chunks` (slices of it, as `chunk_words` makes them) cover, chunks that
     overlap or touch joined into one span, in text order; a chunk not found in `text` is kept as it is."""
@@ -168,16 +174,15 @@ class PostAnsweringNLI(FaithfulnessPredictor):
         return "\n\n".join(pieces), sorted(by_passage)
 
     def _verify_evidence(self, question: str, answer: str, passages: Sequence[Passage]) -> Verification:
-        hyp = self.hypothesis(question, answer)
         try:
             premise, lent = self.evidence(question, answer, passages)
         except InputError as e:  # the verifier cannot read it (e.g. a question longer than its window)
             v = self._verify_passages(question, answer, passages)
             v.warnings.append(f"the verifier could not pick the evidence ({e}): nli read every passage")
             return v
-        words = len(premise.split())
-        if not words or words > EVIDENCE_MAX_SHARE * sum(len(p.text.split()) for p in passages):
+        if not evidence_saves(premise, passages):
             return self._verify_passages(question, answer, passages)  # little to save: read it all
+        hyp = self.hypothesis(question, answer)
         try:
             # a long answer's evidence may exceed the judge's window: then read in pieces, as passages are
             fits = len(premise.split()) <= self.entailment.max_premise_words(hyp)
