@@ -463,11 +463,16 @@ def pruner(
     sentences that hold the answer or a supporting fact are kept, the others dropped."""
     from verirag.datasets.registry import data_dir
     from verirag.learned.pruner import ContextPruner
-    from verirag.train.pruner_examples import pruner_examples
+    from verirag.train.guard import TrainingGuard
+    from verirag.train.pruner_examples import guarded_question, guarded_texts, pruner_examples
 
-    examples = pruner_examples(data_dir(), seed=seed)
+    guard = TrainingGuard.for_data(data_dir())
+    examples = pruner_examples(data_dir(), seed=seed, guard=guard)
     if max_examples is not None:
         examples = examples[:max_examples]
+    guard.check(examples, question=guarded_question, texts=guarded_texts)
+    refused = ", ".join(f"{n} ({why})" for why, n in sorted(guard.refused.items())) or "none"
+    out.print(f"{len(examples)} training examples; refused as evaluation data: {refused}")
     p = ContextPruner(
         encoder,
         epochs=epochs,
@@ -482,7 +487,11 @@ def pruner(
         p.fit(examples, say=lambda m: bar.update(task, description=escape(m)))
     for h in p.history_:
         out.print(f"epoch {h['epoch']}: training loss {h['train_loss']:.4f}, validation AUROC {h['val_auroc']:.3f}")
-    p.save(out_dir, command="verirag train pruner", data="NQ-open oracle + HotpotQA training questions")
+    p.save(
+        out_dir,
+        command="verirag train pruner",
+        data="NQ-open oracle + HotpotQA training questions; instruct_qa_human questions and licence texts refused",
+    )
     m = p.metrics_
     out.print(
         f"pruner -> {escape(str(out_dir))} ({p.adapter_bytes_ / 1e6:.1f} MB over {escape(encoder)}): "

@@ -11,7 +11,9 @@
 Questions are held out by a hash of their text (`held_out`), so the benchmark of pruning
 (benchmarks/bench_prune.py) draws its questions from those the pruner never saw:
 `NQ_HELD_OUT` of NQ's and `HOTPOTQA_HELD_OUT` of HotpotQA's (HotpotQA has 600 questions here and
-the benchmark needs 200). instruct_qa_human is never read.
+the benchmark needs 200). Training examples pass `verirag.train.guard.TrainingGuard`: an
+instruct_qa_human question or a licence text is refused whatever the command line says (the first
+shipped pruner read 65 of instruct_qa_human's NQ questions; issue 48).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from verirag.datasets.nq import find_oracle_file, read_oracle
 from verirag.errors import InputError
 from verirag.learned.pruner import PrunerExample
 from verirag.learned.pruner_inputs import passage_sentences
+from verirag.train.guard import TrainingGuard
 
 NQ_HELD_OUT = 0.2
 HOTPOTQA_HELD_OUT = 0.4
@@ -112,5 +115,21 @@ def hotpotqa_examples(
     return out
 
 
-def pruner_examples(data_dir: str | Path, *, held: bool = False, seed: int = 0) -> list[PrunerExample]:
-    return nq_examples(data_dir, held=held, seed=seed) + hotpotqa_examples(data_dir, held=held, seed=seed)
+def pruner_examples(
+    data_dir: str | Path, *, held: bool = False, seed: int = 0, guard: TrainingGuard | None = None
+) -> list[PrunerExample]:
+    """The training (or, `held`, the held-out) examples; training examples pass `guard` (by default
+    the data folder's), which counts what it refuses in `guard.refused`."""
+    examples = nq_examples(data_dir, held=held, seed=seed) + hotpotqa_examples(data_dir, held=held, seed=seed)
+    if held:
+        return examples
+    guard = guard or TrainingGuard.for_data(data_dir)
+    return guard.keep(examples, question=guarded_question, texts=guarded_texts)
+
+
+def guarded_question(e: PrunerExample) -> str:
+    return e.question
+
+
+def guarded_texts(e: PrunerExample) -> tuple[str, ...]:
+    return (" ".join(e.sentences),)
