@@ -1,34 +1,38 @@
-"""Seconds per verified answer with and without the context pruner and the machine's llama.cpp
-build, on questions the pruner never saw (issue 37).
+"""Seconds per verified answer and accuracy with and without the context pruner, both arms on the
+same llama.cpp build, taking turns, on questions no pruner trains or validates on (issues 37, 48).
 
-    VERIRAG_DATA_DIR=../shared/data .venv/bin/python benchmarks/bench_prune.py [--n 200] [--out runs/bench-prune]
+    VERIRAG_DATA_DIR=../shared/data .venv/bin/python benchmarks/bench_prune.py \
+        [--n 500] [--datasets nq nq-open hotpotqa] [--arms build prune] [--out runs/bench-prune]
+    ... --summary-only --out data/bench_prune/issue48   # report the committed records, run nothing
 
-Datasets: NQ-open with its top-5 BM25 passages from the oracle + HotpotQA pool (as the AwF configs
-build it; about 900 prompt tokens) and HotpotQA in the distractor setting (all 10 paragraphs,
-about 1,500 prompt tokens); both restricted to the questions `verirag.train.pruner_examples`
-holds out of the pruner's training. The default pipeline (qwen2.5-1.5b, vanilla+verifier,
-threshold 0.5) answers and verifies each question from those passages, in these arms, each in
-its own process, one after another in the same run:
+Datasets (`examples`; instruct_qa_human's questions are left out of all three):
+- `nq`: NQ-open oracle questions the pruner holds out, top-5 BM25 passages from the oracle +
+  HotpotQA pool (about 900 prompt tokens);
+- `nq-open`: NQ-open dev questions absent from the oracle file (the pruner never reads them), top-5
+  BM25 from the same pool;
+- `hotpotqa`: the HotpotQA questions the pruner holds out, all 10 distractor paragraphs (about 1,500
+  prompt tokens).
+The default pipeline (qwen2.5-1.5b, vanilla+verifier, threshold 0.5) answers and verifies each
+question from those passages, in these arms, each in its own process:
 
-- `baseline`: today's default: the portable (AVX2) llama.cpp build, every sentence read;
-- `build`:    this environment's build (AVX-512 where the CPU has it), every sentence read;
-- `prune`:    this build, the shipped pruner at its fitted threshold;
-- `prune-q4_0`, `prune-iq4_nl`: the same with the model requantised from its Q4_K_M file to Q4_0 or
-  IQ4_NL (llama.cpp's own quantiser, `llama_model_quantize`; made once into the model cache): these
-  arms are also compared with `prune`, to decide whether a requantisation pays.
+- `build`:    this environment's build (AVX-512 where the CPU has it), every sentence read: the
+              reference (`--reference`);
+- `prune`:    this build, the shipped pruner at its conservative (default) threshold;
+- `prune-aggressive`: this build, the pruner's published aggressive threshold;
+- `baseline`: the portable (AVX2) llama.cpp build, every sentence read (from the wheel cache;
+              `scripts/install_llama_cpp.sh` with VERIRAG_LLAMA_BUILD=avx2 makes it);
+- `prune-q4_0`, `prune-iq4_nl`: the prune arm with the model requantised (llama.cpp's own
+  quantiser; made once into the model cache), also compared with `prune`.
 
-The portable build's wheel is taken from the wheel cache (`scripts/install_llama_cpp.sh` with
-VERIRAG_LLAMA_BUILD=avx2 makes it); without it the baseline is this build and the report says so.
 The request cache is off (every call is paid); a model-loading question is answered first and not
 counted. The arms take turns, `--chunk` questions of each dataset at a time. Each arm's records go
-to OUT/ARM.jsonl as they are made: a killed run resumes there, and `--summary-only` reports what
-is there.
+to OUT/ARM.jsonl as they are made: a killed run resumes there (and a larger --n adds questions).
 
-Reported per dataset: seconds per verified answer (mean; the ratio to the baseline with a paired
-bootstrap interval over questions), prompt tokens per answer, accuracy (the answer holds a
-reference: token recall 1 or substring) with the paired interval of (arm - baseline), and the
-verifier's AwF PR-AUC. The prune arm also scores each answer against the full passages, to decide
-whether the verifier should read the pruned or the full text. A plot goes to OUT/seconds.png.
+Reported per dataset: seconds per verified answer (mean; the ratio to the reference with a paired
+bootstrap interval over questions), prompt tokens, accuracy (the answer holds a reference: token
+recall 1 or substring) with the paired interval of (arm - reference), the verifier's AwF PR-AUC;
+and pooled over the datasets, issue 48's rule for pruning by default (`pooled_gate`). A plot goes
+to OUT/seconds.png, the numbers to OUT/summary.json.
 """
 
 from __future__ import annotations
@@ -44,31 +48,68 @@ import time
 import zipfile
 from pathlib import Path
 
-ARMS = ("baseline", "build", "prune", "prune-q4_0", "prune-iq4_nl")
+ARMS = ("baseline", "build", "prune", "prune-aggressive", "prune-q4_0", "prune-iq4_nl")
+# issue 48: the arms compared on the same build (the machine's fastest), taking turns
+DEFAULT_ARMS = ("build", "prune")
 QUANTS = {"q4_0": "LLAMA_FTYPE_MOSTLY_Q4_0", "iq4_nl": "LLAMA_FTYPE_MOSTLY_IQ4_NL"}
 
 
 def examples(dataset: str, n: int, seed: int):
-    """The held-out questions of `dataset` (at most n, seeded), as verirag Examples."""
+    """The held-out questions of `dataset` (at most n, seeded), as verirag Examples: questions no
+    pruner trains or validates on, none of them an instruct_qa_human question (evaluation data,
+    never used here either).
+
+    - `nq`: NQ-open oracle questions the pruner holds out, top-5 BM25 passages from the oracle +
+      HotpotQA pool;
+    - `nq-open`: NQ-open dev questions that are not in the oracle file at all (the pruner never
+      reads them), top-5 BM25 from the same pool (their gold passage is mostly absent: some are
+      unanswerable, as in a real RAG system);
+    - `hotpotqa`: the HotpotQA questions the pruner holds out, all 10 distractor paragraphs."""
+    import random
+
     from verirag.datasets.hotpotqa import read_hotpotqa_path
     from verirag.datasets.hotpotqa_original import distractor_example
     from verirag.datasets.nq import load_nq
     from verirag.datasets.registry import data_dir
+    from verirag.train.guard import TrainingGuard
     from verirag.train.pruner_examples import HOTPOTQA_HELD_OUT, NQ_HELD_OUT, held_out
 
     root = data_dir()
+    guard = TrainingGuard.for_data(root)
     if dataset == "nq":
         pool = load_nq(root, k=5, retriever="bm25", seed=seed)
         chosen = [e for e in pool if held_out(e.question, NQ_HELD_OUT)]
+    elif dataset == "nq-open":
+        chosen = nq_open_only(root)
     elif dataset == "hotpotqa":
         records = read_hotpotqa_path(root / "hotpotqa_amor_subset")
         chosen = [distractor_example(r, dataset="hotpotqa") for r in records if held_out(r.question, HOTPOTQA_HELD_OUT)]
     else:
-        raise SystemExit(f"unknown dataset {dataset!r}: nq or hotpotqa")
-    import random
-
+        raise SystemExit(f"unknown dataset {dataset!r}: nq, nq-open or hotpotqa")
+    chosen = [e for e in chosen if guard.refusal(e.question) is None]
     random.Random(seed).shuffle(chosen)
     return chosen[:n]
+
+
+def nq_open_only(root: Path):
+    """NQ-open dev questions absent from the oracle file, each with its top-5 BM25 passages from
+    the oracle + HotpotQA pool (ids "open:LINE")."""
+    from verirag.datasets._retrieved import attach_retrieved
+    from verirag.datasets.nq import build_pool, build_retriever, find_distractors, find_oracle_file, read_oracle
+    from verirag.train.verifier_labels.exclusion import question_key
+    from verirag.types import Example
+
+    oracle = find_oracle_file(root)
+    rows = read_oracle(oracle)
+    in_oracle = {question_key(r["question"]) for r in rows}
+    pool, _ = build_pool(rows, find_distractors(oracle, "auto"))
+    out = []
+    for i, line in enumerate((root / "nq_open" / "NQ-open.dev.jsonl").read_text(encoding="utf-8").splitlines()):
+        r = json.loads(line)
+        if question_key(r["question"]) not in in_oracle:
+            out.append(Example(id=f"open:{i}", question=r["question"], references=list(r["answer"]), dataset="nq-open"))
+    attach_retrieved(out, build_retriever(pool, "bm25"), 5)
+    return out
 
 
 def requantised(quant: str) -> str:
@@ -122,7 +163,13 @@ def worker(arm: str, datasets: list[str], n: int, seed: int, out: Path) -> None:
     config = replace(
         PRESETS["local"], prune=pruning, pruner=pruner, prune_threshold=float(threshold) if threshold else None
     )
-    if arm.startswith("prune-"):
+    if arm == "prune-aggressive":
+        from verirag.learned.pruner import ContextPruner
+        from verirag.learned.shipped import shipped_pruner_dir
+
+        aggressive = ContextPruner.load(pruner or shipped_pruner_dir()).named_threshold("aggressive")
+        config = replace(config, prune_threshold=aggressive)
+    elif arm.startswith("prune-"):
         config = replace(config, model=requantised(arm.removeprefix("prune-")))
     p = Pipeline(config, index=index)
     if pruning:  # a resumed arm goes on at the threshold its records were made at, or not at all
@@ -212,7 +259,8 @@ def paired(seconds, correct, ref_seconds, ref_correct):
     return ratio, diff
 
 
-def summary(out: Path, datasets: list[str], arms: list[str]) -> dict:
+def summary(out: Path, datasets: list[str], arms: list[str], reference: str = "baseline") -> dict:
+    """Per dataset, each arm against `reference` on the questions every arm answered."""
     import numpy as np
 
     from verirag.metrics.awf import pr_auc
@@ -229,8 +277,8 @@ def summary(out: Path, datasets: list[str], arms: list[str]) -> dict:
         keys = sorted(set.intersection(*({k for k, r in rows[a].items() if r["dataset"] == d} for a in arms)))
         if not keys:
             continue
-        base = np.array([rows["baseline"][k]["seconds"] for k in keys])
-        base_ok = np.array([rows["baseline"][k]["correct"] for k in keys], dtype=float)
+        base = np.array([rows[reference][k]["seconds"] for k in keys])
+        base_ok = np.array([rows[reference][k]["correct"] for k in keys], dtype=float)
         entry = {"n": len(keys)}
         for a in arms:
             rs = [rows[a][k] for k in keys]
@@ -303,6 +351,8 @@ def plot(report: dict, arms: list[str], path: Path) -> None:
         import matplotlib.pyplot as plt
     except ImportError:
         return
+    if not report:  # no question answered by every arm yet: nothing to draw
+        return
     fig, axes = plt.subplots(1, len(report), figsize=(4 * len(report), 3.2), squeeze=False)
     for ax, (d, entry) in zip(axes[0], report.items()):
         vals = [entry[a]["seconds"] for a in arms]
@@ -322,11 +372,46 @@ def plot(report: dict, arms: list[str], path: Path) -> None:
     fig.savefig(path, dpi=120)
 
 
+def pooled_gate(out: Path, datasets: list[str], arm: str, reference: str) -> dict | None:
+    """Issue 48's rule for turning pruning on by default: the paired interval of (arm - reference)
+    accuracy pooled over every dataset's shared questions has its lower bound above -2 points, and
+    no dataset's estimate is below -1 point."""
+    import numpy as np
+
+    from verirag.metrics.stats import bootstrap_ci
+
+    rows = {}
+    for a in (arm, reference):
+        f = out / f"{a}.jsonl"
+        rows[a] = {r["key"]: r for r in map(json.loads, f.read_text().splitlines()) if r["dataset"] in datasets} if f.exists() else {}
+    keys = sorted(set(rows[arm]) & set(rows[reference]))
+    if not keys:
+        return None
+    x = np.array([rows[arm][k]["correct"] for k in keys], dtype=float)
+    y = np.array([rows[reference][k]["correct"] for k in keys], dtype=float)
+    diff = bootstrap_ci(lambda a, b: a.mean() - b.mean(), x, y, n_resamples=2000)
+    per = {}
+    for d in datasets:
+        m = [i for i, k in enumerate(keys) if rows[arm][k]["dataset"] == d]
+        if m:
+            per[d] = {"n": len(m), "accuracy_minus_reference": float(x[m].mean() - y[m].mean())}
+    passes = bool(len(keys) >= 1200 and diff.low > -0.02 and all(v["accuracy_minus_reference"] >= -0.01 for v in per.values()))
+    return {
+        "arm": arm,
+        "reference": reference,
+        "n": len(keys),
+        "accuracy_minus_reference": [diff.estimate, diff.low, diff.high],
+        "per_dataset": per,
+        "passes": passes,
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=200, help="questions per dataset")
-    ap.add_argument("--datasets", nargs="+", default=["nq", "hotpotqa"])
-    ap.add_argument("--arms", nargs="+", default=list(ARMS), choices=ARMS)
+    ap.add_argument("--datasets", nargs="+", default=["nq", "nq-open", "hotpotqa"])
+    ap.add_argument("--arms", nargs="+", choices=ARMS, help=f"default: {' '.join(DEFAULT_ARMS)} (summary: the arms in OUT)")
+    ap.add_argument("--reference", default="build", choices=ARMS, help="the arm every other is compared with")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--chunk", type=int, default=20, help="questions per dataset each arm answers in its turn")
     ap.add_argument("--out", type=Path, default=Path("runs/bench-prune"))
@@ -336,20 +421,38 @@ def main() -> None:
     ap.add_argument("--worker", choices=ARMS, help=argparse.SUPPRESS)
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    if args.summary_only:
-        report = summary(args.out, args.datasets, list(args.arms))
-        print_report(report, list(args.arms), "see summary.json of the run")
-        plot(report, list(args.arms), args.out / "seconds.png")
-        return
     if args.worker:
         worker(args.worker, args.datasets, args.n, args.seed, args.out)
         return
+    if args.arms is None:
+        present = [a for a in ARMS if (args.out / f"{a}.jsonl").exists()]
+        args.arms = present if args.summary_only and present else list(DEFAULT_ARMS)
+    if args.reference not in args.arms:
+        args.arms = [args.reference, *args.arms]
+    if not args.summary_only:
+        run_all(args)
+    note = "the portable build" if args.reference == "baseline" else f"the {args.reference} arm (this build)"
+    report = summary(args.out, args.datasets, list(args.arms), args.reference)
+    gates = [g for a in args.arms if a.startswith("prune") for g in [pooled_gate(args.out, args.datasets, a, args.reference)] if g]
+    (args.out / "summary.json").write_text(json.dumps({"reference": note, "report": report, "gate": gates}, indent=1))
+    print_report(report, list(args.arms), note)
+    for g in gates:
+        d = g["accuracy_minus_reference"]
+        print(
+            f"\n{g['arm']} pooled over {g['n']} questions: accuracy {d[0]:+.3f} [{d[1]:+.3f}, {d[2]:+.3f}] against "
+            f"{g['reference']}; per dataset "
+            + ", ".join(f"{k} {v['accuracy_minus_reference']:+.3f} (n={v['n']})" for k, v in g["per_dataset"].items())
+            + f"; on by default (n >= 1200, lower bound > -0.02, none below -0.01): {'yes' if g['passes'] else 'no'}"
+        )
+    plot(report, list(args.arms), args.out / "seconds.png")
+
+
+def run_all(args) -> None:
     if args.pruner:
         os.environ["BENCH_PRUNER"] = str(Path(args.pruner).resolve())
     if args.prune_threshold is not None:
         os.environ["BENCH_PRUNE_THRESHOLD"] = str(args.prune_threshold)
-    wheel = portable_wheel()
-    baseline_note = f"the portable build ({wheel})" if wheel else "THIS build (no portable wheel in the cache)"
+    wheel = portable_wheel() if "baseline" in args.arms else None
     with tempfile.TemporaryDirectory() as tmp:
         if wheel:
             zipfile.ZipFile(wheel).extractall(tmp)  # its llama_cpp package shadows the installed one
@@ -359,12 +462,6 @@ def main() -> None:
             for arm in args.arms:
                 extra = {"PYTHONPATH": tmp + os.pathsep + os.environ.get("PYTHONPATH", "")}
                 run_arm(arm, replace_n(args, min(upto, args.n)), extra if arm == "baseline" and wheel else {})
-    if "baseline" not in args.arms:
-        return
-    report = summary(args.out, args.datasets, list(args.arms))
-    (args.out / "summary.json").write_text(json.dumps({"baseline": baseline_note, "report": report}, indent=1))
-    print_report(report, list(args.arms), baseline_note)
-    plot(report, list(args.arms), args.out / "seconds.png")
 
 
 if __name__ == "__main__":

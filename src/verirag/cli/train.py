@@ -453,8 +453,11 @@ def pruner(
     compress_rank: int = typer.Option(16, help="Rank of the stored update of those layers (0: stored in full)."),
     recall: float = typer.Option(
         0.9,
-        help="The fitted threshold keeps an answering sentence in at least this share of the validation "
-        "passages that hold one.",
+        help="The fitted (conservative, default) threshold keeps an answering sentence in at least this share "
+        "of the validation passages that hold one.",
+    ),
+    aggressive_recall: float | None = typer.Option(
+        None, help="The same share for the published aggressive threshold (at most --recall; none if omitted)."
     ),
     max_examples: int | None = typer.Option(None, help="Train on the first this many examples (a smoke run)."),
     seed: int = typer.Option(0, help="Split and initialisation seed."),
@@ -480,6 +483,7 @@ def pruner(
         train_layers=train_layers,
         compress_rank=compress_rank,
         recall=recall,
+        aggressive_recall=aggressive_recall,
         seed=seed,
     )
     with progress() as bar:
@@ -499,3 +503,5 @@ def pruner(
         f"{m['auroc']:.3f}; threshold {p.threshold_:.3f} keeps an answering sentence in "
         f"{m['passages_keeping_an_answer']:.1%} of the passages holding one, and {m['words_kept']:.1%} of the words"
     )
+    if "aggressive" in p.thresholds_:
+        out.print(f"published thresholds: conservative {p.threshold_:.3f} (default), aggressive {p.thresholds_['aggressive']:.3f}")

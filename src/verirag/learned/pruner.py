@@ -66,6 +66,13 @@ class PrunerExample:
     source: str = ""
 
 
+def recall_threshold(best_answer: np.ndarray, recall: float) -> float:
+    """The highest threshold at which at least `recall` of the passages keep their answer, given
+    each answer-holding passage's best answering-sentence probability (sorted ascending)."""
+    k = int(np.floor((1 - recall) * len(best_answer)))
+    return float(best_answer[k]) if len(best_answer) else 0.5
+
+
 @dataclass(frozen=True)
 class PrunedPassage:
     """One passage after pruning: its sentences, their scores, the kept ones' indices (in order)
@@ -150,7 +157,9 @@ class ContextPruner(EncoderAdapter, LearnedPart):
     """Settings: `encoder`, `max_length` (tokens of a window), `train_layers`, `epochs` (at most),
     `batch_size` (windows per step), `learning_rate` (the layers'), `head_learning_rate`,
     `compress_rank` (rank of the stored update; 0 stores the layers in full), `recall` (share of
-    answering sentences the fitted threshold keeps on validation), `val_share`, `patience`, `seed`."""
+    the validation passages holding an answering sentence that keep one at the fitted threshold:
+    the conservative threshold, `threshold_`, the default), `aggressive_recall` (the same for the
+    aggressive threshold; both published in `thresholds_`), `val_share`, `patience`, `seed`."""
 
     format_name = "pruner"
     noun = "pruner"
@@ -173,6 +182,7 @@ class ContextPruner(EncoderAdapter, LearnedPart):
         head_learning_rate: float = 2e-3,
         compress_rank: int = 16,
         recall: float = 0.9,
+        aggressive_recall: float | None = None,
         val_share: float = 0.15,
         patience: int = 1,
         seed: int = 0,
@@ -188,7 +198,10 @@ class ContextPruner(EncoderAdapter, LearnedPart):
             raise InputError(f"recall must be in (0, 1] and val_share in (0, 1), got {recall}, {val_share}")
         self.encoder, self.max_length, self.train_layers, self.epochs = encoder, max_length, train_layers, epochs
         self.batch_size, self.learning_rate, self.head_learning_rate = batch_size, learning_rate, head_learning_rate
+        if aggressive_recall is not None and not 0.0 < aggressive_recall <= recall:
+            raise InputError(f"aggressive_recall must be in (0, recall], got {aggressive_recall}")
         self.compress_rank, self.recall, self.val_share = compress_rank, recall, val_share
+        self.aggressive_recall = aggressive_recall
         self.patience, self.seed, self.device = patience, seed, device
         self._scorer = self._tokenizer = None
         self._trainable: list[str] = []
@@ -419,8 +432,11 @@ class ContextPruner(EncoderAdapter, LearnedPart):
         self.temperature_ = fit_temperature(z, y)
         # per passage holding an answer: the best answering sentence's probability
         best_answer = np.sort([sigmoid(b[lab] / self.temperature_).max() for b, lab, _ in passages if lab.any()])
-        k = int(np.floor((1 - self.recall) * len(best_answer)))
-        self.threshold_ = float(best_answer[k]) if len(best_answer) else 0.5
+        self.threshold_ = recall_threshold(best_answer, self.recall)
+        # Provence's practice: two published operating points, chosen on validation data
+        self.thresholds_ = {"conservative": self.threshold_}
+        if self.aggressive_recall is not None:
+            self.thresholds_["aggressive"] = recall_threshold(best_answer, self.aggressive_recall)
         p = sigmoid(z / self.temperature_)
         kept = p >= self.threshold_
         words = np.concatenate([w for _, _, w in passages])
@@ -434,6 +450,14 @@ class ContextPruner(EncoderAdapter, LearnedPart):
             "words_kept": float(words[kept].sum() / max(words.sum(), 1)),
         }
         return self
+
+    def named_threshold(self, name: str) -> float:
+        """A published threshold by name ("conservative" is `threshold_`)."""
+        self.check_fitted()
+        published = getattr(self, "thresholds_", None) or {"conservative": self.threshold_}
+        if name not in published:
+            raise InputError(f"this pruner publishes no {name!r} threshold; it has {', '.join(published)}")
+        return float(published[name])
 
     # ---- saved (save_weights, restore: EncoderAdapter) ----------------------------------------
     @classmethod
