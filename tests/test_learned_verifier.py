@@ -289,8 +289,11 @@ def test_sentence_labels_train_each_sentence_and_a_mismatch_warns(tmp_path):
     assert v.sentence_labels_ignored_ == 1
 
 
-def test_train_verifier_command(tmp_path):
+def test_train_verifier_command(tmp_path, monkeypatch):
+    from tests.test_verifier_guard import guard_data
     from verirag.cli import main
+
+    guard_data(tmp_path, monkeypatch)  # the guard refuses to train without the evaluation data
 
     f = tmp_path / "labels.jsonl"
     write_labels(f, toy_examples(40))
@@ -303,7 +306,10 @@ def test_train_verifier_command(tmp_path):
     assert main(["train", "verifier", str(tmp_path / "absent.jsonl"), "--out", str(out)]) != 0
 
 
-def test_train_verifier_takes_any_reader(tmp_path):
+def test_train_verifier_takes_any_reader(tmp_path, monkeypatch):
+    from tests.test_verifier_guard import guard_data
+
+    guard_data(tmp_path, monkeypatch)
     seen = []
 
     def reader(path):

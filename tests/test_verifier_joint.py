@@ -77,7 +77,10 @@ def test_a_joint_reader_learns_support_that_needs_two_passages_where_single_chun
     assert abs(held_out[False] - 0.5) < 0.1 and held_out[True] > 0.9, held_out
 
 
-def test_excluded_groups_neither_train_nor_validate(tmp_path):
+def test_excluded_groups_neither_train_nor_validate(tmp_path, monkeypatch):
+    from tests.test_verifier_guard import guard_data
+
+    guard_data(tmp_path, monkeypatch)
     groups = tmp_path / "groups.txt"
     groups.write_text("# kept for an evaluation\ntoy:0\n\ntoy:1\n")
     assert read_groups(groups) == {"toy:0", "toy:1"}

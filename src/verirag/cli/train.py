@@ -310,6 +310,12 @@ def verifier(
         )
     v.save(out_dir)
     s, m = v.provenance["label_summary"], v.metrics_
+    refused = v.provenance["refused_as_evaluation_data"]
+    out.print(
+        "refused as evaluation data (held out whatever the options): "
+        + (", ".join(f"{n} ({escape(why)})" for why, n in refused.items()) or "none")
+        + "".join(f"; {escape(note)}" for note in v.provenance["guard_notes"])
+    )
     out.print(
         f"{s['examples']} examples from {s['groups']} question groups, {s['supported_share']:.1%} supported; "
         "recipes: " + ", ".join(f"{k} {r['examples']}" for k, r in sorted(s["recipes"].items()))

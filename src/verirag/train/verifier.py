@@ -15,21 +15,30 @@ label per answer sentence as `verirag.retrieval.sentences.split_sentences` split
 (optional) names the record it came from (default: file:line). Blank lines are skipped; any
 other line that is not such an object is an InputError naming the line. `history` (optional) holds
 the earlier turns of a conversation, which the verifier reads before the question.
+
+Whatever the files and options, every example passes `verirag.train.guard.TrainingGuard.for_verifier`
+(instruct_qa_human questions, licence texts, the held-out split: held-out and own-answer questions,
+man pages, the final test's Info manuals, a held-out question's evidence or answers): compact records
+by what they name before they are resolved, every example by its group and text; what it refuses
+is counted in the provenance (`refused_as_evaluation_data`), never trained or validated on.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from verirag.datasets import data_dir
 from verirag.errors import InputError
 from verirag.learned.verifier import TrainedVerifier
+from verirag.train.guard import TrainingGuard
 from verirag.train.verifier_examples import SUPPORTED, UNSUPPORTED, VerifierExample
-from verirag.train.verifier_labels import resolve_file
+from verirag.train.verifier_labels import read_records, resolve
 
 ExampleReader = Callable[[Path], Iterable[VerifierExample]]
 
@@ -115,10 +124,10 @@ def summary(examples: list[VerifierExample]) -> dict[str, Any]:
     }
 
 
-def read_labels(path: Path) -> Iterator[VerifierExample]:
+def read_labels(path: Path, guard: TrainingGuard | None = None) -> Iterator[VerifierExample]:
     """Either file `verirag train verifier` takes: the compact records of `verirag label verifier`
     (resolved by id against the benchmark files in $VERIRAG_DATA_DIR; they carry a question hash "qh",
-    or are skip lines)
+    or are skip lines; with `guard`, those it refuses by what they name are left unresolved and counted)
     or resolved examples."""
     try:
         with open(path, encoding="utf-8") as fh:
@@ -131,7 +140,8 @@ def read_labels(path: Path) -> Iterator[VerifierExample]:
     except (ValueError, TypeError):
         compact = False
     if compact:
-        yield from resolve_file(path)
+        records = read_records(path)
+        yield from resolve(guard.keep_by(records, guard.record_refusal) if guard is not None else records)
     else:
         yield from read_examples_jsonl(path)
 
@@ -142,12 +152,16 @@ def read_examples(
     seed: int = 0,
     read: ExampleReader = read_labels,
     exclude_groups: Collection[str] | None = None,
+    guard: TrainingGuard | None = None,
 ) -> list[VerifierExample]:
-    """The examples of the labels files, in order, without those of `exclude_groups`, at most
-    `max_examples` of them (a seeded sample): what `train_verifier` fits on, so its data fingerprint
-    can be checked again later."""
+    """The examples of the labels files, in order, without those `guard` refuses (counted in its
+    `refused`) and those of `exclude_groups`, at most `max_examples` of them (a seeded sample): what
+    `train_verifier` fits on, so its data fingerprint can be checked again later."""
     drop = set(exclude_groups or ())
-    return sample([e for p in paths for e in read(Path(p)) if e.group not in drop], max_examples, seed)
+    examples = [e for p in paths for e in read(Path(p))]
+    if guard is not None:
+        examples = guard.keep_by(examples, guard.example_refusal)
+    return sample([e for e in examples if e.group not in drop], max_examples, seed)
 
 
 def read_groups(path: str | Path) -> set[str]:
@@ -162,6 +176,11 @@ def read_groups(path: str | Path) -> set[str]:
     return groups
 
 
+def refused_line(guard: TrainingGuard) -> str:
+    """What `guard` refused, by reason, for a command's output."""
+    return ", ".join(f"{n} {why}" for why, n in sorted(guard.refused.items())) or "nothing refused"
+
+
 def train_verifier(
     labels: str | Path | Sequence[str | Path],
     *,
@@ -172,22 +191,32 @@ def train_verifier(
     progress: Callable[[int, int], None] | None = None,
     on_epoch: Callable[[dict[str, Any]], None] | None = None,
     provenance: dict[str, Any] | None = None,
+    data_root: str | Path | None = None,
+    doc_root: str | Path | None = None,
 ) -> TrainedVerifier:
     """Fit `verifier` (default settings when None) on the examples `read` yields from each labels
     file (one path or several: e.g. the LLM-free recipes' file beside each model's), at most
     `max_examples` of them (a seeded sample), without any example of `exclude_groups` (questions kept
-    for an evaluation: dropped before sampling, so they neither train nor validate). The provenance saved with it records the labels,
-    their summary and the command."""
+    for an evaluation: dropped before sampling, so they neither train nor validate), nor any the
+    guard of `data_root` ($VERIRAG_DATA_DIR) and `doc_root` (the installed documentation) refuses
+    (module doc; there is no option to turn it off). The provenance saved with it records the labels,
+    their summary, what the guard refused and the command."""
     v = verifier or TrainedVerifier()
     paths = [Path(labels)] if isinstance(labels, (str, Path)) else [Path(p) for p in labels]
     if not paths:
         raise InputError("no labels file given")
-    examples = read_examples(paths, max_examples, v.seed, read, exclude_groups)
+    guard = TrainingGuard.for_verifier(data_dir(data_root), doc_root)
+    if read is read_labels:
+        read = partial(read_labels, guard=guard)
+    examples = read_examples(paths, max_examples, v.seed, read, exclude_groups, guard)
+    guard.check_by(examples, guard.example_refusal, lambda e: e.question)  # the last check before fitting
     if not examples:
-        raise InputError(f"{', '.join(map(str, paths))} hold no examples")
+        raise InputError(f"{', '.join(map(str, paths))} hold no examples the guard allows ({refused_line(guard)})")
     v.provenance = {
         **(provenance or {}),
         "labels": [str(p) for p in paths] if len(paths) > 1 else str(paths[0]),
         "label_summary": summary(examples),
+        "refused_as_evaluation_data": dict(sorted(guard.refused.items())),
+        "guard_notes": list(guard.heldout.notes) if guard.heldout is not None else [],
     }
     return v.fit(examples, progress=progress, on_epoch=on_epoch)

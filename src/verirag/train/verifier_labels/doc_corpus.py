@@ -3,7 +3,7 @@ here by scripts/install_doc_corpus.sh (`make doc-corpus`), read as paragraphs.
 
 Each package is a list of file patterns (DOC_PACKAGES) under the corpus root ($VERIRAG_DOC_ROOT,
 default "/"); where dpkg knows the package only its own files count. Files are Sphinx sources
-(*.rst.txt), plain text (*.txt, *.txt.gz) or man pages (roff, *.gz), turned into plain paragraphs
+(*.rst.txt), plain text (*.txt, *.txt.gz, Info manuals *.info*.gz) or man pages (roff, *.gz), turned into plain paragraphs
 by rule (markup dropped, code blocks, headings, tables and lists left out) and kept when they read
 as prose (12-120 words, mostly letters, a full stop). A paragraph's key is
 "<package>:<path relative to the root>#<index among the file's kept paragraphs>", so the text is
@@ -38,6 +38,9 @@ DOC_PACKAGES: dict[str, tuple[str, ...]] = {
     "python3-doc": ("usr/share/doc/python3.*/html/_sources/**/*.rst.txt",),
     "manpages": ("usr/share/man/man[4-7]/*.gz",),
     "manpages-dev": ("usr/share/man/man2/*.gz", "usr/share/man/man3/*.gz"),
+    # the final test's kind of document (heldout.FINAL_PACKAGES): the GNU Info manuals of whatever
+    # packages installed them (coreutils, grep, sed, ...), never read for training or for a choice
+    "info-manuals": ("usr/share/info/*.info.gz", "usr/share/info/*.info-[0-9]*.gz"),
 }
 # dpkg's name for the files of a package whose documentation another package ships
 DPKG_NAMES = {"python3-doc": "python3.*-doc"}
@@ -48,6 +51,7 @@ LICENCE_TEXT = re.compile(
     re.IGNORECASE,
 )
 MIN_WORDS, MAX_WORDS = 12, 120
+INFO_FILE = re.compile(r"\.info(?:-\d+)?(?:\.gz)?$")
 
 
 def doc_root() -> Path:
@@ -200,6 +204,8 @@ def paragraphs_of(path: Path, text: str) -> list[str]:
         found = rst_paragraphs(text)
     elif name.endswith((".txt", ".txt.gz")):
         found = text_paragraphs(text)
+    elif INFO_FILE.search(name):
+        found = text_paragraphs(text.replace("\x1f", "\n"))  # \x1f: Info's node separator
     else:
         if text.lstrip().startswith(".so "):  # a man page that only points to another
             return []

@@ -108,21 +108,24 @@ def check_options(
 def select_questions(
     source: Source, excluded_keys: set[str], n: int | None, seed: int, split: str | None = None
 ) -> tuple[list[Question], list[str], int]:
-    """(the `n` drawn questions, ids of all allowed ones, how many were excluded); the excluded
-    questions' evidence passages are banned from serving as distractors. With `split` (`heldout`)
-    only that split's questions are drawn or lend their answers and turns."""
+    """(the `n` drawn questions, ids of the questions that may lend their answers and turns, how many
+    were excluded). Drawn: the allowed questions of `split` (none given: train's and heldout's, never
+    the final test's). Answers, turns and distractors come from `split`'s questions only (none given:
+    train's), so a training item never reads a held-out question's answer or evidence, nor a held-out
+    item a training question's; the excluded questions' evidence is never a distractor either."""
     usable = list(source.questions.values())
     allowed = [q for q in usable if question_key(q.text) not in excluded_keys]
     n_excluded = len(usable) - len(allowed)
-    if split is not None:
-        allowed = [q for q in allowed if split_of(q.dataset, q.id) == split]
+    lend = split or "train"
+    drawn = [q for q in allowed if split_of(q.dataset, q.id) == split or (split is None and split_of(q.dataset, q.id) != "final")]
     source.banned = {
         key for key, asked in source.evidence_of.items() if any(question_key(text) in excluded_keys for text in asked)
-    }
+    } | {key for key, ids in source.evidence_ids.items() if any(split_of(source.name, i) != lend for i in ids)}
     # Each question's place comes from a hash of (seed, dataset, id): a larger n extends a smaller
     # one's questions (a labelling run grows across sessions) and no other question moves them.
-    order = sorted(allowed, key=lambda q: hashlib.sha256(f"{seed}|{source.name}|{q.id}".encode()).digest())
-    return order[:n] if n is not None else order, [q.id for q in allowed], n_excluded
+    order = sorted(drawn, key=lambda q: hashlib.sha256(f"{seed}|{source.name}|{q.id}".encode()).digest())
+    lenders = [q.id for q in allowed if split_of(q.dataset, q.id) == lend]
+    return order[:n] if n is not None else order, lenders, n_excluded
 
 
 def plan_items(ctx: LabelContext, questions: dict[str, list[Question]], recipes: Sequence[str]) -> list[Item]:

@@ -80,6 +80,7 @@ class Source:
     own_distractors: dict[str, list[str]] = field(default_factory=dict)
     unusable: int = 0  # questions left out, see module doc
     evidence_of: dict[str, list[str]] = field(default_factory=dict)  # passage key -> questions it is evidence for
+    evidence_ids: dict[str, list[str]] = field(default_factory=dict)  # passage key -> those questions' ids
     banned: set[str] = field(default_factory=set)  # evidence of excluded questions: never a distractor
     _bm25: Any = field(default=None, repr=False)  # NQ distractor search, built on first use
     _keys: list[str] = field(default_factory=list, repr=False)
@@ -151,7 +152,8 @@ def load_nq(data_root: Path) -> Source:
             continue
         questions[key] = Question("nq", key, r["question"], tuple(r["answers"]), (key,), found[0])
     evidence_of = {str(r["row"]): [r["question"]] for r in rows}
-    return Source("nq", questions, passages, unusable=unusable, evidence_of=evidence_of)
+    evidence_ids = {str(r["row"]): [str(r["row"])] for r in rows}
+    return Source("nq", questions, passages, unusable=unusable, evidence_of=evidence_of, evidence_ids=evidence_ids)
 
 
 def load_hotpotqa(data_root: Path) -> Source:
@@ -162,11 +164,12 @@ def load_hotpotqa(data_root: Path) -> Source:
             if text and title not in key_of:
                 key_of[title] = f"{r.id}:{i}"
                 passages[key_of[title]] = (title, text)
-    questions, distractors, unusable, evidence_of = {}, {}, 0, {}
+    questions, distractors, unusable, evidence_of, evidence_ids = {}, {}, 0, {}, {}
     for r in records:
         for title in r.gold_titles:
             if title in key_of:
                 evidence_of.setdefault(key_of[title], []).append(r.question)
+                evidence_ids.setdefault(key_of[title], []).append(str(r.id))
         if not r.answer.strip() or not r.gold_titles or any(t not in key_of for t in r.gold_titles):
             unusable += 1
             continue
@@ -184,7 +187,9 @@ def load_hotpotqa(data_root: Path) -> Source:
             for t, x in r.paragraphs
             if x and t not in r.gold_titles and (yes_no or not holds_answer(x, [r.answer]))
         ]
-    return Source("hotpotqa", questions, passages, distractors, unusable=unusable, evidence_of=evidence_of)
+    return Source(
+        "hotpotqa", questions, passages, distractors, unusable=unusable, evidence_of=evidence_of, evidence_ids=evidence_ids
+    )
 
 
 def load_nomiracl(data_root: Path) -> Source:
