@@ -28,7 +28,8 @@ from verirag.train.verifier_labels.sources import load_sources
 
 NAMES = ["Mara Quill", "Tobias Fenn", "Selma Hart", "Ivo Brandt", "Nora Vell", "Piet Lund"]
 TOWNS = ["Harwick", "Dellport", "Wexmoor", "Kelby", "Orrin", "Tallbridge"]
-N_NQ, N_HOTPOT = 12, 6  # nq rows 4, 9 and 11 and hotpotqa h3 and h5 fall in the held-out buckets
+N_NQ, N_HOTPOT = 12, 6  # nq rows 4, 9 and 11 and hotpotqa h3 and h5 fall in the held-out buckets;
+# nq rows 0, 5 and 8 (and 11) are own-answer groups: held out too
 INFO = (
     "\x1f\nFile: toy.info,  Node: Top,  Next: Intro,  Up: (dir)\n\nToy\n***\n\n"
     "The toy program copies each input file to the standard output, and it stops at the first error "
@@ -139,9 +140,9 @@ def test_training_refuses_the_held_out_split_whatever_the_options(tmp_path, data
     held = {(r["dataset"], str(r["example"]).rsplit("#", 1)[0]) for r in records if split_of(r["dataset"], str(r["example"])) != "train"}
     assert {d for d, _ in held} == {"nq", "hotpotqa", "docs"}  # the file does hold held-out questions and man pages
     guard = TrainingGuard.for_verifier(data)
-    kept = read_examples([path], read=lambda p: read_labels(p, guard), guard=guard, exclude_groups={"nq:0"}, max_examples=10_000)
+    kept = read_examples([path], read=lambda p: read_labels(p, guard), guard=guard, exclude_groups={"nq:1"}, max_examples=10_000)
     assert guard.refused[HELD_QUESTION] > 0 and guard.refused[HELD_DOCUMENT] > 0
-    assert sum(guard.refused.values()) + len(kept) + sum(r["dataset"] == "nq" and r["example"] == "0" for r in records) == len(records)
+    assert sum(guard.refused.values()) + len(kept) + sum(r["dataset"] == "nq" and r["example"] == "1" for r in records) == len(records)
     assert all(split_of(*e.group.split(":", 1)) == "train" for e in kept if not e.group.startswith("docs:"))
     assert not any(e.group.startswith(("docs:manpages", "docs:info-manuals")) for e in kept)
     # the same refusals through the command line: they are printed, whatever --exclude-groups says
@@ -150,7 +151,7 @@ def test_training_refuses_the_held_out_split_whatever_the_options(tmp_path, data
     only_held = tmp_path / "held-only.jsonl"
     only_held.write_text("".join(json.dumps(r) + "\n" for r in records if split_of(r["dataset"], str(r["example"])) != "train"))
     groups = tmp_path / "groups.txt"
-    groups.write_text("nq:0\n")
+    groups.write_text("nq:1\n")
     args = ["train", "verifier", str(only_held), "--out", str(tmp_path / "v"), "--exclude-groups", str(groups)]
     assert main([*args, "--max-examples", "5"]) != 0  # nothing left to train on
     with pytest.raises(InputError, match="no examples the guard allows.*held-out"):
@@ -161,8 +162,8 @@ def test_an_own_answer_group_is_refused_even_where_its_hash_says_train(data):
     own = sorted(g for g in own_answer_groups() if g.startswith("nq:") and hash_split("nq", g[3:]) == "train")[0]
     assert split_of("nq", own[3:]) == "heldout"
     guard = TrainingGuard.for_verifier(data)
-    kept = guard.keep_by([example(own), example("nq:0")], guard.example_refusal)
-    assert [e.group for e in kept] == ["nq:0"] and guard.refused == {OWN_QUESTION: 1}
+    kept = guard.keep_by([example(own), example("nq:1")], guard.example_refusal)
+    assert [e.group for e in kept] == ["nq:1"] and guard.refused == {OWN_QUESTION: 1}
     with pytest.raises(InputError, match="own-answer"):
         train_verifier("x", read=lambda p: iter([example(own)] * 4), data_root=data)
     with pytest.raises(InputError, match="own-answer"):
@@ -195,34 +196,35 @@ def test_the_final_documents_are_labelled_only_when_asked(tmp_path, data, docs):
     final = {r["example"].split(":")[0] for r in read_records(labels(tmp_path, data, "f.jsonl", datasets=["docs"], split="final"))}
     assert "info-manuals" not in default and final == {"info-manuals"}
     guard = TrainingGuard.for_verifier(data)
-    assert not guard.keep_by(read_records(tmp_path / "f.jsonl"), guard.record_refusal)
-    assert guard.refused[FINAL_DOCUMENT] > 0
+    made = [r for r in read_records(tmp_path / "f.jsonl") if "skip" not in r]
+    assert made and not guard.keep_by(made, guard.record_refusal)
+    assert guard.refused == {FINAL_DOCUMENT: len(made)}
 
 
 def test_a_held_out_questions_evidence_or_answer_is_refused_in_a_training_question(tmp_path, data, docs):
     guard = TrainingGuard.for_verifier(data)
     nq = load_sources(data, ["nq"])["nq"]
     held_gold = nq.questions["4"].gold[0]
-    base = {"id": "swap/nq/0/x/s0", "recipe": "swap", "dataset": "nq", "example": "0", "qh": "x", "label": 0}
-    borrowed_passage = {**base, "passages": ["0", held_gold], "answer": {"answer_from": ["nq", "0", 0]}}
-    borrowed_answer = {**base, "passages": ["0"], "answer": {"answer_from": ["nq", "4", 0]}}
-    borrowed_turn = {**base, "passages": ["0"], "answer": "x", "history": [{"join": ["User: ", {"question_of": ["nq", "9"]}]}]}
-    clean = {**base, "passages": ["0", "1"], "answer": {"answer_from": ["nq", "1", 0]}}
+    base = {"id": "swap/nq/1/x/s0", "recipe": "swap", "dataset": "nq", "example": "1", "qh": "x", "label": 0}
+    borrowed_passage = {**base, "passages": ["1", held_gold], "answer": {"answer_from": ["nq", "1", 0]}}
+    borrowed_answer = {**base, "passages": ["1"], "answer": {"answer_from": ["nq", "4", 0]}}
+    borrowed_turn = {**base, "passages": ["1"], "answer": "x", "history": [{"join": ["User: ", {"question_of": ["nq", "5"]}]}]}
+    clean = {**base, "passages": ["1", "2"], "answer": {"answer_from": ["nq", "2", 0]}}
     kept = guard.keep_by([borrowed_passage, borrowed_answer, borrowed_turn, clean], guard.record_refusal)
     assert kept == [clean]
     assert guard.refused == {HELD_EVIDENCE: 1, "answer or turn drawn from a held-out question": 2}
     title, text = nq.passages[held_gold]
     assert guard.example_refusal(example("mine:1", passages=(f"{title}\n{text}",))) == HELD_EVIDENCE
-    assert guard.example_refusal(example("mine:1", question="Who built the tower of Harwick 4?")) == HELD_QUESTION
+    assert guard.example_refusal(example("mine:1", question="Who built the tower of Orrin 4?")) == HELD_QUESTION
 
 
 def test_labelling_lends_only_the_splits_own_questions(tmp_path, data, docs):
     nq = load_sources(data, ["nq"])["nq"]
     _, lenders, _ = select_questions(nq, set(), None, 0)
     assert lenders and all(split_of("nq", i) == "train" for i in lenders)
-    assert {nq.questions[i].gold[0] for i in ("4", "9", "11")} <= nq.banned
+    assert {nq.questions[i].gold[0] for i in ("4", "9", "11", "0")} <= nq.banned  # hashed out, own-answer
     _, lenders, _ = select_questions(nq, set(), None, 0, "heldout")
-    assert sorted(lenders) == ["11", "4", "9"] and nq.questions["0"].gold[0] in nq.banned
+    assert sorted(lenders) == ["0", "11", "4", "5", "8", "9"] and nq.questions["1"].gold[0] in nq.banned
     # every record a --split train run makes passes the guard: nothing of the held-out split leaks in
     path = labels(tmp_path, data, "train.jsonl", split="train")
     guard = TrainingGuard.for_verifier(data)

@@ -43,7 +43,9 @@ def label_verifier(
     ),
     split: str | None = typer.Option(
         None,
-        help="Only this split's questions: train or heldout (whole questions; for docs whole packages). Default: all.",
+        help="Only this split's questions: train, heldout (whole questions, the own-answer runs' too; for docs "
+        "whole packages: the man pages) or final (the Info manuals, kept back for the final table). Default: "
+        "train's and heldout's, answers and distractors from train's only.",
     ),
     threads: int | None = typer.Option(
         None, help="llama.cpp threads (default: every core; on a busy machine 1 can be much faster)."
