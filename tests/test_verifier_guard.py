@@ -75,7 +75,9 @@ def write_data(root: Path) -> Path:
     row = {"model": "m", "response": "r", "references": ["x"], "gold_passages": [], "label_correct": 1}
     row["human_correctness"] = "correct"
     for name in ("correctness_nq_corrected_396.jsonl", "correctness_human_eval_1200.jsonl"):
-        (folder / name).write_text(json.dumps({**row, "dataset": "natural_questions", "id": 1, "question": "who is nobody"}) + "\n")
+        (folder / name).write_text(
+            json.dumps({**row, "dataset": "natural_questions", "id": 1, "question": "who is nobody"}) + "\n"
+        )
     return root
 
 
@@ -137,19 +139,29 @@ def test_the_fixture_has_held_out_questions():
 def test_training_refuses_the_held_out_split_whatever_the_options(tmp_path, data, docs):
     path = labels(tmp_path, data, "all.jsonl")  # no --split: what the CLI labels by default
     records = [r for r in read_records(path) if "skip" not in r]
-    held = {(r["dataset"], str(r["example"]).rsplit("#", 1)[0]) for r in records if split_of(r["dataset"], str(r["example"])) != "train"}
+    held = {
+        (r["dataset"], str(r["example"]).rsplit("#", 1)[0])
+        for r in records
+        if split_of(r["dataset"], str(r["example"])) != "train"
+    }
     assert {d for d, _ in held} == {"nq", "hotpotqa", "docs"}  # the file does hold held-out questions and man pages
     guard = TrainingGuard.for_verifier(data)
-    kept = read_examples([path], read=lambda p: read_labels(p, guard), guard=guard, exclude_groups={"nq:1"}, max_examples=10_000)
+    kept = read_examples(
+        [path], read=lambda p: read_labels(p, guard), guard=guard, exclude_groups={"nq:1"}, max_examples=10_000
+    )
     assert guard.refused[HELD_QUESTION] > 0 and guard.refused[HELD_DOCUMENT] > 0
-    assert sum(guard.refused.values()) + len(kept) + sum(r["dataset"] == "nq" and r["example"] == "1" for r in records) == len(records)
+    assert sum(guard.refused.values()) + len(kept) + sum(
+        r["dataset"] == "nq" and r["example"] == "1" for r in records
+    ) == len(records)
     assert all(split_of(*e.group.split(":", 1)) == "train" for e in kept if not e.group.startswith("docs:"))
     assert not any(e.group.startswith(("docs:manpages", "docs:info-manuals")) for e in kept)
     # the same refusals through the command line: they are printed, whatever --exclude-groups says
     from verirag.cli import main
 
     only_held = tmp_path / "held-only.jsonl"
-    only_held.write_text("".join(json.dumps(r) + "\n" for r in records if split_of(r["dataset"], str(r["example"])) != "train"))
+    only_held.write_text(
+        "".join(json.dumps(r) + "\n" for r in records if split_of(r["dataset"], str(r["example"])) != "train")
+    )
     groups = tmp_path / "groups.txt"
     groups.write_text("nq:1\n")
     args = ["train", "verifier", str(only_held), "--out", str(tmp_path / "v"), "--exclude-groups", str(groups)]
@@ -193,7 +205,10 @@ def test_man_pages_and_info_manuals_are_refused_by_group_and_by_text(data, docs)
 
 def test_the_final_documents_are_labelled_only_when_asked(tmp_path, data, docs):
     default = {r["example"].split(":")[0] for r in read_records(labels(tmp_path, data, "d.jsonl", datasets=["docs"]))}
-    final = {r["example"].split(":")[0] for r in read_records(labels(tmp_path, data, "f.jsonl", datasets=["docs"], split="final"))}
+    final = {
+        r["example"].split(":")[0]
+        for r in read_records(labels(tmp_path, data, "f.jsonl", datasets=["docs"], split="final"))
+    }
     assert "info-manuals" not in default and final == {"info-manuals"}
     guard = TrainingGuard.for_verifier(data)
     made = [r for r in read_records(tmp_path / "f.jsonl") if "skip" not in r]
@@ -208,7 +223,12 @@ def test_a_held_out_questions_evidence_or_answer_is_refused_in_a_training_questi
     base = {"id": "swap/nq/1/x/s0", "recipe": "swap", "dataset": "nq", "example": "1", "qh": "x", "label": 0}
     borrowed_passage = {**base, "passages": ["1", held_gold], "answer": {"answer_from": ["nq", "1", 0]}}
     borrowed_answer = {**base, "passages": ["1"], "answer": {"answer_from": ["nq", "4", 0]}}
-    borrowed_turn = {**base, "passages": ["1"], "answer": "x", "history": [{"join": ["User: ", {"question_of": ["nq", "5"]}]}]}
+    borrowed_turn = {
+        **base,
+        "passages": ["1"],
+        "answer": "x",
+        "history": [{"join": ["User: ", {"question_of": ["nq", "5"]}]}],
+    }
     clean = {**base, "passages": ["1", "2"], "answer": {"answer_from": ["nq", "2", 0]}}
     kept = guard.keep_by([borrowed_passage, borrowed_answer, borrowed_turn, clean], guard.record_refusal)
     assert kept == [clean]

@@ -17,7 +17,13 @@ from typing import Any
 
 from verirag.errors import InputError
 from verirag.train.verifier_labels.exclusion import question_key
-from verirag.train.verifier_labels.heldout import FINAL_PACKAGES, HELDOUT_PACKAGES, doc_split, hash_split, own_answer_groups
+from verirag.train.verifier_labels.heldout import (
+    FINAL_PACKAGES,
+    HELDOUT_PACKAGES,
+    doc_split,
+    hash_split,
+    own_answer_groups,
+)
 
 HELD_QUESTION = "held-out question"
 OWN_QUESTION = "own-answer evaluation question"

@@ -117,7 +117,11 @@ def select_questions(
     allowed = [q for q in usable if question_key(q.text) not in excluded_keys]
     n_excluded = len(usable) - len(allowed)
     lend = split or "train"
-    drawn = [q for q in allowed if split_of(q.dataset, q.id) == split or (split is None and split_of(q.dataset, q.id) != "final")]
+    drawn = [
+        q
+        for q in allowed
+        if split_of(q.dataset, q.id) == split or (split is None and split_of(q.dataset, q.id) != "final")
+    ]
     source.banned = {
         key for key, asked in source.evidence_of.items() if any(question_key(text) in excluded_keys for text in asked)
     } | {key for key, ids in source.evidence_ids.items() if any(split_of(source.name, i) != lend for i in ids)}

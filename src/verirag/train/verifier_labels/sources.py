@@ -188,7 +188,13 @@ def load_hotpotqa(data_root: Path) -> Source:
             if x and t not in r.gold_titles and (yes_no or not holds_answer(x, [r.answer]))
         ]
     return Source(
-        "hotpotqa", questions, passages, distractors, unusable=unusable, evidence_of=evidence_of, evidence_ids=evidence_ids
+        "hotpotqa",
+        questions,
+        passages,
+        distractors,
+        unusable=unusable,
+        evidence_of=evidence_of,
+        evidence_ids=evidence_ids,
     )
 
 
