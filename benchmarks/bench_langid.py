@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from langid_samples import NON_ENGLISH, SHORT_ENGLISH  # noqa: E402
+from langid_samples import NON_ENGLISH, SHORT_ENGLISH
 
 
 def english_sets(data: Path, n_sentences: int) -> dict[str, list[str]]:

@@ -86,10 +86,8 @@ def test_long_and_odd_answers_are_decided_without_a_crash():
 
 
 def test_a_verdict_contradicting_faithful_or_unknown_is_refused():
-    base = dict(
-        question="q", answer="a", score=0.9, threshold=0.5, evidence=[], supporting_passage=None, method="m"
-    )
-    base.update(judge="j", timings={})
+    base = {"question": "q", "answer": "a", "score": 0.9, "threshold": 0.5, "evidence": [], "method": "m"}
+    base.update(supporting_passage=None, judge="j", timings={})
     with pytest.raises(ValueError, match="contradicts"):
         VerifyResult(**base, faithful=True, verdict=UNVERIFIED)
     with pytest.raises(ValueError, match="one of"):

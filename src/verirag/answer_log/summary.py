@@ -156,9 +156,7 @@ def summarize(
         "failures": [
             {"line": r["line"], "id": r["id"], "error": r.get("error")} for r in records if r["status"] == "failed"
         ],
-        "unverified_answers": [
-            {"line": r["line"], "id": r["id"], **(r.get("unverified") or {})} for r in unverified
-        ],
+        "unverified_answers": [{"line": r["line"], "id": r["id"], **(r.get("unverified") or {})} for r in unverified],
         "malformed_lines": [
             {"line": r["line"], "id": r["id"], "reason": r.get("error")} for r in records if r["status"] == "malformed"
         ],

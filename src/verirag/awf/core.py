@@ -34,14 +34,14 @@ from verirag.learned.threshold import ANSWER, as_controller
 from verirag.llm.usage import Usage, metering
 from verirag.metrics.abstention import is_abstention
 from verirag.types import (
+    SUPPORTED,
+    UNSUPPORTED,
+    UNVERIFIED,
     AskResult,
     CascadeDecision,
     Evidence,
     Passage,
     ScoredPassage,
-    SUPPORTED,
-    UNSUPPORTED,
-    UNVERIFIED,
     VerifyResult,
     judged_sentences,
 )
