@@ -13,6 +13,27 @@ from typing import Any
 Message = dict[str, str]
 Prompt = str | list[Message]
 
+# The verdicts (AskResult.verdict, VerifyResult.verdict): an unverified answer is one the judge
+# could not judge (`verirag.awf.unverified`: no claim, no passage text, a language it cannot read).
+SUPPORTED, UNSUPPORTED, UNVERIFIED = "supported", "unsupported", "unverified"
+VERDICTS = (SUPPORTED, UNSUPPORTED, UNVERIFIED)
+
+
+def checked_verdict(verdict: str, faithful: bool) -> str:
+    """`verdict`, or the one `faithful` implies when it is ""; ValueError for a verdict that is not
+    one of VERDICTS or that contradicts `faithful` (only a supported answer is faithful)."""
+    verdict = verdict or (SUPPORTED if faithful else UNSUPPORTED)
+    if verdict not in VERDICTS:
+        raise ValueError(f"verdict is one of {', '.join(VERDICTS)}, not {verdict!r}")
+    if (verdict == SUPPORTED) != bool(faithful):
+        raise ValueError(f"verdict {verdict!r} contradicts faithful={faithful!r}: only a supported answer is faithful")
+    return verdict
+
+
+def verdict_of(d: dict[str, Any]) -> str:
+    """A record's verdict; a record written before verdicts existed has it from `faithful`."""
+    return d.get("verdict") or (SUPPORTED if d.get("faithful") else UNSUPPORTED)
+
 
 @dataclass
 class Passage:
@@ -210,7 +231,9 @@ class AskResult:
 
     action: "answered" (score >= threshold), "abstained", "fallback" (answered again
     without retrieval because the retrieved answer was not supported) or "escalated" (answered
-    again by a larger model).
+    again by a larger model). `verdict`: "supported", "unsupported" or "unverified" (the judge
+    could not judge the retrieved answer, `unverified` says why: it is never supported, the
+    action is the unsupported one and the score is not to be trusted).
     `error` is set when the request could be served only partly (e.g. unparseable judge
     output); the record is kept so that nothing is silently dropped.
     """
@@ -245,6 +268,12 @@ class AskResult:
     sentences: list[JudgedSentence] | None = None
     # a cascade's routing (method GEN+cascade): which judge decided, both scores, the LLM's cost
     cascade: CascadeDecision | None = None
+    verdict: str = ""  # "" only in a record built by hand: __post_init__ derives it from faithful
+    # why the answer is unverified: {reason, message, language} (`verirag.awf.unverified`)
+    unverified: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        self.verdict = checked_verdict(self.verdict, self.faithful)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -276,6 +305,8 @@ class AskResult:
             prune=d.get("prune"),
             sentences=judged_sentences(d.get("sentences")),
             cascade=CascadeDecision.from_dict(d.get("cascade")),
+            verdict=verdict_of(d),
+            unverified=d.get("unverified"),
         )
 
 
@@ -284,7 +315,9 @@ class VerifyResult:
     """The verdict on an answer someone else produced (another RAG system's question, answer and
     passages): the score, the verdict at `threshold`, each passage's support and the passage that
     supports it best. `faithful` is False whenever `error` is set: a score that could not be
-    computed is no evidence of support."""
+    computed is no evidence of support. `verdict`: "supported", "unsupported" or "unverified"
+    (the judge could not judge: `unverified` says why; `faithful` is then False and `score`,
+    when there is one, is not to be trusted)."""
 
     question: str
     answer: str
@@ -303,6 +336,12 @@ class VerifyResult:
     sentences: list[JudgedSentence] | None = None
     # a cascade's routing (method GEN+cascade): which judge decided, both scores, the LLM's cost
     cascade: CascadeDecision | None = None
+    verdict: str = ""  # "" only in a record built by hand: __post_init__ derives it from faithful
+    # why the answer is unverified: {reason, message, language} (`verirag.awf.unverified`)
+    unverified: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        self.verdict = checked_verdict(self.verdict, self.faithful)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)  # the Evidence and JudgedSentence records become dicts too
@@ -326,6 +365,8 @@ class VerifyResult:
             warnings=list(d.get("warnings") or []),
             sentences=judged_sentences(d.get("sentences")),
             cascade=CascadeDecision.from_dict(d.get("cascade")),
+            verdict=verdict_of(d),
+            unverified=d.get("unverified"),
         )
 
 

@@ -1,5 +1,6 @@
 """OUT/report.html of a verified log: the summary, a score histogram, then every answer, the flagged
-ones first (failed verifications and unsupported answers, lowest score first, then malformed lines),
+ones first (failed verifications, unverified answers, unsupported answers lowest score first, then
+malformed lines),
 each with the passage that supports it best (the closest one when it is unsupported).
 Written by the reports' one page writer (`verirag.evaluation.page`): one self-contained file."""
 
@@ -19,7 +20,7 @@ FIGURES_DIR = "figures"
 EXCERPT_CHARS = 600
 ROW_CSS = """
 .badge{display:inline-block;padding:0 .5em;border-radius:.6em;font-size:.8em;color:#fff}
-.bad{background:#c0392b}.ok{background:#27ae60}.err{background:#7f8c8d}
+.bad{background:#c0392b}.ok{background:#27ae60}.err{background:#7f8c8d}.unv{background:#8e44ad}
 table.answers td{vertical-align:top;font-size:.85em;border-bottom:1px solid #e3e3e3;padding:.35em .5em}
 table.answers{border-collapse:collapse;width:100%}
 .pass{color:#444;font-size:.92em}
@@ -62,12 +63,12 @@ def score_histogram(scores: Sequence[float], labels: Sequence[int | None], thres
 
 
 def flagged_first(records: Sequence[dict[str, Any]]) -> list[int]:
-    """Positions of `records` in report order: failed, then unsupported by rising score, then
-    malformed lines, then supported by rising score."""
+    """Positions of `records` in report order: failed, then unverified, then unsupported by rising
+    score, then malformed lines, then supported by rising score."""
 
     def rank(i: int) -> tuple:
         r = records[i]
-        group = {"failed": 0, "malformed": 2}.get(r["status"], 1 if not r["supported"] else 3)
+        group = {"failed": 0, "unverified": 1, "malformed": 3}.get(r["status"], 2 if not r["supported"] else 4)
         return group, r["score"] if r["score"] is not None else -1.0, r["line"]
 
     return sorted(range(len(records)), key=rank)
@@ -83,6 +84,8 @@ def _verdict(r: dict[str, Any]) -> str:
         return '<span class="badge err">malformed</span>'
     if r["status"] == "failed":
         return '<span class="badge err">failed</span>'
+    if r["status"] == "unverified":
+        return '<span class="badge unv">unverified</span>'
     return '<span class="badge ok">supported</span>' if r["supported"] else '<span class="badge bad">unsupported</span>'
 
 
@@ -105,6 +108,8 @@ def _row(r: dict[str, Any], label: int | None) -> str:
     else:
         passage = ""
     notes = [f'<div class="warn">{e(r["error"])}</div>'] if r.get("error") else []
+    if r.get("unverified"):
+        notes.append(f'<div class="warn">unverified: {e(r["unverified"].get("message", ""))}</div>')
     notes += [f'<div class="cap">{e(w)}</div>' for w in r.get("warnings") or []]
     label_text = {1: "supported", 0: "unsupported"}.get(label, "–")
     return (
@@ -127,9 +132,12 @@ def _summary_table(summary: dict[str, Any]) -> str:
     v = s["verifier"]
     rows = [
         ("lines", s["lines"]),
-        ("answers (verified + failed)", s["answers"]),
+        ("answers (verified + unverified + failed)", s["answers"]),
         ("supported", s["supported"]),
+        ("unsupported", s.get("unsupported")),
+        ("unverified (the judge cannot judge them)", s.get("unverified")),
         ("share supported", s["share_supported"]),
+        ("share unverified", s.get("share_unverified")),
         ("failed to verify", s["failed"]),
         ("malformed lines", s["malformed"]),
         ("method", v.get("method")),

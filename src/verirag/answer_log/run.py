@@ -6,9 +6,12 @@ predictor's component digest: options, prompts, model fingerprint - and the thre
 killed run started again with the same command skips every answer already written and recomputes
 none; an answer whose log line or verifier changed gets a new line (the latest one counts).
 
-Record fields: key, id, line, status ("verified", "failed": the verifier could not judge it, with
-`error`; "malformed": the log line cannot be verified, with `error`), question, answer, score (None
-unless verified), line_text (a malformed line's start), supported (the verdict at `threshold`), threshold, supporting_passage (id, title,
+Record fields: key, id, line, status ("verified"; "unverified": the judge cannot judge this answer,
+`unverified` says why (`verirag.awf.unverified`), its score is kept but not trusted; "failed": the
+verifier could not score it, with `error`; "malformed": the log line cannot be verified, with
+`error`), question, answer, score (None when failed or malformed), line_text (a malformed line's
+start), supported (the verdict at `threshold`: never for an unverified answer), verdict
+("supported", "unsupported", "unverified"), unverified, threshold, supporting_passage (id, title,
 text, support_score: the best supported context; the closest one when unsupported), support_scores
 (each context's id and score), sentences (a sentence-level verifier's: each answer sentence's text,
 score and supporting_passage id; None for judges of the whole answer), method, judge, model,
@@ -32,6 +35,7 @@ from verirag.answer_log.formats import AnswerLog, LogEntry
 from verirag.errors import BackendError, CapabilityError
 from verirag.jsonio import AppendedJsonl
 from verirag.learned.threshold import ThresholdController, as_controller
+from verirag.types import UNVERIFIED
 
 RESULTS_FILE = "results.jsonl"
 
@@ -100,11 +104,14 @@ def verify_entry(pipeline, entry: LogEntry, threshold: float | ThresholdControll
             "warnings": entry.warnings,
             "seconds": round(time.perf_counter() - t0, 4),
         }
+    status = UNVERIFIED if v.verdict == UNVERIFIED else ("failed" if v.score is None else "verified")
     return {
         **base,
-        "status": "failed" if v.score is None else "verified",
+        "status": status,
         "score": v.score,
         "supported": v.faithful,
+        "verdict": v.verdict,
+        "unverified": v.unverified,
         "threshold": v.threshold,
         "supporting_passage": _passage_dict(v.supporting_passage) if v.supporting_passage else None,
         "support_scores": [{"id": e.id, "support_score": e.support_score} for e in v.evidence],

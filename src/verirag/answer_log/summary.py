@@ -2,10 +2,13 @@
 spread, what failed, and - where the log says which answers are right - how well the score and the
 verdict agree with that.
 
-- answers = verified + failed (a malformed line is no answer); share_supported = supported / answers.
-  A failed verification counts as unsupported, with score 0 in the labelled metrics (as `ask` and
-  `eval` count it).
-- scores: quantiles and a 10-bin histogram on [0, 1] of the verified answers' scores.
+- answers = verified + unverified + failed (a malformed line is no answer), and answers = supported
+  + unsupported + unverified + failed; share_supported = supported / answers, share_unverified =
+  unverified / answers. An unverified answer (the judge cannot judge it: `verirag.awf.unverified`)
+  is never supported; `unverified_reasons` counts its reasons. A failed or unverified answer counts
+  as unsupported, with score 0, in the labelled metrics (as `ask` and `eval` count it).
+- scores: quantiles and a 10-bin histogram on [0, 1] of the verified answers' scores (an unverified
+  answer's score is not trusted: it is left out).
 - labels: a human label field (`--label-field`) when the log has one; otherwise, when it has
   reference answers, the AwF paper's faithfulness label V computed by verirag's ground truth
   (`verirag.evaluation.ground_truth`, rule recall_or_substring: every token of a reference is in the
@@ -21,6 +24,7 @@ verdict agree with that.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -34,7 +38,7 @@ from verirag.jsonio import write_json
 from verirag.metrics.awf import awf_counts, pr_auc_statistic
 from verirag.metrics.calibration import auroc
 from verirag.metrics.stats import bootstrap_intervals
-from verirag.types import Example
+from verirag.types import UNVERIFIED, Example
 
 REFERENCE_RULE = "recall_or_substring"
 REFERENCE_LABEL = (
@@ -129,8 +133,10 @@ def summarize(
     entries = log.entries[: len(records)]
     answered = [r for r in records if r["status"] != "malformed"]
     verified = [r for r in records if r["status"] == "verified"]
+    unverified = [r for r in records if r["status"] == UNVERIFIED]
     supported = sum(bool(r["supported"]) for r in answered)
-    first = verified[0] if verified else {}
+    reasons = Counter((r.get("unverified") or {}).get("reason", "?") for r in unverified)
+    first = (verified or unverified or [{}])[0]
     summary: dict[str, Any] = {
         "log": str(log.path),
         "fields": log.fields.to_dict(),
@@ -138,14 +144,19 @@ def summarize(
         "lines": len(records),
         "answers": len(answered),
         "verified": len(verified),
-        "failed": len(answered) - len(verified),
+        "unverified": len(unverified),
+        "failed": len(answered) - len(verified) - len(unverified),
         "malformed": len(records) - len(answered),
         "supported": supported,
+        "unsupported": len(verified) - supported,
         "share_supported": supported / len(answered) if answered else None,
+        "share_unverified": len(unverified) / len(answered) if answered else None,
+        "unverified_reasons": dict(sorted(reasons.items())),
         "scores": score_distribution([r["score"] for r in verified]),
         "failures": [
             {"line": r["line"], "id": r["id"], "error": r.get("error")} for r in records if r["status"] == "failed"
         ],
+        "unverified_answers": [{"line": r["line"], "id": r["id"], **(r.get("unverified") or {})} for r in unverified],
         "malformed_lines": [
             {"line": r["line"], "id": r["id"], "reason": r.get("error")} for r in records if r["status"] == "malformed"
         ],
@@ -157,12 +168,12 @@ def summarize(
         summary["labels"] = {
             **source,
             "labelled": len(rows),
-            "note": "a failed verification counts as score 0, unsupported",
+            "note": "a failed or unverified answer counts as score 0, unsupported",
         }
         if rows:
             summary["labels"].update(
                 labelled_metrics(
-                    [r["score"] if r["score"] is not None else 0.0 for r, _ in rows],
+                    [r["score"] if r["status"] == "verified" else 0.0 for r, _ in rows],
                     [bool(r["supported"]) for r, _ in rows],
                     [y for _, y in rows],
                     confidence=confidence,
@@ -199,10 +210,13 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
     s = summary
     cut = s["verifier"].get("threshold")
     share = s["share_supported"]
+    reasons = ", ".join(f"{k} {n}" for k, n in s["unverified_reasons"].items())
     lines = [
         f"{s['answers']} answers verified from {s['lines']} lines: {s['supported']} supported"
         + (f" ({share:.1%})" if share is not None else "")
         + (f" at threshold {cut:.2f}" if cut is not None else "")
+        + f", {s['unsupported']} unsupported, {s['unverified']} unverified"
+        + (f" ({reasons})" if reasons else "")
         + f", {s['failed']} failed to verify, {s['malformed']} malformed lines."
     ]
     q = s["scores"]["quantiles"]
@@ -227,7 +241,9 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
         lines.append(f"malformed line {f['line']} ({f['id']}): {f['reason']}")
     for f in s["failures"][:10]:
         lines.append(f"failed {f['id']} (line {f['line']}): {f['error']}")
-    hidden = max(len(s["malformed_lines"]) - 10, 0) + max(len(s["failures"]) - 10, 0)
+    for u in s["unverified_answers"][:10]:
+        lines.append(f"unverified {u['id']} (line {u['line']}): {u.get('message')}")
+    hidden = sum(max(len(s[k]) - 10, 0) for k in ("malformed_lines", "failures", "unverified_answers"))
     if hidden:
         lines.append(f"… {hidden} more listed in summary.json and the report")
     return lines

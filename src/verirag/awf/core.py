@@ -1,8 +1,8 @@
 """The answer core: one sequence of typed stages that every entry point composes.
 
-    Pipeline.ask              Retrieve -> AnswerAndScore -> AnswerRules -> Act
-    Pipeline.verify           VerifyGiven -> AnswerRules
-    Pipeline.verify_and_act   VerifyGiven -> AnswerRules -> Act
+    Pipeline.ask              Retrieve -> AnswerAndScore -> AnswerRules -> Verifiability -> Act
+    Pipeline.verify           VerifyGiven -> AnswerRules -> Verifiability
+    Pipeline.verify_and_act   VerifyGiven -> AnswerRules -> Verifiability -> Act
     the experiment grid       AnswerAndScore (the example's passages) -> AnswerRules
 
 `verirag verify`, the service, the integrations and the `Verifier` facade go through `Pipeline`,
@@ -34,6 +34,9 @@ from verirag.learned.threshold import ANSWER, as_controller
 from verirag.llm.usage import Usage, metering
 from verirag.metrics.abstention import is_abstention
 from verirag.types import (
+    SUPPORTED,
+    UNSUPPORTED,
+    UNVERIFIED,
     AskResult,
     CascadeDecision,
     Evidence,
@@ -97,14 +100,17 @@ class Judgement:
     raw_score: float | None = None
     cascade: CascadeDecision | None = None  # a cascade predictor's routing
     rules: list[str] = field(default_factory=list)
+    # why the judge could not judge (`verirag.awf.unverified`): {reason, message, language}
+    unverified: dict[str, Any] | None = None
 
     @property
     def outage(self) -> bool:
         return is_outage(self.failure)
 
     def as_output(self) -> MethodOutput:
-        """The MethodOutput a policy acts on (a score that could not be computed acts as 0)."""
-        score = 0.0 if self.score is None else self.score
+        """The MethodOutput a policy acts on (a score that could not be computed acts as 0, and so
+        does the untrusted score of an unverified answer: it takes the unsupported action)."""
+        score = 0.0 if self.score is None or self.unverified else self.score
         return MethodOutput(answer=self.answer, score=score, error=self.error, details=self.details)
 
 
@@ -399,15 +405,24 @@ def _prune_report(p: PassagesRecord | None, act: ActRecord) -> dict[str, Any] | 
     return p.prune if act.second_read is None else {**p.prune, "second_answer": act.second_read}
 
 
+def _verdict(j: Judgement, faithful: bool) -> str:
+    if j.unverified:
+        return UNVERIFIED
+    return SUPPORTED if faithful else UNSUPPORTED
+
+
 def ask_result(state: AnswerState, threshold, *, model: str) -> AskResult:
     """The AskResult of a state that went through the act stage."""
     j, act, p = state.judgement, state.act, state.passages
     evidence = _evidence(state)
+    faithful = act.action == ANSWERED and not j.unverified
     return AskResult(
         question=state.question,
         answer=act.answer,
         score=float(j.score or 0.0),
-        faithful=act.action == ANSWERED,
+        faithful=faithful,
+        verdict=_verdict(j, faithful),
+        unverified=j.unverified,
         action=act.action,
         threshold=None if (p and p.untrusted) else as_controller(threshold).threshold_,
         evidence=evidence,
@@ -432,13 +447,17 @@ def verify_result(state: AnswerState, threshold) -> VerifyResult:
     "supported" only when a score was computed without error and the threshold answers it."""
     j = state.judgement
     controller = as_controller(threshold)
-    faithful = j.error is None and j.score is not None and controller.decide(j.score) == ANSWER
+    faithful = bool(
+        j.error is None and not j.unverified and j.score is not None and controller.decide(j.score) == ANSWER
+    )
     evidence = _evidence(state)
     return VerifyResult(
         question=state.question,
         answer=j.answer,
         score=j.score,
-        faithful=bool(faithful),
+        faithful=faithful,
+        verdict=_verdict(j, faithful),
+        unverified=j.unverified,
         threshold=controller.threshold_,
         evidence=evidence,
         supporting_passage=evidence[j.best] if j.best is not None else None,

@@ -34,6 +34,7 @@ from verirag.awf.registry import create
 from verirag.awf.registry import get as get_component
 from verirag.awf.spec import SEPARATOR, MethodSpec, accepted_options, split_name
 from verirag.awf.stages import UNTRUSTED_ACTIONS, ForecastRerankStage, PruneStage, TrustFilterStage
+from verirag.awf.unverified import Verifiability
 from verirag.conversation import as_history
 from verirag.errors import InputError
 from verirag.learned.threshold import ThresholdController, as_controller
@@ -375,7 +376,9 @@ class Pipeline:
             reformulate=lambda query: reformulate_query(self.llm, query),
         )
         act = Act(self.policy, fallback, threshold, untrusted_fallback=self._untrusted_fallback())
-        core = AnswerCore([retrieve, AnswerAndScore(self.method), AnswerRules(), act])
+        judge = getattr(self.method, "predictor", None)  # a unified method judges itself: no predictor
+        verifiable = Verifiability(english_only=getattr(judge, "english_only", False))
+        core = AnswerCore([retrieve, AnswerAndScore(self.method), AnswerRules(), verifiable, act])
         state = core.run(AnswerState(question, history=turns), on_stage)
         return ask_result(state, threshold, model=self.llm.model_id)
 
@@ -420,7 +423,8 @@ class Pipeline:
         turns = as_history(history)
         replace(self.config, threshold=threshold).validate()
         predictor = self.answer_verifier()
-        core = AnswerCore([VerifyGiven(predictor, self._answer_verifier[0]), AnswerRules(), *stages])
+        verifiable = Verifiability(english_only=predictor.english_only)
+        core = AnswerCore([VerifyGiven(predictor, self._answer_verifier[0]), AnswerRules(), verifiable, *stages])
         return core.run(
             AnswerState(question, history=turns, answer=answer, passages=PassagesRecord(passages)), on_stage
         )

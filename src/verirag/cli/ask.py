@@ -34,6 +34,8 @@ def print_result(r, *, show_question: bool = True) -> None:
     lines = [f"[bold]Q:[/bold] {escape(r.question)}"] if show_question else []
     lines.append(f"[bold]A:[/bold] {escape(r.answer)}")
     verdict = "supported" if r.faithful else "not supported"
+    if r.unverified:
+        verdict = f"unverified: {r.unverified['message']}; the score is not trusted"
     at = (
         f" at threshold {r.threshold:.2f}"
         if r.threshold is not None

@@ -15,8 +15,11 @@ from verirag.errors import InputError
 
 def print_verified(v) -> None:
     """A VerifyResult as a panel: each sentence marked, the verdict, the evidence, notes."""
-    colour = "green" if v.faithful else ("red" if v.error is None else "yellow")
-    verdict = "supported" if v.faithful else ("not verified" if v.score is None else "not supported")
+    colour = "green" if v.faithful else ("red" if v.error is None and not v.unverified else "yellow")
+    if v.unverified:
+        verdict = f"unverified: {v.unverified['reason']}, the score is not trusted"
+    else:
+        verdict = "supported" if v.faithful else ("not verified" if v.score is None else "not supported")
     lines = [f"[bold]Q:[/bold] {escape(v.question)}", f"[bold]A:[/bold] {escape(v.answer)}"]
     for s in v.sentences or []:  # a sentence-level verifier: each sentence, the unsupported ones marked
         weak = v.threshold is not None and s.score < v.threshold
@@ -36,6 +39,8 @@ def print_verified(v) -> None:
             f"[bold]{label}[/bold] {escape(sp.id)} (support {support}): "
             f"{escape(flat if len(flat) < 240 else flat[:240] + '…')}"
         )
+    if v.unverified:
+        lines.append(f"[yellow]unverified:[/yellow] {escape(v.unverified['message'])}")
     for note in ([v.error] if v.error else []) + v.warnings:
         lines.append(f"[red]note:[/red] {escape(note)}")
     lines.append(

@@ -57,11 +57,12 @@ class Telemetry:
 
     def result(self, route: str, result: dict[str, Any]) -> None:
         """Count a verdict and the model work behind it (an AskResult or VerifyResult as a dict)."""
-        verdict = (
-            "error"
-            if result.get("error") and not result.get("faithful")
-            else ("supported" if result.get("faithful") else "unsupported")
-        )
+        if result.get("verdict") == "unverified":  # counted apart: the judge could not judge it
+            verdict = "unverified"
+        elif result.get("error") and not result.get("faithful"):
+            verdict = "error"
+        else:
+            verdict = "supported" if result.get("faithful") else "unsupported"
         self.verdicts.labels(route, verdict, result.get("action", "none")).inc()
         usage = result.get("usage") or {}
         self.model_calls.inc(usage.get("calls", 0))

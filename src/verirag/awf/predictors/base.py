@@ -62,7 +62,9 @@ class FaithfulnessPredictor(Component, ABC):
     shared by every generator); `uses_entailment`: judged by an entailment model (`--judge`);
     `continues_generation`: it reads the generator's conversation, not only the answer's text
     (self_check), so its value is keyed by the generation it continues; `uses_llm`: it calls the
-    LLM it is built with (False: verifying a given answer loads no LLM at all)."""
+    LLM it is built with (False: verifying a given answer loads no LLM at all); `english_only`: it
+    was trained on English only, so an answer or passages in another language are `unverified`
+    (`verirag.awf.unverified`; an LLM judge reads other languages)."""
 
     kind = "predictor"
     name = ""
@@ -70,6 +72,7 @@ class FaithfulnessPredictor(Component, ABC):
     uses_entailment = False
     continues_generation = False
     uses_llm = True
+    english_only = False
 
     @abstractmethod
     def verify(self, question: str, answer: str, passages: Sequence[Passage]) -> Verification:

@@ -38,6 +38,7 @@ VERIFIER = "verifier"
 class CascadePredictor(FaithfulnessPredictor):
     needs: tuple[str, ...] = ()
     composes_judges = True  # built with the judge's LLM / entailment model (`build_predictor`)
+    english_only = True  # its first judge, the trained verifier, decides most answers alone
 
     def __init__(
         self,

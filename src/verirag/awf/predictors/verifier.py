@@ -35,6 +35,7 @@ from verirag.types import Passage
 class TrainedVerifierPredictor(FaithfulnessPredictor):
     needs: tuple[str, ...] = ()
     uses_llm = False
+    english_only = True  # trained on English benchmarks (docs/model-cards/verifier.md)
 
     def __init__(self, llm=None, *, verifier: str | None = None, read_top: int | None = None):
         from verirag.learned.shipped import shipped_verifier_dir
