@@ -383,7 +383,11 @@ def pooled_gate(out: Path, datasets: list[str], arm: str, reference: str) -> dic
     rows = {}
     for a in (arm, reference):
         f = out / f"{a}.jsonl"
-        rows[a] = {r["key"]: r for r in map(json.loads, f.read_text().splitlines()) if r["dataset"] in datasets} if f.exists() else {}
+        rows[a] = (
+            {r["key"]: r for r in map(json.loads, f.read_text().splitlines()) if r["dataset"] in datasets}
+            if f.exists()
+            else {}
+        )
     keys = sorted(set(rows[arm]) & set(rows[reference]))
     if not keys:
         return None
@@ -395,7 +399,9 @@ def pooled_gate(out: Path, datasets: list[str], arm: str, reference: str) -> dic
         m = [i for i, k in enumerate(keys) if rows[arm][k]["dataset"] == d]
         if m:
             per[d] = {"n": len(m), "accuracy_minus_reference": float(x[m].mean() - y[m].mean())}
-    passes = bool(len(keys) >= 1200 and diff.low > -0.02 and all(v["accuracy_minus_reference"] >= -0.01 for v in per.values()))
+    passes = bool(
+        len(keys) >= 1200 and diff.low > -0.02 and all(v["accuracy_minus_reference"] >= -0.01 for v in per.values())
+    )
     return {
         "arm": arm,
         "reference": reference,
@@ -410,7 +416,9 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=200, help="questions per dataset")
     ap.add_argument("--datasets", nargs="+", default=["nq", "nq-open", "hotpotqa"])
-    ap.add_argument("--arms", nargs="+", choices=ARMS, help=f"default: {' '.join(DEFAULT_ARMS)} (summary: the arms in OUT)")
+    ap.add_argument(
+        "--arms", nargs="+", choices=ARMS, help=f"default: {' '.join(DEFAULT_ARMS)} (summary: the arms in OUT)"
+    )
     ap.add_argument("--reference", default="build", choices=ARMS, help="the arm every other is compared with")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--chunk", type=int, default=20, help="questions per dataset each arm answers in its turn")
@@ -433,7 +441,13 @@ def main() -> None:
         run_all(args)
     note = "the portable build" if args.reference == "baseline" else f"the {args.reference} arm (this build)"
     report = summary(args.out, args.datasets, list(args.arms), args.reference)
-    gates = [g for a in args.arms if a.startswith("prune") for g in [pooled_gate(args.out, args.datasets, a, args.reference)] if g]
+    gates = [
+        g
+        for a in args.arms
+        if a.startswith("prune")
+        for g in [pooled_gate(args.out, args.datasets, a, args.reference)]
+        if g
+    ]
     (args.out / "summary.json").write_text(json.dumps({"reference": note, "report": report, "gate": gates}, indent=1))
     print_report(report, list(args.arms), note)
     for g in gates:

@@ -52,7 +52,9 @@ def test_the_guard_refuses_an_evaluation_question_and_a_licence_paragraph(tmp_pa
 
 def test_ordinary_prose_is_not_mistaken_for_a_licence():
     guard = TrainingGuard(frozenset(), licence_shingles())  # the machine's own licence files, where present
-    assert guard.refusal("Who built it?", ["The lighthouse at Cape Arrow was built in 1874 by the harbour board."]) is None
+    assert (
+        guard.refusal("Who built it?", ["The lighthouse at Cape Arrow was built in 1874 by the harbour board."]) is None
+    )
 
 
 def test_pruner_examples_pass_the_guard_whatever_the_caller_asks(tmp_path):

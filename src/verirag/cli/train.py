@@ -510,4 +510,6 @@ def pruner(
         f"{m['passages_keeping_an_answer']:.1%} of the passages holding one, and {m['words_kept']:.1%} of the words"
     )
     if "aggressive" in p.thresholds_:
-        out.print(f"published thresholds: conservative {p.threshold_:.3f} (default), aggressive {p.thresholds_['aggressive']:.3f}")
+        out.print(
+            f"published thresholds: conservative {p.threshold_:.3f} (default), aggressive {p.thresholds_['aggressive']:.3f}"
+        )
