@@ -23,7 +23,7 @@ from verirag.types import Passage, ScoredPassage
 
 QUESTION = "When was the lighthouse at Cape Arrow built?"
 ANSWERING = "The lighthouse at Cape Arrow was built in 1874 by the harbour board."
-UNRELATED = "The bakery beside the market sells rye bread and apple cakes."
+UNRELATED = "The bakery was built beside the market and sells rye bread and apple cakes."
 PASSAGES = [
     Passage("a", f"{ANSWERING} It stands on the northern cliff.", "Cape Arrow"),
     Passage("b", f"{UNRELATED} It opens at seven.", "Market"),
@@ -128,12 +128,18 @@ def test_the_cli_flags_on_every_command(parsed_by_cli, command):
 
 @pytest.mark.parametrize("command", ["ask", "demo", "serve"])
 def test_bad_cli_prune_options_are_refused(parsed_by_cli, command):
-    out = parsed_by_cli(command, "--prune-threshold", "1.5")
-    assert out.exit_code != 0 and "--prune-threshold: must be a number in [0, 1], got 1.5" in out.output
-    out = parsed_by_cli(command, "--prune", "--no-prune")
-    assert out.exit_code != 0 and "not both" in out.output
-    out = parsed_by_cli(command, "--prune-threshold", "high")
-    assert out.exit_code != 0 and "high" in out.output  # not a number: click says so
+    def refused(*args: str) -> str:
+        out = parsed_by_cli(command, *args)
+        assert not isinstance(out, PruneSetting) and out.exit_code != 0
+        # a VeriragError is printed as one line by `verirag.cli.main`; a click usage error by click
+        assert out.exception is None or isinstance(out.exception, (InputError, SystemExit)), out.exception
+        return out.output + str(out.exception or "")
+
+    assert "--prune-threshold: must be a number in [0, 1], got 1.5" in refused("--prune-threshold", "1.5")
+    assert "not both" in refused("--prune", "--no-prune")
+    assert "not both" in refused("--prune-threshold", "0.3", "--no-prune")
+    assert "high" in refused("--prune-threshold", "high")  # not a number
+    assert "0.4" in refused("--prune", "0.4")  # --prune is a flag: the old `--prune 0.4` is refused, not misread
 
 
 @pytest.mark.parametrize("value", [True, False, 0.3, 0.0, 1.0])
