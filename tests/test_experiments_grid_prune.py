@@ -114,7 +114,10 @@ def test_prune_names_a_saved_pruner_folder(fixture_file, tmp_path):
 @pytest.mark.parametrize(
     "value, says",
     [
-        ("yes", "prune: must be true, false, a threshold in [0, 1] or a mapping {threshold: T, pruner: DIR}, got 'yes'"),
+        (
+            "yes",
+            "prune: must be true, false, a threshold in [0, 1] or a mapping {threshold: T, pruner: DIR}, got 'yes'",
+        ),
         ([0.3], "prune: must be true, false, a threshold in [0, 1] or a mapping"),
         (1.5, "prune: must be a number in [0, 1], got 1.5"),
         (-0.1, "prune: must be a number in [0, 1], got -0.1"),

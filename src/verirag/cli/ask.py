@@ -180,7 +180,9 @@ def demo(
     from verirag import demo as demo_data
     from verirag.awf.pipeline import Pipeline
 
-    p = Pipeline.from_preset(preset, model=model, threshold=threshold, **prune_overrides(prune, prune_threshold, no_prune))
+    p = Pipeline.from_preset(
+        preset, model=model, threshold=threshold, **prune_overrides(prune, prune_threshold, no_prune)
+    )
     questions = demo_data.questions()
     with err.status("indexing the demo corpus…"):
         p.index(demo_data.corpus_path())

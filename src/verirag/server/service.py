@@ -26,7 +26,6 @@ from verirag.server.worker import CancelToken, ModelWorker
 from verirag.settings import settings
 from verirag.types import AskResult, Passage, VerifyResult
 
-
 # Pipelines kept for the methods requests name besides the default (which is always kept): more
 # than the registry's method names, so GET /v1/methods does not rebuild them; a name seen once more
 # after being dropped is rebuilt (cheap: no model loads again, models are shared per process).
