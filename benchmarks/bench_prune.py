@@ -160,20 +160,18 @@ def worker(arm: str, datasets: list[str], n: int, seed: int, out: Path) -> None:
     pruner = os.environ.get("BENCH_PRUNER") or None  # --pruner, passed through the environment
     threshold = os.environ.get("BENCH_PRUNE_THRESHOLD")  # --prune-threshold, likewise
     pruning = arm.startswith("prune")
-    config = replace(
-        PRESETS["local"], prune=pruning, pruner=pruner, prune_threshold=float(threshold) if threshold else None
-    )
     if arm == "prune-aggressive":
         from verirag.learned.pruner import ContextPruner
         from verirag.learned.shipped import shipped_pruner_dir
 
-        aggressive = ContextPruner.load(pruner or shipped_pruner_dir()).named_threshold("aggressive")
-        config = replace(config, prune_threshold=aggressive)
-    elif arm.startswith("prune-"):
+        threshold = str(ContextPruner.load(pruner or shipped_pruner_dir()).named_threshold("aggressive"))
+    setting = {"threshold": float(threshold) if threshold else None, "pruner": pruner} if pruning else False
+    config = replace(PRESETS["local"], prune=setting)
+    if arm.startswith("prune-") and arm != "prune-aggressive":
         config = replace(config, model=requantised(arm.removeprefix("prune-")))
     p = Pipeline(config, index=index)
     if pruning:  # a resumed arm goes on at the threshold its records were made at, or not at all
-        t = config.prune_threshold if config.prune_threshold is not None else p.context_pruner.threshold_
+        t = config.prune.threshold if config.prune.threshold is not None else p.context_pruner.threshold_
         other = {r["prune"]["threshold"] for r in stored if r.get("prune")} - {t}
         if other:
             raise SystemExit(f"{path} holds records pruned at {sorted(other)}, not {t}: give another --out")

@@ -9,6 +9,7 @@ import shutil
 import pytest
 from doubles import ScriptedLLM
 
+from verirag.awf.prune_setting import PRUNE_DEFAULT
 from verirag.errors import InputError
 from verirag.experiments.grid.config import parse_config
 from verirag.experiments.grid.records import ResultStore
@@ -92,9 +93,10 @@ def config(path, **over):
 )
 def test_prune_values(fixture_file, value, parsed):
     cfg = config(fixture_file, prune=value)
-    assert cfg.prune == parsed
+    assert cfg.prune.to_json() == parsed and cfg.prune.on == (parsed is not None)
     assert cfg.run_json()["prune"] == parsed
-    assert config(fixture_file).prune is None  # absent: off
+    assert config(fixture_file).prune == PRUNE_DEFAULT  # absent: the one default (off today)
+    assert not PRUNE_DEFAULT.on
 
 
 def test_prune_names_a_saved_pruner_folder(fixture_file, tmp_path):
@@ -103,7 +105,7 @@ def test_prune_names_a_saved_pruner_folder(fixture_file, tmp_path):
         config(fixture_file, prune={"pruner": str(folder)})
     folder.mkdir()
     (folder / "pruner.json").write_text("{}")  # the file is read when the run starts, not here
-    assert config(fixture_file, prune={"threshold": 0.5, "pruner": str(folder)}).prune == {
+    assert config(fixture_file, prune={"threshold": 0.5, "pruner": str(folder)}).prune.to_json() == {
         "threshold": 0.5,
         "pruner": str(folder),
     }
@@ -112,14 +114,17 @@ def test_prune_names_a_saved_pruner_folder(fixture_file, tmp_path):
 @pytest.mark.parametrize(
     "value, says",
     [
-        ("yes", "prune: must be true/false, a threshold in [0, 1] or a mapping {threshold: T, pruner: DIR}, got text"),
-        ([0.3], "prune: must be true/false, a threshold in [0, 1] or a mapping"),
-        (1.5, "prune.threshold: must be a number in [0, 1], got 1.5"),
-        (-0.1, "prune.threshold: must be a number in [0, 1], got -0.1"),
-        ({"threshold": "high"}, "prune.threshold: must be a number in [0, 1], got text 'high'"),
+        (
+            "yes",
+            "prune: must be true, false, a threshold in [0, 1] or a mapping {threshold: T, pruner: DIR}, got 'yes'",
+        ),
+        ([0.3], "prune: must be true, false, a threshold in [0, 1] or a mapping"),
+        (1.5, "prune: must be a number in [0, 1], got 1.5"),
+        (-0.1, "prune: must be a number in [0, 1], got -0.1"),
+        ({"threshold": "high"}, "prune.threshold: must be a number in [0, 1], got 'high'"),
         ({"threshold": True}, "prune.threshold: must be a number in [0, 1], got true"),
         ({"thresold": 0.3}, "prune.thresold: unknown key"),
-        ({"pruner": ""}, "prune.pruner: must be non-empty text"),
+        ({"pruner": ""}, "prune.pruner: must name a folder"),
         ({"pruner": 3}, "prune.pruner"),
     ],
 )
@@ -135,7 +140,7 @@ def test_the_shipped_prune_config_turns_pruning_on():
     from verirag.experiments.grid.config import load_config
 
     cfg = load_config(Path(__file__).resolve().parents[1] / "configs" / "prune-small.yaml")
-    assert cfg.prune == {"threshold": None, "pruner": None}
+    assert cfg.prune.to_json() == {"threshold": None, "pruner": None}
 
 
 # --------------------------------------------------------------------------- a pruned run

@@ -241,7 +241,7 @@ def test_ask_with_and_without_pruning(smollm_path):
     from verirag import demo
     from verirag.awf.pipeline import PRESETS, Pipeline
 
-    on = Pipeline(replace(PRESETS["tiny"], prune=True, prune_threshold=0.4))
+    on = Pipeline(replace(PRESETS["tiny"], prune=0.4))
     on.index(demo.corpus_path())
     off = Pipeline(replace(PRESETS["tiny"], prune=False), index=on.search_index)
     question = "Who designed the lighthouse?"
@@ -260,12 +260,14 @@ def test_ask_with_and_without_pruning(smollm_path):
 
 
 def test_prune_options_are_checked():
+    from verirag.awf.prune_setting import OFF, SHIPPED, PruneSetting
     from verirag.cli._shared import prune_overrides
 
-    assert prune_overrides(None, False) == {}
-    assert prune_overrides(None, True) == {"prune": False}
-    assert prune_overrides(0.3, False) == {"prune": True, "prune_threshold": 0.3}
+    assert prune_overrides(False, None, False) == {}
+    assert prune_overrides(False, None, True) == {"prune": OFF}
+    assert prune_overrides(True, None, False) == {"prune": SHIPPED}
+    assert prune_overrides(False, 0.3, False) == {"prune": PruneSetting(on=True, threshold=0.3)}
     with pytest.raises(InputError, match="not both"):
-        prune_overrides(0.3, True)
-    with pytest.raises(InputError, match=r"\[0, 1\]"):
-        prune_overrides(1.5, False)
+        prune_overrides(False, 0.3, True)
+    with pytest.raises(InputError, match=r"--prune-threshold: must be a number in \[0, 1\]"):
+        prune_overrides(False, 1.5, False)

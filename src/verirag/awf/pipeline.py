@@ -30,6 +30,7 @@ from verirag.awf.defaults import DEFAULT_METHOD, JUDGED_METHOD
 from verirag.awf.entailment.base import EntailmentModel
 from verirag.awf.methods.base import AwFMethod
 from verirag.awf.policies import FALLBACKS, make_policy
+from verirag.awf.prune_setting import PruneSetting, parse_prune
 from verirag.awf.registry import create
 from verirag.awf.registry import get as get_component
 from verirag.awf.spec import SEPARATOR, MethodSpec, accepted_options, split_name
@@ -105,12 +106,13 @@ class PipelineConfig:
     epsilon: float = 0.3
     rerank_depth: int = 20
     forecast_keep: int = 1
-    # post-retrieval, last: the context pruner (issue 37) keeps the sentences of each passage that
-    # score at least `prune_threshold` (None: the pruner's fitted one); `pruner` names a saved
-    # pruner folder (None: the shipped one)
-    prune: bool = False
-    prune_threshold: float | None = None
-    pruner: str | None = None
+    # post-retrieval, last: the context pruner (issue 37); one setting, as every door reads it
+    # (`verirag.awf.prune_setting`): True (the pruner's own threshold), False, a threshold in
+    # [0, 1], {threshold, pruner} or a PruneSetting; None or absent: PRUNE_DEFAULT
+    prune: PruneSetting | bool | float | dict | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "prune", parse_prune(self.prune))  # held as a PruneSetting
 
     def validate(self) -> PipelineConfig:
         threshold = as_controller(self.threshold)  # a controller must be fitted; an uncertified one acts on all
@@ -128,8 +130,6 @@ class PipelineConfig:
             raise InputError(f"epsilon must be in [0, 1], got {self.epsilon}")
         if self.rerank_depth < 1 or self.forecast_keep < 1:
             raise InputError("rerank_depth and forecast_keep must be at least 1")
-        if self.prune_threshold is not None and not 0.0 <= self.prune_threshold <= 1.0:
-            raise InputError(f"prune_threshold must be in [0, 1], got {self.prune_threshold}")
         if self.fallback == "escalate" and not self.escalate_model:
             raise InputError("the escalate fallback needs a second model: set escalate_model (--escalate-model)")
         return self
@@ -145,7 +145,9 @@ PRESETS: dict[str, PipelineConfig] = {
 
 
 class Pipeline:
-    def __init__(self, config: PipelineConfig, *, index=None):
+    def __init__(self, config: PipelineConfig, *, index=None, pruner=None):
+        """`pruner`: a loaded ContextPruner to prune with instead of `config.prune.pruner`'s
+        (default: the one this process shares, `verirag.learned.pruner_store`)."""
         self.config = config.validate()
         self._index = index
         self._method: AwFMethod | None = None
@@ -153,7 +155,7 @@ class Pipeline:
         self._policies: dict = {}
         self._trust = None
         self._forecaster = None
-        self._pruner = None
+        self._pruner = pruner
         self._stages: list | None = None
         self._llms: dict[str, MeteredLLM] = {}
 
@@ -306,37 +308,36 @@ class Pipeline:
 
     @property
     def context_pruner(self):
-        """The context pruner of `config.pruner` (the shipped one when None), loaded once."""
-        if self._pruner is None:
-            from verirag.learned.pruner import ContextPruner
-            from verirag.learned.shipped import shipped_pruner_dir
+        """The context pruner of `config.prune.pruner` (the shipped one when None): the one this
+        process shares (`verirag.learned.pruner_store`), unless the pipeline was given its own."""
+        return self.pruner_for(self.config.prune)
 
-            self._pruner = ContextPruner.load(self.config.pruner or shipped_pruner_dir())
-        return self._pruner
+    def pruner_for(self, setting: PruneSetting):
+        """The pruner a setting prunes with: the one given to this pipeline for its own folder,
+        else the process's shared one for the setting's folder (loaded once, whatever the threshold)."""
+        if self._pruner is not None and setting.pruner == self.config.prune.pruner:
+            return self._pruner
+        from verirag.learned.pruner_store import shared_pruner
+
+        return shared_pruner(setting.pruner)
 
     @property
     def stages(self) -> list:
-        """The post-retrieval stages in order: the trust filter, the forecast rerank, the pruner."""
+        """The post-retrieval stages in order at the configured pruning: see `stages_for`."""
+        return self.stages_for(self.config.prune)
+
+    def stages_for(self, prune: PruneSetting) -> list:
+        """The post-retrieval stages in order: the trust filter and the forecast rerank (built
+        once), then the pruner at `prune` (a small object over the shared pruner, made per call)."""
         if self._stages is None:
             c = self.config
-            self._stages = (
-                ([TrustFilterStage(self.trust_filter, c.on_untrusted)] if c.trust else [])
-                + (
-                    [ForecastRerankStage(self.forecaster, epsilon=c.epsilon, keep=c.forecast_keep)]
-                    if c.forecaster
-                    else []
-                )
-                + (
-                    [
-                        PruneStage(
-                            self.context_pruner, c.prune_threshold, count_tokens=lambda t: self.llm.count_tokens(t)
-                        )
-                    ]
-                    if c.prune
-                    else []
-                )
+            self._stages = ([TrustFilterStage(self.trust_filter, c.on_untrusted)] if c.trust else []) + (
+                [ForecastRerankStage(self.forecaster, epsilon=c.epsilon, keep=c.forecast_keep)] if c.forecaster else []
             )
-        return self._stages
+        if not prune.on:
+            return list(self._stages)
+        stage = PruneStage(self.pruner_for(prune), prune.threshold, count_tokens=lambda t: self.llm.count_tokens(t))
+        return [*self._stages, stage]
 
     # ---- asking ---------------------------------------------------------------------------
     def retrieve(self, question: str, k: int | None = None) -> list[ScoredPassage]:
@@ -352,6 +353,7 @@ class Pipeline:
         k: int | None = None,
         threshold: float | ThresholdController | None = None,
         fallback: str | None = None,
+        prune: PruneSetting | bool | float | dict | None = None,
         on_stage: Callable[[str], None] | None = None,
     ) -> AskResult:
         """Answer, verify and act (`verirag.awf.core`): retrieve -> post-retrieval stages (trust
@@ -361,7 +363,8 @@ class Pipeline:
         spinner. A backend outage anywhere on this path raises BackendError: it is never turned
         into a verdict. `history`: the conversation's earlier turns (strings, oldest first, or
         OpenAI-style messages; `verirag.conversation`): retrieval reads the last two before the
-        question, the generator and the judges read the conversation before it."""
+        question, the generator and the judges read the conversation before it. `prune`: this
+        call's pruning (`verirag.awf.prune_setting.parse_prune`; None: `config.prune`)."""
         question = (question or "").strip()
         if not question:
             raise InputError("the question is empty")
@@ -370,9 +373,10 @@ class Pipeline:
         fallback = fallback or self.config.fallback
         replace(self.config, threshold=threshold, fallback=fallback).validate()
         depth = max(k or self.config.k, self.config.rerank_depth) if self.config.forecaster else k
+        setting = self.config.prune if prune is None else parse_prune(prune)
         retrieve = Retrieve(
             lambda query: self.retrieve(query, depth),
-            self.stages,
+            self.stages_for(setting),
             reformulate=lambda query: reformulate_query(self.llm, query),
         )
         act = Act(self.policy, fallback, threshold, untrusted_fallback=self._untrusted_fallback())

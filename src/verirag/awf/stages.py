@@ -197,7 +197,13 @@ class PruneStage:
     (`fallback` in the report), so the reader never gets an empty context.
     `count_tokens` (the reader's tokenizer) measures the prompt tokens read and saved. The hits it
     was given stay whole beside the pruned ones (`StageResult.unpruned`): a corrective second
-    answer (the escalate fallback) reads those, since the pruner may have dropped what it needed."""
+    answer (the escalate fallback) reads those, since the pruner may have dropped what it needed.
+
+    Inputs at the edges (tests/test_prune_setting.py): a blank passage has no sentence and is not
+    read; when every passage is blank the stage raises InputError (never an empty prompt). A
+    passage of any length is read to its end, in windows. A text in another script is split where
+    `verirag.retrieval.sentences` finds sentence ends (".", "!", "?", line breaks); one without
+    them (e.g. Chinese or Japanese without line breaks) is a single sentence, kept or dropped whole."""
 
     name = "prune"
 
@@ -211,6 +217,8 @@ class PruneStage:
         say(f"pruning {len(hits)} passages")
         threshold = self.pruner.threshold_ if self.threshold is None else self.threshold
         texts, titles = [h.passage.text for h in hits], [h.passage.title for h in hits]
+        if not any(t.strip() for t in texts):
+            raise InputError(f"all {len(hits)} passages are blank: there is no sentence to prune or to read")
         pruned, fallback = self.pruner.prune(question, texts, threshold, titles=titles)
         kept, passages = [], []
         for h, p in zip(hits, pruned):

@@ -18,23 +18,20 @@ MODEL_HELP = (
 )
 THRESHOLD_HELP = "Verdict threshold on the score (default 0.5), or a threshold file written by `verirag calibrate`."
 PRUNE_HELP = (
-    "Prune the retrieved passages before the model reads them: keep the sentences the context pruner "
-    "scores at least THRESHOLD (0-1; the shipped pruner's own threshold is used when on by default)."
+    "Prune the retrieved passages before the model reads them, at the shipped pruner's own "
+    "(conservative) threshold: only the sentences that matter to the question are read."
 )
-NO_PRUNE_HELP = "Read every retrieved sentence: no context pruning."
+PRUNE_THRESHOLD_HELP = "Prune at this threshold instead (0-1; higher keeps fewer sentences); implies --prune."
+NO_PRUNE_HELP = "Read every retrieved sentence: no context pruning (the default today)."
 
 
-def prune_overrides(prune: float | None, no_prune: bool) -> dict:
-    """The PipelineConfig fields of --prune THRESHOLD / --no-prune (neither: the preset's)."""
-    from verirag.errors import InputError
+def prune_overrides(prune: bool, threshold: float | None, no_prune: bool) -> dict:
+    """The PipelineConfig field of --prune / --prune-threshold X / --no-prune (none: the preset's),
+    read by the one parser every door uses (`verirag.awf.prune_setting`)."""
+    from verirag.awf.prune_setting import cli_prune
 
-    if prune is not None and no_prune:
-        raise InputError("give --prune THRESHOLD or --no-prune, not both")
-    if prune is not None and not 0.0 <= prune <= 1.0:
-        raise InputError(f"--prune takes a threshold in [0, 1], got {prune}")
-    if no_prune:
-        return {"prune": False}
-    return {"prune": True, "prune_threshold": prune} if prune is not None else {}
+    setting = cli_prune(prune, threshold, no_prune)
+    return {} if setting is None else {"prune": setting}
 
 
 def warn(message: str) -> None:

@@ -15,6 +15,7 @@ from verirag.cli._shared import (
     NO_PRUNE_HELP,
     PRESET_HELP,
     PRUNE_HELP,
+    PRUNE_THRESHOLD_HELP,
     THRESHOLD_HELP,
     err,
     out,
@@ -125,7 +126,8 @@ def ask(
         help="With --forecaster: below this forecast (default 0.3) the "
         "query is reformulated and retrieval runs once more.",
     ),
-    prune: float | None = typer.Option(None, "--prune", metavar="THRESHOLD", help=PRUNE_HELP),
+    prune: bool = typer.Option(False, "--prune", help=PRUNE_HELP),
+    prune_threshold: float | None = typer.Option(None, "--prune-threshold", metavar="X", help=PRUNE_THRESHOLD_HELP),
     no_prune: bool = typer.Option(False, "--no-prune", help=NO_PRUNE_HELP),
 ):
     """Answer QUESTION from a corpus, verify the answer, and act on the verdict."""
@@ -153,7 +155,7 @@ def ask(
         on_untrusted=on_untrusted,
         forecaster=str(forecaster) if forecaster else None,
         epsilon=epsilon,
-        **prune_overrides(prune, no_prune),
+        **prune_overrides(prune, prune_threshold, no_prune),
     )
     with err.status("indexing…" if corpus else "loading index…"):
         p.index(corpus) if corpus is not None else p.load_index(index)
@@ -172,14 +174,17 @@ def demo(
     model: str | None = typer.Option(None, help=MODEL_HELP),
     threshold: float | None = typer.Option(None, help="Verdict threshold (default 0.5)."),
     json_out: bool = typer.Option(False, "--json", help="Print one JSON object per question."),
-    prune: float | None = typer.Option(None, "--prune", metavar="THRESHOLD", help=PRUNE_HELP),
+    prune: bool = typer.Option(False, "--prune", help=PRUNE_HELP),
+    prune_threshold: float | None = typer.Option(None, "--prune-threshold", metavar="X", help=PRUNE_THRESHOLD_HELP),
     no_prune: bool = typer.Option(False, "--no-prune", help=NO_PRUNE_HELP),
 ):
     """Index the shipped demo corpus and answer its questions, one answerable from it, one not."""
     from verirag import demo as demo_data
     from verirag.awf.pipeline import Pipeline
 
-    p = Pipeline.from_preset(preset, model=model, threshold=threshold, **prune_overrides(prune, no_prune))
+    p = Pipeline.from_preset(
+        preset, model=model, threshold=threshold, **prune_overrides(prune, prune_threshold, no_prune)
+    )
     questions = demo_data.questions()
     with err.status("indexing the demo corpus…"):
         p.index(demo_data.corpus_path())

@@ -7,7 +7,16 @@ from pathlib import Path
 import typer
 from rich.markup import escape
 
-from verirag.cli._shared import MODEL_HELP, NO_PRUNE_HELP, PRESET_HELP, PRUNE_HELP, err, prune_overrides, warn_all
+from verirag.cli._shared import (
+    MODEL_HELP,
+    NO_PRUNE_HELP,
+    PRESET_HELP,
+    PRUNE_HELP,
+    PRUNE_THRESHOLD_HELP,
+    err,
+    prune_overrides,
+    warn_all,
+)
 
 
 def serve(
@@ -46,7 +55,8 @@ def serve(
     ),
     max_body: int = typer.Option(1 << 20, help="Largest request body in bytes (then 413)."),
     log_level: str = typer.Option("info", help="uvicorn log level."),
-    prune: float | None = typer.Option(None, "--prune", metavar="THRESHOLD", help=PRUNE_HELP),
+    prune: bool = typer.Option(False, "--prune", help=PRUNE_HELP),
+    prune_threshold: float | None = typer.Option(None, "--prune-threshold", metavar="X", help=PRUNE_THRESHOLD_HELP),
     no_prune: bool = typer.Option(False, "--no-prune", help=NO_PRUNE_HELP),
 ):
     """Run verirag as an HTTP service (FastAPI + uvicorn): ask, verify, retrieve, a web page at /."""
@@ -66,7 +76,7 @@ def serve(
         "retrieval": retrieval,
         "escalate_model": escalate_model,
         "max_answer_tokens": max_answer_tokens,
-        **prune_overrides(prune, no_prune),
+        **prune_overrides(prune, prune_threshold, no_prune),
     }
     cfg = ServiceConfig(
         preset=preset,

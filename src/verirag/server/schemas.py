@@ -105,8 +105,10 @@ class AskRequest(Strict):
     fallback: Literal["abstain", "no-rag", "escalate"] | None = None
     prune: Flag | Threshold | None = Field(
         None,
-        description="context pruning before the model reads the passages: true (the pruner's own threshold), "
-        "a threshold in [0, 1], or false (every sentence is read); default: the service's setting",
+        description="context pruning before the model reads the passages: true (on at the pruner's own "
+        "fitted threshold), a threshold in [0, 1] (higher keeps fewer sentences), or false (every sentence "
+        "is read); absent: the service's setting (`verirag serve --prune | --prune-threshold X | --no-prune`). "
+        "Every value prunes with the one pruner the service loaded",
     )
 
 

@@ -2,25 +2,34 @@
 
 Every call runs on the model worker (`ModelWorker`), one at a time; a request may choose another
 method than the default, and gets a pipeline that shares the index and the loaded weights (models
-load once per process). Each job checks its cancel token between stages, so a request whose client
+load once per process). A request's `prune` is a parameter of its call, not a pipeline of its own:
+every setting prunes with the one pruner the process loaded (`verirag.learned.pruner_store`), and
+the pipelines kept per method are at most `PIPELINE_CACHE_SIZE` (least recently used dropped). Each job checks its cancel token between stages, so a request whose client
 has timed out stops at its next stage.
 """
 
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from verirag.awf.defaults import DEFAULT_METHOD
 from verirag.awf.pipeline import Pipeline, uses_shipped_verifier, why_it_cannot_verify
+from verirag.awf.prune_setting import PruneSetting, parse_prune
 from verirag.awf.spec import method_names
 from verirag.errors import InputError, VeriragError
 from verirag.learned.threshold import as_controller
 from verirag.server.worker import CancelToken, ModelWorker
 from verirag.settings import settings
 from verirag.types import AskResult, Passage, VerifyResult
+
+# Pipelines kept for the methods requests name besides the default (which is always kept): more
+# than the registry's method names, so GET /v1/methods does not rebuild them; a name seen once more
+# after being dropped is rebuilt (cheap: no model loads again, models are shared per process).
+PIPELINE_CACHE_SIZE = 64
 
 
 class NoIndex(InputError):
@@ -88,8 +97,8 @@ class VeriragService:
         self.worker = ModelWorker(
             queue_size=config.queue_size, queue_timeout=config.queue_timeout, run_timeout=config.request_timeout
         )
-        # keyed by (method, the request's pruning settings): see pipeline_for
-        self._pipelines: dict[tuple, Pipeline] = {(self.pipeline.config.method, ()): self.pipeline}
+        # method name -> its pipeline, least recently used first (see pipeline_for)
+        self._pipelines: OrderedDict[str, Pipeline] = OrderedDict()
         self._lock = threading.Lock()
         self.ready = threading.Event()
         if not config.warm_up:  # models load on the first request that needs them
@@ -121,7 +130,7 @@ class VeriragService:
             raise
 
     def check_method(self, method: str | None) -> None:
-        if method is not None and method not in {m for m, _ in self._pipelines} and method not in method_names():
+        if method is not None and method != self.pipeline.config.method and method not in method_names():
             raise InputError(f"unknown method {method!r}; GET /v1/methods lists them")
 
     def runnable_methods(self) -> list[str]:
@@ -147,27 +156,26 @@ class VeriragService:
         if n > self.config.max_passages:
             raise InputError(f"{n} passages: at most {self.config.max_passages} are verified per request")
 
-    def pipeline_for(self, method: str | None, prune: bool | float | None = None) -> Pipeline:
-        """The pipeline of `method` (None: the default) and, for /v1/ask, the request's `prune`
-        (None: the service's setting; True: on at the pruner's threshold; a number: that threshold;
-        False: off). Built once per combination; the loaded pruner is shared."""
+    def pipeline_for(self, method: str | None) -> Pipeline:
+        """The pipeline of `method` (None: the default), sharing the index and, through the process,
+        the models and the pruner; at most `PIPELINE_CACHE_SIZE` besides the default are kept."""
         name = method or self.pipeline.config.method
-        base = self.pipeline.config
-        if prune is None:
-            settings = {}
-        elif prune is False:
-            settings = {"prune": False}
-        else:
-            settings = {"prune": True, "prune_threshold": None if prune is True else float(prune)}
-        key = (name, tuple(sorted(settings.items())))
+        if name == self.pipeline.config.method:
+            return self.pipeline
         with self._lock:
-            p = self._pipelines.get(key)
+            p = self._pipelines.get(name)
             if p is None:
                 self.check_method(name)
-                p = Pipeline(replace(base, method=name, **settings), index=self.pipeline.search_index)
-                p._pruner = self.pipeline._pruner  # shared once loaded (None: loaded on first use)
-                self._pipelines[key] = p
+                p = Pipeline(replace(self.pipeline.config, method=name), index=self.pipeline.search_index)
+                self._pipelines[name] = p
+                while len(self._pipelines) > PIPELINE_CACHE_SIZE:
+                    self._pipelines.popitem(last=False)
+            self._pipelines.move_to_end(name)
             return p
+
+    def prune_setting(self, prune: bool | float | None) -> PruneSetting:
+        """A request's `prune` (None: the service's own setting), read as every door reads it."""
+        return self.pipeline.config.prune if prune is None else parse_prune(prune)
 
     def methods(self) -> dict[str, Any]:
         cfg = self.pipeline.config
@@ -201,12 +209,13 @@ class VeriragService:
                 "this service has no index to answer from: start it with `verirag serve --index DIR`, "
                 "or send your own passages to /v1/verify"
             )
-        return self.pipeline_for(method, prune).ask(
+        return self.pipeline_for(method).ask(
             question,
             history=history,
             k=k,
             threshold=threshold,
             fallback=fallback,
+            prune=self.prune_setting(prune),
             on_stage=lambda _stage: token.check(),
         )
 

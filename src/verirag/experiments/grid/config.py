@@ -24,13 +24,15 @@
     concurrency: 1                  # examples in flight per HTTP model (llama.cpp runs one at a time)
     prune: {threshold: 0.3, pruner: runs/my-pruner}   # the context pruner before the methods (issue 37)
 
-`prune` (absent, null or false: off) prunes each example's passages once, before its methods, as
-`verirag ask --prune` does (`verirag.awf.stages.PruneStage`): each passage keeps the sentences the
-context pruner scores at least `threshold` (and a passage named by the question or the kept text
-keeps its best sentence: the hop rule), a passage with none kept is not read, and every method
-of the example reads the pruned passages. `prune: true` is the shipped pruner at its fitted
-threshold; a bare number is the threshold; in the mapping, `threshold` (in [0, 1]; null: the
-pruner's fitted one) and `pruner` (a folder `verirag train pruner` wrote; null: the shipped one).
+`prune` prunes each example's passages once, before its methods, as `verirag ask --prune` does
+(`verirag.awf.stages.PruneStage`): each passage keeps the sentences the context pruner scores at
+least the threshold (and a passage named by the question or the kept text keeps its best sentence:
+the hop rule), a passage with none kept is not read, and every method of the example reads the
+pruned passages. Its values are those of every door (`verirag.awf.prune_setting.parse_prune`):
+`true` is the shipped pruner at its own fitted threshold, a bare number in [0, 1] the threshold,
+`false` off, and the mapping {threshold, pruner} names a threshold (null: the pruner's own) and a
+folder `verirag train pruner` wrote (null: the shipped one); absent or null is the default
+(`PRUNE_DEFAULT`, off today).
 Each record's `details["prune"]` is the report (per passage: sentences, kept, scores, tokens read
 and saved; the totals) and its key names the pruning (`prune_digest`: the threshold, the
 pruner's weights and the keeping rule), so a rerun with other pruning recomputes its records.
@@ -54,6 +56,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    PlainValidator,
     StringConstraints,
     ValidationError,
     ValidationInfo,
@@ -61,6 +64,7 @@ from pydantic import (
     model_validator,
 )
 
+from verirag.awf.prune_setting import PruneSetting, PruneValueError, parse_prune
 from verirag.awf.spec import MethodSpec, check_name, option_defaults, split_name
 from verirag.errors import InputError
 from verirag.experiments.schema import StrictModel, fail, listing, read_yaml, shown, validate_config
@@ -346,41 +350,23 @@ class _Applications(_Section):
     escalate: _Escalate | None = None
 
 
-class _Prune(_Section):
-    """`prune`: true (the shipped pruner at its fitted threshold), a threshold, or this mapping."""
+def _prune_setting(v: Any) -> PruneSetting:
+    """`prune`: read by the one parser every door uses (`verirag.awf.prune_setting.parse_prune`:
+    absent or null is the default, false is off, true the pruner's own threshold, a number a
+    threshold, a mapping {threshold, pruner}); a named pruner folder must hold a saved pruner."""
+    from verirag.learned.pruner import META_FILE
 
-    threshold: float | None = Field(None, ge=0, le=1)  # None: the pruner's fitted threshold
-    pruner: Text | None = None  # a saved pruner's folder; None: the shipped one
-
-    @model_validator(mode="before")
-    @classmethod
-    def _true_or_a_number(cls, v: Any) -> Any:
-        if v is True:
-            return {}
-        return {"threshold": v} if isinstance(v, (int, float)) and not isinstance(v, bool) else v
-
-    @field_validator("pruner")
-    @classmethod
-    def _saved(cls, v: str | None) -> str | None:
-        from verirag.learned.pruner import META_FILE
-
-        if v is not None and not (Path(v).expanduser() / META_FILE).is_file():
-            raise ValueError(
-                f"no saved context pruner in {v!r} (it lacks {META_FILE}): name a folder that "
-                "`verirag train pruner --out DIR` wrote, or leave it out for the shipped pruner"
-            )
-        return v
-
-
-def _prune_section(v: Any) -> Any:
-    """`prune`: absent, null or false is off; true, a number or a mapping is a _Prune."""
-    if v is None or v is False:
-        return None
-    if v is True or isinstance(v, (int, float, dict)):
-        return v
-    raise ValueError(
-        f"must be true/false, a threshold in [0, 1] or a mapping {{threshold: T, pruner: DIR}}, got {shown(v)}"
-    )
+    try:
+        setting = parse_prune(v)
+    except PruneValueError as e:
+        fail([((e.place,) if e.place else (), e.problem, v)])
+    if setting.pruner is not None and not (Path(setting.pruner).expanduser() / META_FILE).is_file():
+        problem = (
+            f"no saved context pruner in {setting.pruner!r} (it lacks {META_FILE}): name a folder that "
+            "`verirag train pruner --out DIR` wrote, or leave it out for the shipped pruner"
+        )
+        fail([(("pruner",), problem, v)])
+    return setting
 
 
 class _Bootstrap(_Section):
@@ -409,7 +395,7 @@ class _Config(_Section):
     applications: _Applications = _Applications()
     bootstrap: _Bootstrap = _Bootstrap()
     concurrency: int = Field(1, ge=1)
-    prune: Annotated[_Prune | None, BeforeValidator(_prune_section)] = None
+    prune: Annotated[Any, PlainValidator(_prune_setting)] = Field(default_factory=lambda: parse_prune(None))
 
     @field_validator("name", mode="plain")
     @classmethod
@@ -477,7 +463,7 @@ class ExperimentConfig:
     bootstrap: dict[str, Any] = field(default_factory=lambda: {"n_resamples": 1000, "confidence": 0.95, "seed": 0})
     concurrency: int = 1
     application_methods: dict[str, MethodSpec] = field(default_factory=dict)  # app -> the MethodSpec it adds
-    prune: dict[str, Any] | None = None  # {threshold, pruner} (None: the fitted / shipped one); None: off
+    prune: PruneSetting = field(default_factory=lambda: parse_prune(None))  # verirag.awf.prune_setting
 
     def dataset(self, name: str) -> DatasetSpec:
         for d in self.datasets:
@@ -528,7 +514,7 @@ class ExperimentConfig:
             "application_methods": {k: s.to_dict() for k, s in self.application_methods.items()},
             "match": self.match,
             "max_tokens": self.max_tokens,
-            "prune": None if self.prune is None else dict(self.prune),
+            "prune": self.prune.to_json(),
         }
 
 
@@ -568,7 +554,7 @@ def parse_config(raw: Any, *, source_name: str = "config") -> ExperimentConfig:
         bootstrap=m.bootstrap.model_dump(),
         concurrency=m.concurrency,
         application_methods=app_methods,
-        prune=None if m.prune is None else m.prune.model_dump(),
+        prune=m.prune,
     )
 
 

@@ -96,23 +96,12 @@ def result_fingerprint(cfg: ExperimentConfig) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-_PRUNERS: dict[tuple[str, int], Any] = {}
-_PRUNERS_LOCK = threading.Lock()
-
-
 def load_pruner(directory: str | None):
     """The context pruner a config's `prune.pruner` names (None: the shipped one), loaded once per
-    process (every unit of a run shares it); a missing or damaged one raises its VeriragError."""
-    from verirag.learned.pruner import META_FILE, ContextPruner
-    from verirag.learned.shipped import shipped_pruner_dir
+    process (`verirag.learned.pruner_store`: every unit of a run, and every pipeline, shares it)."""
+    from verirag.learned.pruner_store import shared_pruner
 
-    path = Path(directory).expanduser().resolve() if directory else shipped_pruner_dir()
-    meta = path / META_FILE
-    key = (str(path), meta.stat().st_mtime_ns if meta.is_file() else 0)  # a pruner saved again is loaded again
-    with _PRUNERS_LOCK:
-        if key not in _PRUNERS:
-            _PRUNERS[key] = ContextPruner.load(path)
-        return _PRUNERS[key]
+    return shared_pruner(directory)
 
 
 PRUNE_RULE = "threshold+hop"  # what decides the kept sentences beside the scores (ContextPruner.prune with titles)
@@ -254,10 +243,10 @@ class UnitRunner:
             correctness_judge = CorrectnessJudge(llm_factory(cfg.match_llm, cfg.n_ctx))
         self.truth = GroundTruth(cfg.match, correctness_judge)
         self.prune_stage, self.prune_digest = None, ""
-        if cfg.prune is not None:  # one pruning per example, before its methods (PruneStage, as `ask`)
+        if cfg.prune.on:  # one pruning per example, before its methods (PruneStage, as `ask`)
             from verirag.awf.stages import PruneStage
 
-            pruner, threshold = load_pruner(cfg.prune.get("pruner")), cfg.prune.get("threshold")
+            pruner, threshold = load_pruner(cfg.prune.pruner), cfg.prune.threshold
             self.prune_stage = PruneStage(pruner, threshold, count_tokens=self.metered.count_tokens)
             self.prune_digest = prune_digest(pruner, threshold)
         self._prune_lock = threading.Lock()  # HTTP models run examples in threads; the pruner runs one at a time
@@ -399,8 +388,8 @@ def run_experiment(
     """Run (or resume) the experiment into `out_dir`. `limit` caps the examples per dataset."""
     out_dir = Path(out_dir)
     llm_factory = llm_factory or default_llm_factory
-    if cfg.prune is not None:  # a missing or damaged pruner fails the run before anything runs
-        load_pruner(cfg.prune.get("pruner"))
+    if cfg.prune.on:  # a missing or damaged pruner fails the run before anything runs
+        load_pruner(cfg.prune.pruner)
     prepare_dir(cfg, out_dir)
     store = ResultStore(out_dir)
     stored = store.load()
