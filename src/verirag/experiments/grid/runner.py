@@ -332,12 +332,14 @@ class UnitRunner:
                 AnswerCore([AnswerAndScore(method), AnswerRules()], raise_outages=False).run(state)
                 j = state.judgement
                 answer, score, hard, error, details = j.answer, j.score, j.hard, j.error, j.details
+                raw = score if j.raw_score is None else j.raw_score  # before the answer rules
                 if j.outage:  # counted as an error like any other, and named as an outage
                     details = {**details, "outage": True}
                 if j.rules:  # the score the answer path acts on, and what it was before
                     details = {**details, "answer_rules": j.rules, "raw_score": j.raw_score}
             except VeriragError as e:  # a user or backend failure is this example's error
                 answer, score, hard, error, details = "", 0.0, method.hard, f"{type(e).__name__}: {e}", {}
+                raw = score
                 if is_outage(e):
                     details = {"outage": True}
             seconds = time.perf_counter() - t0
@@ -353,6 +355,7 @@ class UnitRunner:
                     question=ex.question,
                     answer=answer,
                     score=float(score),
+                    raw_score=float(raw),
                     hard=bool(hard),
                     answerable=truth.answerable,
                     correct=truth.correct,
