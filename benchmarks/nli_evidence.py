@@ -118,11 +118,11 @@ def dataset_of(key: str) -> str:
 
 def own_labels() -> dict[str, int]:
     """generation key -> the run's correctness label (its records' `faithful`)."""
-    from verirag.train.cascade import generation_key, read_run_records
+    from verirag.train.cascade import generation_key, run_records
 
     return {
         generation_key(r): int(r["faithful"])
-        for r in read_run_records(OWN)
+        for r in run_records(OWN)
         if r.get("method") == "vanilla+nli" and r.get("faithful") is not None
     }
 
@@ -212,11 +212,11 @@ def reference_scores(which: str) -> tuple[dict[str, float], dict[str, float]]:
     elif which == "docs":
         nli, ver = _read(DOCS / f"nli-{MODEL}.jsonl"), _read(DOCS / "verifier-shipped.jsonl")
     else:
-        from verirag.train.cascade import generation_key, read_run_records
+        from verirag.train.cascade import generation_key, run_records
 
         nli = {
             generation_key(r): {"score": r["score"]}
-            for r in read_run_records(OWN)
+            for r in run_records(OWN)
             if r.get("method") == "vanilla+nli" and not r.get("error") and r.get("score") is not None
         }
         ver = _read(OWN / "verifier-shipped.jsonl")

@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from verirag.train.cascade import generation_key
-from verirag.train.cascade import read_run_records as read_records
+from verirag.train.cascade import run_records as read_records
 
 ROOT = Path(__file__).resolve().parents[1]
 OWN_ANSWERS = ROOT / "data" / "verifier" / "own_answers"

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from verirag.awf.defaults import DEFAULT_METHOD
+from verirag.awf.defaults import judged_method
 from verirag.errors import InputError, VeriragError, is_outage
 from verirag.learned.threshold import ThresholdController
 from verirag.types import Passage, VerifyResult
@@ -79,7 +79,7 @@ class Verifier:
 
         self._pipeline = Pipeline.from_preset(
             preset,
-            method=method or (None if judge else DEFAULT_METHOD),
+            method=judged_method(method, judge),
             model=model,
             judge=judge,
             threshold=_threshold(threshold),

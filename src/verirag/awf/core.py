@@ -146,6 +146,15 @@ class AnswerState:
     attribution: Attribution | None = None  # what this run used of the trace (cost, shared, spent)
     _stack: ExitStack | None = field(default=None, repr=False)
 
+    @classmethod
+    def asked(cls, question: str, history: Any = None, **fields: Any) -> AnswerState:
+        """The state of `question` asked after `history`, its turns read and cut by the one rule
+        (`verirag.conversation.as_history`: bad turns are an InputError, a long conversation keeps
+        its recent turns), so `ask`, `verify` and the experiment grid read the same conversation."""
+        from verirag.conversation import as_history
+
+        return cls(question, history=as_history(history), **fields)
+
     def in_context(self) -> str:
         """The question as a judge or the generator reads it: with the conversation before it
         (an `InContext` string) when there is one, else the question."""

@@ -25,6 +25,16 @@ DEFAULT_METHOD = "vanilla+verifier"
 JUDGED_METHOD = "vanilla+nli"
 
 
+def judged_method(method: str | None, judge: str | None, default: str = DEFAULT_METHOD) -> str:
+    """The method a (method, judge) choice runs, the same at every door (`ask`, `Verifier`,
+    `verirag verify`, `serve`'s /v1/ask and /v1/verify): a named method stands (a judge it cannot
+    use is its builder's InputError); none named, a judge selects JUDGED_METHOD, the method that
+    uses one; neither, `default`."""
+    if method:
+        return method
+    return JUDGED_METHOD if judge else default
+
+
 # ---- the rule that picks the verify default (issue 36, item 5) --------------------------------------
 # A candidate is level with the reference when the lower bound of its paired AUROC interval minus the
 # reference's is above -LEVEL_MARGIN, and cheap when its mean seconds per answer are at most

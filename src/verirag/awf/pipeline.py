@@ -26,7 +26,7 @@ from verirag.awf.core import (
     ask_result,
     verify_result,
 )
-from verirag.awf.defaults import DEFAULT_METHOD, JUDGED_METHOD
+from verirag.awf.defaults import DEFAULT_METHOD, JUDGED_METHOD, judged_method
 from verirag.awf.entailment.base import EntailmentModel
 from verirag.awf.methods.base import AwFMethod
 from verirag.awf.policies import FALLBACKS, make_policy
@@ -36,7 +36,6 @@ from verirag.awf.registry import get as get_component
 from verirag.awf.spec import SEPARATOR, MethodSpec, accepted_options, split_name
 from verirag.awf.stages import UNTRUSTED_ACTIONS, ForecastRerankStage, PruneStage, TrustFilterStage
 from verirag.awf.unverified import Verifiability
-from verirag.conversation import as_history
 from verirag.errors import InputError
 from verirag.learned.threshold import ThresholdController, as_controller
 from verirag.llm.factory import load_llm
@@ -164,8 +163,8 @@ class Pipeline:
         if name not in PRESETS:
             raise InputError(f"unknown pipeline preset {name!r}; known: {', '.join(PRESETS)}")
         overrides = {k: v for k, v in overrides.items() if v is not None}
-        if "method" not in overrides and overrides.get("judge"):
-            overrides["method"] = JUDGED_METHOD  # a judge was chosen: verify with the method that uses it
+        # the one rule every door shares: a judge chosen without a method selects the method that uses it
+        overrides["method"] = judged_method(overrides.get("method"), overrides.get("judge"), PRESETS[name].method)
         return cls(replace(PRESETS[name], **overrides))
 
     def threshold_warnings(self, *, answering: bool = True) -> list[str]:
@@ -368,7 +367,7 @@ class Pipeline:
         question = (question or "").strip()
         if not question:
             raise InputError("the question is empty")
-        turns = as_history(history)
+        asked = AnswerState.asked(question, history)
         threshold = self.config.threshold if threshold is None else threshold
         fallback = fallback or self.config.fallback
         replace(self.config, threshold=threshold, fallback=fallback).validate()
@@ -383,7 +382,7 @@ class Pipeline:
         judge = getattr(self.method, "predictor", None)  # a unified method judges itself: no predictor
         verifiable = Verifiability(english_only=getattr(judge, "english_only", False))
         core = AnswerCore([retrieve, AnswerAndScore(self.method), AnswerRules(), verifiable, act])
-        state = core.run(AnswerState(question, history=turns), on_stage)
+        state = core.run(asked, on_stage)
         return ask_result(state, threshold, model=self.llm.model_id)
 
     def _untrusted_fallback(self) -> str:
@@ -424,14 +423,12 @@ class Pipeline:
         passages = list(passages)
         if not passages:
             raise InputError("no passages: an answer is verified against the passages it came from")
-        turns = as_history(history)
+        asked = AnswerState.asked(question, history, answer=answer, passages=PassagesRecord(passages))
         replace(self.config, threshold=threshold).validate()
         predictor = self.answer_verifier()
         verifiable = Verifiability(english_only=predictor.english_only)
         core = AnswerCore([VerifyGiven(predictor, self._answer_verifier[0]), AnswerRules(), verifiable, *stages])
-        return core.run(
-            AnswerState(question, history=turns, answer=answer, passages=PassagesRecord(passages)), on_stage
-        )
+        return core.run(asked, on_stage)
 
     def answer_verifier(self):
         """The predictor that `verify` scores a given answer with; InputError when this pipeline's

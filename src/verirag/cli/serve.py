@@ -25,13 +25,19 @@ def serve(
     ),
     preset: str = typer.Option("local", help=PRESET_HELP),
     model: str | None = typer.Option(None, help=MODEL_HELP),
-    method: str | None = typer.Option(None, help="Default AwF method of /v1/ask (requests may name another)."),
+    method: str | None = typer.Option(
+        None,
+        help="Default AwF method of /v1/ask (requests may name another; vanilla+nli when --judge is given).",
+    ),
     verify_method: str | None = typer.Option(
         None,
         help="Default method of /v1/verify: its predictor judges answers other systems produced "
-        "(default: vanilla+verifier, the shipped trained verifier, as everywhere).",
+        "(default: vanilla+verifier, the shipped trained verifier, as everywhere; vanilla+nli when --judge is given).",
     ),
-    judge: str | None = typer.Option(None, help="Entailment model of +nli methods: llm or hf:NLI_MODEL."),
+    judge: str | None = typer.Option(
+        None,
+        help="Entailment model of +nli methods: llm or hf:NLI_MODEL; selects vanilla+nli where no method is named.",
+    ),
     judge_model: str | None = typer.Option(None, help="Model of the LLM judge (default: --model)."),
     threshold: str | None = typer.Option(None, help="Default verdict threshold, or a threshold file."),
     k: int | None = typer.Option(None, help="Passages to retrieve (default 5)."),

@@ -73,9 +73,12 @@ def verify(
     method: str | None = typer.Option(
         None,
         help="A GENERATOR+PREDICTOR method whose predictor verifies "
-        "(default: vanilla+verifier, the shipped trained verifier, as everywhere; `verirag methods`).",
+        "(default: vanilla+verifier, the shipped trained verifier, as everywhere; vanilla+nli when "
+        "--judge is given; `verirag methods`).",
     ),
-    judge: str | None = typer.Option(None, help="Entailment model of +nli: llm (default) or hf:NLI_MODEL."),
+    judge: str | None = typer.Option(
+        None, help="Entailment model of +nli: llm or hf:NLI_MODEL; without --method it selects vanilla+nli."
+    ),
     threshold: str | None = typer.Option(None, help=THRESHOLD_HELP),
     question_field: str | None = typer.Option(None, help="The log's question field (default: detected)."),
     answer_field: str | None = typer.Option(None, help="The log's answer field."),
@@ -95,7 +98,6 @@ def verify(
     """Verify another system's answers: one (--question, --answer, --passages) or a whole log
     (LOG --out DIR), against the contexts each was answered from."""
     from verirag import answer_log as al
-    from verirag.awf.defaults import DEFAULT_METHOD
     from verirag.awf.pipeline import Pipeline
     from verirag.errors import BackendError
     from verirag.jsonio import strict_json
@@ -117,8 +119,8 @@ def verify(
     elif out_dir is None:
         raise InputError("give --out DIR: where the results, summary and report of the log go")
     p = Pipeline.from_preset(
-        preset, model=model, judge=judge, threshold=threshold_value, method=method or DEFAULT_METHOD
-    )
+        preset, model=model, judge=judge, threshold=threshold_value, method=method
+    )  # no method: the default, or with --judge the method that uses it (`judged_method`, as everywhere)
     warn_all(p.threshold_warnings(answering=False))
     if single:
         with err.status("verifying…") as status:

@@ -6,6 +6,10 @@
     score = band.combine(0.61, 0.83)  # the cascade's one score (the judge's, calibrated, when inside)
     band.save("cascade.json"); CascadeBand.load("cascade.json", expect={"verifier": fp})
 
+Raw: a judge's own score, before the answer rules (`verirag.awf.core.AnswerRules`, which zero a
+declined answer after the cascade has scored it): what `route` and `combine` see at answer time, so
+the calibrations and the band are fitted on it too (an eval record's `raw_score`, not its `score`).
+
 Scale: each judge's raw score s is mapped to P(faithful) by Platt scaling fitted on held-out labelled
 answers, p = sigmoid(a * logit(s) + b) (`calibrations_[name] = [a, b]`, s clipped to [1e-6, 1 - 1e-6]),
 so the verifier's and the judge's scores are one scale and the cascade's output is a calibrated score

@@ -8,6 +8,9 @@ the answer's signals (token log-probabilities, K-Precision, retrieval scores).
     stack.save("stack.json", cv=report)          # one JSON file, no pickle
     stack = StackedVerifier.load("stack.json", expect={"model": fp})
 
+Predictor features are the predictors' own scores, before the answer rules (an eval record's
+`raw_score`): what the `stacked` predictor computes at answer time, the rules applying after it.
+
 Model: scikit-learn's LogisticRegression (L2, `C`) on standardised features z = (x - mean_) /
 scale_ (scale_ the population standard deviation, 1 where a feature is constant), so the
 coefficients compare across features and one `C` suits them all. P(faithful) = sigmoid(z . coef_

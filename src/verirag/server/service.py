@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from verirag.awf.defaults import DEFAULT_METHOD
+from verirag.awf.defaults import judged_method
 from verirag.awf.pipeline import Pipeline, uses_shipped_verifier, why_it_cannot_verify
 from verirag.awf.prune_setting import PruneSetting, parse_prune
 from verirag.awf.spec import method_names
@@ -52,7 +52,9 @@ class ServiceConfig:
     request_timeout: float = 300.0
     max_body_bytes: int = 1 << 20
     max_passages: int = 64  # /v1/verify: more would take minutes to judge on a CPU
-    verify_method: str = DEFAULT_METHOD  # what /v1/verify judges with when a request names no method
+    # what /v1/verify judges with when a request names no method (None: the default, or with a
+    # judge in `overrides` the method that uses it: `judged_method`, as /v1/ask and every door)
+    verify_method: str | None = None
     warm_up: bool = True  # load the models at start-up, so /readyz means ready
     # seconds an OpenAI-compatible backend may take per HTTP request (it is retried twice);
     # None: VERIRAG_OPENAI_TIMEOUT when set, else a third of request_timeout (at least 5), so a
@@ -105,7 +107,7 @@ class VeriragService:
             self.ready.set()
         self.load_error: str | None = None
         self._runnable: list[str] | None = None
-        self.verify_method = config.verify_method or DEFAULT_METHOD
+        self.verify_method = judged_method(config.verify_method, config.overrides.get("judge"))
         if uses_shipped_verifier(self.verify_method):  # missing is an error at start, not on each request
             from verirag.learned.shipped import shipped_verifier_dir
 

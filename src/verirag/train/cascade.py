@@ -8,13 +8,16 @@ held-out questions, each judged by `vanilla+verifier` and `vanilla+nli`).
     band.save("cascade.json", **provenance)
 
 Answers are paired by generation (the records' `details.generation`: one text judged by both),
-labelled by the records' `faithful`. The dev set (instruct_qa_human) is evaluation data: a run
+labelled by the records' `faithful`. The run is read by the one reader of results.jsonl
+(`ResultStore`: a torn line skipped, the latest record of a slot kept). Both columns are the records'
+`raw_score`, the judges' scores before the answer rules (a declined answer's is not zeroed): what
+the cascade routes on at answer time, where the rules apply after it. The dev set (instruct_qa_human) is evaluation data: a run
 holding it is refused. The verifier records must be the current verifier's (their predictor
 digest equals the digest of the verifier the cascade will run), or the band would sit on another
 scale; the judge's digest becomes the `judge` fingerprint. A retrained verifier's scores of the same
 answers, made without an LLM call (`benchmarks/rescore_own_answers.py`: a header naming the verifier,
-then one {key, score, seconds} row per answer), stand in for the run's verifier records
-(`read_verifier_scores`, `paired_scores(verifier_scores=...)`).
+then one {key, score, seconds} row per answer, with `raw_score` where an answer rule changed the
+score), stand in for the run's verifier records (`read_verifier_scores`, `paired_scores(verifier_scores=...)`).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from verirag.errors import InputError
+from verirag.experiments.grid.records import RESULTS_FILE, ResultStore
 from verirag.learned.cascade import DEFAULT_BUDGET, DEFAULT_JUDGE, CascadeBand
 from verirag.learned.threshold import kfold_indices
 from verirag.metrics.calibration import auroc
@@ -38,7 +42,8 @@ EVALUATION_ONLY = ("instruct_qa",)  # datasets a cascade is never fitted on
 
 @dataclass
 class PairedScores:
-    """One row per answer scored by both: raw scores, label, question group, each judge's seconds."""
+    """One row per answer scored by both: raw scores (before the answer rules), label, question
+    group, each judge's seconds."""
 
     verifier: np.ndarray
     judge: np.ndarray
@@ -72,18 +77,13 @@ class PairedScores:
         )
 
 
-def read_run_records(run: Path) -> list[dict[str, Any]]:
-    """An eval run's records (its results.jsonl), the latest line of each record key."""
-    path = run / "results.jsonl" if run.is_dir() else run
-    if not path.is_file():
-        raise InputError(f"no eval run at {run} (no results.jsonl)")
-    latest: dict[str, dict] = {}
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                r = json.loads(line)
-                latest[r.get("key") or json.dumps(r, sort_keys=True)] = r
-    return list(latest.values())
+def run_records(run: str | Path) -> list[dict[str, Any]]:
+    """An eval run's records as dicts, read by `ResultStore` (a run folder, or its results.jsonl)."""
+    run = Path(run)
+    store = ResultStore(run.parent if run.name == RESULTS_FILE else run)
+    if not store.path.is_file():
+        raise InputError(f"no eval run at {run} (no {RESULTS_FILE})")
+    return [r.to_dict() for r in store.load()]
 
 
 @dataclass(frozen=True)
@@ -116,8 +116,9 @@ def read_verifier_scores(paths: Sequence[str | Path]) -> VerifierScores:
         header = lines[0].get("verifier") or {}
         digests.add(str(header.get("predictor_digest", "")))
         networks.add(str(header.get("model_fingerprint", "")))
-        for row in lines[1:]:
-            scores[row["key"]] = (float(row["score"]), float(row["seconds"]))
+        for row in lines[1:]:  # the score before the answer rules, as the cascade routes on it
+            raw = row["score"] if row.get("raw_score") is None else row["raw_score"]
+            scores[row["key"]] = (float(raw), float(row["seconds"]))
     if len(digests) != 1:
         raise InputError(f"the verifier scores were made by {len(digests)} verifiers ({', '.join(sorted(digests))})")
     return VerifierScores(scores, digests.pop(), networks.pop() if len(networks) == 1 else "")
@@ -135,7 +136,7 @@ def paired_scores(
     answer must have one)."""
     by_method: dict[str, dict[tuple, dict]] = {verifier_method: {}, judge_method: {}}
     for run in runs:
-        for r in read_run_records(Path(run)):
+        for r in run_records(run):
             if any(x in str(r.get("dataset", "")) for x in EVALUATION_ONLY):
                 raise InputError(f"{run}: {r['dataset']} is evaluation data; a cascade is never fitted on it")
             table = by_method.get(r.get("method"))
@@ -157,7 +158,7 @@ def paired_scores(
         v = [
             {
                 **r,
-                "score": verifier_scores.scores[generation_key(r)][0],
+                "raw_score": verifier_scores.scores[generation_key(r)][0],
                 "details": {
                     **(r.get("details") or {}),
                     "predictor_digest": verifier_scores.digest,
@@ -177,8 +178,8 @@ def paired_scores(
         return float(((r.get("details") or {}).get("timings") or {}).get("verify", r.get("seconds") or 0.0))
 
     return PairedScores(
-        verifier=np.array([float(r["score"]) for r in v]),
-        judge=np.array([float(r["score"]) for r in j]),
+        verifier=np.array([float(r["raw_score"]) for r in v]),
+        judge=np.array([float(r["raw_score"]) for r in j]),
         labels=np.array([int(r["faithful"]) for r in v]),
         groups=[f"{r['dataset']}:{r.get('group') or r.get('example_id')}" for r in v],
         datasets=[r["dataset"] for r in v],

@@ -6,8 +6,10 @@ judge it), and each record names that generation (`details["generation"]`, its t
 rows are the distinct (dataset, model, example, generation) answers, and the columns:
 
 - one per predictor that scored the answers (`vanilla+self_check` gives `self_check`,
-  `vanilla+verifier(verifier=DIR)` gives `verifier`): the record's score, 0 where the predictor
-  failed (the records' own convention: a failure stays in every denominator with score 0);
+  `vanilla+verifier(verifier=DIR)` gives `verifier`): the record's `raw_score` (the predictor's
+  score before the answer rules: what the `stacked` predictor combines at answer time, the rules
+  applying after it), 0 where the predictor failed (the records' own convention: a failure stays
+  in every denominator with score 0);
   `trivial` (a constant) gives none;
 - the answer's signals each record carries (`details["signals"]`, `verirag.awf.signals`): token
   logprob min / mean / sum, K-Precision, retrieval top / mean.
@@ -102,6 +104,12 @@ def answer_key(dataset: str, model: Any, example_id: Any, details: Mapping[str, 
     return f"{dataset}|{model}|{example_id}|{gen}"
 
 
+def _raw(record: Any) -> float:
+    """A record's score before the answer rules (`ResultRecord.raw_score`)."""
+    raw = getattr(record, "raw_score", None)
+    return float(record.score if raw is None else raw)
+
+
 def _answers(records: Sequence[Any], label: str) -> tuple[dict[str, Answer], dict[str, dict], dict[str, int], set]:
     answers: dict[str, Answer] = {}
     sources: dict[str, dict[str, Any]] = {}
@@ -140,7 +148,7 @@ def _answers(records: Sequence[Any], label: str) -> tuple[dict[str, Answer], dic
             continue
         if pred in SIGNALS:  # k_precision: the same quantity as the signal (which older records lack)
             if not r.error:
-                a.values.setdefault(pred, float(r.score))
+                a.values.setdefault(pred, _raw(r))
             continue
         if pred in a.methods and a.methods[pred] != r.method:
             raise InputError(
@@ -148,7 +156,7 @@ def _answers(records: Sequence[Any], label: str) -> tuple[dict[str, Answer], dic
                 f"{r.method}): keep one with --methods"
             )
         a.methods[pred] = r.method
-        a.values[pred] = 0.0 if r.error else float(r.score)
+        a.values[pred] = 0.0 if r.error else _raw(r)
         if r.error:
             a.errors[pred] = r.error
         source = sources.setdefault(

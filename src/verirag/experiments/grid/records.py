@@ -13,7 +13,13 @@ Fields:
   label and the options the config gave it (defaults of the dataset and the generation settings
   included), and `resolved_options`: every option of the built method and its parts, the
   constructors' defaults included (what a threshold file records and `ask` compares).
-- answer, score (in [0, 1]; for hard-label methods 0 or 1), hard.
+- answer, score (in [0, 1]; for hard-label methods 0 or 1), hard. `score` is the score after the
+  answer rules (`verirag.awf.core.AnswerRules`: a declined answer scores 0): the one `ask` acts on
+  and `calibrate` fits a threshold on. `raw_score` is the method's own score before those rules:
+  the one a learned part that reads a predictor's score sees at answer time (the cascade routes on
+  it, the stack combines it), so those parts are fitted on it. The two differ only where a rule
+  applied (`details["answer_rules"]`). Records written before `raw_score` existed get it from
+  `details["raw_score"]` where a rule applied, else from `score`.
 - answerable (A): the passages support a reference answer (relevance labels when the dataset has
   them, otherwise a normalised reference substring in some passage).
 - correct: the answer matches a reference under the configured judge (abstentions never do).
@@ -100,6 +106,13 @@ class ResultRecord:
     method_spec: dict[str, Any] = field(default_factory=dict)
     spent: dict[str, Any] = field(default_factory=dict)
     prune_digest: str = ""
+    raw_score: float | None = None  # before the answer rules (module doc); None: derived from the record
+
+    def __post_init__(self):
+        if self.raw_score is None:
+            d = self.details or {}
+            ruled = d.get("answer_rules") and d.get("raw_score") is not None
+            self.raw_score = float(d["raw_score"]) if ruled else self.score
 
     @property
     def key(self) -> str:
@@ -113,8 +126,9 @@ class ResultRecord:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["key"] = self.key
-        if isinstance(d["score"], float) and not math.isfinite(d["score"]):
-            d["score"] = None  # JSON has no NaN; MethodOutput never produces one anyway
+        for name in ("score", "raw_score"):
+            if isinstance(d[name], float) and not math.isfinite(d[name]):
+                d[name] = None  # JSON has no NaN; MethodOutput never produces one anyway
         return d
 
     @classmethod

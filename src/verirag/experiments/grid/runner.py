@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from verirag.awf.spec import MethodSpec
+from verirag.conversation import as_history
 from verirag.errors import InputError, VeriragError, is_outage
 from verirag.evaluation.ground_truth import GroundTruth, passages_support_reference
 from verirag.experiments.grid.config import ExperimentConfig
@@ -186,6 +187,7 @@ def load_examples(cfg: ExperimentConfig, llm_factory: LLMFactory) -> dict[str, l
             examples = [e for e in examples if e.group in keep]
         for e in examples:
             e.dataset = d.name
+            as_history(e.history, name=f"dataset {d.name!r}, example {e.id}: history")  # bad turns fail before the run
         out[d.name] = examples
     return out
 
@@ -269,7 +271,7 @@ class UnitRunner:
             return PassagesRecord(list(ex.passages), scores)
         scored = scores is not None and len(scores) == len(ex.passages)
         hits = [ScoredPassage(p, float(scores[i]) if scored else 0.0, i) for i, p in enumerate(ex.passages)]
-        query = AnswerState(ex.question, history=tuple(ex.history)).retrieval_query()  # what `ask` prunes for
+        query = AnswerState.asked(ex.question, ex.history).retrieval_query()  # what `ask` prunes for
         with self._prune_lock:
             result = self.prune_stage.run(query, hits, lambda _m: None)
         kept = result.kept
@@ -299,29 +301,34 @@ class UnitRunner:
 
     def run_example(self, ex: Example, done: set[str]) -> list[ResultRecord]:
         """One record per method of `ex` still to do, each from the answer core (`verirag.awf.core`:
-        the method, then the answer rules `ask` applies), over one trace the methods share."""
+        the method, then the answer rules `ask` applies), over one trace the methods share. The
+        question is asked in the example's history as `ask` and `Verifier.verify` ask it
+        (`AnswerState.asked`: the same turns, cut by the same rule), not as one long question."""
         from verirag.awf.core import AnswerAndScore, AnswerCore, AnswerRules, AnswerState
         from verirag.awf.trace import Trace
 
         passages = self.passages(ex)  # pruned once, shared by the methods
-        trace = Trace(ex.question_with_history(), passages.passages, retrieval_scores=passages.retrieval_scores)
+        asked = AnswerState.asked(ex.question, ex.history)
+        trace = Trace(asked.in_context(), passages.passages, retrieval_scores=passages.retrieval_scores)
         prune = {} if passages.prune is None else {"prune": _jsonable(passages.prune)}
         records = []
         for label, (spec, method) in self.methods.items():
             if self.key(label, ex) in done:
                 continue
             t0 = time.perf_counter()
-            state = AnswerState(ex.question_with_history(), passages=passages, trace=trace)
+            state = AnswerState(ex.question, history=asked.history, passages=passages, trace=trace)
             try:
                 AnswerCore([AnswerAndScore(method), AnswerRules()], raise_outages=False).run(state)
                 j = state.judgement
                 answer, score, hard, error, details = j.answer, j.score, j.hard, j.error, j.details
+                raw = score if j.raw_score is None else j.raw_score  # before the answer rules
                 if j.outage:  # counted as an error like any other, and named as an outage
                     details = {**details, "outage": True}
                 if j.rules:  # the score the answer path acts on, and what it was before
                     details = {**details, "answer_rules": j.rules, "raw_score": j.raw_score}
             except VeriragError as e:  # a user or backend failure is this example's error
                 answer, score, hard, error, details = "", 0.0, method.hard, f"{type(e).__name__}: {e}", {}
+                raw = score
                 if is_outage(e):
                     details = {"outage": True}
             seconds = time.perf_counter() - t0
@@ -337,6 +344,7 @@ class UnitRunner:
                     question=ex.question,
                     answer=answer,
                     score=float(score),
+                    raw_score=float(raw),
                     hard=bool(hard),
                     answerable=truth.answerable,
                     correct=truth.correct,
