@@ -40,7 +40,7 @@ from verirag.awf.defaults import DEFAULT_METHOD, JUDGED_METHOD
 from verirag.awf.predictors.nli import evidence_saves
 from verirag.awf.spec import split_name
 from verirag.awf.stages import PruneStage
-from verirag.errors import BackendError, InputError, is_outage
+from verirag.errors import BackendError, is_outage
 from verirag.llm.base import DEFAULT_SEED
 from verirag.prompts import DEFAULT_LAYOUT, load_prompt
 from verirag.train.verifier_labels.context import Item, LabelContext, RecipeFailure
@@ -101,9 +101,26 @@ def generator(ctx: LabelContext, model: str):
 
 
 def judge(ctx: LabelContext, model: str, premise: str):
-    return ctx.shared(
-        (JUDGE, premise, model), lambda: build_predictor(JUDGE, ctx.llm(model), options={"premise": premise})
-    )
+    def build():
+        nli = build_predictor(JUDGE, ctx.llm(model), options={"premise": premise})
+        if premise == "evidence":
+            remember_premise(nli)
+        return nli
+
+    return ctx.shared((JUDGE, premise, model), build)
+
+
+def remember_premise(nli) -> None:
+    """Keep the evidence nli picks on `nli.last_premise` (None: it could not pick one), so what it read
+    is known without the verifier reading the passages a second time."""
+    pick = nli.evidence
+
+    def evidence(question, answer, passages):
+        nli.last_premise = None
+        nli.last_premise, lent = pick(question, answer, passages)
+        return nli.last_premise, lent
+
+    nli.evidence = evidence
 
 
 # ---- one answer ---------------------------------------------------------------------------------
@@ -158,6 +175,7 @@ def judged(ctx, q, model, answer, passages, full: bool, seconds: dict[str, float
     for premise in premises:
         nli = judge(ctx, model, premise)
         t = time.perf_counter()
+        nli.last_premise = None
         try:
             v = nli.verify(q.text, answer, passages)
         except BackendError as e:  # the judge's requests raise an outage; its other failures come back in v
@@ -170,19 +188,17 @@ def judged(ctx, q, model, answer, passages, full: bool, seconds: dict[str, float
         if not ok:
             errors[premise] = v.error or "no score"
         if premise == "evidence":
-            out.update(what_was_read(nli, q.text, answer, passages))
+            out.update(what_was_read(nli.last_premise, passages))
             out["digest"] = nli.digest
     if errors:
         out["errors"] = errors
     return out
 
 
-def what_was_read(nli, question: str, answer: str, passages) -> dict[str, Any]:
+def what_was_read(premise: str | None, passages) -> dict[str, Any]:
     """What nli over the evidence read: the evidence, or every passage when it saved too little or the
-    verifier could not pick it (`evidence_saves`); found again after the judging (~0.1 s, no LLM)."""
-    try:
-        premise, _ = nli.evidence(question, answer, passages)
-    except InputError:
+    verifier could not pick it (`evidence_saves`: the rule nli itself applies)."""
+    if premise is None:
         return {"read": "passages", "premise_words": None}
     read = "evidence" if evidence_saves(premise, passages) else "passages"
     return {"read": read, "premise_words": len(premise.split())}
