@@ -81,7 +81,7 @@ def test_answers_from_pruned_passages_judged_and_graded(tmp_path, data):
     assert len(prompts) == len(made)  # one answer per item
     for x in made:
         e, m = examples[x["id"]], x["meta"]
-        assert x["answer"] == e.answer and x["prompt"].startswith("vanilla.") and x["max_tokens"] == 96
+        assert x["answer"] == e.answer and x["prompt"].startswith("vanilla@") and x["max_tokens"] == 96
         assert x["label"] == int(bool(m["correct"]) and m["evidence"] and not m["abstained"])
         judge, prune = m["judge"], m["prune"]
         if x["answer"] == "Edda Morn":  # the judge could not answer: kept, with the reason

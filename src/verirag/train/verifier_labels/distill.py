@@ -42,7 +42,6 @@ from verirag.awf.spec import split_name
 from verirag.awf.stages import PruneStage
 from verirag.errors import BackendError, is_outage
 from verirag.llm.base import DEFAULT_SEED
-from verirag.prompts import DEFAULT_LAYOUT, load_prompt
 from verirag.train.verifier_labels.context import Item, LabelContext, RecipeFailure
 from verirag.train.verifier_labels.generation import provenance
 from verirag.train.verifier_labels.records import labelled, record_id, skipped
@@ -86,14 +85,15 @@ def plan(q: Question, ctx: LabelContext) -> list[Item]:
 
 # ---- the parts, built once per run (`LabelContext.shared`) ----------------------------------------
 def pruner_stage(ctx: LabelContext, model: str) -> PruneStage:
-    def build():
+    def load():
         from verirag.learned.pruner import ContextPruner
         from verirag.learned.shipped import shipped_pruner_dir
 
-        llm = ctx.llm(model)
-        return PruneStage(ContextPruner.load(shipped_pruner_dir()), count_tokens=llm.count_tokens)
+        return ContextPruner.load(shipped_pruner_dir())
 
-    return ctx.shared(("prune", model), build)
+    # one pruner; each model counts the tokens it reads with its own tokenizer
+    pruner = ctx.shared("pruner", load)
+    return ctx.shared(("prune", model), lambda: PruneStage(pruner, count_tokens=ctx.llm(model).count_tokens))
 
 
 def generator(ctx: LabelContext, model: str):
@@ -161,8 +161,9 @@ def make(ctx: LabelContext, q: Question, item_id: str, model: str, condition: st
     }
     if ans.generation is not None and ans.generation.finish_reason == "length":
         meta["truncated"] = True
-    prompt = load_prompt("vanilla", DEFAULT_LAYOUT)
-    how = provenance(ctx.llm(model), model, f"{GENERATOR}.{DEFAULT_LAYOUT}@{prompt.digest}", 0.0, DEFAULT_SEED)
+    # the generator's digest names its prompt and options (answer length, layout); it sets no
+    # temperature or seed, so the backend's defaults apply
+    how = provenance(ctx.llm(model), model, f"{GENERATOR}@{gen.digest}", 0.0, DEFAULT_SEED)
     how["max_tokens"] = gen.max_tokens
     return labelled(item_id, NAME, q.dataset, q.id, ctx.qh(q), keys, ans.text, grade.label, generation=how, meta=meta)
 
