@@ -17,7 +17,7 @@ TORCH  ?= torch==2.13.0
 export VERIRAG_DATA_DIR ?= $(abspath ../shared/data)
 
 .PHONY: demo test test-fast lint install models dev docs bench eval-small serve clean-venv verifier cascade pruner \
-	paraphrase-labels
+	paraphrase-labels distill-labels
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -168,6 +168,22 @@ paraphrase-labels: $(VENV)/.models runs/labels/paraphrase.jsonl runs/labels/para
 	    --n 1500 --split train --out runs/labels/paraphrase.jsonl
 	$(VENV)/bin/verirag label verifier --models qwen2.5-1.5b --recipes paraphrase --datasets nq,hotpotqa \
 	    --n 120 --split heldout --out runs/labels/paraphrase.heldout.jsonl
+
+# Issue 47's distillation labels (the `distill` recipe): qwen2.5-1.5b answers every NQ and HotpotQA
+# training question as `verirag ask` does (the shipped pruner on, the default generator's short answer),
+# from the evidence among hard distractors, and for a seeded half of the questions once more from
+# distractors only; NoMIRACL's non-relevant questions from their own passages (any answer unsupported).
+# nli over the trained verifier's evidence (on qwen2.5-1.5b) scores every answer, nli over every passage
+# 1 in 5; the gold grade is the label, the scores sit beside it in `meta`. 4,012 answers (2,300 NQ, 213
+# HotpotQA, 228 NoMIRACL questions). Cost, from DESIGN.md's measurements (not timed here at scale): a
+# pruned answer ~6 s, nli over the evidence 1-3 s, over every passage 3-20 s on the sample: ~8-12 s an
+# answer, about 9-13 hours on 2 cores. Each answer is written as it is made and the same command resumes
+# where it stopped (kill it any time; add --limit N for at most N answers a session). Commit it
+# compactly, as the paraphrase labels are (ids, generated text, scores, fingerprints; no benchmark text):
+#   gzip -9nc runs/labels/distill.jsonl > data/verifier/labels/distill-qwen2.5-1.5b.jsonl.gz
+distill-labels: $(VENV)/.models
+	$(VENV)/bin/verirag label verifier --models qwen2.5-1.5b --recipes distill --datasets nq,hotpotqa,nomiracl \
+	    --n 3000 --split train --judge-full-every 5 --out runs/labels/distill.jsonl
 
 # The shipped verifier (src/verirag/learned/shipped/verifier/) again: v1 taught issue 36's kinds of
 # question without starting over (--init-from): all 6 of its layers go on learning, at a lower rate, on

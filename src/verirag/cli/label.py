@@ -22,7 +22,7 @@ def label_verifier(
         ["real,swap,evidence_removal,local_edit,evidence_sentence"],
         "--recipes",
         help="real, swap, evidence_removal, local_edit, evidence_sentence, multihop, followup, doc_claims, "
-        "paraphrase "
+        "paraphrase, distill "
         "(comma-separated; the default: the first five).",
     ),
     n: int | None = typer.Option(100, help="Questions per dataset, drawn with --seed (0: all)."),
@@ -34,6 +34,11 @@ def label_verifier(
     seed: int = typer.Option(0, help="Seed of the question draw and of every choice of a recipe."),
     limit: int | None = typer.Option(None, help="Make at most this many new items in this run."),
     per_question: int = typer.Option(3, help="Answers per question and model of the real recipe."),
+    judge_full_every: int = typer.Option(
+        5,
+        help="distill: 1 in this many answers (seeded) is judged by nli over every passage too, "
+        "beside nli over the evidence (0: none).",
+    ),
     swap_from: list[str] = typer.Option(
         [],
         "--swap-from",
@@ -69,6 +74,7 @@ def label_verifier(
             seed=seed,
             limit=limit,
             real_per_question=per_question,
+            judge_full_every=judge_full_every,
             swap_from=names(swap_from) or None,
             split=split,
             n_threads=threads,

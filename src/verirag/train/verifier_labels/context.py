@@ -83,9 +83,12 @@ class LabelContext:
         llm_loader=None,
         real_per_question: int = 3,
         swap_from: Sequence[str] | None = None,
+        judge_full_every: int = 5,
     ):
         self.sources, self.seed, self.models = sources, seed, list(models)
         self.real_per_question = real_per_question
+        # The distill recipe's sample: 1 in this many answers is also judged over every passage (0: none).
+        self.judge_full_every = judge_full_every
         # The swap recipe's origins of a replacement, first available first (None: drawn among all).
         self.swap_from = tuple(swap_from) if swap_from else None
         # Questions that may lend their answers to swaps: the non-excluded ones of each dataset.
@@ -94,6 +97,7 @@ class LabelContext:
         self._llms: dict[str, Any] = {}
         self._bases: dict[tuple[str, str, str], BaseAnswer | None] = {}
         self._pools: dict[tuple[str, str], list[tuple[str, int]]] = {}
+        self._shared: dict[Any, Any] = {}
 
     # -- lookups (records.Lookup) -------------------------------------------------------------
     def answers(self, dataset: str, example: str) -> tuple[str, ...]:
@@ -165,6 +169,12 @@ class LabelContext:
                 raise InputError(f"no model loader: {model!r} cannot answer")
             self._llms[model] = self._llm_loader(model)
         return self._llms[model]
+
+    def shared(self, key: Any, build: Callable[[], Any]) -> Any:
+        """A part several items use (a pruner, a judge), built by `build` on first use, once per run."""
+        if key not in self._shared:
+            self._shared[key] = build()
+        return self._shared[key]
 
     def generate(self, q: Question, model: str, style: str, keys: Sequence[str], temperature: float) -> Generated:
         """The model's answer; `RecipeFailure` when the backend returned an error."""

@@ -3,7 +3,7 @@
 A record (fields left out when empty):
 
     id               "<recipe>/<dataset>/<example>/<variant>/s<seed>": the same command makes the same ids
-    recipe           real | swap | evidence_removal | local_edit | evidence_sentence
+    recipe           real | swap | evidence_removal | local_edit | evidence_sentence | ... | distill
     dataset, example the question, read from the data folder by id (`sources`)
     qh               8 hex digits of the question text: `resolve` refuses a record whose question changed
     passages         the passage keys the answer is judged against, in the order given

@@ -27,6 +27,7 @@ from verirag.datasets import data_dir
 from verirag.errors import InputError
 from verirag.jsonio import write_json
 from verirag.train.verifier_labels import (
+    distill,
     doc_claims,
     evidence_removal,
     evidence_sentence,
@@ -45,7 +46,18 @@ from verirag.train.verifier_labels.sources import Question, Source, load_sources
 
 RECIPES = {
     m.NAME: m
-    for m in (real, swap, evidence_removal, local_edit, evidence_sentence, multihop, followup, doc_claims, paraphrase)
+    for m in (
+        real,
+        swap,
+        evidence_removal,
+        local_edit,
+        evidence_sentence,
+        multihop,
+        followup,
+        doc_claims,
+        paraphrase,
+        distill,
+    )
 }
 DEFAULT_DATASETS = ("nq", "hotpotqa")
 DEFAULT_MODELS = ("qwen2.5-1.5b", "qwen2.5-0.5b", "smollm2-135m")
@@ -86,6 +98,7 @@ def check_options(
     real_per_question: int,
     swap_from: Sequence[str] | None = None,
     split: str | None = None,
+    judge_full_every: int = 5,
 ) -> None:
     from verirag.train.verifier_labels.replacements import ORIGINS
 
@@ -100,7 +113,12 @@ def check_options(
     needy = [r for r in recipes if RECIPES[r].NEEDS_LLM]
     if needy and not models:
         raise InputError(f"recipe(s) {', '.join(needy)} need a model: give --models (e.g. smollm2-135m)")
-    for name, value, low in (("n", n, 1), ("limit", limit, 0), ("real_per_question", real_per_question, 1)):
+    for name, value, low in (
+        ("n", n, 1),
+        ("limit", limit, 0),
+        ("real_per_question", real_per_question, 1),
+        ("judge_full_every", judge_full_every, 0),
+    ):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < low):
             raise InputError(f"{name} must be an integer >= {low}, got {value!r}")
 
@@ -150,6 +168,7 @@ def label_verifier(
     real_per_question: int = 3,
     swap_from: Sequence[str] | None = None,
     split: str | None = None,
+    judge_full_every: int = 5,
     llm_loader=None,
     n_threads: int | None = None,
     on_start: Callable[[int], None] | None = None,
@@ -159,8 +178,9 @@ def label_verifier(
     `on_start(total)` once the items are planned; `on_progress(done, total, record)` after each
     item (record None when it was already in the file or failed). Models load through
     `verirag.llm.load_llm` (request cache, `n_threads` llama.cpp threads) unless `llm_loader`
-    (model name -> LLM) is given."""
-    check_options(recipes, models, n, limit, real_per_question, swap_from, split)
+    (model name -> LLM) is given. `judge_full_every`: the distill recipe judges 1 in this many
+    answers over every passage too (0: none)."""
+    check_options(recipes, models, n, limit, real_per_question, swap_from, split, judge_full_every)
     t0 = time.perf_counter()
     root = data_dir(data_root)
     run = LabelRun(out=Path(out))
@@ -182,6 +202,7 @@ def label_verifier(
         llm_loader=llm_loader,
         real_per_question=real_per_question,
         swap_from=swap_from,
+        judge_full_every=judge_full_every,
     )
     items = plan_items(ctx, questions, recipes)
     run.planned = len(items)

@@ -1,0 +1,183 @@
+"""The `distill` label recipe (issue 47, item 1): the pipeline's own short answers from pruned passages,
+scored by nli over the evidence (and over every passage on a sample), graded against gold answers;
+on the made-up data of test_verifier_labels. The scripted model checks the bookkeeping (what the
+generator read, the judge's scores and failures, resuming); SmolLM2-135M runs the real path."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from doubles import ScriptedLLM, yes_no
+from test_verifier_labels import NQ_ROWS, write_data
+
+from verirag.errors import BackendError
+from verirag.train.verifier_labels import label_verifier, read_records, resolve
+from verirag.train.verifier_labels.context import LabelContext
+from verirag.train.verifier_labels.distill import full_judged, plan
+from verirag.train.verifier_labels.sources import Question
+
+SHORT = {  # the scripted model's short answers, by a word of the question
+    "tallbridge": "Mara Quill",
+    "orrin canal": "1902",
+    "kelby viaduct": "twelve",  # wrong
+    "harbour at dawn": "Ivo Brandt",
+    "harwick": "the river Dell",
+    "wexmoor museum": "Edda Morn",
+    "gallo hall": "1850",
+    "older": "the Kelby bridge",
+    "veloria": "Orchard City",
+}
+
+
+def short_answer(prompt) -> str:
+    question = prompt[-1]["content"].rsplit("Question:", 1)[-1].lower()
+    return next((a for k, a in SHORT.items() if k in question), "I don't know.")
+
+
+def judge_by_words(prompt):
+    """Yes (0.9) when the passage holds the answer the statement names, else 0.2; a reply with neither
+    Yes nor No for "Edda Morn" (a judge failure that is not an outage)."""
+    user = prompt[-1]["content"]
+    premise = user.split("Passage:", 1)[1].split("Statement:", 1)[0].lower()
+    answer = re.search(r'" is: (.*)', user).group(1).strip().lower()
+    if answer == "edda morn":
+        return {"Maybe": -0.1}
+    return yes_no(0.9 if answer in premise else 0.2)
+
+
+def model(**kw) -> ScriptedLLM:
+    kw.setdefault("next_token", judge_by_words)
+    return ScriptedLLM(short_answer, name="scripted", fingerprint="5c" * 32, **kw)
+
+
+def run(tmp_path, data, llm, **kw):
+    kw.setdefault("datasets", ["nq", "hotpotqa", "nomiracl"])
+    return label_verifier(
+        tmp_path / "labels.jsonl",
+        data_root=data,
+        n=None,
+        recipes=["distill"],
+        models=["scripted"],
+        llm_loader=lambda m: llm,
+        **kw,
+    )
+
+
+@pytest.fixture()
+def data(tmp_path):
+    return write_data(tmp_path / "data")
+
+
+def test_answers_from_pruned_passages_judged_and_graded(tmp_path, data):
+    llm = model()
+    r = run(tmp_path, data, llm, judge_full_every=2)
+    records = read_records(tmp_path / "labels.jsonl")
+    made = [x for x in records if "skip" not in x]
+    assert r.written == len(records) == r.planned and not r.failed and len(made) == len(records)
+    assert {x["meta"]["condition"] for x in made} >= {"mixed", "non_relevant"}
+    examples = {e.source: e for e in resolve(made, data)}
+    prompts = [p for p, op in zip(llm.prompts, llm.ops) if op == "generate"]
+    assert len(prompts) == len(made)  # one answer per item
+    for x in made:
+        e, m = examples[x["id"]], x["meta"]
+        assert x["answer"] == e.answer and x["prompt"].startswith("vanilla@") and x["max_tokens"] == 96
+        assert x["label"] == int(bool(m["correct"]) and m["evidence"] and not m["abstained"])
+        judge, prune = m["judge"], m["prune"]
+        if x["answer"] == "Edda Morn":  # the judge could not answer: kept, with the reason
+            assert judge["evidence"] is None and judge.get("passages") is None
+            assert "could not judge" in judge["errors"]["evidence"]
+        else:
+            assert 0.0 <= judge["evidence"] <= 1.0 and 0.0 <= judge.get("passages", 0.0) <= 1.0
+            assert judge["read"] in ("evidence", "passages") and len(judge["digest"]) == 12
+            assert judge["read"] == "passages" or judge["premise_words"] > 0
+        assert 0 < prune["tokens_read"] <= prune["tokens_full"] and 1 <= prune["passages_read"] <= len(x["passages"])
+        assert 0 < prune["sentences_kept"] <= prune["sentences"] and set(m["seconds"]) >= {"prune", "generate"}
+        if x["dataset"] == "nomiracl":
+            assert x["label"] == 0 and m["correct"] is None
+    # 1 in 2 (seeded) also judged over every passage
+    assert 0 < sum("passages" in x["meta"]["judge"] for x in made) < len(made)
+    # the generator read the pruned text: some fixture sentences the pruner dropped are in no prompt
+    read = "\n".join(p[-1]["content"] for p in prompts)
+    sentences = [s for *_, text in NQ_ROWS for s in re.split(r"(?<=\.) ", text)]
+    assert [s for s in sentences if s not in read]
+    assert any(x["meta"]["prune"]["sentences_kept"] < x["meta"]["prune"]["sentences"] for x in made)
+    lighthouse = next(x for x in made if x["answer"] == "Mara Quill" and x["meta"]["condition"] == "mixed")
+    assert lighthouse["label"] == 1 and lighthouse["meta"]["judge"]["evidence"] == 0.9
+    wrong = next(x for x in made if x["answer"] == "twelve")
+    assert wrong["label"] == 0 and wrong["meta"]["correct"] is False and wrong["meta"]["judge"]["evidence"] == 0.2
+    # a rerun makes nothing and asks nothing
+    asked = len(llm.requests)
+    again = run(tmp_path, data, llm, judge_full_every=2)
+    assert again.written == 0 and again.already_done == r.planned and len(llm.requests) == asked
+
+
+def test_a_judge_outage_writes_nothing_and_the_next_run_retries(tmp_path, data):
+    down = model(next_token=BackendError("judge unreachable"))
+    r = run(tmp_path, data, down, datasets=["nq"])
+    assert r.written == 0 and r.failed and all("judge unreachable" in f for f in r.failed)
+    assert not (tmp_path / "labels.jsonl").exists() or not read_records(tmp_path / "labels.jsonl")
+    r = run(tmp_path, data, model(), datasets=["nq"])
+    assert r.written == r.planned == len(read_records(tmp_path / "labels.jsonl")) > 0
+
+
+def test_the_full_passage_sample_is_seeded_and_can_be_off():
+    ctx = LabelContext({}, judge_full_every=3)
+    q = Question("nq", "7", "q", ("a",), ("7",))
+    drawn = [full_judged(ctx, Question("nq", str(i), "q", ("a",), ("x",)), "m", "mixed") for i in range(300)]
+    assert 60 < sum(drawn) < 140 and drawn == [
+        full_judged(ctx, Question("nq", str(i), "q", ("a",), ("x",)), "m", "mixed") for i in range(300)
+    ]
+    assert not full_judged(LabelContext({}, judge_full_every=0), q, "m", "mixed")
+    assert full_judged(LabelContext({}, judge_full_every=1), q, "m", "mixed")
+
+
+def test_datasets_without_gold_answers_are_a_skip_line():
+    ctx = LabelContext({}, models=["m"])
+    doc = Question("docs", "pkg:README#3", "What does the pkg documentation say in README?", (), ("pkg:README#3",))
+    (item,) = plan(doc, ctx)
+    assert item.make()["skip"].startswith("no gold answers")
+
+
+@pytest.mark.slow
+def test_distill_with_the_smallest_real_model(tmp_path, data, smollm_path):
+    """SmolLM2-135M answers, and judges, two NQ and two HotpotQA questions for real."""
+    from verirag.llm.llama_cpp_backend import LlamaCppLLM
+
+    llm = LlamaCppLLM(smollm_path, model_id="smollm2-135m", n_ctx=2048, n_threads=1)
+    try:
+        r = label_verifier(
+            tmp_path / "labels.jsonl",
+            data_root=data,
+            datasets=["nq", "hotpotqa"],
+            n=2,
+            recipes=["distill"],
+            models=["smollm2-135m"],
+            llm_loader=lambda m: llm,
+            judge_full_every=2,
+        )
+        records = read_records(tmp_path / "labels.jsonl")
+        assert r.written == r.planned == len(records) >= 4 and not r.failed
+        for x in records:
+            if "skip" in x:
+                assert x["skip"] == "the model returned an empty answer", x
+                continue
+            m = x["meta"]
+            assert x["answer"].strip() and x["model"] == "smollm2-135m" and x["fingerprint"] == llm.fingerprint[:16]
+            assert m["correct"] in (True, False) and x["label"] in (0, 1)
+            assert m["judge"]["evidence"] is not None and 0.0 <= m["judge"]["evidence"] <= 1.0, m["judge"]
+            assert "passages" not in m["judge"] or 0.0 <= m["judge"]["passages"] <= 1.0
+            assert 0 < m["prune"]["tokens_read"] <= m["prune"]["tokens_full"]
+        again = label_verifier(
+            tmp_path / "labels.jsonl",
+            data_root=data,
+            datasets=["nq", "hotpotqa"],
+            n=2,
+            recipes=["distill"],
+            models=["smollm2-135m"],
+            llm_loader=lambda m: llm,
+            judge_full_every=2,
+        )
+        assert again.written == 0 and again.already_done == r.planned
+    finally:
+        llm.close()
