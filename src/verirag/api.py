@@ -24,11 +24,6 @@ from verirag.errors import InputError, VeriragError
 from verirag.learned.threshold import ThresholdController
 from verirag.types import Passage, VerifyResult
 
-# Rows verified in one batched pass by `Verifier.verify_many` (and `verirag verify LOG`): enough
-# answers that their pairs fill long, evenly padded batches; few enough that progress is reported
-# and a killed run loses little (docs/results/verifier.md, "Batched verification").
-VERIFY_BLOCK = 256
-
 
 class ThresholdWarning(UserWarning):
     """A threshold file that was fitted for another model, method or options, or whose target
@@ -132,16 +127,18 @@ class Verifier:
         rows: Iterable[Mapping[str, Any] | Sequence[Any]],
         *,
         on_progress: Callable[[int], None] | None = None,
-        block: int = VERIFY_BLOCK,
+        block: int | None = None,
     ) -> list[VerifyResult]:
         """Verify a batch: each row a mapping with `question`, `answer`, `contexts` and optionally
         `history` (or a (question, answer, contexts[, history]) tuple). The rows are verified `block`
         at a time, each block in one batched pass (`Pipeline.verify_many`: the trained verifier
         reads the sentence-chunk pairs of all its answers together; scores equal `verify`'s); results
         are in row order. A row that is bad input gives a result with its error (score None, not
-        supported) in its place, never a gap; an outage raises. `on_progress(i)`: rows done."""
-        from verirag.awf.verify_batch import VerifyItem
+        supported) in its place, never a gap; an outage raises. `on_progress(i)`: rows done.
+        `block`: rows per batched pass (None: `verirag.awf.verify_batch.VERIFY_BLOCK`, 256)."""
+        from verirag.awf.verify_batch import VERIFY_BLOCK, VerifyItem
 
+        block = VERIFY_BLOCK if block is None else block
         if block < 1:
             raise InputError(f"block must be at least 1, got {block}")
         results: list[VerifyResult] = []

@@ -12,7 +12,8 @@ unless verified), line_text (a malformed line's start), supported (the verdict a
 text, support_score: the best supported context; the closest one when unsupported), support_scores
 (each context's id and score), sentences (a sentence-level verifier's: each answer sentence's text,
 score and supporting_passage id; None for judges of the whole answer), method, judge, model,
-warnings, seconds, usage. A recorded failure
+warnings, seconds (the entry's share of its block's batched verification: blocks of VERIFY_BLOCK
+answers are scored together, `verify_entries`), usage. A recorded failure
 is remembered like a verdict. An outage of the model backend (BackendError) or a backend without a
 capability the verifier needs (CapabilityError) is no verdict: it stops the run, the lines written
 so far stay, and the same command resumes.
@@ -29,13 +30,13 @@ from pathlib import Path
 from typing import Any
 
 from verirag.answer_log.formats import AnswerLog, LogEntry
+from verirag.awf.verify_batch import VERIFY_BLOCK
 from verirag.errors import BackendError, CapabilityError, InputError
 from verirag.jsonio import AppendedJsonl
 from verirag.learned.threshold import ThresholdController, as_controller
 from verirag.types import VerifyResult
 
 RESULTS_FILE = "results.jsonl"
-VERIFY_BLOCK = 256  # entries verified in one batched pass (verirag.api.VERIFY_BLOCK)
 
 
 def verifier_identity(pipeline, threshold: float | ThresholdController) -> dict[str, Any]:

@@ -27,6 +27,11 @@ from verirag.awf.core import AnswerCore, AnswerRules, VerifyGiven, verify_result
 from verirag.errors import InputError, VeriragError
 from verirag.types import Passage, VerifyResult
 
+# Answers a caller verifies in one batched pass (`Verifier.verify_many`, `verirag verify LOG`): enough
+# that their pairs fill long, evenly padded batches; few enough that progress is reported and a killed
+# log run loses little (docs/results/verifier.md, "Batched verification").
+VERIFY_BLOCK = 256
+
 
 @dataclass(frozen=True)
 class VerifyItem:
