@@ -213,7 +213,7 @@ def test_batch_route_answers_each_request_in_order_as_verify_does(client):
     too_many = client.post("/v1/verify/batch", json={"requests": [good[0]] * (MAX_BATCH + 1)})
     assert too_many.status_code == 422
     err = too_many.json()["error"]
-    assert err["fields"][0]["field"] == "requests" and f"at most {MAX_BATCH}" in err["fields"][0]["message"]
+    assert err["fields"][0]["field"] == "body.requests" and f"at most {MAX_BATCH}" in err["fields"][0]["message"]
     assert client.post("/v1/verify/batch", json={"requests": []}).status_code == 422
 
 
