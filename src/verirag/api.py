@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from verirag.awf.defaults import judged_method
-from verirag.errors import InputError, VeriragError, is_outage
+from verirag.errors import InputError, VeriragError
 from verirag.learned.threshold import ThresholdController
 from verirag.types import Passage, VerifyResult
 
@@ -127,22 +127,47 @@ class Verifier:
         rows: Iterable[Mapping[str, Any] | Sequence[Any]],
         *,
         on_progress: Callable[[int], None] | None = None,
+        block: int | None = None,
     ) -> list[VerifyResult]:
         """Verify a batch: each row a mapping with `question`, `answer`, `contexts` and optionally
-        `history` (or a (question, answer, contexts[, history]) tuple). A row that is bad input
-        gives a result with its error (score None, not supported) in its place, never a gap; an
-        outage raises."""
-        results = []
+        `history` (or a (question, answer, contexts[, history]) tuple). The rows are verified `block`
+        at a time, each block in one batched pass (`Pipeline.verify_many`: the trained verifier
+        reads the sentence-chunk pairs of all its answers together; scores equal `verify`'s); results
+        are in row order. A row that is bad input gives a result with its error (score None, not
+        supported) in its place, never a gap; an outage raises. `on_progress(i)`: rows done.
+        `block`: rows per batched pass (None: `verirag.awf.verify_batch.VERIFY_BLOCK`, 256)."""
+        from verirag.awf.verify_batch import VERIFY_BLOCK, VerifyItem
+
+        block = VERIFY_BLOCK if block is None else block
+        if block < 1:
+            raise InputError(f"block must be at least 1, got {block}")
+        results: list[VerifyResult] = []
+        pending: list[tuple[int, Any, VerifyItem]] = []
+
+        def flush() -> None:
+            done = self._pipeline.verify_many([item for _, _, item in pending])
+            for (i, row, _), r in zip(pending, done):
+                results.append(self._failed(row, f"row {i}: {r}") if isinstance(r, VeriragError) else r)
+                if on_progress:
+                    on_progress(i)
+            pending.clear()
+
         for i, row in enumerate(rows, start=1):
             try:
                 question, answer, contexts, history = _row(row)
-                results.append(self.verify(question, answer, contexts, history))
+                item = VerifyItem(question, answer, as_passages(contexts), history)
             except VeriragError as e:
-                if is_outage(e):
-                    raise
+                if pending:  # keep row order: the rows before it come first
+                    flush()
                 results.append(self._failed(row, f"row {i}: {e}"))
-            if on_progress:
-                on_progress(i)
+                if on_progress:
+                    on_progress(i)
+                continue
+            pending.append((i, row, item))
+            if len(pending) >= block:
+                flush()
+        if pending:
+            flush()
         return results
 
     def _failed(self, row, error: str) -> VerifyResult:

@@ -15,7 +15,8 @@ start), supported (the verdict at `threshold`: never for an unverified answer), 
 text, support_score: the best supported context; the closest one when unsupported), support_scores
 (each context's id and score), sentences (a sentence-level verifier's: each answer sentence's text,
 score and supporting_passage id; None for judges of the whole answer), method, judge, model,
-warnings, seconds, usage. A recorded failure
+warnings, seconds (the entry's share of its block's batched verification: blocks of VERIFY_BLOCK
+answers are scored together, `verify_entries`), usage. A recorded failure
 is remembered like a verdict. An outage of the model backend (BackendError) or a backend without a
 capability the verifier needs (CapabilityError) is no verdict: it stops the run, the lines written
 so far stay, and the same command resumes.
@@ -32,10 +33,11 @@ from pathlib import Path
 from typing import Any
 
 from verirag.answer_log.formats import AnswerLog, LogEntry
-from verirag.errors import BackendError, CapabilityError
+from verirag.awf.verify_batch import VERIFY_BLOCK
+from verirag.errors import BackendError, CapabilityError, InputError
 from verirag.jsonio import AppendedJsonl
 from verirag.learned.threshold import ThresholdController, as_controller
-from verirag.types import UNVERIFIED
+from verirag.types import UNVERIFIED, VerifyResult
 
 RESULTS_FILE = "results.jsonl"
 
@@ -79,6 +81,33 @@ def _passage_dict(e) -> dict[str, Any]:
 
 def verify_entry(pipeline, entry: LogEntry, threshold: float | ThresholdController, key: str) -> dict[str, Any]:
     """The record of one entry (module doc); raises only for an outage or a missing capability."""
+    return verify_entries(pipeline, [entry], threshold, [key])[0]
+
+
+def verify_entries(
+    pipeline, entries: list[LogEntry], threshold: float | ThresholdController, keys: list[str]
+) -> list[dict[str, Any]]:
+    """The records of `entries`, in order, their answers verified in one batch
+    (`Pipeline.verify_many`); raises only for an outage or a missing capability."""
+    from verirag.awf.verify_batch import VerifyItem
+
+    readable = [i for i, e in enumerate(entries) if e.ok]
+    items = [VerifyItem(e.question, e.answer, e.passages, e.history, threshold) for e in (entries[i] for i in readable)]
+    t0 = time.perf_counter()
+    try:
+        verified = dict(zip(readable, pipeline.verify_many(items)))
+    except (BackendError, CapabilityError):
+        raise
+    except Exception as e:  # a bug of a predictor fails the block's answers, recorded, not the run
+        failure = f"{type(e).__name__}: {e}"
+        verified = dict.fromkeys(readable, failure)
+    seconds = round((time.perf_counter() - t0) / max(len(readable), 1), 4)
+    return [_record(pipeline, e, k, verified.get(i), seconds) for i, (e, k) in enumerate(zip(entries, keys))]
+
+
+def _record(pipeline, entry: LogEntry, key: str, v: Any, seconds: float) -> dict[str, Any]:
+    """An entry's record from its result `v`: a VerifyResult, an error (VeriragError or message),
+    or None for a malformed line."""
     base = {"key": key, "id": entry.id, "line": entry.line, "question": entry.question, "answer": entry.answer}
     if not entry.ok:
         return {
@@ -89,20 +118,15 @@ def verify_entry(pipeline, entry: LogEntry, threshold: float | ThresholdControll
             "error": entry.error,
             "line_text": entry.raw_excerpt,
         }
-    t0 = time.perf_counter()
-    try:
-        v = pipeline.verify(entry.question, entry.answer, entry.passages, history=entry.history, threshold=threshold)
-    except (BackendError, CapabilityError):
-        raise
-    except Exception as e:
+    if not isinstance(v, VerifyResult):
         return {
             **base,
             "status": "failed",
             "score": None,
             "supported": False,
-            "error": f"{type(e).__name__}: {e}",
+            "error": v if isinstance(v, str) else f"{type(v).__name__}: {v}",
             "warnings": entry.warnings,
-            "seconds": round(time.perf_counter() - t0, 4),
+            "seconds": seconds,
         }
     status = UNVERIFIED if v.verdict == UNVERIFIED else ("failed" if v.score is None else "verified")
     return {
@@ -147,10 +171,16 @@ def run_log(
     *,
     threshold: float | ThresholdController | None = None,
     limit: int | None = None,
+    block: int = VERIFY_BLOCK,
     on_progress: Callable[[int, int, dict[str, Any] | None], None] | None = None,
 ) -> LogRun:
     """Verify the entries of `log` (the first `limit`) into OUT/results.jsonl, skipping those done.
-    `on_progress(done, total, record)` after each entry (record None when it was already done)."""
+    The entries not done are verified `block` at a time in one batched pass each
+    (`verify_entries`), their records written in log order as each block finishes, so a killed run
+    loses at most one block. `on_progress(done, total, record)` after each entry, in log order
+    (record None when it was already done)."""
+    if block < 1:
+        raise InputError(f"block must be at least 1, got {block}")
     threshold = pipeline.config.threshold if threshold is None else threshold
     entries = log.entries if limit is None else log.entries[: max(limit, 0)]
     identity = verifier_identity(pipeline, threshold)  # InputError first, for a method that cannot verify
@@ -159,20 +189,35 @@ def run_log(
     run = LogRun(unreadable_lines=results.unreadable_lines)
     keys = [entry_key(e, identity) for e in entries]
     run.stale_lines = len(set(done) - set(keys))
-    with results:
-        for i, (entry, key) in enumerate(zip(entries, keys), start=1):
-            record = done.get(key)
-            if record is not None:
-                run.already_done += 1
-                run.records.append(record)
-                if on_progress:
-                    on_progress(i, len(entries), None)
-                continue
-            record = verify_entry(pipeline, entry, threshold, key)
-            results.append(record)
-            done[key] = record
-            run.written += 1
+    todo, wanted = [], set()
+    for i, k in enumerate(keys):
+        if k not in done and k not in wanted:  # a repeated line is verified once, as before
+            todo.append(i)
+            wanted.add(k)
+    fresh = set(todo)
+    reported = 0
+
+    def report(upto: int) -> None:
+        """Records and progress of the entries before `upto`, in log order."""
+        nonlocal reported
+        for i in range(reported, upto):
+            record = done[keys[i]]
             run.records.append(record)
+            if i not in fresh:
+                run.already_done += 1
             if on_progress:
-                on_progress(i, len(entries), record)
+                on_progress(i + 1, len(entries), record if i in fresh else None)
+        reported = upto
+
+    with results:
+        for start in range(0, len(todo), block):
+            part = todo[start : start + block]
+            records = verify_entries(pipeline, [entries[i] for i in part], threshold, [keys[i] for i in part])
+            for i, record in zip(part, records):
+                results.append(record)
+                done[keys[i]] = record
+                run.written += 1
+            next_todo = todo[start + block] if start + block < len(todo) else len(entries)
+            report(next_todo)
+        report(len(entries))
     return run

@@ -287,19 +287,24 @@ class AnswerAndScore:
 class VerifyGiven:
     """Score an answer someone else produced against the passages it came from, with a
     predictor (the PRED of a GENERATOR+PREDICTOR method). A predictor that fails (unparseable
-    judge output) gives score None and the error; an outage is raised by the core."""
+    judge output) gives score None and the error; an outage is raised by the core. `given`: the
+    predictor's Verification and seconds already computed for this answer (a batch scored them
+    together: `verirag.awf.verify_batch`), recorded as if computed here."""
 
     name = "verify"
 
-    def __init__(self, predictor, method_name: str):
-        self.predictor, self.method_name = predictor, method_name
+    def __init__(self, predictor, method_name: str, given: tuple[Any, float] | None = None):
+        self.predictor, self.method_name, self.given = predictor, method_name, given
 
     def run(self, state: AnswerState, say: Say) -> None:
         say(f"verifying ({self.predictor.registry_name})")
         passages = state.passages.passages if state.passages else []
-        t0 = time.perf_counter()
-        v = self.predictor.verify(state.in_context(), state.answer or "", passages)
-        state.timings["verify"] = time.perf_counter() - t0
+        if self.given is not None:
+            v, state.timings["verify"] = self.given
+        else:
+            t0 = time.perf_counter()
+            v = self.predictor.verify(state.in_context(), state.answer or "", passages)
+            state.timings["verify"] = time.perf_counter() - t0
         state.judgement = Judgement(
             answer=state.answer or "",
             score=None if math.isnan(v.score) else float(v.score),

@@ -36,8 +36,10 @@ from verirag.awf.registry import get as get_component
 from verirag.awf.spec import SEPARATOR, MethodSpec, accepted_options, split_name
 from verirag.awf.stages import UNTRUSTED_ACTIONS, ForecastRerankStage, PruneStage, TrustFilterStage
 from verirag.awf.unverified import Verifiability
-from verirag.errors import InputError
+from verirag.awf.verify_batch import VerifyItem, verify_batch
+from verirag.errors import InputError, VeriragError
 from verirag.learned.threshold import ThresholdController, as_controller
+from verirag.limits import MAX_ANSWER_CHARS
 from verirag.llm.factory import load_llm
 from verirag.llm.metered import MeteredLLM
 from verirag.types import AskResult, Passage, ScoredPassage, VerifyResult
@@ -415,20 +417,36 @@ class Pipeline:
 
     def _verified(self, question, answer, passages, threshold, on_stage, *stages, history=None) -> AnswerState:
         """The state of (question, answer, passages) after verify, the answer rules and `stages`."""
+        state = self.given_state(question, answer, passages, threshold, history)
+        predictor = self.answer_verifier()
+        verifiable = Verifiability(english_only=predictor.english_only)
+        core = AnswerCore([VerifyGiven(predictor, self._answer_verifier[0]), AnswerRules(), verifiable, *stages])
+        return core.run(state, on_stage)
+
+    def given_state(self, question, answer, passages, threshold, history=None) -> AnswerState:
+        """The state of an answer given to verify, checked (InputError for an empty question or
+        answer, an answer over MAX_ANSWER_CHARS, no passages, a bad history or threshold) before any
+        model runs."""
         question = (question or "").strip()
         if not question:
             raise InputError("the question is empty")
         if not (answer or "").strip():
             raise InputError("the answer is empty: there is nothing to verify")
+        if len(answer) > MAX_ANSWER_CHARS:  # refused at once (verirag.limits), not read sentence by sentence
+            raise InputError(f"the answer has {len(answer):,} characters: at most {MAX_ANSWER_CHARS:,} are verified")
         passages = list(passages)
         if not passages:
             raise InputError("no passages: an answer is verified against the passages it came from")
         asked = AnswerState.asked(question, history, answer=answer, passages=PassagesRecord(passages))
         replace(self.config, threshold=threshold).validate()
-        predictor = self.answer_verifier()
-        verifiable = Verifiability(english_only=predictor.english_only)
-        core = AnswerCore([VerifyGiven(predictor, self._answer_verifier[0]), AnswerRules(), verifiable, *stages])
-        return core.run(asked, on_stage)
+        return asked
+
+    def verify_many(
+        self, items: Sequence[VerifyItem], *, on_stage: Callable[[str], None] | None = None
+    ) -> list[VerifyResult | VeriragError]:
+        """`verify` of many answers (`verirag.awf.verify_batch`): one result per item, in input order;
+        an item that is bad input gets its InputError in its place; an outage raises BackendError."""
+        return verify_batch(self, items, on_stage=on_stage)
 
     def answer_verifier(self):
         """The predictor that `verify` scores a given answer with; InputError when this pipeline's

@@ -61,7 +61,9 @@ from verirag.metrics.calibration import auroc, sigmoid
 DEFAULT_ENCODER = "all-MiniLM-L6-v2"
 META_FILE = "verifier.json"
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
-INFERENCE_BATCH = 32  # pairs per forward pass when scoring
+INFERENCE_BATCH = 32  # pairs per forward pass of training's frozen states
+# Tokens (padding included) of one forward pass when scoring: measured on 2 cores (docs/results/verifier.md)
+BATCH_TOKENS = 4096
 
 
 def encoder_dir(name: str) -> Path:
@@ -202,6 +204,7 @@ class TrainedVerifier(EncoderAdapter, LearnedPart):
     fit_command = "verirag train verifier LABELS --out DIR"
     refuse_on = ("encoder",)
     runtime = ("fingerprints", "device")
+    batch_tokens = BATCH_TOKENS  # tokens of one forward pass when scoring: how it runs, not what it computes
 
     def __init__(
         self,
@@ -308,18 +311,10 @@ class TrainedVerifier(EncoderAdapter, LearnedPart):
 
     # ---- scoring ------------------------------------------------------------------------------
     def _pair_logits(self, claims: list[str], chunks: list[str]) -> np.ndarray:
-        from verirag.learned.verifier_model import logits
+        from verirag.learned.verifier_model import sorted_pair_logits
 
-        self._scorer.eval()
-        order = sorted(range(len(claims)), key=lambda i: len(claims[i]) + len(chunks[i]))  # less padding
-        out = np.zeros(len(claims))
-        for start in range(0, len(order), INFERENCE_BATCH):
-            idx = order[start : start + INFERENCE_BATCH]
-            z = logits(
-                self._scorer, self._tokenizer, [claims[i] for i in idx], [chunks[i] for i in idx], self.read_window
-            )
-            out[idx] = z.float().cpu().numpy()
-        return out
+        z = sorted_pair_logits(self._scorer, self._tokenizer, claims, chunks, self.read_window, self.batch_tokens)
+        return z.numpy().astype(np.float64)
 
     def _tables(self, readings: Sequence[Reading]) -> tuple[list[Reading], list[np.ndarray]]:
         """Per reading, what it reads (`_premises`: with `joint`, its joint premises appended as chunks)
@@ -356,9 +351,43 @@ class TrainedVerifier(EncoderAdapter, LearnedPart):
         oldest first; the claims read the last two turns (as far as they fit the encoder's window)
         before the question, and older turns are cut (`verifier_inputs`: a claim may take at most
         half the window)."""
+        out = self.support_many([question], [answer], [passages], [history])[0]
+        if isinstance(out, InputError):
+            raise out
+        return out
+
+    def support_many(
+        self,
+        questions: Sequence[str],
+        answers: Sequence[str],
+        passages: Sequence[Sequence[str]],
+        histories: Sequence[Sequence[str]] | None = None,
+    ) -> list[AnswerSupport | InputError]:
+        """`support` of many answers at once, in input order: every answer is read as `support` reads
+        it, then the (claim, chunk) pairs of all of them are scored together (`_tables`: sorted by
+        length, dynamically padded batches), so an answer's score is `support`'s up to float rounding.
+        An answer that cannot be read (too long, no sentence, passages without text) gets its
+        InputError in its place; the others are scored."""
         self.check_fitted()
-        readings, tables = self._tables([self.reader.read(question, answer, list(passages), history)])
-        reading, table = readings[0], tables[0] / self.temperature_
+        histories = [()] * len(questions) if histories is None else histories
+        if not len(questions) == len(answers) == len(passages) == len(histories):
+            raise InputError("questions, answers, passages and histories must have one entry per answer")
+        out: list[AnswerSupport | InputError | None] = [None] * len(questions)
+        read, where = [], []
+        for i, (q, a, p, h) in enumerate(zip(questions, answers, passages, histories)):
+            try:
+                read.append(self.reader.read(q, a, list(p), h))
+                where.append(i)
+            except InputError as e:
+                out[i] = e
+        readings, tables = self._tables(read)
+        for i, reading, table in zip(where, readings, tables):
+            out[i] = self._support(reading, table / self.temperature_, len(passages[i]))
+        return out  # type: ignore[return-value]  # every place is filled
+
+    @staticmethod
+    def _support(reading: Reading, table: np.ndarray, n_passages: int) -> AnswerSupport:
+        """An AnswerSupport from a reading's calibrated (claims x chunks) logit table."""
         best_chunk = table.argmax(axis=1)
         claim_support = table.max(axis=1)
         sentences = []
@@ -376,7 +405,7 @@ class TrainedVerifier(EncoderAdapter, LearnedPart):
             )
         owner, of_sentence = np.asarray(reading.passage_of), np.asarray(reading.sentence_of)
         per_passage = []
-        for p in range(len(passages)):
+        for p in range(n_passages):
             cols = owner == p
             if not cols.any():  # a passage without text supports nothing
                 per_passage.append(0.0)
@@ -385,7 +414,10 @@ class TrainedVerifier(EncoderAdapter, LearnedPart):
             per_passage.append(float(np.mean([claim_in_p[of_sentence == s].min() for s in range(len(sentences))])))
         best = max(range(len(per_passage)), key=lambda i: (per_passage[i], -i))
         return AnswerSupport(
-            score=float(sigmoid(self._answer_logit(table))), sentences=sentences, per_passage=per_passage, best=best
+            score=float(sigmoid(TrainedVerifier._answer_logit(table))),
+            sentences=sentences,
+            per_passage=per_passage,
+            best=best,
         )
 
     def evidence(

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from verirag.errors import InputError
+from verirag.limits import MAX_ANSWER_CHARS
 from verirag.metrics.qa import get_tokens
 from verirag.retrieval.chunking import chunk_words
 from verirag.retrieval.sentences import split_sentences
@@ -173,6 +174,8 @@ class PairReader:
         `Reading.question` is those turns and the question (what the lexical candidates read)."""
         if not (question or "").strip():
             raise InputError("the question is empty")
+        if len(answer) > MAX_ANSWER_CHARS:  # refused before it is split: each sentence costs a forward pass
+            raise InputError(f"the answer has {len(answer):,} characters: at most {MAX_ANSWER_CHARS:,} are verified")
         sentences, claims, owner, context = self.claims(question, answer, history)
         question = f"{context} {question.strip()}" if context else question
         if not claims:

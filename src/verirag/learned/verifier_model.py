@@ -261,3 +261,48 @@ def logits(
         return scorer(**enc)
     with torch.inference_mode():
         return scorer(**enc)
+
+
+def sorted_pair_logits(
+    scorer: PairScorer, tokenizer, claims: Sequence[str], chunks: Sequence[str], window: int, batch_tokens: int
+) -> torch.Tensor:
+    """The logits of many (claim, chunk) pairs, in input order: every pair tokenized once, sorted by
+    its token count, and read in batches padded only to their own longest pair (dynamic padding), each
+    batch at most `batch_tokens` tokens (padding included) so that long pairs come fewer at a time.
+    Pairs of many answers are read together: what one answer's few pairs would waste on padding and
+    per-call overhead is shared. The same function as `logits`, batch by batch (the padding is masked)."""
+    if not claims:
+        return torch.zeros(0)
+    device = next(scorer.parameters()).device
+    enc = tokenizer(list(claims), list(chunks), truncation="only_second", max_length=window, verbose=False)
+    ids, types = enc["input_ids"], enc.get("token_type_ids")
+    order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+    pad = tokenizer.pad_token_id or 0
+    out = torch.zeros(len(ids))
+    start = 0
+    scorer.eval()
+    with torch.inference_mode():
+        while start < len(order):
+            # sorted ascending: the batch's last pair is its longest, so its length times the count bounds it
+            stop = start + 1
+            while stop < len(order) and len(ids[order[stop]]) * (stop + 1 - start) <= batch_tokens:
+                stop += 1
+            idx = order[start:stop]
+            longest = len(ids[idx[-1]])
+            input_ids = torch.full((len(idx), longest), pad, dtype=torch.long)
+            mask = torch.zeros((len(idx), longest), dtype=torch.long)
+            token_types = torch.zeros((len(idx), longest), dtype=torch.long) if types is not None else None
+            for row, i in enumerate(idx):
+                n = len(ids[i])
+                input_ids[row, :n] = torch.tensor(ids[i])
+                mask[row, :n] = 1
+                if token_types is not None:
+                    token_types[row, :n] = torch.tensor(types[i])
+            z = scorer(
+                input_ids.to(device),
+                mask.to(device),
+                None if token_types is None else token_types.to(device),
+            )
+            out[torch.tensor(idx)] = z.float().cpu()
+            start = stop
+    return out

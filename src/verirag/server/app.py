@@ -27,6 +27,7 @@ from starlette.exceptions import HTTPException
 
 from verirag.errors import BackendError, CapabilityError, InputError, VeriragError
 from verirag.server import openai_compat
+from verirag.server import verify_batch as batch
 from verirag.server.contract import ON_THE_WORKER, WITH_BODY, errors
 from verirag.server.contract import install as install_contract
 from verirag.server.gateway import Gateway
@@ -39,6 +40,8 @@ from verirag.server.schemas import (
     Readiness,
     RetrieveRequest,
     RetrieveResponse,
+    VerifyBatchRequest,
+    VerifyBatchResponse,
     VerifyRequest,
 )
 from verirag.server.service import NoIndex, VeriragService
@@ -300,6 +303,20 @@ def create_app(service: VeriragService) -> FastAPI:
         telemetry.result("/v1/verify", out)
         return out
 
+    @app.post("/v1/verify/batch", responses={200: {"model": VerifyBatchResponse}, **errors(*WITH_BODY, *ON_THE_WORKER)})
+    async def verify_batch(body: VerifyBatchRequest, request: Request) -> dict:
+        """Verify many answers in one request (at most MAX_BATCH): a result per request, in order,
+        each what /v1/verify answers; an invalid request gets a result with its `error` in its place.
+        The answers are scored together (faster than one /v1/verify each)."""
+        requests = batch.checked(body.requests, service)  # before the queue: checking costs no model
+        results = await _run(
+            request, service, lambda token: batch.verify_requests(service, token, requests, _request_history)
+        )
+        out = [r.to_dict() for r in results]
+        for r in out:
+            telemetry.result("/v1/verify/batch", r)
+        return {"results": out}
+
     @app.post("/v1/retrieve", responses={200: {"model": RetrieveResponse}, **errors(409, *WITH_BODY, *ON_THE_WORKER)})
     async def retrieve(body: RetrieveRequest, request: Request) -> dict:
         """The passages the index returns for a question (no model call)."""
@@ -370,6 +387,10 @@ def _history(history) -> list | None:
     if history is None:
         return None
     return [t if isinstance(t, str) else t.model_dump() for t in history]
+
+
+def _request_history(req) -> list | None:
+    return _history(req.history)
 
 
 def _methods_of(app: FastAPI, path: str) -> list[str]:

@@ -17,12 +17,16 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from verirag.conversation import MAX_HISTORY_WORDS, MAX_TURNS
+from verirag.types import VerifyResult
 
 MAX_TEXT = 20_000  # characters of a question or an answer
 MAX_PASSAGE = 50_000  # characters of one passage
 MAX_K = 50
 MAX_PASSAGES = 1_000  # the schema states the service's own limit (ServiceConfig.max_passages, 64)
 MAX_HISTORY = 1_000  # turns of a request's history (the most recent MAX_TURNS are read)
+# answers of one /v1/verify/batch request: about 64 x 0.03 s with the trained verifier, and a body
+# within the default byte limit; more is a 422 naming `requests` (send several requests)
+MAX_BATCH = 64
 
 # The schema's patterns are read by Python's `re` in the fuzzers that honour them; `\s` there is
 # what str.strip() strips, which is what the validators below check.
@@ -131,6 +135,24 @@ class VerifyRequest(Strict):
     )
     method: str | None = Field(None, max_length=200, description="GEN+PRED method whose predictor verifies")
     threshold: Threshold | None = None
+
+
+class VerifyBatchRequest(Strict):
+    # objects, each checked as a VerifyRequest on its own: an invalid one gets its error in its
+    # place in the results, and the others are verified (a batch is not refused for one bad answer)
+    requests: list[dict[str, Any]] = Field(
+        ...,
+        min_length=1,
+        max_length=MAX_BATCH,
+        description=f"at most {MAX_BATCH} verify requests, each what /v1/verify takes (VerifyRequest); "
+        "one that is invalid gets a result with score null and its `error` in its place",
+    )
+
+
+class VerifyBatchResponse(BaseModel):
+    results: list[VerifyResult] = Field(
+        ..., description="one VerifyResult per request, in request order (as /v1/verify answers)"
+    )
 
 
 class RetrieveRequest(Strict):

@@ -78,6 +78,12 @@ class FaithfulnessPredictor(Component, ABC):
     def verify(self, question: str, answer: str, passages: Sequence[Passage]) -> Verification:
         """Score how well `passages` support `answer` to `question`."""
 
+    def verify_batch(self, items: Sequence[tuple[str, str, Sequence[Passage]]]) -> list[Verification]:
+        """`verify` of each (question, answer, passages), in order. A predictor that can share work
+        across answers (the trained verifier: one batched pass over all their pairs) overrides it,
+        with each result equal to `verify`'s."""
+        return [self.verify(q, a, p) for q, a, p in items]
+
     def verify_answer(self, question: str, answer, passages: Sequence[Passage]) -> Verification:
         """Score a generator's Answer; predictors that read only its text use `verify`."""
         return self.verify(question, answer.text, passages)

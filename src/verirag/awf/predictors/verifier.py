@@ -52,18 +52,38 @@ class TrainedVerifierPredictor(FaithfulnessPredictor):
         return f"verifier:{self.model.adapter_sha256_[:16]}:{self.model.fingerprints.get('encoder', '')}"
 
     def verify(self, question: str, answer: str, passages: Sequence[Passage]) -> Verification:
-        bad = invalid_input(answer, passages)
-        if bad is not None:
-            return bad
-        try:
+        return self.verify_batch([(question, answer, passages)])[0]
+
+    def verify_batch(self, items: Sequence[tuple[str, str, Sequence[Passage]]]) -> list[Verification]:
+        """Every answer's pairs scored together (`TrainedVerifier.support_many`); an answer that
+        cannot be read (e.g. punctuation only, passages without text) gets its failure in its place."""
+        out: list[Verification | None] = [None] * len(items)
+        todo, questions, histories = [], [], []
+        for i, (question, answer, passages) in enumerate(items):
+            bad = invalid_input(answer, passages)
+            if bad is not None:
+                out[i] = bad
+                continue
             bare, history = question_and_history(question)
-            s = self.model.support(bare, answer, [p.text for p in passages], history)
-        except InputError as e:  # e.g. an answer of punctuation only, passages without text
-            return failed_request("the trained verifier", e, len(passages))
-        sentences = [
-            {"text": x.text, "score": x.score, "supporting_passage": passages[x.passage].id} for x in s.sentences
-        ]
-        return Verification(score=s.score, per_passage=list(s.per_passage), best=s.best, sentences=sentences)
+            todo.append(i)
+            questions.append(bare)
+            histories.append(history)
+        supports = self.model.support_many(
+            questions,
+            [items[i][1] for i in todo],
+            [[p.text for p in items[i][2]] for i in todo],
+            histories,
+        )
+        for i, s in zip(todo, supports):
+            passages = items[i][2]
+            if isinstance(s, InputError):
+                out[i] = failed_request("the trained verifier", s, len(passages))
+                continue
+            sentences = [
+                {"text": x.text, "score": x.score, "supporting_passage": passages[x.passage].id} for x in s.sentences
+            ]
+            out[i] = Verification(score=s.score, per_passage=list(s.per_passage), best=s.best, sentences=sentences)
+        return out  # type: ignore[return-value]  # every place is filled
 
 
 _LOADED: dict[tuple, object] = {}
