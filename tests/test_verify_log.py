@@ -381,7 +381,7 @@ def test_report_lists_flagged_answers_first(labelled_run, capsys):
     assert code == 0
     # another threshold, another verdict: a new line per answer (the request cache answers the model's part);
     # the malformed lines do not depend on it
-    assert "6 answers verified now, 2 already done" in capsys.readouterr().out
+    assert "6 of 8 lines done now, 2 were already done" in " ".join(capsys.readouterr().out.split())
     page = (out / "report.html").read_text()
     assert "data:image/png;base64," in page and (out / "figures" / "score_histogram.png").is_file()
     badges = re.findall(r'class="badge (\w+)">(\w+)<', page)
@@ -462,7 +462,7 @@ def test_a_killed_run_resumes_without_recomputing(tmp_path):
     again = verify_process(log, out)
     stdout, stderr = again.communicate(timeout=300)
     assert again.returncode == 0, stderr.decode()[-2000:]
-    assert f"{n - len(done)} answers verified now, {len(done)} already done" in stdout.decode()
+    assert f"{n - len(done)} of {n} lines done now, {len(done)} were already done" in " ".join(stdout.decode().split())
     after = (out / "results.jsonl").read_bytes()
     assert after.startswith(before)  # the lines written before the kill stay as they were
     rows = read_results(out)

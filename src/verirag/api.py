@@ -211,18 +211,30 @@ def fit_threshold(
     precision: float | None = None,
     delta: float = 0.1,
     action_rate: float | None = None,
+    method: str | None = None,
+    model: str | None = None,
 ) -> ThresholdController:
     """A threshold fitted on scores: for a target `precision` (with `labels`, 1 = correct),
     guaranteed with probability >= 1 - `delta` (Learn then Test), or for at most an `action_rate`
-    of answers acting. Read `threshold_` (None: not certified, every answer acts) and
-    `certified_`; pass it (or its saved file) as a Verifier's or Pipeline's threshold."""
+    of answers acting. Read `threshold_` (None: not certified, every answer acts and every
+    verdict says so in its `warnings`) and `certified_`; pass it (or its `save(path)` file) as a
+    Verifier's or Pipeline's threshold. `method` (e.g. `Verifier().method`) and `model` (only
+    when an LLM judged) name what scored: used with another method or model it warns
+    (ThresholdWarning); one that names no method warns that it cannot be checked. From a
+    labelled answer log in one step: `verirag verify LOG --label-field F --fit-precision P`."""
     if (precision is None) == (action_rate is None):
         raise InputError("give exactly one of precision= (with labels) or action_rate=")
-    if precision is not None:
-        if labels is None:
-            raise InputError("a target precision needs labels (1 = correct / faithful)")
-        return ThresholdController(precision=precision, delta=delta).fit(scores, labels)
-    return ThresholdController(action_rate=action_rate).fit(scores)
+    try:
+        if precision is not None:
+            if labels is None:
+                raise InputError("a target precision needs labels (1 = correct / faithful)")
+            fitted = ThresholdController(precision=precision, delta=delta).fit(scores, labels)
+        else:
+            fitted = ThresholdController(action_rate=action_rate).fit(scores)
+    except ValueError as e:  # labels that are not 0/1, a target out of range, no scores
+        raise InputError(str(e)) from None
+    fitted.fingerprints.update({k: v for k, v in (("method", method), ("model", model)) if v})
+    return fitted
 
 
 @dataclass

@@ -9,7 +9,10 @@ The field names are those of the evaluation tools RAG engineers already feed, de
 
 The format whose question, answer and contexts fields occur on the most lines wins; any field can be
 mapped instead (`read_answer_log(..., question_field=...)`, the CLI's --question-field ...). A human
-label is read only from a field named by `label_field` (true/false, 0/1, "supported"/"unsupported").
+label is read only from a field named by `label_field`: true/false, 1/0, "supported"/"unsupported",
+"yes"/"no", "correct"/"incorrect", "faithful"/"unfaithful" (any case); a line with another value is
+malformed, and a label field that occurs on no line, or holds none of these values on any line, is
+an InputError naming the values it holds.
 
 In every format, a line's `history` field (mapped with `history_field`; "none" reads none) is the
 conversation the question was asked in: its earlier turns, oldest first, as strings (alternating
@@ -19,9 +22,11 @@ makes the line malformed; a long one is cut to its recent turns). A line without
 
 Contexts are strings or objects with a text (`text`, `page_content`, `content` or `contents`) and
 optional `title` and `id`. An entry's id is its `id` field, else "line-N". A line that cannot be
-verified (bad JSON, a missing or empty field, no contexts, a bad label, a repeated id) becomes an
-entry with `error` set and its line number: reported and counted, never dropped. Blank lines carry
-nothing and are passed over.
+verified (bad JSON, a missing or empty field, no contexts, a bad label, a repeated id, a line over
+MAX_LINE_BYTES) becomes an entry with `error` set and its line number, keeping the question and
+answer text when they parsed: reported and counted, never dropped. Blank lines carry nothing and
+are passed over. The fields an AnswerLog names are those its lines have (a reference or history
+field no line has is not named).
 """
 
 from __future__ import annotations
@@ -39,7 +44,27 @@ from verirag.types import Passage
 
 CONTEXT_TEXT_KEYS = ("text", "page_content", "content", "contents")
 EXCERPT_BYTES = 300
-LABEL_WORDS = {"supported": 1, "unsupported": 0, "true": 1, "false": 0, "yes": 1, "no": 0, "1": 1, "0": 0}
+KEPT_CHARS = 2000  # of a malformed line's question and answer: enough to recognise it in the report
+# one answer (question, answer and its contexts) on one line: a line longer than this is a line
+# the log writer got wrong (a whole corpus in one context), not one answer to read for minutes
+MAX_LINE_BYTES = 2_000_000
+LABEL_WORDS = {
+    "supported": 1,
+    "unsupported": 0,
+    "true": 1,
+    "false": 0,
+    "yes": 1,
+    "no": 0,
+    "1": 1,
+    "0": 0,
+    "correct": 1,
+    "incorrect": 0,
+    "faithful": 1,
+    "unfaithful": 0,
+}
+LABEL_SPELLINGS = (
+    'true/false, 1/0, "supported"/"unsupported", "yes"/"no", "correct"/"incorrect", "faithful"/"unfaithful"'
+)
 
 
 @dataclass(frozen=True)
@@ -121,7 +146,7 @@ def parse_label(value: Any) -> int | None:
         return int(value)
     if isinstance(value, str) and value.strip().lower() in LABEL_WORDS:
         return LABEL_WORDS[value.strip().lower()]
-    raise MalformedLine(f'label {value!r} is not one of true/false, 0/1, "supported"/"unsupported"')
+    raise MalformedLine(f"label {value!r} is not one of {LABEL_SPELLINGS}")
 
 
 def _text_field(obj: dict, name: str) -> str:
@@ -223,6 +248,46 @@ def _decode(raw: bytes, line: int) -> Any:
         raise MalformedLine("not valid JSON (nested too deeply)") from None
 
 
+def _kept_text(obj: Any, name: str) -> str:
+    """A malformed line's field `name` when it parsed as a string (cut to KEPT_CHARS), else ""."""
+    value = obj.get(name) if isinstance(obj, dict) else None
+    if not isinstance(value, str):
+        return ""
+    value = value.strip()
+    return value if len(value) <= KEPT_CHARS else value[:KEPT_CHARS] + "…"
+
+
+def present_fields(fields: LogFields, objects: list[dict]) -> LogFields:
+    """`fields` naming only the reference and history fields some line has (what the log holds)."""
+    references = tuple(r for r in fields.references if any(r in o for o in objects))
+    history = fields.history if fields.history and any(fields.history in o for o in objects) else None
+    return replace(fields, references=references, history=history)
+
+
+def check_label_field(fields: LogFields, objects: list[dict], path: Path) -> None:
+    """A label field that no line has, or whose values are never a label: InputError (every line
+    would be malformed otherwise, and the reason would be lost in a per-line count)."""
+    if not fields.label:
+        return
+    values = [o[fields.label] for o in objects if o.get(fields.label) is not None]
+    if not values:
+        seen = ", ".join(k for k, _ in Counter(k for o in objects for k in o).most_common(12))
+        raise InputError(f"the label field {fields.label!r} is on no line of {path}; the fields seen are: {seen}")
+    readable = 0
+    for v in values:
+        try:
+            parse_label(v)
+            readable += 1
+        except MalformedLine:
+            pass
+    if not readable:
+        shown = ", ".join(v for v, _ in Counter(json.dumps(v) for v in values).most_common(5))
+        raise InputError(
+            f"the label field {fields.label!r} of {path} holds no label verirag reads (values seen: {shown}); "
+            f"a label is one of {LABEL_SPELLINGS}: map yours to these"
+        )
+
+
 def detect_fields(objects: list[dict], overrides: dict[str, Any]) -> LogFields:
     """The known format (with `overrides` applied) whose question, answer and contexts fields occur
     on the most lines; ties go to the one whose reference field occurs more, then to table order."""
@@ -289,16 +354,23 @@ def read_answer_log(
             decoded.append((line, raw, e))
     if not decoded:
         raise InputError(f"the log {path} is empty: no line to verify")
+    objects = [o for _, _, o in decoded if isinstance(o, dict)]
     try:
-        fields = detect_fields([o for _, _, o in decoded if isinstance(o, dict)], overrides)
+        fields = present_fields(detect_fields(objects, overrides), objects)
     except InputError as e:
         raise InputError(f"the log {path}: {e}") from None
+    check_label_field(fields, objects, path)
     entries, first_line_of = [], {}
     for line, raw, obj in decoded:
         digest = hashlib.sha256(raw.strip()).hexdigest()[:16]
         try:
             if isinstance(obj, MalformedLine):
                 raise obj
+            if len(raw) > MAX_LINE_BYTES:
+                raise MalformedLine(
+                    f"the line is {len(raw) / 1e6:.1f} MB, over the {MAX_LINE_BYTES / 1e6:g} MB of one "
+                    "answer with its contexts: log the contexts this answer was generated from, not a corpus"
+                )
             entry = parse_entry(obj, line, fields)
             if entry.id in first_line_of:
                 raise MalformedLine(f"id {entry.id!r} repeats line {first_line_of[entry.id]}'s: ids must be unique")
@@ -309,6 +381,8 @@ def read_answer_log(
             entry = LogEntry(
                 line=line,
                 id=str(entry_id).strip() if usable else f"line-{line}",
+                question=_kept_text(obj, fields.question),
+                answer=_kept_text(obj, fields.answer),
                 error=str(e),
                 raw_excerpt=raw.strip()[:EXCERPT_BYTES].decode("utf-8", "replace"),
             )

@@ -90,9 +90,10 @@ def _verdict(r: dict[str, Any]) -> str:
 
 
 def _texts(r: dict[str, Any]) -> str:
-    if r["status"] == "malformed":
-        return f"<code>{html.escape(r.get('line_text') or '')}</code>"
-    return f"<b>Q:</b> {html.escape(r['question'])}<br><b>A:</b> {html.escape(r['answer'])}"
+    qa = [f"<b>{name}:</b> {html.escape(r[key])}" for name, key in (("Q", "question"), ("A", "answer")) if r.get(key)]
+    if r["status"] == "malformed":  # what parsed of the line, then its start as written
+        qa.append(f"<code>{html.escape(r.get('line_text') or '')}</code>")
+    return "<br>".join(qa)
 
 
 def _row(r: dict[str, Any], label: int | None) -> str:
@@ -142,7 +143,7 @@ def _summary_table(summary: dict[str, Any]) -> str:
         ("malformed lines", s["malformed"]),
         ("method", v.get("method")),
         ("judge", v.get("judge")),
-        ("model", v.get("model")),
+        *([("model", v["model"])] if v.get("model") else []),  # only where an LLM judged
         ("threshold", v.get("threshold")),
     ]
     rows += [(f"score {k}", q) for k, q in s["scores"]["quantiles"].items()]
@@ -183,6 +184,7 @@ def write_report(
         f"<style>{ROW_CSS}</style>",
         f"<h1>verirag verify: {html.escape(Path(summary['log']).name)}</h1>",
         f'<p class="cap">Log {html.escape(summary["log"])}; {html.escape(_fields_text(summary["fields"]))}.</p>',
+        *(f'<p class="warn">warning: {html.escape(w)}</p>' for w in summary.get("warnings") or []),
         _summary_table(summary),
         save_figure(out_dir / FIGURES_DIR, "score_histogram.png", "Faithfulness scores of the verified answers", png),
     ]

@@ -14,9 +14,12 @@ start), supported (the verdict at `threshold`: never for an unverified answer), 
 ("supported", "unsupported", "unverified"), unverified, threshold, supporting_passage (id, title,
 text, support_score: the best supported context; the closest one when unsupported), support_scores
 (each context's id and score), sentences (a sentence-level verifier's: each answer sentence's text,
-score and supporting_passage id; None for judges of the whole answer), method, judge, model,
+score and supporting_passage id; None for judges of the whole answer), method, judge, model (the
+LLM that judged: only when the verification called one; the trained verifier calls none),
 warnings, seconds (the entry's share of its block's batched verification: blocks of VERIFY_BLOCK
-answers are scored together, `verify_entries`), usage. A recorded failure
+answers are scored together, `verify_entries`), usage; label (1 / 0: the log's label, when it was
+read with a label field and the line has one; not part of the key, so `record_labels` adds it to an
+answer verified before without re-verifying it). A recorded failure
 is remembered like a verdict. An outage of the model backend (BackendError) or a backend without a
 capability the verifier needs (CapabilityError) is no verdict: it stops the run, the lines written
 so far stay, and the same command resumes.
@@ -109,6 +112,8 @@ def _record(pipeline, entry: LogEntry, key: str, v: Any, seconds: float) -> dict
     """An entry's record from its result `v`: a VerifyResult, an error (VeriragError or message),
     or None for a malformed line."""
     base = {"key": key, "id": entry.id, "line": entry.line, "question": entry.question, "answer": entry.answer}
+    if entry.label is not None:
+        base["label"] = entry.label
     if not entry.ok:
         return {
             **base,
@@ -142,12 +147,42 @@ def _record(pipeline, entry: LogEntry, key: str, v: Any, seconds: float) -> dict
         "sentences": None if v.sentences is None else [asdict(s) for s in v.sentences],
         "method": v.method,
         "judge": v.judge,
-        "model": pipeline.config.model,
+        **llm_model(pipeline, v.usage),
         "error": v.error,
         "warnings": entry.warnings + v.warnings,
         "seconds": v.timings.get("verify"),
         "usage": v.usage,
     }
+
+
+def llm_model(pipeline, usage: dict[str, Any] | None) -> dict[str, str]:
+    """{"model": the judging LLM} when the verification made an LLM request (answered by the
+    request cache or not), else {}: a record names a model only where one judged."""
+    if not (usage or {}).get("calls"):
+        return {}
+    return {"model": pipeline.config.judge_model or pipeline.config.model}
+
+
+def record_labels(log: AnswerLog, run: LogRun, out_dir: str | Path) -> int:
+    """Give the run's records the labels of the log read with a label field: a record written
+    before (without `--label-field`, or with other labels) is appended again with the current
+    label, nothing re-verified (the latest line of a key wins). Returns how many were appended."""
+    if not log.fields.label:
+        return 0
+    changed = []
+    for i, (entry, record) in enumerate(zip(log.entries, run.records)):  # the records are in log order
+        want = entry.label if entry.ok else record.get("label")
+        if record.get("label") != want:
+            record = {k: v for k, v in record.items() if k != "label"}
+            if want is not None:
+                record["label"] = want
+            run.records[i] = record
+            changed.append(record)
+    if changed:
+        with results_file(out_dir) as results:
+            for record in changed:
+                results.append(record)
+    return len(changed)
 
 
 @dataclass

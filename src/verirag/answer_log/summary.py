@@ -19,6 +19,10 @@ verdict agree with that.
   labelled supported; recall: of those labelled supported, the share called supported), each with
   a percentile bootstrap interval (`verirag.metrics.stats.bootstrap_intervals`: one set of
   resamples, by answer, for all four).
+- verifier: method, judge and threshold of the verdicts, and `model` only when an LLM judged (a
+  record names one); warnings: what a user must hear about the threshold (not certified: every
+  answer is judged not supported; fitted for another method or model); keys: the results.jsonl
+  keys of the records summarised, in log order (what `verirag calibrate OUT` fits on).
 """
 
 from __future__ import annotations
@@ -128,8 +132,10 @@ def summarize(
     confidence: float = 0.95,
     n_resamples: int = 1000,
     seed: int = 0,
+    warnings: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """The summary of `records` (one per entry of `log`, in log order, as `run_log` returns them)."""
+    """The summary of `records` (one per entry of `log`, in log order, as `run_log` returns them);
+    `warnings`: the verifier's threshold warnings (`Pipeline.threshold_warnings`)."""
     entries = log.entries[: len(records)]
     answered = [r for r in records if r["status"] != "malformed"]
     verified = [r for r in records if r["status"] == "verified"]
@@ -137,10 +143,15 @@ def summarize(
     supported = sum(bool(r["supported"]) for r in answered)
     reasons = Counter((r.get("unverified") or {}).get("reason", "?") for r in unverified)
     first = (verified or unverified or [{}])[0]
+    verifier = {k: first.get(k) for k in ("method", "judge", "threshold")}
+    models = sorted({r["model"] for r in answered if r.get("model")})
+    if models:  # only where an LLM judged: the trained verifier calls none
+        verifier["model"] = models[0] if len(models) == 1 else models
     summary: dict[str, Any] = {
         "log": str(log.path),
         "fields": log.fields.to_dict(),
-        "verifier": {k: first.get(k) for k in ("method", "judge", "model", "threshold")},
+        "verifier": verifier,
+        "warnings": list(dict.fromkeys(warnings)),
         "lines": len(records),
         "answers": len(answered),
         "verified": len(verified),
@@ -161,6 +172,7 @@ def summarize(
             {"line": r["line"], "id": r["id"], "reason": r.get("error")} for r in records if r["status"] == "malformed"
         ],
         "labels": None,
+        "keys": [r["key"] for r in records],
     }
     source, labels = entry_labels(log, entries)
     rows = [(r, y) for r, y in zip(records, labels) if y is not None and r["status"] != "malformed"]
@@ -185,7 +197,7 @@ def summarize(
 
 
 def write_summary(
-    log: AnswerLog, records: Sequence[dict[str, Any]], out_dir: str | Path, **options
+    log: AnswerLog, records: Sequence[dict[str, Any]], out_dir: str | Path, **options: Any
 ) -> tuple[dict[str, Any], Path]:
     """(summary, report path): OUT/summary.json and OUT/report.html of a run's records."""
     summary = summarize(log, records, **options)
@@ -211,14 +223,15 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
     cut = s["verifier"].get("threshold")
     share = s["share_supported"]
     reasons = ", ".join(f"{k} {n}" for k, n in s["unverified_reasons"].items())
-    lines = [
-        f"{s['answers']} answers verified from {s['lines']} lines: {s['supported']} supported"
+    lines = [f"warning: {w}" for w in s.get("warnings") or []]
+    lines.append(
+        f"{s['lines']} lines: {s['answers']} answers ({s['verified']} verified, {s['unverified']} unverified"
+        + (f": {reasons}" if reasons else "")
+        + f", {s['failed']} failed to verify) and {s['malformed']} malformed; {s['supported']} supported"
         + (f" ({share:.1%})" if share is not None else "")
-        + (f" at threshold {cut:.2f}" if cut is not None else "")
-        + f", {s['unsupported']} unsupported, {s['unverified']} unverified"
-        + (f" ({reasons})" if reasons else "")
-        + f", {s['failed']} failed to verify, {s['malformed']} malformed lines."
-    ]
+        + (f" at threshold {cut:.2f}" if cut is not None else " (no threshold certified)" if s["verified"] else "")
+        + f", {s['unsupported']} unsupported."
+    )
     q = s["scores"]["quantiles"]
     if q:
         lines.append(

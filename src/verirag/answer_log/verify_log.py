@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from verirag.answer_log.formats import AnswerLog, read_answer_log
-from verirag.answer_log.run import LogRun, run_log
+from verirag.answer_log.run import LogRun, record_labels, run_log
 from verirag.answer_log.summary import write_summary
 
 
@@ -34,10 +34,12 @@ def verify_log(
     **fields: str | None,
 ) -> VerifiedLog:
     """Verify the log at `path` with `pipeline` into `out_dir` (OUT/results.jsonl, summary.json,
-    report.html), resuming what is done. `fields` map the log's field names (question_field,
+    report.html), resuming what is done; the log's labels (label_field) are kept in the records. `fields` map the log's field names (question_field,
     answer_field, contexts_field, reference_field, label_field, history_field). An outage raises BackendError with
     the verdicts so far kept: the same call resumes."""
     logged = read_answer_log(path, **fields)
     run = run_log(pipeline, logged, out_dir, limit=limit, on_progress=on_progress)
-    summary, report = write_summary(logged, run.records, out_dir)
+    record_labels(logged, run, out_dir)
+    warnings = pipeline.threshold_warnings(answering=False)
+    summary, report = write_summary(logged, run.records, out_dir, warnings=warnings)
     return VerifiedLog(logged, run, summary, report)

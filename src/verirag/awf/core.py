@@ -480,7 +480,7 @@ def verify_result(state: AnswerState, threshold) -> VerifyResult:
         timings=_rounded({"verify": state.timings.get("verify", 0.0)}),
         usage=state.usage.to_dict(),
         error=j.error,
-        warnings=j.warnings,
+        warnings=j.warnings + [w for w in [controller.uncertified_warning()] if w],
         sentences=judged_sentences(j.sentences),
         cascade=j.cascade,
     )

@@ -181,7 +181,9 @@ class Pipeline:
         if not isinstance(fitted, ThresholdController):
             return []
         warnings = []
-        if not fitted.certified_:
+        if not fitted.certified_ and not answering:  # verifying: what every verdict's warnings say
+            warnings.append(fitted.uncertified_warning())
+        elif not fitted.certified_:
             warnings.append(
                 f"the target {fitted.target_text()} could not be certified on {fitted.n_fit_} examples: "
                 f"every answer acts ({self.config.fallback})"
@@ -190,6 +192,11 @@ class Pipeline:
         if answering or self._llm_free_predictor() is None:  # the whole method is built: compare its identity
             expect["method_digest"] = self.method.digest
         warnings += fitted.mismatches(expect)[1]
+        if fitted.kind != "value" and not fitted.fingerprints.get("method"):
+            warnings.append(  # a score's meaning is its method's: an unnamed fit cannot be checked
+                f"the threshold names no method it was fitted for, so it cannot be checked against "
+                f"{self.config.method}; fit one that names it (`verirag calibrate`, or fit_threshold(method=...))"
+            )
         then = fitted.provenance.get("method_options") or {}
         now = self.method.resolved_options() if "method_digest" in expect else {}
         changed = [

@@ -94,6 +94,12 @@ def verify(
         "messages (default: history; none: read no history).",
     ),
     limit: int | None = typer.Option(None, help="Only the first N lines of the log (a quick look)."),
+    fit_precision: float | None = typer.Option(
+        None,
+        help="With LOG --label-field F: then fit the threshold whose precision is at least P with probability "
+        "1 - DELTA on the labels (Learn then Test) and write it to OUT/threshold.json, for --threshold FILE.",
+    ),
+    delta: float = typer.Option(0.1, help="With --fit-precision: the guarantee holds with probability 1 - DELTA."),
 ):
     """Verify another system's answers: one (--question, --answer, --passages) or a whole log
     (LOG --out DIR), against the contexts each was answered from."""
@@ -101,7 +107,7 @@ def verify(
     from verirag.awf.pipeline import Pipeline
     from verirag.errors import BackendError
     from verirag.jsonio import strict_json
-    from verirag.learned.threshold import parse_threshold
+    from verirag.learned.threshold import ThresholdController, parse_threshold
 
     single = question is not None or answer is not None or bool(passages)
     if (log is None) == (not single):
@@ -109,6 +115,13 @@ def verify(
     if limit is not None and limit < 1:
         raise InputError(f"--limit must be at least 1, got {limit}")
     threshold_value = parse_threshold(threshold)[0]
+    if fit_precision is not None:
+        if single or not label_field:
+            raise InputError("--fit-precision fits a threshold on a log's labels: give LOG --out DIR --label-field F")
+        try:  # a bad target fails before the log is verified, not after
+            ThresholdController(precision=fit_precision, delta=delta)
+        except ValueError as e:
+            raise InputError(f"--fit-precision / --delta: {e}") from None
     if single:
         if not (question and answer and passages):
             raise InputError("one answer needs --question, --answer and --passages FILE")
@@ -149,15 +162,32 @@ def verify(
             "the same command resumes"
         )
         raise
+    fitted = None
+    if fit_precision is not None:
+        from verirag.answer_log.calibrate import calibrate_log
+
+        fitted, saved = calibrate_log(out_dir, precision=fit_precision, delta=delta)
     if json_out:
-        print(json.dumps(strict_json(done.summary), ensure_ascii=False))
+        shown = dict(done.summary)
+        if fitted is not None:
+            shown["fitted_threshold"] = {
+                "file": str(saved),
+                "threshold": fitted.threshold_,
+                "certified": fitted.certified_,
+            }
+        print(json.dumps(strict_json(shown), ensure_ascii=False))
         return
     run = done.run
+    # counted in lines, as the summary counts them: a malformed line is done too, never an answer
     out.print(
-        f"{run.written} answers verified now, {run.already_done} already done"
+        f"{run.written} of {len(run.records)} lines done now, {run.already_done} were already done"
         + (f", {run.unreadable_lines} torn lines of a killed run ignored" if run.unreadable_lines else "")
         + f" (format {escape(done.log.fields.format)})."
     )
     for line in al.summary_lines(done.summary):
         out.print(escape(line))
     out.print(f"results: {escape(str(out_dir / al.RESULTS_FILE))}; report: {escape(str(done.report))}")
+    if fitted is not None:
+        from verirag.cli.eval import print_fitted
+
+        print_fitted(fitted, saved)

@@ -164,6 +164,17 @@ class ThresholdController(LearnedPart):
         """The target in words, e.g. "precision 0.9" or "action rate 0.2"."""
         return f"{self.kind.replace('_', ' ')} {self.target:g}"
 
+    def uncertified_warning(self) -> str | None:
+        """What every verdict of an uncertified controller says (None when certified): without it a
+        result would read faithful=False, threshold=None and no reason."""
+        if not self.fitted or self.certified_:
+            return None
+        return (
+            f"no threshold is certified for the target {self.target_text()} on "
+            f"{getattr(self, 'n_fit_', None) or '?'} labelled examples: every answer is judged not "
+            "supported (fit on more labels, or lower the target)"
+        )
+
     def decide(self, score: float | None) -> str:
         """ "answer" when the score reaches the threshold, else "act" (NaN / None scores act; an
         uncertified controller always acts)."""

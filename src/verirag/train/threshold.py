@@ -1,5 +1,6 @@
 """Fit an operating threshold for one (model, method) on the labelled records of an eval run
-(what `verirag calibrate` runs).
+(what `verirag calibrate` runs; a folder of a verified, labelled answer log goes to
+`verirag.answer_log.calibrate`).
 
 The labels are the records' `faithful` (V): a target precision then means "of the answers we let
 through, at least P are correct and supported". Records with an error stay in, with their score 0.
@@ -53,8 +54,8 @@ def fit_threshold(
 def calibrate_run(
     run_dir: str | Path,
     *,
-    model: str,
-    method: str,
+    model: str | None = None,
+    method: str | None = None,
     dataset: str | None = None,
     precision: float | None = None,
     delta: float = 0.1,
@@ -63,11 +64,27 @@ def calibrate_run(
 ) -> tuple[ThresholdController, Path | None]:
     """What `verirag calibrate` runs: fit a threshold for a target precision (with probability
     1 - delta) or a target action rate, exactly one, on an eval run's records of (model, method).
+    `run_dir` may instead be the folder of a verified, labelled answer log (`verirag verify LOG
+    --label-field F --out DIR`): a target precision is fitted on its labels, `method` and `model`
+    are read from its records (checked when given), and the file is saved (default DIR/threshold.json).
     Returns the fitted controller and where it was saved (`save`, else None)."""
+    from verirag.answer_log.calibrate import calibrate_log, read_summary
     from verirag.experiments.grid.records import ResultStore
 
     if (precision is None) == (action_rate is None):
         raise InputError("give exactly one of --precision P or --action-rate R")
+    if read_summary(run_dir) is not None:
+        if precision is None or dataset is not None:
+            raise InputError(
+                f"{run_dir} is a verified answer log: its labels calibrate a target precision "
+                "(--precision P [--delta D]); --action-rate and --dataset are for eval runs"
+            )
+        return calibrate_log(run_dir, precision=precision, delta=delta, method=method, model=model, save=save)
+    if not model or not method:
+        raise InputError(
+            f"{run_dir} is no verified answer log (summary.json of `verirag verify --out`): an eval run needs "
+            "--model and --method, as named in the run"
+        )
     try:
         target = (
             ThresholdController(precision=precision, delta=delta)
