@@ -247,7 +247,13 @@ def run_log(
     with results:
         for start in range(0, len(todo), block):
             part = todo[start : start + block]
-            records = verify_entries(pipeline, [entries[i] for i in part], threshold, [keys[i] for i in part])
+            try:
+                records = verify_entries(pipeline, [entries[i] for i in part], threshold, [keys[i] for i in part])
+            except (BackendError, CapabilityError):
+                # no verdict for the block, but its malformed lines are done: keep them, then stop
+                for i in (i for i in part if not entries[i].ok):
+                    results.append(_record(pipeline, entries[i], keys[i], None, 0.0))
+                raise
             for i, record in zip(part, records):
                 results.append(record)
                 done[keys[i]] = record
