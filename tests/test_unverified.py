@@ -213,4 +213,4 @@ def test_verify_log_counts_unverified_apart_in_summary_and_report(tmp_path: Path
     assert report.count('class="badge unv"') == 4 and "not in English" in report
     assert main(["verify", str(log), "--out", str(out), "--preset", "tiny"]) == 0  # the terminal summary
     printed = capsys.readouterr().out
-    assert "4 unverified (answer_language 4)" in " ".join(printed.split())
+    assert "4 unverified: answer_language 4" in " ".join(printed.split())

@@ -448,7 +448,7 @@ def test_a_killed_run_resumes_without_recomputing(tmp_path):
     n = 6
     log = ragas_log(tmp_path / "log.jsonl", n)
     out = tmp_path / "out"
-    victim = verify_process(log, out)
+    victim = verify_process(log, out, "--block", "1")  # a block at a time: killed between blocks
     deadline = time.time() + 300
     while (not (out / "results.jsonl").exists() or len(read_results(out)) < 2) and time.time() < deadline:
         assert victim.poll() is None, victim.stderr.read().decode()[-2000:]

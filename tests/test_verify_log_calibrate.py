@@ -168,7 +168,7 @@ def test_one_count_no_model_without_an_llm_and_only_the_fields_the_log_has(calib
     assert verify(mixed, out.parent / "mixed") == 0
     shown = " ".join(capsys.readouterr().out.split())
     assert "5 of 5 lines done now, 0 were already done" in shown
-    assert "5 lines: 3 answers (3 verified, 0 failed to verify) and 2 malformed" in shown
+    assert "5 lines: 3 answers (3 verified, 0 unverified, 0 failed to verify) and 2 malformed" in shown
     assert "answers verified now" not in shown
     summary = json.loads((out.parent / "mixed" / "summary.json").read_text())
     assert "model" not in summary["verifier"] and summary["verifier"]["method"] == METHOD

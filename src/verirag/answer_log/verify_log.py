@@ -11,6 +11,7 @@ from typing import Any
 from verirag.answer_log.formats import AnswerLog, read_answer_log
 from verirag.answer_log.run import LogRun, record_labels, run_log
 from verirag.answer_log.summary import write_summary
+from verirag.awf.verify_batch import VERIFY_BLOCK
 
 
 @dataclass
@@ -30,15 +31,16 @@ def verify_log(
     out_dir: str | Path,
     *,
     limit: int | None = None,
+    block: int = VERIFY_BLOCK,
     on_progress: Callable[[int, int, dict[str, Any] | None], None] | None = None,
     **fields: str | None,
 ) -> VerifiedLog:
     """Verify the log at `path` with `pipeline` into `out_dir` (OUT/results.jsonl, summary.json,
-    report.html), resuming what is done; the log's labels (label_field) are kept in the records. `fields` map the log's field names (question_field,
+    report.html), `block` answers at a time in one batched pass, resuming what is done; the log's labels (label_field) are kept in the records. `fields` map the log's field names (question_field,
     answer_field, contexts_field, reference_field, label_field, history_field). An outage raises BackendError with
     the verdicts so far kept: the same call resumes."""
     logged = read_answer_log(path, **fields)
-    run = run_log(pipeline, logged, out_dir, limit=limit, on_progress=on_progress)
+    run = run_log(pipeline, logged, out_dir, limit=limit, block=block, on_progress=on_progress)
     record_labels(logged, run, out_dir)
     warnings = pipeline.threshold_warnings(answering=False)
     summary, report = write_summary(logged, run.records, out_dir, warnings=warnings)

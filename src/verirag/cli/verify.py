@@ -94,6 +94,11 @@ def verify(
         "messages (default: history; none: read no history).",
     ),
     limit: int | None = typer.Option(None, help="Only the first N lines of the log (a quick look)."),
+    block: int = typer.Option(
+        256,
+        help="Answers verified together in one batched pass; each block's results are written when it ends, "
+        "so a killed run loses at most one block.",
+    ),
     fit_precision: float | None = typer.Option(
         None,
         help="With LOG --label-field F: then fit the threshold whose precision is at least P with probability "
@@ -153,6 +158,7 @@ def verify(
                 log,
                 out_dir,
                 limit=limit,
+                block=block,
                 on_progress=lambda i, n, _r: bar.update(task, completed=i, total=n, description="verifying"),
                 **fields,
             )
