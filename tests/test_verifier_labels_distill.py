@@ -146,8 +146,9 @@ def test_distill_with_the_smallest_real_model(tmp_path, data, smollm_path):
     from verirag.llm.llama_cpp_backend import LlamaCppLLM
 
     llm = LlamaCppLLM(smollm_path, model_id="smollm2-135m", n_ctx=2048, n_threads=1)
-    try:
-        r = label_verifier(
+
+    def run():
+        return label_verifier(
             tmp_path / "labels.jsonl",
             data_root=data,
             datasets=["nq", "hotpotqa"],
@@ -157,6 +158,9 @@ def test_distill_with_the_smallest_real_model(tmp_path, data, smollm_path):
             llm_loader=lambda m: llm,
             judge_full_every=2,
         )
+
+    try:
+        r = run()
         records = read_records(tmp_path / "labels.jsonl")
         assert r.written == r.planned == len(records) >= 2 and not r.failed
         for x in records:
@@ -169,16 +173,7 @@ def test_distill_with_the_smallest_real_model(tmp_path, data, smollm_path):
             assert m["judge"]["evidence"] is not None and 0.0 <= m["judge"]["evidence"] <= 1.0, m["judge"]
             assert "passages" not in m["judge"] or 0.0 <= m["judge"]["passages"] <= 1.0
             assert 0 < m["prune"]["tokens_read"] <= m["prune"]["tokens_full"]
-        again = label_verifier(
-            tmp_path / "labels.jsonl",
-            data_root=data,
-            datasets=["nq", "hotpotqa"],
-            n=1,
-            recipes=["distill"],
-            models=["smollm2-135m"],
-            llm_loader=lambda m: llm,
-            judge_full_every=2,
-        )
+        again = run()
         assert again.written == 0 and again.already_done == r.planned
     finally:
         llm.close()
