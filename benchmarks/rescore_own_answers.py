@@ -118,7 +118,7 @@ def load_examples(config: str | Path, answers: list[dict[str, Any]]) -> dict[tup
     from verirag.experiments.grid.runner import load_examples as grid_examples
 
     cfg = load_config(config)
-    if cfg.prune is not None:
+    if cfg.prune.on:
         raise SystemExit(f"{config} prunes the passages: rebuilding pruned passages is not supported here")
     groups: dict[str, set[str]] = {}
     for a in answers:

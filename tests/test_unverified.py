@@ -214,3 +214,15 @@ def test_verify_log_counts_unverified_apart_in_summary_and_report(tmp_path: Path
     assert main(["verify", str(log), "--out", str(out), "--preset", "tiny"]) == 0  # the terminal summary
     printed = capsys.readouterr().out
     assert "4 unverified: answer_language 4" in " ".join(printed.split())
+
+
+@pytest.mark.slow
+def test_acting_on_a_given_answer_by_abstaining_never_loads_the_llm(tmp_path):
+    """verify_and_act with the abstain fallback calls no model: a missing answering model is no
+    obstacle (the CI machine holds only the smallest model)."""
+    from verirag import Verifier
+
+    v = Verifier(model=str(tmp_path / "absent.gguf"))
+    r = v.pipeline.verify_and_act(QUESTION, "Мост спроектировал Иван Петров.", [Passage("p0", PASSAGE)])
+    assert r.action == "abstained" and r.verdict == UNVERIFIED
+    assert not v.pipeline._llms  # nothing was loaded

@@ -273,7 +273,9 @@ class Pipeline:
     def policy(self, fallback: str):
         if fallback not in self._policies:
             escalate = self._load(self.config.escalate_model) if fallback == "escalate" else None
-            self._policies[fallback] = make_policy(fallback, self.llm, escalate_llm=escalate, **self._answer_length())
+            # abstaining calls no model: verifying another system's answer never loads the LLM for it
+            llm = self.llm if fallback == "no-rag" else None
+            self._policies[fallback] = make_policy(fallback, llm, escalate_llm=escalate, **self._answer_length())
         return self._policies[fallback]
 
     def _entailment(self) -> EntailmentModel | None:
