@@ -58,8 +58,11 @@ def _message_text(m: Mapping[str, Any], where: str) -> str:
     raise InputError(f"{where}: a message's content is a string or a list of text parts")
 
 
-def as_history(history: Any, *, name: str = "history") -> tuple[str, ...]:
-    """The turns of `history` (module doc: two shapes, the bad-input rules and the cut), oldest first."""
+def as_history(
+    history: Any, *, name: str = "history", max_turns: int = MAX_TURNS, max_words: int = MAX_HISTORY_WORDS
+) -> tuple[str, ...]:
+    """The turns of `history` (module doc: two shapes, the bad-input rules and the cut), oldest first;
+    `max_turns` / `max_words`: the window of the cut (an answer spec's `conversation`)."""
     if history is None:
         return ()
     if isinstance(history, (str, bytes, Mapping)) or not isinstance(history, Sequence):
@@ -93,21 +96,21 @@ def as_history(history: Any, *, name: str = "history") -> tuple[str, ...]:
         if own > MAX_TURN_CHARS:
             raise InputError(f"{where} has {own} characters: a turn may have at most {MAX_TURN_CHARS}")
         turns.append(" ".join(text.split()))
-    return cut(turns)
+    return cut(turns, max_turns=max_turns, max_words=max_words)
 
 
-def cut(turns: Sequence[str]) -> tuple[str, ...]:
-    """The documented cut (module doc): the most recent MAX_TURNS turns (an even number of older
-    ones dropped), then the most recent turns within MAX_HISTORY_WORDS words."""
+def cut(turns: Sequence[str], *, max_turns: int = MAX_TURNS, max_words: int = MAX_HISTORY_WORDS) -> tuple[str, ...]:
+    """The documented cut (module doc): the most recent `max_turns` turns (an even number of older
+    ones dropped), then the most recent turns within `max_words` words."""
     turns = list(turns)
-    drop = max(0, len(turns) - MAX_TURNS)
+    drop = max(0, len(turns) - max_turns)
     turns = turns[drop + drop % 2 :]
     start, words = len(turns), 0
-    while start > 0 and words + len(turns[start - 1].split()) <= MAX_HISTORY_WORDS:
+    while start > 0 and words + len(turns[start - 1].split()) <= max_words:
         start -= 1
         words += len(turns[start].split())
     if start == len(turns):  # the latest turn alone is too long: its last words
-        return (" ".join(turns[-1].split()[-MAX_HISTORY_WORDS:]),) if turns else ()
+        return (" ".join(turns[-1].split()[-max_words:]),) if turns else ()
     if start % 2 and start < len(turns) - 1:  # keep the alternation: drop one more
         start += 1
     return tuple(turns[start:])

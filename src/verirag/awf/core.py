@@ -147,13 +147,17 @@ class AnswerState:
     _stack: ExitStack | None = field(default=None, repr=False)
 
     @classmethod
-    def asked(cls, question: str, history: Any = None, **fields: Any) -> AnswerState:
+    def asked(
+        cls, question: str, history: Any = None, *, window: tuple[int, int] | None = None, **fields: Any
+    ) -> AnswerState:
         """The state of `question` asked after `history`, its turns read and cut by the one rule
         (`verirag.conversation.as_history`: bad turns are an InputError, a long conversation keeps
-        its recent turns), so `ask`, `verify` and the experiment grid read the same conversation."""
+        its recent turns), so `ask`, `verify` and the experiment grid read the same conversation.
+        `window`: (most recent turns, words) kept (None: the documented defaults)."""
         from verirag.conversation import as_history
 
-        return cls(question, history=as_history(history), **fields)
+        cut = {} if window is None else {"max_turns": window[0], "max_words": window[1]}
+        return cls(question, history=as_history(history, **cut), **fields)
 
     def in_context(self) -> str:
         """The question as a judge or the generator reads it: with the conversation before it

@@ -26,17 +26,20 @@ from verirag.awf.core import (
     ask_result,
     verify_result,
 )
-from verirag.awf.defaults import DEFAULT_METHOD, JUDGED_METHOD, judged_method
+from verirag.awf.answer_spec import PRESETS as SPEC_PRESETS
+from verirag.awf.answer_spec import AnswerSpec
+from verirag.awf.defaults import DEFAULT_METHOD, JUDGED_METHOD
 from verirag.awf.entailment.base import EntailmentModel
 from verirag.awf.methods.base import AwFMethod
-from verirag.awf.policies import FALLBACKS, make_policy
+from verirag.awf.policies import make_policy
 from verirag.awf.prune_setting import PruneSetting, parse_prune
 from verirag.awf.registry import create
 from verirag.awf.registry import get as get_component
 from verirag.awf.spec import SEPARATOR, MethodSpec, accepted_options, split_name
-from verirag.awf.stages import UNTRUSTED_ACTIONS, ForecastRerankStage, PruneStage, TrustFilterStage
+from verirag.awf.stages import ForecastRerankStage, PruneStage, TrustFilterStage
 from verirag.awf.unverified import Verifiability
 from verirag.awf.verify_batch import VerifyItem, verify_batch
+from verirag.conversation import MAX_HISTORY_WORDS, MAX_TURNS
 from verirag.errors import InputError, VeriragError
 from verirag.learned.threshold import ThresholdController, as_controller
 from verirag.limits import MAX_ANSWER_CHARS
@@ -112,37 +115,31 @@ class PipelineConfig:
     # [0, 1], {threshold, pruner} or a PruneSetting; None or absent: PRUNE_DEFAULT
     prune: PruneSetting | bool | float | dict | None = None
 
+    # the conversation window (`verirag.conversation`): the most recent turns, then words, read
+    history_turns: int = MAX_TURNS
+    history_words: int = MAX_HISTORY_WORDS
+
     def __post_init__(self):
         object.__setattr__(self, "prune", parse_prune(self.prune))  # held as a PruneSetting
 
     def validate(self) -> PipelineConfig:
-        threshold = as_controller(self.threshold)  # a controller must be fitted; an uncertified one acts on all
-        if threshold.kind == "value" and not 0.0 <= threshold.threshold_ <= 1.0:
-            raise InputError(f"threshold must be in [0, 1], got {self.threshold}")
-        if self.max_answer_tokens is not None and self.max_answer_tokens < 1:
-            raise InputError(f"max_answer_tokens must be at least 1, got {self.max_answer_tokens}")
-        if self.k < 1:
-            raise InputError(f"k must be at least 1, got {self.k}")
-        if self.fallback not in FALLBACKS:
-            raise InputError(f"fallback must be one of {', '.join(FALLBACKS)}, got {self.fallback!r}")
-        if self.on_untrusted not in UNTRUSTED_ACTIONS:
-            raise InputError(f"on_untrusted must be one of {', '.join(UNTRUSTED_ACTIONS)}, got {self.on_untrusted!r}")
-        if not 0.0 <= self.epsilon <= 1.0:
-            raise InputError(f"epsilon must be in [0, 1], got {self.epsilon}")
-        if self.rerank_depth < 1 or self.forecast_keep < 1:
-            raise InputError("rerank_depth and forecast_keep must be at least 1")
-        if self.fallback == "escalate" and not self.escalate_model:
-            raise InputError("the escalate fallback needs a second model: set escalate_model (--escalate-model)")
+        """Checked as every door checks its settings: through the answer spec (one message per bad
+        value, `verirag.awf.answer_spec`); a threshold controller must be fitted."""
+        from verirag.awf.answer_spec import AnswerSpec
+
+        AnswerSpec.from_config(self)
+        as_controller(self.threshold)  # a controller must be fitted; an uncertified one acts on all
         return self
 
+    def spec(self):
+        """This config as an AnswerSpec (`verirag.awf.answer_spec`)."""
+        from verirag.awf.answer_spec import AnswerSpec
 
-PRESETS: dict[str, PipelineConfig] = {
-    # The quality default: Qwen2.5-1.5B answers and judges; hybrid BM25 + MiniLM retrieval.
-    "local": PipelineConfig(),
-    "fast": PipelineConfig(model="qwen2.5-0.5b"),
-    # The smallest real model: for tests and smoke runs, not for answers worth trusting.
-    "tiny": PipelineConfig(model="smollm2-135m", n_ctx=2048),
-}
+        return AnswerSpec.from_config(self)
+
+
+# The presets as configs (`verirag.awf.answer_spec.PRESETS` holds their values; `resolve` applies them).
+PRESETS: dict[str, PipelineConfig] = {name: AnswerSpec(preset=name).to_config() for name in SPEC_PRESETS}
 
 
 class Pipeline:
@@ -162,12 +159,10 @@ class Pipeline:
 
     @classmethod
     def from_preset(cls, name: str = "local", **overrides) -> Pipeline:
-        if name not in PRESETS:
-            raise InputError(f"unknown pipeline preset {name!r}; known: {', '.join(PRESETS)}")
-        overrides = {k: v for k, v in overrides.items() if v is not None}
-        # the one rule every door shares: a judge chosen without a method selects the method that uses it
-        overrides["method"] = judged_method(overrides.get("method"), overrides.get("judge"), PRESETS[name].method)
-        return cls(replace(PRESETS[name], **overrides))
+        """The pipeline of preset `name` with `overrides` (PipelineConfig's keywords; None: not
+        given), resolved as at every door (`AnswerSpec.resolve`: a judge chosen without a method
+        selects the method that uses it)."""
+        return cls(AnswerSpec.from_flat(preset=name, **overrides).to_config())
 
     def threshold_warnings(self, *, answering: bool = True) -> list[str]:
         """What a user should hear about a threshold file (`config.threshold` a fitted
@@ -378,7 +373,7 @@ class Pipeline:
         question = (question or "").strip()
         if not question:
             raise InputError("the question is empty")
-        asked = AnswerState.asked(question, history)
+        asked = AnswerState.asked(question, history, window=self._window())
         threshold = self.config.threshold if threshold is None else threshold
         fallback = fallback or self.config.fallback
         replace(self.config, threshold=threshold, fallback=fallback).validate()
@@ -395,6 +390,10 @@ class Pipeline:
         core = AnswerCore([retrieve, AnswerAndScore(self.method), AnswerRules(), verifiable, act])
         state = core.run(asked, on_stage)
         return ask_result(state, threshold, model=self.llm.model_id)
+
+    def _window(self) -> tuple[int, int]:
+        """The conversation window: (most recent turns, words) of a history that are read."""
+        return self.config.history_turns, self.config.history_words
 
     def _untrusted_fallback(self) -> str:
         """The policy for "no chunk is trusted": abstain, or answer without context (no-rag)."""
@@ -446,7 +445,9 @@ class Pipeline:
         passages = list(passages)
         if not passages:
             raise InputError("no passages: an answer is verified against the passages it came from")
-        asked = AnswerState.asked(question, history, answer=answer, passages=PassagesRecord(passages))
+        asked = AnswerState.asked(
+            question, history, window=self._window(), answer=answer, passages=PassagesRecord(passages)
+        )
         replace(self.config, threshold=threshold).validate()
         return asked
 
