@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from verirag.awf.defaults import judged_method
 from verirag.errors import InputError, VeriragError
 from verirag.learned.threshold import ThresholdController
 from verirag.types import Passage, VerifyResult
@@ -48,12 +47,8 @@ def as_passages(contexts: Sequence[str | Passage]) -> list[Passage]:
 
 def _threshold(threshold: float | str | Path | ThresholdController) -> float | ThresholdController:
     """A number, a fitted controller, or the path of a threshold file (`verirag calibrate --save`)."""
-    if isinstance(threshold, ThresholdController):
-        return threshold
-    if isinstance(threshold, bool):
-        raise InputError("threshold is a number in [0, 1] or a threshold file's path")
-    if isinstance(threshold, (int, float)):
-        return float(threshold)
+    if isinstance(threshold, (ThresholdController, bool, int, float)):
+        return threshold  # checked by the answer spec, as at every door
     return ThresholdController.load(threshold)
 
 
@@ -75,15 +70,12 @@ class Verifier:
         judge: str | None = None,
         preset: str = "local",
     ):
+        from verirag.awf.answer_spec import AnswerSpec
         from verirag.awf.pipeline import Pipeline
 
-        self._pipeline = Pipeline.from_preset(
-            preset,
-            method=judged_method(method, judge),
-            model=model,
-            judge=judge,
-            threshold=_threshold(threshold),
-        )
+        # resolved as every door resolves it (no method: the default, or with a judge the method that uses it)
+        spec = AnswerSpec(preset=preset, method=method, model=model, judge=judge, threshold=_threshold(threshold))
+        self._pipeline = Pipeline(spec.to_config())
         self._pipeline.answer_verifier()  # a method that cannot verify a given answer fails here, not later
         self.warnings = self._pipeline.threshold_warnings(answering=False)
         for w in self.warnings:

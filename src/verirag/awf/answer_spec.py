@@ -68,8 +68,9 @@ def _shown(v: Any) -> str:
 
 
 def _problem(message: str) -> PydanticCustomError:
-    # a custom error's message is shown as is (no "Value error, " before it), here and in a 422
-    return PydanticCustomError("invalid_value", message)
+    # a custom error's message is shown as is (no "Value error, " before it), here, in a 422 and in
+    # the experiment configs' errors (their own problems are of this type too)
+    return PydanticCustomError("verirag", message)
 
 
 def _unit(v: Any) -> Any:
@@ -80,14 +81,22 @@ def _unit(v: Any) -> Any:
     return float(v)
 
 
-def _at_least(low: int):
+def _at_least(low: int, high: int | None = None):
     def check(v: Any) -> int:
         integral = isinstance(v, float) and math.isfinite(v) and v.is_integer()  # JSON's 3.0 is 3
         if isinstance(v, bool) or not (isinstance(v, int) or integral) or v < low:
             raise _problem(f"must be an integer >= {low}, got {_shown(v)}")
+        if high is not None and v > high:
+            raise _problem(f"must be an integer <= {high}, got {_shown(v)}")
         return int(v)
 
     return check
+
+
+def count(low: int = 1, high: int | None = None) -> Any:
+    """An integer field of at least `low` (and at most `high`): Count is count(1); the HTTP schema
+    bounds `k` above too."""
+    return Annotated[int, BeforeValidator(_at_least(low, high)), Field(json_schema_extra=_range(low, high))]
 
 
 def _positive(v: Any) -> float:
@@ -125,8 +134,8 @@ def _range(low: float | None = None, high: float | None = None) -> dict:
 
 
 Unit = Annotated[float, BeforeValidator(_unit), Field(json_schema_extra=_range(0, 1))]
-Count = Annotated[int, BeforeValidator(_at_least(1)), Field(json_schema_extra=_range(1))]
-Size = Annotated[int, BeforeValidator(_at_least(0)), Field(json_schema_extra=_range(0))]
+Count = count(1)
+Size = count(0)
 Seconds = Annotated[float, BeforeValidator(_positive), Field(json_schema_extra={"exclusiveMinimum": 0})]
 Text = Annotated[str, BeforeValidator(_text)]
 Fallback = Annotated[str, BeforeValidator(_one_of(*FALLBACKS)), Field(json_schema_extra={"enum": list(FALLBACKS)})]

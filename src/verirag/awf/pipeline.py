@@ -12,6 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+from verirag.awf.answer_spec import PRESETS as SPEC_PRESETS
+from verirag.awf.answer_spec import AnswerSpec
 from verirag.awf.calibrag import reformulate_query
 from verirag.awf.compose import build_method, build_predictor
 from verirag.awf.core import (
@@ -26,8 +28,6 @@ from verirag.awf.core import (
     ask_result,
     verify_result,
 )
-from verirag.awf.answer_spec import PRESETS as SPEC_PRESETS
-from verirag.awf.answer_spec import AnswerSpec
 from verirag.awf.defaults import DEFAULT_METHOD, JUDGED_METHOD
 from verirag.awf.entailment.base import EntailmentModel
 from verirag.awf.methods.base import AwFMethod

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from verirag.awf import answer_spec as spec_types
 from verirag.conversation import MAX_HISTORY_WORDS, MAX_TURNS
 from verirag.types import VerifyResult
 
@@ -46,16 +47,13 @@ def _not_blank(text: str) -> str:
     return text
 
 
-def _json_number(value: Any) -> Any:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError("must be a number")
-    return value
-
-
 # The JSON types the schema states, without pydantic's coercions (false as 0.0, "3" as 3, 0 as
-# false): a request the schema calls invalid is refused. An integral 3.0 is a JSON integer.
-Threshold = Annotated[float, Field(ge=0.0, le=1.0), BeforeValidator(_json_number)]
-Count = Annotated[int, Field(ge=1, le=MAX_K), BeforeValidator(_json_number)]
+# false): a request the schema calls invalid is refused. An integral 3.0 is a JSON integer. The
+# settings a request may give are the answer spec's own types (`verirag.awf.answer_spec`), so a bad
+# value gets the message it gets at every door ("must be a number in [0, 1], got 1.5").
+Threshold = spec_types.Unit
+Count = spec_types.count(1, MAX_K)
+Fallback = spec_types.Fallback
 Flag = Annotated[bool, Field(strict=True)]
 
 
@@ -106,7 +104,7 @@ class AskRequest(Strict):
     k: Count | None = Field(None, description="passages to retrieve")
     method: str | None = Field(None, max_length=200, description="an AwF method (GET /v1/methods)")
     threshold: Threshold | None = Field(None, description="verdict threshold on the score")
-    fallback: Literal["abstain", "no-rag", "escalate"] | None = None
+    fallback: Fallback | None = Field(None, description="below the threshold: abstain, no-rag or escalate")
     prune: Flag | Threshold | None = Field(
         None,
         description="context pruning before the model reads the passages: true (on at the pruner's own "

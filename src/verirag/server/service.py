@@ -16,9 +16,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from verirag.awf.defaults import judged_method
+from verirag.awf.answer_spec import AnswerSpec
 from verirag.awf.pipeline import Pipeline, uses_shipped_verifier, why_it_cannot_verify
-from verirag.awf.prune_setting import PruneSetting, parse_prune
+from verirag.awf.prune_setting import PruneSetting
 from verirag.awf.spec import method_names
 from verirag.errors import InputError, VeriragError
 from verirag.learned.threshold import as_controller
@@ -107,7 +107,12 @@ class VeriragService:
             self.ready.set()
         self.load_error: str | None = None
         self._runnable: list[str] | None = None
-        self.verify_method = judged_method(config.verify_method, config.overrides.get("judge"))
+        # the settings of /v1/ask and of /v1/verify (`verify_method`; none: the default, or with a
+        # judge the method that uses it), resolved as every door resolves them (`AnswerSpec.resolve`)
+        self.spec = self.pipeline.config.spec().resolve()
+        given = {**config.overrides, "threshold": config.threshold, "method": config.verify_method}
+        self.verify_spec = AnswerSpec.from_flat(preset=config.preset, **given).resolve()
+        self.verify_method = self.verify_spec.method
         if uses_shipped_verifier(self.verify_method):  # missing is an error at start, not on each request
             from verirag.learned.shipped import shipped_verifier_dir
 
@@ -177,7 +182,12 @@ class VeriragService:
 
     def prune_setting(self, prune: bool | float | None) -> PruneSetting:
         """A request's `prune` (None: the service's own setting), read as every door reads it."""
-        return self.pipeline.config.prune if prune is None else parse_prune(prune)
+        return self.request_spec(self.spec, prune=prune).prune.setting
+
+    def request_spec(self, base: AnswerSpec, **given: Any) -> AnswerSpec:
+        """A request's settings (None: not given) over the service's (`base`: `spec` for /v1/ask,
+        `verify_spec` for /v1/verify), resolved as every door resolves them (`AnswerSpec`)."""
+        return base.override(**given).resolve()
 
     def methods(self) -> dict[str, Any]:
         cfg = self.pipeline.config
@@ -211,13 +221,14 @@ class VeriragService:
                 "this service has no index to answer from: start it with `verirag serve --index DIR`, "
                 "or send your own passages to /v1/verify"
             )
-        return self.pipeline_for(method).ask(
+        spec = self.request_spec(self.spec, method=method, k=k, threshold=threshold, fallback=fallback, prune=prune)
+        return self.pipeline_for(spec.method).ask(
             question,
             history=history,
-            k=k,
-            threshold=threshold,
-            fallback=fallback,
-            prune=self.prune_setting(prune),
+            k=spec.k,
+            threshold=spec.threshold,
+            fallback=spec.fallback,
+            prune=spec.prune.setting,
             on_stage=lambda _stage: token.check(),
         )
 
@@ -234,9 +245,10 @@ class VeriragService:
     ) -> VerifyResult:
         token.check()
         self.check_passages(len(passages))
-        pipeline = self.pipeline_for(method or self.verify_method)
+        spec = self.request_spec(self.verify_spec, method=method, threshold=threshold)
+        pipeline = self.pipeline_for(spec.method)
         result = pipeline.verify(
-            question, answer, passages, history=history, threshold=threshold, on_stage=lambda _stage: token.check()
+            question, answer, passages, history=history, threshold=spec.threshold, on_stage=lambda _stage: token.check()
         )
         return result
 

@@ -64,6 +64,7 @@ from pydantic import (
     model_validator,
 )
 
+from verirag.awf.answer_spec import AnswerSpec, PruneOptions, Unit
 from verirag.awf.prune_setting import PruneSetting, PruneValueError, parse_prune
 from verirag.awf.spec import MethodSpec, check_name, option_defaults, split_name
 from verirag.errors import InputError
@@ -313,7 +314,7 @@ class _GroundTruth(_Section):
 
 
 class _Threshold(_Section):
-    value: float | None = None
+    value: Unit | None = None  # the answer spec's threshold (`verirag.awf.answer_spec`), read as every door reads it
     precision: float | None = Field(None, gt=0, lt=1)
     action_rate: float | None = Field(None, ge=0, le=1)
     delta: float | None = Field(None, gt=0, lt=1)
@@ -357,7 +358,7 @@ def _prune_setting(v: Any) -> PruneSetting:
     from verirag.learned.pruner import META_FILE
 
     try:
-        setting = parse_prune(v)
+        setting = PruneOptions.model_validate(v).setting  # the answer spec's `prune`, as every door reads it
     except PruneValueError as e:
         fail([((e.place,) if e.place else (), e.problem, v)])
     if setting.pruner is not None and not (Path(setting.pruner).expanduser() / META_FILE).is_file():
@@ -473,6 +474,22 @@ class ExperimentConfig:
             f"dataset {name!r} is not in config {self.name!r} (it has: {', '.join(d.name for d in self.datasets)})"
         )
 
+    def answer_spec(self, model: str, method: MethodSpec | str) -> AnswerSpec:
+        """The resolved answer spec of one (model, method) unit of this grid: its judge model,
+        answer length, context window, pruning and (a fixed `threshold: {value: T}`) threshold, read
+        and defaulted as every door reads them. A target threshold (precision, action_rate) is
+        fitted per run and is not the spec's; a method's options stay with its MethodSpec."""
+        name = method.name if isinstance(method, MethodSpec) else method
+        return AnswerSpec(
+            model=model,
+            method=name,
+            judge_model=self.judge_model,
+            max_answer_tokens=self.max_tokens,
+            n_ctx=self.n_ctx,
+            prune=self.prune,
+            threshold=self.threshold.get("value"),
+        ).resolve()
+
     def method_defaults(self, dataset: str | None = None) -> dict[str, Any]:
         """Generation max_tokens, then `dataset`'s method_options (a method takes those it has; its own win)."""
         length = {} if self.max_tokens is None else {"max_tokens": self.max_tokens}
@@ -539,7 +556,7 @@ def parse_config(raw: Any, *, source_name: str = "config") -> ExperimentConfig:
             "rate": esc.rate,
         }
         app_methods["escalate"] = esc.large_method
-    return ExperimentConfig(
+    config = ExperimentConfig(
         name=m.name or Path(source_name).stem,
         datasets=list(m.datasets),
         models=list(m.models),
@@ -556,6 +573,10 @@ def parse_config(raw: Any, *, source_name: str = "config") -> ExperimentConfig:
         application_methods=app_methods,
         prune=m.prune,
     )
+    for model, specs in config.runs():  # every unit resolves as every door's settings do, before anything runs
+        for spec in specs:
+            config.answer_spec(model, spec)
+    return config
 
 
 def load_config(path: str | Path) -> ExperimentConfig:
