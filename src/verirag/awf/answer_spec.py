@@ -32,7 +32,7 @@ from pydantic_core import PydanticCustomError
 
 from verirag.awf.defaults import DEFAULT_METHOD, judged_method
 from verirag.awf.policies import FALLBACKS
-from verirag.awf.prune_setting import PRUNE_DEFAULT, PruneSetting, parse_prune
+from verirag.awf.prune_setting import OFF, PRUNE_DEFAULT, SHIPPED, PruneSetting, parse_prune
 from verirag.awf.stages import UNTRUSTED_ACTIONS
 from verirag.conversation import MAX_HISTORY_WORDS, MAX_TURNS
 from verirag.errors import InputError
@@ -192,7 +192,8 @@ class PruneOptions(_Frozen):
 
     @property
     def setting(self) -> PruneSetting:
-        return PruneSetting(self.on, self.threshold, self.pruner)
+        s = PruneSetting(self.on, self.threshold, self.pruner)
+        return next((c for c in (PRUNE_DEFAULT, OFF, SHIPPED) if c == s), s)  # the module's own constants
 
 
 class ConversationOptions(_Frozen):
