@@ -1,8 +1,9 @@
 """The one default: the method that answers and verifies when the user names none.
 
-Every entry point reads it from here: `Pipeline` and `Verifier` in Python, `verirag ask`,
-`verirag verify`, `/v1/ask`, `/v1/verify`, the web page and both framework integrations; each
-reports the method it used (`method` in every JSON result).
+Every entry point reads it from here, through the answer spec's one `resolve()`
+(`verirag.awf.answer_spec`): `Pipeline` and `Verifier` in Python, `verirag ask`, `verirag verify`,
+`/v1/ask`, `/v1/verify`, the web page and both framework integrations; each reports the method it
+used (`method` in every JSON result).
 
 It is the trained verifier shipped in the package (`verirag.learned.shipped`): it judges an
 answer in about 0.1 s with no LLM call, so verifying never loads a generator. On the default

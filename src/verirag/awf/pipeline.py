@@ -76,7 +76,8 @@ def why_it_cannot_verify(method: AwFMethod) -> str | None:
 
 @dataclass(frozen=True)
 class PipelineConfig:
-    """Everything that defines a pipeline.
+    """Everything that defines a pipeline: the resolved answer spec (`verirag.awf.answer_spec`:
+    `AnswerSpec(...).to_config()`; `config.spec()` goes back), its stages' options flat.
 
     `method` is any AwF method name (`verirag.awf.compose.method_names()`): "vanilla+verifier"
     (the default: the shipped trained verifier), "vanilla+self_check", "vanilla+nli", "instructrag+pre_answering", "intrinsic", ... `judge` is the entailment model of

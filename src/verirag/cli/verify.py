@@ -138,7 +138,7 @@ def verify(
         raise InputError("give --out DIR: where the results, summary and report of the log go")
     p = Pipeline.from_preset(
         preset, model=model, judge=judge, threshold=threshold_value, method=method
-    )  # no method: the default, or with --judge the method that uses it (`judged_method`, as everywhere)
+    )  # no method: the default, or with --judge the method that uses it (`AnswerSpec.resolve`, as everywhere)
     warn_all(p.threshold_warnings(answering=False))
     if single:
         with err.status("verifying…") as status:

@@ -53,7 +53,7 @@ class ServiceConfig:
     max_body_bytes: int = 1 << 20
     max_passages: int = 64  # /v1/verify: more would take minutes to judge on a CPU
     # what /v1/verify judges with when a request names no method (None: the default, or with a
-    # judge in `overrides` the method that uses it: `judged_method`, as /v1/ask and every door)
+    # judge in `overrides` the method that uses it: `AnswerSpec.resolve`, as /v1/ask and every door)
     verify_method: str | None = None
     warm_up: bool = True  # load the models at start-up, so /readyz means ready
     # seconds an OpenAI-compatible backend may take per HTTP request (it is retried twice);
