@@ -54,11 +54,11 @@ def test_verifier_with_passages_gives_the_same_scores(verifier):
 
 
 def test_verifier_refuses_bad_input_clearly(verifier):
-    with pytest.raises(InputError, match="not a single one"):
+    with pytest.raises(InputError, match="given bare"):
         verifier.verify(QUESTION, "Ada.", CONTEXTS[0])
     with pytest.raises(InputError, match="no passages"):
         verifier.verify(QUESTION, "Ada.", [])
-    with pytest.raises(InputError, match="context 1 is a int"):
+    with pytest.raises(InputError, match="passage 1 is a int"):
         verifier.verify(QUESTION, "Ada.", ["text", 3])
     with pytest.raises(InputError, match="cannot verify|scores only the answers it generates"):
         Verifier(method="intrinsic", preset="tiny")
