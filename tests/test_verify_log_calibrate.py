@@ -240,3 +240,8 @@ def test_calibrate_refuses_records_of_several_methods():
 def test_the_docs_show_the_threshold_step():
     page = (Path(__file__).resolve().parents[1] / "docs" / "how-to" / "verify-existing-rag.md").read_text()
     assert re.search(r"--label-field \w+ --fit-precision", page) and "verirag calibrate" in page
+    # it leads with them: the batch doors and the threshold step come before any one-answer door
+    lead = page[: page.index("## From Python")]
+    for step in ("verify_many", "verirag verify LOG", "/v1/verify/batch", "--label-field F --fit-precision P"):
+        assert step in lead, step
+    assert "verirag calibrate verified/" in lead
