@@ -50,9 +50,9 @@ def test_no_hand_typed_cost_of_a_judge_is_left_in_the_docs():
             typed += [f"{page.relative_to(REPO)}: {m.group(0)}" for m in HAND_COST.finditer(line)]
     # those left are measurements whose output is not committed, each saying where it comes from (a
     # benchmark command beside it; a study's dated run)
-    assert typed == [
-        "docs/results/dependable.md: 30 s an answer",
+    assert sorted(typed) == [
         "docs/model-cards/verifier.md: 0.65-0.74 s an answer",
+        "docs/results/dependable.md: 30 s an answer",
     ]
 
 
