@@ -15,7 +15,11 @@ sys.path.insert(0, str(REPO / "scripts"))
 import docs_numbers
 
 # a cost quoted in prose: "0.1 s an answer", "9-28 s per answer", "7.5 s a claim"
-HAND_COST = re.compile(r"\b\d+(?:\.\d+)?(?:\s*(?:-|to)\s*\d+(?:\.\d+)?)?\s*s (?:an|per|a) (?:answer|claim)\b")
+SECONDS = r"\b\d+(?:\.\d+)?(?:\s*(?:-|to)\s*\d+(?:\.\d+)?)?\s*s"
+# ... or beside a judge: "0.1 s against 3-21 s", "the verifier's 0.1 s", "(about 0.1 s, no LLM)"
+HAND_COST = re.compile(
+    rf"{SECONDS} (?:an|per|a) (?:answer|claim)\b|{SECONDS} against {SECONDS}\b|verifier's {SECONDS}\b|{SECONDS}, no LLM"
+)
 
 
 def prose(text: str) -> str:
@@ -45,7 +49,7 @@ def test_every_placeholder_in_the_docs_resolves():
 def test_no_hand_typed_cost_of_a_judge_is_left_in_the_docs():
     """nli's and the verifier's seconds an answer are quoted through a placeholder, never typed."""
     typed = []
-    for page in doc_files():
+    for page in doc_files()[1:]:  # the README: test_the_readme_quotes_the_generated_cost
         for line in prose(page.read_text("utf-8")).splitlines():
             typed += [f"{page.relative_to(REPO)}: {m.group(0)}" for m in HAND_COST.finditer(line)]
     # those left are measurements whose output is not committed, each saying where it comes from (a
