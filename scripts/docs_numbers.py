@@ -22,7 +22,8 @@ REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "data" / "verifier"
 OWN = DATA / "own_answers"
 OWN_RUNS = ("held-out-qwen2.5-1.5b", "held-out-nq2-qwen2.5-1.5b", "held-out-nli-qwen2.5-1.5b")
-PLACEHOLDER = re.compile(r"\{\{\s*numbers\.(\w+)\s*\}\}")
+# in inline code (`{{ numbers.NAME }}`) it is shown as written, as the docs about the docs show it
+PLACEHOLDER = re.compile(r"(?<!`)\{\{\s*numbers\.(\w+)\s*\}\}(?!`)")
 
 
 def rows(path: Path) -> list[dict]:
