@@ -30,6 +30,11 @@ This is evaluation data: never train or tune on it (the labelling run drops all 
         --out runs/verifier_dev/verifier-history.jsonl   # v1's: data/verifier/dev_scores/verifier-v1-history.jsonl
     python benchmarks/verifier_dev.py compare runs/verifier_dev/verifier-history.jsonl \
         runs/verifier_dev/verifier-no-history
+    # 6. issue 47 item 3: the earlier answers counted as context (they join the passages)
+    python benchmarks/verifier_dev.py log --dataset topiocqa --earlier-answers-as-passages \
+        --out runs/verifier_dev/topiocqa-answers.jsonl
+    verirag verify runs/verifier_dev/topiocqa-answers.jsonl --label-field label --out runs/verifier_dev/verifier-answers
+    # the shipped verifier's three readings, 2026-11-26: data/verifier/dev_scores/topiocqa-shipped-*.jsonl
 
 Every judge is compared on the same answers: by default those every run scored (a judge stopped
 part way, or run with --limit, scored a random sample of questions: the log's order); with
@@ -161,6 +166,11 @@ def main(argv: list[str] | None = None) -> int:
     lg.add_argument("--out", type=Path, default=Path("runs/verifier_dev/dev.jsonl"))
     lg.add_argument("--data", type=Path, default=None)
     lg.add_argument("--dataset", choices=DEV_DATASETS, default=None, help="only this dataset's rows")
+    lg.add_argument(
+        "--earlier-answers-as-passages",
+        action="store_true",
+        help="issue 47 item 3: the conversation's earlier answers (its agent turns) join the passages",
+    )
     ex = sub.add_parser(
         "export",
         help="a verify run's scores in compact form (ids and scores only, no benchmark "
@@ -194,6 +204,15 @@ def main(argv: list[str] | None = None) -> int:
         return aggregates(rows, a.run, a.resamples)
     if a.cmd == "log":
         rows = [r for r in rows if a.dataset is None or r["group"].startswith(a.dataset + ":")]
+        if a.earlier_answers_as_passages:  # the history alternates user and agent turns, the user first
+            rows = [
+                {
+                    **r,
+                    "retrieved_contexts": r["retrieved_contexts"]
+                    + [t for t in r.get("history", [])[1::2] if t.strip()],
+                }
+                for r in rows
+            ]
         a.out.parent.mkdir(parents=True, exist_ok=True)
         with open(a.out, "w", encoding="utf-8") as fh:
             for r in rows:

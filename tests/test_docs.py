@@ -25,8 +25,11 @@ NEEDS = {"model": "smollm_path", "shared_data": "shared_data_dir"}
 LOG = [
     {
         "user_input": "Who designed Halvorsen Lighthouse?",
-        "response": "Ada Brennan designed it.",
-        "retrieved_contexts": ["Halvorsen Lighthouse was designed by Ada Brennan in 1887.", "Puffins nest in April."],
+        "response": "Maren Solberg designed it.",
+        "retrieved_contexts": [
+            "Halvorsen Lighthouse was built in 1887 to a design by the engineer Maren Solberg.",
+            "Puffins nest in April.",
+        ],
     },
     {
         "user_input": "When was the light automated?",
@@ -132,7 +135,8 @@ def test_the_site_builds_strict_and_fails_on_a_renamed_heading(tmp_path):
     for name in ("docs", "scripts", "configs"):
         shutil.copytree(REPO / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(REPO / "mkdocs.yml", tmp_path / "mkdocs.yml")
-    (tmp_path / "src").symlink_to(REPO / "src")
+    for name in ("src", "data", "benchmarks"):  # the code, and the results the pages' numbers come from
+        (tmp_path / name).symlink_to(REPO / name)
 
     built = mkdocs_build(tmp_path)
     assert built.returncode == 0, built.stderr[-5000:]
@@ -152,3 +156,55 @@ def test_the_site_builds_strict_and_fails_on_a_renamed_heading(tmp_path):
     assert broken.returncode != 0
     said = broken.stdout + broken.stderr
     assert "does not contain an anchor '#a-log-file-verirag-verify'" in said, said[-3000:]
+
+
+def names(code: str) -> tuple[set[str], set[str]]:
+    """The names a block binds (assigns, imports, defines) and the names it reads."""
+    import ast
+
+    bound, read = set(), set()
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.Name):
+            (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+    return bound, read
+
+
+def undefined_names(snippet: Snippet) -> set[str]:
+    """Names a block reads that neither it nor the python block above it on the page (which a reader
+    has just run: a block may continue it) binds, nor Python provides: what a reader would have to guess."""
+    import builtins
+
+    bound, read = names(snippet.code)
+    above = [s for s in snippets([snippet.path]) if s.language == "python" and s.line < snippet.line]
+    if above:
+        bound |= names(above[-1].code)[0]
+    return read - bound - set(dir(builtins))
+
+
+@pytest.mark.parametrize(
+    "snippet",
+    [s for s in RUN if s.language == "python" and not (s.marker or "").startswith("not-run")],
+    ids=lambda s: s.where,
+)
+def test_a_run_python_snippet_defines_every_name_it_uses(snippet):
+    """A block shown as runnable runs as shown: a test may not hand it a name (`llm`, `query_engine`)
+    the reader never sees defined; a block that needs the reader's own object says so with not-run."""
+    assert undefined_names(snippet) == set(), f"{snippet.where} uses names it never defines"
+
+
+def test_the_readmes_example_agrees_with_the_demo_corpus():
+    """The README's first example is about the demo corpus's lighthouse: its designer is the corpus's."""
+    corpus = (REPO / "src/verirag/demo/corpus/halvorsen_lighthouse.md").read_text("utf-8")
+    readme = (REPO / "README.md").read_text("utf-8")
+    designer = re.search(r"design by the engineer (\w+ \w+)", corpus).group(1)
+    assert f'"{designer} designed it."' in readme
+    for page in [REPO / "README.md", *(REPO / "docs").rglob("*.md")]:
+        assert "Ada Brennan" not in page.read_text("utf-8"), f"{page}: the demo corpus's engineer is {designer}"

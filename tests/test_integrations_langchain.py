@@ -275,7 +275,8 @@ def test_the_trust_filter_keeps_the_documents_it_trusts(retriever, tmp_path, mon
 
 
 def test_the_readme_snippet_runs(capsys):
-    namespace = {"llm": FakeListChatModel(responses=[ANSWER])}  # the reader's chat model
+    namespace: dict = {}  # as shown: the snippet defines every name it uses, its stand-in `llm` too
+    assert f'FakeListChatModel(responses=["{ANSWER}"])' in README_SNIPPET
     # the README's model is "local"; tests run the smallest one
     exec(compile(README_SNIPPET.replace('"local"', '"tiny"'), "README-langchain", "exec"), namespace)
     out = namespace["out"]

@@ -131,3 +131,59 @@ def test_without_the_token_the_page_says_so(server, browser):
     browser.find_element(By.ID, "ask-question").send_keys("anything")
     browser.find_element(By.ID, "ask-submit").click()
     assert "bearer token" in wait_for(browser, "#failure", 60).text
+
+
+@pytest.fixture(scope="module")
+def server_without_index(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("browser-no-index")
+    s = start_server(tmp, "--preset", "tiny", "--verify-method", "vanilla+k_precision", cache_dir=tmp / "cache")
+    yield s
+    s.stop()
+
+
+def test_without_an_index_the_page_opens_on_verify_and_sends_the_history(server_without_index, browser):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.get(server_without_index.url + "/")
+    WebDriverWait(browser, 60).until(lambda b: b.find_element(By.ID, "panel-verify").is_displayed())
+    assert browser.find_element(By.ID, "tab-verify").get_attribute("aria-selected") == "true"
+    assert browser.find_element(By.ID, "panel-ask").is_displayed() is False
+    browser.find_element(By.ID, "tab-ask").click()  # the Ask tab says why it cannot answer here
+    assert "no index" in browser.find_element(By.ID, "no-index").text
+    browser.find_element(By.ID, "tab-verify").click()
+
+    browser.find_element(By.ID, "verify-question").send_keys("When was it built?")
+    browser.find_element(By.ID, "verify-answer").send_keys("The bridge was built in 1931.")
+    browser.find_element(By.ID, "verify-passages").send_keys(
+        "The Halvorsen bridge was built in 1931.\n\nThe ferry runs in summer."
+    )
+    # the history field reaches the service: a turn over its limit is the service's 422, naming the turn
+    box = browser.find_element(By.ID, "verify-history")
+    browser.execute_script("arguments[0].value = 'Which bridge?\\n' + 'x'.repeat(20001)", box)
+    browser.find_element(By.ID, "verify-submit").click()
+    assert "history" in wait_for(browser, "#failure", 60).text
+    box.clear()
+    box.send_keys("Tell me about the Halvorsen bridge.\nIt crosses the fjord at Varnholt.")
+    browser.find_element(By.ID, "verify-submit").click()
+    wait_for(browser, "#verdict")
+    # the two numbers are named: the answer's score, each passage's support, and a legend for both
+    assert "answer score" in browser.find_element(By.ID, "verdict").find_element(By.XPATH, "..").text
+    best = browser.find_element(By.CSS_SELECTOR, "#evidence .passage.supporting")
+    assert best.get_attribute("data-id") == "p1" and "passage support" in best.text
+    legend = browser.find_element(By.ID, "numbers-legend").text
+    assert "answer score" in legend and "passage support" in legend and "threshold" in legend
+
+
+def test_with_an_index_the_page_stays_on_ask(server, browser):
+    from selenium.webdriver.common.by import By
+
+    browser.get(server.url + "/")
+    # once /readyz has answered (ready, with an index) the page has nothing to switch
+    browser.execute_script("window.__ready = null; fetch('/readyz').then(r => r.json()).then(j => window.__ready = j)")
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(browser, 60).until(lambda b: b.execute_script("return window.__ready"))
+    assert browser.execute_script("return window.__ready.index") is True
+    assert browser.find_element(By.ID, "panel-ask").is_displayed()
+    assert browser.find_element(By.ID, "no-index").is_displayed() is False

@@ -174,16 +174,15 @@ def test_mapped_fields_and_contexts_as_objects(tmp_path):
         ["the council"],
         1,
     )
+    # the one input contract (verirag.contexts): the caller's id kept, else p0, p1, ... by place
     assert [(p.id, p.title, p.text) for p in first.passages] == [
         ("doc-9", "Council", "The council paints the bridge."),
-        ("c2", "", "Paint is bought in May."),
+        ("p1", "", "Paint is bought in May."),
+        ("p2", "", ""),
     ]
-    assert first.warnings == ["context 3 is empty: not read"]  # said, not dropped silently
-    assert (second.id, [p.text for p in second.passages], second.label) == (
-        "b",
-        ["Every spring the bridge is painted."],
-        0,
-    )
+    assert first.warnings == ["passage p2 is empty: nothing in it is read"]  # kept and said, never dropped
+    # one context given bare, not in a list: refused as at every door, the line kept with its reason
+    assert (second.id, second.ok) == ("b", False) and "given bare" in second.error
     # one field mapped, the rest detected
     partly = read_answer_log(
         write_jsonl(tmp_path / "part.jsonl", [{"user_input": "Q?", "response": "A.", "chunks": ["C."]}]),
@@ -235,8 +234,8 @@ def test_malformed_lines_become_errors_with_line_numbers(tmp_path):
         4: ("line-4", "expected a JSON object, got list"),
         5: ("x1", "no 'response' field"),
         6: ("x2", "field 'response' is empty"),
-        7: ("x3", "no contexts"),
-        8: ("x4", "context 1 has no text"),
+        7: ("x3", "no passages"),
+        8: ("x4", "passage 0 has no text"),
         9: ("x5", "label '?'"),
         10: ("fine", "repeats line 1"),
         11: ("line-11", "not valid UTF-8"),

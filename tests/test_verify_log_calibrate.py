@@ -89,6 +89,7 @@ def test_verify_with_fit_precision_writes_a_threshold_that_names_its_method(cali
     assert fitted.fingerprints == {"method": METHOD, "dataset": "answers.jsonl"}  # no LLM judged: no model
     assert fitted.provenance["label_field"] == "human" and fitted.provenance["labelled"] == 50
     assert fitted.provenance["fit"] == {"precision": 0.7, "delta": 0.1, "ltt_method": "bonferroni"}
+    assert "<th>label</th>" in (out / "report.html").read_text()  # a labelled log: its labels shown
 
     # later, from the folder alone: the same fit; a file for a method the folder was not verified with is refused
     assert main(["calibrate", str(out), "--precision", "0.7", "--save", str(out / "again.json")]) == 0
@@ -175,6 +176,8 @@ def test_one_count_no_model_without_an_llm_and_only_the_fields_the_log_has(calib
     assert summary["fields"]["references"] == [] and summary["fields"]["history"] is None
     page = (out.parent / "mixed" / "report.html").read_text()
     assert "<td>model</td>" not in page and "history" not in page and "reference" not in page
+    assert "<th>label</th>" not in page  # no label field in this log: no column of dashes
+    assert "answer score" in page and "passage support" in page  # its two numbers, named
     rows = {r["id"]: r for r in records(out.parent / "mixed")}
     assert all("model" not in r for r in rows.values())
     # a malformed row keeps what parsed: the question and the answer, shown in the report
@@ -237,3 +240,8 @@ def test_calibrate_refuses_records_of_several_methods():
 def test_the_docs_show_the_threshold_step():
     page = (Path(__file__).resolve().parents[1] / "docs" / "how-to" / "verify-existing-rag.md").read_text()
     assert re.search(r"--label-field \w+ --fit-precision", page) and "verirag calibrate" in page
+    # it leads with them: the batch doors and the threshold step come before any one-answer door
+    lead = page[: page.index("## From Python")]
+    for step in ("verify_many", "verirag verify LOG", "/v1/verify/batch", "--label-field F --fit-precision P"):
+        assert step in lead, step
+    assert "verirag calibrate verified/" in lead

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from verirag.contexts import to_passages
 from verirag.errors import InputError, VeriragError
 from verirag.learned.threshold import ThresholdController
 from verirag.types import Passage, VerifyResult
@@ -29,20 +30,10 @@ class ThresholdWarning(UserWarning):
     could not be certified (every answer then acts)."""
 
 
-def as_passages(contexts: Sequence[str | Passage]) -> list[Passage]:
-    """Plain strings become passages `p0`, `p1`, ... by their place in the list (as /v1/verify
-    names them); Passages stay."""
-    if isinstance(contexts, (str, Passage)):
-        raise InputError("contexts is a list of strings or Passages, not a single one")
-    out = []
-    for i, c in enumerate(contexts):
-        if isinstance(c, Passage):
-            out.append(c)
-        elif isinstance(c, str):
-            out.append(Passage(id=f"p{i}", text=c))
-        else:
-            raise InputError(f"context {i} is a {type(c).__name__}: give a string or a Passage")
-    return out
+def as_passages(contexts: Sequence[str | Mapping[str, Any] | Passage]) -> list[Passage]:
+    """The passages by the one input contract every door reads (`verirag.contexts`): strings,
+    {"id", "text", "title"} mappings or Passages; the caller's id kept, else `p0`, `p1`, ..."""
+    return to_passages(contexts)
 
 
 def _threshold(threshold: float | str | Path | ThresholdController) -> float | ThresholdController:

@@ -9,3 +9,6 @@ from __future__ import annotations
 
 # Characters of an answer to verify (the service's limit of a question's or an answer's text).
 MAX_ANSWER_CHARS = 20_000
+# Characters of one passage an answer is verified against (about 8,000 words): every door refuses a
+# longer one (`verirag.contexts`); a longer document is split into passages first (`verirag index`).
+MAX_PASSAGE_CHARS = 50_000

@@ -38,11 +38,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from verirag.contexts import to_passages
 from verirag.conversation import as_history
 from verirag.errors import InputError
 from verirag.types import Passage
 
-CONTEXT_TEXT_KEYS = ("text", "page_content", "content", "contents")
 EXCERPT_BYTES = 300
 KEPT_CHARS = 2000  # of a malformed line's question and answer: enough to recognise it in the report
 # one answer (question, answer and its contexts) on one line: a line longer than this is a line
@@ -161,36 +161,15 @@ def _text_field(obj: dict, name: str) -> str:
 
 
 def _passages(obj: dict, name: str, warnings: list[str]) -> list[Passage]:
-    if name not in obj or obj[name] is None:
+    """The line's passages by the one input contract every door reads (`verirag.contexts`); an
+    empty one is kept and said (the verifier reads the others)."""
+    if obj.get(name) is None:
         raise MalformedLine(f"no {name!r} field")
-    items = obj[name]
-    if isinstance(items, (str, dict)):  # one context given bare rather than in a list
-        items = [items]
-    if not isinstance(items, list):
-        raise MalformedLine(f"field {name!r} must be a list of contexts, got {type(items).__name__}")
-    passages = []
-    for i, item in enumerate(items, start=1):
-        pid, title = f"c{i}", ""
-        if isinstance(item, dict):
-            key = next((k for k in CONTEXT_TEXT_KEYS if k in item), None)
-            if key is None or not isinstance(item[key], str):
-                raise MalformedLine(
-                    f"context {i} has no text (expected a string in one of {', '.join(CONTEXT_TEXT_KEYS)})"
-                )
-            text = item[key]
-            if item.get("id") not in (None, ""):
-                pid = str(item["id"])
-            title = str(item.get("title") or "")
-        elif isinstance(item, str):
-            text = item
-        else:
-            raise MalformedLine(f"context {i} must be a string or an object with a text, got {type(item).__name__}")
-        if not text.strip():
-            warnings.append(f"context {i} is empty: not read")
-            continue
-        passages.append(Passage(id=pid, text=text.strip(), title=title.strip()))
-    if not passages:
-        raise MalformedLine(f"no contexts: field {name!r} has no non-empty context to verify against")
+    try:
+        passages = to_passages(obj[name], name=f"field {name!r}")
+    except InputError as e:
+        raise MalformedLine(str(e)) from None
+    warnings += [f"passage {p.id} is empty: nothing in it is read" for p in passages if not p.text.strip()]
     return passages
 
 

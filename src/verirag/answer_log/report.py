@@ -17,6 +17,11 @@ from matplotlib.figure import Figure
 from verirag.evaluation.page import REPORT_FILE, html_table, num, save_figure, to_png, write_page
 
 FIGURES_DIR = "figures"
+# the two numbers of a row, named as the service's web page names them
+NUMBERS_NOTE = (
+    "answer score: how well the passages, together, support the whole answer (the verdict compares it with "
+    "the threshold); passage support: how well the one passage shown supports the answer on its own."
+)
 EXCERPT_CHARS = 600
 ROW_CSS = """
 .badge{display:inline-block;padding:0 .5em;border-radius:.6em;font-size:.8em;color:#fff}
@@ -96,14 +101,14 @@ def _texts(r: dict[str, Any]) -> str:
     return "<br>".join(qa)
 
 
-def _row(r: dict[str, Any], label: int | None) -> str:
+def _row(r: dict[str, Any], label: int | None, labelled: bool) -> str:
     e = html.escape
     sp = r.get("supporting_passage")
     if sp:
         kind = "evidence" if r["supported"] else "closest passage"
         name = e(sp["id"]) + (f" ({e(sp['title'])})" if sp.get("title") else "")
         passage = (
-            f'<div class="pass"><b>{kind}</b> {name}, support {num(sp.get("support_score"))}: '
+            f'<div class="pass"><b>{kind}</b> {name}, passage support {num(sp.get("support_score"))}: '
             f"{e(_excerpt(sp['text']))}</div>"
         )
     else:
@@ -112,10 +117,12 @@ def _row(r: dict[str, Any], label: int | None) -> str:
     if r.get("unverified"):
         notes.append(f'<div class="warn">unverified: {e(r["unverified"].get("message", ""))}</div>')
     notes += [f'<div class="cap">{e(w)}</div>' for w in r.get("warnings") or []]
+    # a label column only where the log has labels: no column of dashes for a field it lacks
     label_text = {1: "supported", 0: "unsupported"}.get(label, "–")
+    label_cell = f"<td>{e(label_text)}</td>" if labelled else ""
     return (
         f'<tr><td>{e(str(r["id"]))}<br><span class="cap">line {r["line"]}</span></td>'
-        f"<td>{_verdict(r)}<br>{num(r['score'])}</td><td>{e(label_text)}</td>"
+        f"<td>{_verdict(r)}<br>{num(r['score'])}</td>{label_cell}"
         f"<td>{_texts(r)}{passage}{''.join(notes)}</td></tr>"
     )
 
@@ -192,13 +199,16 @@ def write_report(
         parts += ["<h2>Against the labels</h2>", _labels_table(summary["labels"])]
     order = flagged_first(records)
     flagged = sum(1 for r in records if r["status"] != "verified" or not r["supported"])
+    labelled = bool(summary["fields"].get("label"))
     parts += [
         f"<h2>Answers, flagged first ({flagged} flagged of {len(records)})</h2>",
+        f'<p class="cap">{html.escape(NUMBERS_NOTE)}</p>',
         (
-            '<table class="answers"><tr><th>id</th><th>verdict, score</th><th>label</th>'
-            "<th>question, answer, passage</th></tr>"
+            '<table class="answers"><tr><th>id</th><th>verdict, answer score</th>'
+            + ("<th>label</th>" if labelled else "")
+            + "<th>question, answer, passage</th></tr>"
         ),
-        *(_row(records[i], labels[i]) for i in order),
+        *(_row(records[i], labels[i], labelled) for i in order),
         "</table>",
     ]
     return write_page(out_dir / REPORT_FILE, "verirag verify report", parts)

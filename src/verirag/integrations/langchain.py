@@ -34,6 +34,7 @@ from pydantic import ConfigDict, Field, PrivateAttr, SecretStr, model_validator
 from verirag.awf.pipeline import Pipeline
 from verirag.awf.policies import ABSTAINED, ABSTENTION_TEXT, ANSWERED, FALLBACKS
 from verirag.client import VeriragClient
+from verirag.contexts import passage_id
 from verirag.errors import InputError
 from verirag.learned.trust_filter import ConformalTrustFilter
 from verirag.types import Passage
@@ -145,9 +146,11 @@ class VeriragVerifier(RunnableSerializable[dict, dict]):
         for i, d in enumerate(docs):
             if not isinstance(d, Document) or not d.page_content.strip():
                 raise InputError(f"{self.documents_key}[{i}] must be a Document with text, got {d!r:.80}")
-        ids = [str(d.id or d.metadata.get("id") or f"doc-{i}") for i, d in enumerate(docs)]
+        # the contract's ids (verirag.contexts): the Document's own, else p0, p1, ... by place; chunks
+        # of one source may share a metadata id, so a repeat numbers them all by place instead
+        ids = [str(d.id or d.metadata.get("id") or passage_id(i)) for i, d in enumerate(docs)]
         if len(set(ids)) < len(ids):  # the supporting passage must name one Document
-            ids = [f"doc-{i}" for i in range(len(docs))]
+            ids = [passage_id(i) for i in range(len(docs))]
         passages = [
             Passage(
                 id=i,

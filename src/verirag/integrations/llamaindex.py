@@ -31,6 +31,7 @@ except ImportError as e:  # pragma: no cover - the extra is missing
 
 from verirag.awf.pipeline import Pipeline
 from verirag.client import VeriragClient
+from verirag.contexts import to_passages
 from verirag.errors import InputError
 from verirag.types import Passage
 
@@ -59,9 +60,8 @@ def passages_from_nodes(nodes: Sequence[NodeWithScore]) -> list[Passage]:
 
 
 def _passages_from_contexts(contexts: Sequence[str] | None) -> list[Passage]:
-    if isinstance(contexts, str):  # a bare string would be verified character by character
-        raise InputError("contexts must be a list of strings, not one string")
-    return [Passage(id=f"context-{i + 1}", text=c) for i, c in enumerate(contexts or [])]
+    # the one input contract (verirag.contexts): p0, p1, ... by place, the same errors as every door
+    return to_passages(contexts)
 
 
 def _no_prompts(owner: str, prompts: PromptDictType) -> None:

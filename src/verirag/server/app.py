@@ -46,8 +46,9 @@ from verirag.server.schemas import (
 )
 from verirag.server.service import NoIndex, VeriragService
 from verirag.server.telemetry import Telemetry, access_logger
+from verirag.server.verify_batch import passages_of
 from verirag.server.worker import Cancelled, Overloaded, QueueTimeout, RunTimeout
-from verirag.types import AskResult, Passage, VerifyResult
+from verirag.types import AskResult, VerifyResult
 
 log = logging.getLogger("verirag.server")
 HTTP_CODES = {
@@ -280,12 +281,7 @@ def create_app(service: VeriragService) -> FastAPI:
         """Verify an answer another RAG system produced from the passages it retrieved."""
         service.check_method(body.method)
         service.check_passages(len(body.passages))
-        passages = [
-            Passage(id=f"p{i}", text=p)
-            if isinstance(p, str)
-            else Passage(id=p.id or f"p{i}", text=p.text, title=p.title)
-            for i, p in enumerate(body.passages)
-        ]
+        passages = passages_of(body)
         result = await _run(
             request,
             service,

@@ -14,14 +14,16 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, AliasChoices, BaseModel, ConfigDict, Field, model_validator
 
 from verirag.awf import answer_spec as spec_types
+from verirag.contexts import TEXT_KEYS
 from verirag.conversation import MAX_HISTORY_WORDS, MAX_TURNS
+from verirag.limits import MAX_ANSWER_CHARS, MAX_PASSAGE_CHARS
 from verirag.types import VerifyResult
 
-MAX_TEXT = 20_000  # characters of a question or an answer
-MAX_PASSAGE = 50_000  # characters of one passage
+MAX_TEXT = MAX_ANSWER_CHARS  # characters of a question or an answer (verirag.limits, as every door)
+MAX_PASSAGE = MAX_PASSAGE_CHARS  # characters of one passage
 MAX_K = 50
 MAX_PASSAGES = 1_000  # the schema states the service's own limit (ServiceConfig.max_passages, 64)
 MAX_HISTORY = 1_000  # turns of a request's history (the most recent MAX_TURNS are read)
@@ -117,7 +119,10 @@ class AskRequest(Strict):
 class PassageIn(Strict):
     id: _text(500, blank=True, min_length=0) | None = None
     title: _text(2_000, blank=True, min_length=0) = ""
-    text: _text(MAX_PASSAGE)
+    # an empty passage is kept, as at every door (verirag.contexts): with no text anywhere the
+    # verdict is `unverified` (no_passage_text), not a refused request
+    # its text under any name the contract reads (verirag.contexts.TEXT_KEYS: LangChain's page_content...)
+    text: _text(MAX_PASSAGE, blank=True, min_length=0) = Field(validation_alias=AliasChoices(*TEXT_KEYS))
 
 
 class VerifyRequest(Strict):
@@ -125,7 +130,7 @@ class VerifyRequest(Strict):
     history: History
     answer: _text(MAX_TEXT, description="the answer to verify (not blank)")
     # a plain string is a passage's text (as the Python Verifier takes it): its id is p0, p1, ... by place
-    passages: list[PassageIn | _text(MAX_PASSAGE)] = Field(
+    passages: list[PassageIn | _text(MAX_PASSAGE, blank=True, min_length=0)] = Field(
         ...,
         min_length=1,
         max_length=MAX_PASSAGES,

@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from verirag.awf.verify_batch import VerifyItem
+from verirag.contexts import to_passages
 from verirag.errors import InputError, VeriragError
 from verirag.server.schemas import VerifyRequest
 from verirag.types import Passage, VerifyResult
@@ -28,6 +29,7 @@ def checked(raw: list[dict[str, Any]], service) -> list[VerifyRequest | str]:
             req = VerifyRequest.model_validate(r)
             service.check_method(req.method)
             service.check_passages(len(req.passages))
+            passages_of(req)  # duplicate ids: refused here, as /v1/verify refuses them
         except ValidationError as e:
             where = "; ".join(
                 f"requests.{i}.{'.'.join(str(p) for p in x['loc'] if not _union_member(p))}: {x['msg']}"
@@ -48,11 +50,9 @@ def _union_member(p) -> bool:
 
 
 def passages_of(req: VerifyRequest) -> list[Passage]:
-    """A request's passages as /v1/verify reads them (a plain string is passage p0, p1, ... by place)."""
-    return [
-        Passage(id=f"p{i}", text=p) if isinstance(p, str) else Passage(id=p.id or f"p{i}", text=p.text, title=p.title)
-        for i, p in enumerate(req.passages)
-    ]
+    """A request's passages by the one input contract (`verirag.contexts`): a plain string is
+    passage p0, p1, ... by place, an object keeps its id."""
+    return to_passages([p if isinstance(p, str) else p.model_dump() for p in req.passages], name="passages")
 
 
 def failed(req: VerifyRequest | None, error: str, method: str) -> VerifyResult:
