@@ -121,8 +121,10 @@ def ray_local():
     pytest.importorskip("ray", reason="Ray is an optional extra: pip install 'verirag[ray]'")
     from verirag.ray_session import ray_session
 
-    with ray_session(num_cpus=2) as ray:
-        yield ray
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("VERIRAG_OPENAI_MAX_RETRIES", "0")  # the workers' outage test fails at once (env read at start)
+        with ray_session(num_cpus=2) as ray:
+            yield ray
 
 
 @pytest.fixture(scope="module")
@@ -177,3 +179,18 @@ def test_a_run_resumes_from_what_a_ray_or_a_local_run_left(ray_local, local_run,
     assert rows(half)[:7] == first and same(untimed(rows(half)), untimed(full))
     assert verify(log, half) == 0
     assert "0 of 14 lines done now, 14 were already done" in " ".join(capsys.readouterr().out.split())
+
+
+@pytest.mark.slow
+def test_an_outage_in_a_worker_stops_with_exit_5_keeping_the_malformed_line(ray_local, tmp_path, capsys):
+    log = tmp_path / "log.jsonl"
+    log.write_text('{torn\n{"user_input": "Q?", "response": "A.", "retrieved_contexts": ["C."]}\n')
+    out = tmp_path / "out"
+    for _ in range(2):  # the rerun finds the malformed line done and stops at the outage again
+        code = main(
+            ["verify", str(log), "--out", str(out), "--executor", "ray", "--workers", "1"]
+            + ["--method", "vanilla+nli", "--model", "http://127.0.0.1:9/v1#absent"]
+        )
+        assert code == 5
+        assert "the same command resumes" in " ".join(capsys.readouterr().err.split())
+        assert [(r["line"], r["status"]) for r in rows(out)] == [(1, "malformed")]
