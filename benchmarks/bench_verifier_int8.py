@@ -300,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
             for ds in ("hotpot_qa", "topiocqa"):
                 subset = [i for i, r in enumerate(dev) if r["id"].startswith(ds + ":")]
                 report[f"dev_{ds}"] = compare(dscores, labels, subset)
-                _print_accuracy(f"dev set, {ds} (TopiOCQA with its history):", report[f"dev_{ds}"])
+                _print_accuracy(f"dev set, {ds}{' (with its history)' * (ds == 'topiocqa')}:", report[f"dev_{ds}"])
             print("  dev seconds: " + ", ".join(f"{n} {dseconds[n]:.0f}" for n in names))
             report["dev_scores"] = {"ids": [r["id"] for r in dev], **dscores}
         if not args.no_memory:
