@@ -88,3 +88,36 @@ class AppendedJsonl:
 
     def __exit__(self, *exc) -> None:
         self._f.close()
+
+    def put_in_order(self, keys: list[str]) -> bool:
+        """Rewrite the file (in one step, as `write_json`) so that the records `load()` reads for
+        `keys` come last, in the order of `keys`; lines of other keys stay first, in their order;
+        superseded and torn lines, which `load()` never reads, go. Nothing is rewritten (False)
+        when the lines `load()` reads are already in that order (so an appended file stays as it
+        was). Writers that finish out of order call it at the end."""
+        if not self.path.exists():
+            return False
+        wanted = {k: i for i, k in enumerate(keys)}
+        lines: list[tuple[str | None, bytes]] = []
+        with open(self.path, "rb") as f:
+            for raw in f:
+                if not raw.strip():
+                    continue
+                try:
+                    lines.append((str(json.loads(raw.decode("utf-8"))[self.key]), raw.rstrip(b"\n")))
+                except (ValueError, TypeError, KeyError, RecursionError):
+                    lines.append((None, b""))  # torn: dropped by a rewrite
+        latest = {k: n for n, (k, _) in enumerate(lines) if k is not None}
+        ours = sorted((n for k, n in latest.items() if k in wanted), key=lambda n: wanted[lines[n][0]])
+        others = [n for n, (k, _) in enumerate(lines) if k is not None and k not in wanted and latest[k] == n]
+        order = others + ours
+        if order == sorted(order):
+            return False
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        with open(tmp, "wb") as f:
+            for n in order:
+                f.write(lines[n][1] + b"\n")
+            f.flush()
+            os.fsync(f.fileno())
+        tmp.replace(self.path)
+        return True

@@ -30,14 +30,14 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from verirag.answer_log.formats import AnswerLog, LogEntry
 from verirag.awf.verify_batch import VERIFY_BLOCK
-from verirag.errors import BackendError, CapabilityError, InputError
+from verirag.errors import BackendError, CapabilityError, InputError, VeriragError
 from verirag.jsonio import AppendedJsonl
 from verirag.learned.threshold import ThresholdController, as_controller
 from verirag.types import UNVERIFIED, VerifyResult
@@ -182,6 +182,8 @@ def record_labels(log: AnswerLog, run: LogRun, out_dir: str | Path) -> int:
         with results_file(out_dir) as results:
             for record in changed:
                 results.append(record)
+        if run.log_keys:  # appended at the end: put back in log order
+            results.put_in_order(run.log_keys)
     return len(changed)
 
 
@@ -194,9 +196,56 @@ class LogRun:
     already_done: int = 0
     unreadable_lines: int = 0
     stale_lines: int = 0  # lines of an earlier log or verifier, not read by the summary
+    log_keys: list[str] = field(default_factory=list)  # every entry's key, in log order (`limit` aside)
 
     def count(self, status: str) -> int:
         return sum(r["status"] == status for r in self.records)
+
+
+def verify_block(
+    pipeline, entries: list[LogEntry], threshold: float | ThresholdController, keys: list[str]
+) -> tuple[list[dict[str, Any]], VeriragError | None]:
+    """(records, None) of one block (`verify_entries`), or, when an outage or a missing capability
+    stops it, (the records of its malformed lines, which need no verifier, the error): what a
+    local block and a Ray shard both run."""
+    try:
+        return verify_entries(pipeline, entries, threshold, keys), None
+    except (BackendError, CapabilityError) as e:
+        return [_record(pipeline, e_, k, None, 0.0) for e_, k in zip(entries, keys) if not e_.ok], e
+
+
+class LocalBlocks:
+    """This process verifies the blocks, one after another, in log order."""
+
+    def __init__(self, pipeline):
+        self.pipeline = pipeline
+
+    def __enter__(self) -> LocalBlocks:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
+
+    def identity(self, threshold: float | ThresholdController) -> dict[str, Any]:
+        return verifier_identity(self.pipeline, threshold)
+
+    def verify(self, blocks, threshold) -> Iterator[tuple[list[dict[str, Any]], VeriragError | None]]:
+        for entries, keys in blocks:
+            yield verify_block(self.pipeline, entries, threshold, keys)
+
+
+EXECUTORS = ("local", "ray")
+
+
+def log_executor(pipeline, executor: str = "local", *, workers: int = 2, ray_address: str | None = None):
+    """Who verifies the blocks: this process ("local"), or `workers` Ray actors (`ray_shards`)."""
+    if executor == "local":
+        return LocalBlocks(pipeline)
+    if executor == "ray":
+        from verirag.answer_log.ray_shards import RayShards
+
+        return RayShards(pipeline, workers=workers, address=ray_address)
+    raise InputError(f"unknown executor {executor!r}; use one of {', '.join(EXECUTORS)}")
 
 
 def run_log(
@@ -208,57 +257,72 @@ def run_log(
     limit: int | None = None,
     block: int = VERIFY_BLOCK,
     on_progress: Callable[[int, int, dict[str, Any] | None], None] | None = None,
+    executor: str = "local",
+    workers: int = 2,
+    ray_address: str | None = None,
 ) -> LogRun:
     """Verify the entries of `log` (the first `limit`) into OUT/results.jsonl, skipping those done.
-    The entries not done are verified `block` at a time in one batched pass each
-    (`verify_entries`), their records written in log order as each block finishes, so a killed run
-    loses at most one block. `on_progress(done, total, record)` after each entry, in log order
-    (record None when it was already done)."""
+    The entries not done are cut into blocks of `block` (contiguous in log order), each verified in
+    one batched pass (`verify_entries`) by this process, or with `executor="ray"` by `workers` Ray
+    actors, one block (a shard) at a time each (`ray_shards`). Each block's records are written when
+    it finishes, so a killed run loses at most the blocks in progress and the same call resumes
+    (local and Ray runs resume from one another: the blocks are the same, so are the records). The
+    file ends in log order (`AppendedJsonl.put_in_order`, for blocks that finished out of order).
+    `on_progress(done, total, record)` after each entry, in log order (record None when it was
+    already done)."""
     if block < 1:
         raise InputError(f"block must be at least 1, got {block}")
+    if workers < 1:
+        raise InputError(f"workers must be at least 1, got {workers}")
     threshold = pipeline.config.threshold if threshold is None else threshold
     entries = log.entries if limit is None else log.entries[: max(limit, 0)]
-    identity = verifier_identity(pipeline, threshold)  # InputError first, for a method that cannot verify
-    results = results_file(out_dir)
-    done = results.load()
-    run = LogRun(unreadable_lines=results.unreadable_lines)
-    keys = [entry_key(e, identity) for e in entries]
-    run.stale_lines = len(set(done) - set(keys))
-    todo, wanted = [], set()
-    for i, k in enumerate(keys):
-        if k not in done and k not in wanted:  # a repeated line is verified once, as before
-            todo.append(i)
-            wanted.add(k)
-    fresh = set(todo)
-    reported = 0
+    with log_executor(pipeline, executor, workers=workers, ray_address=ray_address) as blocks_by:
+        identity = blocks_by.identity(threshold)  # InputError first, for a method that cannot verify
+        results = results_file(out_dir)
+        done = results.load()
+        run = LogRun(unreadable_lines=results.unreadable_lines)
+        keys = [entry_key(e, identity) for e in entries]
+        run.stale_lines = len(set(done) - set(keys))
+        resumed = bool(done)
+        todo, wanted = [], set()
+        for i, k in enumerate(keys):
+            if k not in done and k not in wanted:  # a repeated line is verified once, as before
+                todo.append(i)
+                wanted.add(k)
+        fresh = set(todo)
+        reported = 0
 
-    def report(upto: int) -> None:
-        """Records and progress of the entries before `upto`, in log order."""
-        nonlocal reported
-        for i in range(reported, upto):
-            record = done[keys[i]]
-            run.records.append(record)
-            if i not in fresh:
-                run.already_done += 1
-            if on_progress:
-                on_progress(i + 1, len(entries), record if i in fresh else None)
-        reported = upto
+        def report() -> None:
+            """Records and progress of the entries done, up to the first one not done, in log order."""
+            nonlocal reported
+            while reported < len(entries) and keys[reported] in done:
+                i = reported
+                run.records.append(done[keys[i]])
+                if i not in fresh:
+                    run.already_done += 1
+                if on_progress:
+                    on_progress(i + 1, len(entries), done[keys[i]] if i in fresh else None)
+                reported += 1
 
-    with results:
-        for start in range(0, len(todo), block):
-            part = todo[start : start + block]
-            try:
-                records = verify_entries(pipeline, [entries[i] for i in part], threshold, [keys[i] for i in part])
-            except (BackendError, CapabilityError):
-                # no verdict for the block, but its malformed lines are done: keep them, then stop
-                for i in (i for i in part if not entries[i].ok):
-                    results.append(_record(pipeline, entries[i], keys[i], None, 0.0))
-                raise
-            for i, record in zip(part, records):
-                results.append(record)
-                done[keys[i]] = record
-                run.written += 1
-            next_todo = todo[start + block] if start + block < len(todo) else len(entries)
-            report(next_todo)
-        report(len(entries))
+        parts = [todo[start : start + block] for start in range(0, len(todo), block)]
+        position = {k: i for i, k in enumerate(keys)}
+        last_written, in_order = -1, True
+        with results:
+            report()
+            for records, stopped in blocks_by.verify(
+                (([entries[i] for i in part], [keys[i] for i in part]) for part in parts), threshold
+            ):
+                for record in records:
+                    results.append(record)
+                    done[record["key"]] = record
+                    run.written += 1
+                    in_order = in_order and position[record["key"]] > last_written
+                    last_written = max(last_written, position[record["key"]])
+                if stopped is not None:  # no verdict for the block (its malformed lines are kept): stop
+                    raise stopped
+                report()
+    # the whole log's keys, so that lines past `limit` keep their place after the first ones
+    run.log_keys = keys + [entry_key(e, identity) for e in log.entries[len(entries) :]]
+    if not in_order or resumed:  # a block finished early, or a killed run's file may be out of order
+        results.put_in_order(run.log_keys)
     return run

@@ -33,14 +33,30 @@ def verify_log(
     limit: int | None = None,
     block: int = VERIFY_BLOCK,
     on_progress: Callable[[int, int, dict[str, Any] | None], None] | None = None,
+    executor: str = "local",
+    workers: int = 2,
+    ray_address: str | None = None,
     **fields: str | None,
 ) -> VerifiedLog:
     """Verify the log at `path` with `pipeline` into `out_dir` (OUT/results.jsonl, summary.json,
-    report.html), `block` answers at a time in one batched pass, resuming what is done; the log's labels (label_field) are kept in the records. `fields` map the log's field names (question_field,
+    report.html), `block` answers at a time in one batched pass, resuming what is done; the log's
+    labels (label_field) are kept in the records. `executor="ray"`: the blocks are shards verified
+    by `workers` Ray actors (the cluster at `ray_address`, else RAY_ADDRESS, else a local instance
+    started for the run), with the same records, summary and report (`run_log`). `fields` map the log's field names (question_field,
     answer_field, contexts_field, reference_field, label_field, history_field). An outage raises BackendError with
     the verdicts so far kept: the same call resumes."""
     logged = read_answer_log(path, **fields)
-    run = run_log(pipeline, logged, out_dir, limit=limit, block=block, on_progress=on_progress)
+    run = run_log(
+        pipeline,
+        logged,
+        out_dir,
+        limit=limit,
+        block=block,
+        on_progress=on_progress,
+        executor=executor,
+        workers=workers,
+        ray_address=ray_address,
+    )
     record_labels(logged, run, out_dir)
     warnings = pipeline.threshold_warnings(answering=False)
     summary, report = write_summary(logged, run.records, out_dir, warnings=warnings)

@@ -97,7 +97,22 @@ def verify(
     block: int = typer.Option(
         256,
         help="Answers verified together in one batched pass; each block's results are written when it ends, "
-        "so a killed run loses at most one block.",
+        "so a killed run loses at most one block. With --executor ray a block is a shard, what one worker "
+        "takes at a time: give at least a few per worker.",
+    ),
+    executor: str = typer.Option(
+        "local",
+        help="With LOG: local (this process) or ray: the log's blocks are shards verified by Ray workers "
+        "(pip install 'verirag[ray]'), with the same results, summary and report.",
+    ),
+    workers: int | None = typer.Option(
+        None,
+        help="With --executor ray: Ray workers (actors, one CPU each, the verifier loaded once in each; default 2).",
+    ),
+    ray_address: str | None = typer.Option(
+        None,
+        help="With --executor ray: the cluster to join (HOST:PORT of `ray start --head`, or auto); "
+        "default RAY_ADDRESS, else a local Ray started for the run.",
     ),
     fit_precision: float | None = typer.Option(
         None,
@@ -120,6 +135,14 @@ def verify(
     if limit is not None and limit < 1:
         raise InputError(f"--limit must be at least 1, got {limit}")
     threshold_value = parse_threshold(threshold)[0]
+    if executor not in al.EXECUTORS:
+        raise InputError(f"--executor must be one of {', '.join(al.EXECUTORS)}, got {executor!r}")
+    if executor != "ray" and (workers is not None or ray_address is not None):
+        raise InputError("--workers and --ray-address are for --executor ray")
+    if executor == "ray" and single:
+        raise InputError("--executor ray verifies a LOG; one answer is verified here")
+    if workers is not None and workers < 1:
+        raise InputError(f"--workers must be at least 1, got {workers}")
     if fit_precision is not None:
         if single or not label_field:
             raise InputError("--fit-precision fits a threshold on a log's labels: give LOG --out DIR --label-field F")
@@ -152,7 +175,8 @@ def verify(
     fields.update(reference_field=reference_field, label_field=label_field, history_field=history_field)
     try:
         with progress() as bar:
-            task = bar.add_task("loading the model…", total=None)
+            start = "loading the model…" if executor == "local" else f"starting {workers or 2} Ray workers…"
+            task = bar.add_task(start, total=None)
             done = al.verify_log(
                 p,
                 log,
@@ -160,6 +184,9 @@ def verify(
                 limit=limit,
                 block=block,
                 on_progress=lambda i, n, _r: bar.update(task, completed=i, total=n, description="verifying"),
+                executor=executor,
+                workers=workers or 2,
+                ray_address=ray_address,
                 **fields,
             )
     except BackendError:

@@ -7,7 +7,6 @@ Ray is an existing engine for users who outgrow one machine; local runs never im
 
 from __future__ import annotations
 
-import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -84,24 +83,9 @@ class RayExecutor:
         self.chunk_size, self.num_cpus = chunk_size, num_cpus
 
     def run(self, units, done, make_runner, emit, skip, advance, failures) -> None:
-        try:
-            import ray
-        except ImportError:
-            raise InputError("--executor ray needs Ray: pip install 'verirag[ray]'") from None
-        started = not ray.is_initialized()
-        if started:
-            os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # never phone home, never prompt
-            # workers see the driver's verirag settings (cache dir, offline mode, model paths)
-            env = {k: v for k, v in os.environ.items() if k.startswith(("VERIRAG_", "HF_"))}
-            ray.init(
-                address=os.environ.get("RAY_ADDRESS"),
-                num_cpus=self.num_cpus,
-                include_dashboard=False,
-                log_to_driver=False,
-                ignore_reinit_error=True,
-                runtime_env={"env_vars": env} if env else None,
-            )
-        try:
+        from verirag.ray_session import ray_session
+
+        with ray_session(num_cpus=self.num_cpus) as ray:
             work = ray.remote(_ray_work)
             futures = []
             for unit in units:  # the workers tell which records are done (they know the identities)
@@ -116,9 +100,6 @@ class RayExecutor:
                 failures.extend(f for f in fails if f not in failures)
                 skip(finished)
                 advance(lost)
-        finally:
-            if started:
-                ray.shutdown()
 
 
 def get_executor(name: str):
