@@ -232,6 +232,7 @@ DOOR_ONLY = {
     "log", "out_dir", "answer", "passages", "limit", "block",  # verify: the answers and where results go
     "question_field", "answer_field", "contexts_field", "reference_field", "label_field", "history_field",
     "fit_precision", "delta",  # verify: fit a threshold on the log's labels afterwards
+    "executor", "workers", "ray_address",  # verify: where a log's blocks are verified (locally or on Ray)
     "host", "port", "api_key", "queue_size", "queue_timeout", "timeout", "max_body", "log_level",  # serve
     "history",  # HTTP: the conversation of this question (its window is the spec's `conversation`)
 }  # fmt: skip
