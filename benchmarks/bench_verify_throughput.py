@@ -184,6 +184,21 @@ def _max_diff(a: list, b: list) -> float:
     return max((abs(x - y) for x, y in zip(a, b) if x is not None and y is not None), default=float("nan"))
 
 
+def threads_sweep(src: Path, log: Path, n: int, counts: list[int], batch_tokens: int | None) -> None:
+    """Answers/s of the batched arm at each torch thread count, the counts taking turns twice (a
+    busy machine's load falls on each alike); the best of each count's two turns, as a ratio to the
+    first count's."""
+    rates: dict[int, list[float]] = {t: [] for t in counts}
+    for _ in range(2):
+        for t in counts:
+            a = run_arm(src, "many", log, n, t, batch_tokens)
+            rates[t].append(a["answers"] / a["seconds"])
+    base = max(rates[counts[0]])
+    print(f"threads sweep ({n} answers, batched, best of 2 turns):")
+    for t in counts:
+        print(f"  {t} thread(s): {max(rates[t]):.2f} answers/s, {max(rates[t]) / base:.2f}x of {counts[0]} thread(s)")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--answers", type=int, default=2000)
@@ -194,6 +209,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--baseline-ref", default=BASELINE_REF)
     ap.add_argument("--data", type=Path, default=DATA)
     ap.add_argument("--skip-before", action="store_true", help="leave out the old code's arm")
+    ap.add_argument(
+        "--threads-sweep",
+        type=int,
+        nargs="+",
+        default=[],
+        help="also time the batched arm at each of these torch thread counts (on --sweep-rows rows, "
+        "the counts taking turns twice): the thread setting measured on this machine",
+    )
+    ap.add_argument("--sweep-rows", type=int, default=400)
     args = ap.parse_args(argv)
     if not (args.data / "lost_in_the_middle_nq").is_dir():
         raise SystemExit(f"no benchmark data at {args.data} (--data, VERIRAG_DATA_DIR)")
@@ -232,6 +256,8 @@ def main(argv: list[str] | None = None) -> int:
                     f"{a['answers']} shared rows {_max_diff(batched['scores'], a['scores']):.2e}; AUROC there "
                     f"{_auroc(batched['scores'][:n], labels[:n]):.3f} (batched) vs {_auroc(a['scores'], labels[:n]):.3f}"
                 )
+        if args.threads_sweep:
+            threads_sweep(here, log, min(args.sweep_rows, len(rows)), args.threads_sweep, args.batch_tokens)
         if args.dev:
             dev = dev_log(args.data, args.dev)
             dlog = tmp / "dev.jsonl"
