@@ -66,8 +66,10 @@ def test_short_english_answers_names_and_numbers_are_judged(answer):
 
 def test_no_claim_no_passage_text_and_passages_in_another_language():
     p = [Passage("p0", PASSAGE)]
-    for answer in ("...", "?!", " – ", "…"):
+    for answer in ("...", "?!", " – ", "…", "text text text text", "Paris, Paris. PARIS!"):
         assert why_unverified(answer, p, english_only=False).reason == NO_CLAIM
+    for answer in ("Paris.", "Paris Paris", "Ada Brennan, Ada Brennan, Ada Brennan."):  # a claim, if a loop
+        assert why_unverified(answer, p, english_only=False) is None
     blank = [Passage("p0", "   "), Passage("p1", "—")]
     assert why_unverified("Ada Brennan.", blank, english_only=False).reason == NO_PASSAGE_TEXT
     chinese = [Passage("p0", "瓦恩霍尔特的桥由工程师艾达·布伦南设计，建于1962年。")]

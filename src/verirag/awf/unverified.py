@@ -2,9 +2,11 @@
 
 A verdict is "supported", "unsupported" or "unverified". An answer is unverified, with a reason,
 when:
-- `no_claim`: the answer has no letter and no digit ("…", "?!", "-"): nothing to check. (A blank
-  answer given to `verify` is refused as bad input before this; an empty generated answer is
-  `no_claim`.)
+- `no_claim`: the answer has no letter and no digit ("…", "?!", "-"), or it is one word said over
+  and over ("text text text text", a small model's loop): nothing to check. (A blank answer given
+  to `verify` is refused as bad input before this; an empty generated answer is `no_claim`.) The
+  trained verifier scored "text text text text" 0.65 against a passage about Paris: it was never
+  shown such an answer, so it must not be asked.
 - `no_passage_text`: no passage has a letter or a digit: nothing to check against.
 - `answer_language`: the judge reads English only (the trained verifier, and the cascade whose
   first judge it is) and the answer is not English (`verirag.awf.language`); LLM judges read other
@@ -51,10 +53,19 @@ def has_content(text: str) -> bool:
     return any(ch.isalnum() for ch in text)
 
 
+def one_word_repeated(text: str) -> bool:
+    """Three or more words, all one word (case and punctuation aside): a loop, not a claim."""
+    words = ["".join(ch for ch in w if ch.isalnum()).lower() for w in text.split()]
+    words = [w for w in words if w]
+    return len(words) >= 3 and len(set(words)) == 1
+
+
 def why_unverified(answer: str, passages: Sequence[Passage], *, english_only: bool) -> Unverified | None:
     """The reason `answer` cannot be judged against `passages` (module doc), None when it can."""
     if not has_content(answer):
         return Unverified(NO_CLAIM, "the answer has no letter or digit: it makes no claim to check")
+    if one_word_repeated(answer):
+        return Unverified(NO_CLAIM, "the answer is one word repeated: it makes no claim to check")
     texts = [p.text for p in passages if has_content(p.text)]
     if not texts:
         return Unverified(NO_PASSAGE_TEXT, "no passage has text: there is nothing to check the answer against")
