@@ -89,7 +89,7 @@ def examples(dataset: str, n: int, seed: int):
     elif dataset == "nq-open":
         chosen = nq_open_only(root)
     elif dataset == "licences":
-        return licence_questions()  # a fixed set of 33, in file order: no draw
+        return licence_questions()[:n]  # a fixed set of 33, in file order: no draw
     elif dataset == "hotpotqa":
         records = read_hotpotqa_path(root / "hotpotqa_amor_subset")
         chosen = [distractor_example(r, dataset="hotpotqa") for r in records if held_out(r.question, HOTPOTQA_HELD_OUT)]
