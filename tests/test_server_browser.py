@@ -170,7 +170,7 @@ def test_without_an_index_the_page_opens_on_verify_and_sends_the_history(server_
     # the two numbers are named: the answer's score, each passage's support, and a legend for both
     assert "answer score" in browser.find_element(By.ID, "verdict").find_element(By.XPATH, "..").text
     best = browser.find_element(By.CSS_SELECTOR, "#evidence .passage.supporting")
-    assert best.get_attribute("data-id") == "p1" and "passage support" in best.text
+    assert best.get_attribute("data-id") == "p0" and "passage support" in best.text
     legend = browser.find_element(By.ID, "numbers-legend").text
     assert "answer score" in legend and "passage support" in legend and "threshold" in legend
 
