@@ -113,13 +113,13 @@ def test_verify_tab_highlights_the_supporting_passage_and_shows_errors(server, b
     browser.find_element(By.ID, "verify-submit").click()
     wait_for(browser, "#verdict")
     best = browser.find_element(By.CSS_SELECTOR, "#evidence .passage.supporting")
-    assert best.get_attribute("data-id") == "p2" and "Paris" in best.text
+    assert best.get_attribute("data-id") == "p1" and "Paris" in best.text
     # a passage that looks like markup is shown as text, never run
     browser.find_element(By.ID, "verify-passages").send_keys("\n\n<img src=x onerror=\"document.title='owned'\">")
     browser.find_element(By.ID, "verify-submit").click()
-    wait_for(browser, "#evidence .passage[data-id='p4']")
+    wait_for(browser, "#evidence .passage[data-id='p3']")
     assert browser.title == "verirag"
-    assert "<img" in browser.find_element(By.CSS_SELECTOR, "#evidence .passage[data-id='p4']").text
+    assert "<img" in browser.find_element(By.CSS_SELECTOR, "#evidence .passage[data-id='p3']").text
 
 
 def test_without_the_token_the_page_says_so(server, browser):
