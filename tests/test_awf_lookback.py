@@ -396,6 +396,8 @@ def test_train_lookback_command_end_to_end(tmp_path, capsys, monkeypatch):
     from verirag.experiments.grid.runner import run_experiment
     from verirag.llm.cache import default_cache_path
 
+    # The test's own request cache, whatever earlier tests in the process left open.
+    monkeypatch.setenv("VERIRAG_CACHE_DIR", str(tmp_path / "cache"))
     data = _colour_dataset(tmp_path / "colours.jsonl")
     cfg = parse_config(
         {
@@ -427,6 +429,7 @@ def test_train_lookback_command_end_to_end(tmp_path, capsys, monkeypatch):
     assert (
         clf.provenance["trained_on"]["method"] == "vanilla" and clf.n_train_ + clf.provenance["metrics"]["n_test"] == 12
     )
+    assert default_cache_path() == tmp_path / "cache" / "requests.sqlite"
     with sqlite3.connect(default_cache_path()) as conn:
         cached = conn.execute("SELECT COUNT(*) FROM requests WHERE op='lookback'").fetchone()[0]
     assert cached >= 12

@@ -84,3 +84,15 @@ def test_failed_generations_are_not_cached(tmp_path):
     llm.generate("q")
     llm.generate("q")
     assert len(inner.requests) == 2
+
+
+def test_the_shared_cache_follows_the_cache_directory(tmp_path, monkeypatch):
+    """A process that changes $VERIRAG_CACHE_DIR writes to the new cache, not to the first one it
+    opened (in the full suite a test's temporary cache once caught every later test's requests)."""
+    from verirag.llm.factory import shared_cache
+
+    monkeypatch.setenv("VERIRAG_CACHE_DIR", str(tmp_path / "first"))
+    first = shared_cache()
+    assert first.path == tmp_path / "first" / "requests.sqlite" and shared_cache() is first
+    monkeypatch.setenv("VERIRAG_CACHE_DIR", str(tmp_path / "second"))
+    assert shared_cache().path == tmp_path / "second" / "requests.sqlite"

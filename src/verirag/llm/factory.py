@@ -17,7 +17,7 @@ import os
 import threading
 
 from verirag.llm.base import LLM
-from verirag.llm.cache import RequestCache
+from verirag.llm.cache import RequestCache, default_cache_path
 from verirag.llm.cached import CachedLLM
 from verirag.settings import settings
 
@@ -91,10 +91,14 @@ _CACHE: RequestCache | None = None
 
 
 def shared_cache() -> RequestCache:
-    """The process-wide request cache at the default path ($VERIRAG_CACHE_DIR/requests.sqlite)."""
+    """The process-wide request cache at the default path ($VERIRAG_CACHE_DIR/requests.sqlite).
+
+    It follows the path: when $VERIRAG_CACHE_DIR changes, the next call opens the cache there, so
+    that results never go to a cache the caller no longer names."""
     global _CACHE
-    if _CACHE is None:
-        _CACHE = RequestCache()
+    path = default_cache_path()
+    if _CACHE is None or _CACHE.path != path:
+        _CACHE = RequestCache(path)
     return _CACHE
 
 
