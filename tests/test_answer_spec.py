@@ -240,6 +240,7 @@ SPELLINGS = {
     "prune_threshold": "prune",  # --prune-threshold X: prune at X
     "no_prune": "prune",  # --no-prune: prune false
     "verify_method": "method",  # serve: the method of /v1/verify's spec
+    "stage": "stages",  # --stage MODULE:CLASS[,KEY=VALUE...], repeated: the stages a user wrote
 }
 
 
@@ -277,6 +278,7 @@ GRID_TO_SPEC = {
     "judge_model": "judge_model",
     "threshold": "threshold",  # {value: T} is the spec's threshold; a target is fitted per run
     "prune": "prune",
+    "stages": "stages",
     "generation.max_tokens": "max_answer_tokens",
     "generation.n_ctx": "n_ctx",
 }

@@ -14,11 +14,14 @@ from __future__ import annotations
 from verirag.version import __version__
 
 __all__ = [
+    "AnswerSpec",
     "AskResult",
     "Evaluation",
     "Passage",
     "Pipeline",
     "PipelineConfig",
+    "ScoredPassage",
+    "StageResult",
     "Verifier",
     "VerifyResult",
     "__version__",
@@ -28,6 +31,9 @@ __all__ = [
 
 # Lazy: `import verirag` stays cheap; models and torch load only when a pipeline is used.
 _WHERE = {
+    "AnswerSpec": "verirag.awf.answer_spec",
+    "StageResult": "verirag.awf.stages",
+    "ScoredPassage": "verirag.types",
     "Pipeline": "verirag.awf.pipeline",
     "PipelineConfig": "verirag.awf.pipeline",
     "Verifier": "verirag.api",

@@ -263,6 +263,8 @@ class AskResult:
     # `second_answer` when the escalate fallback answered again over the passages whole
     # ({"action": "escalated", "prune": "off", "read": ids}): its tokens are in `usage`, not here
     prune: dict[str, Any] | None = None
+    # what the stages a user wrote (`verirag.awf.user_stages`) report, by stage name
+    stages: dict[str, Any] | None = None
     # each sentence of `retrieved_answer` with its support, from a verifier that judges sentence by
     # sentence (the trained verifier); None for judges that score the answer as a whole
     sentences: list[JudgedSentence] | None = None
@@ -303,6 +305,7 @@ class AskResult:
             trust=d.get("trust"),
             forecast=d.get("forecast"),
             prune=d.get("prune"),
+            stages=d.get("stages"),
             sentences=judged_sentences(d.get("sentences")),
             cascade=CascadeDecision.from_dict(d.get("cascade")),
             verdict=verdict_of(d),

@@ -34,6 +34,7 @@ from verirag.awf.defaults import DEFAULT_METHOD, judged_method
 from verirag.awf.policies import FALLBACKS
 from verirag.awf.prune_setting import OFF, PRUNE_DEFAULT, SHIPPED, PruneSetting, parse_prune
 from verirag.awf.stages import UNTRUSTED_ACTIONS
+from verirag.awf.user_stages import StageRef
 from verirag.conversation import MAX_HISTORY_WORDS, MAX_TURNS
 from verirag.errors import InputError
 from verirag.learned.threshold import ThresholdController
@@ -230,6 +231,11 @@ class AnswerSpec(_Frozen):
     k: Count | None = Field(None, description="Passages to retrieve (default 5).")
     trust: TrustOptions | None = Field(None, description="The conformal trust filter (None: off).")
     rerank: RerankOptions | None = Field(None, description="The forecast rerank (None: off).")
+    stages: tuple[StageRef, ...] | None = Field(
+        None,
+        description="Stages a user wrote (`verirag.awf.user_stages`), run in order after the trust filter and the "
+        "rerank, before pruning: each {use: module:Class, options: {...}}.",
+    )
     prune: PruneOptions | None = Field(None, description="Context pruning (None: PRUNE_DEFAULT).")
     conversation: ConversationOptions | None = Field(None, description="The conversation window.")
     n_ctx: Count | None = Field(None, description="Context window of a local model in tokens (default 4096).")
@@ -290,6 +296,9 @@ class AnswerSpec(_Frozen):
         check_name(MethodSpec.parse(filled["method"]).name)
         filled["prune"] = self.prune if self.prune is not None else PruneOptions.model_validate(PRUNE_DEFAULT)
         filled["conversation"] = self.conversation or ConversationOptions()
+        filled["stages"] = tuple(self.stages or ())
+        for ref in filled["stages"]:  # a stage that cannot be imported or built fails before anything runs
+            ref.checked_options()
         return self.model_copy(update=filled)
 
     def digest(self) -> str:

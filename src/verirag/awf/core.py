@@ -69,6 +69,7 @@ class PassagesRecord:
     trust: dict[str, Any] | None = None
     forecast: dict[str, Any] | None = None
     prune: dict[str, Any] | None = None
+    stages: dict[str, Any] | None = None  # the reports of the stages a user wrote, by name
     untrusted: bool = False
     unpruned: list[ScoredPassage] | None = None
 
@@ -234,6 +235,7 @@ class Retrieve:
 
     def run(self, state: AnswerState, say: Say) -> None:
         from verirag.awf.stages import run_stages
+        from verirag.awf.user_stages import report
 
         say("retrieving")
         t0 = time.perf_counter()
@@ -245,7 +247,7 @@ class Retrieve:
         for stage in self.stages:
             result = got.results.get(stage.name)
             if result is not None:
-                stage.report(result, got, usage, record)
+                report(stage, result, got, usage, record)
         state.passages = record
 
 
@@ -455,6 +457,7 @@ def ask_result(state: AnswerState, threshold, *, model: str) -> AskResult:
         trust=p.trust if p else None,
         forecast=p.forecast if p else None,
         prune=_prune_report(p, act),
+        stages=p.stages if p else None,
         sentences=judged_sentences(j.sentences),
         cascade=j.cascade,
     )

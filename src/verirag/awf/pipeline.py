@@ -115,6 +115,8 @@ class PipelineConfig:
     # (`verirag.awf.prune_setting`): True (the pruner's own threshold), False, a threshold in
     # [0, 1], {threshold, pruner} or a PruneSetting; None or absent: PRUNE_DEFAULT
     prune: PruneSetting | bool | float | dict | None = None
+    # post-retrieval, before the pruner: stages a user wrote (`verirag.awf.user_stages.StageRef`)
+    stages: tuple = ()
 
     # the conversation window (`verirag.conversation`): the most recent turns, then words, read
     history_turns: int = MAX_TURNS
@@ -333,12 +335,21 @@ class Pipeline:
         return self.stages_for(self.config.prune)
 
     def stages_for(self, prune: PruneSetting) -> list:
-        """The post-retrieval stages in order: the trust filter and the forecast rerank (built
-        once), then the pruner at `prune` (a small object over the shared pruner, made per call)."""
+        """The post-retrieval stages in order: the trust filter, the forecast rerank and the stages
+        a user wrote (built once), then the pruner at `prune` (a small object over the shared
+        pruner, made per call)."""
         if self._stages is None:
+            from verirag.awf.user_stages import build_stages
+
             c = self.config
-            self._stages = ([TrustFilterStage(self.trust_filter, c.on_untrusted)] if c.trust else []) + (
-                [ForecastRerankStage(self.forecaster, epsilon=c.epsilon, keep=c.forecast_keep)] if c.forecaster else []
+            self._stages = (
+                ([TrustFilterStage(self.trust_filter, c.on_untrusted)] if c.trust else [])
+                + (
+                    [ForecastRerankStage(self.forecaster, epsilon=c.epsilon, keep=c.forecast_keep)]
+                    if c.forecaster
+                    else []
+                )
+                + build_stages(c.stages)
             )
         if not prune.on:
             return list(self._stages)

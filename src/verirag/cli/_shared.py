@@ -23,6 +23,17 @@ PRUNE_HELP = (
 )
 PRUNE_THRESHOLD_HELP = "Prune at this threshold instead (0-1; higher keeps fewer sentences); implies --prune."
 NO_PRUNE_HELP = "Read every retrieved sentence: no context pruning (the default today)."
+STAGE_HELP = (
+    "A stage you wrote, run after retrieval and before pruning: module:Class or "
+    "module:Class,key=value,... (its options); repeat for several, in order. See the guide 'Write your own stage'."
+)
+
+
+def stage_overrides(values: list[str] | None) -> dict:
+    """The spec's `stages` from repeated --stage values (none given: the preset's, i.e. none)."""
+    from verirag.awf.user_stages import parse_stage
+
+    return {"stages": tuple(parse_stage(v) for v in values)} if values else {}
 
 
 def prune_overrides(prune: bool, threshold: float | None, no_prune: bool) -> dict:

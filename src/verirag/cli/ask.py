@@ -16,12 +16,14 @@ from verirag.cli._shared import (
     PRESET_HELP,
     PRUNE_HELP,
     PRUNE_THRESHOLD_HELP,
+    STAGE_HELP,
     THRESHOLD_HELP,
     err,
     out,
     print_skipped,
     progress,
     prune_overrides,
+    stage_overrides,
     warn_all,
 )
 from verirag.errors import InputError
@@ -129,6 +131,7 @@ def ask(
     prune: bool = typer.Option(False, "--prune", help=PRUNE_HELP),
     prune_threshold: float | None = typer.Option(None, "--prune-threshold", metavar="X", help=PRUNE_THRESHOLD_HELP),
     no_prune: bool = typer.Option(False, "--no-prune", help=NO_PRUNE_HELP),
+    stage: list[str] | None = typer.Option(None, "--stage", metavar="MODULE:CLASS[,KEY=VALUE...]", help=STAGE_HELP),
 ):
     """Answer QUESTION from a corpus, verify the answer, and act on the verdict."""
     from verirag.awf.pipeline import Pipeline
@@ -156,6 +159,7 @@ def ask(
         forecaster=str(forecaster) if forecaster else None,
         epsilon=epsilon,
         **prune_overrides(prune, prune_threshold, no_prune),
+        **stage_overrides(stage),
     )
     with err.status("indexing…" if corpus else "loading index…"):
         p.index(corpus) if corpus is not None else p.load_index(index)

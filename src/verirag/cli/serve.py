@@ -13,8 +13,10 @@ from verirag.cli._shared import (
     PRESET_HELP,
     PRUNE_HELP,
     PRUNE_THRESHOLD_HELP,
+    STAGE_HELP,
     err,
     prune_overrides,
+    stage_overrides,
     warn_all,
 )
 
@@ -64,6 +66,7 @@ def serve(
     prune: bool = typer.Option(False, "--prune", help=PRUNE_HELP),
     prune_threshold: float | None = typer.Option(None, "--prune-threshold", metavar="X", help=PRUNE_THRESHOLD_HELP),
     no_prune: bool = typer.Option(False, "--no-prune", help=NO_PRUNE_HELP),
+    stage: list[str] | None = typer.Option(None, "--stage", metavar="MODULE:CLASS[,KEY=VALUE...]", help=STAGE_HELP),
 ):
     """Run verirag as an HTTP service (FastAPI + uvicorn): ask, verify, retrieve, a web page at /."""
     from verirag.learned.threshold import parse_threshold
@@ -83,6 +86,7 @@ def serve(
         "escalate_model": escalate_model,
         "max_answer_tokens": max_answer_tokens,
         **prune_overrides(prune, prune_threshold, no_prune),
+        **stage_overrides(stage),
     }
     cfg = ServiceConfig(
         preset=preset,

@@ -23,6 +23,7 @@
     bootstrap: {n_resamples: 1000, confidence: 0.95, seed: 0}
     concurrency: 1                  # examples in flight per HTTP model (llama.cpp runs one at a time)
     prune: {threshold: 0.3, pruner: runs/my-pruner}   # the context pruner before the methods (issue 37)
+    stages: [{use: my_stages:DropShortPassages, options: {min_words: 8}}]   # stages a user wrote
 
 `prune` prunes each example's passages once, before its methods, as `verirag ask --prune` does
 (`verirag.awf.stages.PruneStage`): each passage keeps the sentences the context pruner scores at
@@ -33,6 +34,10 @@ pruned passages. Its values are those of every door (`verirag.awf.prune_setting.
 `false` off, and the mapping {threshold, pruner} names a threshold (null: the pruner's own) and a
 folder `verirag train pruner` wrote (null: the shipped one); absent or null is the default
 (`PRUNE_DEFAULT`, off today).
+`stages` run before the pruner on each example's passages, in order, as in `verirag ask --stage`
+(`verirag.awf.user_stages`); their reports are in `details["stages"]` and their identity (class,
+options, version) in the record key.
+
 Each record's `details["prune"]` is the report (per passage: sentences, kept, scores, tokens read
 and saved; the totals) and its key names the pruning (`prune_digest`: the threshold, the
 pruner's weights and the keeping rule), so a rerun with other pruning recomputes its records.
@@ -67,6 +72,7 @@ from pydantic import (
 from verirag.awf.answer_spec import AnswerSpec, PruneOptions, Unit
 from verirag.awf.prune_setting import PruneSetting, PruneValueError, parse_prune
 from verirag.awf.spec import MethodSpec, check_name, option_defaults, split_name
+from verirag.awf.user_stages import StageRef
 from verirag.errors import InputError
 from verirag.experiments.schema import StrictModel, fail, listing, read_yaml, shown, validate_config
 
@@ -397,6 +403,7 @@ class _Config(_Section):
     bootstrap: _Bootstrap = _Bootstrap()
     concurrency: int = Field(1, ge=1)
     prune: Annotated[Any, PlainValidator(_prune_setting)] = Field(default_factory=lambda: parse_prune(None))
+    stages: list[StageRef] = Field(default_factory=list)  # stages a user wrote (verirag.awf.user_stages)
 
     @field_validator("name", mode="plain")
     @classmethod
@@ -465,6 +472,7 @@ class ExperimentConfig:
     concurrency: int = 1
     application_methods: dict[str, MethodSpec] = field(default_factory=dict)  # app -> the MethodSpec it adds
     prune: PruneSetting = field(default_factory=lambda: parse_prune(None))  # verirag.awf.prune_setting
+    stages: tuple[StageRef, ...] = ()  # stages a user wrote, before the pruner (verirag.awf.user_stages)
 
     def dataset(self, name: str) -> DatasetSpec:
         for d in self.datasets:
@@ -487,6 +495,7 @@ class ExperimentConfig:
             max_answer_tokens=self.max_tokens,
             n_ctx=self.n_ctx,
             prune=self.prune,
+            stages=self.stages,
             threshold=self.threshold.get("value"),
         ).resolve()
 
@@ -532,6 +541,7 @@ class ExperimentConfig:
             "match": self.match,
             "max_tokens": self.max_tokens,
             "prune": self.prune.to_json(),
+            **({"stages": [s.model_dump() for s in self.stages]} if self.stages else {}),
         }
 
 
@@ -572,6 +582,7 @@ def parse_config(raw: Any, *, source_name: str = "config") -> ExperimentConfig:
         concurrency=m.concurrency,
         application_methods=app_methods,
         prune=m.prune,
+        stages=tuple(m.stages),
     )
     for model, specs in config.runs():  # every unit resolves as every door's settings do, before anything runs
         for spec in specs:

@@ -35,7 +35,8 @@ Fields:
   (`verirag.awf.signals`; what `verirag train stack` combines).
 - prune_digest: with the config's `prune` on, the pruning's identity (the threshold used, the
   pruner's weights, settings and temperature, and the keeping rule), part of the key ("...|digest|prune:PRUNE_DIGEST");
-  "" without pruning (the key is then as before). `details["prune"]` is the pruning of the
+  "" without pruning (the key is then as before). stages_digest: likewise for the stages a user
+  wrote (`verirag.awf.user_stages`; "...|stages:DIGEST" in the key, `details["stages"]` their reports). `details["prune"]` is the pruning of the
   example's passages the method read, shared by the example's methods: the report of
   `verirag.awf.stages.PruneStage` (threshold, fallback, per passage id / title / sentences / kept /
   hop / scores / tokens_read / tokens_saved with the answering model's tokenizer, the totals) and
@@ -73,10 +74,17 @@ RESULTS_FILE = "results.jsonl"
 
 
 def record_key(
-    dataset: str, model: str, method: str, example_id: str, method_digest: str = "", prune_digest: str = ""
+    dataset: str,
+    model: str,
+    method: str,
+    example_id: str,
+    method_digest: str = "",
+    prune_digest: str = "",
+    stages_digest: str = "",
 ) -> str:
     key = f"{dataset}|{model}|{method}|{example_id}"
     key = f"{key}|{method_digest}" if method_digest else key
+    key = f"{key}|stages:{stages_digest}" if stages_digest else key
     return f"{key}|prune:{prune_digest}" if prune_digest else key
 
 
@@ -107,6 +115,7 @@ class ResultRecord:
     spent: dict[str, Any] = field(default_factory=dict)
     prune_digest: str = ""
     raw_score: float | None = None  # before the answer rules (module doc); None: derived from the record
+    stages_digest: str = ""  # the stages a user wrote (module doc); written only when there are some
 
     def __post_init__(self):
         if self.raw_score is None:
@@ -116,7 +125,15 @@ class ResultRecord:
 
     @property
     def key(self) -> str:
-        return record_key(self.dataset, self.model, self.method, self.example_id, self.method_digest, self.prune_digest)
+        return record_key(
+            self.dataset,
+            self.model,
+            self.method,
+            self.example_id,
+            self.method_digest,
+            self.prune_digest,
+            self.stages_digest,
+        )
 
     @property
     def slot(self) -> str:
@@ -126,6 +143,8 @@ class ResultRecord:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["key"] = self.key
+        if not self.stages_digest:  # records of runs without such stages stay as they were
+            del d["stages_digest"]
         for name in ("score", "raw_score"):
             if isinstance(d[name], float) and not math.isfinite(d[name]):
                 d[name] = None  # JSON has no NaN; MethodOutput never produces one anyway

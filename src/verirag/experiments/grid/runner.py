@@ -244,6 +244,9 @@ class UnitRunner:
 
             correctness_judge = CorrectnessJudge(llm_factory(cfg.match_llm, cfg.n_ctx))
         self.truth = GroundTruth(cfg.match, correctness_judge)
+        from verirag.awf.user_stages import build_stages, stages_digest
+
+        self.user_stages, self.stages_digest = build_stages(cfg.stages), stages_digest(cfg.stages)
         self.prune_stage, self.prune_digest = None, ""
         if cfg.prune.on:  # one pruning per example, before its methods (PruneStage, as `ask`)
             from verirag.awf.stages import PruneStage
@@ -257,26 +260,42 @@ class UnitRunner:
         """The record key: its slot, the built method's identity (`Component.digest`) and, with
         pruning on, the pruning's (`prune_digest`)."""
         return record_key(
-            self.unit.dataset, self.unit.model, label, ex.id, self.methods[label][1].digest, self.prune_digest
+            self.unit.dataset,
+            self.unit.model,
+            label,
+            ex.id,
+            self.methods[label][1].digest,
+            self.prune_digest,
+            self.stages_digest,
         )
 
     def passages(self, ex: Example):
-        """The PassagesRecord the methods of `ex` read: its passages, or with pruning on those
-        PruneStage keeps (pruned, in order, their retrieval scores kept) and its report in `prune`."""
+        """The PassagesRecord the methods of `ex` read: its passages, or those the stages a user
+        wrote and the pruner keep (in order, their retrieval scores kept), with their reports in
+        `stages` and `prune`, as `ask` runs them after retrieval."""
         from verirag.awf.core import AnswerState, PassagesRecord
+        from verirag.awf.user_stages import report
         from verirag.types import ScoredPassage
 
         scores = ex.meta.get("retrieval_scores")
-        if self.prune_stage is None:
+        stages = [*self.user_stages, *([self.prune_stage] if self.prune_stage is not None else [])]
+        if not stages:
             return PassagesRecord(list(ex.passages), scores)
         scored = scores is not None and len(scores) == len(ex.passages)
         hits = [ScoredPassage(p, float(scores[i]) if scored else 0.0, i) for i, p in enumerate(ex.passages)]
         query = AnswerState.asked(ex.question, ex.history).retrieval_query()  # what `ask` prunes for
-        with self._prune_lock:
-            result = self.prune_stage.run(query, hits, lambda _m: None)
-        kept = result.kept
-        record = PassagesRecord([h.passage for h in kept], [scores[h.rank] for h in kept] if scored else None)
-        self.prune_stage.report(result, None, None, record)
+        results = []
+        with self._prune_lock:  # HTTP models run examples in threads; the stages run one at a time
+            for stage in stages:
+                if not hits:  # nothing left (as in `ask`): the methods read no passage
+                    break
+                results.append((stage, stage.run(query, hits, lambda _m: None)))
+                hits = results[-1][1].kept
+        record = PassagesRecord([h.passage for h in hits], [scores[h.rank] for h in hits] if scored else None)
+        for stage, result in results:
+            report(stage, result, None, None, record)
+        if record.prune is None:
+            return record
         refs = [r for r in ex.references if r.strip()]
         record.prune = {
             **record.prune,
@@ -311,6 +330,7 @@ class UnitRunner:
         asked = AnswerState.asked(ex.question, ex.history)
         trace = Trace(asked.in_context(), passages.passages, retrieval_scores=passages.retrieval_scores)
         prune = {} if passages.prune is None else {"prune": _jsonable(passages.prune)}
+        prune |= {} if passages.stages is None else {"stages": _jsonable(passages.stages)}
         records = []
         for label, (spec, method) in self.methods.items():
             if self.key(label, ex) in done:
@@ -372,6 +392,7 @@ class UnitRunner:
                     method_spec=_jsonable({**spec.to_dict(), "resolved_options": method.resolved_options()}),
                     spent=spent.to_dict(),
                     prune_digest=self.prune_digest,
+                    stages_digest=self.stages_digest,
                 )
             )
         return records
