@@ -126,6 +126,24 @@ def test_bad_values_are_input_errors_that_say_what_is_taken(given, message):
     assert str(again.value) == str(e.value)
 
 
+@pytest.mark.parametrize(
+    ("given", "runs"),
+    [
+        ("verifier", "vanilla+verifier"),
+        ("nli(premise=evidence)", "vanilla+nli(premise=evidence)"),
+        (" cascade ", "vanilla+cascade"),
+        ("instructrag+verifier", "instructrag+verifier"),  # a full name stands
+        ("intrinsic", "intrinsic"),  # a unified method is no judge
+    ],
+)
+def test_a_method_named_by_its_judge_runs_after_the_plain_generator(given, runs):
+    from verirag.awf.defaults import judge_name
+
+    assert AnswerSpec(method=given).resolve().method == runs
+    assert AnswerSpec(method=given).digest() == AnswerSpec(method=runs).digest()
+    assert judge_name(runs) == (given.strip() if runs.startswith("vanilla+") else None)
+
+
 def test_an_unknown_method_is_refused_when_the_spec_resolves():
     with pytest.raises(InputError, match="unknown method 'bogus'"):
         AnswerSpec(method="bogus").resolve()

@@ -63,6 +63,8 @@ def test_probes_methods_and_page(client):
     m = client.get("/v1/methods").json()
     assert m["default"] == m["verify_default"] == "vanilla+verifier"  # the one default
     assert "vanilla+nli" in m["methods"] and m["threshold"] == 0.5
+    # verifying is named by what judges: no generator prefix, which verifies nothing
+    assert {"verifier", "nli", "cascade"} <= set(m["verify_methods"]) and all("+" not in n for n in m["verify_methods"])
     page = client.get("/")
     assert page.status_code == 200 and "text/html" in page.headers["content-type"]
     assert "/v1/verify" in page.text and "http" not in page.text.replace("http-equiv", "")  # nothing external
@@ -74,6 +76,10 @@ def test_verify_scores_an_outside_answer_and_names_the_supporting_passage(client
     assert r.status_code == 200, r.text
     body = r.json()
     assert body["method"] == "vanilla+verifier"  # /v1/verify's default: the one default
+    named = client.post("/v1/verify", json={**VERIFY, "method": "verifier"})  # the judge's name alone
+    assert named.status_code == 200 and {k: v for k, v in named.json().items() if k not in ("timings", "usage")} == {
+        k: v for k, v in body.items() if k not in ("timings", "usage")
+    }
     assert 0.0 <= body["score"] <= 1.0 and body["threshold"] == 0.5
     assert body["faithful"] == (body["score"] >= 0.5)
     assert [e["id"] for e in body["evidence"]] == ["fr", "de"]

@@ -32,8 +32,31 @@ def judged_method(method: str | None, judge: str | None, default: str = DEFAULT_
     use is its builder's InputError); none named, a judge selects JUDGED_METHOD, the method that
     uses one; neither, `default`."""
     if method:
-        return method
+        return named_by_judge(method)
     return JUDGED_METHOD if judge else default
+
+
+VERIFY_GENERATOR = "vanilla"  # the generator a judge's name is read with: verifying a given answer generates nothing
+
+
+def named_by_judge(method: str) -> str:
+    """A method named by what judges: a predictor's name alone ("verifier", "nli(premise=evidence)",
+    "cascade") is that predictor after the plain generator ("vanilla+verifier", ...). Verifying a
+    given answer runs no generator, so "vanilla+verifier" and "instructrag+verifier" verify alike;
+    the judge is the name that says what happens. Any other name stands."""
+    from verirag.awf.registry import names
+
+    head = method.strip().split("(", 1)[0].strip()
+    if "+" not in head and head in names("predictor"):
+        return f"{VERIFY_GENERATOR}+{method.strip()}"
+    return method
+
+
+def judge_name(method: str) -> str | None:
+    """The name by what judges of a method whose generator is the plain one ("vanilla+nli" ->
+    "nli"); None for another generator or a unified method."""
+    generator, plus, predictor = method.partition("+")
+    return predictor if plus and generator == VERIFY_GENERATOR else None
 
 
 # ---- the rule that picks the verify default (issue 36, item 5) --------------------------------------

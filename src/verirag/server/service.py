@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from verirag.awf.answer_spec import AnswerSpec
+from verirag.awf.defaults import judge_name, named_by_judge
 from verirag.awf.pipeline import Pipeline, uses_shipped_verifier, why_it_cannot_verify
 from verirag.awf.prune_setting import PruneSetting
 from verirag.awf.spec import method_names
@@ -137,6 +138,8 @@ class VeriragService:
             raise
 
     def check_method(self, method: str | None) -> None:
+        """A request's method name (a judge's name alone reads as `named_by_judge` reads it)."""
+        method = None if method is None else named_by_judge(method)
         if method is not None and method != self.pipeline.config.method and method not in method_names():
             raise InputError(f"unknown method {method!r}; GET /v1/methods lists them")
 
@@ -156,8 +159,11 @@ class VeriragService:
         return self._runnable
 
     def verifying_methods(self) -> list[str]:
-        """Of the runnable methods, those whose predictor can verify a given answer (/v1/verify)."""
-        return [n for n in self.runnable_methods() if why_it_cannot_verify(self.pipeline_for(n).method) is None]
+        """What /v1/verify can judge with, named by the judge ("verifier", "nli", "cascade", ...):
+        of the runnable methods, those whose predictor can verify a given answer. A generator
+        prefix is left out: verifying a given answer generates nothing, so it changes nothing."""
+        found = [n for n in self.runnable_methods() if why_it_cannot_verify(self.pipeline_for(n).method) is None]
+        return list(dict.fromkeys(judge_name(n) or n for n in found if judge_name(n) or "+" not in n))
 
     def check_passages(self, n: int) -> None:
         if n > self.config.max_passages:
