@@ -90,7 +90,8 @@ def items(n: int, seed: int = 0):
 def throwaway_verifier(
     folder: Path, encoder: str | None = None, max_length: int | None = None, read_top: int | None = None
 ) -> None:
-    from verirag.learned.verifier import DEFAULT_ENCODER, TrainedVerifier
+    from verirag.learned.encoders import DEFAULT_ENCODER
+    from verirag.learned.verifier import TrainedVerifier
     from verirag.train.verifier_examples import VerifierExample
 
     exs = [

@@ -20,7 +20,8 @@ from verirag.awf.calibrag import (
 )
 from verirag.awf.stages import ForecastRerankStage, run_stages
 from verirag.errors import BackendError, InputError, NotFittedError
-from verirag.learned.forecaster import Forecaster, fit_temperature, load_forecaster
+from verirag.learned.calibration import fit_temperature
+from verirag.learned.forecaster import Forecaster, load_forecaster
 from verirag.learned.splits import split_by_group
 from verirag.llm.metered import MeteredLLM
 from verirag.llm.usage import metering

@@ -137,7 +137,7 @@ def test_a_long_sentence_is_read_in_pieces_and_a_long_question_refused():
 
 def test_an_encoder_is_found_by_name_where_installed(monkeypatch):
     from verirag.errors import ModelNotFoundError
-    from verirag.learned.verifier import encoder_dir, encoder_fingerprint
+    from verirag.learned.encoders import encoder_dir, encoder_fingerprint
 
     with pytest.raises(ModelNotFoundError, match="VERIRAG_MODEL_PATH_ALL_MPNET_BASE_V2"):
         encoder_dir("all-mpnet-base-v2")
@@ -363,7 +363,7 @@ def test_training_from_frozen_states_scores_as_the_whole_encoder(train_layers):
     logits of running the whole encoder on the pair (up to their fp16 storage)."""
     import torch
 
-    from verirag.learned.verifier import encoder_dir
+    from verirag.learned.encoders import encoder_dir
     from verirag.learned.verifier_model import frozen_states, load_scorer, logits, top_logits
 
     torch.manual_seed(0)
@@ -434,7 +434,7 @@ def test_compressing_a_full_fine_tuning_keeps_its_scores_in_a_small_adapter(tmp_
 
 
 def test_recipe_weights_give_each_recipe_equal_label_weight():
-    from verirag.learned.verifier import recipe_weights
+    from verirag.learned.verifier_trainer import recipe_weights
 
     w = recipe_weights(["swap"] * 3 + ["real"] * 4 + ["removal"] * 2, [1, 1, 0, 1, 0, 0, 0, 0, 0])
     assert w["swap"] == {1: 0.75, 0: 1.5} and w["real"] == {1: 2.0, 0: 4 / 6} and w["removal"] == {0: 1.0}

@@ -20,7 +20,7 @@ UNRELATED = "The town's bakery is known for its rye bread and its apple cakes."
 def tokenizer():
     from transformers import AutoTokenizer
 
-    from verirag.learned.verifier import encoder_dir
+    from verirag.learned.encoders import encoder_dir
 
     return AutoTokenizer.from_pretrained(str(encoder_dir("all-MiniLM-L6-v2")))
 

@@ -438,7 +438,7 @@ def test_head_on_the_probes_and_the_page():
 
 
 def test_a_client_that_disconnects_cancels_its_job():
-    from verirag.server.app import _run
+    from verirag.server.routes import _run
 
     service = VeriragService(ServiceConfig(preset="tiny", warm_up=False))
     stages = []

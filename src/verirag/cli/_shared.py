@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Annotated
 
+import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -27,6 +29,21 @@ STAGE_HELP = (
     "A stage you wrote, run after retrieval and before pruning: module:Class or "
     "module:Class,key=value,... (its options); repeat for several, in order. See the guide 'Write your own stage'."
 )
+
+
+# Options several commands share, declared once (typer reads `Annotated`).
+PresetOpt = Annotated[str, typer.Option(help=PRESET_HELP)]
+ModelOpt = Annotated[str | None, typer.Option(help=MODEL_HELP)]
+JudgeModelOpt = Annotated[str | None, typer.Option(help="Model of the LLM judge (default: --model).")]
+KOpt = Annotated[int | None, typer.Option(help="Passages to retrieve (default 5).")]
+FallbackOpt = Annotated[str | None, typer.Option(help="Below the threshold: abstain (default), no-rag or escalate.")]
+EscalateModelOpt = Annotated[str | None, typer.Option(help="The larger model for --fallback escalate.")]
+RetrievalOpt = Annotated[str | None, typer.Option(help="hybrid (default), bm25 or dense (for a new index).")]
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
+PruneFlag = Annotated[bool, typer.Option("--prune", help=PRUNE_HELP)]
+PruneThresholdOpt = Annotated[float | None, typer.Option("--prune-threshold", metavar="X", help=PRUNE_THRESHOLD_HELP)]
+NoPruneFlag = Annotated[bool, typer.Option("--no-prune", help=NO_PRUNE_HELP)]
+StageOpt = Annotated[list[str] | None, typer.Option("--stage", metavar="MODULE:CLASS[,KEY=VALUE...]", help=STAGE_HELP)]
 
 
 def stage_overrides(values: list[str] | None) -> dict:

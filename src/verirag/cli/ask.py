@@ -5,19 +5,26 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Annotated
 
 import typer
 from rich.markup import escape
 from rich.panel import Panel
 
 from verirag.cli._shared import (
-    MODEL_HELP,
-    NO_PRUNE_HELP,
-    PRESET_HELP,
-    PRUNE_HELP,
-    PRUNE_THRESHOLD_HELP,
-    STAGE_HELP,
     THRESHOLD_HELP,
+    EscalateModelOpt,
+    FallbackOpt,
+    JsonFlag,
+    JudgeModelOpt,
+    KOpt,
+    ModelOpt,
+    NoPruneFlag,
+    PresetOpt,
+    PruneFlag,
+    PruneThresholdOpt,
+    RetrievalOpt,
+    StageOpt,
     err,
     out,
     print_skipped,
@@ -88,50 +95,68 @@ def print_result(r, *, show_question: bool = True) -> None:
     out.print(Panel("\n".join(lines), border_style=colour))
 
 
+JudgeOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Entailment model of methods that use one (+nli): llm (default) or hf:NLI_MODEL; an error for methods "
+        "without one."
+    ),
+]
+MethodOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="AwF method: vanilla+verifier (default: the shipped trained verifier; vanilla+nli when --judge is "
+        "given), vanilla+self_check, vanilla+nli, instructrag+pre_answering, intrinsic, ... (`verirag methods`)."
+    ),
+]
+TrustOpt = Annotated[
+    Path | None,
+    typer.Option(help="A conformal trust filter (`verirag calibrate-retrieval`): only trusted chunks reach the model."),
+]
+OnUntrustedOpt = Annotated[
+    str | None, typer.Option(help="When no chunk is trusted: abstain (default), no-context or keep-top.")
+]
+ForecasterOpt = Annotated[
+    Path | None,
+    typer.Option(
+        help="CalibRAG's forecaster (`verirag train forecaster`): rerank 20 documents by the forecast that an "
+        "answer from each is right, answer from the best, and report that forecast."
+    ),
+]
+EpsilonOpt = Annotated[
+    float | None,
+    typer.Option(
+        help="With --forecaster: below this forecast (default 0.3) the query is reformulated and retrieval runs "
+        "once more."
+    ),
+]
+
+
 def ask(
-    question: str = typer.Argument(..., help="The question."),
-    corpus: Path | None = typer.Option(None, help="Folder of .txt/.md files, a file, or a JSONL of passages."),
-    index: Path | None = typer.Option(None, help="An index built by `verirag index`."),
-    json_out: bool = typer.Option(False, "--json", help="Print one JSON object."),
-    preset: str = typer.Option("local", help=PRESET_HELP),
-    model: str | None = typer.Option(None, help=MODEL_HELP),
-    judge: str | None = typer.Option(
-        None,
-        help="Entailment model of methods that use one (+nli): llm (default) or "
-        "hf:NLI_MODEL; an error for methods without one.",
-    ),
-    judge_model: str | None = typer.Option(None, help="Model of the LLM judge (default: --model)."),
-    threshold: str | None = typer.Option(None, help=THRESHOLD_HELP),
-    k: int | None = typer.Option(None, help="Passages to retrieve (default 5)."),
-    fallback: str | None = typer.Option(None, help="Below the threshold: abstain (default), no-rag or escalate."),
-    escalate_model: str | None = typer.Option(None, help="The larger model for --fallback escalate."),
-    method: str | None = typer.Option(
-        None,
-        help="AwF method: vanilla+verifier (default: the shipped trained "
-        "verifier; vanilla+nli when --judge is given), vanilla+self_check, vanilla+nli, instructrag+pre_answering, intrinsic, ... (`verirag methods`).",
-    ),
-    retrieval: str | None = typer.Option(None, help="hybrid (default), bm25 or dense."),
-    trust: Path | None = typer.Option(
-        None, help="A conformal trust filter (`verirag calibrate-retrieval`): only trusted chunks reach the model."
-    ),
-    on_untrusted: str | None = typer.Option(
-        None, help="When no chunk is trusted: abstain (default), no-context or keep-top."
-    ),
-    forecaster: Path | None = typer.Option(
-        None,
-        help="CalibRAG's forecaster (`verirag train forecaster`): "
-        "rerank 20 documents by the forecast that an answer from each is "
-        "right, answer from the best, and report that forecast.",
-    ),
-    epsilon: float | None = typer.Option(
-        None,
-        help="With --forecaster: below this forecast (default 0.3) the "
-        "query is reformulated and retrieval runs once more.",
-    ),
-    prune: bool = typer.Option(False, "--prune", help=PRUNE_HELP),
-    prune_threshold: float | None = typer.Option(None, "--prune-threshold", metavar="X", help=PRUNE_THRESHOLD_HELP),
-    no_prune: bool = typer.Option(False, "--no-prune", help=NO_PRUNE_HELP),
-    stage: list[str] | None = typer.Option(None, "--stage", metavar="MODULE:CLASS[,KEY=VALUE...]", help=STAGE_HELP),
+    question: Annotated[str, typer.Argument(help="The question.")],
+    corpus: Annotated[
+        Path | None, typer.Option(help="Folder of .txt/.md files, a file, or a JSONL of passages.")
+    ] = None,
+    index: Annotated[Path | None, typer.Option(help="An index built by `verirag index`.")] = None,
+    json_out: JsonFlag = False,
+    preset: PresetOpt = "local",
+    model: ModelOpt = None,
+    judge: JudgeOpt = None,
+    judge_model: JudgeModelOpt = None,
+    threshold: Annotated[str | None, typer.Option(help=THRESHOLD_HELP)] = None,
+    k: KOpt = None,
+    fallback: FallbackOpt = None,
+    escalate_model: EscalateModelOpt = None,
+    method: MethodOpt = None,
+    retrieval: RetrievalOpt = None,
+    trust: TrustOpt = None,
+    on_untrusted: OnUntrustedOpt = None,
+    forecaster: ForecasterOpt = None,
+    epsilon: EpsilonOpt = None,
+    prune: PruneFlag = False,
+    prune_threshold: PruneThresholdOpt = None,
+    no_prune: NoPruneFlag = False,
+    stage: StageOpt = None,
 ):
     """Answer QUESTION from a corpus, verify the answer, and act on the verdict."""
     from verirag.awf.pipeline import Pipeline
@@ -174,13 +199,13 @@ def ask(
 
 
 def demo(
-    preset: str = typer.Option("local", help=PRESET_HELP),
-    model: str | None = typer.Option(None, help=MODEL_HELP),
-    threshold: float | None = typer.Option(None, help="Verdict threshold (default 0.5)."),
-    json_out: bool = typer.Option(False, "--json", help="Print one JSON object per question."),
-    prune: bool = typer.Option(False, "--prune", help=PRUNE_HELP),
-    prune_threshold: float | None = typer.Option(None, "--prune-threshold", metavar="X", help=PRUNE_THRESHOLD_HELP),
-    no_prune: bool = typer.Option(False, "--no-prune", help=NO_PRUNE_HELP),
+    preset: PresetOpt = "local",
+    model: ModelOpt = None,
+    threshold: Annotated[float | None, typer.Option(help="Verdict threshold (default 0.5).")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object per question.")] = False,
+    prune: PruneFlag = False,
+    prune_threshold: PruneThresholdOpt = None,
+    no_prune: NoPruneFlag = False,
 ):
     """Index the shipped demo corpus and answer its questions, one answerable from it, one not."""
     from verirag import demo as demo_data

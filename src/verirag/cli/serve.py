@@ -3,70 +3,94 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Annotated
 
 import typer
 from rich.markup import escape
 
 from verirag.cli._shared import (
-    MODEL_HELP,
-    NO_PRUNE_HELP,
-    PRESET_HELP,
-    PRUNE_HELP,
-    PRUNE_THRESHOLD_HELP,
-    STAGE_HELP,
+    EscalateModelOpt,
+    FallbackOpt,
+    JudgeModelOpt,
+    KOpt,
+    ModelOpt,
+    NoPruneFlag,
+    PresetOpt,
+    PruneFlag,
+    PruneThresholdOpt,
+    RetrievalOpt,
+    StageOpt,
     err,
     prune_overrides,
     stage_overrides,
     warn_all,
 )
 
+TIMEOUT_HELP = (
+    "Seconds a request may run (then 504); an HTTP model backend gets a third of it per "
+    "request (default; VERIRAG_OPENAI_TIMEOUT overrides)."
+)
+IndexOpt = Annotated[
+    Path | None,
+    typer.Option(help="An index built by `verirag index` (needed by /v1/ask and /v1/retrieve; /v1/verify needs none)."),
+]
+MethodOpt = Annotated[
+    str | None,
+    typer.Option(help="Default AwF method of /v1/ask (requests may name another; vanilla+nli when --judge is given)."),
+]
+VerifyMethodOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Default judge of /v1/verify, by name: verifier (default: the shipped trained verifier, as everywhere; "
+        "nli when --judge is given), cascade, llm_judge, ..."
+    ),
+]
+JudgeOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Entailment model of +nli methods: llm or hf:NLI_MODEL; selects vanilla+nli where no method is named."
+    ),
+]
+MaxAnswerTokensOpt = Annotated[
+    int | None,
+    typer.Option(help="Longest answer in tokens (default: each method's own); a cap bounds each request's time."),
+]
+HostOpt = Annotated[str, typer.Option(help="Address to bind; anything but loopback needs --api-key.")]
+ApiKeyOpt = Annotated[
+    str | None, typer.Option(help="Bearer token every data route requires (default: $VERIRAG_API_KEY).")
+]
+QueueSizeOpt = Annotated[int, typer.Option(help="Requests that may wait for the model; more get 429.")]
+QueueTimeoutOpt = Annotated[float, typer.Option(help="Seconds a request may wait for the model (then 503).")]
+TimeoutOpt = Annotated[float, typer.Option(help=TIMEOUT_HELP)]
+MaxBodyOpt = Annotated[int, typer.Option(help="Largest request body in bytes (then 413).")]
+
 
 def serve(
-    index: Path | None = typer.Option(
-        None, help="An index built by `verirag index` (needed by /v1/ask and /v1/retrieve; /v1/verify needs none)."
-    ),
-    preset: str = typer.Option("local", help=PRESET_HELP),
-    model: str | None = typer.Option(None, help=MODEL_HELP),
-    method: str | None = typer.Option(
-        None,
-        help="Default AwF method of /v1/ask (requests may name another; vanilla+nli when --judge is given).",
-    ),
-    verify_method: str | None = typer.Option(
-        None,
-        help="Default method of /v1/verify: its predictor judges answers other systems produced "
-        "(default: vanilla+verifier, the shipped trained verifier, as everywhere; vanilla+nli when --judge is given).",
-    ),
-    judge: str | None = typer.Option(
-        None,
-        help="Entailment model of +nli methods: llm or hf:NLI_MODEL; selects vanilla+nli where no method is named.",
-    ),
-    judge_model: str | None = typer.Option(None, help="Model of the LLM judge (default: --model)."),
-    threshold: str | None = typer.Option(None, help="Default verdict threshold, or a threshold file."),
-    k: int | None = typer.Option(None, help="Passages to retrieve (default 5)."),
-    fallback: str | None = typer.Option(None, help="Below the threshold: abstain, no-rag or escalate."),
-    escalate_model: str | None = typer.Option(None, help="The larger model for --fallback escalate."),
-    retrieval: str | None = typer.Option(None, help="hybrid (default), bm25 or dense (for a new index)."),
-    max_answer_tokens: int | None = typer.Option(
-        None, help="Longest answer in tokens (default: each method's own); a cap bounds each request's time."
-    ),
-    host: str = typer.Option("127.0.0.1", help="Address to bind; anything but loopback needs --api-key."),
-    port: int = typer.Option(8000, help="Port to bind."),
-    api_key: str | None = typer.Option(
-        None, help="Bearer token every data route requires (default: $VERIRAG_API_KEY)."
-    ),
-    queue_size: int = typer.Option(16, help="Requests that may wait for the model; more get 429."),
-    queue_timeout: float = typer.Option(120.0, help="Seconds a request may wait for the model (then 503)."),
-    timeout: float = typer.Option(
-        300.0,
-        help="Seconds a request may run (then 504); an HTTP model backend gets a third of it per "
-        "request (default; VERIRAG_OPENAI_TIMEOUT overrides).",
-    ),
-    max_body: int = typer.Option(1 << 20, help="Largest request body in bytes (then 413)."),
-    log_level: str = typer.Option("info", help="uvicorn log level."),
-    prune: bool = typer.Option(False, "--prune", help=PRUNE_HELP),
-    prune_threshold: float | None = typer.Option(None, "--prune-threshold", metavar="X", help=PRUNE_THRESHOLD_HELP),
-    no_prune: bool = typer.Option(False, "--no-prune", help=NO_PRUNE_HELP),
-    stage: list[str] | None = typer.Option(None, "--stage", metavar="MODULE:CLASS[,KEY=VALUE...]", help=STAGE_HELP),
+    index: IndexOpt = None,
+    preset: PresetOpt = "local",
+    model: ModelOpt = None,
+    method: MethodOpt = None,
+    verify_method: VerifyMethodOpt = None,
+    judge: JudgeOpt = None,
+    judge_model: JudgeModelOpt = None,
+    threshold: Annotated[str | None, typer.Option(help="Default verdict threshold, or a threshold file.")] = None,
+    k: KOpt = None,
+    fallback: FallbackOpt = None,
+    escalate_model: EscalateModelOpt = None,
+    retrieval: RetrievalOpt = None,
+    max_answer_tokens: MaxAnswerTokensOpt = None,
+    host: HostOpt = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to bind.")] = 8000,
+    api_key: ApiKeyOpt = None,
+    queue_size: QueueSizeOpt = 16,
+    queue_timeout: QueueTimeoutOpt = 120.0,
+    timeout: TimeoutOpt = 300.0,
+    max_body: MaxBodyOpt = 1 << 20,
+    log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
+    prune: PruneFlag = False,
+    prune_threshold: PruneThresholdOpt = None,
+    no_prune: NoPruneFlag = False,
+    stage: StageOpt = None,
 ):
     """Run verirag as an HTTP service (FastAPI + uvicorn): ask, verify, retrieve, a web page at /."""
     from verirag.learned.threshold import parse_threshold

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Annotated
 
 import typer
 from rich.markup import escape
@@ -51,90 +52,160 @@ def print_verified(v) -> None:
     out.print(Panel("\n".join(lines), border_style=colour))
 
 
-def verify(
-    log: Path | None = typer.Argument(
-        None,
-        help="A JSONL log of your system's questions, answers and "
-        "retrieved contexts, in RAGAS or DeepEval field names (or mapped).",
+# The options, declared once beside their help (typer reads `Annotated`): the command stays short.
+LogArg = Annotated[
+    Path | None,
+    typer.Argument(
+        help="A JSONL log of your system's questions, answers and retrieved contexts, in RAGAS or DeepEval "
+        "field names (or mapped)."
     ),
-    out_dir: Path | None = typer.Option(
-        None, "--out", help="With LOG: results.jsonl (one line per answer, resumable), summary.json, report.html."
-    ),
-    question: str | None = typer.Option(None, help="One answer's question (with --answer, --passages)."),
-    answer: str | None = typer.Option(None, help="The answer to verify."),
-    passages: list[Path] = typer.Option(
-        [],
+]
+OutDir = Annotated[
+    Path | None,
+    typer.Option("--out", help="With LOG: results.jsonl (one line per answer, resumable), summary.json, report.html."),
+]
+Question = Annotated[str | None, typer.Option(help="One answer's question (with --answer, --passages).")]
+Answer = Annotated[str | None, typer.Option(help="The answer to verify.")]
+Passages = Annotated[
+    list[Path],
+    typer.Option(
         "--passages",
         help="The answer's passages: a text file per passage (repeatable), a folder of them, or a JSONL of passages.",
     ),
-    json_out: bool = typer.Option(False, "--json", help="Print one JSON object (the result, or the summary)."),
-    preset: str = typer.Option("local", help=PRESET_HELP),
-    model: str | None = typer.Option(None, help=MODEL_HELP),
-    method: str | None = typer.Option(
-        None,
-        help="A GENERATOR+PREDICTOR method whose predictor verifies "
-        "(default: vanilla+verifier, the shipped trained verifier, as everywhere; vanilla+nli when "
-        "--judge is given; `verirag methods`).",
+]
+JsonOut = Annotated[bool, typer.Option("--json", help="Print one JSON object (the result, or the summary).")]
+Preset = Annotated[str, typer.Option(help=PRESET_HELP)]
+Model = Annotated[str | None, typer.Option(help=MODEL_HELP)]
+Method = Annotated[
+    str | None,
+    typer.Option(
+        help="What judges, by name: verifier (default: the shipped trained verifier, as everywhere), nli "
+        "(the default with --judge), cascade, llm_judge, ... (`GET /v1/methods` lists them; a full "
+        "GENERATOR+PREDICTOR name such as vanilla+nli is taken too)."
     ),
-    judge: str | None = typer.Option(
-        None, help="Entailment model of +nli: llm or hf:NLI_MODEL; without --method it selects vanilla+nli."
+]
+Judge = Annotated[
+    str | None, typer.Option(help="Entailment model of nli: llm or hf:NLI_MODEL; without --method it selects nli.")
+]
+Threshold = Annotated[str | None, typer.Option(help=THRESHOLD_HELP)]
+QuestionField = Annotated[str | None, typer.Option(help="The log's question field (default: detected).")]
+AnswerField = Annotated[str | None, typer.Option(help="The log's answer field.")]
+ContextsField = Annotated[str | None, typer.Option(help="The log's retrieved contexts field.")]
+ReferenceField = Annotated[str | None, typer.Option(help="The log's reference (gold) answer field.")]
+LabelField = Annotated[
+    str | None,
+    typer.Option(
+        help="A human label field (true/false, 0/1, supported/unsupported): AUROC and precision/recall against it."
     ),
-    threshold: str | None = typer.Option(None, help=THRESHOLD_HELP),
-    question_field: str | None = typer.Option(None, help="The log's question field (default: detected)."),
-    answer_field: str | None = typer.Option(None, help="The log's answer field."),
-    contexts_field: str | None = typer.Option(None, help="The log's retrieved contexts field."),
-    reference_field: str | None = typer.Option(None, help="The log's reference (gold) answer field."),
-    label_field: str | None = typer.Option(
-        None,
-        help="A human label field (true/false, 0/1, supported/unsupported): AUROC and precision/recall against it.",
-    ),
-    history_field: str | None = typer.Option(
-        None,
+]
+HistoryField = Annotated[
+    str | None,
+    typer.Option(
         help="The log's conversation field: each question's earlier turns, strings or {role, content} "
-        "messages (default: history; none: read no history).",
+        "messages (default: history; none: read no history)."
     ),
-    limit: int | None = typer.Option(None, help="Only the first N lines of the log (a quick look)."),
-    block: int = typer.Option(
-        256,
+]
+Limit = Annotated[int | None, typer.Option(help="Only the first N lines of the log (a quick look).")]
+Block = Annotated[
+    int,
+    typer.Option(
         help="Answers verified together in one batched pass; each block's results are written when it ends, "
         "so a killed run loses at most one block. With --executor ray a block is a shard, what one worker "
-        "takes at a time: give at least a few per worker.",
+        "takes at a time: give at least a few per worker."
     ),
-    executor: str = typer.Option(
-        "local",
+]
+Executor = Annotated[
+    str,
+    typer.Option(
         help="With LOG: local (this process) or ray: the log's blocks are shards verified by Ray workers "
-        "(pip install 'verirag[ray]'), with the same results, summary and report.",
+        "(pip install 'verirag[ray]'), with the same results, summary and report."
     ),
-    workers: int | None = typer.Option(
-        None,
-        help="With --executor ray: Ray workers (actors, one CPU each, the verifier loaded once in each; default 2).",
+]
+Workers = Annotated[
+    int | None,
+    typer.Option(
+        help="With --executor ray: Ray workers (actors, one CPU each, the verifier loaded once in each; default 2)."
     ),
-    ray_address: str | None = typer.Option(
-        None,
+]
+RayAddress = Annotated[
+    str | None,
+    typer.Option(
         help="With --executor ray: the cluster to join (HOST:PORT of `ray start --head`, or auto); "
-        "default RAY_ADDRESS, else a local Ray started for the run.",
+        "default RAY_ADDRESS, else a local Ray started for the run."
     ),
-    fit_precision: float | None = typer.Option(
-        None,
+]
+FitPrecision = Annotated[
+    float | None,
+    typer.Option(
         help="With LOG --label-field F: then fit the threshold whose precision is at least P with probability "
-        "1 - DELTA on the labels (Learn then Test) and write it to OUT/threshold.json, for --threshold FILE.",
+        "1 - DELTA on the labels (Learn then Test) and write it to OUT/threshold.json, for --threshold FILE."
     ),
-    delta: float = typer.Option(0.1, help="With --fit-precision: the guarantee holds with probability 1 - DELTA."),
+]
+Delta = Annotated[float, typer.Option(help="With --fit-precision: the guarantee holds with probability 1 - DELTA.")]
+
+
+def verify(
+    log: LogArg = None,
+    out_dir: OutDir = None,
+    question: Question = None,
+    answer: Answer = None,
+    passages: Passages = [],  # noqa: B006 (typer reads the default; it is never mutated)
+    json_out: JsonOut = False,
+    preset: Preset = "local",
+    model: Model = None,
+    method: Method = None,
+    judge: Judge = None,
+    threshold: Threshold = None,
+    question_field: QuestionField = None,
+    answer_field: AnswerField = None,
+    contexts_field: ContextsField = None,
+    reference_field: ReferenceField = None,
+    label_field: LabelField = None,
+    history_field: HistoryField = None,
+    limit: Limit = None,
+    block: Block = 256,
+    executor: Executor = "local",
+    workers: Workers = None,
+    ray_address: RayAddress = None,
+    fit_precision: FitPrecision = None,
+    delta: Delta = 0.1,
 ):
     """Verify another system's answers: one (--question, --answer, --passages) or a whole log
     (LOG --out DIR), against the contexts each was answered from."""
     from verirag import answer_log as al
     from verirag.awf.pipeline import Pipeline
-    from verirag.errors import BackendError
-    from verirag.jsonio import strict_json
-    from verirag.learned.threshold import ThresholdController, parse_threshold
+    from verirag.learned.threshold import parse_threshold
 
     single = question is not None or answer is not None or bool(passages)
+    _check_options(log, out_dir, single, limit, executor, workers, ray_address, fit_precision, delta, label_field)
+    found = _one_answers_passages(question, answer, passages) if single else None
+    p = Pipeline.from_preset(
+        preset, model=model, judge=judge, threshold=parse_threshold(threshold)[0], method=method
+    )  # no method: the default, or with --judge the method that uses it (`AnswerSpec.resolve`, as everywhere)
+    warn_all(p.threshold_warnings(answering=False))
+    if single:
+        return _verify_one(p, question, answer, found, json_out)
+    fields = {"question_field": question_field, "answer_field": answer_field, "contexts_field": contexts_field}
+    fields.update(reference_field=reference_field, label_field=label_field, history_field=history_field)
+    run = {"limit": limit, "block": block, "executor": executor, "workers": workers or 2, "ray_address": ray_address}
+    done = _verify_log(p, log, out_dir, run, fields)
+    fitted = saved = None
+    if fit_precision is not None:
+        from verirag.answer_log.calibrate import calibrate_log
+
+        fitted, saved = calibrate_log(out_dir, precision=fit_precision, delta=delta)
+    _print_log_done(done, out_dir, al.RESULTS_FILE, fitted, saved, json_out)
+
+
+def _check_options(log, out_dir, single, limit, executor, workers, ray_address, fit_precision, delta, label_field):
+    """Every combination of options that cannot run, refused before anything loads."""
+    from verirag import answer_log as al
+    from verirag.learned.threshold import ThresholdController
+
     if (log is None) == (not single):
         raise InputError("give a LOG.jsonl (with --out DIR), or one answer with --question, --answer and --passages")
     if limit is not None and limit < 1:
         raise InputError(f"--limit must be at least 1, got {limit}")
-    threshold_value = parse_threshold(threshold)[0]
     if executor not in al.EXECUTORS:
         raise InputError(f"--executor must be one of {', '.join(al.EXECUTORS)}, got {executor!r}")
     if executor != "ray" and (workers is not None or ray_address is not None):
@@ -150,43 +221,50 @@ def verify(
             ThresholdController(precision=fit_precision, delta=delta)
         except ValueError as e:
             raise InputError(f"--fit-precision / --delta: {e}") from None
-    if single:
-        if not (question and answer and passages):
-            raise InputError("one answer needs --question, --answer and --passages FILE")
-        if out_dir is not None:
-            raise InputError("--out is where a log's results go; one answer is printed (--json for JSON)")
-        found, skipped = al.read_passages(passages)
-        print_skipped(skipped)
-    elif out_dir is None:
+    if single and out_dir is not None:
+        raise InputError("--out is where a log's results go; one answer is printed (--json for JSON)")
+    if not single and out_dir is None:
         raise InputError("give --out DIR: where the results, summary and report of the log go")
-    p = Pipeline.from_preset(
-        preset, model=model, judge=judge, threshold=threshold_value, method=method
-    )  # no method: the default, or with --judge the method that uses it (`AnswerSpec.resolve`, as everywhere)
-    warn_all(p.threshold_warnings(answering=False))
-    if single:
-        with err.status("verifying…") as status:
-            v = p.verify(question, answer, found, on_stage=lambda stage: status.update(f"{stage}…"))
-        if json_out:
-            print(json.dumps(strict_json(v.to_dict()), ensure_ascii=False))
-        else:
-            print_verified(v)
-        return
-    fields = {"question_field": question_field, "answer_field": answer_field, "contexts_field": contexts_field}
-    fields.update(reference_field=reference_field, label_field=label_field, history_field=history_field)
+
+
+def _one_answers_passages(question, answer, passages):
+    from verirag import answer_log as al
+
+    if not (question and answer and passages):
+        raise InputError("one answer needs --question, --answer and --passages FILE")
+    found, skipped = al.read_passages(passages)
+    print_skipped(skipped)
+    return found
+
+
+def _verify_one(p, question, answer, passages, json_out: bool) -> None:
+    from verirag.jsonio import strict_json
+
+    with err.status("verifying…") as status:
+        v = p.verify(question, answer, passages, on_stage=lambda stage: status.update(f"{stage}…"))
+    if json_out:
+        print(json.dumps(strict_json(v.to_dict()), ensure_ascii=False))
+    else:
+        print_verified(v)
+
+
+def _verify_log(p, log: Path, out_dir: Path, run: dict, fields: dict):
+    """The log verified with a progress bar; on an outage, where the answers verified so far are."""
+    from verirag import answer_log as al
+    from verirag.errors import BackendError
+
     try:
         with progress() as bar:
-            start = "loading the model…" if executor == "local" else f"starting {workers or 2} Ray workers…"
-            task = bar.add_task(start, total=None)
-            done = al.verify_log(
+            local = run["executor"] == "local"
+            task = bar.add_task(
+                "loading the model…" if local else f"starting {run['workers']} Ray workers…", total=None
+            )
+            return al.verify_log(
                 p,
                 log,
                 out_dir,
-                limit=limit,
-                block=block,
                 on_progress=lambda i, n, _r: bar.update(task, completed=i, total=n, description="verifying"),
-                executor=executor,
-                workers=workers or 2,
-                ray_address=ray_address,
+                **run,
                 **fields,
             )
     except BackendError:
@@ -195,11 +273,12 @@ def verify(
             "the same command resumes"
         )
         raise
-    fitted = None
-    if fit_precision is not None:
-        from verirag.answer_log.calibrate import calibrate_log
 
-        fitted, saved = calibrate_log(out_dir, precision=fit_precision, delta=delta)
+
+def _print_log_done(done, out_dir: Path, results_file: str, fitted, saved, json_out: bool) -> None:
+    from verirag import answer_log as al
+    from verirag.jsonio import strict_json
+
     if json_out:
         shown = dict(done.summary)
         if fitted is not None:
@@ -219,7 +298,7 @@ def verify(
     )
     for line in al.summary_lines(done.summary):
         out.print(escape(line))
-    out.print(f"results: {escape(str(out_dir / al.RESULTS_FILE))}; report: {escape(str(done.report))}")
+    out.print(f"results: {escape(str(out_dir / results_file))}; report: {escape(str(done.report))}")
     if fitted is not None:
         from verirag.cli.eval import print_fitted
 

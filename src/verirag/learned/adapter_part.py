@@ -39,7 +39,7 @@ class EncoderAdapter:
     def _put_adapter_back(self, path: str | Path) -> None:
         """After `load` read the JSON: refuse other encoder weights, load the encoder, put the
         adapter's weights in (LoRA-shaped when compressed, then folded into the weights)."""
-        from verirag.learned.verifier import encoder_fingerprint
+        from verirag.learned.encoders import encoder_fingerprint
         from verirag.learned.verifier_model import add_lora, load_adapter, merge_lora
 
         self.check_expected(

@@ -50,6 +50,7 @@ import numpy as np
 
 from verirag.errors import InputError, ModelNotFoundError
 from verirag.learned.base import LearnedPart
+from verirag.learned.calibration import fit_temperature, validation_metrics
 from verirag.learned.splits import split_by_group
 from verirag.learned.training import EarlyStopping, bce_with_logits
 from verirag.metrics.calibration import sigmoid
@@ -76,11 +77,6 @@ def data_fingerprint(queries: Sequence[str], documents: Sequence[str], labels: S
     for q, d, y in zip(queries, documents, labels):
         h.update(json.dumps([q, d, int(y)], ensure_ascii=False).encode())
     return h.hexdigest()[:16]
-
-
-# Temperature scaling on a handful of validation pairs fits noise (a separable split drives T to
-# its bound): below this many pairs of either class the temperature stays 1.
-MIN_PER_CLASS_FOR_TEMPERATURE = 5
 
 
 def training_split(
@@ -129,21 +125,6 @@ def training_split(
             "questions): label more questions"
         )
     return y, tr, va
-
-
-def fit_temperature(logits: np.ndarray, labels: np.ndarray) -> float:
-    """The temperature T minimising the NLL of sigmoid(logit / T) (Guo et al.'s temperature
-    scaling, for one logit), searched in [e^-4, e^4]; 1.0 when either class has fewer than
-    MIN_PER_CLASS_FOR_TEMPERATURE labels (nothing reliable to fit)."""
-    from scipy.optimize import minimize_scalar
-
-    y = np.asarray(labels, dtype=np.float64)
-    z = np.asarray(logits, dtype=np.float64)
-    if min(y.sum(), len(y) - y.sum()) < MIN_PER_CLASS_FOR_TEMPERATURE:
-        return 1.0
-
-    res = minimize_scalar(lambda log_t: bce_with_logits(z / math.exp(log_t), y), bounds=(-4.0, 4.0), method="bounded")
-    return float(math.exp(res.x))
 
 
 def _encoder_path(name: str) -> str:
@@ -495,23 +476,6 @@ def load_forecaster(directory: str | Path, *, llm=None, encoder: str | None = No
     if d.get("format") == ProbeForecaster.format() or d.get("kind") == "probe":
         return ProbeForecaster.load(directory, expect={"model": fingerprint}, llm=llm)
     return Forecaster.load(directory, expect={"encoder": encoder, "model": fingerprint})
-
-
-def validation_metrics(probs: np.ndarray, labels: np.ndarray) -> dict[str, float]:
-    """AUROC, ECE, Brier and NLL of `probs` against `labels` (verirag.metrics.calibration)."""
-    from verirag.metrics.calibration import auroc, brier, ece, nll
-
-    y = np.asarray(labels).astype(int)
-    out = {
-        "n": len(y),
-        "positives": int(y.sum()),
-        "accuracy": float(np.mean((probs >= 0.5) == y)) if len(y) else float("nan"),
-        "ece": ece(probs, y) if len(y) else float("nan"),
-        "brier": float(brier(probs, y)) if len(y) else float("nan"),
-        "nll": float(nll(probs, y)) if len(y) else float("nan"),
-    }
-    out["auroc"] = float(auroc(probs, y)) if 0 < y.sum() < len(y) else float("nan")
-    return out
 
 
 def _check_pairs(queries: Sequence[str], documents: Sequence[str]) -> tuple[list[str], list[str]]:

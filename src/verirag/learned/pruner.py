@@ -42,11 +42,11 @@ from verirag.errors import InputError
 from verirag.learned.adapter_part import ADAPTER_FILE as ADAPTER_FILE  # re-exported: where the weights are
 from verirag.learned.adapter_part import EncoderAdapter
 from verirag.learned.base import LearnedPart
-from verirag.learned.forecaster import fit_temperature, validation_metrics
+from verirag.learned.calibration import fit_temperature, validation_metrics
+from verirag.learned.encoders import DEFAULT_ENCODER, encoder_dir, encoder_fingerprint
 from verirag.learned.pruner_inputs import Window, passage_sentences, windows_for
 from verirag.learned.splits import split_by_group
 from verirag.learned.training import EarlyStopping, bce_with_logits
-from verirag.learned.verifier import DEFAULT_ENCODER, encoder_dir, encoder_fingerprint
 from verirag.metrics.calibration import auroc, sigmoid
 
 META_FILE = "pruner.json"

@@ -178,13 +178,46 @@ class TransformersLLM(AttentionReader, LLM):
         The end-of-sequence token is neither in the text nor in `tokens`.
         """
         torch = self.torch
-        from transformers import GenerationConfig
-
         if max_tokens < 1:
             raise InputError(f"max_tokens must be >= 1, got {max_tokens}")
         ids = self.prompt_ids(prompt)
         self.check_length(len(ids), 0)
         max_new = min(int(max_tokens), max(1, self.context_window - len(ids)))
+        cfg, eos_ids = self._generation_config(max_new, temperature)
+        kwargs: dict[str, Any] = {}
+        if stop:
+            cfg.stop_strings = list(stop)
+            kwargs["tokenizer"] = self.tokenizer
+        if temperature > 0:
+            torch.manual_seed(int(seed))
+            if self.device.startswith("cuda"):
+                torch.cuda.manual_seed_all(int(seed))
+        input_ids = torch.tensor([ids], device=self.device)
+        with torch.inference_mode():
+            out = self.model.generate(
+                input_ids=input_ids, attention_mask=torch.ones_like(input_ids), generation_config=cfg, **kwargs
+            )
+        new_ids = [int(t) for t in out.sequences[0, len(ids) :].tolist()]
+        finish = "length"
+        if new_ids and new_ids[-1] in eos_ids:
+            new_ids = new_ids[:-1]
+            finish = "stop"
+        pieces = self.pieces(new_ids, ids)
+        text, n_keep, stopped = self._cut_at_stop(new_ids, pieces, stop)
+        tokens = self._token_logprobs(out.logits, new_ids, pieces, n_keep, top_logprobs) if logprobs else []
+        return Generation(
+            text=text,
+            tokens=tokens,
+            finish_reason="stop" if stopped else finish,
+            model=self.model_id,
+            prompt_tokens=len(ids),
+            completion_tokens=n_keep,
+        )
+
+    def _generation_config(self, max_new: int, temperature: float):
+        """(transformers' GenerationConfig for greedy or sampled decoding, the end-of-sequence ids)."""
+        from transformers import GenerationConfig
+
         sample = temperature > 0
         eos = self.model.generation_config.eos_token_id
         if eos is None:
@@ -203,66 +236,46 @@ class TransformersLLM(AttentionReader, LLM):
             output_logits=True,
             return_dict_in_generate=True,
         )
-        kwargs: dict[str, Any] = {}
-        if stop:
-            cfg.stop_strings = list(stop)
-            kwargs["tokenizer"] = self.tokenizer
-        if sample:
-            torch.manual_seed(int(seed))
-            if self.device.startswith("cuda"):
-                torch.cuda.manual_seed_all(int(seed))
-        input_ids = torch.tensor([ids], device=self.device)
-        with torch.inference_mode():
-            out = self.model.generate(
-                input_ids=input_ids, attention_mask=torch.ones_like(input_ids), generation_config=cfg, **kwargs
-            )
-        new_ids = [int(t) for t in out.sequences[0, len(ids) :].tolist()]
-        finish = "length"
-        if new_ids and new_ids[-1] in eos_ids:
-            new_ids = new_ids[:-1]
-            finish = "stop"
-        pieces = self.pieces(new_ids, ids)
-        full = "".join(pieces)
+        return cfg, eos_ids
+
+    def _cut_at_stop(self, new_ids: list[int], pieces: list[str], stop: Sequence[str] | None) -> tuple[str, int, bool]:
+        """(the text, the tokens kept, whether a stop string ended it): the tokens that begin before
+        the first stop string are kept, and the text is cut before it."""
         text = self.tokenizer.decode(new_ids, skip_special_tokens=True)
-        n_keep = len(new_ids)
-        if stop:
-            cut = min((full.find(s) for s in stop if s and s in full), default=-1)
-            if cut >= 0:
-                finish = "stop"
-                pos = 0
-                n_keep = 0
-                for piece in pieces:  # keep the tokens that begin before the stop string
-                    if pos >= cut:
-                        break
-                    pos += len(piece)
-                    n_keep += 1
-                text = self.tokenizer.decode(new_ids[:n_keep], skip_special_tokens=True)
-                tcut = min((text.find(s) for s in stop if s and s in text), default=-1)
-                if tcut >= 0:
-                    text = text[:tcut]
-                elif len(text) > cut:
-                    text = text[:cut]
+        full = "".join(pieces)
+        cut = min((full.find(s) for s in stop or () if s and s in full), default=-1)
+        if cut < 0:
+            return text, len(new_ids), False
+        pos = n_keep = 0
+        for piece in pieces:  # keep the tokens that begin before the stop string
+            if pos >= cut:
+                break
+            pos += len(piece)
+            n_keep += 1
+        text = self.tokenizer.decode(new_ids[:n_keep], skip_special_tokens=True)
+        tcut = min((text.find(s) for s in stop or () if s and s in text), default=-1)
+        if tcut >= 0:
+            text = text[:tcut]
+        elif len(text) > cut:
+            text = text[:cut]
+        return text, n_keep, True
+
+    def _token_logprobs(self, logits, new_ids: list[int], pieces: list[str], n_keep: int, top_logprobs: int):
+        """Each kept token's logprob and its `top_logprobs` alternatives, from the step logits."""
+        torch = self.torch
+        k = max(0, int(top_logprobs))
         tokens: list[TokenLogprob] = []
-        if logprobs:
-            k = max(0, int(top_logprobs))
-            for i in range(n_keep):
-                lp = torch.log_softmax(out.logits[i][0].float(), dim=-1)
-                top = []
-                if k:
-                    vals, idx = torch.topk(lp, k)
-                    top = [
-                        (self.tokenizer.decode([int(j)], skip_special_tokens=False), float(v))
-                        for v, j in zip(vals.tolist(), idx.tolist())
-                    ]
-                tokens.append(TokenLogprob(token=pieces[i], logprob=float(lp[new_ids[i]]), top=top))
-        return Generation(
-            text=text,
-            tokens=tokens,
-            finish_reason=finish,
-            model=self.model_id,
-            prompt_tokens=len(ids),
-            completion_tokens=n_keep,
-        )
+        for i in range(n_keep):
+            lp = torch.log_softmax(logits[i][0].float(), dim=-1)
+            top = []
+            if k:
+                vals, idx = torch.topk(lp, k)
+                top = [
+                    (self.tokenizer.decode([int(j)], skip_special_tokens=False), float(v))
+                    for v, j in zip(vals.tolist(), idx.tolist())
+                ]
+            tokens.append(TokenLogprob(token=pieces[i], logprob=float(lp[new_ids[i]]), top=top))
+        return tokens
 
     def score(self, prompt: Prompt, continuation: str) -> ContinuationScore:
         """One forward pass over prompt ids + continuation ids (tokenised separately)."""
