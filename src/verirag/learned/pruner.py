@@ -153,6 +153,21 @@ class _Unit:
     labels: np.ndarray
 
 
+def _checked_examples(examples: Sequence[PrunerExample]) -> list[PrunerExample]:
+    """The examples, refused when there are none, when they hold one label only, or when an
+    example's labels do not match its sentences."""
+    examples = list(examples)
+    if not examples:
+        raise InputError("no training examples")
+    labels = {y for e in examples for y in e.labels}
+    if labels != {0, 1}:
+        raise InputError(f"the pruner needs kept and dropped sentences to learn from, got labels {sorted(labels)}")
+    for e in examples:
+        if len(e.labels) != len(e.sentences):
+            raise InputError(f"{e.group}: {len(e.sentences)} sentences but {len(e.labels)} labels")
+    return examples
+
+
 class ContextPruner(EncoderAdapter, LearnedPart):
     """Settings: `encoder`, `max_length` (tokens of a window), `train_layers`, `epochs` (at most),
     `batch_size` (windows per step), `learning_rate` (the layers'), `head_learning_rate`,
@@ -333,15 +348,7 @@ class ContextPruner(EncoderAdapter, LearnedPart):
 
         from verirag.learned.verifier_model import compress_update, merge_lora, round_to_fp16, select_trainable
 
-        examples = list(examples)
-        if not examples:
-            raise InputError("no training examples")
-        labels = {y for e in examples for y in e.labels}
-        if labels != {0, 1}:
-            raise InputError(f"the pruner needs kept and dropped sentences to learn from, got labels {sorted(labels)}")
-        for e in examples:
-            if len(e.labels) != len(e.sentences):
-                raise InputError(f"{e.group}: {len(e.sentences)} sentences but {len(e.labels)} labels")
+        examples = _checked_examples(examples)
         torch.manual_seed(self.seed)
         self._load_base()
         self.fingerprints = {
@@ -368,18 +375,7 @@ class ContextPruner(EncoderAdapter, LearnedPart):
         stop = EarlyStopping(self.patience)
         rng = np.random.default_rng(self.seed)
         for epoch in range(1, self.epochs + 1):
-            self._scorer.train()
-            losses = []
-            order = rng.permutation(len(train_units))
-            for start in range(0, len(order), self.batch_size):
-                idx = order[start : start + self.batch_size]
-                z = self._logits([train_units[i] for i in idx], [states_tr[i] for i in idx])
-                y = torch.from_numpy(np.concatenate([train_units[i].labels for i in idx]))
-                loss = torch.nn.functional.binary_cross_entropy_with_logits(z, y, pos_weight=pos_weight)
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-                losses.append(float(loss.detach()))
+            losses = self._train_epoch(opt, train_units, states_tr, rng.permutation(len(train_units)), pos_weight)
             z, y = self._validate(val_units, states_va)
             entry = {"epoch": epoch, "train_loss": float(np.mean(losses)), "val_loss": bce_with_logits(z, y)}
             entry["val_auroc"] = float(auroc(z, y))
@@ -408,6 +404,24 @@ class ContextPruner(EncoderAdapter, LearnedPart):
         self.calibrate([e for e, m in zip(examples, va) if m])
         self.n_train_, self.n_val_ = len(train_units), len(val_units)
         return self
+
+    def _train_epoch(self, opt, units: list, states: list, order, pos_weight) -> list[float]:
+        """One pass over the training units in `order`, in batches: each step's loss (BCE with the
+        rare kept sentences weighted up by `pos_weight`)."""
+        import torch
+
+        self._scorer.train()
+        losses = []
+        for start in range(0, len(order), self.batch_size):
+            idx = order[start : start + self.batch_size]
+            z = self._logits([units[i] for i in idx], [states[i] for i in idx])
+            y = torch.from_numpy(np.concatenate([units[i].labels for i in idx]))
+            loss = torch.nn.functional.binary_cross_entropy_with_logits(z, y, pos_weight=pos_weight)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(float(loss.detach()))
+        return losses
 
     def calibrate(self, examples: Sequence[PrunerExample]) -> ContextPruner:
         """Fit the temperature, the threshold and the metrics on held-out `examples` (`fit` does it
