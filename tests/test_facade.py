@@ -128,6 +128,23 @@ def test_evaluate_an_answer_log(tmp_path):
         evaluate(tmp_path / "missing.jsonl", tmp_path / "out2")
 
 
+@pytest.mark.slow
+def test_evaluate_an_experiment_config_through_the_labs_door(tmp_path):
+    """`verirag.evaluate(CONFIG)` runs the grid (the lab's `experiments.evaluate`), its report written."""
+    data = tmp_path / "q.jsonl"
+    row = {"id": "q1", "question": QUESTION, "passages": [{"title": "t", "text": CONTEXTS[0]}], "references": ["Ada"]}
+    data.write_text(json.dumps(row) + "\n")
+    config = tmp_path / "grid.yaml"
+    config.write_text(
+        f"name: tiny\ndatasets: [{{name: jsonl, path: {data}}}]\nmodels: [smollm2-135m]\nmethods: [vanilla]\n"
+        "generation: {max_tokens: 8}\n"
+    )
+    got = evaluate(config, tmp_path / "run")
+    assert got.kind == "experiment" and got.summary["written"] == 1 and got.report.is_file()
+    again = evaluate(config, tmp_path / "run")  # resumed: nothing written again
+    assert again.summary["written"] == 0 and again.summary["skipped"] == 1
+
+
 # ---- one default everywhere --------------------------------------------------------------------
 @pytest.mark.slow
 def test_the_default_is_the_same_in_python_the_cli_and_http(tmp_path):

@@ -25,11 +25,21 @@ LIBRARY = [
     "prompts",
     "retrieval",
     "server",
+    "integrations",
+    "api.py",
+    "client.py",
+    "contexts.py",
+    "conversation.py",
     "errors.py",
     "jsonio.py",
+    "limits.py",
+    "ray_session.py",
     "settings.py",
     "types.py",
+    "version.py",
 ]
+# The one door from the library into the lab: `verirag.evaluate` of an experiment config runs the grid.
+LAB_DOORS = {"api.py": {"verirag.experiments.evaluate", "verirag.experiments.evaluate.evaluate_config"}}
 
 PROBE = """
 import json, sys
@@ -38,6 +48,9 @@ seen = []
 sys.addaudithook(lambda event, args: event == "open" and seen.append(str(args[0])))
 import verirag.awf.pipeline, verirag.server.app, verirag.answer_log
 import verirag.answer_log.report, verirag.answer_log.summary
+import verirag
+verirag.evaluate, verirag.Verifier, verirag.fit_threshold, verirag.AnswerSpec  # the Python doors
+import verirag.integrations.langchain, verirag.integrations.llamaindex, verirag.client
 print(json.dumps({
     "lab": sorted(m for m in sys.modules if m.split(".")[:2] in (["verirag", "experiments"],
                   ["verirag", "train"], ["verirag", "datasets"])),
@@ -74,7 +87,8 @@ def test_no_library_module_imports_lab_code_even_lazily():
             if not path.exists():
                 continue
             for line, name in _imports(ast.parse(path.read_text(encoding="utf-8"))):
-                if any(name == lab or name.startswith(lab + ".") for lab in LAB):
+                door = name in LAB_DOORS.get(str(path.relative_to(SRC)), set())
+                if not door and any(name == lab or name.startswith(lab + ".") for lab in LAB):
                     hits.append(f"{path.relative_to(SRC)}:{line}: {name}")
             # relative imports of the lab from inside the package
             text = path.read_text(encoding="utf-8")

@@ -255,29 +255,11 @@ def evaluate(
     if not path.is_file():
         raise InputError(f"nothing to evaluate at {path}: give an experiment config (.yaml) or an answer log (.jsonl)")
     if path.suffix.lower() in (".yaml", ".yml"):
-        return _evaluate_config(path, out_dir, limit=limit, progress=progress, report=report)
+        # the experiment grid is the lab's (`verirag.experiments`): its one door from the library
+        from verirag.experiments.evaluate import evaluate_config
+
+        return evaluate_config(path, out_dir, limit=limit, progress=progress, report=report)
     from verirag.answer_log import verify_log
 
     done = verify_log(Verifier(method, threshold).pipeline, path, out_dir, limit=limit, **log_fields)
     return Evaluation("answer_log", out_dir, done.summary, done.report)
-
-
-def _evaluate_config(path: Path, out_dir: Path, *, limit, progress: bool, report: bool) -> Evaluation:
-    from verirag.experiments.commands import load_study, run_study
-    from verirag.experiments.grid.config import load_config
-    from verirag.experiments.grid.runner import run_experiment
-    from verirag.experiments.report.awf import build_report
-
-    study = load_study(path)
-    if study is not None:
-        result = run_study(study, out_dir)
-        return Evaluation("study", out_dir, result, Path(result["report"]) if result.get("report") else None)
-    outcome = run_experiment(load_config(path), out_dir, limit=limit, progress=progress)
-    summary = {
-        "written": outcome.written,
-        "skipped": outcome.skipped,
-        "recomputed": outcome.recomputed,
-        "record_errors": outcome.record_errors,
-    }
-    page = Path(build_report(out_dir)) if report else None
-    return Evaluation("experiment", out_dir, summary, page, outcome.failures)
