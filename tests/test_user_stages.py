@@ -133,6 +133,31 @@ def test_ask_runs_the_stage_from_the_current_directory(stage_dir, tmp_path, monk
 
 
 @pytest.mark.slow
+def test_the_python_door_runs_the_stage(on_path, tmp_path):
+    """The guide's Python block, on the smallest model: the spec names the stage, the answer reports it."""
+    from verirag import AnswerSpec, Pipeline
+
+    spec = AnswerSpec(preset="tiny", retrieval="bm25", k=4, stages=[{"use": USE, "options": {"min_words": 5}}])
+    pipeline = Pipeline(spec.to_config())
+    pipeline.index(_corpus(tmp_path / "docs"))
+    result = pipeline.ask("Who designed Halvorsen Lighthouse?")
+    assert result.stages["drop_short"]["min_words"] == 5 and len(result.stages["drop_short"]["dropped"]) == 2
+    assert {e.id for e in result.evidence}.isdisjoint(result.stages["drop_short"]["dropped"])
+
+
+def test_serve_takes_the_stage_option(on_path, monkeypatch):
+    """`verirag serve --stage` puts the stage in the service's spec (the service test runs it)."""
+    import verirag.server.run
+    from verirag.cli import app
+
+    seen = {}
+    monkeypatch.setattr(verirag.server.run, "serve", lambda cfg, **_kw: seen.update(stages=cfg.overrides["stages"]))
+    r = CliRunner().invoke(app, ["serve", "--preset", "tiny", "--stage", f"{USE},min_words=7"])
+    assert r.exit_code == 0, r.output
+    assert seen["stages"] == (parse_stage(f"{USE},min_words=7"),)
+
+
+@pytest.mark.slow
 def test_the_service_runs_its_stages_and_no_client_names_one(on_path, tmp_path):
     import httpx
     from test_client import serving
