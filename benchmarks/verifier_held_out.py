@@ -19,7 +19,8 @@ import os
 from collections import Counter
 from pathlib import Path
 
-from verirag.learned.verifier import TrainedVerifier, examples_fingerprint
+from verirag.learned.verifier import TrainedVerifier
+from verirag.learned.verifier_trainer import examples_fingerprint
 from verirag.train.verifier import read_examples
 
 

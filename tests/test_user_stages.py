@@ -59,6 +59,7 @@ def test_the_command_line_form_reads_options_as_json_where_they_parse():
     ref = parse_stage("my_stages:DropShortPassages, min_words=12,label=short")
     assert ref.use == USE and ref.options == {"min_words": 12, "label": "short"}
     assert parse_stage("a.b:C,x=0.5,y=true,z=text").options == {"x": 0.5, "y": True, "z": "text"}
+    assert parse_stage("a:B,ids=[1, 2],x=3").options == {"ids": [1, 2], "x": 3}  # a value may hold commas
     with pytest.raises(InputError, match="options are key=value"):
         parse_stage("a:B,oops")
     with pytest.raises(InputError, match="module:Class"):
@@ -90,10 +91,24 @@ def test_a_bad_stage_is_an_input_error_when_the_spec_resolves(on_path, stage, pr
         AnswerSpec(stages=[stage]).resolve()
 
 
-def test_two_stages_of_one_name_are_refused(on_path):
-    refs = AnswerSpec(stages=[{"use": USE}, {"use": USE, "options": {"min_words": 3}}]).resolve().stages
+def test_two_stages_of_one_name_or_a_built_in_name_are_refused_when_the_spec_resolves(on_path, stage_dir):
     with pytest.raises(InputError, match="two stages share the name 'drop_short'"):
-        build_stages(refs)
+        AnswerSpec(stages=[{"use": USE}, {"use": USE, "options": {"min_words": 3}}]).resolve()
+    (stage_dir / "named_prune.py").write_text(guide_stage_code().replace('name = "drop_short"', 'name = "prune"'))
+    with pytest.raises(InputError, match="may not be named 'prune'"):
+        AnswerSpec(stages=[{"use": "named_prune:DropShortPassages"}]).resolve()
+
+
+def test_a_stage_that_fails_is_an_input_error_naming_it(on_path, stage_dir):
+    (stage_dir / "broken_stage.py").write_text(
+        "class Broken:\n    name = 'broken'\n    def run(self, question, hits, say):\n        return 1 / 0\n"
+    )
+    (stage,) = build_stages(AnswerSpec(stages=[{"use": "broken_stage:Broken"}]).resolve().stages)
+    with pytest.raises(InputError, match="stage broken_stage:Broken failed: ZeroDivisionError"):
+        stage.run("q?", _hits(LONG), lambda _m: None)
+    (stage_dir / "bad_syntax.py").write_text("def oops(:\n")
+    with pytest.raises(InputError, match="importing 'bad_syntax' failed: SyntaxError"):
+        AnswerSpec(stages=[{"use": "bad_syntax:X"}]).resolve()
 
 
 def test_the_identity_names_class_options_and_version(on_path):
@@ -221,3 +236,16 @@ def test_the_grid_runs_the_stage_and_its_options_are_in_the_key(on_path, tmp_pat
     assert run(5)[0].key == first.key  # the rerun reads the record, nothing recomputed
     (second,) = run(50)  # other options: another key, recomputed
     assert second.key != first.key and second.details["stages"]["drop_short"]["min_words"] == 50
+    (on_path / "broken_grid.py").write_text(
+        "class Broken:\n    name = 'broken'\n    def run(self, question, hits, say):\n        return 1 / 0\n"
+    )
+    raw = {
+        "name": "broken",
+        "datasets": [{"name": "jsonl", "path": str(data)}],
+        "models": ["smollm2-135m"],
+        "methods": ["vanilla"],
+        "stages": [{"use": "broken_grid:Broken"}],
+    }
+    run_experiment(parse_config(raw), tmp_path / "broken")  # the run goes on: the example's record says why
+    (failed,) = ResultStore(tmp_path / "broken").load()
+    assert failed.error and "stage broken_grid:Broken failed: ZeroDivisionError" in failed.error

@@ -34,7 +34,7 @@ from verirag.awf.defaults import DEFAULT_METHOD, judged_method
 from verirag.awf.policies import FALLBACKS
 from verirag.awf.prune_setting import OFF, PRUNE_DEFAULT, SHIPPED, PruneSetting, parse_prune
 from verirag.awf.stages import UNTRUSTED_ACTIONS
-from verirag.awf.user_stages import StageRef
+from verirag.awf.user_stages import StageRef, check_names
 from verirag.conversation import MAX_HISTORY_WORDS, MAX_TURNS
 from verirag.errors import InputError
 from verirag.learned.threshold import ThresholdController
@@ -299,6 +299,7 @@ class AnswerSpec(_Frozen):
         filled["stages"] = tuple(self.stages or ())
         for ref in filled["stages"]:  # a stage that cannot be imported or built fails before anything runs
             ref.checked_options()
+        check_names(filled["stages"])
         return self.model_copy(update=filled)
 
     def digest(self) -> str:

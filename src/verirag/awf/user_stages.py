@@ -104,10 +104,15 @@ def load_stage_class(use: str) -> type:
     module_name, _, attr = use.partition(":")
     try:
         target: Any = _import(module_name)
-    except ImportError as e:
-        raise InputError(
-            f"stage {use}: cannot import {module_name!r} ({e}); put it in the current directory or on PYTHONPATH"
-        ) from None
+    except ModuleNotFoundError as e:
+        hint = (
+            "put it in the current directory or on PYTHONPATH"
+            if e.name == module_name.split(".")[0]
+            else "install what it imports"
+        )
+        raise InputError(f"stage {use}: cannot import {module_name!r} ({e}); {hint}") from None
+    except Exception as e:  # a syntax error or a failure while the module runs
+        raise InputError(f"stage {use}: importing {module_name!r} failed: {type(e).__name__}: {e}") from None
     for part in attr.split("."):
         if not hasattr(target, part):
             raise InputError(f"stage {use}: module {module_name!r} has no {attr!r}")
@@ -139,7 +144,10 @@ def _import(module_name: str) -> Any:
 def parse_stage(text: str) -> StageRef:
     """A stage as the command line gives it: `module:Class` or `module:Class,key=value,...`; each
     value is read as JSON where it parses (8, 0.5, true, "x", [1, 2]), else as text."""
-    use, *pairs = [p.strip() for p in text.split(",")]
+    # a comma starts a new option only before `key=`: a value may hold commas ("x=[1, 2]")
+    use, *pairs = [p.strip() for p in re.split(r",(?=\s*[A-Za-z_]\w*\s*=)", text)]
+    if "," in use:  # something after the class that is no key=value
+        raise InputError(f"--stage {text!r}: options are key=value, got {use.partition(',')[2].strip()!r}")
     options: dict[str, Any] = {}
     for pair in pairs:
         key, eq, value = pair.partition("=")
@@ -155,15 +163,45 @@ def parse_stage(text: str) -> StageRef:
         raise InputError(f"--stage {text!r}: {e.errors()[0]['msg']}") from None
 
 
-def build_stages(refs: tuple[StageRef, ...] | list[StageRef]) -> list[Any]:
-    """The stage objects of `refs`, in order; two stages of one name are refused (their reports
-    would overwrite each other)."""
-    stages = [ref.build() for ref in refs]
-    names = [s.name for s in stages]
+BUILT_IN = ("trust", "forecast", "prune")  # the built-in stages' names: their results are keyed by name
+
+
+def check_names(refs: tuple[StageRef, ...] | list[StageRef]) -> None:
+    """Each stage's `name` its own: not a built-in stage's, not another user stage's (their
+    results and reports are keyed by name)."""
+    names = [str(ref.stage_class().name) for ref in refs]
+    taken = sorted({n for n in names if n in BUILT_IN})
+    if taken:
+        raise InputError(f"a stage may not be named {', '.join(map(repr, taken))}: verirag's own stage has that name")
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:
         raise InputError(f"two stages share the name {', '.join(map(repr, repeated))}: give each its own `name`")
-    return stages
+
+
+class GuardedStage:
+    """A user's stage as the pipeline runs it: an exception of its own becomes an InputError that
+    names the stage (a clear error in `ask`, an error record in the grid), never a bare traceback."""
+
+    def __init__(self, use: str, stage: Any):
+        self.use, self.stage, self.name = use, stage, stage.name
+
+    def run(self, question: str, hits: list, say: Any) -> Any:
+        try:
+            return self.stage.run(question, hits, say)
+        except InputError:
+            raise
+        except Exception as e:
+            raise InputError(f"stage {self.use} failed: {type(e).__name__}: {e}") from e
+
+    def report(self, result: Any, got: Any, usage: Any, record: Any) -> None:
+        report(self.stage, result, got, usage, record)
+
+
+def build_stages(refs: tuple[StageRef, ...] | list[StageRef]) -> list[Any]:
+    """The stage objects of `refs`, in order, each guarded (`GuardedStage`); names are checked
+    (`check_names`)."""
+    check_names(refs)
+    return [GuardedStage(ref.use, ref.build()) for ref in refs]
 
 
 def stages_digest(refs: tuple[StageRef, ...] | list[StageRef]) -> str:

@@ -291,7 +291,7 @@ class UnitRunner:
                     break
                 results.append((stage, stage.run(query, hits, lambda _m: None)))
                 hits = results[-1][1].kept
-        record = PassagesRecord([h.passage for h in hits], [scores[h.rank] for h in hits] if scored else None)
+        record = PassagesRecord([h.passage for h in hits], [float(h.score) for h in hits] if scored else None)
         for stage, result in results:
             report(stage, result, None, None, record)
         if record.prune is None:
@@ -323,10 +323,14 @@ class UnitRunner:
         the method, then the answer rules `ask` applies), over one trace the methods share. The
         question is asked in the example's history as `ask` and `Verifier.verify` ask it
         (`AnswerState.asked`: the same turns, cut by the same rule), not as one long question."""
-        from verirag.awf.core import AnswerAndScore, AnswerCore, AnswerRules, AnswerState
+        from verirag.awf.core import AnswerAndScore, AnswerCore, AnswerRules, AnswerState, PassagesRecord
         from verirag.awf.trace import Trace
 
-        passages = self.passages(ex)  # pruned once, shared by the methods
+        refused = None
+        try:
+            passages = self.passages(ex)  # pruned once, shared by the methods
+        except VeriragError as e:  # a stage refused this example: each method's record says so
+            passages, refused = PassagesRecord(list(ex.passages), ex.meta.get("retrieval_scores")), e
         asked = AnswerState.asked(ex.question, ex.history)
         trace = Trace(asked.in_context(), passages.passages, retrieval_scores=passages.retrieval_scores)
         prune = {} if passages.prune is None else {"prune": _jsonable(passages.prune)}
@@ -338,6 +342,8 @@ class UnitRunner:
             t0 = time.perf_counter()
             state = AnswerState(ex.question, history=asked.history, passages=passages, trace=trace)
             try:
+                if refused is not None:
+                    raise refused
                 AnswerCore([AnswerAndScore(method), AnswerRules()], raise_outages=False).run(state)
                 j = state.judgement
                 answer, score, hard, error, details = j.answer, j.score, j.hard, j.error, j.details
