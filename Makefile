@@ -16,7 +16,7 @@ TORCH  ?= torch==2.13.0
 # it here (override on the command line; the tests take theirs from the shared_data fixture).
 export VERIRAG_DATA_DIR ?= $(abspath ../shared/data)
 
-.PHONY: demo test test-fast lint install models dev docs bench eval-small serve clean-venv verifier cascade pruner \
+.PHONY: demo test test-fast lint install lab models dev docs bench eval-small serve clean-venv verifier cascade pruner \
 	paraphrase-labels distill-labels
 
 $(PY):
@@ -36,17 +36,24 @@ $(VENV)/.base: pyproject.toml $(VENV)/.torch $(VENV)/.llama
 	$(PIP) install -e .
 	touch $@
 
+# The lab (lab/: experiment grids, studies, dataset loaders, label recipes, training) as its own
+# package beside the product; its commands join `verirag` (eval, report, train, label,
+# calibrate-retrieval). --no-deps: its one dependency is the product installed just before.
+$(VENV)/.lab: lab/pyproject.toml $(VENV)/.base
+	$(PIP) install --no-deps -e lab
+	touch $@
+
 $(VENV)/.models: $(VENV)/.base
 	$(PIP) install -e '.[local-models]'
 	$(VENV)/bin/verirag models fetch qwen2.5-1.5b
 	touch $@
 
-$(VENV)/.dev: $(VENV)/.base
+$(VENV)/.dev: $(VENV)/.base $(VENV)/.lab
 	$(PIP) install -e '.[dev]'
 	touch $@
 
 # MkDocs Material, mkdocstrings (the `docs` extra): the site in docs/, mkdocs.yml.
-$(VENV)/.docs: $(VENV)/.base
+$(VENV)/.docs: $(VENV)/.base $(VENV)/.lab
 	$(PIP) install -e '.[docs]'
 	touch $@
 
@@ -62,6 +69,7 @@ $(VENV)/.browser: scripts/install_browser.sh | $(PY)
 	touch $@
 
 install: $(VENV)/.base
+lab: $(VENV)/.lab
 models: $(VENV)/.models
 dev: $(VENV)/.dev
 
@@ -70,8 +78,8 @@ demo: $(VENV)/.models
 
 # ruff's lint and format check first (configured in pyproject.toml): a finding fails before the tests run.
 lint: $(VENV)/.dev
-	$(VENV)/bin/ruff check src tests benchmarks scripts
-	$(VENV)/bin/ruff format --check src tests benchmarks scripts
+	$(VENV)/bin/ruff check src lab/src tests benchmarks scripts
+	$(VENV)/bin/ruff format --check src lab/src tests benchmarks scripts
 
 test: lint $(VENV)/.dev $(VENV)/.docs $(VENV)/.wordnet $(VENV)/.browser
 	$(PY) -m pytest -ra
@@ -81,7 +89,7 @@ test-fast: lint $(VENV)/.dev $(VENV)/.wordnet
 	$(PY) -m pytest -ra -m "not slow and not shared_data"
 
 # The AwF study in small (configs/awf-small.yaml): NQ and HotpotQA from ../shared/data.
-eval-small: $(VENV)/.models
+eval-small: $(VENV)/.models $(VENV)/.lab
 	$(VENV)/bin/verirag eval configs/awf-small.yaml --out runs/awf-small
 
 # Verifier v1 (data/verifier/candidates/v1, shipped until 2026-11-26; the shipped verifier starts from
@@ -89,7 +97,7 @@ eval-small: $(VENV)/.models
 # every encoder layer fine-tuned and its update stored at rank 16 (an hour on one core of 2 shared with
 # another training run).
 VERIFIER_LABELS := runs/labels/swap.jsonl data/verifier/labels/qwen2.5-1.5b.jsonl data/verifier/labels/qwen2.5-0.5b.jsonl
-verifier-v1: $(VENV)/.base
+verifier-v1: $(VENV)/.base $(VENV)/.lab
 	$(VENV)/bin/verirag label verifier --models none --recipes swap --n 0 \
 	    --out runs/labels/swap.jsonl
 	$(VENV)/bin/verirag train verifier $(VERIFIER_LABELS) --train-layers 6 --compress-rank 16 --epochs 3 \
@@ -106,18 +114,18 @@ docs: $(VENV)/.docs
 # (loading refuses a band fitted for another verifier), after rescoring the run with the new verifier
 # (benchmarks/rescore_own_answers.py).
 OWN_NLI := data/verifier/own_answers/held-out-nli-qwen2.5-1.5b
-cascade: $(VENV)/.base
+cascade: $(VENV)/.base $(VENV)/.lab
 	$(VENV)/bin/verirag train cascade $(OWN_NLI) --verifier-scores $(OWN_NLI)/verifier-shipped.jsonl \
 	    --budget 0.2 --out src/verirag/learned/shipped/cascade.json
 
 # The shipped context pruner (src/verirag/learned/shipped/pruner/) again, from ../shared/data: labels made
 # without an LLM (NQ sentences holding the answer, HotpotQA's supporting facts; the benchmark's
 # held-out questions excluded; instruct_qa_human questions and licence texts refused in code by
-# verirag.train.guard), the top 3 encoder layers fine-tuned and stored at rank 16, the best of 5 epochs
+# verirag_lab.train.guard), the top 3 encoder layers fine-tuned and stored at rank 16, the best of 5 epochs
 # by validation AUROC; two published thresholds: conservative (the default; an answering sentence kept
 # in 97% of the validation passages holding one) and aggressive (90%). About 40 minutes on 2 quiet
 # cores. Copy runs/pruner over the shipped one.
-pruner: $(VENV)/.base
+pruner: $(VENV)/.base $(VENV)/.lab
 	$(VENV)/bin/verirag train pruner --train-layers 3 --epochs 5 --patience 2 --compress-rank 16 \
 	    --recall 0.97 --aggressive-recall 0.9 --out runs/pruner
 
@@ -131,7 +139,7 @@ $(VENV)/.doccorpus: scripts/install_doc_corpus.sh | $(PY)
 	touch $@
 
 .PHONY: issue36-labels verifier-issue36 verifier-v1
-issue36-labels: $(VENV)/.base $(VENV)/.doccorpus
+issue36-labels: $(VENV)/.base $(VENV)/.lab $(VENV)/.doccorpus
 	for split in train heldout; do \
 	  sfx=$$([ $$split = train ] || echo .heldout); \
 	  $(VENV)/bin/verirag label verifier --models none --recipes multihop,followup --datasets nq,hotpotqa \
@@ -151,7 +159,7 @@ ISSUE36_TRAIN := runs/labels/issue36-qa.jsonl runs/labels/issue36-docs-1200.json
 runs/labels/issue36-docs-1200.jsonl: $(VENV)/.base $(VENV)/.doccorpus
 	$(VENV)/bin/verirag label verifier --models none --recipes doc_claims --datasets docs --n 1200 --split train \
 	    --out $@
-verifier-issue36: $(VENV)/.base issue36-labels runs/labels/issue36-docs-1200.jsonl
+verifier-issue36: $(VENV)/.base $(VENV)/.lab issue36-labels runs/labels/issue36-docs-1200.jsonl
 	$(VENV)/bin/verirag label verifier --models none --recipes swap --n 0 \
 	    --out runs/labels/swap.jsonl
 	$(VENV)/bin/verirag train verifier $(VERIFIER_LABELS) $(ISSUE36_TRAIN) --train-layers 3 --compress-rank 16 \
@@ -167,7 +175,7 @@ runs/labels/paraphrase.jsonl: data/verifier/labels/paraphrase-qwen2.5-1.5b.jsonl
 	mkdir -p runs/labels && gunzip -c $< > $@
 runs/labels/paraphrase.heldout.jsonl: data/verifier/labels/paraphrase-qwen2.5-1.5b.heldout.jsonl.gz
 	mkdir -p runs/labels && gunzip -c $< > $@
-paraphrase-labels: $(VENV)/.models runs/labels/paraphrase.jsonl runs/labels/paraphrase.heldout.jsonl
+paraphrase-labels: $(VENV)/.models $(VENV)/.lab runs/labels/paraphrase.jsonl runs/labels/paraphrase.heldout.jsonl
 	$(VENV)/bin/verirag label verifier --models qwen2.5-1.5b --recipes paraphrase --datasets nq,hotpotqa \
 	    --n 1500 --split train --out runs/labels/paraphrase.jsonl
 	$(VENV)/bin/verirag label verifier --models qwen2.5-1.5b --recipes paraphrase --datasets nq,hotpotqa \
@@ -185,7 +193,7 @@ paraphrase-labels: $(VENV)/.models runs/labels/paraphrase.jsonl runs/labels/para
 # where it stopped (kill it any time; add --limit N for at most N answers a session). Commit it
 # compactly, as the paraphrase labels are (ids, generated text, scores, fingerprints; no benchmark text):
 #   gzip -9nc runs/labels/distill.jsonl > data/verifier/labels/distill-qwen2.5-1.5b.jsonl.gz
-distill-labels: $(VENV)/.models
+distill-labels: $(VENV)/.models $(VENV)/.lab
 	$(VENV)/bin/verirag label verifier --models qwen2.5-1.5b --recipes distill --datasets nq,hotpotqa,nomiracl \
 	    --n 3000 --split train --judge-full-every 5 --out runs/labels/distill.jsonl
 
@@ -195,7 +203,7 @@ distill-labels: $(VENV)/.models
 # are the fewest and the weakest); the update from the packaged encoder is stored at rank 32 (v1's
 # update, rank 16, and the new one). About 30 minutes on 2 quiet cores. Copy runs/verifiers/shipped over
 # the shipped one, then refit the cascade's band (make cascade) on its rescored own answers.
-verifier: $(VENV)/.base issue36-labels runs/labels/issue36-docs-1200.jsonl
+verifier: $(VENV)/.base $(VENV)/.lab issue36-labels runs/labels/issue36-docs-1200.jsonl
 	$(VENV)/bin/verirag label verifier --models none --recipes swap --n 0 \
 	    --out runs/labels/swap.jsonl
 	$(VENV)/bin/verirag train verifier $(VERIFIER_LABELS) $(ISSUE36_TRAIN) runs/labels/issue36-qa.jsonl \
@@ -207,7 +215,7 @@ verifier: $(VENV)/.base issue36-labels runs/labels/issue36-docs-1200.jsonl
 # warm-started once more, on a seeded sample of 8,000 of the labels above with the paraphrase labels
 # listed twice. About 38 minutes on 2 quiet cores.
 .PHONY: verifier-paraphrase
-verifier-paraphrase: $(VENV)/.base issue36-labels runs/labels/issue36-docs-1200.jsonl runs/labels/paraphrase.jsonl
+verifier-paraphrase: $(VENV)/.base $(VENV)/.lab issue36-labels runs/labels/issue36-docs-1200.jsonl runs/labels/paraphrase.jsonl
 	$(VENV)/bin/verirag label verifier --models none --recipes swap --n 0 \
 	    --out runs/labels/swap.jsonl
 	$(VENV)/bin/verirag train verifier $(VERIFIER_LABELS) $(ISSUE36_TRAIN) runs/labels/issue36-qa.jsonl \

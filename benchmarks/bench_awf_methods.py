@@ -1,6 +1,6 @@
 """Every AwF method on N questions of the NQ oracle set: AwF best-F1, PR-AUC, seconds per question.
 
-Runs the experiment runner (`verirag.experiments`) on the `nq` benchmark built from ../shared/data
+Runs the experiment runner (`verirag_lab.experiments`) on the `nq` benchmark built from ../shared/data
 (each question's top-5 passages retrieved by BM25 from all oracle gold passages plus the HotpotQA
 paragraphs, so some questions get their gold passage and some do not), then prints one row per
 method from the records:
@@ -51,10 +51,10 @@ def main() -> None:
     if not DATA.is_dir():
         raise SystemExit(f"{DATA} not found: this benchmark reads ../shared/data")
 
-    from verirag.experiments.grid.config import parse_config
-    from verirag.experiments.grid.records import ResultStore
-    from verirag.experiments.grid.runner import run_experiment
     from verirag.metrics.awf import best_f1, pr_auc
+    from verirag.records import ResultStore
+    from verirag_lab.experiments.grid.config import parse_config
+    from verirag_lab.experiments.grid.runner import run_experiment
 
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     cfg = parse_config(

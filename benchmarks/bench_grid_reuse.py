@@ -43,10 +43,10 @@ def child(args) -> None:
     """Run one setting; print one JSON line of measurements."""
     import resource
 
-    from verirag.experiments.grid.config import parse_config
-    from verirag.experiments.grid.records import ResultStore
-    from verirag.experiments.grid.runner import run_experiment
     from verirag.llm import factory
+    from verirag.records import ResultStore
+    from verirag_lab.experiments.grid.config import parse_config
+    from verirag_lab.experiments.grid.runner import run_experiment
 
     cfg = parse_config(
         {

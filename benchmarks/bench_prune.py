@@ -74,12 +74,12 @@ def examples(dataset: str, n: int, seed: int):
     - `hotpotqa`: the HotpotQA questions the pruner holds out, all 10 distractor paragraphs."""
     import random
 
-    from verirag.datasets.hotpotqa import read_hotpotqa_path
-    from verirag.datasets.hotpotqa_original import distractor_example
-    from verirag.datasets.nq import load_nq
-    from verirag.datasets.registry import data_dir
-    from verirag.train.guard import TrainingGuard
-    from verirag.train.pruner_examples import HOTPOTQA_HELD_OUT, NQ_HELD_OUT, held_out
+    from verirag_lab.datasets.hotpotqa import read_hotpotqa_path
+    from verirag_lab.datasets.hotpotqa_original import distractor_example
+    from verirag_lab.datasets.nq import load_nq
+    from verirag_lab.datasets.registry import data_dir
+    from verirag_lab.train.guard import TrainingGuard
+    from verirag_lab.train.pruner_examples import HOTPOTQA_HELD_OUT, NQ_HELD_OUT, held_out
 
     root = data_dir()
     guard = TrainingGuard.for_data(root)
@@ -106,13 +106,13 @@ LICENCE_QUESTIONS = Path(__file__).resolve().parents[1] / "data" / "pruner" / "h
 def licence_questions():
     """Issue 48's documents of another kind: questions written for this benchmark, with known
     answers, about the licence texts of /usr/share/common-licenses, which no pruner or verifier
-    trains on (`verirag.train.guard.TrainingGuard` refuses them). Each question gets the top-5
+    trains on (`verirag_lab.train.guard.TrainingGuard` refuses them). Each question gets the top-5
     passages of an index built as `verirag index` builds one (hybrid, 200-word chunks) over every
     licence file: what a user asking about these documents would retrieve."""
-    from verirag.datasets._retrieved import attach_retrieved
     from verirag.retrieval import Index
-    from verirag.train.guard import LICENCE_DIR
     from verirag.types import Example, Passage
+    from verirag_lab.datasets._retrieved import attach_retrieved
+    from verirag_lab.train.guard import LICENCE_DIR
 
     files = sorted(f for f in LICENCE_DIR.iterdir() if f.is_file() and not f.is_symlink())
     if not files:
@@ -127,10 +127,10 @@ def licence_questions():
 def nq_open_only(root: Path):
     """NQ-open dev questions absent from the oracle file, each with its top-5 BM25 passages from
     the oracle + HotpotQA pool (ids "open:LINE")."""
-    from verirag.datasets._retrieved import attach_retrieved
-    from verirag.datasets.nq import build_pool, build_retriever, find_distractors, find_oracle_file, read_oracle
-    from verirag.train.verifier_labels.exclusion import question_key
     from verirag.types import Example
+    from verirag_lab.datasets._retrieved import attach_retrieved
+    from verirag_lab.datasets.nq import build_pool, build_retriever, find_distractors, find_oracle_file, read_oracle
+    from verirag_lab.train.verifier_labels.exclusion import question_key
 
     oracle = find_oracle_file(root)
     rows = read_oracle(oracle)

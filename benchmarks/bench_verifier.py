@@ -92,7 +92,7 @@ def throwaway_verifier(
 ) -> None:
     from verirag.learned.encoders import DEFAULT_ENCODER
     from verirag.learned.verifier import TrainedVerifier
-    from verirag.train.verifier_examples import VerifierExample
+    from verirag_lab.train.verifier_examples import VerifierExample
 
     exs = [
         VerifierExample(q, a, tuple(p.text for p in ps[:2]), i % 2, "bench", f"g{i // 2}")

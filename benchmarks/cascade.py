@@ -1,6 +1,6 @@
 """The cascade (`vanilla+cascade`, issue 36 item 4) measured offline, without an LLM call, from
 scores already committed, and the verify default the stated rule picks (item 5,
-`verirag.awf.defaults.pick_verify_default`).
+`verirag_lab.pick_default.pick_verify_default`).
 
     VERIRAG_DATA_DIR=../shared/data python benchmarks/cascade.py [--resamples 2000] [--json FILE]
 
@@ -48,13 +48,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from heldout_docs import read_scores as read_doc_scores
 from verifier_dev import dev_rows, read_scores
 
-from verirag.awf.defaults import Measured, pick_verify_default
 from verirag.learned.cascade import CascadeBand, shipped_cascade_path
 from verirag.metrics.calibration import auroc
 from verirag.metrics.faithfulness import k_precision
 from verirag.metrics.qa import token_recall
 from verirag.metrics.stats import group_bootstrap_intervals
-from verirag.train.cascade import cross_fitted, paired_scores, read_verifier_scores
+from verirag_lab.pick_default import Measured, pick_verify_default
+from verirag_lab.train.cascade import cross_fitted, paired_scores, read_verifier_scores
 
 ROOT = Path(__file__).resolve().parents[1]
 DEV_SCORES = ROOT / "data" / "verifier" / "dev_scores"

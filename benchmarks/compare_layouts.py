@@ -25,9 +25,9 @@ def main() -> None:
     ap.add_argument("--resamples", type=int, default=1000)
     args = ap.parse_args()
 
-    from verirag.experiments.grid.records import ResultStore
     from verirag.metrics.awf import best_f1, pr_auc
     from verirag.metrics.stats import percentile_interval
+    from verirag.records import ResultStore
 
     by = defaultdict(dict)
     for r in ResultStore(args.run).load():

@@ -4,7 +4,7 @@ instruct_qa_human gives the answers of four LLMs to each question a correctness 
 of them gave the same answer (the same words once normalised: case, punctuation, articles), a
 consistent annotator labels both alike. This counts such pairs per dataset, the share with opposite
 labels, the flip rate that share implies and the AUROC a perfect judge would measure against labels
-that noisy (`verirag.metrics.label_noise`: independent, symmetric flips, an assumption), with 95%
+that noisy (`verirag_lab.label_noise`: independent, symmetric flips, an assumption), with 95%
 intervals resampling questions. It reads only labels and answers (no model) and prints ids, never text.
 
     VERIRAG_DATA_DIR=../shared/data python benchmarks/dev_label_noise.py [--json FILE]
@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from verifier_dev import DATA, DEV_DATASETS, SOURCE, dev_rows
 
 from verirag.metrics._text import get_tokens
-from verirag.metrics.label_noise import auroc_ceiling, flip_rate_from_disagreement
+from verirag_lab.label_noise import auroc_ceiling, flip_rate_from_disagreement
 
 RESAMPLES = 2000
 

@@ -124,7 +124,7 @@ def reference_spec(record: dict) -> dict:
 def references(labels: Path, ids: set[str], data: Path | None = None) -> dict[str, str]:
     """record id -> reference text of the claims `ids` (resolved like the claims themselves: the
     installed man page must be the labelled version)."""
-    from verirag.train.verifier_labels.resolve import resolve
+    from verirag_lab.train.verifier_labels.resolve import resolve
 
     with open(labels, encoding="utf-8") as fh:
         records = [r for r in map(json.loads, filter(str.strip, fh)) if r.get("id") in ids and "label" in r]
@@ -148,7 +148,7 @@ def log_row(e: Any, reference: str | None) -> dict:
 
 def build_rows(labels: Path = LABELS, n: int = 150, seed: int = 0, data: Path | None = None) -> list[dict]:
     """The sample's log rows, made from the labels file and the installed documentation corpus."""
-    from verirag.train.verifier import read_examples
+    from verirag_lab.train.verifier import read_examples
 
     chosen = sample_claims(read_examples([labels]), n, seed)
     refs = references(labels, {e.source for e in chosen}, data)

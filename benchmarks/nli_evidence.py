@@ -118,7 +118,7 @@ def dataset_of(key: str) -> str:
 
 def own_labels() -> dict[str, int]:
     """generation key -> the run's correctness label (its records' `faithful`)."""
-    from verirag.train.cascade import generation_key, run_records
+    from verirag_lab.train.cascade import generation_key, run_records
 
     return {
         generation_key(r): int(r["faithful"])
@@ -212,7 +212,7 @@ def reference_scores(which: str) -> tuple[dict[str, float], dict[str, float]]:
     elif which == "docs":
         nli, ver = _read(DOCS / f"nli-{MODEL}.jsonl"), _read(DOCS / "verifier-shipped.jsonl")
     else:
-        from verirag.train.cascade import generation_key, run_records
+        from verirag_lab.train.cascade import generation_key, run_records
 
         nli = {
             generation_key(r): {"score": r["score"]}

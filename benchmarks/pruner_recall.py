@@ -40,9 +40,9 @@ def holds(text: str, references) -> bool:
 
 def validation_questions(seed: int = 0, val_share: float = 0.15) -> set[str]:
     """The groups ("nq:ROW", "hotpotqa:ID") that `ContextPruner.fit` holds out for validation."""
-    from verirag.datasets.registry import data_dir
     from verirag.learned.splits import split_by_group
-    from verirag.train.pruner_examples import pruner_examples
+    from verirag_lab.datasets.registry import data_dir
+    from verirag_lab.train.pruner_examples import pruner_examples
 
     groups = [e.group for e in pruner_examples(data_dir(), seed=seed)]
     _, drawn = split_by_group(groups, val_share, seed)
@@ -53,11 +53,11 @@ def questions(split: str, n: int, seed: int, val_share: float = 0.15):
     """(dataset, Example, supporting sentences by title) of `split`."""
     from bench_prune import examples
 
-    from verirag.datasets.hotpotqa import read_hotpotqa_path
-    from verirag.datasets.hotpotqa_original import distractor_example
-    from verirag.datasets.nq import load_nq
-    from verirag.datasets.registry import data_dir
-    from verirag.train.pruner_examples import _supporting, hotpotqa_records
+    from verirag_lab.datasets.hotpotqa import read_hotpotqa_path
+    from verirag_lab.datasets.hotpotqa_original import distractor_example
+    from verirag_lab.datasets.nq import load_nq
+    from verirag_lab.datasets.registry import data_dir
+    from verirag_lab.train.pruner_examples import _supporting, hotpotqa_records
 
     raw = {r["_id"]: r for r in hotpotqa_records(data_dir())}
 

@@ -17,7 +17,7 @@ not with the committed column, for both to read the same rules.)
 
 after a header line {"header": true, "verifier": {folder, name, digest, fingerprints, ...}, ...}.
 `key` is the answer's generation key (`generation_key`: dataset|model|example_id|generation, the
-key of `verirag.train.stack_features`), shared by every method's record over that answer. No
+key of `verirag_lab.train.stack_features`), shared by every method's record over that answer. No
 benchmark text is written. A rerun with the same verifier skips the rows already in FILE.
 
     VERIRAG_DATA_DIR=../shared/data python benchmarks/rescore_own_answers.py \\
@@ -52,8 +52,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from verirag.train.cascade import generation_key
-from verirag.train.cascade import run_records as read_records
+from verirag_lab.train.cascade import generation_key
+from verirag_lab.train.cascade import run_records as read_records
 
 ROOT = Path(__file__).resolve().parents[1]
 OWN_ANSWERS = ROOT / "data" / "verifier" / "own_answers"
@@ -114,8 +114,8 @@ def load_examples(config: str | Path, answers: list[dict[str, Any]]) -> dict[tup
     the grid's `load_examples` over the config's datasets (loader, path, options, seed), with the
     config's groups file replaced by the run's own question groups and no `n` draw (the run's
     answers are the questions it drew)."""
-    from verirag.experiments.grid.config import load_config
-    from verirag.experiments.grid.runner import load_examples as grid_examples
+    from verirag_lab.experiments.grid.config import load_config
+    from verirag_lab.experiments.grid.runner import load_examples as grid_examples
 
     cfg = load_config(config)
     if cfg.prune.on:

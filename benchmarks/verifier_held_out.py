@@ -21,7 +21,7 @@ from pathlib import Path
 
 from verirag.learned.verifier import TrainedVerifier
 from verirag.learned.verifier_trainer import examples_fingerprint
-from verirag.train.verifier import read_examples
+from verirag_lab.train.verifier import read_examples
 
 
 def main() -> None:

@@ -29,7 +29,7 @@ from verirag.learned.verifier import TrainedVerifier
 from verirag.metrics.calibration import auroc
 from verirag.metrics.stats import group_bootstrap_intervals
 from verirag.models.presets import PRESETS
-from verirag.train.verifier import read_examples
+from verirag_lab.train.verifier import read_examples
 
 
 def kind_of(source: str) -> str:

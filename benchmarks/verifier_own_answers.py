@@ -2,7 +2,7 @@
 
 Reads the answers of one or more `verirag eval` runs of the same model (configs/verifier-held-out.yaml:
 qwen2.5-1.5b on the questions the trained verifier held out), one row per generated answer with
-every predictor's score and signal (`verirag.train.stack_features`), and prints, overall and per
+every predictor's score and signal (`verirag_lab.train.stack_features`), and prints, overall and per
 dataset, each column's AUROC and AwF PR-AUC (the AwF label: correct and answerable) with the
 difference to a baseline column, paired on the same bootstrap resamples of question groups.
 
@@ -40,11 +40,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from rescore_own_answers import read_rescored
 
-from verirag.experiments.grid.records import ResultStore
 from verirag.metrics.awf import pr_auc_statistic, random_pr_auc
 from verirag.metrics.calibration import auroc
 from verirag.metrics.stats import group_bootstrap_intervals
-from verirag.train.stack_features import feature_table
+from verirag.records import ResultStore
+from verirag_lab.train.stack_features import feature_table
 
 
 def load(runs: list[str], pool: list[str] = (), scores: list[str] = ()):

@@ -5,7 +5,7 @@
   `verirag.server.app.create_app`, rendered to static markdown (no JavaScript, works offline);
 - reference/environment.md: the `VERIRAG_*` table of `verirag.settings`' docstring;
 - reference/configuration.md: each `configs/*.yaml`, with its leading comment, and the config schema's
-  docstring (`verirag.experiments.grid.config`).
+  docstring (`verirag_lab.experiments.grid.config`).
 
 Nothing here is written by hand, so none of it can fall behind the code: a renamed option is renamed in
 the docs at the next `make docs`.
@@ -217,12 +217,12 @@ def environment_markdown() -> str:
 
 
 def configuration_markdown() -> str:
-    import verirag.experiments.grid.config as grid_config
+    import verirag_lab.experiments.grid.config as grid_config
 
     out = [
         "# Configuration files\n",
         "`verirag eval CONFIG --out DIR` reads one YAML file. The schema, from the docstring of "
-        "`verirag.experiments.grid.config`:\n",
+        "`verirag_lab.experiments.grid.config`:\n",
         "```yaml\n" + _dedent_docstring(grid_config.__doc__ or "") + "\n```\n",
         "A config with `study: dependable` or `study: calibrag` runs that paper's study instead "
         "(see [Run an experiment](../how-to/experiments.md)). The configs that ship in `configs/`, each with "

@@ -16,7 +16,8 @@ from verirag.awf.spec import MethodSpec, parse_call
 from verirag.errors import CapabilityError, InputError, NotFittedError
 from verirag.learned.lookback_classifier import LookbackClassifier, feature_vector
 from verirag.llm.lookback import LookbackRatios, LookbackSums, char_spans, ratios_from_sums, segment_sums, token_spans
-from verirag.train.lookback import (
+from verirag.types import Passage
+from verirag_lab.train.lookback import (
     LookbackSample,
     cross_dataset_auroc,
     cross_dataset_cells,
@@ -24,7 +25,6 @@ from verirag.train.lookback import (
     train_lookback,
     usable,
 )
-from verirag.types import Passage
 
 
 # ------------------------------------------------------------------------------ the math
@@ -392,9 +392,9 @@ def test_train_lookback_command_end_to_end(tmp_path, capsys, monkeypatch):
     import sqlite3
 
     from verirag.cli import main
-    from verirag.experiments.grid.config import parse_config
-    from verirag.experiments.grid.runner import run_experiment
     from verirag.llm.cache import default_cache_path
+    from verirag_lab.experiments.grid.config import parse_config
+    from verirag_lab.experiments.grid.runner import run_experiment
 
     # The test's own request cache, whatever earlier tests in the process left open.
     monkeypatch.setenv("VERIRAG_CACHE_DIR", str(tmp_path / "cache"))

@@ -27,9 +27,9 @@ from verirag.llm.metered import MeteredLLM
 from verirag.llm.usage import metering
 from verirag.retrieval import Index
 from verirag.retrieval.index import pooled_passages
-from verirag.train.forecaster import train_forecaster
-from verirag.train.forecaster_labels import label_pairs, read_labels
 from verirag.types import Passage, ScoredPassage
+from verirag_lab.train.forecaster import train_forecaster
+from verirag_lab.train.forecaster_labels import label_pairs, read_labels
 
 
 def toy_pairs(n_things: int = 12, per_thing: int = 8):
@@ -206,7 +206,7 @@ def test_labelling_records_failures_and_refuses_bad_settings(smollm, tmp_path):
         label_pairs(exs, idx, smollm, match="fuzzy")
     with pytest.raises(InputError, match="no question with a reference"):
         label_pairs([type(exs[0])(id="x", question="q?", references=[])], idx, smollm)
-    from verirag.train.forecaster_labels import _label_one
+    from verirag_lab.train.forecaster_labels import _label_one
 
     hit = ScoredPassage(Passage(id="blank", text="  "), 0.0, 0)  # recorded, never sent to the model
     rec = _label_one(exs[0], ["green"], hit, "k", "answer", smollm, smollm, "recall_or_substring", None, 16)

@@ -14,12 +14,12 @@ import pytest
 from doubles import ScriptedLLM, yes_no
 
 from verirag.awf.compose import build_method
-from verirag.awf.defaults import Measured, pick_verify_default
 from verirag.errors import InputError, NotFittedError
 from verirag.learned.cascade import CascadeBand, fit_band, shipped_cascade_path
 from verirag.llm.metered import MeteredLLM
 from verirag.llm.usage import metering
 from verirag.types import Passage, VerifyResult
+from verirag_lab.pick_default import Measured, pick_verify_default
 
 Q = "When was the Karvel bridge opened?"
 A = "The Karvel bridge was opened in 1911."
@@ -200,7 +200,7 @@ def test_a_retrained_verifiers_scores_stand_in_for_the_runs_records(tmp_path):
     import json
     from pathlib import Path
 
-    from verirag.train.cascade import generation_key, paired_scores, read_verifier_scores
+    from verirag_lab.train.cascade import generation_key, paired_scores, read_verifier_scores
 
     run = Path(__file__).resolve().parents[1] / "data/verifier/own_answers/held-out-nli-qwen2.5-1.5b"
     records = [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines() if line.strip()]
@@ -230,7 +230,7 @@ def test_a_band_is_fitted_on_scores_of_the_network_it_will_run_and_refused_for_a
     import json
     from pathlib import Path
 
-    from verirag.train.cascade import generation_key, train_cascade_from_runs, verifier_fingerprint_and_digest
+    from verirag_lab.train.cascade import generation_key, train_cascade_from_runs, verifier_fingerprint_and_digest
 
     run = Path(__file__).resolve().parents[1] / "data/verifier/own_answers/held-out-nli-qwen2.5-1.5b"
     records = [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines() if line.strip()]

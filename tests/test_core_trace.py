@@ -272,8 +272,8 @@ def test_pipeline_judge_option_is_checked(monkeypatch):
 # ------------------------------------------------------------------------------------- runner
 @pytest.mark.slow
 def test_warm_rerun_reports_the_same_costs_all_from_the_cache(tmp_path, smollm):
-    from verirag.experiments.grid.config import parse_config
-    from verirag.experiments.grid.runner import run_experiment
+    from verirag_lab.experiments.grid.config import parse_config
+    from verirag_lab.experiments.grid.runner import run_experiment
 
     data = tmp_path / "qa.jsonl"
     data.write_text(

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from verirag.datasets import load_dataset
 from verirag.errors import InputError
+from verirag_lab.datasets import load_dataset
 
 
 def write_json(path: Path, data) -> Path:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from verirag.datasets import load_dataset
 from verirag.errors import InputError
+from verirag_lab.datasets import load_dataset
 
 
 def record(qid: str, answer: str = "Paris", n_distractors: int = 8) -> dict:

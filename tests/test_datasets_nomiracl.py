@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from doubles import FailingLLM, ScriptedLLM
 
-from verirag.datasets import load_dataset
-from verirag.datasets.nomiracl import clean_reference, parse_prompt
 from verirag.errors import BackendError, InputError
+from verirag_lab.datasets import load_dataset
+from verirag_lab.datasets.nomiracl import clean_reference, parse_prompt
 
 HEAD = (
     "I will give you a question and several contexts containing information about the "

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from verirag.datasets import load_dataset
 from verirag.errors import InputError
 from verirag.retrieval import BM25Retriever
 from verirag.types import Passage
+from verirag_lab.datasets import load_dataset
 
 ORACLE = [
     (

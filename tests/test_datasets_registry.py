@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from verirag.datasets import data_dir, dataset_info, dataset_names, load_dataset
 from verirag.errors import InputError
+from verirag_lab.datasets import data_dir, dataset_info, dataset_names, load_dataset
 
 
 def test_names_and_options() -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from verirag.datasets import load_dataset
+from verirag_lab.datasets import load_dataset
 
 pytestmark = pytest.mark.shared_data
 
@@ -92,7 +92,7 @@ def test_instruct_qa_human_topiocqa_nq_open(shared_data: Path) -> None:
 def test_nomiracl_references_with_smollm(shared_data: Path, smollm) -> None:
     # Contract, not quality: two relevant queries, cut to their first passage so that the
     # prompts stay short on a CPU (the loader itself sends all ten).
-    from verirag.datasets.nomiracl import add_references
+    from verirag_lab.datasets.nomiracl import add_references
 
     examples = load_dataset("nomiracl", shared_data / "nomiracl_en", subset="relevant", n=2)
     for e in examples:

@@ -26,8 +26,8 @@ def _record(i: int, correct: int, conf: float, guidance_correct: int, na: int = 
 
 
 def test_study_tables_compute_the_papers_metrics():
-    from verirag.experiments.studies.calibrag import BootstrapSpec, table1, table2
     from verirag.metrics.calibration import auroc, brier, ece
+    from verirag_lab.experiments.studies.calibrag import BootstrapSpec, table1, table2
 
     recs = [_record(i, int(i % 3 == 0), 0.9 if i % 3 == 0 else 0.2, 1 - int(i % 3 == 0)) for i in range(30)]
     recs.append({"id": "x", "rows": {}, "error": "nothing retrieved"})  # excluded, not averaged
@@ -43,8 +43,8 @@ def test_study_tables_compute_the_papers_metrics():
     assert cal["auroc_answer"]["value"] == pytest.approx(0.0)  # graded against the guidance: inverted here
     assert cal["accuracy"]["low"] <= cal["accuracy"]["value"] <= cal["accuracy"]["high"]
     # NLL reads the confidences clipped to [0.01, 0.99]; each row is also compared with CalibRAG's, paired
-    from verirag.experiments.studies.calibrag import NLL_CLIP
     from verirag.metrics.calibration import nll
+    from verirag_lab.experiments.studies.calibrag import NLL_CLIP
 
     assert cal["nll"]["value"] == pytest.approx(nll(np.clip(c, NLL_CLIP, 1 - NLL_CLIP), y))
     assert "ece_vs_calibrag" not in cal
@@ -57,8 +57,8 @@ def test_study_tables_compute_the_papers_metrics():
 
 
 def test_study_report_writes_markdown_and_latex_tables(tmp_path):
-    from verirag.experiments.report.calibrag import build_calibrag_report
-    from verirag.experiments.studies.calibrag import BootstrapSpec, table1, table2
+    from verirag_lab.experiments.report.calibrag import build_calibrag_report
+    from verirag_lab.experiments.studies.calibrag import BootstrapSpec, table1, table2
 
     recs = [_record(i, int(i % 3 == 0), 0.9 if i % 3 == 0 else 0.2, 1 - int(i % 3 == 0)) for i in range(30)]
     boot = BootstrapSpec(n_resamples=100)
@@ -96,8 +96,8 @@ def test_study_report_writes_markdown_and_latex_tables(tmp_path):
 
 
 def test_paired_difference_to_calibrag_detects_a_worse_calibration():
-    from verirag.experiments.studies.calibrag import BootstrapSpec, table1
     from verirag.metrics.calibration import ece
+    from verirag_lab.experiments.studies.calibrag import BootstrapSpec, table1
 
     recs = [_record(i, int(i % 2 == 0), 0.8 if i % 2 == 0 else 0.2, 0) for i in range(60)]
     for r in recs:  # Number says 10/10 to everything: half of it wrong
@@ -110,7 +110,7 @@ def test_paired_difference_to_calibrag_detects_a_worse_calibration():
 
 
 def test_relevance_label_matches_whole_words():
-    from verirag.experiments.studies.calibrag import relevance_label
+    from verirag_lab.experiments.studies.calibrag import relevance_label
 
     assert relevance_label("The bridge opened in 1889.", ["1889"]) == 1
     assert relevance_label("The bridge opened in 2012.", ["2"]) == 0  # not inside another number
@@ -120,7 +120,7 @@ def test_relevance_label_matches_whole_words():
 
 
 def test_a_test_entry_of_the_training_dataset_takes_trains_seed_and_options():
-    from verirag.experiments.studies.calibrag import parse_calibrag_study
+    from verirag_lab.experiments.studies.calibrag import parse_calibrag_study
 
     base = {"study": "calibrag", "train": {"dataset": "nq", "n": 10, "seed": 3, "options": {"k": 10}}}
     assert parse_calibrag_study({**base, "test": [{"name": "nq", "n": 5}]}).test[0].n == 5  # unset: fine
@@ -133,10 +133,10 @@ def test_a_test_entry_of_the_training_dataset_takes_trains_seed_and_options():
 
 def test_report_recomputes_the_tables_from_the_records(tmp_path):
     from verirag.cli import main
-    from verirag.experiments.studies.calibrag import retable
+    from verirag_lab.experiments.studies.calibrag import retable
 
     recs = [_record(i, int(i % 3 == 0), 0.9 if i % 3 == 0 else 0.2, 1 - int(i % 3 == 0)) for i in range(30)]
-    from verirag.experiments.studies.calibrag import parse_calibrag_study
+    from verirag_lab.experiments.studies.calibrag import parse_calibrag_study
 
     # stored as the run stores it: every field dumped, a test entry of the training dataset included
     config = parse_calibrag_study(

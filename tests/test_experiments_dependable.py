@@ -10,7 +10,7 @@ import json
 import pytest
 
 from verirag.errors import InputError
-from verirag.experiments.studies.dependable import parse_dependable_study, quality_row
+from verirag_lab.experiments.studies.dependable import parse_dependable_study, quality_row
 
 TOWNS = [
     "Varnholt",
@@ -76,7 +76,7 @@ def test_study_configs_are_validated():
 
 
 def test_study_config_errors_name_their_place_like_the_grid_configs(tmp_path):
-    from verirag.experiments.commands import load_study
+    from verirag_lab.experiments.commands import load_study
 
     with pytest.raises(
         InputError,
@@ -187,8 +187,8 @@ def test_a_small_study_end_to_end(tmp_path):
 
 
 def test_answered_questions_are_one_per_group():
-    from verirag.experiments.studies.dependable import questions_with_references
     from verirag.types import Example
+    from verirag_lab.experiments.studies.dependable import questions_with_references
 
     exs = [
         Example(id="a1", question="q", passages=[], references=["x"], group="a"),
@@ -218,8 +218,8 @@ def test_consistency_is_k_precision_unless_a_judge_is_named():
 
 
 def test_k_precision_consistency_of_one_answer():
-    from verirag.experiments.studies.dependable import _Answerer
     from verirag.types import Passage
+    from verirag_lab.experiments.studies.dependable import _Answerer
 
     a = object.__new__(_Answerer)
     a.cfg = parse_dependable_study(

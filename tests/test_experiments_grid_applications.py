@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from verirag.experiments.grid.applications import no_rag_fallback, pair_records, switch_to_larger
-from verirag.experiments.grid.records import ResultRecord
+from verirag.records import ResultRecord
+from verirag_lab.experiments.grid.applications import no_rag_fallback, pair_records, switch_to_larger
 
 
 def rec(i, score, correct, *, A=1, method="m", group=""):

@@ -7,9 +7,9 @@ import json
 import numpy as np
 import pytest
 
-from verirag.experiments.grid.comparisons import compare_methods, parse_pair
-from verirag.experiments.grid.records import ResultRecord, ResultStore
-from verirag.experiments.grid.summary import summarize_cell, threshold_target
+from verirag.records import ResultRecord, ResultStore
+from verirag_lab.experiments.grid.comparisons import compare_methods, parse_pair
+from verirag_lab.experiments.grid.summary import summarize_cell, threshold_target
 
 BOOT = {"n_resamples": 300, "confidence": 0.95, "seed": 0}
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from verirag.awf.spec import MethodSpec
 from verirag.errors import InputError, VeriragError
-from verirag.experiments.grid.config import ExperimentConfig, load_config, parse_config
+from verirag_lab.experiments.grid.config import ExperimentConfig, load_config, parse_config
 
 VALID = {
     "name": "t",

@@ -11,8 +11,8 @@ from doubles import ScriptedLLM
 
 from verirag.awf.prune_setting import PRUNE_DEFAULT
 from verirag.errors import InputError
-from verirag.experiments.grid.config import parse_config
-from verirag.experiments.grid.records import ResultStore
+from verirag.records import ResultStore
+from verirag_lab.experiments.grid.config import parse_config
 
 # Our own fixture: each answering sentence sits beside one that does not answer.
 FIXTURE = [
@@ -137,7 +137,7 @@ def test_bad_prune_values_name_their_place(fixture_file, value, says):
 def test_the_shipped_prune_config_turns_pruning_on():
     from pathlib import Path
 
-    from verirag.experiments.grid.config import load_config
+    from verirag_lab.experiments.grid.config import load_config
 
     cfg = load_config(Path(__file__).resolve().parents[1] / "configs" / "prune-small.yaml")
     assert cfg.prune.to_json() == {"threshold": None, "pruner": None}
@@ -163,7 +163,7 @@ def scripted():
 def test_each_example_is_pruned_once_and_its_methods_read_the_pruned_passages(
     fixture_file, tmp_path, shipped_pruner, monkeypatch
 ):
-    from verirag.experiments.grid.runner import load_pruner, run_experiment
+    from verirag_lab.experiments.grid.runner import load_pruner, run_experiment
 
     pruner = load_pruner(None)
     calls = []
@@ -201,7 +201,7 @@ def test_each_example_is_pruned_once_and_its_methods_read_the_pruned_passages(
     q3 = by_q["q3"][0].details["prune"]
     assert sum(len(p["kept"]) for p in q3["passages"]) >= 1 and q3["reference_kept"] is False
     # the run's summary: the passage tokens read and saved per answer, per method
-    from verirag.experiments.grid.summary import summarize
+    from verirag_lab.experiments.grid.summary import summarize
 
     for row in summarize(recs, {"bootstrap": {"n_resamples": 20}}):
         reports = [r.details["prune"] for r in recs if r.method == row["method"]]
@@ -213,7 +213,7 @@ def test_each_example_is_pruned_once_and_its_methods_read_the_pruned_passages(
 
 
 def test_other_pruning_never_reuses_records(fixture_file, tmp_path, shipped_pruner):
-    from verirag.experiments.grid.runner import run_experiment
+    from verirag_lab.experiments.grid.runner import run_experiment
 
     _, factory = scripted()
     run = tmp_path / "run"
@@ -245,7 +245,7 @@ def test_other_pruning_never_reuses_records(fixture_file, tmp_path, shipped_prun
 
 
 def test_a_missing_pruner_fails_the_run_before_it_starts(fixture_file, tmp_path):
-    from verirag.experiments.grid.runner import run_experiment
+    from verirag_lab.experiments.grid.runner import run_experiment
 
     folder = tmp_path / "broken"
     folder.mkdir()
@@ -258,7 +258,7 @@ def test_a_missing_pruner_fails_the_run_before_it_starts(fixture_file, tmp_path)
 
 @pytest.mark.slow
 def test_smollm_reads_fewer_prompt_tokens_with_pruning(smollm, fixture_file, tmp_path, shipped_pruner):
-    from verirag.experiments.grid.runner import run_experiment
+    from verirag_lab.experiments.grid.runner import run_experiment
 
     factory = lambda spec, n_ctx: smollm  # noqa: E731
     on = config(fixture_file, methods=["vanilla"], prune=True)

@@ -9,9 +9,9 @@ from doubles import CountingLLM, ScriptedLLM
 
 from verirag.errors import InputError
 from verirag.evaluation.ground_truth import GroundTruth, answerable
-from verirag.experiments.grid.config import parse_config
-from verirag.experiments.grid.records import ResultRecord, ResultStore
+from verirag.records import ResultRecord, ResultStore
 from verirag.types import Example, Passage
+from verirag_lab.experiments.grid.config import parse_config
 
 # Our own fixture: three questions about a made-up village, one whose passages do not answer it.
 FIXTURE = [
@@ -61,7 +61,7 @@ def config(path, **over):
 
 # --------------------------------------------------------------------------- config
 def test_a_groups_file_keeps_only_the_questions_it_names(fixture_file, tmp_path):
-    from verirag.experiments.grid.runner import load_examples
+    from verirag_lab.experiments.grid.runner import load_examples
 
     groups = tmp_path / "held-out.txt"
     groups.write_text("# the verifier's validation questions\njsonl:q1\n\njsonl:q3  # unanswerable\nnq:q2\n")
@@ -124,8 +124,8 @@ def test_config_adds_the_runs_the_applications_need(fixture_file):
 def test_shipped_configs_are_valid():
     from pathlib import Path
 
-    from verirag.experiments.commands import load_study
-    from verirag.experiments.grid.config import load_config
+    from verirag_lab.experiments.commands import load_study
+    from verirag_lab.experiments.grid.config import load_config
 
     for p in (Path(__file__).resolve().parents[1] / "configs").glob("*.yaml"):
         load_study(p) or load_config(p)
@@ -186,7 +186,7 @@ def factory_for(smollm, cache_path, interrupt_after=None):
 
 @pytest.mark.slow
 def test_run_writes_one_valid_record_per_cell(smollm, fixture_file, tmp_path):
-    from verirag.experiments.grid.runner import run_experiment
+    from verirag_lab.experiments.grid.runner import run_experiment
 
     cfg = config(fixture_file)
     _, factory = factory_for(smollm, tmp_path / "cache.sqlite")
@@ -210,7 +210,7 @@ def test_run_writes_one_valid_record_per_cell(smollm, fixture_file, tmp_path):
 
 @pytest.mark.slow
 def test_resume_after_a_kill_repeats_no_backend_call(smollm, fixture_file, tmp_path):
-    from verirag.experiments.grid.runner import run_experiment
+    from verirag_lab.experiments.grid.runner import run_experiment
 
     cfg = config(fixture_file)
     # reference: one uninterrupted run on a fresh cache
@@ -238,7 +238,7 @@ def test_resume_after_a_kill_repeats_no_backend_call(smollm, fixture_file, tmp_p
 
 @pytest.mark.slow
 def test_a_method_the_backend_cannot_serve_is_a_reported_failure(smollm, fixture_file, tmp_path):
-    from verirag.experiments.grid.runner import run_experiment
+    from verirag_lab.experiments.grid.runner import run_experiment
 
     _, factory = factory_for(smollm, tmp_path / "c.sqlite")
     factory("smollm2-135m", 0).capabilities = frozenset()  # an endpoint without logprobs
@@ -248,7 +248,7 @@ def test_a_method_the_backend_cannot_serve_is_a_reported_failure(smollm, fixture
     assert "lacks" in out.failures[0]["error"]
     assert (tmp_path / "run" / "failures.jsonl").exists()
     assert {r.method for r in ResultStore(tmp_path / "run").load()} == {"vanilla"}
-    from verirag.experiments.report.awf import build_report
+    from verirag_lab.experiments.report.awf import build_report
 
     page = build_report(tmp_path / "run").read_text()
     assert "not run" in page and "vanilla+pre_answering" in page
@@ -256,7 +256,7 @@ def test_a_method_the_backend_cannot_serve_is_a_reported_failure(smollm, fixture
 
 def test_a_missing_model_fails_its_unit_not_the_grid(fixture_file, tmp_path):
     from verirag.errors import ModelNotFoundError
-    from verirag.experiments.grid.runner import run_experiment
+    from verirag_lab.experiments.grid.runner import run_experiment
 
     def factory(spec, n_ctx):
         raise ModelNotFoundError(f"no model {spec}")
@@ -268,7 +268,7 @@ def test_a_missing_model_fails_its_unit_not_the_grid(fixture_file, tmp_path):
 
 
 def test_a_directory_of_another_setup_is_refused(fixture_file, tmp_path):
-    from verirag.experiments.grid.runner import prepare_dir
+    from verirag_lab.experiments.grid.runner import prepare_dir
 
     run = tmp_path / "run"
     prepare_dir(config(fixture_file), run)
@@ -280,7 +280,7 @@ def test_a_directory_of_another_setup_is_refused(fixture_file, tmp_path):
 @pytest.mark.slow
 def test_changed_method_options_give_new_record_keys(smollm, fixture_file):
     # a record's key names its built method's identity: other options give other keys
-    from verirag.experiments.grid.runner import UnitRunner, load_examples, plan
+    from verirag_lab.experiments.grid.runner import UnitRunner, load_examples, plan
 
     a, b = config(fixture_file), config(fixture_file, generation={"max_tokens": 99})
     ra, rb = (UnitRunner(c, plan(c, load_examples(c, None))[0], lambda spec, n_ctx: smollm) for c in (a, b))
@@ -294,8 +294,8 @@ def test_a_resumed_run_after_a_prompt_edit_recomputes_what_reads_that_prompt(
     smollm, fixture_file, tmp_path, monkeypatch
 ):
     from verirag.awf.generators import vanilla
-    from verirag.experiments.grid.runner import run_experiment
     from verirag.prompts import load_prompt
+    from verirag_lab.experiments.grid.runner import run_experiment
 
     cfg = config(fixture_file, applications=None)
     _, factory = factory_for(smollm, tmp_path / "cache.sqlite")
@@ -320,7 +320,7 @@ def test_a_resumed_run_after_a_prompt_edit_recomputes_what_reads_that_prompt(
 @pytest.mark.slow
 def test_ray_executor_gives_the_records_of_a_local_run(fixture_file, tmp_path):
     pytest.importorskip("ray", reason="Ray is an optional extra: pip install 'verirag[ray]'")
-    from verirag.experiments.grid.runner import run_experiment
+    from verirag_lab.experiments.grid.runner import run_experiment
 
     cfg = config(fixture_file, methods=["vanilla", "vanilla+k_precision"], applications=None)
     local = run_experiment(cfg, tmp_path / "local", progress=False)
@@ -333,7 +333,7 @@ def test_ray_executor_gives_the_records_of_a_local_run(fixture_file, tmp_path):
 
 
 def test_unknown_executor_is_an_input_error(fixture_file, tmp_path):
-    from verirag.experiments.grid.executors import get_executor
+    from verirag_lab.experiments.grid.executors import get_executor
 
     with pytest.raises(InputError, match="unknown executor"):
         get_executor("dask")
@@ -353,7 +353,7 @@ def echo_endpoint() -> ScriptedLLM:
 
 
 def test_http_models_run_examples_concurrently_with_per_record_usage(fixture_file, tmp_path):
-    from verirag.experiments.grid.runner import run_experiment
+    from verirag_lab.experiments.grid.runner import run_experiment
 
     endpoint = echo_endpoint()
     cfg = config(fixture_file, methods=["vanilla", "vanilla+k_precision"], applications=None, concurrency=3)
@@ -374,8 +374,8 @@ def test_http_models_run_examples_concurrently_with_per_record_usage(fixture_fil
 def test_records_are_identical_with_prefix_reuse_on_and_off(smollm_path, fixture_file, tmp_path, layout):
     """Prefix reuse changes what is read, never a number: the grid's records are equal with it on
     and off (uncached backends; a small n_batch so that these short prompts share whole batches)."""
-    from verirag.experiments.grid.runner import run_experiment
     from verirag.llm.llama_cpp_backend import LlamaCppLLM
+    from verirag_lab.experiments.grid.runner import run_experiment
 
     methods = [
         "vanilla",

@@ -9,11 +9,11 @@ import math
 import numpy as np
 import pytest
 
-from verirag.experiments.grid.records import ResultRecord
-from verirag.experiments.grid.summary import CI_METRICS, group_records, summarize, write_summary
 from verirag.learned.threshold import ThresholdController, cross_fit_target
 from verirag.metrics.awf import awf_scores, best_f1, best_f1_statistic, pr_auc, qpp_precision, qpp_recall, random_pr_auc
 from verirag.metrics.stats import bootstrap_ci
+from verirag.records import ResultRecord
+from verirag_lab.experiments.grid.summary import CI_METRICS, group_records, summarize, write_summary
 
 BOOT = {"bootstrap": {"n_resamples": 300, "confidence": 0.95, "seed": 0}}
 
@@ -288,7 +288,7 @@ def test_write_summary(tmp_path):
 
 
 def test_costs_full_shared_and_spent():
-    from verirag.experiments.grid.summary import spent_by_unit
+    from verirag_lab.experiments.grid.summary import spent_by_unit
 
     a, b = (
         rec(0, 0.9, 1, 1, method="vanilla", pt=100, ct=5),
@@ -335,7 +335,7 @@ def pruned(r, read, saved):
 
 
 def test_tokens_read_and_saved_by_pruning():
-    from verirag.experiments.grid.summary import PRUNE_COLUMNS
+    from verirag_lab.experiments.grid.summary import PRUNE_COLUMNS
 
     recs = [pruned(rec(0, 0.9, 1, 1, pt=300), 100, 300), pruned(rec(1, 0.2, 1, 0, pt=200), 50, 350)]
     recs += [rec(i, 0.5, 1, 1, method="vanilla", dataset="nq") for i in range(2)]  # pruning off

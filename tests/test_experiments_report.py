@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from verirag.errors import InputError
-from verirag.experiments.grid.records import ResultRecord, ResultStore
-from verirag.experiments.report import plots
-from verirag.experiments.report.awf import build_report
 from verirag.metrics import stats
 from verirag.metrics.awf import awf_curve
+from verirag.records import ResultRecord, ResultStore
+from verirag_lab.experiments.report import plots
+from verirag_lab.experiments.report.awf import build_report
 
 PNG = b"\x89PNG\r\n\x1a\n"
 SMALL, LARGE = "tiny-0.5b", "big_1.5b"
@@ -287,7 +287,7 @@ def test_point_interval_contains_estimate():
 def test_figures_are_png_and_never_import_pyplot():
     code = (
         "import sys, numpy as np\n"
-        "from verirag.experiments.report import plots\n"
+        "from verirag_lab.experiments.report import plots\n"
         "s = np.linspace(0, 1, 20); y = (s > 0.5).astype(int)\n"
         "b = plots.reliability_figure({'m': (s, y)}, 't')\n"
         "b2 = plots.awf_pr_figure({'m': (s, y, y, False), 'h': ((s > .3).astype(float), y, y, True)}, 't',"
@@ -327,8 +327,8 @@ def test_figure_bands_use_the_summary_intervals_resamples(tmp_path, monkeypatch)
     monkeypatch.setattr(plots, "resample_indices", recording)
     write_run(tmp_path, make_records(n=30, datasets=("nq",)))
     build_report(tmp_path)
-    summary = {rows.shape[1]: rows for mod, _, rows in drawn if mod == "verirag.experiments.grid.summary"}
-    figure = [(fn, rows) for mod, fn, rows in drawn if mod == "verirag.experiments.report.plots"]
+    summary = {rows.shape[1]: rows for mod, _, rows in drawn if mod == "verirag_lab.experiments.grid.summary"}
+    figure = [(fn, rows) for mod, fn, rows in drawn if mod == "verirag_lab.experiments.report.plots"]
     assert summary and {fn for fn, _ in figure} == {"pr_band", "point_interval"}
     for _, rows in figure:
         assert rows.shape == (RUN["bootstrap"]["n_resamples"], 15)  # 30 examples, two per group

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 
-from verirag.experiments.report.tables import (
+from verirag_lab.experiments.report.tables import (
     Num,
     Section,
     Table,

@@ -180,9 +180,9 @@ def _declining(monkeypatch):
 
 
 def test_a_grid_record_and_ask_give_the_same_score_for_a_declined_answer(monkeypatch, tmp_path):
-    from verirag.experiments.grid.config import parse_config
-    from verirag.experiments.grid.records import ResultStore
-    from verirag.experiments.grid.runner import run_experiment
+    from verirag.records import ResultStore
+    from verirag_lab.experiments.grid.config import parse_config
+    from verirag_lab.experiments.grid.runner import run_experiment
 
     llm = _declining(monkeypatch)
     passages = [Passage("a", CONTEXTS[0]), Passage("b", CONTEXTS[1])]

@@ -61,7 +61,7 @@ def loads_or_says_why(fn, *args) -> None:
 @FILES
 @given(data=file_bytes)
 def test_dataset_jsonl_loader(tmp_path, data):
-    from verirag.datasets.jsonl import load_jsonl
+    from verirag_lab.datasets.jsonl import load_jsonl
 
     p = tmp_path / "data.jsonl"
     p.write_bytes(data)
@@ -93,7 +93,7 @@ def test_corpus_loader(tmp_path, data, suffix):
     )
 )
 def test_experiment_config_loader(tmp_path, data):
-    from verirag.experiments.grid.config import load_config
+    from verirag_lab.experiments.grid.config import load_config
 
     p = tmp_path / "config.yaml"
     p.write_bytes(data)

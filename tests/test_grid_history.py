@@ -30,9 +30,9 @@ def long_history(turns: int = 30, words: int = 60) -> list[str]:
 
 
 def run_grid(tmp_path, history, llm):
-    from verirag.experiments.grid.config import parse_config
-    from verirag.experiments.grid.records import ResultStore
-    from verirag.experiments.grid.runner import run_experiment
+    from verirag.records import ResultStore
+    from verirag_lab.experiments.grid.config import parse_config
+    from verirag_lab.experiments.grid.runner import run_experiment
 
     data = tmp_path / "conversation.jsonl"
     row = {"id": "c1", "question": QUESTION, "references": ["Ada Brennan"], "history": history}

@@ -14,7 +14,7 @@ from doubles import ScriptedLLM
 
 from verirag import Passage
 from verirag.awf.core import DECLINED
-from verirag.experiments.grid.records import ResultRecord
+from verirag.records import ResultRecord
 
 QUESTION = "Who designed the lighthouse?"
 PASSAGES = [
@@ -27,9 +27,9 @@ P_YES = 0.9  # the LLM judge calls the refusal supported
 @pytest.fixture(scope="module")
 def declined_run(tmp_path_factory):
     """A grid run whose model declines, judged by the trained verifier and by nli."""
-    from verirag.experiments.grid.config import parse_config
-    from verirag.experiments.grid.records import ResultStore
-    from verirag.experiments.grid.runner import run_experiment
+    from verirag.records import ResultStore
+    from verirag_lab.experiments.grid.config import parse_config
+    from verirag_lab.experiments.grid.runner import run_experiment
 
     tmp = tmp_path_factory.mktemp("declined")
     llm = ScriptedLLM("I don't know.", next_token={"Yes": math.log(P_YES), "No": math.log(1 - P_YES)})
@@ -72,7 +72,7 @@ def test_a_record_names_both_scores(declined_run):
 
 
 def test_the_cascade_is_fitted_on_the_raw_scores_it_routes_on(declined_run):
-    from verirag.train.cascade import paired_scores
+    from verirag_lab.train.cascade import paired_scores
 
     run, records = declined_run
     pairs = paired_scores([run])
@@ -83,7 +83,7 @@ def test_the_cascade_is_fitted_on_the_raw_scores_it_routes_on(declined_run):
 
 
 def test_rescored_verifier_rows_give_their_raw_score(tmp_path):
-    from verirag.train.cascade import read_verifier_scores
+    from verirag_lab.train.cascade import read_verifier_scores
 
     f = tmp_path / "rescored.jsonl"
     rows = [
@@ -96,7 +96,7 @@ def test_rescored_verifier_rows_give_their_raw_score(tmp_path):
 
 
 def test_the_stack_is_fitted_on_the_raw_scores_it_combines(declined_run):
-    from verirag.train.stack_features import feature_table
+    from verirag_lab.train.stack_features import feature_table
 
     _, records = declined_run
     table = feature_table(list(records.values()), features=["verifier", "nli"])

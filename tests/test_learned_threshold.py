@@ -342,7 +342,7 @@ def test_print_result_without_a_threshold(capsys, monkeypatch):
 
 def test_calibrate_an_uncertified_target_says_every_answer_acts_and_saves(tmp_path, capsys, monkeypatch):
     from verirag import cli
-    from verirag.experiments.grid.records import ResultRecord, ResultStore
+    from verirag.records import ResultRecord, ResultStore
 
     monkeypatch.setattr(cli.out, "width", 300)
     store = ResultStore(tmp_path / "run")

@@ -14,8 +14,8 @@ from verirag.errors import InputError, NotFittedError
 from verirag.learned.verifier import ADAPTER_FILE, META_FILE, TrainedVerifier
 from verirag.learned.verifier_inputs import word_token_counts, words_that_fit
 from verirag.retrieval.sentences import split_sentences
-from verirag.train.verifier import read_examples_jsonl, train_verifier
-from verirag.train.verifier_examples import VerifierExample
+from verirag_lab.train.verifier import read_examples_jsonl, train_verifier
+from verirag_lab.train.verifier_examples import VerifierExample
 
 THINGS = ["boat", "house", "kite", "lamp", "hat", "car", "bike", "door", "fence", "chair", "cup", "bag"]
 NAMES = ["Anna", "Boris", "Chen", "Dara", "Emil", "Fatima", "Goran", "Hana", "Ivo", "Jun", "Kira", "Luis"]

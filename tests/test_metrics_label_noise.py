@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from verirag.metrics.label_noise import auroc_ceiling, flip_rate_from_disagreement
+from verirag_lab.label_noise import auroc_ceiling, flip_rate_from_disagreement
 
 
 @pytest.mark.parametrize("e", [0.0, 0.05, 0.2, 0.35])

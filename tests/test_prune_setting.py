@@ -144,8 +144,8 @@ def test_bad_cli_prune_options_are_refused(parsed_by_cli, command):
 
 @pytest.mark.parametrize("value", [True, False, 0.3, 0.0, 1.0])
 def test_cli_http_and_yaml_read_one_value_as_one_setting(value, tmp_path):
-    from verirag.experiments.grid.config import parse_config
     from verirag.server.schemas import AskRequest
+    from verirag_lab.experiments.grid.config import parse_config
 
     flags = (True, None, False) if value is True else (False, None, True) if value is False else (False, value, False)
     cli = cli_prune(*flags)

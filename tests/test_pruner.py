@@ -58,7 +58,7 @@ def _write_fixture(root):
 
 
 def test_labels_mark_the_answering_sentences_and_hold_questions_out(tmp_path):
-    from verirag.train.pruner_examples import NQ_HELD_OUT, held_out, hotpotqa_examples, nq_examples
+    from verirag_lab.train.pruner_examples import NQ_HELD_OUT, held_out, hotpotqa_examples, nq_examples
 
     _write_fixture(tmp_path)
     train, held = nq_examples(tmp_path), nq_examples(tmp_path, held=True)

@@ -34,8 +34,8 @@ def test_one_row_per_generated_answer_with_its_committed_verifier_score(rescore)
     answers = rescore.run_answers(records)
     assert len(answers) == len(records) // 3  # three methods judged each answer
     assert all(a["committed"] is not None for a in answers)
-    from verirag.experiments.grid.records import ResultStore
-    from verirag.train.stack_features import feature_table
+    from verirag.records import ResultStore
+    from verirag_lab.train.stack_features import feature_table
 
     assert sorted(a["key"] for a in answers) == sorted(feature_table(list(ResultStore(RUN).load()), impute=True).keys)
 

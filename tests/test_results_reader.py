@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from verirag.errors import InputError
-from verirag.experiments.grid.records import ResultRecord, ResultStore
-from verirag.train.cascade import paired_scores
+from verirag.records import ResultRecord, ResultStore
+from verirag_lab.train.cascade import paired_scores
 
 
 def record(method: str, example: str, score: float, *, digest: str, generation: str, faithful: int = 1):
@@ -61,7 +61,7 @@ def test_the_latest_record_of_a_slot_counts_once(tmp_path):
 
 
 def test_the_run_is_read_by_the_result_store(tmp_path):
-    from verirag.train.cascade import run_records
+    from verirag_lab.train.cascade import run_records
 
     store = ResultStore(tmp_path)
     store.append(record("vanilla+verifier", "1", 0.2, digest="old", generation="g-old"))
@@ -74,7 +74,7 @@ def test_the_run_is_read_by_the_result_store(tmp_path):
 
 
 def test_a_missing_run_is_a_clear_error(tmp_path):
-    from verirag.train.cascade import run_records
+    from verirag_lab.train.cascade import run_records
 
     with pytest.raises(InputError, match="no eval run"):
         run_records(tmp_path / "nowhere")

@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 
 from verirag.errors import InputError
-from verirag.experiments.grid.records import ResultRecord, ResultStore
 from verirag.learned.stack import StackedVerifier
 from verirag.metrics.awf import pr_auc
 from verirag.metrics.calibration import auroc
-from verirag.train.stack import BOOSTED, STACKED, out_of_fold, train_stack
-from verirag.train.stack_features import feature_table
+from verirag.records import ResultRecord, ResultStore
+from verirag_lab.train.stack import BOOSTED, STACKED, out_of_fold, train_stack
+from verirag_lab.train.stack_features import feature_table
 
 NO_RETRIEVER = "no retriever scored the passages: they came with the question"
 

@@ -13,9 +13,9 @@ import pytest
 from test_learned_verifier import toy_examples, toy_verifier
 
 from verirag.errors import InputError
-from verirag.experiments.grid.records import ResultStore
 from verirag.learned.stack import StackedVerifier
 from verirag.metrics.faithfulness import k_precision
+from verirag.records import ResultStore
 from verirag.types import Passage
 
 pytestmark = pytest.mark.slow
@@ -58,8 +58,8 @@ def run(smollm, tmp_path_factory):
     import torch
 
     torch.set_num_threads(1)
-    from verirag.experiments.grid.config import parse_config
-    from verirag.experiments.grid.runner import run_experiment
+    from verirag_lab.experiments.grid.config import parse_config
+    from verirag_lab.experiments.grid.runner import run_experiment
 
     tmp = tmp_path_factory.mktemp("stack")
     verifier = toy_verifier(epochs=1).fit(toy_examples(16)).save(tmp / "verifier")
@@ -122,7 +122,7 @@ def test_stacked_from_the_run_scores_new_answers_as_it_scored_the_recorded_ones(
     report = stack.provenance["cv"]
     assert report["answers"] == len(rows) and set(report["rows"]) >= {"stacked", "self_check", "verifier"}
 
-    from verirag.train.stack_features import feature_table
+    from verirag_lab.train.stack_features import feature_table
 
     table = feature_table(ResultStore(run_dir).load())
     method = build_method("vanilla+stacked", smollm, stack=str(path))
@@ -144,8 +144,8 @@ def test_stacked_from_the_run_scores_new_answers_as_it_scored_the_recorded_ones(
 
 def test_a_stack_for_another_verifier_or_model_is_refused(run, smollm, tmp_path):
     from verirag.awf.compose import build_method
-    from verirag.train.stack import train_stack
-    from verirag.train.stack_features import feature_table
+    from verirag_lab.train.stack import train_stack
+    from verirag_lab.train.stack_features import feature_table
 
     run_dir, _, _ = run
     table = feature_table(ResultStore(run_dir).load(), features=["verifier", "self_check", "k_precision"])

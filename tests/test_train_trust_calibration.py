@@ -11,8 +11,8 @@ from doubles import ScriptedLLM, yes_no
 from verirag.errors import InputError
 from verirag.learned.trust_filter import ConformalTrustFilter
 from verirag.retrieval import Index
-from verirag.train.trust_calibration import calibrate_retrieval, reference_sources
 from verirag.types import Example, Passage
+from verirag_lab.train.trust_calibration import calibrate_retrieval, reference_sources
 
 TOWNS = ["Varnholt", "Ostby", "Kleve", "Marden", "Sundal", "Trelle", "Haldor", "Brekka", "Lunde", "Vik"]
 COLOURS = ["green", "red", "blue", "yellow", "white", "black", "grey", "orange", "purple", "brown"]
@@ -48,7 +48,7 @@ def data_file(tmp_path):
 
 
 def examples():
-    from verirag.datasets.jsonl import parse_line
+    from verirag_lab.datasets.jsonl import parse_line
 
     return [parse_line(r, i, "fixture") for i, r in enumerate(fixture_rows(), 1)]
 

@@ -9,8 +9,8 @@ import pytest
 
 from verirag.errors import InputError
 from verirag.learned.pruner import PrunerExample
-from verirag.train.guard import TrainingGuard, licence_shingles
-from verirag.train.verifier_labels.exclusion import question_key
+from verirag_lab.train.guard import TrainingGuard, licence_shingles
+from verirag_lab.train.verifier_labels.exclusion import question_key
 
 GRANT = (
     "Everyone is permitted to copy and distribute verbatim copies of this license document, "
@@ -58,7 +58,7 @@ def test_ordinary_prose_is_not_mistaken_for_a_licence():
 
 
 def test_pruner_examples_pass_the_guard_whatever_the_caller_asks(tmp_path):
-    from verirag.train.pruner_examples import pruner_examples
+    from verirag_lab.train.pruner_examples import pruner_examples
 
     root = tmp_path / "data"
     root.mkdir()
@@ -87,7 +87,7 @@ def test_pruner_examples_pass_the_guard_whatever_the_caller_asks(tmp_path):
 
 @pytest.mark.shared_data
 def test_the_shipped_data_holds_no_evaluation_question(shared_data):
-    from verirag.train.pruner_examples import pruner_examples
+    from verirag_lab.train.pruner_examples import pruner_examples
 
     guard = TrainingGuard.for_data(shared_data)
     examples = pruner_examples(shared_data, guard=guard)

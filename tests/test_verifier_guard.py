@@ -11,20 +11,20 @@ from pathlib import Path
 import pytest
 
 from verirag.errors import InputError
-from verirag.train.guard import TrainingGuard
-from verirag.train.verifier import read_examples, read_labels, train_verifier
-from verirag.train.verifier_examples import VerifierExample
-from verirag.train.verifier_labels import label_verifier, read_records
-from verirag.train.verifier_labels.heldout import hash_split, own_answer_groups, split_of
-from verirag.train.verifier_labels.heldout_index import (
+from verirag_lab.train.guard import TrainingGuard
+from verirag_lab.train.verifier import read_examples, read_labels, train_verifier
+from verirag_lab.train.verifier_examples import VerifierExample
+from verirag_lab.train.verifier_labels import label_verifier, read_records
+from verirag_lab.train.verifier_labels.heldout import hash_split, own_answer_groups, split_of
+from verirag_lab.train.verifier_labels.heldout_index import (
     FINAL_DOCUMENT,
     HELD_DOCUMENT,
     HELD_EVIDENCE,
     HELD_QUESTION,
     OWN_QUESTION,
 )
-from verirag.train.verifier_labels.run import select_questions
-from verirag.train.verifier_labels.sources import load_sources
+from verirag_lab.train.verifier_labels.run import select_questions
+from verirag_lab.train.verifier_labels.sources import load_sources
 
 NAMES = ["Mara Quill", "Tobias Fenn", "Selma Hart", "Ivo Brandt", "Nora Vell", "Piet Lund"]
 TOWNS = ["Harwick", "Dellport", "Wexmoor", "Kelby", "Orrin", "Tallbridge"]
@@ -183,7 +183,7 @@ def test_an_own_answer_group_is_refused_even_where_its_hash_says_train(data):
 
 
 def test_man_pages_and_info_manuals_are_refused_by_group_and_by_text(data, docs):
-    from verirag.train.verifier_labels.doc_corpus import load_doc_source
+    from verirag_lab.train.verifier_labels.doc_corpus import load_doc_source
 
     source = load_doc_source(docs)
     man = next(t for k, (_, t) in source.passages.items() if k.startswith("manpages-dev:"))

@@ -8,8 +8,8 @@ import pytest
 from verirag.errors import InputError
 from verirag.learned.verifier import TrainedVerifier
 from verirag.learned.verifier_inputs import Reading, joint_partner, with_joint_premises
-from verirag.train.verifier import read_examples, read_groups, train_verifier
-from verirag.train.verifier_examples import VerifierExample
+from verirag_lab.train.verifier import read_examples, read_groups, train_verifier
+from verirag_lab.train.verifier_examples import VerifierExample
 
 THINGS = ["boat", "house", "kite", "lamp", "hat", "car", "bike", "door", "fence", "chair", "cup", "bag"]
 OWNERS = ["Anna", "Boris", "Chen", "Dara", "Emil", "Fatima", "Goran", "Hana", "Ivo", "Jun", "Kira", "Luis"]

@@ -20,7 +20,7 @@ from verirag.errors import InputError
 from verirag.evaluation.ground_truth import matches
 from verirag.metrics.qa import substring_match
 from verirag.retrieval.sentences import sentence_spans
-from verirag.train.verifier_labels import (
+from verirag_lab.train.verifier_labels import (
     label_verifier,
     read_records,
     resolve,
@@ -376,7 +376,7 @@ def test_rerun_makes_nothing_and_options_are_checked(tmp_path, data, monkeypatch
     assert third.written == 0 and third.already_done == third.planned
     summary = json.loads((tmp_path / "labels.summary.json").read_text())
     assert summary["examples"] + sum(c["skipped"] for c in summary["by_recipe"].values()) == third.planned
-    from verirag.train.verifier_labels import swap
+    from verirag_lab.train.verifier_labels import swap
 
     monkeypatch.setattr(swap, "VERSION", swap.VERSION + 1)  # a changed recipe: its items are made again
     fourth = run(tmp_path, data, recipes=["swap", "evidence_removal"])
@@ -392,7 +392,7 @@ KILL_SCRIPT = """
 import sys, time
 sys.path.insert(0, {tests!r})
 from test_verifier_labels import scripted
-from verirag.train.verifier_labels import label_verifier
+from verirag_lab.train.verifier_labels import label_verifier
 llm = scripted(delay=0.25, log={log!r})
 run = label_verifier({out!r}, data_root={data!r}, recipes=["real"], models=["scripted"], n=None,
                      llm_loader=lambda m: llm, real_per_question=3)
@@ -513,7 +513,7 @@ def test_on_the_shared_data(tmp_path, shared_data):
 
 
 def test_train_verifier_reads_the_labels_file_or_resolved_examples(tmp_path, data, monkeypatch):
-    from verirag.train.verifier import read_labels
+    from verirag_lab.train.verifier import read_labels
 
     run(tmp_path, data, recipes=["swap"])
     monkeypatch.setenv("VERIRAG_DATA_DIR", str(data))

@@ -12,10 +12,10 @@ from doubles import ScriptedLLM, yes_no
 from test_verifier_labels import NQ_ROWS, write_data
 
 from verirag.errors import BackendError
-from verirag.train.verifier_labels import label_verifier, read_records, resolve
-from verirag.train.verifier_labels.context import LabelContext
-from verirag.train.verifier_labels.distill import full_judged, plan
-from verirag.train.verifier_labels.sources import Question
+from verirag_lab.train.verifier_labels import label_verifier, read_records, resolve
+from verirag_lab.train.verifier_labels.context import LabelContext
+from verirag_lab.train.verifier_labels.distill import full_judged, plan
+from verirag_lab.train.verifier_labels.sources import Question
 
 SHORT = {  # the scripted model's short answers, by a word of the question
     "tallbridge": "Mara Quill",

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from verirag.errors import InputError
-from verirag.train.verifier_labels import doc_corpus, label_verifier, read_records, resolve
-from verirag.train.verifier_labels.heldout import split_of
+from verirag_lab.train.verifier_labels import doc_corpus, label_verifier, read_records, resolve
+from verirag_lab.train.verifier_labels.heldout import split_of
 
 DISTRACTORS = [
     ("Piet Lund", ["Piet Lund was a sailor and harbour master of Harwick."]),
@@ -304,7 +304,7 @@ def test_a_changed_document_is_refused(tmp_path, data, docs):
 
 
 def test_train_verifier_reads_the_new_labels_with_their_history(tmp_path, data, monkeypatch):
-    from verirag.train.verifier import read_labels
+    from verirag_lab.train.verifier import read_labels
 
     records = label(tmp_path, data, datasets=["nq", "hotpotqa"], recipes=["multihop", "followup"])
     skip = {"id": "multihop/hotpotqa/zz/x/s0", "recipe": "multihop", "dataset": "hotpotqa", "example": "zz"}

@@ -8,8 +8,8 @@ from __future__ import annotations
 from doubles import ScriptedLLM
 from test_verifier_labels import write_data
 
-from verirag.train.verifier_labels import label_verifier, read_records, resolve
-from verirag.train.verifier_labels.paraphrase import first_line
+from verirag_lab.train.verifier_labels import label_verifier, read_records, resolve
+from verirag_lab.train.verifier_labels.paraphrase import first_line
 
 REWRITES = {  # by a word of the question
     "tallbridge": "The engineer Mara Quill was the designer of the tower.",
@@ -87,7 +87,7 @@ def test_the_committed_labels_resolve_on_the_shared_data(shared_data):
     import json
     from pathlib import Path
 
-    from verirag.train.verifier_labels.sources import holds_answer, load_sources
+    from verirag_lab.train.verifier_labels.sources import holds_answer, load_sources
 
     path = Path(__file__).parents[1] / "data/verifier/labels/paraphrase-qwen2.5-1.5b.heldout.jsonl.gz"
     with gzip.open(path, "rt", encoding="utf-8") as f:

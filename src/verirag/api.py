@@ -66,7 +66,7 @@ class Verifier:
 
         # resolved as every door resolves it (no method: the default, or with a judge the method that uses it)
         spec = AnswerSpec(preset=preset, method=method, model=model, judge=judge, threshold=_threshold(threshold))
-        self._pipeline = Pipeline(spec.to_config())
+        self._pipeline = Pipeline(spec)
         self._pipeline.answer_verifier()  # a method that cannot verify a given answer fails here, not later
         self.warnings = self._pipeline.threshold_warnings(answering=False)
         for w in self.warnings:
@@ -255,8 +255,16 @@ def evaluate(
     if not path.is_file():
         raise InputError(f"nothing to evaluate at {path}: give an experiment config (.yaml) or an answer log (.jsonl)")
     if path.suffix.lower() in (".yaml", ".yml"):
-        # the experiment grid is the lab's (`verirag.experiments`): its one door from the library
-        from verirag.experiments.evaluate import evaluate_config
+        # the experiment grid is the lab's (`verirag_lab.experiments`): its one door from the library
+        try:
+            from verirag_lab.experiments.evaluate import evaluate_config
+        except ModuleNotFoundError as e:
+            if e.name != "verirag_lab":
+                raise
+            raise InputError(
+                f"{path} is an experiment config, which the lab runs, and the lab is not installed: "
+                "`pip install -e lab` in a checkout of verirag (or `make dev`)"
+            ) from None
 
         return evaluate_config(path, out_dir, limit=limit, progress=progress, report=report)
     from verirag.answer_log import verify_log

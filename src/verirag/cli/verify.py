@@ -300,6 +300,6 @@ def _print_log_done(done, out_dir: Path, results_file: str, fitted, saved, json_
         out.print(escape(line))
     out.print(f"results: {escape(str(out_dir / results_file))}; report: {escape(str(done.report))}")
     if fitted is not None:
-        from verirag.cli.eval import print_fitted
+        from verirag.cli.calibrate import print_fitted
 
         print_fitted(fitted, saved)

@@ -10,5 +10,5 @@ save / load with a format tag, provenance and fingerprints, one mismatch rule):
   chunks, saved as a small adapter over the packaged encoder (`verirag train verifier`);
 - `splits`: the one split by question group.
 
-What fits them from data (labelling, training reports) is `verirag.train`.
+What fits them from data (labelling, training reports) is `verirag_lab.train`.
 """

@@ -3,7 +3,7 @@ question" in one encoder pass per (question, window), and keeps the sentences wh
 a threshold, in their original order (issue 37; the recipe of Provence, Chirkova et al., ICLR 2025,
 pooled per sentence, sized for a CPU).
 
-    p = ContextPruner().fit(examples)             # PrunerExample (verirag.train.pruner_examples)
+    p = ContextPruner().fit(examples)             # PrunerExample (verirag_lab.train.pruner_examples)
     p.sentence_scores(question, passages)        # per passage, per sentence: calibrated probability
     p.prune(question, passages, threshold=None)  # PrunedPassage per passage (threshold_: fitted)
     p.prune(question, passages, titles=titles)   # and a passage the question or kept text names keeps its best sentence

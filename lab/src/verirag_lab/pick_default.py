@@ -1,0 +1,73 @@
+"""The rule that picks the verify default (issue 36, item 5): research code, kept in the lab. The
+product holds only its outcome, `verirag.awf.defaults.DEFAULT_METHOD`; `benchmarks/cascade.py`
+applies the rule to measured scores and says which method it picks and why."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from verirag.awf.defaults import JUDGED_METHOD
+
+# A candidate is level with the reference when the lower bound of its paired AUROC interval minus the
+# reference's is above -LEVEL_MARGIN, and cheap when its mean seconds per answer are at most
+# CHEAP_SHARE of the reference's.
+REFERENCE = JUDGED_METHOD
+LEVEL_MARGIN = 0.03
+CHEAP_SHARE = 1 / 5
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One candidate on one evaluation set: its AUROC, its mean seconds per answer, and the lower
+    bound of the paired 95% interval of its AUROC minus the reference's (None for the reference)."""
+
+    method: str
+    dataset: str
+    auroc: float
+    seconds: float
+    minus_reference_low: float | None = None
+
+
+def pick_verify_default(measured: Sequence[Measured], reference: str = REFERENCE) -> tuple[str, dict[str, str]]:
+    """The verify default by the stated rule, and why each candidate was or was not taken.
+
+    Every candidate must be measured on every evaluation set the reference is (the dev datasets, the
+    own-answer runs, the held-out kind of document). A candidate other than the reference qualifies
+    when on EVERY set it is level with the reference (paired lower bound above -LEVEL_MARGIN) and
+    cheap (at most CHEAP_SHARE of the reference's seconds); the reference always qualifies. Of the
+    qualifiers, the one with the best AUROC per second (mean AUROC over the sets / mean seconds) wins.
+    """
+    sets = {m.dataset for m in measured if m.method == reference}
+    if not sets:
+        raise ValueError(f"the reference {reference} is measured on no evaluation set")
+    ref = {m.dataset: m for m in measured if m.method == reference}
+    by_method: dict[str, dict[str, Measured]] = {}
+    for m in measured:
+        by_method.setdefault(m.method, {})[m.dataset] = m
+    why: dict[str, str] = {}
+    score: dict[str, float] = {}
+    for method, rows in by_method.items():
+        missing = sorted(sets - set(rows))
+        if missing:
+            why[method] = f"not measured on {', '.join(missing)}"
+            continue
+        if method != reference:
+            behind = [d for d in sorted(sets) if _low(rows[d]) <= -LEVEL_MARGIN]
+            dear = [d for d in sorted(sets) if rows[d].seconds > CHEAP_SHARE * ref[d].seconds]
+            if behind or dear:
+                why[method] = "; ".join(
+                    ([f"not level with {reference} on {', '.join(behind)}"] if behind else [])
+                    + ([f"over {CHEAP_SHARE:.0%} of its seconds on {', '.join(dear)}"] if dear else [])
+                )
+                continue
+        auroc = sum(rows[d].auroc for d in sets) / len(sets)
+        seconds = sum(rows[d].seconds for d in sets) / len(sets)
+        score[method] = auroc / max(seconds, 1e-9)
+        why[method] = f"qualifies: mean AUROC {auroc:.3f} at {seconds:.3g} s, {score[method]:.3g} AUROC/s"
+    best = max(score, key=lambda k: (score[k], k == reference))
+    return best, why
+
+
+def _low(m: Measured) -> float:
+    return -1.0 if m.minus_reference_low is None else m.minus_reference_low

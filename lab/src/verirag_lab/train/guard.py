@@ -1,0 +1,141 @@
+"""The one guard every learned part's training data passes: evaluation data is never trained on.
+
+These are evaluation data here, whatever a command line says:
+
+- every question of instruct_qa_human (its HotpotQA and TopiOCQA rows are the dev set, its NQ rows
+  the final test), compared by `question_key`;
+- the licence texts of /usr/share/common-licenses (the held-out kind of document), recognised by any
+  shared run of `SHINGLE` words with one of those files, or by a licence grant's wording;
+- for the trained verifier (`for_verifier`), the held-out split of its labels
+  (`verifier_labels.heldout`): held-out and own-answer questions, man pages, the Info manuals kept
+  for the final table, a held-out question's evidence or answers (`heldout_index.HeldOutIndex`).
+
+`TrainingGuard.refusal(question, texts)` names why an example is refused (None: allowed);
+`TrainingGuard.keep(...)` filters a list and counts what it dropped, so a training command reports
+the count instead of silently shrinking its data.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeVar
+
+from verirag_lab.train.verifier_labels.exclusion import evaluation_questions, question_key
+from verirag_lab.train.verifier_labels.heldout_index import HeldOutIndex, group_reason
+from verirag_lab.train.verifier_labels.records import is_example
+
+LICENCE_DIR = Path("/usr/share/common-licenses")
+SHINGLE = 8  # words: long enough that ordinary prose never shares one with a licence by chance
+LICENCE_WORDING = re.compile(
+    r"GNU (?:Lesser |Library |Affero )?General Public Licen[cs]e|WITHOUT ANY WARRANTY|Permission is hereby granted|"
+    r"Licensed under the|Creative Commons|Free Software Foundation|Permission is granted to copy|"
+    r"THE SOFTWARE IS PROVIDED \"AS IS\"|Redistribution and use in source and binary forms",
+    re.IGNORECASE,
+)
+T = TypeVar("T")
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"\w+", text.lower())
+
+
+def _shingles(words: Sequence[str]) -> Iterable[tuple[str, ...]]:
+    return (tuple(words[i : i + SHINGLE]) for i in range(max(0, len(words) - SHINGLE + 1)))
+
+
+def licence_shingles(folder: Path = LICENCE_DIR) -> frozenset[tuple[str, ...]]:
+    """Every `SHINGLE`-word run of the licence files under `folder` (empty where it is absent)."""
+    out: set[tuple[str, ...]] = set()
+    if folder.is_dir():
+        for f in sorted(folder.rglob("*")):
+            if f.is_file():
+                out.update(_shingles(_words(f.read_text(encoding="utf-8", errors="replace"))))
+    return frozenset(out)
+
+
+@dataclass
+class TrainingGuard:
+    """Refuses training examples built from evaluation data (see the module doc)."""
+
+    questions: frozenset[str]
+    licences: frozenset[tuple[str, ...]] = frozenset()
+    heldout: HeldOutIndex | None = None  # the verifier's held-out split (None: the two kinds above only)
+    refused: dict[str, int] = field(default_factory=dict)
+    _licence_seen: dict[str, bool] = field(default_factory=dict, repr=False)  # passages recur across examples
+
+    @classmethod
+    def for_data(cls, data_root: str | Path, licence_dir: Path = LICENCE_DIR) -> TrainingGuard:
+        """The guard of the data folder's instruct_qa_human (its absence is an error: without it
+        nothing keeps the evaluation questions out) and of the machine's licence texts."""
+        return cls(frozenset(evaluation_questions(Path(data_root))), licence_shingles(licence_dir))
+
+    @classmethod
+    def for_verifier(
+        cls, data_root: str | Path, doc_root: str | Path | None = None, licence_dir: Path = LICENCE_DIR
+    ) -> TrainingGuard:
+        """`for_data`'s guard, also refusing the verifier's held-out split (module doc)."""
+        guard = cls.for_data(data_root, licence_dir)
+        guard.heldout = HeldOutIndex.build(data_root, doc_root)
+        return guard
+
+    def is_licence_text(self, text: str) -> bool:
+        if text not in self._licence_seen:
+            self._licence_seen[text] = bool(LICENCE_WORDING.search(text)) or (
+                bool(self.licences) and any(s in self.licences for s in _shingles(_words(text)))
+            )
+        return self._licence_seen[text]
+
+    def refusal(self, question: str, texts: Iterable[str] = ()) -> str | None:
+        """Why an example of `question` reading `texts` may not be trained on, or None."""
+        if question_key(question) in self.questions:
+            return "instruct_qa_human question"
+        texts = list(texts)
+        if any(self.is_licence_text(t) for t in texts):
+            return "licence text"
+        return self.heldout.text_refusal([question], texts) if self.heldout is not None else None
+
+    def example_refusal(self, example) -> str | None:
+        """Why a `VerifierExample` may not be trained on (its group, question, history, passages), or None."""
+        if self.heldout is not None and (why := group_reason(example.group)) is not None:
+            return why
+        why = self.refusal(example.question, example.passages)
+        if why is None and self.heldout is not None:
+            why = self.heldout.text_refusal(example.history, ())
+        return why
+
+    def record_refusal(self, record: dict) -> str | None:
+        """Why a compact labels record may not be trained on, by what it names (before it is resolved)."""
+        if self.heldout is None or not is_example(record):
+            return None
+        return self.heldout.record_refusal(record)
+
+    def keep_by(self, items: Iterable[T], reason: Callable[[T], str | None]) -> list[T]:
+        """The `items` whose `reason` is None; each refusal counted by reason in `refused`."""
+        out = []
+        for item in items:
+            why = reason(item)
+            if why is None:
+                out.append(item)
+            else:
+                self.refused[why] = self.refused.get(why, 0) + 1
+        return out
+
+    def keep(self, items: Iterable[T], question: Callable[[T], str], texts: Callable[[T], Iterable[str]]) -> list[T]:
+        """The allowed `items`; each refusal counted by reason in `refused`."""
+        return self.keep_by(items, lambda item: self.refusal(question(item), texts(item)))
+
+    def check_by(self, items: Iterable[T], reason: Callable[[T], str | None], name: Callable[[T], str]) -> None:
+        """Raise `InputError` if any of `items` is refused: the last check before fitting."""
+        from verirag.errors import InputError
+
+        for item in items:
+            why = reason(item)
+            if why is not None:
+                raise InputError(f"refusing to train on evaluation data ({why}): {name(item)[:80]!r}")
+
+    def check(self, items: Iterable[T], question: Callable[[T], str], texts: Callable[[T], Iterable[str]]) -> None:
+        """Raise `InputError` if any of `items` is refused: the last check before fitting."""
+        self.check_by(items, lambda item: self.refusal(question(item), texts(item)), question)

@@ -1,0 +1,135 @@
+"""Labelled sentences for the context pruner, made from the benchmarks without human labels
+(issue 37):
+
+- `nq`: each NQ-open oracle question's gold passage (lost-in-the-middle), a sentence labelled 1
+  when it holds a reference answer (normalised substring); and one other question's gold passage
+  as a random negative (its sentences 1 only where they happen to hold the answer).
+- `hotpotqa`: each HotpotQA question's supporting-fact sentences labelled 1, the other sentences of
+  the same paragraphs 0 (hard negatives: same topic, no support), and `distractors` of the
+  question's distractor paragraphs with every sentence 0.
+
+Questions are held out by a hash of their text (`held_out`), so the benchmark of pruning
+(benchmarks/bench_prune.py) draws its questions from those the pruner never saw:
+`NQ_HELD_OUT` of NQ's and `HOTPOTQA_HELD_OUT` of HotpotQA's (HotpotQA has 600 questions here and
+the benchmark needs 200). Training examples pass `verirag_lab.train.guard.TrainingGuard`: an
+instruct_qa_human question or a licence text is refused whatever the command line says (the first
+shipped pruner read 65 of instruct_qa_human's NQ questions; issue 48).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from pathlib import Path
+
+from verirag.errors import InputError
+from verirag.learned.pruner import PrunerExample
+from verirag.learned.pruner_inputs import passage_sentences
+from verirag_lab.datasets._retrieved import contains_answer
+from verirag_lab.datasets.hotpotqa import hotpotqa_files
+from verirag_lab.datasets.nq import find_oracle_file, read_oracle
+from verirag_lab.train.guard import TrainingGuard
+
+NQ_HELD_OUT = 0.2
+HOTPOTQA_HELD_OUT = 0.4
+
+
+def held_out(question: str, share: float) -> bool:
+    """Whether `question` is in the held-out share: a stable hash of its normalised text."""
+    h = hashlib.sha256(" ".join(question.lower().split()).encode()).hexdigest()
+    return int(h[:8], 16) / 2**32 < share
+
+
+def nq_examples(data_dir: str | Path, *, held: bool = False, seed: int = 0) -> list[PrunerExample]:
+    """NQ's training examples (`held`: the held-out questions' instead, for evaluation)."""
+    rows = read_oracle(find_oracle_file(Path(data_dir)))
+    rng = random.Random(seed)
+    out = []
+    for r in rows:
+        if held_out(r["question"], NQ_HELD_OUT) != held:
+            continue
+        group = f"nq:{r['row']}"
+        title, text = r["gold"]
+        sentences = passage_sentences(text)
+        labels = [contains_answer(s, r["answers"]) for s in sentences]
+        if not any(labels):  # the answer spans a sentence boundary or is not in the text: no clean label
+            continue
+        out.append(PrunerExample(r["question"], title, tuple(sentences), tuple(labels), group, "nq-gold"))
+        other = rows[rng.randrange(len(rows))]
+        if other["row"] != r["row"]:
+            sentences = passage_sentences(other["gold"][1])
+            labels = [contains_answer(s, r["answers"]) for s in sentences]
+            out.append(
+                PrunerExample(r["question"], other["gold"][0], tuple(sentences), tuple(labels), group, "nq-random")
+            )
+    return out
+
+
+def _supporting(facts) -> set[tuple[str, int]]:
+    """(title, sentence index) pairs of HotpotQA's supporting facts, official ([title, i]) or
+    AMOR-style ([title, [i, ...], ...]) records."""
+    out = set()
+    for f in facts:
+        title, idx = f[0], f[1]
+        for i in idx if isinstance(idx, list) else [idx]:
+            out.add((str(title), int(i)))
+    return out
+
+
+def hotpotqa_records(data_dir: str | Path) -> list[dict]:
+    """Raw HotpotQA records (question, answer, context, supporting facts) of the distractor files."""
+    records, seen = [], set()
+    for f in hotpotqa_files(Path(data_dir) / "hotpotqa_amor_subset"):
+        text = f.read_text(encoding="utf-8").strip()
+        rows = json.loads(text) if text.startswith("[") else [json.loads(line) for line in text.splitlines() if line]
+        for r in rows:
+            if r["_id"] not in seen:
+                seen.add(r["_id"])
+                records.append(r)
+    if not records:
+        raise InputError(f"no HotpotQA records under {data_dir}")
+    return records
+
+
+def hotpotqa_examples(
+    data_dir: str | Path, *, held: bool = False, distractors: int = 2, seed: int = 0
+) -> list[PrunerExample]:
+    """HotpotQA's training examples (`held`: the held-out questions' instead)."""
+    rng = random.Random(seed)
+    out = []
+    for r in hotpotqa_records(data_dir):
+        if held_out(r["question"], HOTPOTQA_HELD_OUT) != held:
+            continue
+        support = _supporting(r["supporting_facts"])
+        gold_titles = {t for t, _ in support}
+        paragraphs = [(str(t), [s.strip() for s in ss if s.strip()]) for t, ss in r["context"]]
+        others = [p for p in paragraphs if p[0] not in gold_titles]
+        chosen = [p for p in paragraphs if p[0] in gold_titles] + rng.sample(others, min(distractors, len(others)))
+        for title, sentences in chosen:
+            if not sentences:
+                continue
+            labels = tuple(int((title, i) in support) for i in range(len(sentences)))
+            kind = "hotpotqa-support" if title in gold_titles else "hotpotqa-distractor"
+            out.append(PrunerExample(r["question"], title, tuple(sentences), labels, f"hotpotqa:{r['_id']}", kind))
+    return out
+
+
+def pruner_examples(
+    data_dir: str | Path, *, held: bool = False, seed: int = 0, guard: TrainingGuard | None = None
+) -> list[PrunerExample]:
+    """The training (or, `held`, the held-out) examples; training examples pass `guard` (by default
+    the data folder's), which counts what it refuses in `guard.refused`."""
+    examples = nq_examples(data_dir, held=held, seed=seed) + hotpotqa_examples(data_dir, held=held, seed=seed)
+    if held:
+        return examples
+    guard = guard or TrainingGuard.for_data(data_dir)
+    return guard.keep(examples, question=guarded_question, texts=guarded_texts)
+
+
+def guarded_question(e: PrunerExample) -> str:
+    return e.question
+
+
+def guarded_texts(e: PrunerExample) -> tuple[str, ...]:
+    return (" ".join(e.sentences),)

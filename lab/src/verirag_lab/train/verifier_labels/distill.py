@@ -1,0 +1,221 @@
+"""`distill`: the shipped pipeline's own answers, scored by the LLM judge, graded against gold answers
+(issue 47, item 1): the labels that teach the trained verifier from the slow judge's verdicts.
+
+Per question and model, one answer from its "mixed" passages (the evidence among hard distractors,
+as retrieval gives them) and, for a seeded DISTRACTOR_SHARE of questions, a second from
+"distractor" passages only (retrieval that missed); NoMIRACL's non_relevant questions answer from
+their own passages. Each answer is made as `verirag ask` makes it with the pruner on: the shipped
+context pruner (`PruneStage`, its fitted threshold, titles for the hop rule) cuts the passages,
+and the default method's generator (`DEFAULT_METHOD`: vanilla, its own prompt and answer length,
+temperature 0) reads what is left.
+
+The answer is then scored on the FULL passages (what the record's `passages` name, what the verifier
+trains on) by the LLM judge `JUDGED_METHOD`'s predictor, nli, with premise=evidence (the shipped
+verifier picks the evidence the judge reads), on the answering model; on a seeded 1 in
+`judge_full_every` answers also by nli over every passage. The label is the gold grade, as `real`'s
+(right against the gold answers, with the evidence among the passages), so training may use the
+gold label, the judge's soft score, or only the answers where the two agree.
+
+meta: condition, correct / evidence / abstained (the grade), `judge` {evidence, passages (sampled
+only), read ("evidence", or "passages" when nli fell back to reading every passage), premise_words,
+digest (the judge's identity), errors}, `prune` {tokens_read, tokens_full (the answering model's
+tokens of the passage texts), passages_read, sentences_kept, sentences, fallback, hops, threshold,
+data (the pruner's data fingerprint)}, `seconds` {prune, generate, judge, judge_full}.
+
+Failures: a backend outage (the generator's or the judge's) is a `RecipeFailure`, written nothing and
+tried again next run; any other judge failure (e.g. an answer too long for the judge's window) is
+kept in `judge.errors` with its score None, beside the gold label; an empty answer is a skip line.
+Datasets with evidence but no gold answers (docs) cannot be graded: a skip line says so.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+from verirag.awf import registry
+from verirag.awf.compose import build_predictor
+from verirag.awf.defaults import DEFAULT_METHOD, JUDGED_METHOD
+from verirag.awf.predictors.nli import evidence_saves
+from verirag.awf.spec import split_name
+from verirag.awf.stages import PruneStage
+from verirag.errors import BackendError, is_outage
+from verirag.llm.base import DEFAULT_SEED
+from verirag.types import ScoredPassage
+from verirag_lab.train.verifier_labels.context import Item, LabelContext, RecipeFailure
+from verirag_lab.train.verifier_labels.generation import provenance
+from verirag_lab.train.verifier_labels.records import labelled, record_id, skipped
+from verirag_lab.train.verifier_labels.sources import Question
+
+NAME = "distill"
+NEEDS_LLM = True
+VERSION = 1  # bumped when what the recipe makes changes: a rerun remakes its items
+# Retrieval misses the gold passage for a share of questions; answers without evidence teach the
+# verifier "unsupported" from the pipeline's own answers, at about a third of the answers.
+DISTRACTOR_SHARE = 0.5
+_, GENERATOR, _ = split_name(DEFAULT_METHOD)  # the generator `verirag ask` answers with
+_, _, JUDGE = split_name(JUDGED_METHOD)  # the LLM judge's predictor (nli)
+
+
+def conditions(ctx: LabelContext, q: Question, model: str) -> tuple[str, ...]:
+    if not q.answers:
+        return ("non_relevant",)
+    if ctx.rng(NAME, q.group, model, "distractor").random() < DISTRACTOR_SHARE:
+        return ("mixed", "distractor")
+    return ("mixed",)
+
+
+def full_judged(ctx: LabelContext, q: Question, model: str, condition: str) -> bool:
+    """Whether this answer is also judged over every passage: a seeded 1 in `judge_full_every`."""
+    every = ctx.judge_full_every
+    return every > 0 and ctx.rng(NAME, q.group, model, condition, "full").random() < 1 / every
+
+
+def plan(q: Question, ctx: LabelContext) -> list[Item]:
+    items = []
+    for model in ctx.models:
+        for condition in conditions(ctx, q, model):
+            item_id = record_id(NAME, q.dataset, q.id, f"{model}.{condition}", ctx.seed)
+            items.append(
+                Item(item_id, NAME, q.dataset, q.id, lambda i=item_id, m=model, c=condition: make(ctx, q, i, m, c))
+            )
+    return items
+
+
+# ---- the parts, built once per run (`LabelContext.shared`) ----------------------------------------
+def pruner_stage(ctx: LabelContext, model: str) -> PruneStage:
+    def load():
+        from verirag.learned.pruner import ContextPruner
+        from verirag.learned.shipped import shipped_pruner_dir
+
+        return ContextPruner.load(shipped_pruner_dir())
+
+    # one pruner; each model counts the tokens it reads with its own tokenizer
+    pruner = ctx.shared("pruner", load)
+    return ctx.shared(("prune", model), lambda: PruneStage(pruner, count_tokens=ctx.llm(model).count_tokens))
+
+
+def generator(ctx: LabelContext, model: str):
+    return ctx.shared(("generator", model), lambda: registry.create("generator", GENERATOR, ctx.llm(model)))
+
+
+def judge(ctx: LabelContext, model: str, premise: str):
+    def build():
+        nli = build_predictor(JUDGE, ctx.llm(model), options={"premise": premise})
+        if premise == "evidence":
+            remember_premise(nli)
+        return nli
+
+    return ctx.shared((JUDGE, premise, model), build)
+
+
+def remember_premise(nli) -> None:
+    """Keep the evidence nli picks on `nli.last_premise` (None: it could not pick one), so what it read
+    is known without the verifier reading the passages a second time."""
+    pick = nli.evidence
+
+    def evidence(question, answer, passages):
+        nli.last_premise = None
+        nli.last_premise, lent = pick(question, answer, passages)
+        return nli.last_premise, lent
+
+    nli.evidence = evidence
+
+
+# ---- one answer ---------------------------------------------------------------------------------
+def make(ctx: LabelContext, q: Question, item_id: str, model: str, condition: str) -> dict:
+    if not q.answers and q.gold:
+        return skipped(item_id, NAME, q.dataset, q.id, "no gold answers to grade against (distill: nq, hotpotqa)")
+    keys = ctx.passage_set(q, condition)
+    if keys is None:
+        return skipped(item_id, NAME, q.dataset, q.id, f"no {condition} passages")
+    passages = ctx.passages(q, keys)
+    seconds: dict[str, float] = {}
+
+    t = time.perf_counter()
+    stage = pruner_stage(ctx, model)
+    pruned = stage.run(q.text, [ScoredPassage(p, 0.0, i) for i, p in enumerate(passages)], lambda _m: None)
+    seconds["prune"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    gen = generator(ctx, model)
+    try:
+        ans = gen.answer(q.text, [h.passage for h in pruned.kept])
+    except BackendError as e:
+        raise RecipeFailure(f"{model} failed for {q.group}: {e}") from e
+    seconds["generate"] = time.perf_counter() - t
+    if ans.generation is not None and ans.generation.finish_reason == "error":
+        raise RecipeFailure(f"{model} returned an error for {q.group}")
+    if not ans.text:
+        return skipped(item_id, NAME, q.dataset, q.id, "the model returned an empty answer")
+
+    grade = ctx.grade(q, ans.text, keys)
+    scores = judged(ctx, q, model, ans.text, passages, full_judged(ctx, q, model, condition), seconds)
+    meta: dict[str, Any] = {
+        "condition": condition,
+        **grade.meta(),
+        "judge": scores,
+        "prune": prune_info(pruned.info, stage),
+        "seconds": {k: round(v, 3) for k, v in seconds.items()},
+    }
+    if ans.generation is not None and ans.generation.finish_reason == "length":
+        meta["truncated"] = True
+    # the generator's digest names its prompt and options (answer length, layout); it sets no
+    # temperature or seed, so the backend's defaults apply
+    how = provenance(ctx.llm(model), model, f"{GENERATOR}@{gen.digest}", 0.0, DEFAULT_SEED)
+    how["max_tokens"] = gen.max_tokens
+    return labelled(item_id, NAME, q.dataset, q.id, ctx.qh(q), keys, ans.text, grade.label, generation=how, meta=meta)
+
+
+def judged(ctx, q, model, answer, passages, full: bool, seconds: dict[str, float]) -> dict[str, Any]:
+    """The judge's scores of `answer` (module doc); a judge outage is a RecipeFailure."""
+    out: dict[str, Any] = {}
+    errors: dict[str, str] = {}
+    premises = ("evidence", "passages") if full else ("evidence",)
+    for premise in premises:
+        nli = judge(ctx, model, premise)
+        t = time.perf_counter()
+        nli.last_premise = None
+        try:
+            v = nli.verify(q.text, answer, passages)
+        except BackendError as e:  # the judge's requests raise an outage; its other failures come back in v
+            raise RecipeFailure(f"the judge ({model}) failed for {q.group}: {e}") from e
+        seconds["judge" if premise == "evidence" else "judge_full"] = time.perf_counter() - t
+        if is_outage(v.failure):
+            raise RecipeFailure(f"the judge ({model}) failed for {q.group}: {v.failure}")
+        ok = v.error is None and not math.isnan(v.score)
+        out[premise] = round(float(v.score), 4) if ok else None
+        if not ok:
+            errors[premise] = v.error or "no score"
+        if premise == "evidence":
+            out.update(what_was_read(nli.last_premise, passages))
+            out["digest"] = nli.digest
+    if errors:
+        out["errors"] = errors
+    return out
+
+
+def what_was_read(premise: str | None, passages) -> dict[str, Any]:
+    """What nli over the evidence read: the evidence, or every passage when it saved too little or the
+    verifier could not pick it (`evidence_saves`: the rule nli itself applies)."""
+    if premise is None:
+        return {"read": "passages", "premise_words": None}
+    read = "evidence" if evidence_saves(premise, passages) else "passages"
+    return {"read": read, "premise_words": len(premise.split())}
+
+
+def prune_info(info: dict[str, Any], stage: PruneStage) -> dict[str, Any]:
+    """The pruner's report in a few numbers (its per-sentence scores are not kept)."""
+    per = info["passages"]
+    return {
+        "tokens_read": info["tokens_read"],
+        "tokens_full": info["tokens_read"] + info["tokens_saved"],
+        "passages_read": sum(1 for p in per if p["kept"]),
+        "sentences_kept": sum(len(p["kept"]) for p in per),
+        "sentences": sum(len(p["sentences"]) for p in per),
+        "fallback": bool(info["fallback"]),
+        "hops": sum(1 for p in per if p["hop"]),
+        "threshold": round(float(info["threshold"]), 4),
+        "data": str(stage.pruner.fingerprints.get("data", ""))[:16],
+    }

@@ -1,0 +1,205 @@
+"""`followup`: a follow-up question that refers back to an entity an earlier turn named (issue 36,
+item 2), made from NQ and HotpotQA (never from instruct_qa_human: `exclusion`).
+
+The entity is a supporting passage's title named in the question (NQ: its gold passage; HotpotQA:
+a supporting paragraph's). The question is rewritten by rule: that mention (with a leading "the",
+a possessive "'s" -> "its") becomes "that <kind>" when the title says the kind ("Thriller
+(album)" -> "that album"), else "it" or "the above". The earlier turns (`history`, "User: ..." /
+"Agent: ...") name the entity: "Tell me about <title>." answered by the passage's first sentence
+(history "tell"), or another question whose gold answer is the entity, answered by it ("asked").
+- gold, gold_asked (1): the gold answer, the passages with the evidence among distractors;
+- swapped (0): a wrong answer of the same kind (as `swap` draws it);
+- other_history (0): the same question and answer, but the history names another entity (a
+  distractor passage's title among the passages): "it" now means that one, which the answer
+  does not fit.
+The record stores the question and the turns as text specs (an edit of the dataset's question,
+titles and passage spans by key), never benchmark text.
+"""
+
+from __future__ import annotations
+
+import re
+
+from verirag.metrics.qa import normalize_answer
+from verirag.retrieval.sentences import sentence_spans
+from verirag_lab.train.verifier_labels.context import Item, LabelContext
+from verirag_lab.train.verifier_labels.records import bare_title, labelled, record_id, skipped
+from verirag_lab.train.verifier_labels.replacements import pick
+from verirag_lab.train.verifier_labels.sources import Question
+from verirag_lab.train.verifier_labels.spans import Span, answer_kind, too_close
+
+NAME = "followup"
+NEEDS_LLM = False
+VERSION = 1  # bumped when what the recipe makes changes: a rerun remakes its items
+DATASETS = ("nq", "hotpotqa")
+KIND_WORDS = {
+    "album": "album",
+    "song": "song",
+    "single": "song",
+    "film": "film",
+    "movie": "film",
+    "novel": "novel",
+    "book": "book",
+    "band": "band",
+    "tv series": "series",
+    "series": "series",
+    "play": "play",
+    "video game": "game",
+    "musical": "musical",
+    "magazine": "magazine",
+    "ship": "ship",
+}
+NOUNS = "song|album|film|movie|band|show|series|book|novel|group|game|play|character|team|company|river|city"
+MAX_REPLY_WORDS = 40
+TELL = "User: Tell me about "
+
+
+def plan(q: Question, ctx: LabelContext) -> list[Item]:
+    if q.dataset not in DATASETS or not q.answers:
+        return []
+    items = []
+    for variant in ("gold", "gold_asked", "swapped", "other_history"):
+        item_id = record_id(NAME, q.dataset, q.id, variant, ctx.seed)
+        items.append(Item(item_id, NAME, q.dataset, q.id, lambda i=item_id, v=variant: make(ctx, q, i, v)))
+    return items
+
+
+def referring(title: str, rng) -> str:
+    """ "that album" for "Thriller (album)"; else "it" or "the above"."""
+    m = re.search(r"\(([^()]*)\)\s*$", title)
+    if m:
+        words = m.group(1).lower()
+        for key, word in KIND_WORDS.items():
+            if words == key or words.endswith(" " + key):
+                return f"that {word}"
+    return rng.choice(["it", "the above"])
+
+
+def entity_mention(ctx: LabelContext, q: Question) -> tuple[str, int, int, str] | None:
+    """(passage key of the entity, start, end of its mention in the question, the kind noun
+    before it: "the song X" -> "song"), or None."""
+    source = ctx.sources[q.dataset]
+    found = []
+    for key in q.gold:
+        name = bare_title(source.passage(key).title)
+        if len(name) < 3 or too_close(name, q.answers[q.answer_index], "other"):
+            continue
+        m = re.search(
+            rf"(?<!\w)(?:(?:the|a)\s+(?P<noun>{NOUNS})\s+|the\s+)?{re.escape(name)}(?:'s|’s)?(?!\w)",
+            q.text,
+            re.IGNORECASE,
+        )
+        if m:
+            found.append((m.start(), key, m.end(), (m.group("noun") or "").lower()))
+    if not found:
+        return None
+    start, key, end, noun = min(found)
+    return key, start, end, noun
+
+
+def rewritten_question(ctx: LabelContext, q: Question, start: int, end: int, phrase: str) -> dict:
+    mention = q.text[start:end]
+    if mention.endswith(("'s", "’s")):
+        phrase = "its" if phrase == "it" else phrase + "'s"
+    if start == 0:
+        phrase = phrase[:1].upper() + phrase[1:]
+    return {"edit": {"question_of": [q.dataset, q.id]}, "offset": start, "length": end - start, "replacement": phrase}
+
+
+def first_sentence(ctx: LabelContext, dataset: str, key: str) -> dict | None:
+    text = ctx.passage(dataset, key).text
+    spans = sentence_spans(text)
+    if not spans:
+        return None
+    s, e = spans[0]
+    words = text[s:e].split()
+    if len(words) > MAX_REPLY_WORDS:
+        e = text.index(words[MAX_REPLY_WORDS - 1], s) + len(words[MAX_REPLY_WORDS - 1])
+    return {"passage_span": [dataset, key, s, e - s]}
+
+
+def tell_history(ctx: LabelContext, dataset: str, key: str) -> list | None:
+    reply = first_sentence(ctx, dataset, key)
+    if reply is None:
+        return None
+    stop = "" if ctx.passage(dataset, key).title.rstrip()[-1:] in ".?!" else "."
+    return [{"join": [TELL, {"title_of": [dataset, key]}, stop]}, {"join": ["Agent: ", reply]}]
+
+
+def asked_history(ctx: LabelContext, q: Question, key: str) -> list | None:
+    """Another allowed question of the dataset whose gold answer is the entity, and its answer."""
+    name = normalize_answer(bare_title(ctx.passage(q.dataset, key).title))
+    index = _answers_index(ctx, q.dataset)
+    for qid, i in index.get(name, []):
+        if qid != q.id:
+            return [
+                {"join": ["User: ", {"question_of": [q.dataset, qid]}]},
+                {"join": ["Agent: ", {"answer_from": [q.dataset, qid, i]}]},
+            ]
+    return None
+
+
+def _answers_index(ctx: LabelContext, dataset: str) -> dict[str, list[tuple[str, int]]]:
+    cache = ctx.__dict__.setdefault("_followup_answers", {})
+    if dataset not in cache:
+        index: dict[str, list[tuple[str, int]]] = {}
+        source = ctx.sources[dataset]
+        for qid in ctx.allowed.get(dataset, []):
+            for i, a in enumerate(source.questions[qid].answers):
+                index.setdefault(normalize_answer(a), []).append((qid, i))
+        cache[dataset] = index
+    return cache[dataset]
+
+
+def make(ctx: LabelContext, q: Question, item_id: str, variant: str) -> dict:
+    found = entity_mention(ctx, q)
+    if found is None:
+        return skipped(item_id, NAME, q.dataset, q.id, "no supporting passage's title named in the question")
+    key, start, end, noun = found
+    keys = ctx.evidence_set(q)
+    if keys is None:
+        return skipped(item_id, NAME, q.dataset, q.id, "no passages with the evidence")
+    rng = ctx.rng(NAME, q.group)
+    title = ctx.passage(q.dataset, key).title
+    phrase = f"that {noun}" if noun else referring(title, rng)
+    question = rewritten_question(ctx, q, start, end, phrase)
+    answer: object = {"answer_from": [q.dataset, q.id, q.answer_index]}
+    label = 1
+    meta = {"variant": variant, "phrase": phrase, "entity": key}
+    history = asked_history(ctx, q, key) if variant == "gold_asked" else tell_history(ctx, q.dataset, key)
+    if history is None:
+        return skipped(item_id, NAME, q.dataset, q.id, f"no earlier turn for {variant}")
+    if variant == "swapped":
+        gold = q.answers[q.answer_index]
+        r = pick(ctx, q, Span(0, len(gold), answer_kind(gold), gold), keys, q.answers, "", ctx.rng(item_id))
+        if r is None:
+            return skipped(item_id, NAME, q.dataset, q.id, "no replacement answer")
+        answer, label = r.spec, 0
+        meta["origin"] = r.origin
+    elif variant == "other_history":
+        name = bare_title(title)
+        others = [
+            k
+            for k in keys
+            if k not in q.gold and not too_close(name, bare_title(ctx.passage(q.dataset, k).title), "other")
+        ]
+        if not others:
+            return skipped(item_id, NAME, q.dataset, q.id, "no other entity among the passages")
+        other = ctx.rng(item_id).choice(others)
+        history = tell_history(ctx, q.dataset, other)
+        if history is None:
+            return skipped(item_id, NAME, q.dataset, q.id, "the other entity's passage has no sentence")
+        label = 0
+        meta["history_entity"] = other
+    return labelled(
+        item_id,
+        NAME,
+        q.dataset,
+        q.id,
+        ctx.qh(q),
+        keys,
+        answer,
+        label,
+        meta=meta,
+        extra={"question": question, "history": history},
+    )
