@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from verirag.errors import BackendError
-from verirag.llm.base import EXACT_NEXT_TOKEN, LLM, LOGPROBS, NEXT_TOKEN, SCORE
+from verirag.llm.base import EXACT_NEXT_TOKEN, LLM, LOGPROBS, NEXT_TOKEN, SCORE, GenerateOptions
 from verirag.llm.wrapper import LLMWrapper
 from verirag.types import ContinuationScore, Generation, TokenLogprob
 
@@ -114,19 +114,9 @@ class ScriptedLLM(LLM):
                 self.in_flight -= 1
 
     # ------------------------------------------------------------------------------ the protocol
-    def generate(
-        self,
-        prompt,
-        *,
-        max_tokens=256,
-        temperature=0.0,
-        seed=0,
-        stop=None,
-        logprobs=False,
-        top_logprobs=0,
-    ) -> Generation:
-        options = {"max_tokens": max_tokens, "temperature": temperature, "seed": seed, "stop": stop}
-        self._serve("generate", prompt, {**options, "logprobs": logprobs, "top_logprobs": top_logprobs})
+    def _generate(self, prompt, options: GenerateOptions) -> Generation:
+        logprobs, top_logprobs = options.logprobs, options.top_logprobs
+        self._serve("generate", prompt, {**options.as_kwargs(), "stop": list(options.stop) or None})
         out = self._next_reply(prompt)
         if isinstance(out, BaseException):
             raise out

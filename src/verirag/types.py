@@ -287,29 +287,14 @@ class AskResult:
     def from_dict(cls, d: dict[str, Any]) -> AskResult:
         """The inverse of to_dict (e.g. a service's JSON answer): missing optional parts take their defaults."""
         return cls(
-            question=d["question"],
-            answer=d["answer"],
-            score=d["score"],
-            faithful=bool(d["faithful"]),
-            threshold=d.get("threshold"),
+            **_judged_fields(d),
             action=d["action"],
-            evidence=[Evidence.from_dict(e) for e in d.get("evidence") or []],
-            supporting_passage=_evidence(d.get("supporting_passage")),
             retrieved_answer=d.get("retrieved_answer", d["answer"]),
             model=d.get("model", ""),
-            method=d["method"],
-            judge=d.get("judge", ""),
-            timings=dict(d.get("timings") or {}),
-            usage=dict(d.get("usage") or {}),
-            error=d.get("error"),
             trust=d.get("trust"),
             forecast=d.get("forecast"),
             prune=d.get("prune"),
             stages=d.get("stages"),
-            sentences=judged_sentences(d.get("sentences")),
-            cascade=CascadeDecision.from_dict(d.get("cascade")),
-            verdict=verdict_of(d),
-            unverified=d.get("unverified"),
         )
 
 
@@ -352,25 +337,30 @@ class VerifyResult:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> VerifyResult:
         """The inverse of to_dict (e.g. a service's JSON answer): missing optional parts take their defaults."""
-        return cls(
-            question=d["question"],
-            answer=d["answer"],
-            score=d["score"],
-            faithful=bool(d["faithful"]),
-            threshold=d.get("threshold"),
-            evidence=[Evidence.from_dict(e) for e in d.get("evidence") or []],
-            supporting_passage=_evidence(d.get("supporting_passage")),
-            method=d["method"],
-            judge=d.get("judge", ""),
-            timings=dict(d.get("timings") or {}),
-            usage=dict(d.get("usage") or {}),
-            error=d.get("error"),
-            warnings=list(d.get("warnings") or []),
-            sentences=judged_sentences(d.get("sentences")),
-            cascade=CascadeDecision.from_dict(d.get("cascade")),
-            verdict=verdict_of(d),
-            unverified=d.get("unverified"),
-        )
+        return cls(**_judged_fields(d), warnings=list(d.get("warnings") or []))
+
+
+def _judged_fields(d: dict[str, Any]) -> dict[str, Any]:
+    """The fields an AskResult and a VerifyResult share, read from their JSON form (missing
+    optional parts take their defaults)."""
+    return {
+        "question": d["question"],
+        "answer": d["answer"],
+        "score": d["score"],
+        "faithful": bool(d["faithful"]),
+        "threshold": d.get("threshold"),
+        "evidence": [Evidence.from_dict(e) for e in d.get("evidence") or []],
+        "supporting_passage": _evidence(d.get("supporting_passage")),
+        "method": d["method"],
+        "judge": d.get("judge", ""),
+        "timings": dict(d.get("timings") or {}),
+        "usage": dict(d.get("usage") or {}),
+        "error": d.get("error"),
+        "sentences": judged_sentences(d.get("sentences")),
+        "cascade": CascadeDecision.from_dict(d.get("cascade")),
+        "verdict": verdict_of(d),
+        "unverified": d.get("unverified"),
+    }
 
 
 @dataclass

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import torch
 
 from verirag.learned.pruner_inputs import Window
-from verirag.learned.verifier_model import PairScorer, _only_layers, layer_count
+from verirag.learned.verifier_model import PairScorer, _only_layers, layer_count, padded_states
 
 
 def span_tokens(tokenizer, windows: Sequence[Window], max_length: int) -> list[list[list[int]]]:
@@ -57,13 +57,7 @@ def lower_states(scorer: PairScorer, tokenizer, windows: Sequence[Window], max_l
 
 def upper_hidden(scorer: PairScorer, states: Sequence[torch.Tensor], start: int) -> torch.Tensor:
     """The last layer's hidden states from `lower_states` taken after layer `start`."""
-    device = next(scorer.parameters()).device
-    longest = max(len(s) for s in states)
-    hidden = torch.zeros(len(states), longest, states[0].shape[-1], device=device)
-    mask = torch.zeros(len(states), longest, dtype=torch.long, device=device)
-    for i, s in enumerate(states):
-        hidden[i, : len(s)] = s.float()
-        mask[i, : len(s)] = 1
+    hidden, mask = padded_states(scorer, states)
     with _only_layers(scorer.encoder, start, layer_count(scorer), from_hidden=True):
         return scorer.encoder(inputs_embeds=hidden, attention_mask=mask).last_hidden_state
 

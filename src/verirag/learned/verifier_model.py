@@ -83,9 +83,9 @@ def frozen_states(
     return [hidden[i, : int(k)].to(torch.float16).clone() for i, k in enumerate(lengths)]
 
 
-def top_logits(scorer: PairScorer, states: Sequence[torch.Tensor], train_layers: int) -> torch.Tensor:
-    """Pair logits from `frozen_states`: the top `train_layers` layers, the pooling and the head
-    (with gradients when the caller is not in inference mode)."""
+def padded_states(scorer: PairScorer, states: Sequence[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Stored hidden states of unequal lengths as one zero-padded batch on the scorer's device, and
+    its attention mask."""
     device = next(scorer.parameters()).device
     longest = max(len(s) for s in states)
     hidden = torch.zeros(len(states), longest, states[0].shape[-1], device=device)
@@ -93,6 +93,13 @@ def top_logits(scorer: PairScorer, states: Sequence[torch.Tensor], train_layers:
     for i, s in enumerate(states):
         hidden[i, : len(s)] = s.float()
         mask[i, : len(s)] = 1
+    return hidden, mask
+
+
+def top_logits(scorer: PairScorer, states: Sequence[torch.Tensor], train_layers: int) -> torch.Tensor:
+    """Pair logits from `frozen_states`: the top `train_layers` layers, the pooling and the head
+    (with gradients when the caller is not in inference mode)."""
+    hidden, mask = padded_states(scorer, states)
     n = layer_count(scorer)
     with _only_layers(scorer.encoder, n - train_layers, n, from_hidden=True):
         out = scorer.encoder(inputs_embeds=hidden, attention_mask=mask).last_hidden_state

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 from typing import Any
 
-from verirag.errors import CapabilityError
+from verirag.errors import CapabilityError, InputError
 from verirag.types import ContinuationScore, Generation, Prompt
 
 # Capability names.
@@ -26,6 +27,22 @@ ATTENTIONS = "attentions"  # attention weights (HF transformers only)
 HIDDEN_STATE = "hidden_state"  # a text's mean-pooled last-layer hidden state (probe features)
 
 DEFAULT_SEED = 0
+
+
+@dataclass(frozen=True)
+class GenerateOptions:
+    """The options of one `LLM.generate` call, checked (what a backend's `_generate` reads)."""
+
+    max_tokens: int = 256
+    temperature: float = 0.0
+    seed: int = DEFAULT_SEED
+    stop: tuple[str, ...] = ()
+    logprobs: bool = False
+    top_logprobs: int = 0
+
+    def as_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments of `generate` (stop as a list: the request cache's key reads it so)."""
+        return {**asdict(self), "stop": list(self.stop)}
 
 
 class NextTokenLogprobs(dict):
@@ -63,7 +80,6 @@ class LLM(ABC):
     context_window: int = 4096
     logprobs_assured: bool = False
 
-    @abstractmethod
     def generate(
         self,
         prompt: Prompt,
@@ -76,7 +92,16 @@ class LLM(ABC):
         top_logprobs: int = 0,
     ) -> Generation:
         """Generate a reply. With `logprobs`, `Generation.tokens` holds each token's logprob
-        and its `top_logprobs` most likely alternatives."""
+        and its `top_logprobs` most likely alternatives. One signature for every backend: the
+        options are checked here, once, and handed to the backend's `_generate`."""
+        if max_tokens < 1:
+            raise InputError(f"max_tokens must be >= 1, got {max_tokens}")
+        options = GenerateOptions(max_tokens, temperature, seed, tuple(stop or ()), logprobs, top_logprobs)
+        return self._generate(prompt, options)
+
+    @abstractmethod
+    def _generate(self, prompt: Prompt, options: GenerateOptions) -> Generation:
+        """The backend's generation with checked options (what `generate` hands over)."""
 
     def score(self, prompt: Prompt, continuation: str) -> ContinuationScore:
         """log P(continuation | prompt), token by token. For chat prompts the continuation is

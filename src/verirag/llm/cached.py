@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from verirag.llm.base import DEFAULT_SEED, LLM, HiddenState, NextTokenLogprobs
+from verirag.llm.base import LLM, GenerateOptions, HiddenState, NextTokenLogprobs
 from verirag.llm.cache import RequestCache, request_key
 from verirag.llm.lookback import LookbackRatios
 from verirag.llm.wrapper import LLMWrapper
@@ -51,25 +51,10 @@ class CachedLLM(LLMWrapper):
             self.cache.put(key, dump(out), op=op)
         return out
 
-    def generate(
-        self,
-        prompt: Prompt,
-        *,
-        max_tokens: int = 256,
-        temperature: float = 0.0,
-        seed: int = DEFAULT_SEED,
-        stop: Sequence[str] | None = None,
-        logprobs: bool = False,
-        top_logprobs: int = 0,
-    ) -> Generation:
-        params = {
-            "max_tokens": max_tokens,
-            "temperature": temperature,
-            "seed": seed,
-            "stop": list(stop or []),
-            "logprobs": logprobs,
-            "top_logprobs": top_logprobs,
-        }
+    generate = LLM.generate  # the one signature (not the wrapper's forwarder); `_generate` caches
+
+    def _generate(self, prompt: Prompt, options: GenerateOptions) -> Generation:
+        params = options.as_kwargs()
         return self._through_cache(
             "generate", prompt, params, lambda: self.inner.generate(prompt, **params), Generation.from_dict
         )

@@ -32,12 +32,21 @@ import ctypes
 import os
 import threading
 from collections.abc import Sequence
+from dataclasses import astuple
 from pathlib import Path
 
 import numpy as np
 
 from verirag.errors import BackendError, InputError, ModelNotFoundError
-from verirag.llm.base import DEFAULT_SEED, EXACT_NEXT_TOKEN, HIDDEN_STATE, LLM, LOGPROBS, NEXT_TOKEN, SCORE
+from verirag.llm.base import (
+    EXACT_NEXT_TOKEN,
+    HIDDEN_STATE,
+    LLM,
+    LOGPROBS,
+    NEXT_TOKEN,
+    SCORE,
+    GenerateOptions,
+)
 from verirag.llm.chat_template import continued_message, plain_messages, render_chat, validate_messages
 from verirag.llm.prefix_store import Chunk, PrefixStore, batched, n_tokens, shared_chunks, singles
 from verirag.settings import settings
@@ -326,17 +335,8 @@ class LlamaCppLLM(LLM):
         return TokenLogprob(token=self.piece(token), logprob=float(lp[token]), top=top)
 
     # ---- the LLM interface --------------------------------------------------------------
-    def generate(
-        self,
-        prompt: Prompt,
-        *,
-        max_tokens: int = 256,
-        temperature: float = 0.0,
-        seed: int = DEFAULT_SEED,
-        stop: Sequence[str] | None = None,
-        logprobs: bool = False,
-        top_logprobs: int = 0,
-    ) -> Generation:
+    def _generate(self, prompt: Prompt, options: GenerateOptions) -> Generation:
+        max_tokens, temperature, seed, stop, logprobs, top_logprobs = astuple(options)
         with self._lock:
             path = self._prompt_path(prompt)
             n_prompt = n_tokens(path)

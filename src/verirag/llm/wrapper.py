@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from verirag.llm.base import LLM
+from verirag.llm.base import LLM, GenerateOptions
+from verirag.types import Generation, Prompt
 
 # Attributes a backend sets; a wrapper reads them from the wrapped LLM.
 _ATTRIBUTES = ("backend", "model_id", "fingerprint", "capabilities", "context_window", "logprobs_assured")
@@ -29,6 +30,9 @@ class LLMWrapper(LLM):
 
     def require(self, *capabilities: str) -> None:
         LLM.require(self, *capabilities)  # against this wrapper's capabilities, which may be fewer
+
+    def _generate(self, prompt: Prompt, options: GenerateOptions) -> Generation:
+        return self.inner.generate(prompt, **options.as_kwargs())  # reached only by a wrapper using LLM.generate
 
     @property
     def innermost(self) -> LLM:

@@ -25,11 +25,21 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Sequence
+from dataclasses import astuple
 from pathlib import Path
 from typing import Any
 
 from verirag.errors import InputError
-from verirag.llm.base import ATTENTIONS, DEFAULT_SEED, EXACT_NEXT_TOKEN, HIDDEN_STATE, LLM, LOGPROBS, NEXT_TOKEN, SCORE
+from verirag.llm.base import (
+    ATTENTIONS,
+    EXACT_NEXT_TOKEN,
+    HIDDEN_STATE,
+    LLM,
+    LOGPROBS,
+    NEXT_TOKEN,
+    SCORE,
+    GenerateOptions,
+)
 from verirag.llm.chat_template import plain_messages, render_chat, validate_messages
 from verirag.llm.hf.attention import AttentionReader
 from verirag.llm.hf.load import converted_gguf, gguf_path_of, import_torch, load_checkpoint, resolve_dtype
@@ -162,24 +172,13 @@ class TransformersLLM(AttentionReader, LLM):
 
     # ------------------------------------------------------------------ LLM operations
 
-    def generate(
-        self,
-        prompt: Prompt,
-        *,
-        max_tokens: int = 256,
-        temperature: float = 0.0,
-        seed: int = DEFAULT_SEED,
-        stop: Sequence[str] | None = None,
-        logprobs: bool = False,
-        top_logprobs: int = 0,
-    ) -> Generation:
+    def _generate(self, prompt: Prompt, options: GenerateOptions) -> Generation:
         """Generate; stop strings end generation early and the text is cut before the first one.
 
         The end-of-sequence token is neither in the text nor in `tokens`.
         """
+        max_tokens, temperature, seed, stop, logprobs, top_logprobs = astuple(options)
         torch = self.torch
-        if max_tokens < 1:
-            raise InputError(f"max_tokens must be >= 1, got {max_tokens}")
         ids = self.prompt_ids(prompt)
         self.check_length(len(ids), 0)
         max_new = min(int(max_tokens), max(1, self.context_window - len(ids)))

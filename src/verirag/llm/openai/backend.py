@@ -37,8 +37,8 @@ from typing import Any
 
 import httpx
 
-from verirag.errors import BackendError, CapabilityError, InputError
-from verirag.llm.base import DEFAULT_SEED, LLM, LOGPROBS, NEXT_TOKEN, SCORE
+from verirag.errors import BackendError, CapabilityError
+from verirag.llm.base import LLM, LOGPROBS, NEXT_TOKEN, SCORE, GenerateOptions
 from verirag.llm.chat_template import validate_messages
 from verirag.llm.openai.capabilities import TokenizeEndpoint, listed_context_window, probe
 from verirag.llm.openai.client import OpenAIClient, first_choice, request_body
@@ -97,15 +97,7 @@ class OpenAICompatibleLLM(LLM):
             return None
 
     def raw_generate(
-        self,
-        prompt: Prompt,
-        *,
-        max_tokens: int,
-        temperature: float,
-        seed: int,
-        stop: Sequence[str] | None,
-        logprobs: bool,
-        top_logprobs: int,
+        self, prompt: Prompt, options: GenerateOptions
     ) -> tuple[dict[str, Any], dict[str, Any], str, list[TokenLogprob] | None, bool]:
         """POST the request; return (body, choice, text or "", parsed logprobs or None, is_chat),
         without generate's checks of the reply."""
@@ -115,17 +107,7 @@ class OpenAICompatibleLLM(LLM):
         body = self.client.request(
             "POST",
             path,
-            request_body(
-                self.model,
-                prompt,
-                max_tokens=max_tokens,
-                temperature=temperature,
-                seed=seed,
-                stop=stop,
-                logprobs=logprobs,
-                top_logprobs=top_logprobs,
-                extra=self.extra_body,
-            ),
+            request_body(self.model, prompt, options, extra=self.extra_body),
         )
         shown = f"POST {self.base_url}/{path}"
         choice = first_choice(body, shown)
@@ -141,40 +123,21 @@ class OpenAICompatibleLLM(LLM):
         if text is None:
             raise BackendError(f"{shown}: the server returned a choice without text: {json.dumps(choice)[:300]}")
         tokens = None
-        if logprobs:
-            tokens = parse_chat_logprobs(choice, top_logprobs) if is_chat else None
+        if options.logprobs:
+            tokens = parse_chat_logprobs(choice, options.top_logprobs) if is_chat else None
             if tokens is None:
-                tokens = parse_legacy_logprobs(choice.get("logprobs"), top_logprobs)
+                tokens = parse_legacy_logprobs(choice.get("logprobs"), options.top_logprobs)
         return body, choice, text, tokens, is_chat
 
-    def generate(
-        self,
-        prompt: Prompt,
-        *,
-        max_tokens: int = 256,
-        temperature: float = 0.0,
-        seed: int = DEFAULT_SEED,
-        stop: Sequence[str] | None = None,
-        logprobs: bool = False,
-        top_logprobs: int = 0,
-    ) -> Generation:
+    def _generate(self, prompt: Prompt, options: GenerateOptions) -> Generation:
         """Generate a reply.
 
         An empty reply raises BackendError, except when `stop` strings were given (a stop string
         at the very start legitimately yields ""). Requested logprobs that the server does not
         return raise CapabilityError.
         """
-        if max_tokens < 1:
-            raise InputError(f"max_tokens must be >= 1, got {max_tokens}")
-        body, choice, text, tokens, is_chat = self.raw_generate(
-            prompt,
-            max_tokens=max_tokens,
-            temperature=temperature,
-            seed=seed,
-            stop=stop,
-            logprobs=logprobs,
-            top_logprobs=top_logprobs,
-        )
+        body, choice, text, tokens, is_chat = self.raw_generate(prompt, options)
+        stop, logprobs = options.stop, options.logprobs
         endpoint = "chat/completions" if is_chat else "completions"
         finish = str(choice.get("finish_reason") or "stop")
         if finish not in ("stop", "length"):
@@ -209,7 +172,7 @@ class OpenAICompatibleLLM(LLM):
         """
         k = max(1, min(int(top_k), MAX_TOP_LOGPROBS))
         _, _, _, tokens, is_chat = self.raw_generate(
-            prompt, max_tokens=1, temperature=0.0, seed=DEFAULT_SEED, stop=None, logprobs=True, top_logprobs=k
+            prompt, GenerateOptions(max_tokens=1, logprobs=True, top_logprobs=k)
         )
         if not tokens:
             raise CapabilityError(

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from verirag.errors import BackendError, CapabilityError
-from verirag.llm.base import DEFAULT_SEED, LOGPROBS, NEXT_TOKEN, SCORE
+from verirag.llm.base import LOGPROBS, NEXT_TOKEN, SCORE, GenerateOptions
 from verirag.llm.openai.client import OpenAIClient
 
 if TYPE_CHECKING:
@@ -23,9 +23,7 @@ def probe(llm: OpenAICompatibleLLM) -> tuple[frozenset[str], dict[str, str]]:
     chat = [{"role": "user", "content": "Say hello."}]
 
     def check_logprobs() -> None:
-        if not llm.raw_generate(
-            chat, max_tokens=2, temperature=0.0, seed=DEFAULT_SEED, stop=None, logprobs=True, top_logprobs=2
-        )[3]:
+        if not llm.raw_generate(chat, GenerateOptions(max_tokens=2, logprobs=True, top_logprobs=2))[3]:
             raise CapabilityError("no token logprobs in the chat reply")
 
     checks = {

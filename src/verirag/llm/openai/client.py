@@ -10,13 +10,13 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 
 from verirag.errors import BackendError, InputError
+from verirag.llm.base import GenerateOptions
 from verirag.llm.chat_template import plain_messages
 from verirag.settings import DEFAULT_OPENAI_TIMEOUT, settings
 from verirag.types import Prompt
@@ -149,31 +149,23 @@ class OpenAIClient:
 
 
 def request_body(
-    model: str,
-    prompt: Prompt,
-    *,
-    max_tokens: int,
-    temperature: float,
-    seed: int,
-    stop: Sequence[str] | None,
-    logprobs: bool,
-    top_logprobs: int,
-    extra: dict[str, Any] | None = None,
+    model: str, prompt: Prompt, options: GenerateOptions, extra: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """The body for POST chat/completions (a chat prompt) or completions (a string prompt);
     `extra`: server-specific fields, which win over the others."""
     chat = not isinstance(prompt, str)
+    logprobs, top_logprobs = options.logprobs, options.top_logprobs
     payload: dict[str, Any] = {
         "model": model,
         **({"messages": plain_messages(prompt)} if chat else {"prompt": prompt}),
-        "max_tokens": int(max_tokens),
-        "temperature": float(temperature),
-        "seed": int(seed),
+        "max_tokens": int(options.max_tokens),
+        "temperature": float(options.temperature),
+        "seed": int(options.seed),
         "stream": False,
         **(extra or {}),
     }
-    if stop:
-        payload["stop"] = list(stop)
+    if options.stop:
+        payload["stop"] = list(options.stop)
     if logprobs and chat:
         # top_logprobs is sent even when 0: some servers (llama-cpp-python) return no
         # logprobs at all without it.

@@ -11,7 +11,7 @@ import math
 from typing import Any
 
 from verirag.errors import CapabilityError, InputError
-from verirag.llm.base import DEFAULT_SEED
+from verirag.llm.base import GenerateOptions
 from verirag.llm.chat_template import plain_messages, render_chat, validate_messages
 from verirag.llm.openai.client import BackendHTTPError, OpenAIClient, first_choice, request_body
 from verirag.llm.openai.logprobs import parse_legacy_logprobs
@@ -51,17 +51,8 @@ class EchoScorer:
 
     def _completion(self, text: str, shown: str, **extra: Any) -> dict[str, Any]:
         """The first choice of a one-token greedy completion of `text`."""
-        body = request_body(
-            self.model,
-            text,
-            max_tokens=1,
-            temperature=0.0,
-            seed=DEFAULT_SEED,
-            stop=None,
-            logprobs=True,
-            top_logprobs=1,
-            extra={**extra, **self.extra_body},
-        )
+        one_token = GenerateOptions(max_tokens=1, logprobs=True, top_logprobs=1)
+        body = request_body(self.model, text, one_token, extra={**extra, **self.extra_body})
         return first_choice(self.client.request("POST", "completions", body), shown)
 
     def _echo(self, text: str, shown: str) -> dict[str, Any]:
