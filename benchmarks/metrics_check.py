@@ -82,8 +82,9 @@ def compute(rows: list[dict], args) -> tuple[list[dict], list[str], dict[str, fl
         cols.update({"BertS (F1)": b.f1, "BertS (Recall)": b.recall, "BertS (Precision)": b.precision})
         timings["BERTScore"] = time.perf_counter() - t
     if args.llm_judge:
+        from verirag.evaluation.judges import CorrectnessJudge
         from verirag.llm import load_llm
-        from verirag.metrics.judges import CorrectnessJudge, score_or_nan
+        from verirag.metrics.judges import score_or_nan
 
         t = time.perf_counter()
         judge = CorrectnessJudge(load_llm(args.llm_judge), mode=args.judge_mode)

@@ -18,9 +18,9 @@ from verirag.awf.prune_setting import PRUNE_DEFAULT, SHIPPED, PruneSetting
 from verirag.cli import app
 from verirag.conversation import MAX_HISTORY_WORDS, MAX_TURNS
 from verirag.errors import InputError
-from verirag.experiments.grid.config import _Config, _Generation, parse_config
 from verirag.server import ServiceConfig, VeriragService, create_app
 from verirag.server.schemas import AskRequest, VerifyRequest
+from verirag_lab.experiments.grid.config import _Config, _Generation, parse_config
 
 
 # ---- resolve: every default in one place ------------------------------------------------------------
@@ -60,7 +60,7 @@ def test_prune_reads_as_every_door_reads_it(value, setting):
 def test_resolve_is_idempotent_and_the_digest_names_what_it_resolved_to(spec):
     r = spec.resolve()
     assert r.resolve() == r and r.digest() == spec.digest()
-    assert AnswerSpec.from_config(r.to_config()).digest() == r.digest()  # the config says the same
+    assert AnswerSpec.from_config(PipelineConfig.from_spec(r)).digest() == r.digest()  # the config says the same
     assert r.override(k=r.k + 1).digest() != r.digest()
 
 
@@ -71,11 +71,13 @@ def test_the_digest_is_the_same_for_the_same_settings_said_two_ways():
 
 
 def test_pipeline_config_is_the_resolved_spec():
-    assert AnswerSpec().to_config() == PipelineConfig()
-    assert {n: AnswerSpec(preset=n).to_config() for n in PRESETS} == CONFIG_PRESETS
+    assert PipelineConfig.from_spec(AnswerSpec()) == PipelineConfig()
+    assert {n: PipelineConfig.from_spec(AnswerSpec(preset=n)) for n in PRESETS} == CONFIG_PRESETS
     # every PipelineConfig field is a flat name of the spec, and every flat name but the preset a field
     assert {f.name for f in dataclasses.fields(PipelineConfig)} == set(FLAT) - {"preset"}
-    assert Pipeline.from_preset("tiny", judge="llm").config == AnswerSpec(preset="tiny", judge="llm").to_config()
+    assert Pipeline.from_preset("tiny", judge="llm").config == PipelineConfig.from_spec(
+        AnswerSpec(preset="tiny", judge="llm")
+    )
 
 
 def test_the_spec_is_frozen_and_its_retrievers_are_the_index_kinds():
@@ -96,7 +98,7 @@ def test_the_conversation_window_cuts_the_history_the_pipeline_reads():
     assert len(AnswerState.asked("q", turns).history) == 10
     assert AnswerState.asked("q", turns, window=(4, 1000)).history == tuple(turns[-4:])
     assert AnswerState.asked("q", turns, window=(32, 4)).history == tuple(turns[-2:])
-    assert AnswerSpec.from_flat(history_turns=4).to_config().history_turns == 4
+    assert PipelineConfig.from_spec(AnswerSpec.from_flat(history_turns=4)).history_turns == 4
 
 
 # ---- bad values: clear errors, the same at every door ------------------------------------------------

@@ -14,6 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from verirag.awf.answer_spec import AnswerSpec
+from verirag.awf.pipeline import PipelineConfig
 from verirag.awf.stages import StageResult
 from verirag.awf.user_stages import build_stages, parse_stage, stages_digest
 from verirag.errors import InputError
@@ -117,7 +118,7 @@ def test_the_identity_names_class_options_and_version(on_path):
     assert stages_digest(()) == "" and stages_digest(one.stages) != stages_digest(other.stages)
     assert one.digest() != other.digest() != AnswerSpec().digest()
     assert one.stages[0].identity()["version"] == "1"
-    assert AnswerSpec.from_config(one.to_config()).digest() == one.digest()  # the config says the same
+    assert AnswerSpec.from_config(PipelineConfig.from_spec(one)).digest() == one.digest()  # the config says the same
 
 
 # ---- ask, the service and the grid run it ----------------------------------------------------------
@@ -153,7 +154,7 @@ def test_the_python_door_runs_the_stage(on_path, tmp_path):
     from verirag import AnswerSpec, Pipeline
 
     spec = AnswerSpec(preset="tiny", retrieval="bm25", k=4, stages=[{"use": USE, "options": {"min_words": 5}}])
-    pipeline = Pipeline(spec.to_config())
+    pipeline = Pipeline(spec)
     pipeline.index(_corpus(tmp_path / "docs"))
     result = pipeline.ask("Who designed Halvorsen Lighthouse?")
     assert result.stages["drop_short"]["min_words"] == 5 and len(result.stages["drop_short"]["dropped"]) == 2
@@ -204,9 +205,9 @@ def test_the_service_runs_its_stages_and_no_client_names_one(on_path, tmp_path):
 
 @pytest.mark.slow
 def test_the_grid_runs_the_stage_and_its_options_are_in_the_key(on_path, tmp_path):
-    from verirag.experiments.grid.config import parse_config
-    from verirag.experiments.grid.records import ResultStore
-    from verirag.experiments.grid.runner import run_experiment
+    from verirag.records import ResultStore
+    from verirag_lab.experiments.grid.config import parse_config
+    from verirag_lab.experiments.grid.runner import run_experiment
 
     data = tmp_path / "q.jsonl"
     row = {

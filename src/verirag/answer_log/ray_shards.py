@@ -2,7 +2,7 @@
 
 Each of `workers` actors builds the driver's pipeline from its config once, so the verifier is
 loaded once per worker, and verifies one shard (a block of contiguous rows, the same blocks a local
-run cuts) at a time with the local path's own code (`run.verify_block`). Shards go to whichever
+run cuts) at a time with the local path's own code (`blocks.verify_block`). Shards go to whichever
 actor is free; their records come back to the driver, which alone writes results.jsonl (one writer:
 lines never interleave) as each shard finishes, so a killed run keeps every finished shard.
 
@@ -30,12 +30,12 @@ class ShardWorker:
         self.pipeline = Pipeline(config)
 
     def identity(self, threshold) -> dict[str, Any]:
-        from verirag.answer_log.run import verifier_identity
+        from verirag.answer_log.blocks import verifier_identity
 
         return verifier_identity(self.pipeline, threshold)
 
     def verify(self, entries, keys, threshold):
-        from verirag.answer_log.run import verify_block
+        from verirag.answer_log.blocks import verify_block
 
         return verify_block(self.pipeline, entries, threshold, keys)
 

@@ -3,7 +3,7 @@
     spec = AnswerSpec(judge="llm", threshold=0.7, prune=0.3)      # what the user said
     spec.resolve().method                                          # "vanilla+nli": every default applied
     spec.resolve().digest()                                        # the same settings, the same digest
-    Pipeline(spec.to_config())                                     # what runs it
+    Pipeline(spec)                                                 # what runs it (PipelineConfig.from_spec)
 
 Every door builds one and resolves it: `Pipeline.from_preset`, `Verifier(...)`, `verirag ask`,
 `verify` and `serve`, the service's per-request settings and the experiment grid's YAML. So an
@@ -310,12 +310,6 @@ class AnswerSpec(_Frozen):
             data["threshold"] = {"kind": t.kind, "target": t.target, "threshold_": t.threshold_}
         text = json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-    def to_config(self):
-        """The PipelineConfig of the resolved spec (what `Pipeline` runs)."""
-        from verirag.awf.pipeline import PipelineConfig
-
-        return PipelineConfig(**flatten(self.resolve()))
 
 
 # ---- flat keywords (PipelineConfig, from_preset, the CLI) <-> the spec's fields ----------------------

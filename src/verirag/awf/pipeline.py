@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from verirag.awf.answer_spec import PRESETS as SPEC_PRESETS
-from verirag.awf.answer_spec import AnswerSpec
+from verirag.awf.answer_spec import AnswerSpec, flatten
 from verirag.awf.calibrag import reformulate_query
 from verirag.awf.compose import build_method, build_predictor
 from verirag.awf.core import (
@@ -77,7 +77,7 @@ def why_it_cannot_verify(method: AwFMethod) -> str | None:
 @dataclass(frozen=True)
 class PipelineConfig:
     """Everything that defines a pipeline: the resolved answer spec (`verirag.awf.answer_spec`:
-    `AnswerSpec(...).to_config()`; `config.spec()` goes back), its stages' options flat.
+    `PipelineConfig.from_spec(spec)`; `config.spec()` goes back), its stages' options flat.
 
     `method` is any AwF method name (`verirag.awf.compose.method_names()`): "vanilla+verifier"
     (the default: the shipped trained verifier), "vanilla+self_check", "vanilla+nli", "instructrag+pre_answering", "intrinsic", ... `judge` is the entailment model of
@@ -128,27 +128,31 @@ class PipelineConfig:
     def validate(self) -> PipelineConfig:
         """Checked as every door checks its settings: through the answer spec (one message per bad
         value, `verirag.awf.answer_spec`); a threshold controller must be fitted."""
-        from verirag.awf.answer_spec import AnswerSpec
-
         AnswerSpec.from_config(self)
         as_controller(self.threshold)  # a controller must be fitted; an uncertified one acts on all
         return self
 
     def spec(self):
         """This config as an AnswerSpec (`verirag.awf.answer_spec`)."""
-        from verirag.awf.answer_spec import AnswerSpec
-
         return AnswerSpec.from_config(self)
+
+    @classmethod
+    def from_spec(cls, spec: AnswerSpec) -> PipelineConfig:
+        """The config of the resolved spec (what `Pipeline` runs)."""
+        return cls(**flatten(spec.resolve()))
 
 
 # The presets as configs (`verirag.awf.answer_spec.PRESETS` holds their values; `resolve` applies them).
-PRESETS: dict[str, PipelineConfig] = {name: AnswerSpec(preset=name).to_config() for name in SPEC_PRESETS}
+PRESETS: dict[str, PipelineConfig] = {name: PipelineConfig.from_spec(AnswerSpec(preset=name)) for name in SPEC_PRESETS}
 
 
 class Pipeline:
-    def __init__(self, config: PipelineConfig, *, index=None, pruner=None):
-        """`pruner`: a loaded ContextPruner to prune with instead of `config.prune.pruner`'s
-        (default: the one this process shares, `verirag.learned.pruner_store`)."""
+    def __init__(self, config: PipelineConfig | AnswerSpec, *, index=None, pruner=None):
+        """`config`: a PipelineConfig, or an AnswerSpec (resolved into one). `pruner`: a loaded
+        ContextPruner to prune with instead of `config.prune.pruner`'s (default: the one this
+        process shares, `verirag.learned.pruner_store`)."""
+        if isinstance(config, AnswerSpec):
+            config = PipelineConfig.from_spec(config)
         self.config = config.validate()
         self._index = index
         self._method: AwFMethod | None = None
@@ -165,7 +169,7 @@ class Pipeline:
         """The pipeline of preset `name` with `overrides` (PipelineConfig's keywords; None: not
         given), resolved as at every door (`AnswerSpec.resolve`: a judge chosen without a method
         selects the method that uses it)."""
-        return cls(AnswerSpec.from_flat(preset=name, **overrides).to_config())
+        return cls(AnswerSpec.from_flat(preset=name, **overrides))
 
     def threshold_warnings(self, *, answering: bool = True) -> list[str]:
         """What a user should hear about a threshold file (`config.threshold` a fitted

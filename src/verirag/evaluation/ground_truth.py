@@ -11,7 +11,7 @@ Match rules (`verirag.metrics.qa`):
   or a reference appears in the answer as a normalised substring. Token recall correlates best
   with human judgement of long answers (our metrics check: Spearman 0.65 on the 396 NQ rows).
 - recall, substring, em: one of those alone.
-- llm: the LLM correctness judge (verirag.metrics.judges.CorrectnessJudge); an unreadable verdict
+- llm: the LLM correctness judge (verirag.evaluation.judges.CorrectnessJudge); an unreadable verdict
   counts as incorrect and is recorded in the record's details.
 Examples without references (e.g. NoMIRACL before references are generated): correct = answered
 (not an abstention) on an answerable example; the rule is recorded as "no_references".

@@ -9,7 +9,7 @@
 - `stats`: bootstrap intervals, Spearman / Kendall tau-b, metric-human correlation tables,
   conformal quantile. (The precision-guarantee threshold, Learn then Test, lives in
   `verirag.learned.threshold`: metrics depend on nothing of ours.)
-- `judges`: LLM judges of correctness and faithfulness (need an LLM; prompts in data files).
+- `judges`: reading an LLM judge's verdict (the judges, which call an LLM: `verirag.evaluation.judges`).
 
 Each function states its formula in its docstring.
 """
