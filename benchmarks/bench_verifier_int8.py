@@ -141,6 +141,7 @@ def build(name: str, tmp: Path, threads: int):
     from verirag.learned.verifier import TrainedVerifier
 
     v = TrainedVerifier.load(shipped_verifier_dir())
+    v.pair_cache_key = None  # each variant computes its own logits: the shared cache would hand it the float ones
     if name in ("torch-int8", "torch-int8-tensor"):
         v._scorer = torch_int8(v._scorer, per_channel=name == "torch-int8")
     elif name == "ort-int8":

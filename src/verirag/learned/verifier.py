@@ -2,7 +2,7 @@
 whether passages support an answer, sentence by sentence (issue 27; the recipe of MiniCheck,
 AlignScore and LettuceDetect, sized for a CPU).
 
-    v = TrainedVerifier().fit(examples)            # VerifierExample (verirag.train.verifier_examples)
+    v = TrainedVerifier().fit(examples)            # VerifierExample (verirag_lab.train.verifier_examples)
     s = v.support(question, answer, passages)      # AnswerSupport: score, sentences, per_passage, best
     v.save("verifier/"); TrainedVerifier.load("verifier/")
 
@@ -50,6 +50,7 @@ from verirag.learned.adapter_part import ADAPTER_FILE as ADAPTER_FILE  # re-expo
 from verirag.learned.adapter_part import EncoderAdapter
 from verirag.learned.base import LearnedPart
 from verirag.learned.encoders import DEFAULT_ENCODER, encoder_dir
+from verirag.learned.pair_cache import PAIR_LOGITS
 from verirag.learned.verifier_inputs import PairReader, Reading, lexical_candidates, with_joint_premises
 from verirag.learned.verifier_trainer import VerifierTrainer
 from verirag.metrics.calibration import sigmoid
@@ -110,6 +111,7 @@ class TrainedVerifier(VerifierTrainer, EncoderAdapter, LearnedPart):
     refuse_on = ("encoder",)
     runtime = ("fingerprints", "device")
     batch_tokens = BATCH_TOKENS  # tokens of one forward pass when scoring: how it runs, not what it computes
+    pair_cache_key: str | None = None  # set by `load`: the identity its pair logits are shared under
 
     def __init__(
         self,
@@ -216,6 +218,13 @@ class TrainedVerifier(VerifierTrainer, EncoderAdapter, LearnedPart):
 
     # ---- scoring ------------------------------------------------------------------------------
     def _pair_logits(self, claims: list[str], chunks: list[str]) -> np.ndarray:
+        """The logit of each (claim, chunk); a saved verifier's are one process-wide statistic
+        (`pair_cache`: whoever reads the same pairs with it reads them once)."""
+        if self.pair_cache_key is None:  # weights not saved, or being trained: nothing to share
+            return self._score_pairs(claims, chunks)
+        return PAIR_LOGITS.logits(self.pair_cache_key, claims, chunks, self._score_pairs)
+
+    def _score_pairs(self, claims: list[str], chunks: list[str]) -> np.ndarray:
         from verirag.learned.verifier_model import sorted_pair_logits
 
         z = sorted_pair_logits(self._scorer, self._tokenizer, claims, chunks, self.read_window, self.batch_tokens)
@@ -373,4 +382,8 @@ class TrainedVerifier(VerifierTrainer, EncoderAdapter, LearnedPart):
         encoder's weights are not those it was trained over, or `expect` differs (the one rule)."""
         part = super().load(path, expect, **runtime)
         part._put_adapter_back(path)
+        # the saved weights, the encoder they sit on and the window: what a pair's logit depends on
+        part.pair_cache_key = (
+            f"{part.adapter_sha256_}:{part.fingerprints.get('encoder', '')}:{part.read_window}:{part.device or 'default'}"
+        )
         return part

@@ -244,6 +244,7 @@ class VerifierTrainer:
         """Train on VerifierExamples (see the module docstring). `val_groups` names the held-out
         question groups (default: `val_share` of them, drawn with `seed`); `progress` is told
         (steps done, steps in all) after each step, `on_epoch` each epoch's history entry."""
+        self.pair_cache_key = None  # the weights change: their logits are no longer the saved ones'
         examples = _check_examples(examples)
         tr, va = self._split(examples, val_groups)
         before = self._start_fit(examples)
