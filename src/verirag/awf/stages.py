@@ -21,6 +21,8 @@ stages once more when a stage asks for it.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -206,12 +208,29 @@ class PruneStage:
     them (e.g. Chinese or Japanese without line breaks) is a single sentence, kept or dropped whole."""
 
     name = "prune"
+    RULE = "threshold+hop"  # what decides the kept sentences beside the scores (ContextPruner.prune with titles)
 
     def __init__(self, pruner, threshold: float | None = None, count_tokens: Callable[[str], int] | None = None):
         if threshold is not None and not 0.0 <= threshold <= 1.0:
             raise InputError(f"the pruning threshold must be in [0, 1], got {threshold}")
         self.pruner, self.threshold = pruner, threshold
         self.count_tokens = count_tokens or (lambda text: len(text.split()))
+
+    @property
+    def digest(self) -> str:
+        """The identity of this pruning: the threshold it uses (None: the pruner's fitted one,
+        resolved), what decides the pruner's scores (its settings, fingerprints, adapter weights,
+        temperature) and the rule that keeps sentences by them (`RULE`): a grid record's key names
+        it, so records pruned otherwise are not reused."""
+        parts = {
+            "threshold": self.pruner.threshold_ if self.threshold is None else float(self.threshold),
+            "settings": self.pruner.settings(),
+            "fingerprints": self.pruner.fingerprints,
+            "adapter": getattr(self.pruner, "adapter_sha256_", None),
+            "temperature": self.pruner.temperature_,
+            "rule": self.RULE,
+        }
+        return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
     def run(self, question: str, hits: list[ScoredPassage], say: Say) -> StageResult:
         say(f"pruning {len(hits)} passages")

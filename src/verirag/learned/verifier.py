@@ -383,7 +383,5 @@ class TrainedVerifier(VerifierTrainer, EncoderAdapter, LearnedPart):
         part = super().load(path, expect, **runtime)
         part._put_adapter_back(path)
         # the saved weights, the encoder they sit on and the window: what a pair's logit depends on
-        part.pair_cache_key = (
-            f"{part.adapter_sha256_}:{part.fingerprints.get('encoder', '')}:{part.read_window}:{part.device or 'default'}"
-        )
+        part.pair_cache_key = f"{part.adapter_sha256_}:{part.fingerprints.get('encoder', '')}:{part.read_window}:{part.device or 'default'}"
         return part

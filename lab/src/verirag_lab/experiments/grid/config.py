@@ -39,7 +39,7 @@ folder `verirag train pruner` wrote (null: the shipped one); absent or null is t
 options, version) in the record key.
 
 Each record's `details["prune"]` is the report (per passage: sentences, kept, scores, tokens read
-and saved; the totals) and its key names the pruning (`prune_digest`: the threshold, the
+and saved; the totals) and its key names the pruning (`prune_digest`, `PruneStage.digest`: the threshold, the
 pruner's weights and the keeping rule), so a rerun with other pruning recomputes its records.
 
 The pydantic models below are the schema (null means a key's default); every mistake is reported

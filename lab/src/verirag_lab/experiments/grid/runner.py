@@ -105,25 +105,6 @@ def load_pruner(directory: str | None):
     return shared_pruner(directory)
 
 
-PRUNE_RULE = "threshold+hop"  # what decides the kept sentences beside the scores (ContextPruner.prune with titles)
-
-
-def prune_digest(pruner, threshold: float | None) -> str:
-    """The identity of a pruning: the threshold it uses (None: the pruner's fitted one, resolved)
-    and what decides the pruner's scores (its settings, fingerprints, adapter weights, temperature)
-    and the rule that keeps sentences by them (`PRUNE_RULE`: records pruned by another rule are
-    not reused)."""
-    parts = {
-        "threshold": pruner.threshold_ if threshold is None else float(threshold),
-        "settings": pruner.settings(),
-        "fingerprints": pruner.fingerprints,
-        "adapter": getattr(pruner, "adapter_sha256_", None),
-        "temperature": pruner.temperature_,
-        "rule": PRUNE_RULE,
-    }
-    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
-
-
 def prepare_dir(cfg: ExperimentConfig, out_dir: Path) -> None:
     """Write DIR/run.json; refuse a directory that holds results of a different set-up."""
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -251,14 +232,14 @@ class UnitRunner:
         if cfg.prune.on:  # one pruning per example, before its methods (PruneStage, as `ask`)
             from verirag.awf.stages import PruneStage
 
-            pruner, threshold = load_pruner(cfg.prune.pruner), cfg.prune.threshold
-            self.prune_stage = PruneStage(pruner, threshold, count_tokens=self.metered.count_tokens)
-            self.prune_digest = prune_digest(pruner, threshold)
+            pruner = load_pruner(cfg.prune.pruner)
+            self.prune_stage = PruneStage(pruner, cfg.prune.threshold, count_tokens=self.metered.count_tokens)
+            self.prune_digest = self.prune_stage.digest
         self._prune_lock = threading.Lock()  # HTTP models run examples in threads; the pruner runs one at a time
 
     def key(self, label: str, ex: Example) -> str:
         """The record key: its slot, the built method's identity (`Component.digest`) and, with
-        pruning on, the pruning's (`prune_digest`)."""
+        pruning on, the pruning's (`PruneStage.digest`)."""
         return record_key(
             self.unit.dataset,
             self.unit.model,
