@@ -19,6 +19,14 @@ MODEL_HELP = (
     "openai:MODEL, http://host:port/v1#MODEL, or hf:ID."
 )
 THRESHOLD_HELP = "Verdict threshold on the score (default 0.5), or a threshold file written by `verirag calibrate`."
+# --judge means one thing at every door (`verirag.awf.defaults.judged_method`): ask, verify and serve.
+JudgeOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Entailment model of the methods that use one (nli): llm (default) or hf:NLI_MODEL; with no method "
+        "named it selects nli (vanilla+nli); an error for a method without one."
+    ),
+]
 PRUNE_HELP = (
     "Prune the retrieved passages before the model reads them, at the shipped pruner's own "
     "(conservative) threshold: only the sentences that matter to the question are read."
@@ -88,3 +96,11 @@ def names(values: list[str]) -> list[str]:
     """Comma-separated and repeated option values as one list ("none" gives none)."""
     found = [v.strip() for value in values for v in value.split(",") if v.strip()]
     return [] if found == ["none"] else found
+
+
+def print_panel(lines: list[str], timings: dict[str, float], tail: str, colour: str) -> None:
+    """A result's panel (ask, verify): its lines, then a dim line of the stages' seconds and `tail`."""
+    from rich.panel import Panel
+
+    lines.append("[dim]" + "  ".join(f"{k} {t:.2f}s" for k, t in timings.items()) + f"  {tail}[/dim]")
+    out.print(Panel("\n".join(lines), border_style=colour))

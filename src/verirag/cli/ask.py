@@ -9,7 +9,6 @@ from typing import Annotated
 
 import typer
 from rich.markup import escape
-from rich.panel import Panel
 
 from verirag.cli._shared import (
     THRESHOLD_HELP,
@@ -17,6 +16,7 @@ from verirag.cli._shared import (
     FallbackOpt,
     JsonFlag,
     JudgeModelOpt,
+    JudgeOpt,
     KOpt,
     ModelOpt,
     NoPruneFlag,
@@ -27,6 +27,7 @@ from verirag.cli._shared import (
     StageOpt,
     err,
     out,
+    print_panel,
     print_skipped,
     progress,
     prune_overrides,
@@ -87,21 +88,9 @@ def print_result(r, *, show_question: bool = True) -> None:
         )
     if r.error:
         lines.append(f"[red]note:[/red] {escape(r.error)}")
-    lines.append(
-        "[dim]"
-        + "  ".join(f"{k} {v:.2f}s" for k, v in r.timings.items())
-        + f"  model {escape(r.model)}  method {escape(r.method)}[/dim]"
-    )
-    out.print(Panel("\n".join(lines), border_style=colour))
+    print_panel(lines, r.timings, f"model {escape(r.model)}  method {escape(r.method)}", colour)
 
 
-JudgeOpt = Annotated[
-    str | None,
-    typer.Option(
-        help="Entailment model of methods that use one (+nli): llm (default) or hf:NLI_MODEL; an error for methods "
-        "without one."
-    ),
-]
 MethodOpt = Annotated[
     str | None,
     typer.Option(

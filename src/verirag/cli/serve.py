@@ -12,6 +12,7 @@ from verirag.cli._shared import (
     EscalateModelOpt,
     FallbackOpt,
     JudgeModelOpt,
+    JudgeOpt,
     KOpt,
     ModelOpt,
     NoPruneFlag,
@@ -43,12 +44,6 @@ VerifyMethodOpt = Annotated[
     typer.Option(
         help="Default judge of /v1/verify, by name: verifier (default: the shipped trained verifier, as everywhere; "
         "nli when --judge is given), cascade, llm_judge, ..."
-    ),
-]
-JudgeOpt = Annotated[
-    str | None,
-    typer.Option(
-        help="Entailment model of +nli methods: llm or hf:NLI_MODEL; selects vanilla+nli where no method is named."
     ),
 ]
 MaxAnswerTokensOpt = Annotated[

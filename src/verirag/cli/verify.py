@@ -8,9 +8,19 @@ from typing import Annotated
 
 import typer
 from rich.markup import escape
-from rich.panel import Panel
 
-from verirag.cli._shared import MODEL_HELP, PRESET_HELP, THRESHOLD_HELP, err, out, print_skipped, progress, warn_all
+from verirag.cli._shared import (
+    MODEL_HELP,
+    PRESET_HELP,
+    THRESHOLD_HELP,
+    JudgeOpt,
+    err,
+    out,
+    print_panel,
+    print_skipped,
+    progress,
+    warn_all,
+)
 from verirag.errors import InputError
 
 
@@ -44,12 +54,7 @@ def print_verified(v) -> None:
         lines.append(f"[yellow]unverified:[/yellow] {escape(v.unverified['message'])}")
     for note in ([v.error] if v.error else []) + v.warnings:
         lines.append(f"[red]note:[/red] {escape(note)}")
-    lines.append(
-        "[dim]"
-        + "  ".join(f"{k} {t:.2f}s" for k, t in v.timings.items())
-        + f"  method {escape(v.method)}  judge {escape(v.judge)}[/dim]"
-    )
-    out.print(Panel("\n".join(lines), border_style=colour))
+    print_panel(lines, v.timings, f"method {escape(v.method)}  judge {escape(v.judge)}", colour)
 
 
 # The options, declared once beside their help (typer reads `Annotated`): the command stays short.
@@ -83,9 +88,6 @@ Method = Annotated[
         "(the default with --judge), cascade, llm_judge, ... (`GET /v1/methods` lists them; a full "
         "GENERATOR+PREDICTOR name such as vanilla+nli is taken too)."
     ),
-]
-Judge = Annotated[
-    str | None, typer.Option(help="Entailment model of nli: llm or hf:NLI_MODEL; without --method it selects nli.")
 ]
 Threshold = Annotated[str | None, typer.Option(help=THRESHOLD_HELP)]
 QuestionField = Annotated[str | None, typer.Option(help="The log's question field (default: detected).")]
@@ -154,7 +156,7 @@ def verify(
     preset: Preset = "local",
     model: Model = None,
     method: Method = None,
-    judge: Judge = None,
+    judge: JudgeOpt = None,
     threshold: Threshold = None,
     question_field: QuestionField = None,
     answer_field: AnswerField = None,

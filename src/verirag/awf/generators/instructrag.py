@@ -49,8 +49,26 @@ def check_family(prompt: PromptTemplate, family: str) -> str:
     return family
 
 
+class FewShotPrompted:
+    """A component prompted with its dataset family's few-shot examples in a passage layout
+    (InstructRAG's generator, CoT-hybrid): what both set up and how both write their messages."""
+
+    prompt_name = ""
+
+    def use_fewshot(self, family: str, strict_format: bool, layout: str) -> None:
+        self.layout = check_layout(layout)
+        self.prompt = load_prompt(self.prompt_name, layout)
+        self.family = check_family(self.prompt, family)
+        self.strict_format = strict_format  # see verirag.awf.parsing.format_error
+
+    def messages(self, question: str, passages: Sequence[Passage]) -> list[dict[str, str]]:
+        return fewshot_messages(self.prompt, self.family, question, passages)
+
+
 @register("generator", "instructrag")
-class InstructRAGGenerator(AnswerGenerator):
+class InstructRAGGenerator(FewShotPrompted, AnswerGenerator):
+    prompt_name = "instructrag"
+
     def __init__(
         self,
         llm,
@@ -61,13 +79,7 @@ class InstructRAGGenerator(AnswerGenerator):
         layout: str = DEFAULT_LAYOUT,
     ):
         super().__init__(llm, max_tokens=max_tokens)
-        self.layout = check_layout(layout)
-        self.prompt = load_prompt("instructrag", layout)
-        self.family = check_family(self.prompt, family)
-        self.strict_format = strict_format  # see verirag.awf.parsing.format_error
-
-    def messages(self, question: str, passages: Sequence[Passage]) -> list[dict[str, str]]:
-        return fewshot_messages(self.prompt, self.family, question, passages)
+        self.use_fewshot(family, strict_format, layout)
 
     def answer(self, question: str, passages: Sequence[Passage]) -> Answer:
         messages = self.messages(question, passages)

@@ -12,20 +12,18 @@ max_tokens or is empty, or with `strict_format=True`, it is an error with score 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from verirag.awf.generators.base import Answer
-from verirag.awf.generators.instructrag import check_family, fewshot_messages
+from verirag.awf.generators.instructrag import FewShotPrompted
 from verirag.awf.methods.base import AwFMethod, MethodOutput
 from verirag.awf.parsing import extract_response, format_error, is_dont_know
 from verirag.awf.registry import register
 from verirag.awf.trace import Trace
-from verirag.prompts import DEFAULT_LAYOUT, check_layout, load_prompt
-from verirag.types import Passage
+from verirag.prompts import DEFAULT_LAYOUT
 
 
 @register("method", "cot_hybrid")
-class CoTHybrid(AwFMethod):
+class CoTHybrid(FewShotPrompted, AwFMethod):
+    prompt_name = "cot_hybrid"
     hard = True
     needs = ()
 
@@ -40,13 +38,7 @@ class CoTHybrid(AwFMethod):
     ):
         self.llm = llm
         self.max_tokens = max_tokens
-        self.layout = check_layout(layout)
-        self.prompt = load_prompt("cot_hybrid", layout)
-        self.family = check_family(self.prompt, family)
-        self.strict_format = strict_format  # see verirag.awf.parsing.format_error
-
-    def messages(self, question: str, passages: Sequence[Passage]) -> list[dict[str, str]]:
-        return fewshot_messages(self.prompt, self.family, question, passages)
+        self.use_fewshot(family, strict_format, layout)
 
     def _answer(self, trace: Trace) -> Answer:
         gen = self.llm.generate(self.messages(trace.question, trace.passages), max_tokens=self.max_tokens)
