@@ -1,0 +1,217 @@
+"""Issue 47, item 4: does a judge notice an answer that changes one number, date, party or negation
+against its evidence? Each right answer of a held-out set (the dev set's answers humans judged
+correct, or any labelled answer log) is paired with copies that change one thing the passages say:
+
+- number: a year, a date's year or a number of the answer that the passages hold, moved
+  (`verirag_lab.train.verifier_labels.spans.perturb`: "1972" -> "1966", "seven" -> "four");
+- party: a name of the answer that the passages hold (two or more capitalised words), replaced by
+  another such name from the same passages (only its role is wrong: the passages still mention it);
+- negation: "not" after the answer's first auxiliary verb ("was born" -> "was not born"), or its
+  "not" taken away.
+
+A pair counts when the judge scores the right answer strictly above the changed one (a tie counts
+against it); the goal is at least 90% of pairs in every kind. 95% Wilson intervals over pairs, and
+the same with whole questions resampled (answers of one question are not independent).
+
+    VERIRAG_DATA_DIR=../shared/data python benchmarks/verifier_swaps.py                  # the dev set
+    python benchmarks/verifier_swaps.py --log my_log.jsonl --method vanilla+nli --model qwen2.5-1.5b
+    python benchmarks/verifier_swaps.py --scores data/verifier/swaps/verifier-shipped.jsonl   # the table again
+
+The pairs' scores are written as ids, kinds and scores (`--out`, no benchmark text); the edited
+answers are made again from the data the same way (seeded). The dev set is evaluation data: this
+measures, it never trains or tunes anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+KINDS = ("number", "party", "negation")
+GOAL = 0.90
+_AUX = re.compile(r"\b(is|was|are|were|has|have|had|does|did|can|could|will|would|should|must)\b( not\b)?", re.I)
+
+
+def negated(answer: str) -> str | None:
+    """The answer with its first auxiliary verb negated, or its negation taken away; None when it
+    has no auxiliary verb."""
+    m = _AUX.search(answer)
+    if m is None:
+        return None
+    if m.group(2):  # "was not" -> "was"
+        return answer[: m.end(1)] + answer[m.end(2) :]
+    return answer[: m.end(1)] + " not" + answer[m.end(1) :]
+
+
+def _party(name: str) -> bool:
+    words = name.split()
+    return len(words) >= 2 and all(w[:1].isupper() for w in words)
+
+
+def changed(answer: str, contexts: list[str], rng: random.Random) -> dict[str, str]:
+    """Per kind, one changed copy of `answer` (kinds with nothing to change are left out)."""
+    from verirag_lab.train.verifier_labels.spans import find_spans, perturb, too_close
+
+    text = " ".join(contexts)
+    low = text.lower()
+    out: dict[str, str] = {}
+    held = [s for s in find_spans(answer) if s.text.lower() in low]
+    numbers = [s for s in held if s.kind in ("year", "date", "number")]
+    for span in rng.sample(numbers, len(numbers)):
+        new = perturb(span, rng)
+        if new and new.lower() not in low:
+            out["number"] = answer[: span.start] + new + answer[span.end :]
+            break
+    # a party: a name of two or more capitalised words (a single capitalised word is as often a
+    # sentence's first word, a concept or a title as a name), replaced by another such name
+    names = [s for s in held if s.kind == "name" and _party(s.text)]
+    others = sorted({s.text for s in find_spans(text, ("name",)) if _party(s.text)})
+    for span in rng.sample(names, len(names)):
+        choices = [o for o in others if not too_close(span.text, o, "name") and o.lower() not in answer.lower()]
+        if choices:
+            out["party"] = answer[: span.start] + rng.choice(choices) + answer[span.end :]
+            break
+    neg = negated(answer)
+    if neg is not None:
+        out["negation"] = neg
+    return out
+
+
+def make_pairs(rows: list[dict], seed: int = 0) -> list[dict]:
+    """The right answers' changed copies: one item per (row, kind)."""
+    pairs = []
+    for r in rows:
+        if r.get("label") != 1:
+            continue
+        rng = random.Random(f"{seed}:{r['id']}")
+        for kind, wrong in changed(r["response"], r["retrieved_contexts"], rng).items():
+            pairs.append({**r, "kind": kind, "wrong": wrong})
+    return pairs
+
+
+def score_pairs(pairs: list[dict], method: str | None, model: str | None) -> list[dict]:
+    """Each pair's two scores by the judge (`verirag.Verifier`, batched), right and changed answer."""
+    from rich.progress import Progress
+
+    from verirag import Verifier
+
+    verifier = Verifier(method, model=model)
+    rows = []
+    for p in pairs:
+        for answer in (p["response"], p["wrong"]):
+            rows.append(
+                {
+                    "question": p["user_input"],
+                    "answer": answer,
+                    "contexts": p["retrieved_contexts"],
+                    "history": p.get("history") or None,
+                }
+            )
+    with Progress() as bar:
+        task = bar.add_task(f"{verifier.method}: right and changed answers", total=len(rows))
+        results = verifier.verify_many(rows, on_progress=lambda i: bar.update(task, completed=i))
+    return [
+        {
+            "id": p["id"],
+            "group": p.get("group", p["id"]),
+            "kind": p["kind"],
+            "right": right.score,
+            "wrong": wrong.score,
+            "method": verifier.method,
+        }
+        for p, right, wrong in zip(pairs, results[0::2], results[1::2])
+    ]
+
+
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    if n == 0:
+        return float("nan"), float("nan")
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return centre - half, centre + half
+
+
+def above(row: dict) -> bool:
+    r, w = row["right"], row["wrong"]
+    return r is not None and w is not None and r > w
+
+
+def table(scored: list[dict], resamples: int = 2000, seed: int = 0) -> list[dict]:
+    """Per kind (and all): pairs, share with the right answer above, its Wilson interval and a
+    question-level bootstrap interval."""
+    from verirag.metrics.stats import group_bootstrap_intervals
+
+    out = []
+    for kind in (*KINDS, "all"):
+        rows = [r for r in scored if kind == "all" or r["kind"] == kind]
+        if not rows:
+            continue
+        hits = np.array([above(r) for r in rows], dtype=float)
+        groups = [r["group"] for r in rows]
+        boot = group_bootstrap_intervals(
+            lambda ix, h=hits: {"share": h[ix].mean(axis=1)}, groups, n_resamples=resamples, seed=seed
+        )["share"]
+        low, high = wilson(int(hits.sum()), len(hits))
+        out.append(
+            {
+                "kind": kind,
+                "pairs": len(rows),
+                "right_above": float(hits.mean()),
+                "wilson": [low, high],
+                "by_question": [boot.low, boot.high],
+                "goal_met": bool(hits.mean() >= GOAL),
+            }
+        )
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--log", type=Path, help="a labelled answer log (RAGAS fields; default: the dev set)")
+    ap.add_argument("--method", default=None, help="the judge (default: verirag's verify default)")
+    ap.add_argument("--model", default=None, help="the LLM of a judge that uses one")
+    ap.add_argument("--limit", type=int, default=None, help="at most this many right answers")
+    ap.add_argument("--out", type=Path, help="write the pairs' scores here (JSONL: ids, kinds, scores)")
+    ap.add_argument("--scores", type=Path, help="read the pairs' scores written by --out (no judge runs)")
+    args = ap.parse_args(argv)
+    if args.scores:
+        scored = [json.loads(line) for line in args.scores.read_text(encoding="utf-8").splitlines() if line.strip()]
+    else:
+        if args.log:
+            rows = [json.loads(line) for line in args.log.read_text(encoding="utf-8").splitlines() if line.strip()]
+        else:
+            from verifier_dev import dev_rows
+
+            rows = dev_rows()
+        rows = [r for r in rows if r.get("label") == 1][: args.limit]
+        pairs = make_pairs(rows)
+        print(
+            f"{len(rows)} right answers; pairs: "
+            + ", ".join(f"{k} {sum(p['kind'] == k for p in pairs)}" for k in KINDS)
+        )
+        scored = score_pairs(pairs, args.method, args.model)
+        if args.out:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text("".join(json.dumps(r) + "\n" for r in scored), encoding="utf-8")
+    method = scored[0]["method"] if scored else "?"
+    print(f"{method}: the right answer scored above the changed one (goal: {GOAL:.0%} of pairs in every kind)")
+    print(f"{'kind':10s} {'pairs':>6s} {'right above':>12s}  {'95% Wilson':>16s}  {'95% by question':>16s}")
+    for t in table(scored):
+        w, b = t["wilson"], t["by_question"]
+        print(
+            f"{t['kind']:10s} {t['pairs']:6d} {t['right_above']:12.3f}  [{w[0]:.3f}, {w[1]:.3f}]  "
+            f"[{b[0]:.3f}, {b[1]:.3f}]" + ("" if t["goal_met"] else "  below the goal")
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,62 @@
+"""benchmarks/verifier_swaps.py (issue 47, item 4): the changed copies of a right answer change one
+number, party or negation the passages hold, and the table counts a tie against the judge."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from benchmark_module import load_benchmark
+
+
+@pytest.fixture(scope="module")
+def swaps():
+    return load_benchmark("verifier_swaps")
+
+
+PASSAGES = [
+    "Marie Curie was born in Warsaw in 1867. She shared the 1903 Nobel Prize with Pierre Curie and "
+    "Henri Becquerel. She won a second Nobel Prize in 1911."
+]
+
+
+def test_each_kind_changes_one_thing_the_passages_hold(swaps):
+    answer = "Marie Curie was born in 1867 and shared the prize with Pierre Curie."
+    out = swaps.changed(answer, PASSAGES, random.Random(0))
+    assert set(out) == {"number", "party", "negation"}
+    assert "1867" not in out["number"] and out["number"].replace("1867", "") != answer.replace("1867", "")
+    # another name of two capitalised words from the passages, never one sharing a word with it
+    # (patterns, no tagger: "Nobel Prize" is a name here too)
+    assert out["party"] in {answer.replace("Pierre Curie", other) for other in ("Henri Becquerel", "Nobel Prize")}
+    assert out["negation"] == "Marie Curie was not born in 1867 and shared the prize with Pierre Curie."
+    for wrong in out.values():
+        assert wrong != answer
+
+
+def test_negation_goes_both_ways_and_needs_an_auxiliary(swaps):
+    assert swaps.negated("It was not finished in 1889.") == "It was finished in 1889."
+    assert swaps.negated("Paris.") is None
+
+
+def test_nothing_to_change_gives_no_pair(swaps):
+    assert swaps.changed("Yes.", PASSAGES, random.Random(0)) == {}
+    assert (
+        swaps.make_pairs(
+            [{"id": "a", "label": 0, "response": "Marie Curie was born in 1867.", "retrieved_contexts": PASSAGES}]
+        )
+        == []
+    )
+
+
+def test_a_tie_counts_against_the_judge_and_every_kind_is_reported(swaps):
+    scored = [
+        {"id": "1", "group": "q1", "kind": "number", "right": 0.9, "wrong": 0.1},
+        {"id": "1", "group": "q1", "kind": "party", "right": 0.5, "wrong": 0.5},
+        {"id": "2", "group": "q2", "kind": "negation", "right": 0.8, "wrong": None},
+    ]
+    rows = {t["kind"]: t for t in swaps.table(scored, resamples=200)}
+    assert rows["number"]["right_above"] == 1.0 and rows["party"]["right_above"] == 0.0
+    assert rows["negation"]["right_above"] == 0.0  # a failed score is no evidence
+    assert rows["all"]["pairs"] == 3 and not rows["all"]["goal_met"]
+    low, high = rows["all"]["wilson"]
+    assert 0 < low < 1 / 3 < high < 1
