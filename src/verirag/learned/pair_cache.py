@@ -41,8 +41,8 @@ class PairLogitCache:
         chunks: Sequence[str],
         compute: Callable[[list[str], list[str]], np.ndarray],
     ) -> np.ndarray:
-        """The logit of each (claim, chunk): cached ones read, the others (each distinct pair once)
-        computed by `compute(claims, chunks)` and kept."""
+        """The logit of each (claim, chunk): cached ones read, the others computed by
+        `compute(claims, chunks)` in one call and kept."""
         keys = [self.key(identity, a, b) for a, b in zip(claims, chunks)]
         out = np.empty(len(keys), dtype=np.float64)
         todo: dict[bytes, list[int]] = {}
@@ -57,12 +57,15 @@ class PairLogitCache:
             self.hits += len(keys) - sum(len(v) for v in todo.values())
             self.misses += len(todo)
         if todo:
-            first = [places[0] for places in todo.values()]
-            fresh = compute([claims[i] for i in first], [chunks[i] for i in first])
+            # every missing place in input order, repeats included: what the network computes for
+            # them is then exactly what it computes without the cache (batches of other shapes
+            # round differently in the last bits)
+            missing = sorted(i for places in todo.values() for i in places)
+            fresh = compute([claims[i] for i in missing], [chunks[i] for i in missing])
+            out[missing] = fresh
             with self._lock:
-                for (k, places), z in zip(todo.items(), fresh):
-                    out[places] = z
-                    self._logits[k] = float(z)
+                for k, places in todo.items():
+                    self._logits[k] = float(out[places[0]])
                 while len(self._logits) > self.max_pairs:
                     self._logits.popitem(last=False)
         return out
