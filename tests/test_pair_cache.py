@@ -1,6 +1,7 @@
-"""The trained verifier's pair logits as one shared statistic (issue 49, item 5): the verifier as a
-judge, the cascade's cheap judge and nli's evidence finder read each (claim, chunk) logit of one
-saved verifier once per process."""
+"""The trained verifier's pair logits as one shared statistic (issue 49, item 5): inside a
+`shared_pair_logits()` block (the grid opens one per example), the verifier as a judge, the cascade's
+cheap judge and nli's evidence finder read each (claim, chunk) logit of one saved verifier once;
+outside one, nothing is kept."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import threading
 import numpy as np
 import pytest
 
-from verirag.learned.pair_cache import PairLogitCache
+from verirag.learned.pair_cache import PairLogitCache, active_pair_logits, shared_pair_logits
 
 
 def _counting():
@@ -66,10 +67,18 @@ def test_threads_share_it_without_losing_an_entry():
     assert len(cache) == 200
 
 
+def test_a_block_inside_another_shares_the_outer_one_and_nothing_outlives_it():
+    assert active_pair_logits() is None
+    with shared_pair_logits() as outer:
+        with shared_pair_logits() as inner:
+            assert inner is outer
+        assert active_pair_logits() is outer
+    assert active_pair_logits() is None
+
+
 @pytest.mark.slow
 def test_the_verifier_cascade_part_and_evidence_finder_score_pairs_once():
     from verirag.awf.predictors.verifier import TrainedVerifierPredictor
-    from verirag.learned.pair_cache import PAIR_LOGITS
     from verirag.types import Passage
 
     passages = [
@@ -80,21 +89,18 @@ def test_the_verifier_cascade_part_and_evidence_finder_score_pairs_once():
     judge = TrainedVerifierPredictor()  # vanilla+verifier
     cascade_part = TrainedVerifierPredictor()  # what vanilla+cascade builds for its cheap judge
     finder = TrainedVerifierPredictor(read_top=1)  # nli(premise=evidence)'s finder, reading fewer chunks
+    alone = judge.verify(question, answer, passages)  # outside a block: computed, nothing kept
 
-    PAIR_LOGITS.clear()
-    first = judge.verify(question, answer, passages)
-    computed = PAIR_LOGITS.misses
-    assert computed > 0
-    again = cascade_part.verify(question, answer, passages)
-    finder.model.evidence(question, answer, [p.text for p in passages])
-    finder.verify(question, answer, passages)
-    assert PAIR_LOGITS.misses == computed  # nothing scored twice
-    assert again.score == first.score
-
-    # what the cache hands back is what the network computes
-    fresh = TrainedVerifierPredictor()
-    fresh.model.pair_cache_key = None
-    assert fresh.verify(question, answer, passages).score == pytest.approx(first.score, abs=1e-5)
+    with shared_pair_logits() as cache:
+        first = judge.verify(question, answer, passages)
+        computed = cache.misses
+        assert computed > 0
+        again = cascade_part.verify(question, answer, passages)
+        finder.model.evidence(question, answer, [p.text for p in passages])
+        finder.verify(question, answer, passages)
+        assert cache.misses == computed  # nothing scored twice
+    # a block's first computation is the network's own, to the bit
+    assert again.score == first.score == alone.score
 
 
 def test_a_verifier_being_trained_shares_nothing():

@@ -1,12 +1,18 @@
-"""The trained verifier's pair logits as one shared statistic (issue 49, item 5): the logit of a
-(claim, chunk) pair under one saved verifier is computed once per process and read by whoever needs
-it (the verifier as a judge, the cascade's cheap judge, nli's evidence finder, with any `read_top`).
+"""The trained verifier's pair logits as one shared statistic (issue 49, item 5): inside a
+`shared_pair_logits()` block, the logit of a (claim, chunk) pair under one saved verifier is computed
+once and read by whoever needs it (the verifier as a judge, the cascade's cheap judge, nli's
+evidence finder, with any `read_top`).
 
-A grid that runs `vanilla+verifier`, `vanilla+cascade` and `vanilla+nli(premise=evidence)` over the
-same example scores its pairs once instead of three times. Keys are digests of (the verifier's
-identity, claim, chunk): the weights (adapter sha256), the encoder and the window, so another
-verifier, or the same one cut to another window, never reads these logits. Bounded (least recently
-used go first) and thread-safe: a service's request threads share it.
+The experiment grid opens one block per example, over all its methods (as it shares one trace): a
+grid that runs `vanilla+verifier`, `vanilla+cascade` and `vanilla+nli(premise=evidence)` scores an
+example's pairs once instead of three times. Outside a block nothing is kept. Why not one cache for
+the process: the network's float32 arithmetic rounds a pair's logit differently in batches of other
+shapes (in the last bits), so a process-wide cache would make a score depend on what the process
+verified before; within one example's methods that is the price of computing once, across a log's
+blocks or a service's requests it would break run-to-run equality (a log verified by Ray workers
+and locally). Keys are digests of (the verifier's identity, claim, chunk): the weights (adapter
+sha256), the encoder, the window and the device, so another verifier never reads these logits.
+Bounded (least recently used go first) and thread-safe.
 """
 
 from __future__ import annotations
@@ -14,7 +20,9 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 import numpy as np
 
@@ -79,5 +87,24 @@ class PairLogitCache:
             self.hits = self.misses = 0
 
 
-# The process's one cache (what every loaded verifier reads through).
-PAIR_LOGITS = PairLogitCache()
+_ACTIVE: ContextVar[PairLogitCache | None] = ContextVar("verirag_pair_logits", default=None)
+
+
+@contextmanager
+def shared_pair_logits(max_pairs: int = MAX_PAIRS) -> Iterator[PairLogitCache]:
+    """Within this block, every saved verifier reads each pair's logit once (a block inside another
+    shares the outer one's)."""
+    outer = _ACTIVE.get()
+    if outer is not None:
+        yield outer
+        return
+    token = _ACTIVE.set(PairLogitCache(max_pairs))
+    try:
+        yield _ACTIVE.get()
+    finally:
+        _ACTIVE.reset(token)
+
+
+def active_pair_logits() -> PairLogitCache | None:
+    """The cache of the enclosing `shared_pair_logits()` block, if any."""
+    return _ACTIVE.get()

@@ -50,7 +50,7 @@ from verirag.learned.adapter_part import ADAPTER_FILE as ADAPTER_FILE  # re-expo
 from verirag.learned.adapter_part import EncoderAdapter
 from verirag.learned.base import LearnedPart
 from verirag.learned.encoders import DEFAULT_ENCODER, encoder_dir
-from verirag.learned.pair_cache import PAIR_LOGITS
+from verirag.learned.pair_cache import active_pair_logits
 from verirag.learned.verifier_inputs import PairReader, Reading, lexical_candidates, with_joint_premises
 from verirag.learned.verifier_trainer import VerifierTrainer
 from verirag.metrics.calibration import sigmoid
@@ -218,11 +218,12 @@ class TrainedVerifier(VerifierTrainer, EncoderAdapter, LearnedPart):
 
     # ---- scoring ------------------------------------------------------------------------------
     def _pair_logits(self, claims: list[str], chunks: list[str]) -> np.ndarray:
-        """The logit of each (claim, chunk); a saved verifier's are one process-wide statistic
-        (`pair_cache`: whoever reads the same pairs with it reads them once)."""
-        if self.pair_cache_key is None:  # weights not saved, or being trained: nothing to share
+        """The logit of each (claim, chunk); inside a `shared_pair_logits()` block a saved verifier's
+        are one shared statistic (`pair_cache`: whoever reads the same pairs reads them once)."""
+        cache = active_pair_logits()
+        if cache is None or self.pair_cache_key is None:  # no block, or weights not saved / being trained
             return self._score_pairs(claims, chunks)
-        return PAIR_LOGITS.logits(self.pair_cache_key, claims, chunks, self._score_pairs)
+        return cache.logits(self.pair_cache_key, claims, chunks, self._score_pairs)
 
     def _score_pairs(self, claims: list[str], chunks: list[str]) -> np.ndarray:
         from verirag.learned.verifier_model import sorted_pair_logits

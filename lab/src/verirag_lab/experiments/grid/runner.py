@@ -306,6 +306,7 @@ class UnitRunner:
         (`AnswerState.asked`: the same turns, cut by the same rule), not as one long question."""
         from verirag.awf.core import AnswerAndScore, AnswerCore, AnswerRules, AnswerState, PassagesRecord
         from verirag.awf.trace import Trace
+        from verirag.learned.pair_cache import shared_pair_logits
 
         refused = None
         try:
@@ -317,71 +318,72 @@ class UnitRunner:
         prune = {} if passages.prune is None else {"prune": _jsonable(passages.prune)}
         prune |= {} if passages.stages is None else {"stages": _jsonable(passages.stages)}
         records = []
-        for label, (spec, method) in self.methods.items():
-            if self.key(label, ex) in done:
-                continue
-            t0 = time.perf_counter()
-            state = AnswerState(ex.question, history=asked.history, passages=passages, trace=trace)
-            try:
-                if refused is not None:
-                    raise refused
-                AnswerCore([AnswerAndScore(method), AnswerRules()], raise_outages=False).run(state)
-                j = state.judgement
-                answer, score, hard, error, details = j.answer, j.score, j.hard, j.error, j.details
-                raw = score if j.raw_score is None else j.raw_score  # before the answer rules
-                if j.outage:  # counted as an error like any other, and named as an outage
-                    details = {**details, "outage": True}
-                if j.rules:  # the score the answer path acts on, and what it was before
-                    details = {**details, "answer_rules": j.rules, "raw_score": j.raw_score}
-            except VeriragError as e:  # a user or backend failure is this example's error
-                answer, score, hard, error, details = "", 0.0, method.hard, f"{type(e).__name__}: {e}", {}
-                raw = score
-                if is_outage(e):
-                    details = {"outage": True}
-            seconds = time.perf_counter() - t0
-            used = state.attribution  # None only when the method failed before it read the trace
-            cost, shared, spent = (used.cost, used.shared, used.spent) if used else (Usage(), Usage(), Usage())
-            truth = self.truth.label(ex, answer)
-            records.append(
-                ResultRecord(
-                    dataset=self.unit.dataset,
-                    model=self.unit.model,
-                    method=label,
-                    example_id=ex.id,
-                    question=ex.question,
-                    answer=answer,
-                    score=float(score),
-                    raw_score=float(raw),
-                    hard=bool(hard),
-                    answerable=truth.answerable,
-                    correct=truth.correct,
-                    faithful=truth.faithful,
-                    abstained=truth.abstained,
-                    error=error,
-                    group=ex.group or ex.id,
-                    references=list(ex.references),
-                    seconds=round(seconds, 4),
-                    calls=cost.calls,
-                    prompt_tokens=cost.prompt_tokens,
-                    completion_tokens=cost.completion_tokens,
-                    details={
-                        **_jsonable(details),
-                        **truth.details,
-                        **prune,
-                        "cache_hits": cost.cache_hits,
-                        "shared": {
-                            "calls": shared.calls,
-                            "prompt_tokens": shared.prompt_tokens,
-                            "completion_tokens": shared.completion_tokens,
+        with shared_pair_logits():  # the methods of one example score the verifier's pairs once
+            for label, (spec, method) in self.methods.items():
+                if self.key(label, ex) in done:
+                    continue
+                t0 = time.perf_counter()
+                state = AnswerState(ex.question, history=asked.history, passages=passages, trace=trace)
+                try:
+                    if refused is not None:
+                        raise refused
+                    AnswerCore([AnswerAndScore(method), AnswerRules()], raise_outages=False).run(state)
+                    j = state.judgement
+                    answer, score, hard, error, details = j.answer, j.score, j.hard, j.error, j.details
+                    raw = score if j.raw_score is None else j.raw_score  # before the answer rules
+                    if j.outage:  # counted as an error like any other, and named as an outage
+                        details = {**details, "outage": True}
+                    if j.rules:  # the score the answer path acts on, and what it was before
+                        details = {**details, "answer_rules": j.rules, "raw_score": j.raw_score}
+                except VeriragError as e:  # a user or backend failure is this example's error
+                    answer, score, hard, error, details = "", 0.0, method.hard, f"{type(e).__name__}: {e}", {}
+                    raw = score
+                    if is_outage(e):
+                        details = {"outage": True}
+                seconds = time.perf_counter() - t0
+                used = state.attribution  # None only when the method failed before it read the trace
+                cost, shared, spent = (used.cost, used.shared, used.spent) if used else (Usage(), Usage(), Usage())
+                truth = self.truth.label(ex, answer)
+                records.append(
+                    ResultRecord(
+                        dataset=self.unit.dataset,
+                        model=self.unit.model,
+                        method=label,
+                        example_id=ex.id,
+                        question=ex.question,
+                        answer=answer,
+                        score=float(score),
+                        raw_score=float(raw),
+                        hard=bool(hard),
+                        answerable=truth.answerable,
+                        correct=truth.correct,
+                        faithful=truth.faithful,
+                        abstained=truth.abstained,
+                        error=error,
+                        group=ex.group or ex.id,
+                        references=list(ex.references),
+                        seconds=round(seconds, 4),
+                        calls=cost.calls,
+                        prompt_tokens=cost.prompt_tokens,
+                        completion_tokens=cost.completion_tokens,
+                        details={
+                            **_jsonable(details),
+                            **truth.details,
+                            **prune,
+                            "cache_hits": cost.cache_hits,
+                            "shared": {
+                                "calls": shared.calls,
+                                "prompt_tokens": shared.prompt_tokens,
+                                "completion_tokens": shared.completion_tokens,
+                            },
                         },
-                    },
-                    method_digest=method.digest,
-                    method_spec=_jsonable({**spec.to_dict(), "resolved_options": method.resolved_options()}),
-                    spent=spent.to_dict(),
-                    prune_digest=self.prune_digest,
-                    stages_digest=self.stages_digest,
+                        method_digest=method.digest,
+                        method_spec=_jsonable({**spec.to_dict(), "resolved_options": method.resolved_options()}),
+                        spent=spent.to_dict(),
+                        prune_digest=self.prune_digest,
+                        stages_digest=self.stages_digest,
+                    )
                 )
-            )
         return records
 
 
