@@ -341,50 +341,54 @@ class UnitRunner:
                     if is_outage(e):
                         details = {"outage": True}
                 seconds = time.perf_counter() - t0
-                used = state.attribution  # None only when the method failed before it read the trace
-                cost, shared, spent = (used.cost, used.shared, used.spent) if used else (Usage(), Usage(), Usage())
-                truth = self.truth.label(ex, answer)
-                records.append(
-                    ResultRecord(
-                        dataset=self.unit.dataset,
-                        model=self.unit.model,
-                        method=label,
-                        example_id=ex.id,
-                        question=ex.question,
-                        answer=answer,
-                        score=float(score),
-                        raw_score=float(raw),
-                        hard=bool(hard),
-                        answerable=truth.answerable,
-                        correct=truth.correct,
-                        faithful=truth.faithful,
-                        abstained=truth.abstained,
-                        error=error,
-                        group=ex.group or ex.id,
-                        references=list(ex.references),
-                        seconds=round(seconds, 4),
-                        calls=cost.calls,
-                        prompt_tokens=cost.prompt_tokens,
-                        completion_tokens=cost.completion_tokens,
-                        details={
-                            **_jsonable(details),
-                            **truth.details,
-                            **prune,
-                            "cache_hits": cost.cache_hits,
-                            "shared": {
-                                "calls": shared.calls,
-                                "prompt_tokens": shared.prompt_tokens,
-                                "completion_tokens": shared.completion_tokens,
-                            },
-                        },
-                        method_digest=method.digest,
-                        method_spec=_jsonable({**spec.to_dict(), "resolved_options": method.resolved_options()}),
-                        spent=spent.to_dict(),
-                        prune_digest=self.prune_digest,
-                        stages_digest=self.stages_digest,
-                    )
-                )
+                outcome = (answer, score, raw, hard, error, details)
+                records.append(self._record(ex, label, spec, method, outcome, seconds, state.attribution, prune))
         return records
+
+    def _record(self, ex: Example, label: str, spec, method, outcome: tuple, seconds: float, used, prune: dict):
+        """The ResultRecord of one method's outcome (answer, score, raw score, hard, error, details) on `ex`."""
+        answer, score, raw, hard, error, details = outcome
+        # `used`: None only when the method failed before it read the trace
+        cost, shared, spent = (used.cost, used.shared, used.spent) if used else (Usage(), Usage(), Usage())
+        truth = self.truth.label(ex, answer)
+        return ResultRecord(
+            dataset=self.unit.dataset,
+            model=self.unit.model,
+            method=label,
+            example_id=ex.id,
+            question=ex.question,
+            answer=answer,
+            score=float(score),
+            raw_score=float(raw),
+            hard=bool(hard),
+            answerable=truth.answerable,
+            correct=truth.correct,
+            faithful=truth.faithful,
+            abstained=truth.abstained,
+            error=error,
+            group=ex.group or ex.id,
+            references=list(ex.references),
+            seconds=round(seconds, 4),
+            calls=cost.calls,
+            prompt_tokens=cost.prompt_tokens,
+            completion_tokens=cost.completion_tokens,
+            details={
+                **_jsonable(details),
+                **truth.details,
+                **prune,
+                "cache_hits": cost.cache_hits,
+                "shared": {
+                    "calls": shared.calls,
+                    "prompt_tokens": shared.prompt_tokens,
+                    "completion_tokens": shared.completion_tokens,
+                },
+            },
+            method_digest=method.digest,
+            method_spec=_jsonable({**spec.to_dict(), "resolved_options": method.resolved_options()}),
+            spent=spent.to_dict(),
+            prune_digest=self.prune_digest,
+            stages_digest=self.stages_digest,
+        )
 
 
 def _jsonable(d: dict[str, Any]) -> dict[str, Any]:
