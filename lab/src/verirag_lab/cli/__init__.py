@@ -11,9 +11,6 @@ import typer
 
 from verirag_lab.cli import eval, label, retrieval, train
 
-# The commands `register` adds: the product's CLI names them when the lab is missing.
-COMMANDS = ("eval", "report", "calibrate-retrieval", "train", "label")
-
 
 def register(app: typer.Typer) -> None:
     """Add the lab's commands and groups to the product's `verirag` app."""
