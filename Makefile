@@ -224,6 +224,18 @@ verifier-paraphrase: $(VENV)/.base $(VENV)/.lab issue36-labels runs/labels/issue
 	    --max-examples 8000 --max-length 128 --candidates 1 --joint --learning-rate 3e-5 \
 	    --exclude-groups data/verifier/own_answers/groups.txt --out runs/verifiers/paraphrase
 
+# A candidate (issue 47, item 4): the shipped verifier warm-started as `make verifier` trains it, with
+# changed-value negatives added (`--value-swaps 0.5`: half of the supported examples also give a copy
+# with one number or date, party or negation changed against their passages, `verirag_lab.train.value_swaps`).
+.PHONY: verifier-value-swaps
+verifier-value-swaps: $(VENV)/.base $(VENV)/.lab issue36-labels runs/labels/issue36-docs-1200.jsonl
+	$(VENV)/bin/verirag label verifier --models none --recipes swap --n 0 \
+	    --out runs/labels/swap.jsonl
+	$(VENV)/bin/verirag train verifier $(VERIFIER_LABELS) $(ISSUE36_TRAIN) runs/labels/issue36-qa.jsonl \
+	    --init-from src/verirag/learned/shipped/verifier --train-layers 6 --compress-rank 32 --epochs 1 \
+	    --max-examples 7000 --max-length 128 --candidates 1 --joint --learning-rate 3e-5 --value-swaps 0.5 \
+	    --exclude-groups data/verifier/own_answers/groups.txt --out runs/verifiers/value-swaps
+
 bench: $(VENV)/.dev $(VENV)/.models
 	$(PY) benchmarks/run_all.py
 

@@ -2,12 +2,10 @@
 against its evidence? Each right answer of a held-out set (the dev set's answers humans judged
 correct, or any labelled answer log) is paired with copies that change one thing the passages say:
 
-- number: a year, a date's year or a number of the answer that the passages hold, moved
-  (`verirag_lab.train.verifier_labels.spans.perturb`: "1972" -> "1966", "seven" -> "four");
-- party: a name of the answer that the passages hold (two or more capitalised words), replaced by
-  another such name from the same passages (only its role is wrong: the passages still mention it);
-- negation: "not" after the answer's first auxiliary verb ("was born" -> "was not born"), or its
-  "not" taken away.
+- number: a year, a date's year or a number of the answer that the passages hold, moved;
+- party: a name of the answer that the passages hold, replaced by another from the same passages;
+- negation: "not" after the answer's first auxiliary verb, or its "not" taken away
+(`verirag_lab.train.value_swaps`, the edits `verirag train verifier --value-swaps` teaches with).
 
 A pair counts when the judge scores the right answer strictly above the changed one (a tie counts
 against it); the goal is at least 90% of pairs in every kind. 95% Wilson intervals over pairs, and
@@ -27,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import re
 import sys
 from pathlib import Path
 
@@ -35,54 +32,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-KINDS = ("number", "party", "negation")
+from verirag_lab.train.value_swaps import KINDS, negated  # noqa: F401  (the edits: the lab's, as training makes them)
+from verirag_lab.train.value_swaps import changed_copies as changed
+
 GOAL = 0.90
-_AUX = re.compile(r"\b(is|was|are|were|has|have|had|does|did|can|could|will|would|should|must)\b( not\b)?", re.I)
-
-
-def negated(answer: str) -> str | None:
-    """The answer with its first auxiliary verb negated, or its negation taken away; None when it
-    has no auxiliary verb."""
-    m = _AUX.search(answer)
-    if m is None:
-        return None
-    if m.group(2):  # "was not" -> "was"
-        return answer[: m.end(1)] + answer[m.end(2) :]
-    return answer[: m.end(1)] + " not" + answer[m.end(1) :]
-
-
-def _party(name: str) -> bool:
-    words = name.split()
-    return len(words) >= 2 and all(w[:1].isupper() for w in words)
-
-
-def changed(answer: str, contexts: list[str], rng: random.Random) -> dict[str, str]:
-    """Per kind, one changed copy of `answer` (kinds with nothing to change are left out)."""
-    from verirag_lab.train.verifier_labels.spans import find_spans, perturb, too_close
-
-    text = " ".join(contexts)
-    low = text.lower()
-    out: dict[str, str] = {}
-    held = [s for s in find_spans(answer) if s.text.lower() in low]
-    numbers = [s for s in held if s.kind in ("year", "date", "number")]
-    for span in rng.sample(numbers, len(numbers)):
-        new = perturb(span, rng)
-        if new and new.lower() not in low:
-            out["number"] = answer[: span.start] + new + answer[span.end :]
-            break
-    # a party: a name of two or more capitalised words (a single capitalised word is as often a
-    # sentence's first word, a concept or a title as a name), replaced by another such name
-    names = [s for s in held if s.kind == "name" and _party(s.text)]
-    others = sorted({s.text for s in find_spans(text, ("name",)) if _party(s.text)})
-    for span in rng.sample(names, len(names)):
-        choices = [o for o in others if not too_close(span.text, o, "name") and o.lower() not in answer.lower()]
-        if choices:
-            out["party"] = answer[: span.start] + rng.choice(choices) + answer[span.end :]
-            break
-    neg = negated(answer)
-    if neg is not None:
-        out["negation"] = neg
-    return out
 
 
 def make_pairs(rows: list[dict], seed: int = 0) -> list[dict]:

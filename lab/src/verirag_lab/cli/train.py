@@ -256,6 +256,11 @@ def verifier(
         help="A file of question groups (DATASET:ID lines) no example of which trains or validates: "
         "questions kept for an evaluation (e.g. the local model's own answers).",
     ),
+    value_swaps: float = typer.Option(
+        0.0,
+        help="Share of the supported examples that also give a negative with one number or date, party or "
+        "negation changed against their passages (verirag_lab.train.value_swaps; 0: none).",
+    ),
     init_from: Path | None = typer.Option(
         None,
         help="Start from a saved verifier's layers and head (a folder, e.g. the shipped one: "
@@ -304,6 +309,7 @@ def verifier(
             verifier=v,
             max_examples=max_examples,
             exclude_groups=read_groups(exclude_groups) if exclude_groups else None,
+            value_swaps=value_swaps,
             on_epoch=epoch_line,
             progress=lambda i, t: bar.update(task, completed=i, total=t, description="training"),
             provenance={"command": "verirag train verifier"},

@@ -37,6 +37,7 @@ from verirag.errors import InputError
 from verirag.learned.verifier import TrainedVerifier
 from verirag_lab.datasets import data_dir
 from verirag_lab.train.guard import TrainingGuard
+from verirag_lab.train.value_swaps import value_swap_negatives
 from verirag_lab.train.verifier_examples import SUPPORTED, UNSUPPORTED, VerifierExample
 from verirag_lab.train.verifier_labels import read_records, resolve
 
@@ -193,14 +194,16 @@ def train_verifier(
     provenance: dict[str, Any] | None = None,
     data_root: str | Path | None = None,
     doc_root: str | Path | None = None,
+    value_swaps: float = 0.0,
 ) -> TrainedVerifier:
     """Fit `verifier` (default settings when None) on the examples `read` yields from each labels
     file (one path or several: e.g. the LLM-free recipes' file beside each model's), at most
     `max_examples` of them (a seeded sample), without any example of `exclude_groups` (questions kept
     for an evaluation: dropped before sampling, so they neither train nor validate), nor any the
     guard of `data_root` ($VERIRAG_DATA_DIR) and `doc_root` (the installed documentation) refuses
-    (module doc; there is no option to turn it off). The provenance saved with it records the labels,
-    their summary, what the guard refused and the command."""
+    (module doc; there is no option to turn it off). `value_swaps`: the share of supported examples
+    that also give a changed-value negative (`verirag_lab.train.value_swaps`; 0: none). The
+    provenance saved with it records the labels, their summary, what the guard refused and the command."""
     v = verifier or TrainedVerifier()
     paths = [Path(labels)] if isinstance(labels, (str, Path)) else [Path(p) for p in labels]
     if not paths:
@@ -209,6 +212,8 @@ def train_verifier(
     if read is read_labels:
         read = partial(read_labels, guard=guard)
     examples = read_examples(paths, max_examples, v.seed, read, exclude_groups, guard)
+    if value_swaps:
+        examples += value_swap_negatives(examples, value_swaps, v.seed)
     guard.check_by(examples, guard.example_refusal, lambda e: e.question)  # the last check before fitting
     if not examples:
         raise InputError(f"{', '.join(map(str, paths))} hold no examples the guard allows ({refused_line(guard)})")
@@ -216,6 +221,7 @@ def train_verifier(
         **(provenance or {}),
         "labels": [str(p) for p in paths] if len(paths) > 1 else str(paths[0]),
         "label_summary": summary(examples),
+        **({"value_swaps": value_swaps} if value_swaps else {}),
         "refused_as_evaluation_data": dict(sorted(guard.refused.items())),
         "guard_notes": list(guard.heldout.notes) if guard.heldout is not None else [],
     }
