@@ -13,6 +13,7 @@ the same with whole questions resampled (answers of one question are not indepen
 
     VERIRAG_DATA_DIR=../shared/data python benchmarks/verifier_swaps.py                  # the dev set
     python benchmarks/verifier_swaps.py --log my_log.jsonl --method vanilla+nli --model qwen2.5-1.5b
+    python benchmarks/verifier_swaps.py --own data/verifier/own_answers/held-out-nli-qwen2.5-1.5b   # own answers
     python benchmarks/verifier_swaps.py --scores data/verifier/swaps/verifier-shipped.jsonl   # the table again
 
 The pairs' scores are written as ids, kinds and scores (`--out`, no benchmark text); the edited
@@ -48,6 +49,36 @@ def make_pairs(rows: list[dict], seed: int = 0) -> list[dict]:
         for kind, wrong in changed(r["response"], r["retrieved_contexts"], rng).items():
             pairs.append({**r, "kind": kind, "wrong": wrong})
     return pairs
+
+
+def own_rows(run: Path) -> list[dict]:
+    """A committed own-answer run (`data/verifier/own_answers/RUN`) as rows: each generated answer with
+    its question and passages rebuilt from the data as the run read them, labelled by its records'
+    `faithful` (right and answerable)."""
+    from rescore_own_answers import config_for, load_examples, read_records, run_answers
+
+    from verirag_lab.train.cascade import generation_key
+
+    records = list(read_records(run))
+    faithful = {generation_key(r): r.get("faithful") for r in records if r.get("faithful") is not None}
+    answers = run_answers(records)
+    examples = load_examples(config_for(run, None), answers)
+    rows = []
+    for a in answers:
+        ex = examples.get((a["dataset"], a["example_id"]))
+        if ex is None or faithful.get(a["key"]) is None:
+            continue
+        rows.append(
+            {
+                "id": a["key"],
+                "group": f"{a['dataset']}:{a['group']}",
+                "user_input": ex.question_with_history(),
+                "response": a["answer"],
+                "retrieved_contexts": [p.text for p in ex.passages],
+                "label": int(faithful[a["key"]]),
+            }
+        )
+    return rows
 
 
 def score_pairs(pairs: list[dict], method: str | None, model: str | None) -> list[dict]:
@@ -130,6 +161,7 @@ def table(scored: list[dict], resamples: int = 2000, seed: int = 0) -> list[dict
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--log", type=Path, help="a labelled answer log (RAGAS fields; default: the dev set)")
+    ap.add_argument("--own", type=Path, help="a committed own-answer run (data/verifier/own_answers/RUN) instead")
     ap.add_argument("--method", default=None, help="the judge (default: verirag's verify default)")
     ap.add_argument("--model", default=None, help="the LLM of a judge that uses one")
     ap.add_argument("--limit", type=int, default=None, help="at most this many right answers")
@@ -139,7 +171,9 @@ def main(argv: list[str] | None = None) -> None:
     if args.scores:
         scored = [json.loads(line) for line in args.scores.read_text(encoding="utf-8").splitlines() if line.strip()]
     else:
-        if args.log:
+        if args.own:
+            rows = own_rows(args.own)
+        elif args.log:
             rows = [json.loads(line) for line in args.log.read_text(encoding="utf-8").splitlines() if line.strip()]
         else:
             from verifier_dev import dev_rows
