@@ -8,9 +8,9 @@ import pytest
 
 pytest.importorskip("verirag_lab")
 
-from verirag.errors import InputError  # noqa: E402
-from verirag_lab.train.value_swaps import KINDS, RECIPE, value_swap_negatives  # noqa: E402
-from verirag_lab.train.verifier_examples import VerifierExample  # noqa: E402
+from verirag.errors import InputError
+from verirag_lab.train.value_swaps import KINDS, RECIPE, value_swap_negatives
+from verirag_lab.train.verifier_examples import VerifierExample
 
 PASSAGE = (
     "Marie Curie was born in Warsaw in 1867. She shared the 1903 Nobel Prize with Pierre Curie and "
