@@ -115,13 +115,14 @@ def score_pairs(pairs: list[dict], method: str | None, model: str | None) -> lis
     ]
 
 
-def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+def wilson(k: int, n: int) -> tuple[float, float]:
+    """The 95% Wilson interval of k successes in n (scipy's; NaN for no pairs)."""
     if n == 0:
         return float("nan"), float("nan")
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return centre - half, centre + half
+    from scipy.stats import binomtest
+
+    ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
+    return float(ci.low), float(ci.high)
 
 
 def above(row: dict) -> bool:

@@ -93,10 +93,9 @@ def value_swap_negatives(examples: Sequence[VerifierExample], share: float, seed
         if rng.random() >= share:
             continue
         copies = changed_copies(e.answer, e.passages, rng)
-        kinds = [k for k in KINDS[turn:] + KINDS[:turn] if k in copies]
-        if not kinds:
+        kind = next((k for k in KINDS[turn:] + KINDS[:turn] if k in copies), None)
+        if kind is None:
             continue
-        kind = kinds[0]
         turn = (KINDS.index(kind) + 1) % len(KINDS)
         out.append(
             replace(
