@@ -241,9 +241,10 @@ def worker(arm: str, datasets: list[str], n: int, seed: int, out: Path) -> None:
                 "error": r.error,
                 "build": build,
             }
-            if r.prune is not None:
-                rec["prune"] = {k: r.prune[k] for k in ("threshold", "fallback", "tokens_read", "tokens_saved")}
-                rec["prune"]["hops"] = sum(bool(p.get("hop")) for p in r.prune["passages"])
+            pruned = (r.stages or {}).get("prune")
+            if pruned is not None:
+                rec["prune"] = {k: pruned[k] for k in ("threshold", "fallback", "tokens_read", "tokens_saved")}
+                rec["prune"]["hops"] = sum(bool(p.get("hop")) for p in pruned["passages"])
                 full = verifier.verify(e.question, r.retrieved_answer, [x.text for x in e.passages])
                 rec["score_full"] = full.score
             fh.write(json.dumps(rec, ensure_ascii=False) + "\n")

@@ -9,7 +9,7 @@ import shutil
 import pytest
 from doubles import ScriptedLLM
 
-from verirag.awf.prune_setting import PRUNE_DEFAULT
+from verirag.awf.prune_stage import PRUNE_DEFAULT
 from verirag.errors import InputError
 from verirag.records import ResultStore
 from verirag_lab.experiments.grid.config import parse_config
@@ -184,7 +184,7 @@ def test_each_example_is_pruned_once_and_its_methods_read_the_pruned_passages(
             assert set(p) == PASSAGE_REPORT
             assert all(s >= 0.7 for i, s in enumerate(p["scores"]) if i in p["kept"]) or report["fallback"] or p["hop"]
         assert report["tokens_read"] == sum(p["tokens_read"] for p in report["passages"])
-        assert r.prune_digest and r.key.endswith(f"|prune:{r.prune_digest}")
+        assert r.kind_digests["prune"] and r.key.endswith(f"|prune:{r.kind_digests['prune']}")
     for recs_of_q in by_q.values():  # the methods of an example share one pruning
         assert recs_of_q[0].details["prune"] == recs_of_q[1].details["prune"]
     assert sum(r.details["prune"]["tokens_saved"] for r in recs) > 0  # something was dropped
@@ -223,7 +223,7 @@ def test_other_pruning_never_reuses_records(fixture_file, tmp_path, shipped_prun
         return out.written, out.skipped, out.recomputed
 
     assert go() == (6, 0, 0)  # no pruning
-    assert {r.prune_digest for r in ResultStore(run).load()} == {""}
+    assert {str(r.kind_digests) for r in ResultStore(run).load()} == {"{}"}
     assert go(prune=True) == (6, 0, 6)  # pruning on: every record again
     fitted = {r.key for r in ResultStore(run).load()}
     assert go(prune=True) == (0, 6, 0)  # the same pruning: nothing to do
@@ -270,7 +270,7 @@ def test_smollm_reads_fewer_prompt_tokens_with_pruning(smollm, fixture_file, tmp
         assert set(r.details["prune"]) == REPORT
         assert r.details["prune"]["tokens_read"] > 0
         assert isinstance(r.answer, str) and 0.0 <= r.score <= 1.0
-    assert all("prune" not in r.details and not r.prune_digest for r in full)
+    assert all("prune" not in r.details and not r.kind_digests for r in full)
     assert sum(r.prompt_tokens for r in pruned) < sum(r.prompt_tokens for r in full)
     # the tokens counted are the answering model's: what pruning saved of the passages' tokens
     saved = sum(r.details["prune"]["tokens_saved"] for r in pruned)

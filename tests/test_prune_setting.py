@@ -16,7 +16,7 @@ from doubles import ScriptedLLM
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-from verirag.awf.prune_setting import OFF, PRUNE_DEFAULT, SHIPPED, PruneSetting, cli_prune, parse_prune
+from verirag.awf.prune_stage import OFF, PRUNE_DEFAULT, SHIPPED, PruneSetting, cli_prune, parse_prune
 from verirag.errors import InputError
 from verirag.llm.base import EXACT_NEXT_TOKEN, LOGPROBS, NEXT_TOKEN
 from verirag.types import Passage, ScoredPassage
@@ -199,7 +199,7 @@ def ask_json(tmp_path, *flags: str) -> dict:
 def test_prune_without_a_value_prunes_at_the_shipped_threshold(monkeypatch, tmp_path, shipped_pruner):
     llm = stand_in(monkeypatch)
     r = ask_json(tmp_path, "--prune")
-    assert r["prune"]["threshold"] == shipped_pruner.threshold_
+    assert r["stages"]["prune"]["threshold"] == shipped_pruner.threshold_
     prompt = answer_prompt(llm)
     assert ANSWERING in prompt and UNRELATED not in prompt  # the pruner dropped what does not answer
 
@@ -207,7 +207,7 @@ def test_prune_without_a_value_prunes_at_the_shipped_threshold(monkeypatch, tmp_
 def test_no_prune_reads_every_sentence(monkeypatch, tmp_path, shipped_pruner):
     llm = stand_in(monkeypatch)
     r = ask_json(tmp_path, "--no-prune")
-    assert r["prune"] is None
+    assert r["stages"] is None
     prompt = answer_prompt(llm)
     for p in PASSAGES:
         for sentence in p.text.split(". "):
@@ -252,10 +252,10 @@ def test_fifty_thresholds_share_one_pruner_and_the_cache_stays_bounded(service):
         for t in thresholds:
             r = client.post("/v1/ask", json={"question": QUESTION, "prune": t})
             assert r.status_code == 200, r.text
-            assert r.json()["prune"]["threshold"] == t
+            assert r.json()["stages"]["prune"]["threshold"] == t
         on, off = (client.post("/v1/ask", json={"question": QUESTION, "prune": v}).json() for v in (True, False))
     assert len(service.loads) == 1 and pruner_store.loaded_count() == 1  # one pruner, whatever the threshold
-    assert on["prune"]["threshold"] == service.pipeline.context_pruner.threshold_ and off["prune"] is None
+    assert on["stages"]["prune"]["threshold"] == service.pipeline.context_pruner.threshold_ and off["stages"] is None
     assert len(service._pipelines) <= PIPELINE_CACHE_SIZE and not service._pipelines  # no pipeline per setting
 
 
@@ -281,7 +281,7 @@ def test_bad_http_prune_values_are_a_clear_422(service, value):
 
 # ---- the stage at the edges of its input ------------------------------------------------------------
 def stage_run(pruner, passages: list[Passage], threshold=None):
-    from verirag.awf.stages import PruneStage
+    from verirag.awf.prune_stage import PruneStage
 
     hits = [ScoredPassage(p, 1.0, i) for i, p in enumerate(passages)]
     return PruneStage(pruner, threshold).run(QUESTION, hits, lambda _m: None)

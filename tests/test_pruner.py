@@ -215,7 +215,7 @@ def test_nothing_passing_keeps_the_best_sentence_before_any_hop():
 # ---- the stage ------------------------------------------------------------------------------------
 @pytest.mark.slow
 def test_the_stage_reports_kept_sentences_and_tokens(shipped):
-    from verirag.awf.stages import PruneStage
+    from verirag.awf.prune_stage import PruneStage
     from verirag.types import Passage, ScoredPassage
 
     hits = [
@@ -246,9 +246,9 @@ def test_ask_with_and_without_pruning(smollm_path):
     off = Pipeline(replace(PRESETS["tiny"], prune=False), index=on.search_index)
     question = "Who designed the lighthouse?"
     pruned, full = on.ask(question), off.ask(question)
-    assert full.prune is None  # --no-prune reads everything: every chunk whole
+    assert full.stages is None  # --no-prune reads everything: every chunk whole
     assert [e.text for e in full.evidence] == [h.passage.text for h in off.retrieve(question)]
-    report = pruned.to_dict()["prune"]
+    report = pruned.to_dict()["stages"]["prune"]
     assert set(report) == {"threshold", "fallback", "passages", "tokens_read", "tokens_saved"}
     assert report["threshold"] == 0.4 and report["tokens_saved"] > 0
     for p in report["passages"]:
@@ -260,14 +260,37 @@ def test_ask_with_and_without_pruning(smollm_path):
 
 
 def test_prune_options_are_checked():
-    from verirag.awf.prune_setting import OFF, SHIPPED, PruneSetting
-    from verirag.cli._shared import prune_overrides
+    from verirag.awf.prune_stage import KIND, OFF, SHIPPED, PruneSetting
 
-    assert prune_overrides(False, None, False) == {}
-    assert prune_overrides(False, None, True) == {"prune": OFF}
-    assert prune_overrides(True, None, False) == {"prune": SHIPPED}
-    assert prune_overrides(False, 0.3, False) == {"prune": PruneSetting(on=True, threshold=0.3)}
+    cli = KIND.from_cli  # what --prune / --prune-threshold X / --no-prune give the spec
+    assert cli() is None and cli(no_prune=True) == OFF and cli(prune=True) == SHIPPED
+    assert cli(prune_threshold=0.3) == PruneSetting(on=True, threshold=0.3)
     with pytest.raises(InputError, match="not both"):
-        prune_overrides(False, 0.3, True)
+        cli(prune_threshold=0.3, no_prune=True)
     with pytest.raises(InputError, match=r"--prune-threshold: must be a number in \[0, 1\]"):
-        prune_overrides(False, 1.5, False)
+        cli(prune_threshold=1.5)
+
+
+def test_a_command_gets_the_stage_kinds_options_as_its_settings():
+    """`with_stage_options` adds every stage kind's flags to a command (typer reads them) and hands
+    the command the spec fields they set: none given, none set."""
+    import typer
+    from typer.testing import CliRunner
+
+    from verirag.awf.prune_stage import PruneSetting
+    from verirag.cli._shared import with_stage_options
+
+    got = []
+
+    @with_stage_options
+    def command(name: str = "x", stage_settings: dict | None = None):
+        got.append((name, stage_settings))
+
+    app = typer.Typer()
+    app.command()(command)
+    app.command("other")(lambda: None)  # two commands: typer then names them
+    runner = CliRunner()
+    assert runner.invoke(app, ["command", "--name", "y", "--prune-threshold", "0.3"]).exit_code == 0
+    assert runner.invoke(app, ["command"]).exit_code == 0
+    assert got == [("y", {"prune": PruneSetting(on=True, threshold=0.3)}), ("x", {})]
+    assert "--no-prune" in runner.invoke(app, ["command", "--help"]).output

@@ -62,12 +62,12 @@ def test_the_escalation_reads_what_the_pruner_dropped(monkeypatch, shipped_prune
     r = p.ask(QUESTION)
     assert r.action == "escalated" and r.answer == "1874"
     [first], [second] = answer_prompts(small), answer_prompts(large)
-    dropped = [s for q in r.prune["passages"] for i, s in enumerate(q["sentences"]) if i not in q["kept"]]
+    dropped = [s for q in r.stages["prune"]["passages"] for i, s in enumerate(q["sentences"]) if i not in q["kept"]]
     assert UNRELATED in dropped
     for sentence in dropped:  # the first answer never read them; the escalation read them all
         assert sentence not in first and sentence in second
     assert ANSWERING in first and ANSWERING in second
-    assert r.prune["second_answer"] == {"action": "escalated", "prune": "off", "read": ["a", "b"]}
+    assert r.stages["prune"]["second_answer"] == {"action": "escalated", "read_whole": ["a", "b"]}
     assert [e.id for e in r.evidence] == ["a"]  # what the first answer and its verification read
     assert r.usage["requests"]["generate"] == 2  # the escalation's request is in the answer's cost
 
@@ -75,12 +75,12 @@ def test_the_escalation_reads_what_the_pruner_dropped(monkeypatch, shipped_prune
 def test_a_supported_answer_over_pruned_passages_is_not_escalated(monkeypatch, shipped_pruner):
     p, _small, large = pipeline(monkeypatch, shipped_pruner, 0.9, prune=True)
     r = p.ask(QUESTION)
-    assert r.action == "answered" and "second_answer" not in r.prune and not large.requests
+    assert r.action == "answered" and "second_answer" not in r.stages["prune"] and not large.requests
 
 
 def test_without_pruning_the_escalation_reads_what_the_first_answer_read(monkeypatch, shipped_pruner):
     p, small, large = pipeline(monkeypatch, shipped_pruner, 0.1, prune=False)
     r = p.ask(QUESTION)
-    assert r.action == "escalated" and r.prune is None
+    assert r.action == "escalated" and r.stages is None
     assert answer_prompts(large) == answer_prompts(small)  # the same prompt: the same passages
     assert UNRELATED in answer_prompts(small)[0]

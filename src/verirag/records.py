@@ -33,15 +33,15 @@ Fields:
   `predictor_digest` (the predictor's identity), and `signals` = {"values": {...}, "missing":
   {signal: why}}: the answer's token logprob min / mean / sum, K-Precision and retrieval top / mean
   (`verirag.awf.signals`; what `verirag train stack` combines).
-- prune_digest: with the config's `prune` on, the pruning's identity (the threshold used, the
-  pruner's weights, settings and temperature, and the keeping rule), part of the key ("...|digest|prune:PRUNE_DIGEST");
-  "" without pruning (the key is then as before). stages_digest: likewise for the stages a user
-  wrote (`verirag.awf.user_stages`; "...|stages:DIGEST" in the key, `details["stages"]` their reports). `details["prune"]` is the pruning of the
-  example's passages the method read, shared by the example's methods: the report of
-  `verirag.awf.stages.PruneStage` (threshold, fallback, per passage id / title / sentences / kept /
-  hop / scores / tokens_read / tokens_saved with the answering model's tokenizer, the totals) and
-  `reference_kept`: a reference answer still appears in the pruned passages (None without
-  references). `answerable` stays that of the example's passages before pruning.
+- kind_digests: the identity of each built-in stage kind the run turned on (`verirag.awf.stage_kinds`;
+  its stage's `digest`: its settings, its model's weights and the rule it keeps passages by), by
+  name, part of the key ("...|digest|NAME:DIGEST"); empty when none is on (the key is then as
+  before, and the record does not write it). stages_digest: likewise for the stages a user wrote
+  (`verirag.awf.user_stages`; "...|stages:DIGEST" in the key, `details["stages"]` their reports).
+  A stage kind's report of the example's passages the method read, shared by the example's
+  methods, is in `details` under the kind's name, with `reference_kept` where it cut the passages'
+  text: a reference answer still appears in the passages kept (None without references).
+  `answerable` stays that of the example's passages before any stage.
 - seconds: wall time of this method on this example, marginal to methods that ran before it in
   the same trace (a shared generation is paid by the first method that needs it).
 - calls, prompt_tokens, completion_tokens: the full cost of the method on this example: every
@@ -54,7 +54,8 @@ Fields:
   answered (cached_prompt_tokens, cached_completion_tokens), so the tokens the backend really
   read are prompt_tokens - cached_prompt_tokens.
 
-Records written before 2026-11-24 have a `method_digest` of their explicit options only (before
+Records written before 2026-11-27 with a stage kind on named its digest in a field of its own
+(`<name>_digest`): a resumed run recomputes them. Records written before 2026-11-24 have a `method_digest` of their explicit options only (before
 2026-11-23 none): a resumed run recomputes them. Those before 2026-11-23 count calls and tokens only
 for what the method computed itself (0 for a generation shared with an earlier method) and have
 no `spent`.
@@ -79,13 +80,13 @@ def record_key(
     method: str,
     example_id: str,
     method_digest: str = "",
-    prune_digest: str = "",
+    kind_digests: dict[str, str] | None = None,
     stages_digest: str = "",
 ) -> str:
     key = f"{dataset}|{model}|{method}|{example_id}"
     key = f"{key}|{method_digest}" if method_digest else key
     key = f"{key}|stages:{stages_digest}" if stages_digest else key
-    return f"{key}|prune:{prune_digest}" if prune_digest else key
+    return key + "".join(f"|{name}:{digest}" for name, digest in (kind_digests or {}).items() if digest)
 
 
 @dataclass
@@ -113,7 +114,7 @@ class ResultRecord:
     method_digest: str = ""
     method_spec: dict[str, Any] = field(default_factory=dict)
     spent: dict[str, Any] = field(default_factory=dict)
-    prune_digest: str = ""
+    kind_digests: dict[str, str] = field(default_factory=dict)  # module doc; written only when some are on
     raw_score: float | None = None  # before the answer rules (module doc); None: derived from the record
     stages_digest: str = ""  # the stages a user wrote (module doc); written only when there are some
 
@@ -131,7 +132,7 @@ class ResultRecord:
             self.method,
             self.example_id,
             self.method_digest,
-            self.prune_digest,
+            self.kind_digests,
             self.stages_digest,
         )
 
@@ -143,8 +144,9 @@ class ResultRecord:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["key"] = self.key
-        if not self.stages_digest:  # records of runs without such stages stay as they were
-            del d["stages_digest"]
+        for name in ("stages_digest", "kind_digests"):  # records of runs without such stages stay as they were
+            if not d[name]:
+                del d[name]
         for name in ("score", "raw_score"):
             if isinstance(d[name], float) and not math.isfinite(d[name]):
                 d[name] = None  # JSON has no NaN; MethodOutput never produces one anyway

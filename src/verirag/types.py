@@ -258,12 +258,10 @@ class AskResult:
     # CalibRAG's forecaster stage, when one is set: confidence f(q, d*), epsilon, whether the query
     # was reformulated and to what, the reranked documents with their f values, the ids kept
     forecast: dict[str, Any] | None = None
-    # the context pruner, when on: its threshold, per passage the kept sentences (indices), every
-    # sentence's score and the prompt tokens read and saved; `fallback` when nothing passed;
-    # `second_answer` when the escalate fallback answered again over the passages whole
-    # ({"action": "escalated", "prune": "off", "read": ids}): its tokens are in `usage`, not here
-    prune: dict[str, Any] | None = None
-    # what the stages a user wrote (`verirag.awf.user_stages`) report, by stage name
+    # what the other post-retrieval stages report, by stage name: the built-in kinds'
+    # (`verirag.awf.stage_kinds`) and those a user wrote (`verirag.awf.user_stages`); a stage that
+    # cut the passages' text has `second_answer` when the escalate fallback answered again over them
+    # whole ({"action": "escalated", "read_whole": ids}): its tokens are in `usage`, not there
     stages: dict[str, Any] | None = None
     # each sentence of `retrieved_answer` with its support, from a verifier that judges sentence by
     # sentence (the trained verifier); None for judges that score the answer as a whole
@@ -293,7 +291,6 @@ class AskResult:
             model=d.get("model", ""),
             trust=d.get("trust"),
             forecast=d.get("forecast"),
-            prune=d.get("prune"),
             stages=d.get("stages"),
         )
 

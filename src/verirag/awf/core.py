@@ -59,19 +59,19 @@ RETRIEVAL_TURNS = 2  # turns of the conversation that retrieval reads before the
 @dataclass
 class PassagesRecord:
     """The passages the answer is read from: retrieved (with each retrieval score) or given by
-    the caller (`retrieval_scores` None). `trust`, `forecast` and `prune` are what the post-retrieval
-    stages report (the JSON answer's fields); `untrusted`: the trust filter kept no chunk;
-    `unpruned`: the passages whole before the pruner cut them (None: not pruned), what a
-    corrective second answer that reads passages reads (`Act`)."""
+    the caller (`retrieval_scores` None). `trust` and `forecast` are what those post-retrieval
+    stages report (the JSON answer's fields), `stages` what every other stage reports, by name;
+    `untrusted`: the trust filter kept no chunk; `whole`: the passages before a stage (`cut_by`)
+    cut their text (None: none did), what a corrective second answer that reads passages reads (`Act`)."""
 
     passages: list[Passage]
     retrieval_scores: list[float] | None = None
     trust: dict[str, Any] | None = None
     forecast: dict[str, Any] | None = None
-    prune: dict[str, Any] | None = None
-    stages: dict[str, Any] | None = None  # the reports of the stages a user wrote, by name
+    stages: dict[str, Any] | None = None  # the other stages' reports, by name
     untrusted: bool = False
-    unpruned: list[ScoredPassage] | None = None
+    whole: list[ScoredPassage] | None = None
+    cut_by: str | None = None
 
     @classmethod
     def from_hits(cls, hits: Sequence[ScoredPassage], **info: Any) -> PassagesRecord:
@@ -124,7 +124,8 @@ class ActRecord:
     policy: str
     error: str | None = None
     failure: VeriragError | None = None
-    # the second answer read the passages whole, not pruned: the JSON answer's prune.second_answer
+    # the second answer read the passages whole, as no stage cut them: the JSON answer's
+    # stages[cut_by].second_answer
     second_read: dict[str, Any] | None = None
 
 
@@ -355,8 +356,8 @@ class Act:
     without retrieval, escalate; AwF section 6). With no trusted chunk the pipeline's untrusted
     policy acts instead. `policy_for(name)` gives the pipeline's (loaded once) policy.
 
-    A second answer that reads passages (escalate) reads them whole when the first answer read
-    them pruned: the first answer was judged unsupported, and the pruner may have dropped what
+    A second answer that reads passages (escalate) reads them whole when a stage cut their text
+    for the first answer: that answer was judged unsupported, and the cut may have dropped what
     it needed; the escalation is the expensive second try, so it gets everything retrieved."""
 
     name = "act"
@@ -370,22 +371,22 @@ class Act:
         policy = self.policy_for(self.untrusted_fallback if untrusted else self.fallback)
         t0 = time.perf_counter()
         trace, output = state.open_trace(say), state.judgement.as_output()
-        unpruned = state.passages.unpruned if state.passages is not None else None
+        whole_hits = state.passages.whole if state.passages is not None else None
         second_read = None
-        if unpruned is None or not policy.reads_passages:
+        if whole_hits is None or not policy.reads_passages:
             decision = policy.apply(trace, output, self.threshold)
         else:
             whole = Trace(
                 state.in_context(),
-                [h.passage for h in unpruned],
+                [h.passage for h in whole_hits],
                 on_compute=say,
-                retrieval_scores=[float(h.score) for h in unpruned],
+                retrieval_scores=[float(h.score) for h in whole_hits],
             )
             with whole.attribute() as spent:  # its own trace: what it costs is added to the answer's
                 decision = policy.apply(trace, output, self.threshold, second_trace=whole)
             state.usage += spent.cost
             if "second_answer" in decision.details:  # the policy answered again, over the passages whole
-                second_read = {"action": policy.action, "prune": "off", "read": [h.passage.id for h in unpruned]}
+                second_read = {"action": policy.action, "read_whole": [h.passage.id for h in whole_hits]}
         if decision.action != ANSWERED and policy.name != "abstain":
             state.timings["fallback"] = time.perf_counter() - t0
         state.act = ActRecord(
@@ -417,12 +418,14 @@ def _errors(*errors: str | None) -> str | None:
     return "; ".join(e for e in errors if e) or None
 
 
-def _prune_report(p: PassagesRecord | None, act: ActRecord) -> dict[str, Any] | None:
-    """The JSON answer's `prune`: the pruner's report, and `second_answer` when a second answer
-    read the passages whole (action, prune "off", the ids read)."""
-    if p is None or p.prune is None:
+def _stage_reports(p: PassagesRecord | None, act: ActRecord) -> dict[str, Any] | None:
+    """The JSON answer's `stages`: each stage's report by name; the stage that cut the passages'
+    text gets `second_answer` when a second answer read them whole (its action, the ids read)."""
+    if p is None or not p.stages:
         return None
-    return p.prune if act.second_read is None else {**p.prune, "second_answer": act.second_read}
+    if act.second_read is None or p.cut_by not in p.stages:
+        return p.stages
+    return {**p.stages, p.cut_by: {**p.stages[p.cut_by], "second_answer": act.second_read}}
 
 
 def _verdict(j: Judgement, faithful: bool) -> str:
@@ -456,8 +459,7 @@ def ask_result(state: AnswerState, threshold, *, model: str) -> AskResult:
         error=_errors(j.error, act.error),
         trust=p.trust if p else None,
         forecast=p.forecast if p else None,
-        prune=_prune_report(p, act),
-        stages=p.stages if p else None,
+        stages=_stage_reports(p, act),
         sentences=judged_sentences(j.sentences),
         cascade=j.cascade,
     )

@@ -83,7 +83,7 @@ class AbstainPolicy:
 
 class _ReanswerPolicy:
     """Below the threshold, answer a second time. `reads_passages`: the second answer reads the
-    passages, so it is given them whole when the first read them pruned (`second_trace`)."""
+    passages, so it is given them whole when a stage cut them for the first (`second_trace`)."""
 
     action = FALLBACK
     reads_passages = False
@@ -129,8 +129,8 @@ class NoRagFallbackPolicy(_ReanswerPolicy):
 
 class EscalatePolicy(_ReanswerPolicy):
     """Below the threshold, answer again with a second, larger model on any backend (AwF 6.2),
-    with the passages (whole, when the first answer read them pruned: this expensive second try
-    must not miss what the pruner dropped), using `generator_name`. Its trace key names that
+    with the passages (whole, when a stage cut them for the first answer: this expensive second
+    try must not miss what the cut dropped), using `generator_name`. Its trace key names that
     model, so it never collides with the small model's answer."""
 
     name = "escalate"

@@ -1,10 +1,12 @@
 """The pipeline's post-retrieval stages, each a small object with one job and a typed result.
 
-    retrieve -> TrustFilterStage -> ForecastRerankStage -> PruneStage -> generate + verify (the AwF method) -> act
+    retrieve -> TrustFilterStage -> ForecastRerankStage -> the user's stages -> the stage kinds'
+    (`verirag.awf.stage_kinds`) -> generate + verify (the AwF method) -> act
 
 A stage takes (question, hits) and returns a StageResult: the hits it passes on, what the JSON
-answer reports of it, and whether it asks for a re-query; `report` writes that into its own field
-of the answer core's PassagesRecord (`verirag.awf.core`), so a new stage is one class. A stage never calls back into the
+answer reports of it, and whether it asks for a re-query; its report goes under the answer's
+`stages[name]` (`verirag.awf.user_stages.report`), or, with a `report` of its own, into its own
+field of the answer core's PassagesRecord (`verirag.awf.core`), so a new stage is one class. A stage never calls back into the
 pipeline: `run_stages` (the pipeline's loop) reformulates the question and runs retrieval and the
 stages once more when a stage asks for it.
 
@@ -21,10 +23,8 @@ stages once more when a stage asks for it.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from verirag.errors import InputError
@@ -40,14 +40,14 @@ UNTRUSTED_ACTIONS = ("abstain", "no-context", "keep-top")
 class StageResult:
     """`kept`: the hits passed on, best first; `info`: what the JSON answer reports;
     `requery`: the stage asks for one reformulated retrieval; `confidence`: how good this pass
-    is (the better of two passes is kept); `unpruned`: the hits whole, when the stage cut their
-    text (the pruner), for a corrective second answer to read instead."""
+    is (the better of two passes is kept); `whole`: the hits as the stage got them, when it cut
+    their text, for a corrective second answer to read instead."""
 
     kept: list[ScoredPassage]
     info: dict[str, Any] = field(default_factory=dict)
     requery: bool = False
     confidence: float | None = None
-    unpruned: list[ScoredPassage] | None = None
+    whole: list[ScoredPassage] | None = None
 
 
 class TrustFilterStage:
@@ -188,86 +188,3 @@ def _one_pass(question: str, query: str, retrieve, stages, say: Say) -> Retrieve
         r = stage.run(question, hits, say)
         results[stage.name], hits = r, r.kept
     return Retrieved(hits, results)
-
-
-class PruneStage:
-    """The context pruner (issue 37; `verirag.learned.pruner`): each passage keeps only the
-    sentences whose score passes `threshold` (None: the pruner's fitted one), in their order; a
-    passage with none kept is not read at all, unless the question or another passage's kept text
-    names its title: then its best sentence is kept (`hop` in the report; a multi-hop question's
-    second passage). When nothing passes anywhere, the best sentence of the best passage is kept
-    (`fallback` in the report), so the reader never gets an empty context.
-    `count_tokens` (the reader's tokenizer) measures the prompt tokens read and saved. The hits it
-    was given stay whole beside the pruned ones (`StageResult.unpruned`): a corrective second
-    answer (the escalate fallback) reads those, since the pruner may have dropped what it needed.
-
-    Inputs at the edges (tests/test_prune_setting.py): a blank passage has no sentence and is not
-    read; when every passage is blank the stage raises InputError (never an empty prompt). A
-    passage of any length is read to its end, in windows. A text in another script is split where
-    `verirag.retrieval.sentences` finds sentence ends (".", "!", "?", line breaks); one without
-    them (e.g. Chinese or Japanese without line breaks) is a single sentence, kept or dropped whole."""
-
-    name = "prune"
-    RULE = "threshold+hop"  # what decides the kept sentences beside the scores (ContextPruner.prune with titles)
-
-    def __init__(self, pruner, threshold: float | None = None, count_tokens: Callable[[str], int] | None = None):
-        if threshold is not None and not 0.0 <= threshold <= 1.0:
-            raise InputError(f"the pruning threshold must be in [0, 1], got {threshold}")
-        self.pruner, self.threshold = pruner, threshold
-        self.count_tokens = count_tokens or (lambda text: len(text.split()))
-
-    @property
-    def digest(self) -> str:
-        """The identity of this pruning: the threshold it uses (None: the pruner's fitted one,
-        resolved), what decides the pruner's scores (its settings, fingerprints, adapter weights,
-        temperature) and the rule that keeps sentences by them (`RULE`): a grid record's key names
-        it, so records pruned otherwise are not reused."""
-        parts = {
-            "threshold": self.pruner.threshold_ if self.threshold is None else float(self.threshold),
-            "settings": self.pruner.settings(),
-            "fingerprints": self.pruner.fingerprints,
-            "adapter": getattr(self.pruner, "adapter_sha256_", None),
-            "temperature": self.pruner.temperature_,
-            "rule": self.RULE,
-        }
-        return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
-
-    def run(self, question: str, hits: list[ScoredPassage], say: Say) -> StageResult:
-        say(f"pruning {len(hits)} passages")
-        threshold = self.pruner.threshold_ if self.threshold is None else self.threshold
-        texts, titles = [h.passage.text for h in hits], [h.passage.title for h in hits]
-        if not any(t.strip() for t in texts):
-            raise InputError(f"all {len(hits)} passages are blank: there is no sentence to prune or to read")
-        pruned, fallback = self.pruner.prune(question, texts, threshold, titles=titles)
-        kept, passages = [], []
-        for h, p in zip(hits, pruned):
-            full, read = self.count_tokens(h.passage.text), self.count_tokens(p.text) if p.kept else 0
-            passages.append(
-                {
-                    "id": h.passage.id,
-                    "title": h.passage.title,
-                    "sentences": p.sentences,
-                    "kept": p.kept,
-                    "hop": p.hop,
-                    "scores": [round(s, 4) for s in p.scores],
-                    "tokens_read": read,
-                    "tokens_saved": full - read,
-                }
-            )
-            if p.kept:
-                kept.append(replace(h, passage=replace(h.passage, text=p.text)))
-        info = {
-            "threshold": threshold,
-            "fallback": fallback,
-            "passages": passages,
-            "tokens_read": sum(p["tokens_read"] for p in passages),
-            "tokens_saved": sum(p["tokens_saved"] for p in passages),
-        }
-        return StageResult(kept, info, unpruned=list(hits))
-
-    def report(self, result: StageResult, got: Retrieved, usage, record) -> None:
-        """The JSON answer's `prune`: per passage its sentences, the kept ones' indices, every
-        sentence's score, and the prompt tokens read and saved; the passages whole go beside them
-        (`record.unpruned`, not in the JSON answer) for a corrective second answer."""
-        record.prune = result.info
-        record.unpruned = result.unpruned

@@ -1,5 +1,6 @@
 """Stages a user writes: a class in the user's own module, named in the answer spec, that runs
-after retrieval (after the trust filter and the forecast rerank, before the context pruner) in
+after retrieval (after the trust filter and the forecast rerank, before the built-in stage kinds
+of `verirag.awf.stage_kinds`) in
 `verirag ask`, the service and the experiment grid, without editing verirag.
 
     # my_stages.py, anywhere on the Python path
@@ -163,14 +164,18 @@ def parse_stage(text: str) -> StageRef:
         raise InputError(f"--stage {text!r}: {e.errors()[0]['msg']}") from None
 
 
-BUILT_IN = ("trust", "forecast", "prune")  # the built-in stages' names: their results are keyed by name
+def built_in() -> tuple[str, ...]:
+    """The built-in stages' names: their results are keyed by name."""
+    from verirag.awf.stage_kinds import names
+
+    return ("trust", "forecast", *names())
 
 
 def check_names(refs: tuple[StageRef, ...] | list[StageRef]) -> None:
     """Each stage's `name` its own: not a built-in stage's, not another user stage's (their
     results and reports are keyed by name)."""
     names = [str(ref.stage_class().name) for ref in refs]
-    taken = sorted({n for n in names if n in BUILT_IN})
+    taken = sorted({n for n in names if n in built_in()})
     if taken:
         raise InputError(f"a stage may not be named {', '.join(map(repr, taken))}: verirag's own stage has that name")
     repeated = sorted({n for n in names if names.count(n) > 1})
@@ -213,9 +218,12 @@ def stages_digest(refs: tuple[StageRef, ...] | list[StageRef]) -> str:
 
 
 def report(stage: Any, result: Any, got: Any, usage: Any, record: Any) -> None:
-    """The stage's own `report` when it has one, else its `info` under the answer's `stages[name]`."""
+    """The stage's own `report` when it has one, else its `info` under the answer's `stages[name]`;
+    passages it cut (`result.whole`) are kept whole beside them for a corrective second answer."""
     own = getattr(stage, "report", None)
     if callable(own):
         own(result, got, usage, record)
     else:
         record.stages = {**(record.stages or {}), stage.name: result.info}
+    if getattr(result, "whole", None) is not None:
+        record.whole, record.cut_by = result.whole, stage.name

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Annotated
+import functools
+import inspect
+from collections.abc import Callable, Iterable
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -27,14 +29,8 @@ JudgeOpt = Annotated[
         "named it selects nli (vanilla+nli); an error for a method without one."
     ),
 ]
-PRUNE_HELP = (
-    "Prune the retrieved passages before the model reads them, at the shipped pruner's own "
-    "(conservative) threshold: only the sentences that matter to the question are read."
-)
-PRUNE_THRESHOLD_HELP = "Prune at this threshold instead (0-1; higher keeps fewer sentences); implies --prune."
-NO_PRUNE_HELP = "Read every retrieved sentence: no context pruning (the default today)."
 STAGE_HELP = (
-    "A stage you wrote, run after retrieval and before pruning: module:Class or "
+    "A stage you wrote, run after retrieval and before verirag's own stages: module:Class or "
     "module:Class,key=value,... (its options); repeat for several, in order. See the guide 'Write your own stage'."
 )
 
@@ -48,9 +44,6 @@ FallbackOpt = Annotated[str | None, typer.Option(help="Below the threshold: abst
 EscalateModelOpt = Annotated[str | None, typer.Option(help="The larger model for --fallback escalate.")]
 RetrievalOpt = Annotated[str | None, typer.Option(help="hybrid (default), bm25 or dense (for a new index).")]
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
-PruneFlag = Annotated[bool, typer.Option("--prune", help=PRUNE_HELP)]
-PruneThresholdOpt = Annotated[float | None, typer.Option("--prune-threshold", metavar="X", help=PRUNE_THRESHOLD_HELP)]
-NoPruneFlag = Annotated[bool, typer.Option("--no-prune", help=NO_PRUNE_HELP)]
 StageOpt = Annotated[list[str] | None, typer.Option("--stage", metavar="MODULE:CLASS[,KEY=VALUE...]", help=STAGE_HELP)]
 
 
@@ -61,13 +54,40 @@ def stage_overrides(values: list[str] | None) -> dict:
     return {"stages": tuple(parse_stage(v) for v in values)} if values else {}
 
 
-def prune_overrides(prune: bool, threshold: float | None, no_prune: bool) -> dict:
-    """The PipelineConfig field of --prune / --prune-threshold X / --no-prune (none: the preset's),
-    read by the one parser every door uses (`verirag.awf.prune_setting`)."""
-    from verirag.awf.prune_setting import cli_prune
+def with_stage_options(command: Callable) -> Callable:
+    """`command` with the options of every built-in stage kind (`verirag.awf.stage_kinds`) after
+    its own; their values reach it as one keyword, `stage_settings`: the answer spec's fields of
+    the stages set on the command line (none given: the preset's or the service's own stand)."""
+    from verirag.awf.answer_spec import AnswerSpec  # noqa: F401  (registers the built-in kinds)
+    from verirag.awf.stage_kinds import kinds
 
-    setting = cli_prune(prune, threshold, no_prune)
-    return {} if setting is None else {"prune": setting}
+    own = inspect.signature(command, eval_str=True)
+    added = [
+        inspect.Parameter(
+            o.param,
+            inspect.Parameter.KEYWORD_ONLY,
+            default=False if o.type is bool else None,
+            annotation=Annotated[
+                o.type if o.type is bool else o.type | None, typer.Option(o.flag, help=o.help, metavar=o.metavar)
+            ],
+        )
+        for kind in kinds()
+        for o in kind.cli
+    ]
+    params = [p for p in own.parameters.values() if p.name != "stage_settings"] + added
+
+    @functools.wraps(command)
+    def run(**values: Any) -> Any:
+        settings = {}
+        for kind in kinds():
+            value = kind.from_cli(**{o.param: values.pop(o.param) for o in kind.cli})
+            if value is not None:
+                settings[kind.name] = value
+        return command(**values, stage_settings=settings)
+
+    run.__signature__ = own.replace(parameters=params)  # what typer reads
+    run.__annotations__ = {p.name: p.annotation for p in params}
+    return run
 
 
 def warn(message: str) -> None:

@@ -19,10 +19,7 @@ from verirag.cli._shared import (
     JudgeOpt,
     KOpt,
     ModelOpt,
-    NoPruneFlag,
     PresetOpt,
-    PruneFlag,
-    PruneThresholdOpt,
     RetrievalOpt,
     StageOpt,
     err,
@@ -30,13 +27,21 @@ from verirag.cli._shared import (
     print_panel,
     print_skipped,
     progress,
-    prune_overrides,
     stage_overrides,
     warn_all,
+    with_stage_options,
 )
 from verirag.errors import InputError
 
 COLOURS = {"answered": "green", "abstained": "yellow", "fallback": "cyan", "escalated": "magenta"}
+
+
+def stage_summaries(reports: dict | None) -> list[tuple[str, str]]:
+    """(label, text) of each built-in stage kind's report the answer carries (`verirag.awf.stage_kinds`)."""
+    from verirag.awf.stage_kinds import kinds
+
+    found = [kind.summary(reports[kind.name]) for kind in kinds() if reports and reports.get(kind.name)]
+    return [line for line in found if line is not None]
 
 
 def print_result(r, *, show_question: bool = True) -> None:
@@ -72,20 +77,8 @@ def print_result(r, *, show_question: bool = True) -> None:
             f"[bold]forecast[/bold] {fc['confidence']:.3f} that an answer from {escape(', '.join(fc['kept']))} "
             f"is right (best of {len(fc['reranked'])} reranked){requery}"
         )
-    if r.prune is not None:
-        pr = r.prune
-        kept = sum(len(p["kept"]) for p in pr["passages"])
-        total = sum(len(p["sentences"]) for p in pr["passages"])
-        lines.append(
-            f"[bold]pruned[/bold] kept {kept} of {total} sentences at {pr['threshold']:.2f}: "
-            f"{pr['tokens_read']} prompt tokens read, {pr['tokens_saved']} saved"
-            + (" (none passed: the best sentence was kept)" if pr["fallback"] else "")
-            + "".join(
-                f"; {escape(str(p['title']))}: its best sentence kept, named by the question or the kept text"
-                for p in pr["passages"]
-                if p.get("hop")
-            )
-        )
+    for label, text in stage_summaries(r.stages):
+        lines.append(f"[bold]{escape(label)}[/bold] {escape(text)}")
     if r.error:
         lines.append(f"[red]note:[/red] {escape(r.error)}")
     print_panel(lines, r.timings, f"model {escape(r.model)}  method {escape(r.method)}", colour)
@@ -121,6 +114,7 @@ EpsilonOpt = Annotated[
 ]
 
 
+@with_stage_options
 def ask(
     question: Annotated[str, typer.Argument(help="The question.")],
     corpus: Annotated[
@@ -142,10 +136,8 @@ def ask(
     on_untrusted: OnUntrustedOpt = None,
     forecaster: ForecasterOpt = None,
     epsilon: EpsilonOpt = None,
-    prune: PruneFlag = False,
-    prune_threshold: PruneThresholdOpt = None,
-    no_prune: NoPruneFlag = False,
     stage: StageOpt = None,
+    stage_settings: dict | None = None,
 ):
     """Answer QUESTION from a corpus, verify the answer, and act on the verdict."""
     from verirag.awf.pipeline import Pipeline
@@ -172,7 +164,7 @@ def ask(
         on_untrusted=on_untrusted,
         forecaster=str(forecaster) if forecaster else None,
         epsilon=epsilon,
-        **prune_overrides(prune, prune_threshold, no_prune),
+        **(stage_settings or {}),
         **stage_overrides(stage),
     )
     with err.status("indexing…" if corpus else "loading index…"):
@@ -187,22 +179,19 @@ def ask(
         print_result(r)
 
 
+@with_stage_options
 def demo(
     preset: PresetOpt = "local",
     model: ModelOpt = None,
     threshold: Annotated[float | None, typer.Option(help="Verdict threshold (default 0.5).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object per question.")] = False,
-    prune: PruneFlag = False,
-    prune_threshold: PruneThresholdOpt = None,
-    no_prune: NoPruneFlag = False,
+    stage_settings: dict | None = None,
 ):
     """Index the shipped demo corpus and answer its questions, one answerable from it, one not."""
     from verirag import demo as demo_data
     from verirag.awf.pipeline import Pipeline
 
-    p = Pipeline.from_preset(
-        preset, model=model, threshold=threshold, **prune_overrides(prune, prune_threshold, no_prune)
-    )
+    p = Pipeline.from_preset(preset, model=model, threshold=threshold, **(stage_settings or {}))
     questions = demo_data.questions()
     with err.status("indexing the demo corpus…"):
         p.index(demo_data.corpus_path())

@@ -15,16 +15,13 @@ from verirag.cli._shared import (
     JudgeOpt,
     KOpt,
     ModelOpt,
-    NoPruneFlag,
     PresetOpt,
-    PruneFlag,
-    PruneThresholdOpt,
     RetrievalOpt,
     StageOpt,
     err,
-    prune_overrides,
     stage_overrides,
     warn_all,
+    with_stage_options,
 )
 
 TIMEOUT_HELP = (
@@ -60,6 +57,7 @@ TimeoutOpt = Annotated[float, typer.Option(help=TIMEOUT_HELP)]
 MaxBodyOpt = Annotated[int, typer.Option(help="Largest request body in bytes (then 413).")]
 
 
+@with_stage_options
 def serve(
     index: IndexOpt = None,
     preset: PresetOpt = "local",
@@ -82,10 +80,8 @@ def serve(
     timeout: TimeoutOpt = 300.0,
     max_body: MaxBodyOpt = 1 << 20,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
-    prune: PruneFlag = False,
-    prune_threshold: PruneThresholdOpt = None,
-    no_prune: NoPruneFlag = False,
     stage: StageOpt = None,
+    stage_settings: dict | None = None,
 ):
     """Run verirag as an HTTP service (FastAPI + uvicorn): ask, verify, retrieve, a web page at /."""
     from verirag.learned.threshold import parse_threshold
@@ -104,7 +100,7 @@ def serve(
         "retrieval": retrieval,
         "escalate_model": escalate_model,
         "max_answer_tokens": max_answer_tokens,
-        **prune_overrides(prune, prune_threshold, no_prune),
+        **(stage_settings or {}),
         **stage_overrides(stage),
     }
     cfg = ServiceConfig(

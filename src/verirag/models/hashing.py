@@ -97,7 +97,7 @@ def _lookup(key: tuple[str, int, int]) -> str | None:
 
 
 def _record(key: tuple[str, int, int], digest: str) -> None:
-    """Store the digest for this (path, size, mtime_ns); one entry per path, stale ones pruned."""
+    """Store the digest for this (path, size, mtime_ns); one entry per path, stale ones dropped."""
     store = _store_path()
     try:
         store.parent.mkdir(parents=True, exist_ok=True)

@@ -128,7 +128,7 @@ def add_answer_routes(app: FastAPI, service: VeriragService, telemetry: Telemetr
                 method=body.method,
                 threshold=body.threshold,
                 fallback=body.fallback,
-                prune=body.prune,
+                **body.stage_settings(),
             ),
         )
         out = result.to_dict()

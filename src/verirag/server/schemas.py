@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, AliasChoices, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, AliasChoices, BaseModel, ConfigDict, Field, create_model, model_validator
 
 from verirag.awf import answer_spec as spec_types
+from verirag.awf.stage_kinds import kinds
 from verirag.contexts import TEXT_KEYS
 from verirag.conversation import MAX_HISTORY_WORDS, MAX_TURNS
 from verirag.limits import MAX_ANSWER_CHARS, MAX_PASSAGE_CHARS
@@ -100,20 +101,26 @@ History = Annotated[
 ]
 
 
-class AskRequest(Strict):
+class _AskSettings(Strict):
     question: Question
     history: History
     k: Count | None = Field(None, description="passages to retrieve")
     method: str | None = Field(None, max_length=200, description="an AwF method (GET /v1/methods)")
     threshold: Threshold | None = Field(None, description="verdict threshold on the score")
     fallback: Fallback | None = Field(None, description="below the threshold: abstain, no-rag or escalate")
-    prune: Flag | Threshold | None = Field(
-        None,
-        description="context pruning before the model reads the passages: true (on at the pruner's own "
-        "fitted threshold), a threshold in [0, 1] (higher keeps fewer sentences), or false (every sentence "
-        "is read); absent: the service's setting (`verirag serve --prune | --prune-threshold X | --no-prune`). "
-        "Every value prunes with the one pruner the service loaded",
-    )
+
+    def stage_settings(self) -> dict[str, Any]:
+        """The request's fields of the built-in stage kinds (None: the service's setting)."""
+        return {kind.name: getattr(self, kind.name) for kind in kinds()}
+
+
+# /v1/ask: the settings above and a field per built-in stage kind (`verirag.awf.stage_kinds`),
+# declared by the kind
+AskRequest = create_model(
+    "AskRequest",
+    __base__=_AskSettings,
+    **{kind.name: (kind.http, Field(None, description=kind.http_help)) for kind in kinds()},
+)
 
 
 class PassageIn(Strict):

@@ -2,10 +2,11 @@
 
 Every call runs on the model worker (`ModelWorker`), one at a time; a request may choose another
 method than the default, and gets a pipeline that shares the index and the loaded weights (models
-load once per process). A request's `prune` is a parameter of its call, not a pipeline of its own:
-every setting prunes with the one pruner the process loaded (`verirag.learned.pruner_store`), and
-the pipelines kept per method are at most `PIPELINE_CACHE_SIZE` (least recently used dropped). Each job checks its cancel token between stages, so a request whose client
-has timed out stops at its next stage.
+load once per process). A request's setting of a built-in stage kind (`verirag.awf.stage_kinds`)
+is a parameter of its call, not a pipeline of its own: every setting runs with the one model the
+process loaded for that stage, and the pipelines kept per method are at most
+`PIPELINE_CACHE_SIZE` (least recently used dropped). Each job checks its cancel token between
+stages, so a request whose client has timed out stops at its next stage.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from typing import Any
 from verirag.awf.answer_spec import AnswerSpec
 from verirag.awf.defaults import judge_name, named_by_judge
 from verirag.awf.pipeline import Pipeline, uses_shipped_verifier, why_it_cannot_verify
-from verirag.awf.prune_setting import PruneSetting
 from verirag.awf.spec import method_names
 from verirag.errors import InputError, VeriragError
 from verirag.learned.threshold import as_controller
@@ -171,7 +171,7 @@ class VeriragService:
 
     def pipeline_for(self, method: str | None) -> Pipeline:
         """The pipeline of `method` (None: the default), sharing the index and, through the process,
-        the models and the pruner; at most `PIPELINE_CACHE_SIZE` besides the default are kept."""
+        the models and the stages' models; at most `PIPELINE_CACHE_SIZE` besides the default are kept."""
         name = method or self.pipeline.config.method
         if name == self.pipeline.config.method:
             return self.pipeline
@@ -185,10 +185,6 @@ class VeriragService:
                     self._pipelines.popitem(last=False)
             self._pipelines.move_to_end(name)
             return p
-
-    def prune_setting(self, prune: bool | float | None) -> PruneSetting:
-        """A request's `prune` (None: the service's own setting), read as every door reads it."""
-        return self.request_spec(self.spec, prune=prune).prune.setting
 
     def request_spec(self, base: AnswerSpec, **given: Any) -> AnswerSpec:
         """A request's settings (None: not given) over the service's (`base`: `spec` for /v1/ask,
@@ -219,7 +215,7 @@ class VeriragService:
         method: str | None = None,
         threshold: float | None = None,
         fallback: str | None = None,
-        prune: bool | float | None = None,
+        **stage_settings: Any,
     ) -> AskResult:
         token.check()
         if not self.has_index:
@@ -227,14 +223,16 @@ class VeriragService:
                 "this service has no index to answer from: start it with `verirag serve --index DIR`, "
                 "or send your own passages to /v1/verify"
             )
-        spec = self.request_spec(self.spec, method=method, k=k, threshold=threshold, fallback=fallback, prune=prune)
+        spec = self.request_spec(
+            self.spec, method=method, k=k, threshold=threshold, fallback=fallback, **stage_settings
+        )
         return self.pipeline_for(spec.method).ask(
             question,
             history=history,
             k=spec.k,
             threshold=spec.threshold,
             fallback=spec.fallback,
-            prune=spec.prune.setting,
+            **spec.call_settings(),
             on_stage=lambda _stage: token.check(),
         )
 

@@ -12,7 +12,7 @@ Failures never vanish:
   still runs.
 
 With the config's `prune` on, each example's passages are pruned once per model, before its
-methods (`verirag.awf.stages.PruneStage`, as `verirag ask --prune`), and every method reads the
+methods (`verirag.awf.prune_stage.PruneStage`, as `verirag ask --prune`), and every method reads the
 pruned passages; the records carry the report and the pruning's identity (`prune_digest`).
 
 Examples of one model run one after another on llama.cpp (one model instance is not thread-safe,
@@ -230,7 +230,7 @@ class UnitRunner:
         self.user_stages, self.stages_digest = build_stages(cfg.stages), stages_digest(cfg.stages)
         self.prune_stage, self.prune_digest = None, ""
         if cfg.prune.on:  # one pruning per example, before its methods (PruneStage, as `ask`)
-            from verirag.awf.stages import PruneStage
+            from verirag.awf.prune_stage import PruneStage
 
             pruner = load_pruner(cfg.prune.pruner)
             self.prune_stage = PruneStage(pruner, cfg.prune.threshold, count_tokens=self.metered.count_tokens)
@@ -246,7 +246,7 @@ class UnitRunner:
             label,
             ex.id,
             self.methods[label][1].digest,
-            self.prune_digest,
+            {"prune": self.prune_digest},
             self.stages_digest,
         )
 
@@ -275,11 +275,12 @@ class UnitRunner:
         record = PassagesRecord([h.passage for h in hits], [float(h.score) for h in hits] if scored else None)
         for stage, result in results:
             report(stage, result, None, None, record)
-        if record.prune is None:
+        pruned = (record.stages or {}).get("prune")
+        if pruned is None:
             return record
         refs = [r for r in ex.references if r.strip()]
-        record.prune = {
-            **record.prune,
+        record.stages["prune"] = {
+            **pruned,
             "reference_kept": passages_support_reference(replace(ex, passages=record.passages)) if refs else None,
         }
         return record
@@ -315,8 +316,10 @@ class UnitRunner:
             passages, refused = PassagesRecord(list(ex.passages), ex.meta.get("retrieval_scores")), e
         asked = AnswerState.asked(ex.question, ex.history)
         trace = Trace(asked.in_context(), passages.passages, retrieval_scores=passages.retrieval_scores)
-        prune = {} if passages.prune is None else {"prune": _jsonable(passages.prune)}
-        prune |= {} if passages.stages is None else {"stages": _jsonable(passages.stages)}
+        reports = dict(passages.stages or {})
+        pruned = reports.pop("prune", None)  # the records keep the pruner's report in details["prune"]
+        prune = {} if pruned is None else {"prune": _jsonable(pruned)}
+        prune |= {} if not reports else {"stages": _jsonable(reports)}
         records = []
         with shared_pair_logits():  # the methods of one example score the verifier's pairs once
             for label, (spec, method) in self.methods.items():
@@ -386,7 +389,7 @@ class UnitRunner:
             method_digest=method.digest,
             method_spec=_jsonable({**spec.to_dict(), "resolved_options": method.resolved_options()}),
             spent=spent.to_dict(),
-            prune_digest=self.prune_digest,
+            kind_digests={"prune": self.prune_digest} if self.prune_digest else {},
             stages_digest=self.stages_digest,
         )
 
