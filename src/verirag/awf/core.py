@@ -104,6 +104,21 @@ class Judgement:
     # why the judge could not judge (`verirag.awf.unverified`): {reason, message, language}
     unverified: dict[str, Any] | None = None
 
+    @classmethod
+    def of(cls, found: Any, **fields: Any) -> Judgement:
+        """The judgement of what a method (MethodOutput) or a predictor (Verification) `found`:
+        its error, failure, support of each passage and sentence, warnings and routing, with `fields`."""
+        return cls(
+            error=found.error,
+            failure=found.failure,
+            per_passage=found.per_passage,
+            best=found.best,
+            sentences=found.sentences,
+            warnings=list(found.warnings),
+            cascade=found.cascade,
+            **fields,
+        )
+
     @property
     def outage(self) -> bool:
         return is_outage(self.failure)
@@ -274,20 +289,14 @@ class AnswerAndScore:
         state.timings["generate"] = split.get("generate", elapsed)
         state.timings["verify"] = split.get("verify", max(0.0, elapsed - state.timings["generate"]))
         predictor = getattr(self.method, "predictor", None)
-        state.judgement = Judgement(
+        state.judgement = Judgement.of(
+            out,
             answer=out.answer,
             score=float(out.score),
             method=self.method.registry_name,
             judge=(getattr(predictor, "name", "") or self.method.registry_name),
-            error=out.error,
-            failure=out.failure,
             hard=out.hard,
-            per_passage=out.per_passage,
-            best=out.best,
-            sentences=out.sentences,
-            warnings=list(out.warnings),
             details=out.details,
-            cascade=out.cascade,
         )
 
 
@@ -312,18 +321,12 @@ class VerifyGiven:
             t0 = time.perf_counter()
             v = self.predictor.verify(state.in_context(), state.answer or "", passages)
             state.timings["verify"] = time.perf_counter() - t0
-        state.judgement = Judgement(
+        state.judgement = Judgement.of(
+            v,
             answer=state.answer or "",
             score=None if math.isnan(v.score) else float(v.score),
             method=self.method_name,
             judge=getattr(self.predictor, "name", "") or self.predictor.registry_name,
-            error=v.error,
-            failure=v.failure,
-            per_passage=v.per_passage,
-            best=v.best,
-            sentences=v.sentences,
-            warnings=list(v.warnings),
-            cascade=v.cascade,
         )
 
 

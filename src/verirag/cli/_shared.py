@@ -118,9 +118,11 @@ def names(values: list[str]) -> list[str]:
     return [] if found == ["none"] else found
 
 
-def print_panel(lines: list[str], timings: dict[str, float], tail: str, colour: str) -> None:
-    """A result's panel (ask, verify): its lines, then a dim line of the stages' seconds and `tail`."""
+def print_panel(lines: list[str], timings: dict[str, float], tail: str, colour: str, notes: Iterable = ()) -> None:
+    """A result's panel (ask, verify): its lines, each of `notes` that is set (an error, a
+    warning), then a dim line of the stages' seconds and `tail`."""
     from rich.panel import Panel
 
+    lines += [f"[red]note:[/red] {escape(note)}" for note in notes if note]
     lines.append("[dim]" + "  ".join(f"{k} {t:.2f}s" for k, t in timings.items()) + f"  {tail}[/dim]")
     out.print(Panel("\n".join(lines), border_style=colour))

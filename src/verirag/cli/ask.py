@@ -79,9 +79,7 @@ def print_result(r, *, show_question: bool = True) -> None:
         )
     for label, text in stage_summaries(r.stages):
         lines.append(f"[bold]{escape(label)}[/bold] {escape(text)}")
-    if r.error:
-        lines.append(f"[red]note:[/red] {escape(r.error)}")
-    print_panel(lines, r.timings, f"model {escape(r.model)}  method {escape(r.method)}", colour)
+    print_panel(lines, r.timings, f"model {escape(r.model)}  method {escape(r.method)}", colour, notes=[r.error])
 
 
 MethodOpt = Annotated[

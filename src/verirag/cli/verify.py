@@ -52,9 +52,7 @@ def print_verified(v) -> None:
         )
     if v.unverified:
         lines.append(f"[yellow]unverified:[/yellow] {escape(v.unverified['message'])}")
-    for note in ([v.error] if v.error else []) + v.warnings:
-        lines.append(f"[red]note:[/red] {escape(note)}")
-    print_panel(lines, v.timings, f"method {escape(v.method)}  judge {escape(v.judge)}", colour)
+    print_panel(lines, v.timings, f"method {escape(v.method)}  judge {escape(v.judge)}", colour, [v.error, *v.warnings])
 
 
 # The options, declared once beside their help (typer reads `Annotated`): the command stays short.

@@ -311,11 +311,16 @@ class Choice(BaseModel):
     logprobs: None = None
 
 
-class ChatCompletion(BaseModel):
+class _Completion(BaseModel):
+    """What every OpenAI completion object starts with."""
+
     id: str
-    object: Literal["chat.completion"] = "chat.completion"
     created: int
     model: str
+
+
+class ChatCompletion(_Completion):
+    object: Literal["chat.completion"] = "chat.completion"
     choices: list[Choice]
     usage: Usage
     verirag: dict[str, Any] = Field(..., description="the verified result, as POST /v1/ask answers it")
@@ -340,13 +345,10 @@ class ChunkChoice(BaseModel):
     logprobs: None = None
 
 
-class ChatCompletionChunk(BaseModel):
+class ChatCompletionChunk(_Completion):
     """One server-sent event of a streamed answer (`data: {...}`); the stream ends `data: [DONE]`."""
 
-    id: str
     object: Literal["chat.completion.chunk"] = "chat.completion.chunk"
-    created: int
-    model: str
     choices: list[ChunkChoice]
     usage: Usage | None = None
     verirag: dict[str, Any] | None = Field(None, description="on the finishing chunk: the verified result")
