@@ -187,3 +187,31 @@ def test_with_an_index_the_page_stays_on_ask(server, browser):
     assert browser.execute_script("return window.__ready.index") is True
     assert browser.find_element(By.ID, "panel-ask").is_displayed()
     assert browser.find_element(By.ID, "no-index").is_displayed() is False
+
+
+@pytest.fixture(scope="module")
+def pruning_server(tmp_path_factory):
+    from verirag.retrieval import Index, load_corpus
+
+    tmp = tmp_path_factory.mktemp("browser-prune")
+    Index.build(load_corpus(DEMO).passages, kind="bm25").save(tmp / "index")
+    # a threshold few sentences pass: some are dropped whatever the question
+    s = start_server(
+        tmp, "--preset", "tiny", "--index", str(tmp / "index"), "--prune-threshold", "0.9", cache_dir=tmp / "cache"
+    )
+    yield s
+    s.stop()
+
+
+def test_the_page_shows_what_a_stage_dropped(pruning_server, browser):
+    """With the pruner on (a stage kind, its report under the answer's `stages`), each passage is
+    shown whole, the sentences the model did not read in grey, and the stage's summary above."""
+    from selenium.webdriver.common.by import By
+
+    browser.get(pruning_server.url + "/")
+    browser.find_element(By.ID, "ask-question").send_keys("Who kept the Halvorsen lighthouse?")
+    browser.find_element(By.ID, "ask-submit").click()
+    summary = wait_for(browser, "#cut-summary").text
+    assert summary.startswith("prune at 0.90") and "prompt tokens read" in summary
+    dropped = browser.find_elements(By.CSS_SELECTOR, "#evidence .dropped")
+    assert dropped and all("dropped by prune" in d.get_attribute("title") for d in dropped)
