@@ -14,7 +14,7 @@ from verirag.awf.answer_spec import DEFAULTS, FLAT, PRESETS, AnswerSpec, PruneOp
 from verirag.awf.defaults import DEFAULT_METHOD, JUDGED_METHOD
 from verirag.awf.pipeline import PRESETS as CONFIG_PRESETS
 from verirag.awf.pipeline import Pipeline, PipelineConfig
-from verirag.awf.prune_stage import PRUNE_DEFAULT, SHIPPED, PruneSetting
+from verirag.awf.stage_kinds.prune import PRUNE_DEFAULT, SHIPPED, PruneSetting
 from verirag.cli import app
 from verirag.conversation import MAX_HISTORY_WORDS, MAX_TURNS
 from verirag.errors import InputError

@@ -9,7 +9,7 @@ import shutil
 import pytest
 from doubles import ScriptedLLM
 
-from verirag.awf.prune_stage import PRUNE_DEFAULT
+from verirag.awf.stage_kinds.prune import PRUNE_DEFAULT
 from verirag.errors import InputError
 from verirag.records import ResultStore
 from verirag_lab.experiments.grid.config import parse_config
@@ -276,3 +276,16 @@ def test_smollm_reads_fewer_prompt_tokens_with_pruning(smollm, fixture_file, tmp
     saved = sum(r.details["prune"]["tokens_saved"] for r in pruned)
     assert saved > 0
     assert sum(r.prompt_tokens for r in full) - sum(r.prompt_tokens for r in pruned) == pytest.approx(saved, rel=0.5)
+
+
+def test_a_record_written_with_its_pruning_digest_in_a_field_of_its_own_keeps_its_key():
+    """Records before `kind_digests` named the pruning in `prune_digest`: read back, the key is the
+    one it was written under, so a resumed run neither recomputes it nor takes it for an unpruned one."""
+    from verirag.records import ResultRecord, record_key
+
+    fields = dict(dataset="d", model="m", method="x", example_id="e", question="q", answer="a", score=0.5)
+    fields |= dict(hard=False, answerable=1, correct=1, faithful=1, method_digest="md")
+    old = ResultRecord.from_dict({**fields, "prune_digest": "abc"})
+    assert old.key == "d|m|x|e|md|prune:abc" == record_key("d", "m", "x", "e", "md", {"prune": "abc"})
+    assert ResultRecord.from_dict({**fields, "prune_digest": ""}).key == "d|m|x|e|md"
+    assert ResultRecord.from_dict(old.to_dict()).key == old.key  # and as written today

@@ -16,7 +16,7 @@ from doubles import ScriptedLLM
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-from verirag.awf.prune_stage import OFF, PRUNE_DEFAULT, SHIPPED, PruneSetting, cli_prune, parse_prune
+from verirag.awf.stage_kinds.prune import OFF, PRUNE_DEFAULT, SHIPPED, PruneSetting, cli_prune, parse_prune
 from verirag.errors import InputError
 from verirag.llm.base import EXACT_NEXT_TOKEN, LOGPROBS, NEXT_TOKEN
 from verirag.types import Passage, ScoredPassage
@@ -281,7 +281,7 @@ def test_bad_http_prune_values_are_a_clear_422(service, value):
 
 # ---- the stage at the edges of its input ------------------------------------------------------------
 def stage_run(pruner, passages: list[Passage], threshold=None):
-    from verirag.awf.prune_stage import PruneStage
+    from verirag.awf.stage_kinds.prune import PruneStage
 
     hits = [ScoredPassage(p, 1.0, i) for i, p in enumerate(passages)]
     return PruneStage(pruner, threshold).run(QUESTION, hits, lambda _m: None)

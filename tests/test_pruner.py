@@ -215,7 +215,7 @@ def test_nothing_passing_keeps_the_best_sentence_before_any_hop():
 # ---- the stage ------------------------------------------------------------------------------------
 @pytest.mark.slow
 def test_the_stage_reports_kept_sentences_and_tokens(shipped):
-    from verirag.awf.prune_stage import PruneStage
+    from verirag.awf.stage_kinds.prune import PruneStage
     from verirag.types import Passage, ScoredPassage
 
     hits = [
@@ -260,7 +260,7 @@ def test_ask_with_and_without_pruning(smollm_path):
 
 
 def test_prune_options_are_checked():
-    from verirag.awf.prune_stage import KIND, OFF, SHIPPED, PruneSetting
+    from verirag.awf.stage_kinds.prune import KIND, OFF, SHIPPED, PruneSetting
 
     cli = KIND.from_cli  # what --prune / --prune-threshold X / --no-prune give the spec
     assert cli() is None and cli(no_prune=True) == OFF and cli(prune=True) == SHIPPED
@@ -277,7 +277,7 @@ def test_a_command_gets_the_stage_kinds_options_as_its_settings():
     import typer
     from typer.testing import CliRunner
 
-    from verirag.awf.prune_stage import PruneSetting
+    from verirag.awf.stage_kinds.prune import PruneSetting
     from verirag.cli._shared import with_stage_options
 
     got = []

@@ -54,8 +54,8 @@ Fields:
   answered (cached_prompt_tokens, cached_completion_tokens), so the tokens the backend really
   read are prompt_tokens - cached_prompt_tokens.
 
-Records written before 2026-11-27 with a stage kind on named its digest in a field of its own
-(`<name>_digest`): a resumed run recomputes them. Records written before 2026-11-24 have a `method_digest` of their explicit options only (before
+Records written before 2026-11-27 named a stage kind's digest in a field of its own
+(`<name>_digest`): they are read into `kind_digests`, so their keys are as before. Records written before 2026-11-24 have a `method_digest` of their explicit options only (before
 2026-11-23 none): a resumed run recomputes them. Those before 2026-11-23 count calls and tokens only
 for what the method computed itself (0 for a generation shared with an earlier method) and have
 no `spent`.
@@ -155,6 +155,12 @@ class ResultRecord:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ResultRecord:
         kw = {k: d[k] for k in cls.__dataclass_fields__ if k in d}
+        if "kind_digests" not in d:  # written before 2026-11-27: a stage kind's digest had a field of its own
+            kw["kind_digests"] = {
+                k.removesuffix("_digest"): v
+                for k, v in d.items()
+                if k.endswith("_digest") and k not in cls.__dataclass_fields__ and v
+            }
         if kw.get("score") is None:
             kw["score"] = 0.0
         return cls(**kw)

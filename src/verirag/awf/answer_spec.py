@@ -32,8 +32,8 @@ from pydantic_core import PydanticCustomError
 
 from verirag.awf.defaults import DEFAULT_METHOD, judged_method
 from verirag.awf.policies import FALLBACKS
-from verirag.awf.prune_stage import PRUNE_DEFAULT, PruneOptions
 from verirag.awf.stage_kinds import kinds
+from verirag.awf.stage_kinds.prune import OFF, PRUNE_DEFAULT, SHIPPED, PruneSetting, parse_prune
 from verirag.awf.stages import UNTRUSTED_ACTIONS
 from verirag.awf.user_stages import StageRef, check_names
 from verirag.conversation import MAX_HISTORY_WORDS, MAX_TURNS
@@ -170,6 +170,32 @@ class RerankOptions(_Frozen):
     epsilon: Unit = Field(0.3, description="Below this forecast the query is reformulated once.")
     depth: Count = Field(20, description="Retrieved documents the forecaster scores.")
     keep: Count = Field(1, description="Best-forecast documents passed on to the generator.")
+
+
+class PruneOptions(_Frozen):
+    """The answer spec's `prune`, read as every door reads a prune value (`verirag.awf.stage_kinds.prune.parse_prune`): true (on
+    at the pruner's own threshold), false, a threshold in [0, 1], {threshold, pruner}, or {on,
+    threshold, pruner}."""
+
+    on: bool = Field(False, description="Whether the retrieved passages are pruned.")
+    threshold: float | None = Field(None, description="Score a sentence needs (None: the pruner's fitted one).")
+    pruner: str | None = Field(None, description="A saved pruner's folder (None: the shipped pruner).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read(cls, v: Any) -> Any:
+        if isinstance(v, PruneOptions):
+            return v.model_dump()
+        if isinstance(v, dict) and "on" in v and set(v) <= {"on", "threshold", "pruner"}:
+            s = PruneSetting(**v)  # the resolved form, as model_dump writes it
+        else:
+            s = parse_prune(v)
+        return {"on": s.on, "threshold": s.threshold, "pruner": s.pruner}
+
+    @property
+    def setting(self) -> PruneSetting:
+        s = PruneSetting(self.on, self.threshold, self.pruner)
+        return next((c for c in (PRUNE_DEFAULT, OFF, SHIPPED) if c == s), s)  # the module's own constants
 
 
 class ConversationOptions(_Frozen):

@@ -32,10 +32,10 @@ from verirag.awf.defaults import DEFAULT_METHOD, JUDGED_METHOD
 from verirag.awf.entailment.base import EntailmentModel
 from verirag.awf.methods.base import AwFMethod
 from verirag.awf.policies import make_policy
-from verirag.awf.prune_stage import PruneSetting, PruneStage, parse_prune
 from verirag.awf.registry import create
 from verirag.awf.registry import get as get_component
 from verirag.awf.spec import SEPARATOR, MethodSpec, accepted_options, split_name
+from verirag.awf.stage_kinds.prune import PruneSetting, PruneStage, parse_prune
 from verirag.awf.stages import ForecastRerankStage, TrustFilterStage
 from verirag.awf.unverified import Verifiability
 from verirag.awf.verify_batch import VerifyItem, verify_batch
@@ -112,7 +112,7 @@ class PipelineConfig:
     rerank_depth: int = 20
     forecast_keep: int = 1
     # post-retrieval, last: the context pruner (issue 37); one setting, as every door reads it
-    # (`verirag.awf.prune_stage`): True (the pruner's own threshold), False, a threshold in
+    # (`verirag.awf.stage_kinds.prune`): True (the pruner's own threshold), False, a threshold in
     # [0, 1], {threshold, pruner} or a PruneSetting; None or absent: PRUNE_DEFAULT
     prune: PruneSetting | bool | float | dict | None = None
     # post-retrieval, before the pruner: stages a user wrote (`verirag.awf.user_stages.StageRef`)
@@ -385,7 +385,7 @@ class Pipeline:
         into a verdict. `history`: the conversation's earlier turns (strings, oldest first, or
         OpenAI-style messages; `verirag.conversation`): retrieval reads the last two before the
         question, the generator and the judges read the conversation before it. `prune`: this
-        call's pruning (`verirag.awf.prune_stage.parse_prune`; None: `config.prune`)."""
+        call's pruning (`verirag.awf.stage_kinds.prune.parse_prune`; None: `config.prune`)."""
         question = (question or "").strip()
         if not question:
             raise InputError("the question is empty")

@@ -58,7 +58,6 @@ def with_stage_options(command: Callable) -> Callable:
     """`command` with the options of every built-in stage kind (`verirag.awf.stage_kinds`) after
     its own; their values reach it as one keyword, `stage_settings`: the answer spec's fields of
     the stages set on the command line (none given: the preset's or the service's own stand)."""
-    from verirag.awf.answer_spec import AnswerSpec  # noqa: F401  (registers the built-in kinds)
     from verirag.awf.stage_kinds import kinds
 
     own = inspect.signature(command, eval_str=True)
@@ -77,13 +76,14 @@ def with_stage_options(command: Callable) -> Callable:
     params = [p for p in own.parameters.values() if p.name != "stage_settings"] + added
 
     @functools.wraps(command)
-    def run(**values: Any) -> Any:
+    def run(*args: Any, **values: Any) -> Any:
         settings = {}
         for kind in kinds():
-            value = kind.from_cli(**{o.param: values.pop(o.param) for o in kind.cli})
+            given = {o.param: values.pop(o.param) for o in kind.cli if o.param in values}
+            value = kind.from_cli(**given)
             if value is not None:
                 settings[kind.name] = value
-        return command(**values, stage_settings=settings)
+        return command(*args, **values, stage_settings=settings)
 
     run.__signature__ = own.replace(parameters=params)  # what typer reads
     run.__annotations__ = {p.name: p.annotation for p in params}

@@ -119,7 +119,7 @@ class _AskSettings(Strict):
 AskRequest = create_model(
     "AskRequest",
     __base__=_AskSettings,
-    **{kind.name: (kind.http, Field(None, description=kind.http_help)) for kind in kinds()},
+    **{kind.name: (kind.http(), Field(None, description=kind.http_help)) for kind in kinds()},
 )
 
 

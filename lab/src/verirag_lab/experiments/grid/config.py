@@ -26,10 +26,10 @@
     stages: [{use: my_stages:DropShortPassages, options: {min_words: 8}}]   # stages a user wrote
 
 `prune` prunes each example's passages once, before its methods, as `verirag ask --prune` does
-(`verirag.awf.prune_stage.PruneStage`): each passage keeps the sentences the context pruner scores at
+(`verirag.awf.stage_kinds.prune.PruneStage`): each passage keeps the sentences the context pruner scores at
 least the threshold (and a passage named by the question or the kept text keeps its best sentence:
 the hop rule), a passage with none kept is not read, and every method of the example reads the
-pruned passages. Its values are those of every door (`verirag.awf.prune_stage.parse_prune`):
+pruned passages. Its values are those of every door (`verirag.awf.stage_kinds.prune.parse_prune`):
 `true` is the shipped pruner at its own fitted threshold, a bare number in [0, 1] the threshold,
 `false` off, and the mapping {threshold, pruner} names a threshold (null: the pruner's own) and a
 folder `verirag train pruner` wrote (null: the shipped one); absent or null is the default
@@ -39,7 +39,7 @@ folder `verirag train pruner` wrote (null: the shipped one); absent or null is t
 options, version) in the record key.
 
 Each record's `details["prune"]` is the report (per passage: sentences, kept, scores, tokens read
-and saved; the totals) and its key names the pruning (`prune_digest`, `PruneStage.digest`: the threshold, the
+and saved; the totals) and its key names the pruning (`kind_digests["prune"]`, `PruneStage.digest`: the threshold, the
 pruner's weights and the keeping rule), so a rerun with other pruning recomputes its records.
 
 The pydantic models below are the schema (null means a key's default); every mistake is reported
@@ -70,8 +70,8 @@ from pydantic import (
 )
 
 from verirag.awf.answer_spec import AnswerSpec, PruneOptions, Unit
-from verirag.awf.prune_stage import PruneSetting, PruneValueError, parse_prune
 from verirag.awf.spec import MethodSpec, check_name, option_defaults, split_name
+from verirag.awf.stage_kinds.prune import PruneSetting, PruneValueError, parse_prune
 from verirag.awf.user_stages import StageRef
 from verirag.errors import InputError
 from verirag_lab.experiments.schema import StrictModel, fail, listing, read_yaml, shown, validate_config
@@ -358,7 +358,7 @@ class _Applications(_Section):
 
 
 def _prune_setting(v: Any) -> PruneSetting:
-    """`prune`: read by the one parser every door uses (`verirag.awf.prune_stage.parse_prune`:
+    """`prune`: read by the one parser every door uses (`verirag.awf.stage_kinds.prune.parse_prune`:
     absent or null is the default, false is off, true the pruner's own threshold, a number a
     threshold, a mapping {threshold, pruner}); a named pruner folder must hold a saved pruner."""
     from verirag.learned.pruner import META_FILE
@@ -471,7 +471,7 @@ class ExperimentConfig:
     bootstrap: dict[str, Any] = field(default_factory=lambda: {"n_resamples": 1000, "confidence": 0.95, "seed": 0})
     concurrency: int = 1
     application_methods: dict[str, MethodSpec] = field(default_factory=dict)  # app -> the MethodSpec it adds
-    prune: PruneSetting = field(default_factory=lambda: parse_prune(None))  # verirag.awf.prune_stage
+    prune: PruneSetting = field(default_factory=lambda: parse_prune(None))  # verirag.awf.stage_kinds.prune
     stages: tuple[StageRef, ...] = ()  # stages a user wrote, before the pruner (verirag.awf.user_stages)
 
     def dataset(self, name: str) -> DatasetSpec:

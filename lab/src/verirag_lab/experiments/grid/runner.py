@@ -12,8 +12,8 @@ Failures never vanish:
   still runs.
 
 With the config's `prune` on, each example's passages are pruned once per model, before its
-methods (`verirag.awf.prune_stage.PruneStage`, as `verirag ask --prune`), and every method reads the
-pruned passages; the records carry the report and the pruning's identity (`prune_digest`).
+methods (`verirag.awf.stage_kinds.prune.PruneStage`, as `verirag ask --prune`), and every method reads the
+pruned passages; the records carry the report and the pruning's identity (`kind_digests["prune"]`).
 
 Examples of one model run one after another on llama.cpp (one model instance is not thread-safe,
 and it already uses every core); HTTP backends run `concurrency` examples in flight. Ray takes the
@@ -230,7 +230,7 @@ class UnitRunner:
         self.user_stages, self.stages_digest = build_stages(cfg.stages), stages_digest(cfg.stages)
         self.prune_stage, self.prune_digest = None, ""
         if cfg.prune.on:  # one pruning per example, before its methods (PruneStage, as `ask`)
-            from verirag.awf.prune_stage import PruneStage
+            from verirag.awf.stage_kinds.prune import PruneStage
 
             pruner = load_pruner(cfg.prune.pruner)
             self.prune_stage = PruneStage(pruner, cfg.prune.threshold, count_tokens=self.metered.count_tokens)
@@ -253,7 +253,8 @@ class UnitRunner:
     def passages(self, ex: Example):
         """The PassagesRecord the methods of `ex` read: its passages, or those the stages a user
         wrote and the pruner keep (in order, their retrieval scores kept), with their reports in
-        `stages` and `prune`, as `ask` runs them after retrieval."""
+        `stages` (the pruner's under `stages["prune"]`, which the records keep as `details["prune"]`),
+        as `ask` runs them after retrieval."""
         from verirag.awf.core import AnswerState, PassagesRecord
         from verirag.awf.user_stages import report
         from verirag.types import ScoredPassage

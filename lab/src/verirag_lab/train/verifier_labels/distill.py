@@ -38,8 +38,8 @@ from verirag.awf import registry
 from verirag.awf.compose import build_predictor
 from verirag.awf.defaults import DEFAULT_METHOD, JUDGED_METHOD
 from verirag.awf.predictors.nli import evidence_saves
-from verirag.awf.prune_stage import PruneStage
 from verirag.awf.spec import split_name
+from verirag.awf.stage_kinds.prune import PruneStage
 from verirag.errors import BackendError, is_outage
 from verirag.llm.base import DEFAULT_SEED
 from verirag.types import ScoredPassage

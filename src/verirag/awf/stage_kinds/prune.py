@@ -1,5 +1,6 @@
-"""The context pruner as a post-retrieval stage (issue 37; the model is `verirag.learned.pruner`):
-its one setting, read the same way at every door, the stage, and its kind (what the doors offer).
+"""The context pruner as a post-retrieval stage kind (issue 37; the model is `verirag.learned.pruner`):
+its one setting, read the same way at every door, the stage, and its kind (what the doors offer;
+the answer spec's options model is `verirag.awf.answer_spec.PruneOptions`).
 
     parse_prune(True)                                # on, at the pruner's own fitted threshold_
     parse_prune(0.3)                                 # on, keeping sentences scoring at least 0.3
@@ -21,10 +22,7 @@ import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Annotated, Any
-
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
-from pydantic_core import PydanticCustomError
+from typing import Any
 
 from verirag.awf.stage_kinds import CliOption, StageKind, register
 from verirag.awf.stages import Say, StageResult
@@ -206,42 +204,25 @@ class PruneStage:
         return StageResult(kept, info, whole=list(hits))
 
 
-class PruneOptions(BaseModel):
-    """The answer spec's `prune`, read as every door reads a prune value (`parse_prune`): true (on
-    at the pruner's own threshold), false, a threshold in [0, 1], {threshold, pruner}, or {on,
-    threshold, pruner}."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    on: bool = Field(False, description="Whether the retrieved passages are pruned.")
-    threshold: float | None = Field(None, description="Score a sentence needs (None: the pruner's fitted one).")
-    pruner: str | None = Field(None, description="A saved pruner's folder (None: the shipped pruner).")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _read(cls, v: Any) -> Any:
-        if isinstance(v, PruneOptions):
-            return v.model_dump()
-        if isinstance(v, dict) and "on" in v and set(v) <= {"on", "threshold", "pruner"}:
-            s = PruneSetting(**v)  # the resolved form, as model_dump writes it
-        else:
-            s = parse_prune(v)
-        return {"on": s.on, "threshold": s.threshold, "pruner": s.pruner}
-
-    @property
-    def setting(self) -> PruneSetting:
-        s = PruneSetting(self.on, self.threshold, self.pruner)
-        return next((c for c in (PRUNE_DEFAULT, OFF, SHIPPED) if c == s), s)  # the module's own constants
-
-
 # ---- what the doors offer (`verirag.awf.stage_kinds`) ---------------------------------------------
-def _request_threshold(v: Any) -> Any:
-    if not isinstance(v, bool) and v is not None:
+def _request_field() -> Any:
+    """The HTTP request's `prune`: a strict true/false (JSON's 0 is no flag) or a threshold in [0, 1],
+    each bad value with the message every door gives ("must be a number in [0, 1], got 1.5")."""
+    from typing import Annotated
+
+    from pydantic import BeforeValidator, Field
+    from pydantic_core import PydanticCustomError
+
+    def threshold(v: Any) -> Any:
+        if isinstance(v, bool) or v is None:
+            return v
         try:
             return _threshold(v, "prune")
-        except PruneValueError as e:  # the message every door gives ("must be a number in [0, 1], got 1.5")
+        except PruneValueError as e:
             raise PydanticCustomError("verirag", e.problem) from None
-    return v
+
+    unit = Annotated[float, BeforeValidator(threshold), Field(json_schema_extra={"minimum": 0, "maximum": 1})]
+    return Annotated[bool, Field(strict=True)] | unit | None
 
 
 def _summary(report: dict[str, Any]) -> tuple[str, str]:
@@ -283,10 +264,7 @@ KIND = register(
             ),
         ),
         from_cli=lambda prune=False, prune_threshold=None, no_prune=False: cli_prune(prune, prune_threshold, no_prune),
-        # a strict true/false (JSON's 0 is no flag) or a threshold in [0, 1]
-        http=Annotated[bool, Field(strict=True)]
-        | Annotated[float, BeforeValidator(_request_threshold), Field(json_schema_extra={"minimum": 0, "maximum": 1})]
-        | None,
+        http=_request_field,
         http_help="context pruning before the model reads the passages: true (on at the pruner's own "
         "fitted threshold), a threshold in [0, 1] (higher keeps fewer sentences), or false (every sentence "
         "is read); absent: the service's setting (`verirag serve --prune | --prune-threshold X | --no-prune`). "

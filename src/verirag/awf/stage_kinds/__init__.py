@@ -4,8 +4,10 @@ A kind says what a door needs to offer its stage without naming it: the command-
 (`verirag ask`, `demo`, `serve`: `verirag.cli._shared.with_stage_options` adds them), how their
 values become the answer spec's field of the same name, the field an HTTP request may set
 (`verirag.server.schemas.AskRequest`), and the line the CLI's result panel prints of the stage's
-report (the answer's `stages[name]`). The stage's own module declares its kind and registers it
-when imported (the answer spec imports it, so every door finds it here).
+report (the answer's `stages[name]`). A kind is a module of this package that registers its
+StageKind when imported; `kinds()` imports every module here the first time it is asked, so a
+new kind is one module and no door names it. A kind's module stays light (no pydantic, no torch at
+import): the command line reads the kinds before any command runs.
 """
 
 from __future__ import annotations
@@ -31,19 +33,20 @@ class CliOption:
 class StageKind:
     """`name`: the spec field, the HTTP request field and the key of the answer's report;
     `cli`: its command-line options; `from_cli(**values)`: the spec field's value they give (None:
-    none was given, the preset's or the service's own setting stands); `http`: the request field's
-    annotation (None when absent) and `http_help` its description; `summary(report)`: the result
+    none was given, the preset's or the service's own setting stands); `http()`: the request
+    field's annotation (None allowed: absent) and `http_help` its description; `summary(report)`: the result
     panel's line of the stage's report as (label, plain text), None when there is nothing to say."""
 
     name: str
     cli: tuple[CliOption, ...]
     from_cli: Callable[..., Any]
-    http: Any
+    http: Callable[[], Any]
     http_help: str
     summary: Callable[[dict[str, Any]], tuple[str, str] | None]
 
 
 _KINDS: dict[str, StageKind] = {}
+_found = False  # every module of this package imported
 
 
 def register(kind: StageKind) -> StageKind:
@@ -51,10 +54,22 @@ def register(kind: StageKind) -> StageKind:
     return kind
 
 
+def _discover() -> None:
+    import importlib
+    import pkgutil
+
+    global _found
+    for module in sorted(m.name for m in pkgutil.iter_modules(__path__)):
+        importlib.import_module(f"{__name__}.{module}")
+    _found = True
+
+
 def kinds() -> tuple[StageKind, ...]:
-    """The registered kinds, in the order their stages run."""
+    """The built-in kinds (every module of this package, imported once), in the order their stages run."""
+    if not _found:
+        _discover()
     return tuple(_KINDS.values())
 
 
 def names() -> tuple[str, ...]:
-    return tuple(_KINDS)
+    return tuple(k.name for k in kinds())
