@@ -35,6 +35,14 @@ This is evaluation data: never train or tune on it (the labelling run drops all 
         --out runs/verifier_dev/topiocqa-answers.jsonl
     verirag verify runs/verifier_dev/topiocqa-answers.jsonl --label-field label --out runs/verifier_dev/verifier-answers
     # the shipped verifier's three readings, 2026-11-26: data/verifier/dev_scores/topiocqa-shipped-*.jsonl
+    # 7. issue 47 item 3: each follow-up rewritten by the local LLM to stand on its own (prompt
+    #    `standalone_question`; resumable; the rewrites are committed as question ids and generated
+    #    text), then judged without the history
+    python benchmarks/verifier_dev.py rewrite --out data/verifier/dev_scores/topiocqa-standalone-qwen2.5-1.5b.jsonl
+    python benchmarks/verifier_dev.py log --dataset topiocqa \
+        --standalone data/verifier/dev_scores/topiocqa-standalone-qwen2.5-1.5b.jsonl \
+        --out runs/verifier_dev/topiocqa-standalone.jsonl
+    verirag verify runs/verifier_dev/topiocqa-standalone.jsonl --label-field label --out runs/verifier_dev/verifier-standalone
 
 Every judge is compared on the same answers: by default those every run scored (a judge stopped
 part way, or run with --limit, scored a random sample of questions: the log's order); with
@@ -92,6 +100,55 @@ def dev_rows(data: Path | None = None) -> list[dict]:
     # has scored a random sample of questions, every answer of each
     rank = {g: i for i, g in enumerate(np.random.default_rng(0).permutation(sorted({r["group"] for r in rows})))}
     return sorted(rows, key=lambda r: rank[r["group"]])
+
+
+def standalone_rewrite(llm, question: str, history: list[str]) -> tuple[str, str | None]:
+    """(the follow-up rewritten to stand on its own, error): prompt `standalone_question`; a failed
+    or empty rewrite keeps the question and says why. A first question (no history) is its own."""
+    import re
+
+    from verirag.conversation import speaker_lines
+    from verirag.errors import VeriragError
+    from verirag.prompts import load_prompt
+
+    if not history:
+        return question, None
+    messages = load_prompt("standalone_question").messages(
+        conversation="\n".join(speaker_lines(history)), question=question
+    )
+    try:
+        text = llm.generate(messages, max_tokens=64, temperature=0.0).text
+    except VeriragError as e:
+        return question, f"{type(e).__name__}: {e}"
+    lines = [t.strip() for t in text.strip().splitlines() if t.strip()]
+    text = re.sub(r"^(rewritten )?question:\s*", "", lines[0], flags=re.I).strip().strip('"') if lines else ""
+    return (text, None) if text else (question, "the model returned no question")
+
+
+def rewrite(rows: list[dict], out: Path, model: str) -> int:
+    """Each TopiOCQA question (a group) rewritten once, appended to `out` as {group, standalone,
+    error} as it is made; the groups already there are skipped (a killed run goes on)."""
+    from rich.progress import Progress
+
+    from verirag.llm.factory import load_llm
+
+    done = (
+        {json.loads(t)["group"] for t in out.read_text(encoding="utf-8").splitlines() if t.strip()}
+        if out.exists()
+        else set()
+    )
+    todo = {r["group"]: r for r in rows if r["group"].startswith("topiocqa:") and r["group"] not in done}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    llm = load_llm(model) if todo else None
+    with Progress() as bar, open(out, "a", encoding="utf-8") as fh:
+        task = bar.add_task("rewriting follow-ups", total=len(todo))
+        for group, r in todo.items():
+            text, error = standalone_rewrite(llm, r["user_input"], r.get("history", []))
+            fh.write(json.dumps({"group": group, "standalone": text, "error": error}, ensure_ascii=False) + "\n")
+            fh.flush()
+            bar.advance(task)
+    print(f"{len(todo)} rewritten, {len(done)} already there -> {out}")
+    return 0
 
 
 def read_scores(run: Path) -> dict[str, float | None]:
@@ -171,6 +228,16 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="issue 47 item 3: the conversation's earlier answers (its agent turns) join the passages",
     )
+    lg.add_argument(
+        "--standalone",
+        type=Path,
+        default=None,
+        help="issue 47 item 3: each question replaced by its rewrite in this file (`rewrite`), without the history",
+    )
+    rw = sub.add_parser("rewrite", help="each TopiOCQA follow-up rewritten by the local LLM to stand on its own")
+    rw.add_argument("--out", type=Path, required=True)
+    rw.add_argument("--model", default="qwen2.5-1.5b")
+    rw.add_argument("--data", type=Path, default=None)
     ex = sub.add_parser(
         "export",
         help="a verify run's scores in compact form (ids and scores only, no benchmark "
@@ -200,6 +267,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{len(scores)} scores ({sum(v is None for v in scores.values())} failed) -> {a.out}")
         return 0
     rows = dev_rows(a.data)
+    if a.cmd == "rewrite":
+        return rewrite(rows, a.out, a.model)
     if a.cmd == "aggregates":
         return aggregates(rows, a.run, a.resamples)
     if a.cmd == "log":
@@ -212,6 +281,16 @@ def main(argv: list[str] | None = None) -> int:
                     + [t for t in r.get("history", [])[1::2] if t.strip()],
                 }
                 for r in rows
+            ]
+        if a.standalone:  # a question missing from the file is an error, not silently the original
+            given = [json.loads(t) for t in a.standalone.read_text(encoding="utf-8").splitlines() if t.strip()]
+            rewritten = {d["group"]: d["standalone"] for d in given}
+            missing = sorted({r["group"] for r in rows} - set(rewritten))
+            if missing:
+                print(f"{len(missing)} questions have no rewrite in {a.standalone} (e.g. {missing[0]}): run `rewrite`")
+                return 1
+            rows = [
+                {**{k: v for k, v in r.items() if k != "history"}, "user_input": rewritten[r["group"]]} for r in rows
             ]
         a.out.parent.mkdir(parents=True, exist_ok=True)
         with open(a.out, "w", encoding="utf-8") as fh:
