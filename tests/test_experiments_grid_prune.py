@@ -283,8 +283,16 @@ def test_a_record_written_with_its_pruning_digest_in_a_field_of_its_own_keeps_it
     one it was written under, so a resumed run neither recomputes it nor takes it for an unpruned one."""
     from verirag.records import ResultRecord, record_key
 
-    fields = dict(dataset="d", model="m", method="x", example_id="e", question="q", answer="a", score=0.5)
-    fields |= dict(hard=False, answerable=1, correct=1, faithful=1, method_digest="md")
+    fields = {
+        "dataset": "d",
+        "model": "m",
+        "method": "x",
+        "example_id": "e",
+        "question": "q",
+        "answer": "a",
+        "score": 0.5,
+    }
+    fields |= {"hard": False, "answerable": 1, "correct": 1, "faithful": 1, "method_digest": "md"}
     old = ResultRecord.from_dict({**fields, "prune_digest": "abc"})
     assert old.key == "d|m|x|e|md|prune:abc" == record_key("d", "m", "x", "e", "md", {"prune": "abc"})
     assert ResultRecord.from_dict({**fields, "prune_digest": ""}).key == "d|m|x|e|md"
