@@ -175,7 +175,8 @@ def check_names(refs: tuple[StageRef, ...] | list[StageRef]) -> None:
     """Each stage's `name` its own: not a built-in stage's, not another user stage's (their
     results and reports are keyed by name)."""
     names = [str(ref.stage_class().name) for ref in refs]
-    taken = sorted({n for n in names if n in built_in()})
+    reserved = built_in()
+    taken = sorted({n for n in names if n in reserved})
     if taken:
         raise InputError(f"a stage may not be named {', '.join(map(repr, taken))}: verirag's own stage has that name")
     repeated = sorted({n for n in names if names.count(n) > 1})
