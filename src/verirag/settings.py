@@ -18,6 +18,7 @@ names the variable.
 | `VERIRAG_N_BATCH` | llama.cpp decode batch in tokens (the grain of prefix reuse; part of the model's fingerprint) | 64 |
 | `VERIRAG_PREFIX_REUSE` | `0`: do not reuse the KV cache of a shared prompt prefix | on |
 | `VERIRAG_PREFIX_CACHE_MB` | memory for saved prefix states, in MB | 512 |
+| `VERIRAG_LLAMA_ENGINE` | the llama.cpp build that runs GGUF models: `llama_cpp` (llama-cpp-python) or `ik` (ik_llama.cpp, the `ik` extra; part of the model's fingerprint) | `llama_cpp` |
 | `VERIRAG_OPENAI_BASE_URL` | the OpenAI-compatible endpoint of `openai:MODEL` (`OPENAI_BASE_URL` too) | unset |
 | `VERIRAG_OPENAI_API_KEY` | its key (`OPENAI_API_KEY` too) | unset |
 | `VERIRAG_OPENAI_TIMEOUT` | seconds one HTTP request to it may take | 120 (`verirag serve`: a third of `--timeout`) |
@@ -37,6 +38,9 @@ from pathlib import Path
 from types import MappingProxyType
 
 from verirag.errors import InputError
+
+# The llama.cpp builds that can run GGUF models (`verirag.llm.llama_engine`), the default first.
+LLAMA_ENGINES = ("llama_cpp", "ik")
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"", "0", "false", "no", "off"}
@@ -64,6 +68,7 @@ class Settings:
     n_batch: int = 64
     prefix_reuse: bool = True
     prefix_cache_mb: float = 512.0
+    llama_engine: str = "llama_cpp"
     openai_base_url: str | None = None
     openai_api_key: str | None = None
     openai_timeout: float | None = None  # None: not set (a caller picks its default)
@@ -104,6 +109,12 @@ class Settings:
                 raise InputError(f"{name} must be {what} of at least {least:g}, got {env[name]!r}")
             return value
 
+        def choice(name: str, options: tuple[str, ...]) -> str:
+            raw = text(name).lower() or options[0]
+            if raw not in options:
+                raise InputError(f"{name} must be one of {', '.join(options)}, got {env[name]!r}")
+            return raw
+
         def path(name: str) -> Path | None:
             return Path(text(name)).expanduser() if text(name) else None
 
@@ -122,6 +133,7 @@ class Settings:
             n_batch=number("VERIRAG_N_BATCH", int, 64, least=1),
             prefix_reuse=flag("VERIRAG_PREFIX_REUSE", True),
             prefix_cache_mb=number("VERIRAG_PREFIX_CACHE_MB", float, 512.0, least=0),
+            llama_engine=choice("VERIRAG_LLAMA_ENGINE", LLAMA_ENGINES),
             openai_base_url=first("VERIRAG_OPENAI_BASE_URL", "OPENAI_BASE_URL"),
             openai_api_key=first("VERIRAG_OPENAI_API_KEY", "OPENAI_API_KEY"),
             openai_timeout=number("VERIRAG_OPENAI_TIMEOUT", float, None, least=0.001),

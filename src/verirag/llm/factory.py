@@ -76,7 +76,8 @@ def load_llm(
     machine other processes keep busy, one thread can be many times faster than two that wait
     for each other. `timeout`: seconds an HTTP backend (openai:, http://) may take per request
     (default: VERIRAG_OPENAI_TIMEOUT, else 120); local backends ignore it."""
-    key = (spec, n_ctx, n_threads, timeout)
+    # the engine is read from the environment when a GGUF model loads: a changed one loads anew
+    key = (spec, n_ctx, n_threads, timeout, settings().llama_engine)
     with _LOCK:
         llm = _LOADED.get(key)
         if llm is None:

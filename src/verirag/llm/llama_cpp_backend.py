@@ -22,13 +22,12 @@ new tokens when the generation's state is live or saved, and is replayed on the 
 is not (the answer came from the request cache, or was evicted): a score never depends on what
 happened to be cached.
 
-This module uses two private members of `llama_cpp.Llama` (`_ctx`, `_batch`); the version of
-llama-cpp-python is pinned in pyproject.toml for that reason.
+The llama.cpp build that runs the model is an engine (`verirag.llm.llama_engine`): llama-cpp-python
+by default, ik_llama.cpp with VERIRAG_LLAMA_ENGINE=ik (or `engine="ik"`).
 """
 
 from __future__ import annotations
 
-import ctypes
 import os
 import threading
 from collections.abc import Sequence
@@ -37,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from verirag.errors import BackendError, InputError, ModelNotFoundError
+from verirag.errors import InputError, ModelNotFoundError
 from verirag.llm.base import (
     EXACT_NEXT_TOKEN,
     HIDDEN_STATE,
@@ -48,6 +47,7 @@ from verirag.llm.base import (
     GenerateOptions,
 )
 from verirag.llm.chat_template import continued_message, plain_messages, render_chat, validate_messages
+from verirag.llm.llama_engine import engine_name, open_engine
 from verirag.llm.prefix_store import Chunk, PrefixStore, batched, n_tokens, shared_chunks, singles
 from verirag.settings import settings
 from verirag.types import ContinuationScore, Generation, Prompt, TokenLogprob
@@ -114,41 +114,42 @@ class LlamaCppLLM(LLM):
         n_gpu_layers: int = 0,
         reuse_prefix: bool | None = None,
         prefix_cache_mb: float | None = None,
+        engine: str | None = None,
         verbose: bool = False,
     ):
         path = Path(model_path)
         if not path.is_file():
             raise ModelNotFoundError(f"GGUF model file not found: {path}")
-        try:
-            from llama_cpp import Llama
-        except ImportError as e:  # pragma: no cover - dependency of the package
-            raise BackendError("llama-cpp-python is not installed: pip install llama-cpp-python") from e
+        engine = engine_name(engine)  # env VERIRAG_LLAMA_ENGINE
         threads = n_threads or threads_from_env() or os.cpu_count() or 1
         n_batch = n_batch_default() if n_batch is None else int(n_batch)  # env VERIRAG_N_BATCH
         if n_batch < 1:
             raise InputError(f"n_batch must be a positive number of tokens, got {n_batch}")
         try:
-            self.llama = Llama(
-                model_path=str(path),
+            self.engine = open_engine(
+                engine,
+                str(path),
                 n_ctx=n_ctx,
                 n_threads=threads,
-                n_threads_batch=threads,
                 n_batch=n_batch,
                 n_gpu_layers=n_gpu_layers,
-                logits_all=False,
                 verbose=verbose,
             )
         except (ValueError, RuntimeError) as e:
             raise ModelNotFoundError(f"llama.cpp could not load {path}: {e}") from e
+        self.llama = getattr(self.engine, "llama", None)  # llama-cpp-python's Llama, for its own tools
         self.model_path = path
         self.model_id = model_id or path.name
-        # The numbers depend on the weights and on how prompts are split into decode batches.
+        # The numbers depend on the weights, on how prompts are split into decode batches and on
+        # the build's kernels (the default engine's fingerprint is the one every cache was made with).
         self.fingerprint = f"{fingerprint or f'{path.name}:{path.stat().st_size}'}|n_batch={n_batch}"
-        self.capabilities = frozenset({LOGPROBS, SCORE, NEXT_TOKEN, EXACT_NEXT_TOKEN, HIDDEN_STATE})
+        if engine != "llama_cpp":
+            self.fingerprint += f"|engine={engine}"
+        caps = {LOGPROBS, SCORE, NEXT_TOKEN, EXACT_NEXT_TOKEN} | ({HIDDEN_STATE} if engine == "llama_cpp" else set())
+        self.capabilities = frozenset(caps)
         self.logprobs_assured = True
-        self.context_window = self.llama.n_ctx()
-        self._n_threads, self._verbose, self._embedder = threads, verbose, None
-        self.n_vocab = self.llama.n_vocab()
+        self.context_window = self.engine.n_ctx()
+        self.n_vocab = self.engine.n_vocab()
         self._lock = threading.Lock()
         # Reuse is exact (whole decode batches of the canonical path only), so it changes no
         # result (tests/test_llm_prefix_reuse.py); reuse_prefix=False evaluates every request from scratch.
@@ -158,11 +159,8 @@ class LlamaCppLLM(LLM):
         self._path: list[Chunk] = []  # the decode batches that built the live KV cache, in order
         self._store = PrefixStore(int(prefix_cache_mb * 2**20)) if self.reuse_prefix and prefix_cache_mb > 0 else None
         self.tokens_evaluated = self.tokens_reused = 0
-        meta = self.llama.metadata or {}
-        self.chat_template = meta.get("tokenizer.chat_template")
-        model = self.llama._model
-        self._bos_text = model.token_get_text(model.token_bos()) if model.token_bos() >= 0 else ""
-        self._eos_text = model.token_get_text(model.token_eos()) if model.token_eos() >= 0 else ""
+        self.chat_template = self.engine.metadata.get("tokenizer.chat_template")
+        self._bos_text, self._eos_text = self.engine.bos_text, self.engine.eos_text
         self._piece_cache: dict[int, bytes] = {}
 
     # ---- tokens -------------------------------------------------------------------------
@@ -178,7 +176,7 @@ class LlamaCppLLM(LLM):
         text = self.render(prompt)
         # special=True: the chat template's control tokens (<|im_start|> ...) are single tokens.
         # add_bos follows the model's own metadata (llama.cpp adds BOS only if the vocab asks).
-        return self.llama.tokenize(text.encode("utf-8"), add_bos=True, special=True)
+        return self.engine.tokenize(text.encode("utf-8"), add_bos=True, special=True)
 
     def _prompt_path(self, prompt: Prompt) -> list[Chunk]:
         """The canonical decode path of a prompt: its tokens in batches of n_batch; but a
@@ -194,12 +192,12 @@ class LlamaCppLLM(LLM):
         spelled = b"".join(self.piece_bytes(t) for t in ids).decode("utf-8", errors="ignore")
         if spelled != prompt[i]["content"] or not full.startswith(head_text + spelled):
             return batched(self._tokenize_prompt(prompt), self.n_batch)
-        head = self.llama.tokenize(head_text.encode("utf-8"), add_bos=True, special=True)
-        tail = self.llama.tokenize(full[len(head_text) + len(spelled) :].encode("utf-8"), add_bos=False, special=True)
+        head = self.engine.tokenize(head_text.encode("utf-8"), add_bos=True, special=True)
+        tail = self.engine.tokenize(full[len(head_text) + len(spelled) :].encode("utf-8"), add_bos=False, special=True)
         return batched(head, self.n_batch) + singles(ids) + batched(tail, self.n_batch)
 
     def _tokenize_continuation(self, text: str) -> list[int]:
-        return self.llama.tokenize(text.encode("utf-8"), add_bos=False, special=False)
+        return self.engine.tokenize(text.encode("utf-8"), add_bos=False, special=False)
 
     def count_tokens(self, text: str) -> int:
         return len(self._tokenize_continuation(text))
@@ -211,26 +209,14 @@ class LlamaCppLLM(LLM):
         """The bytes of one token as it appears in generated text (leading space included)."""
         b = self._piece_cache.get(token)
         if b is None:
-            import ctypes
-
-            import llama_cpp
-
-            buf = ctypes.create_string_buffer(64)
-            n = llama_cpp.llama_token_to_piece(self.llama._model.vocab, token, buf, len(buf), 0, False)
-            if n < 0:  # buffer too small: -n is the size needed
-                buf = ctypes.create_string_buffer(-n)
-                n = llama_cpp.llama_token_to_piece(self.llama._model.vocab, token, buf, len(buf), 0, False)
-            b = buf.raw[:n]
-            self._piece_cache[token] = b
+            b = self._piece_cache[token] = self.engine.piece_bytes(token)
         return b
 
     def piece(self, token: int) -> str:
         return self.piece_bytes(token).decode("utf-8", errors="replace")
 
     def _is_eog(self, token: int) -> bool:
-        import llama_cpp
-
-        return bool(llama_cpp.llama_vocab_is_eog(self.llama._model.vocab, token))
+        return self.engine.is_eog(token)
 
     # ---- evaluation ---------------------------------------------------------------------
     def _check_fits(self, n_prompt: int, extra: int = 1) -> None:
@@ -244,10 +230,9 @@ class LlamaCppLLM(LLM):
         """Bring the context to the end of `path` (decode batches from position 0), reusing the
         batches it shares exactly with the live context or a saved state. The last batch is
         always evaluated, so the logits read next are fresh."""
-        llama = self.llama
         limit = len(path) - 1
         live = [t for c in self._path for t in c]
-        if llama.n_tokens != len(live) or list(llama.input_ids[: len(live)]) != live:
+        if self.engine.n_tokens != len(live) or self.engine.live_tokens() != live:
             self._path = []  # someone used the Llama object directly: its KV cache is not ours
         keep = min(shared_chunks(self._path, path), limit) if self.reuse_prefix else 0
         if self._store is not None:
@@ -260,46 +245,30 @@ class LlamaCppLLM(LLM):
         self.tokens_reused += n_tokens(path[:keep])
 
     def _truncate(self, keep: int) -> None:
-        """Keep the first `keep` batches of the live path (Llama.eval drops KV entries from n_tokens on)."""
+        """Keep the first `keep` batches of the live path (the engine's eval drops KV entries from n_tokens on)."""
         self._path = self._path[:keep]
-        self.llama.n_tokens = n_tokens(self._path)
+        self.engine.n_tokens = n_tokens(self._path)
 
     def _eval_chunk(self, chunk: Chunk) -> None:
-        self.llama.eval(list(chunk))  # len(chunk) <= n_batch: exactly one decode batch
+        self.engine.eval(chunk)  # len(chunk) <= n_batch: exactly one decode batch
         self._path.append(chunk)
         self.tokens_evaluated += len(chunk)
 
     def _remember(self) -> None:
-        """Save the live KV cache for later requests, unless a saved state already holds it.
-
-        Only the sequence's KV cells are saved (llama_state_seq_get_data), not `Llama.save_state`,
-        which also copies the logits buffer (n_batch x n_vocab floats: ~300 MB for qwen2.5) that
-        reuse never reads, since the last batch of a request is always evaluated afresh."""
+        """Save the live KV cache for later requests, unless a saved state already holds it (only the
+        sequence's KV cells: the last batch of a request is always evaluated afresh)."""
         if self._store is None or n_tokens(self._path) < MIN_SAVED_TOKENS or self._store.covers(self._path):
             return
-        import llama_cpp
-
-        ctx = self.llama._ctx.ctx
-        size = llama_cpp.llama_state_seq_get_size(ctx, 0)
-        if size > self._store.budget_bytes:
-            return
-        buf = (ctypes.c_uint8 * size)()
-        written = llama_cpp.llama_state_seq_get_data(ctx, buf, size, 0)
-        if written:
-            self._store.put(tuple(self._path), buf, int(written))
+        saved = self.engine.seq_state(self._store.budget_bytes)
+        if saved is not None:
+            self._store.put(tuple(self._path), *saved)
 
     def _restore(self, path, state) -> bool:
         """Make a saved sequence state the live KV cache (its cells replace sequence 0's)."""
-        import llama_cpp
-
-        llama = self.llama
-        if not llama_cpp.llama_state_seq_set_data(llama._ctx.ctx, state, len(state), 0):
+        if not self.engine.set_seq_state(state, [t for c in path for t in c]):
             self._truncate(0)  # could not restore: evaluate from scratch instead
             return False
         self._path = list(path)
-        tokens = [t for c in self._path for t in c]
-        llama.input_ids[: len(tokens)] = tokens
-        llama.n_tokens = len(tokens)
         return True
 
     def prefix_stats(self) -> dict[str, int]:
@@ -308,25 +277,14 @@ class LlamaCppLLM(LLM):
         return {"tokens_evaluated": self.tokens_evaluated, "tokens_reused": self.tokens_reused, **store}
 
     def _last_logits(self) -> np.ndarray:
-        ptr = self.llama._ctx.get_logits_ith(-1)
-        return np.ctypeslib.as_array(ptr, shape=(self.n_vocab,)).copy()
+        return self.engine.last_logits()
 
     def _eval_all_logits(self, tokens: list[int]) -> np.ndarray:
         """Evaluate `tokens` after the current state, returning the logits of every position."""
-        llama = self.llama
-        ctx = llama._ctx
-        ctx.kv_cache_seq_rm(-1, llama.n_tokens, -1)
-        rows = []
-        for chunk in batched(tokens, llama.n_batch):
-            n_past = llama.n_tokens
-            llama._batch.set_batch(batch=list(chunk), n_past=n_past, logits_all=True)
-            ctx.decode(llama._batch)
-            rows.append(np.ctypeslib.as_array(ctx.get_logits(), shape=(len(chunk), self.n_vocab)).copy())
-            llama.input_ids[n_past : n_past + len(chunk)] = chunk
-            llama.n_tokens += len(chunk)
-            self._path.append(chunk)
-            self.tokens_evaluated += len(chunk)
-        return np.concatenate(rows, axis=0)
+        rows = self.engine.eval_all_logits(tokens)
+        self._path.extend(batched(tokens, self.n_batch))
+        self.tokens_evaluated += len(tokens)
+        return rows
 
     def _token_logprob(self, lp: np.ndarray, token: int, top_logprobs: int) -> TokenLogprob:
         top = []
@@ -431,41 +389,20 @@ class LlamaCppLLM(LLM):
         return out
 
     def hidden_state(self, text: str) -> list[float]:
-        """Mean-pooled last-layer hidden state of `text`, from a second llama.cpp context in
-        embedding mode over the same (memory-mapped, so shared) weights, made on first use. The
-        whole text is one batch (pooling needs it), so it must fit EMBED_CTX tokens."""
-        from llama_cpp import LLAMA_POOLING_TYPE_MEAN, Llama
-
+        """Mean-pooled last-layer hidden state of `text` (the engine's embedding context over the
+        same memory-mapped weights). The whole text is one batch, so it must fit EMBED_CTX tokens."""
         if not (text or "").strip():
             raise InputError("hidden_state: the text is empty")
         with self._lock:
-            if self._embedder is None:
-                self._embedder = Llama(
-                    model_path=str(self.model_path),
-                    embedding=True,
-                    pooling_type=LLAMA_POOLING_TYPE_MEAN,
-                    n_ctx=EMBED_CTX,
-                    n_batch=EMBED_CTX,
-                    n_ubatch=EMBED_CTX,
-                    n_threads=self._n_threads,
-                    n_threads_batch=self._n_threads,
-                    verbose=self._verbose,
-                )
-            n = len(self._embedder.tokenize(text.encode("utf-8")))
-            if n > EMBED_CTX:
-                raise InputError(f"hidden_state: {n} tokens exceed the {EMBED_CTX} read at once")
-            return [float(x) for x in self._embedder.embed(text, normalize=False)]
+            return self.engine.embed(text, EMBED_CTX)
 
     def close(self) -> None:
-        if getattr(self, "_embedder", None) is not None:
-            self._embedder.close()
-            self._embedder = None
-        llama = getattr(self, "llama", None)
         if getattr(self, "_store", None) is not None:
             self._store.clear()
-        if llama is not None:
-            llama.close()
-            self.llama = None
+        engine = getattr(self, "engine", None)
+        if engine is not None:
+            engine.close()
+            self.engine = self.llama = None
 
 
 def _trim_records(records: list[TokenLogprob], n_chars: int) -> list[TokenLogprob]:
