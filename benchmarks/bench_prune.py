@@ -250,6 +250,9 @@ def worker(arm: str, datasets: list[str], n: int, seed: int, out: Path) -> None:
                 "score": r.score,
                 "error": r.error,
                 "build": build,
+                # the machine's 1-minute load when the answer was made: seconds made beside other
+                # work (load above the cores) can be told apart from seconds on quiet cores
+                "load": round(os.getloadavg()[0], 2),
             }
             pruned = (r.stages or {}).get("prune")
             if pruned is not None:
