@@ -143,7 +143,7 @@ class IkEngine:
         self._ids[n_past : n_past + len(chunk)] = chunk
         self.n_tokens += len(chunk)
 
-    def eval(self, tokens: Sequence[int]) -> None:
+    def decode(self, tokens: Sequence[int]) -> None:
         self._C._lib.llama_kv_cache_seq_rm(self._ctx, -1, self.n_tokens, -1)
         for i in range(0, len(tokens), self.n_batch):
             self._decode(tokens[i : i + self.n_batch], all_logits=False)

@@ -245,12 +245,12 @@ class LlamaCppLLM(LLM):
         self.tokens_reused += n_tokens(path[:keep])
 
     def _truncate(self, keep: int) -> None:
-        """Keep the first `keep` batches of the live path (the engine's eval drops KV entries from n_tokens on)."""
+        """Keep the first `keep` batches of the live path (the engine's decode drops KV entries from n_tokens on)."""
         self._path = self._path[:keep]
         self.engine.n_tokens = n_tokens(self._path)
 
     def _eval_chunk(self, chunk: Chunk) -> None:
-        self.engine.eval(chunk)  # len(chunk) <= n_batch: exactly one decode batch
+        self.engine.decode(chunk)  # len(chunk) <= n_batch: exactly one decode batch
         self._path.append(chunk)
         self.tokens_evaluated += len(chunk)
 

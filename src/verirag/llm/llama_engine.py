@@ -5,7 +5,7 @@ loads the model and runs llama.cpp's C API. Two engines: `llama_cpp` (llama-cpp-
 build `scripts/install_llama_cpp.sh` makes; the default) and `ik` (ik_llama.cpp, from the
 `ik-llama-cpp-python` wheel: `verirag.llm.ik_engine`). VERIRAG_LLAMA_ENGINE picks one.
 
-Every engine keeps one sequence whose KV cells hold `live_tokens()`; `eval` appends tokens in
+Every engine keeps one sequence whose KV cells hold `live_tokens()`; `decode` appends tokens in
 decode batches of at most `n_batch` after dropping the cells from `n_tokens` on, as
 `llama_cpp.Llama.eval` does, so a caller truncates by lowering `n_tokens`.
 """
@@ -25,7 +25,7 @@ from verirag.settings import LLAMA_ENGINES as ENGINES
 class LlamaEngine(Protocol):
     name: str
     n_batch: int
-    n_tokens: int  # the live sequence's length; lowering it drops the cells past it at the next eval
+    n_tokens: int  # the live sequence's length; lowering it drops the cells past it at the next decode
     metadata: dict[str, str]
     bos_text: str
     eos_text: str
@@ -36,7 +36,7 @@ class LlamaEngine(Protocol):
     def piece_bytes(self, token: int) -> bytes: ...
     def is_eog(self, token: int) -> bool: ...
     def live_tokens(self) -> list[int]: ...
-    def eval(self, tokens: Sequence[int]) -> None: ...
+    def decode(self, tokens: Sequence[int]) -> None: ...
     def eval_all_logits(self, tokens: Sequence[int]) -> np.ndarray: ...
     def last_logits(self) -> np.ndarray: ...
     def seq_state(self, budget_bytes: int) -> tuple[ctypes.Array, int] | None: ...
@@ -130,7 +130,7 @@ class LlamaCppEngine:
     def live_tokens(self) -> list[int]:
         return list(self.llama.input_ids[: self.llama.n_tokens])
 
-    def eval(self, tokens: Sequence[int]) -> None:
+    def decode(self, tokens: Sequence[int]) -> None:
         self.llama.eval(list(tokens))
 
     def eval_all_logits(self, tokens: Sequence[int]) -> np.ndarray:
