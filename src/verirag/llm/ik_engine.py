@@ -51,6 +51,17 @@ def _api():
     return C
 
 
+# llama.cpp's log callback type; the quiet one is kept referenced for the life of the process
+_LOG_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p)
+_QUIET = _LOG_CALLBACK(lambda level, text, data: None)
+
+
+def _quiet(lib) -> None:
+    """Silence the library's loading chatter, as llama-cpp-python's verbose=False does."""
+    lib.llama_log_set.argtypes, lib.llama_log_set.restype = [_LOG_CALLBACK, ctypes.c_void_p], None
+    lib.llama_log_set(_QUIET, None)
+
+
 class IkEngine:
     """One ik_llama.cpp context with one sequence, logits for the last position of each batch
     (every position in `eval_all_logits`)."""
@@ -60,6 +71,9 @@ class IkEngine:
     def __init__(self, path: str, *, n_ctx: int, n_threads: int, n_batch: int, verbose: bool = False):
         C = self._C = _api()
         from ik_llama_cpp._internals import IkModel
+
+        if not verbose:
+            _quiet(C._lib)
 
         try:
             self._model = IkModel(path)
