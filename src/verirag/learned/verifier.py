@@ -15,7 +15,8 @@ its weakest sentence's support:
     score = sigmoid(min over sentences of max over chunks of logit(claim, chunk) / temperature_)
 
 Training (`fit`, `verirag.learned.verifier_trainer`) optimises exactly that aggregate with binary cross-entropy against the answer's
-label (or, where an example has `sentence_labels`, each sentence's support against its own label),
+label (or its soft `target`, a judge's probability, where it has one; or, where an example has
+`sentence_labels`, each sentence's support against its own label),
 reading per claim only its `candidates` lexically closest chunks (its evidence, or its hardest
 counter-evidence) to keep a step cheap. Only the top `train_layers` layers of the encoder and the
 head learn, so the states that enter them are computed once per pair before the first epoch and

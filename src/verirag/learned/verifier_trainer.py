@@ -41,6 +41,7 @@ class Prepared:
     candidates: list[list[int]]
     pairs: list[list[int]] | None = None
     weight: float = 1.0
+    target: float | None = None  # a soft training target in [0, 1] (a judge's probability); None: the label
 
 
 def recipe_weights(recipes: Sequence[str], labels: Sequence[int]) -> dict[str, dict[int, float]]:
@@ -87,7 +88,9 @@ def examples_fingerprint(examples: Sequence[Any]) -> str:
                     list(e.passages),
                     int(e.label),
                     list(e.sentence_labels) if e.sentence_labels is not None else None,
-                ],
+                ]
+                # a soft target is part of what was learned; without one the fingerprint is as before
+                + ([float(e.target)] if getattr(e, "target", None) is not None else []),
                 ensure_ascii=False,
             ).encode()
         )
@@ -107,7 +110,10 @@ class VerifierTrainer:
             sentence_labels = None
             self.sentence_labels_ignored_ += 1
         r, candidates = self._premises(r, self.candidates)
-        return Prepared(r, int(e.label), sentence_labels, candidates)
+        target = getattr(e, "target", None)
+        if target is not None and not 0.0 <= float(target) <= 1.0:
+            raise InputError(f"example {e.source or e.group}: a soft target must be in [0, 1], got {target!r}")
+        return Prepared(r, int(e.label), sentence_labels, candidates, target=None if target is None else float(target))
 
     def validation_groups(self, examples: Sequence[Any]) -> list[str]:
         """The question groups `fit` holds out of training for these examples (sorted): evaluate the
@@ -201,6 +207,7 @@ class VerifierTrainer:
                     p.candidates,
                     [[at[i] for i in ix] for ix in p.pairs],
                     p.weight,
+                    p.target,
                 ),
                 z,
             )
@@ -216,7 +223,7 @@ class VerifierTrainer:
             if p.sentence_labels is not None:
                 loss = bce_with_logits(sentence_logit, p.sentence_labels)
             else:
-                loss = bce_with_logits(answer_logit, float(p.label))
+                loss = bce_with_logits(answer_logit, float(p.label if p.target is None else p.target))
             losses.append(loss * p.weight)
         return torch.stack(losses).mean()
 

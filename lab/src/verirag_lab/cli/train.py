@@ -261,6 +261,12 @@ def verifier(
         help="Share of the supported examples that also give a negative with one number or date, party or "
         "negation changed against their passages (verirag_lab.train.value_swaps; 0: none).",
     ),
+    distill_target: str = typer.Option(
+        "gold",
+        help="What the distilled answers (the distill recipe's) teach: gold (their gold grade), judge (the "
+        "LLM judge's verdict), agree (only those where the two agree) or soft (the judge's score as the "
+        "target, validated against the gold grade); see verirag_lab.train.distill_targets.",
+    ),
     init_from: Path | None = typer.Option(
         None,
         help="Start from a saved verifier's layers and head (a folder, e.g. the shipped one: "
@@ -310,6 +316,7 @@ def verifier(
             max_examples=max_examples,
             exclude_groups=read_groups(exclude_groups) if exclude_groups else None,
             value_swaps=value_swaps,
+            distill_target=distill_target,
             on_epoch=epoch_line,
             progress=lambda i, t: bar.update(task, completed=i, total=t, description="training"),
             provenance={"command": "verirag train verifier"},

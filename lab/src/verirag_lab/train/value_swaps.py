@@ -105,6 +105,8 @@ def value_swap_negatives(examples: Sequence[VerifierExample], share: float, seed
                 recipe=RECIPE,
                 sentence_labels=None,
                 source=f"{e.source or e.group}#{RECIPE}:{kind}",
+                judge=None,  # the judge read the answer before it was changed
+                target=None,
             )
         )
     return out

@@ -7,14 +7,16 @@ beside the plain format read here, a JSONL of resolved examples, one object per 
 
     {"question": "...", "answer": "...", "passages": ["...", ...], "label": 1,
      "recipe": "real", "group": "nq:123", "sentence_labels": [1, 0] or null, "source": "...",
-     "history": ["User: ...", "Agent: ..."]}
+     "history": ["User: ...", "Agent: ..."], "judge": 0.8 or null, "target": 0.8 or null}
 
 `label` is 1 (the passages support the whole answer) or 0; `group` names the question (its
 dataset and id: validation holds out whole groups); `sentence_labels`, where known, has one
 label per answer sentence as `verirag.retrieval.sentences.split_sentences` splits it; `source`
 (optional) names the record it came from (default: file:line). Blank lines are skipped; any
 other line that is not such an object is an InputError naming the line. `history` (optional) holds
-the earlier turns of a conversation, which the verifier reads before the question.
+the earlier turns of a conversation, which the verifier reads before the question. `judge`
+(optional) is an LLM judge's P(supported) of the answer (`--distill-target` reads it), `target`
+(optional) a soft training target in [0, 1] that replaces the label in the loss.
 
 Whatever the files and options, every example passes `verirag_lab.train.guard.TrainingGuard.for_verifier`
 (instruct_qa_human questions, licence texts, the held-out split: held-out and own-answer questions,
@@ -36,6 +38,7 @@ import numpy as np
 from verirag.errors import InputError
 from verirag.learned.verifier import TrainedVerifier
 from verirag_lab.datasets import data_dir
+from verirag_lab.train.distill_targets import check_mode, distill_targets
 from verirag_lab.train.guard import TrainingGuard
 from verirag_lab.train.value_swaps import value_swap_negatives
 from verirag_lab.train.verifier_examples import SUPPORTED, UNSUPPORTED, VerifierExample
@@ -67,6 +70,14 @@ def example_from_json(d: Any, where: str) -> VerifierExample:
     history = d.get("history") or []
     if not isinstance(history, list) or not all(isinstance(t, str) for t in history):
         raise InputError(f"{where}: `history` must be a list of strings (the earlier turns)")
+    soft = {}
+    for key in ("judge", "target"):
+        value = d.get(key)
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1
+        ):
+            raise InputError(f"{where}: `{key}` must be null or a number in [0, 1], got {value!r}")
+        soft[key] = None if value is None else float(value)
     return VerifierExample(
         question=d["question"],
         answer=d["answer"],
@@ -77,6 +88,7 @@ def example_from_json(d: Any, where: str) -> VerifierExample:
         sentence_labels=tuple(sentence_labels) if sentence_labels is not None else None,
         source=str(d.get("source") or where),
         history=tuple(history),
+        **soft,
     )
 
 
@@ -195,6 +207,7 @@ def train_verifier(
     data_root: str | Path | None = None,
     doc_root: str | Path | None = None,
     value_swaps: float = 0.0,
+    distill_target: str = "gold",
 ) -> TrainedVerifier:
     """Fit `verifier` (default settings when None) on the examples `read` yields from each labels
     file (one path or several: e.g. the LLM-free recipes' file beside each model's), at most
@@ -202,8 +215,10 @@ def train_verifier(
     for an evaluation: dropped before sampling, so they neither train nor validate), nor any the
     guard of `data_root` ($VERIRAG_DATA_DIR) and `doc_root` (the installed documentation) refuses
     (module doc; there is no option to turn it off). `value_swaps`: the share of supported examples
-    that also give a changed-value negative (`verirag_lab.train.value_swaps`; 0: none). The
+    that also give a changed-value negative (`verirag_lab.train.value_swaps`; 0: none).
+    `distill_target`: what the distilled answers teach (`verirag_lab.train.distill_targets`). The
     provenance saved with it records the labels, their summary, what the guard refused and the command."""
+    check_mode(distill_target)  # before minutes of reading
     v = verifier or TrainedVerifier()
     paths = [Path(labels)] if isinstance(labels, (str, Path)) else [Path(p) for p in labels]
     if not paths:
@@ -212,6 +227,7 @@ def train_verifier(
     if read is read_labels:
         read = partial(read_labels, guard=guard)
     examples = read_examples(paths, max_examples, v.seed, read, exclude_groups, guard)
+    examples, distilled = distill_targets(examples, distill_target)
     if value_swaps:
         examples += value_swap_negatives(examples, value_swaps, v.seed)
     guard.check_by(examples, guard.example_refusal, lambda e: e.question)  # the last check before fitting
@@ -222,6 +238,7 @@ def train_verifier(
         "labels": [str(p) for p in paths] if len(paths) > 1 else str(paths[0]),
         "label_summary": summary(examples),
         **({"value_swaps": value_swaps} if value_swaps else {}),
+        **({"distill_target": distilled} if distilled["distilled"] else {}),
         "refused_as_evaluation_data": dict(sorted(guard.refused.items())),
         "guard_notes": list(guard.heldout.notes) if guard.heldout is not None else [],
     }

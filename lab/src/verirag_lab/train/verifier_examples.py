@@ -23,3 +23,5 @@ class VerifierExample:
     sentence_labels: tuple[int, ...] | None = None  # per answer sentence, where known (local edits)
     source: str = ""  # the record it came from (its id in the labels file)
     history: tuple[str, ...] = ()  # earlier turns of a conversation, oldest first ("User: ..." / "Agent: ...")
+    judge: float | None = None  # the LLM judge's P(supported) of the answer, where its labels hold one (distill)
+    target: float | None = None  # the training target where it is soft (in [0, 1]); None: the label

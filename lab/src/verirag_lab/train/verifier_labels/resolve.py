@@ -58,6 +58,13 @@ def check_doc(source, doc: dict[str, Any]) -> None:
         )
 
 
+def judge_score(r: dict[str, Any]) -> float | None:
+    """The LLM judge's score of a record's answer (the distill recipe's nli over the evidence, which
+    every answer has; the full-passage judge is a sample, kept to measure it), or None."""
+    score = ((r.get("meta") or {}).get("judge") or {}).get("evidence")
+    return None if score is None else float(score)
+
+
 def resolve(records: Iterable[dict[str, Any]], data_root: str | Path | None = None) -> list[VerifierExample]:
     """The examples of `records` (skips left out), in order; see the module doc."""
     examples_records = [r for r in records if is_example(r)]
@@ -94,6 +101,7 @@ def resolve(records: Iterable[dict[str, Any]], data_root: str | Path | None = No
                 sentence_labels=tuple(sentence_labels) if sentence_labels is not None else None,
                 source=str(r["id"]),
                 history=history,
+                judge=judge_score(r),
             )
         )
     return out
