@@ -15,7 +15,8 @@ def test_names_and_options() -> None:
     names = dataset_names()
     assert names[:4] == ["nq", "hotpotqa", "nomiracl", "instruct_qa_human"]
     assert {"nq_open", "hotpotqa_original", "topiocqa", "squad2", "bioasq", "jsonl"} <= set(names)
-    assert dataset_info("nq").options() == ["k", "retriever", "distractors", "embedder", "cache_index"]
+    assert dataset_info("nq").options() == ["k", "retriever", "distractors", "embedder", "cache_index", "followup"]
+    assert dataset_info("hotpotqa").options() == ["n_passages", "followup"]
     assert dataset_info("nomiracl").options() == ["subset", "references_llm"]
     assert dataset_info("jsonl").options() == []
 

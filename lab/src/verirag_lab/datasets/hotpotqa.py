@@ -15,9 +15,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from verirag.errors import InputError
-from verirag.types import Example
+from verirag.types import Example, Passage
 
-from .hotpotqa_original import HotpotRecord, build_examples, check_n_passages, read_hotpotqa
+from .followup import followups
+from .hotpotqa_original import HotpotRecord, build_examples, check_n_passages, passage_id, read_hotpotqa, texts_by_title
 
 
 def hotpotqa_files(path: str | Path) -> list[Path]:
@@ -48,13 +49,25 @@ def read_hotpotqa_path(path: str | Path) -> list[HotpotRecord]:
 
 
 def load_hotpotqa(
-    path: str | Path, *, n: int | None = None, seed: int = 0, n_passages: int | None = None
+    path: str | Path, *, n: int | None = None, seed: int = 0, n_passages: int | None = None, followup: bool = False
 ) -> list[Example]:
     """Twin (unanswerable, answerable) examples of every usable question at `path`.
 
-    n_passages: keep the first n_passages distractors per question (default: all, typically 8).
+    n_passages: keep the first n_passages distractors per question (default: all, typically 8);
+    followup: ask each question as a follow-up about the first supporting paragraph's entity it names
+    (`verirag_lab.datasets.followup`; both twins alike), leaving out the questions that name none.
     """
     check_n_passages(n_passages)
-    return build_examples(
-        read_hotpotqa_path(path), dataset="hotpotqa", mode="twins", n=n, seed=seed, n_passages=n_passages
-    )
+    records = read_hotpotqa_path(path)
+    examples = build_examples(records, dataset="hotpotqa", mode="twins", n=n, seed=seed, n_passages=n_passages)
+    if followup:
+        texts, by_id = texts_by_title(records), {r.id: r for r in records}
+
+        def entities(ex: Example) -> list[Passage]:
+            titles = by_id[ex.group].gold_titles
+            return [
+                Passage(id=passage_id(t), text=texts[t], title=t, source="hotpotqa") for t in titles if texts.get(t)
+            ]
+
+        examples = followups(examples, entities, "hotpotqa", seed)
+    return examples

@@ -33,6 +33,7 @@ from verirag.types import Example, Passage
 from ._io import iter_jsonl, string_list
 from ._retrieved import attach_retrieved, check_k
 from ._sampling import subsample
+from .followup import followups
 from .hotpotqa import read_hotpotqa_path
 
 log = logging.getLogger(__name__)
@@ -170,13 +171,16 @@ def load_nq(
     distractors: Any = "auto",
     embedder: Any = None,
     cache_index: bool = True,
+    followup: bool = False,
 ) -> list[Example]:
     """NQ-open oracle questions with their top-k passages from the oracle + HotpotQA pool.
 
     Options: k (passages per question); retriever "bm25" | "dense"; distractors: HotpotQA file
     or folder added to the pool ("auto": the shared data layout; None: oracle passages only);
     embedder (dense): a name or an Embedder (default MiniLM); cache_index (dense): keep the
-    embedded pool in the cache directory.
+    embedded pool in the cache directory; followup: ask each question as a follow-up about its gold
+    passage's entity (`verirag_lab.datasets.followup`; the passages are retrieved for the question as
+    first asked), leaving out the questions that do not name it.
     """
     k = check_k(k)
     if retriever not in RETRIEVERS:
@@ -200,4 +204,7 @@ def load_nq(
     attach_retrieved(examples, build_retriever(pool, retriever, embedder, cache_index), k)
     for ex in examples:
         ex.meta["gold_retrieved"] = ex.meta["gold_passage_id"] in {p.id for p in ex.passages}
+    if followup:
+        by_id = {p.id: p for p in pool}
+        examples = followups(examples, lambda ex: [by_id[ex.meta["gold_passage_id"]]], "nq", seed)
     return examples

@@ -2,7 +2,8 @@
 item 2), made from NQ and HotpotQA (never from instruct_qa_human: `exclusion`).
 
 The entity is a supporting passage's title named in the question (NQ: its gold passage; HotpotQA:
-a supporting paragraph's). The question is rewritten by rule: that mention (with a leading "the",
+a supporting paragraph's). The question is rewritten by the rule the conversational evaluation sets
+share (`verirag_lab.datasets.followup`): that mention (with a leading "the",
 a possessive "'s" -> "its") becomes "that <kind>" when the title says the kind ("Thriller
 (album)" -> "that album"), else "it" or "the above". The earlier turns (`history`, "User: ..." /
 "Agent: ...") name the entity: "Tell me about <title>." answered by the passage's first sentence
@@ -18,10 +19,8 @@ titles and passage spans by key), never benchmark text.
 
 from __future__ import annotations
 
-import re
-
 from verirag.metrics.qa import normalize_answer
-from verirag.retrieval.sentences import sentence_spans
+from verirag_lab.datasets.followup import TELL, find_mention, first_sentence_span, referring, replacement
 from verirag_lab.train.verifier_labels.context import Item, LabelContext
 from verirag_lab.train.verifier_labels.records import bare_title, labelled, record_id, skipped
 from verirag_lab.train.verifier_labels.replacements import pick
@@ -32,26 +31,6 @@ NAME = "followup"
 NEEDS_LLM = False
 VERSION = 1  # bumped when what the recipe makes changes: a rerun remakes its items
 DATASETS = ("nq", "hotpotqa")
-KIND_WORDS = {
-    "album": "album",
-    "song": "song",
-    "single": "song",
-    "film": "film",
-    "movie": "film",
-    "novel": "novel",
-    "book": "book",
-    "band": "band",
-    "tv series": "series",
-    "series": "series",
-    "play": "play",
-    "video game": "game",
-    "musical": "musical",
-    "magazine": "magazine",
-    "ship": "ship",
-}
-NOUNS = "song|album|film|movie|band|show|series|book|novel|group|game|play|character|team|company|river|city"
-MAX_REPLY_WORDS = 40
-TELL = "User: Tell me about "
 
 
 def plan(q: Question, ctx: LabelContext) -> list[Item]:
@@ -64,17 +43,6 @@ def plan(q: Question, ctx: LabelContext) -> list[Item]:
     return items
 
 
-def referring(title: str, rng) -> str:
-    """ "that album" for "Thriller (album)"; else "it" or "the above"."""
-    m = re.search(r"\(([^()]*)\)\s*$", title)
-    if m:
-        words = m.group(1).lower()
-        for key, word in KIND_WORDS.items():
-            if words == key or words.endswith(" " + key):
-                return f"that {word}"
-    return rng.choice(["it", "the above"])
-
-
 def entity_mention(ctx: LabelContext, q: Question) -> tuple[str, int, int, str] | None:
     """(passage key of the entity, start, end of its mention in the question, the kind noun
     before it: "the song X" -> "song"), or None."""
@@ -84,13 +52,9 @@ def entity_mention(ctx: LabelContext, q: Question) -> tuple[str, int, int, str] 
         name = bare_title(source.passage(key).title)
         if len(name) < 3 or too_close(name, q.answers[q.answer_index], "other"):
             continue
-        m = re.search(
-            rf"(?<!\w)(?:(?:the|a)\s+(?P<noun>{NOUNS})\s+|the\s+)?{re.escape(name)}(?:'s|’s)?(?!\w)",
-            q.text,
-            re.IGNORECASE,
-        )
+        m = find_mention(q.text, name)
         if m:
-            found.append((m.start(), key, m.end(), (m.group("noun") or "").lower()))
+            found.append((m[0], key, m[1], m[2]))
     if not found:
         return None
     start, key, end, noun = min(found)
@@ -98,24 +62,13 @@ def entity_mention(ctx: LabelContext, q: Question) -> tuple[str, int, int, str] 
 
 
 def rewritten_question(ctx: LabelContext, q: Question, start: int, end: int, phrase: str) -> dict:
-    mention = q.text[start:end]
-    if mention.endswith(("'s", "’s")):
-        phrase = "its" if phrase == "it" else phrase + "'s"
-    if start == 0:
-        phrase = phrase[:1].upper() + phrase[1:]
+    phrase = replacement(q.text[start:end], start, phrase)
     return {"edit": {"question_of": [q.dataset, q.id]}, "offset": start, "length": end - start, "replacement": phrase}
 
 
 def first_sentence(ctx: LabelContext, dataset: str, key: str) -> dict | None:
-    text = ctx.passage(dataset, key).text
-    spans = sentence_spans(text)
-    if not spans:
-        return None
-    s, e = spans[0]
-    words = text[s:e].split()
-    if len(words) > MAX_REPLY_WORDS:
-        e = text.index(words[MAX_REPLY_WORDS - 1], s) + len(words[MAX_REPLY_WORDS - 1])
-    return {"passage_span": [dataset, key, s, e - s]}
+    span = first_sentence_span(ctx.passage(dataset, key).text)
+    return None if span is None else {"passage_span": [dataset, key, span[0], span[1] - span[0]]}
 
 
 def tell_history(ctx: LabelContext, dataset: str, key: str) -> list | None:

@@ -35,13 +35,13 @@ sha256 prefix, checked when the record is read back).
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any, Protocol
 
 from verirag.errors import InputError
 from verirag.jsonio import AppendedJsonl
 from verirag.types import Passage
+from verirag_lab.datasets.followup import bare_title  # the recipes import it from here
 
 SUPPORTED, UNSUPPORTED = 1, 0
 
@@ -50,11 +50,6 @@ class Lookup(Protocol):
     def answers(self, dataset: str, example: str) -> tuple[str, ...]: ...
     def passage(self, dataset: str, key: str) -> Passage: ...
     def question_text(self, dataset: str, example: str) -> str: ...
-
-
-def bare_title(title: str) -> str:
-    """A title without its trailing disambiguation: "Thriller (album)" -> "Thriller"."""
-    return re.sub(r"\s*\([^()]*\)\s*$", "", title).strip() or title.strip()
 
 
 def render(spec: Any, lookup: Lookup) -> str:
