@@ -51,7 +51,11 @@ Say = Callable[[str], None]
 # The answer rules, by the name a record gives them (Judgement.rules, details["answer_rules"]).
 DECLINED = "declined"  # the answer declines ("the context does not say"): nothing to call supported
 UNTRUSTED = "untrusted"  # the trust filter kept no chunk: nothing was answered from the passages
+UNSTATED_NUMBER = "unstated_number"  # the answer states a number that nothing it was given states
 DECLINED_WARNING = "the answer declines to answer: nothing to call supported"
+# An answer with a number nothing it read states keeps a tenth of its score: below any threshold a
+# user would choose for a supported answer, and such answers keep their order among themselves.
+NUMBER_PENALTY = 0.1
 UNTRUSTED_ERROR = "no retrieved chunk is trusted by the conformal filter"
 RETRIEVAL_TURNS = 2  # turns of the conversation that retrieval reads before the question
 
@@ -334,6 +338,10 @@ class AnswerRules:
     """The rules that belong to the answer, whatever judged it:
     - declined: an answer that declines ("the context does not say") answered nothing, so there
       is nothing to call supported, whatever a verifier makes of the refusal: score 0;
+    - unstated_number: the answer states a number (digits or number words, `verirag.awf.numbers`)
+      that neither the passages it was judged against (texts and titles) nor the question and its
+      conversation state: its score times NUMBER_PENALTY, and a warning naming the numbers. A judge
+      reads a changed year or count as a small edit; the passages either state it or they do not;
     - untrusted: the trust filter kept no chunk, so nothing was answered: score 0 and the error.
     Each rule applied is named in `Judgement.rules`, the score before it kept in `raw_score`."""
 
@@ -352,6 +360,16 @@ class AnswerRules:
             j.raw_score, j.score = j.score, 0.0
             j.rules.append(DECLINED)
             j.warnings.append(DECLINED_WARNING)
+            return
+        if j.answer.strip():
+            from verirag.awf.numbers import unstated_numbers
+
+            passages = state.passages.passages if state.passages is not None else []
+            missing = unstated_numbers(j.answer, [state.in_context(), *(f"{p.title}\n{p.text}" for p in passages)])
+            if missing:
+                j.raw_score, j.score = j.score, j.score * NUMBER_PENALTY
+                j.rules.append(UNSTATED_NUMBER)
+                j.warnings.append(f"the answer states {', '.join(missing)}, which no passage states")
 
 
 class Act:
