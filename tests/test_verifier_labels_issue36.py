@@ -231,6 +231,13 @@ def test_followup_rewrites_the_question_and_carries_the_history(tmp_path, data):
     assert swapped.label == 0 and swapped.answer != "1850" and swapped.question == gold.question
     other = ex[variant(records, "hotpotqa", "b1", "other_history")["id"]]
     assert other.label == 0 and other.answer == "1850" and "Gallo Hall" not in other.history[0]
+    # a change of topic (TopiOCQA's kind): both entities told, "it" is the latest one
+    switch = ex[variant(records, "hotpotqa", "b1", "switch")["id"]]
+    back = ex[variant(records, "hotpotqa", "b1", "switch_back")["id"]]
+    assert switch.label == 1 and back.label == 0 and switch.answer == back.answer == "1850"
+    assert switch.question == back.question == gold.question and len(switch.history) == len(back.history) == 4
+    assert switch.history[2:] == gold.history and switch.history[:2] == other.history  # the question's entity last
+    assert back.history[:2] == gold.history and back.history[2:] == other.history  # the other entity last
     assert all(isinstance(t, str) for e in ex.values() for t in e.history)
     assert "Tell me about Gallo" not in (tmp_path / "labels.jsonl").read_text()
 

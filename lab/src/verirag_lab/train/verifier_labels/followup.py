@@ -12,7 +12,11 @@ a possessive "'s" -> "its") becomes "that <kind>" when the title says the kind (
 - swapped (0): a wrong answer of the same kind (as `swap` draws it);
 - other_history (0): the same question and answer, but the history names another entity (a
   distractor passage's title among the passages): "it" now means that one, which the answer
-  does not fit.
+  does not fit;
+- switch (1), switch_back (0): a conversation that changes topic, as TopiOCQA's do: both
+  entities are told about, one after the other. "It" means the latest: the answer fits when the
+  question's entity came last (switch), not when the conversation moved on to the other one
+  (switch_back), although the question's entity is still in the history.
 The record stores the question and the turns as text specs (an edit of the dataset's question,
 titles and passage spans by key), never benchmark text.
 """
@@ -37,7 +41,7 @@ def plan(q: Question, ctx: LabelContext) -> list[Item]:
     if q.dataset not in DATASETS or not q.answers:
         return []
     items = []
-    for variant in ("gold", "gold_asked", "swapped", "other_history"):
+    for variant in ("gold", "gold_asked", "swapped", "other_history", "switch", "switch_back"):
         item_id = record_id(NAME, q.dataset, q.id, variant, ctx.seed)
         items.append(Item(item_id, NAME, q.dataset, q.id, lambda i=item_id, v=variant: make(ctx, q, i, v)))
     return items
@@ -129,7 +133,7 @@ def make(ctx: LabelContext, q: Question, item_id: str, variant: str) -> dict:
             return skipped(item_id, NAME, q.dataset, q.id, "no replacement answer")
         answer, label = r.spec, 0
         meta["origin"] = r.origin
-    elif variant == "other_history":
+    elif variant in ("other_history", "switch", "switch_back"):
         name = bare_title(title)
         others = [
             k
@@ -138,11 +142,17 @@ def make(ctx: LabelContext, q: Question, item_id: str, variant: str) -> dict:
         ]
         if not others:
             return skipped(item_id, NAME, q.dataset, q.id, "no other entity among the passages")
-        other = ctx.rng(item_id).choice(others)
-        history = tell_history(ctx, q.dataset, other)
-        if history is None:
+        # the same other entity for all three variants of a question: they differ only in the order
+        other = ctx.rng(record_id(NAME, q.dataset, q.id, "other_history", ctx.seed)).choice(others)
+        told = tell_history(ctx, q.dataset, other)
+        if told is None:
             return skipped(item_id, NAME, q.dataset, q.id, "the other entity's passage has no sentence")
-        label = 0
+        if variant == "other_history":
+            history, label = told, 0
+        elif variant == "switch":  # the other entity first, then the question's: "it" is the question's
+            history, label = told + history, 1
+        else:  # the question's entity first, then the other: "it" has moved on
+            history, label = history + told, 0
         meta["history_entity"] = other
     return labelled(
         item_id,
