@@ -67,3 +67,12 @@ def test_the_rule_keeps_a_tenth_of_the_score(verifier):
     AnswerRules().run(s, print)
     assert s.judgement.score == pytest.approx(0.8 * NUMBER_PENALTY) and s.judgement.raw_score == 0.8
     assert s.judgement.rules == ["unstated_number"]
+    hard = State()  # a hard label (0 or 1) stays one: unsupported
+    hard.judgement = Judgement(answer="Born in 1866.", score=1.0, method="m", judge="j", hard=True)
+    AnswerRules().run(hard, print)
+    assert hard.judgement.score == 0.0 and hard.judgement.rules == ["unstated_number"]
+    unread = State()  # an answer read from no passage (no_context) is not judged against passages
+    unread.passages = PassagesRecord([])
+    unread.judgement = Judgement(answer="Born in 1866.", score=1.0, method="no_context", judge="", hard=True)
+    AnswerRules().run(unread, print)
+    assert unread.judgement.score == 1.0 and unread.judgement.rules == []

@@ -340,8 +340,9 @@ class AnswerRules:
       is nothing to call supported, whatever a verifier makes of the refusal: score 0;
     - unstated_number: the answer states a number (digits or number words, `verirag.awf.numbers`)
       that neither the passages it was judged against (texts and titles) nor the question and its
-      conversation state: its score times NUMBER_PENALTY, and a warning naming the numbers. A judge
-      reads a changed year or count as a small edit; the passages either state it or they do not;
+      conversation state: its score times NUMBER_PENALTY (a hard label's: 0), and a warning naming
+      the numbers; an answer read from no passage is left alone. A judge reads a changed year or
+      count as a small edit; the passages either state it or they do not;
     - untrusted: the trust filter kept no chunk, so nothing was answered: score 0 and the error.
     Each rule applied is named in `Judgement.rules`, the score before it kept in `raw_score`."""
 
@@ -361,13 +362,13 @@ class AnswerRules:
             j.rules.append(DECLINED)
             j.warnings.append(DECLINED_WARNING)
             return
-        if j.answer.strip():
+        passages = state.passages.passages if state.passages is not None else []
+        if j.answer.strip() and passages:  # an answer read from no passage (no_context) claims no support
             from verirag.awf.numbers import unstated_numbers
 
-            passages = state.passages.passages if state.passages is not None else []
             missing = unstated_numbers(j.answer, [state.in_context(), *(f"{p.title}\n{p.text}" for p in passages)])
-            if missing:
-                j.raw_score, j.score = j.score, j.score * NUMBER_PENALTY
+            if missing:  # a hard-label method's decision becomes "unsupported"
+                j.raw_score, j.score = j.score, 0.0 if j.hard else j.score * NUMBER_PENALTY
                 j.rules.append(UNSTATED_NUMBER)
                 j.warnings.append(f"the answer states {', '.join(missing)}, which no passage states")
 
