@@ -47,11 +47,12 @@ from verirag.records import ResultStore
 from verirag_lab.train.stack_features import feature_table
 
 
-def load(runs: list[str], pool: list[str] = (), scores: list[str] = ()):
+def load(runs: list[str], pool: list[str] = (), scores: list[str] = (), methods: list[str] = ()):
     """(first run's table, {column: scores}) with the other runs' predictor columns merged in; the
     first run's answers are those of `runs[0]` and every run of `pool`. `scores` ("NAME=FILE",
     files of benchmarks/rescore_own_answers.py) adds the column NAME; a NAME given several times
-    reads all its files; every answer must have a score."""
+    reads all its files; every answer must have a score. `methods` keeps only those methods' records
+    (two methods with one predictor, nli and nli over the evidence, cannot both be a column)."""
     base, columns = None, {}
     for i, arg in enumerate(runs):
         name, _, path = arg.rpartition("=")
@@ -59,6 +60,8 @@ def load(runs: list[str], pool: list[str] = (), scores: list[str] = ()):
         if i == 0:
             for more in pool:  # records of one generation key merge into one answer (feature_table)
                 records += list(ResultStore(Path(more)).load())
+        if methods:
+            records = [r for r in records if r.method in methods]
         table = feature_table(records, impute=True)
         if base is None:
             base = table
@@ -162,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--baseline", default="self_check")
     ap.add_argument("--columns", default="", help="comma-separated columns to show (default: all)")
     ap.add_argument("--resamples", type=int, default=2000)
+    ap.add_argument("--methods", default="", help="comma-separated methods whose records are read (default: all)")
     ap.add_argument(
         "--export",
         type=Path,
@@ -172,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.export:
         return 0 if export(Path(args.runs[0]), args.export) else 1
-    table, columns = load(args.runs, args.pool, args.verifier_scores)
+    table, columns = load(args.runs, args.pool, args.verifier_scores, [m for m in args.methods.split(",") if m])
     if args.baseline not in columns:
         raise SystemExit(f"no column {args.baseline!r}; columns: {', '.join(columns)}")
     shown = [c for c in args.columns.split(",") if c] or list(columns)
