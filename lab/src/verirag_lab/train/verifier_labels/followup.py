@@ -24,9 +24,9 @@ titles and passage spans by key), never benchmark text.
 from __future__ import annotations
 
 from verirag.metrics.qa import normalize_answer
-from verirag_lab.datasets.followup import TELL, find_mention, first_sentence_span, referring, replacement
+from verirag_lab.datasets.followup import TELL, bare_title, find_mention, first_sentence_span, referring, replacement
 from verirag_lab.train.verifier_labels.context import Item, LabelContext
-from verirag_lab.train.verifier_labels.records import bare_title, labelled, record_id, skipped
+from verirag_lab.train.verifier_labels.records import labelled, record_id, skipped
 from verirag_lab.train.verifier_labels.replacements import pick
 from verirag_lab.train.verifier_labels.sources import Question
 from verirag_lab.train.verifier_labels.spans import Span, answer_kind, too_close

@@ -18,8 +18,9 @@ from __future__ import annotations
 import re
 
 from verirag.metrics.qa import normalize_answer
+from verirag_lab.datasets.followup import bare_title
 from verirag_lab.train.verifier_labels.context import PASSAGES_PER_QUESTION, Item, LabelContext
-from verirag_lab.train.verifier_labels.records import bare_title, labelled, record_id, skipped
+from verirag_lab.train.verifier_labels.records import labelled, record_id, skipped
 from verirag_lab.train.verifier_labels.replacements import other_option
 from verirag_lab.train.verifier_labels.sources import Question
 from verirag_lab.train.verifier_labels.spans import Span, answer_kind, too_close

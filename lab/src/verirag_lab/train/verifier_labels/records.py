@@ -41,7 +41,7 @@ from typing import Any, Protocol
 from verirag.errors import InputError
 from verirag.jsonio import AppendedJsonl
 from verirag.types import Passage
-from verirag_lab.datasets.followup import bare_title  # the recipes import it from here
+from verirag_lab.datasets.followup import bare_title
 
 SUPPORTED, UNSUPPORTED = 1, 0
 
