@@ -4,7 +4,8 @@
     run = label_verifier("labels.jsonl", datasets=["nq", "hotpotqa"], n=100, models=["smollm2-135m"])
     examples = resolve_file("labels.jsonl")      # -> [VerifierExample]
 
-Recipes (one small module each): real, swap, evidence_removal, local_edit, evidence_sentence. The labels file holds
+Recipes: one small module each, listed in `run.RECIPES` (real, swap, evidence_removal, local_edit,
+evidence_sentence, multihop, followup, doc_claims, paraphrase, distill, choice). The labels file holds
 ids, generated text, labels and provenance, never benchmark text (`records`); `resolve` reads the
 text back from the data folder. Every instruct_qa_human question is kept out (`exclusion`).
 """

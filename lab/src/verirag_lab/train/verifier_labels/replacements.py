@@ -83,6 +83,11 @@ _CHOICE = re.compile(
 )
 
 
+def is_choice_question(text: str) -> bool:
+    """Whether a question offers its answer's options ("..., A or B?")."""
+    return _CHOICE.search(text.strip()) is not None
+
+
 def other_option(ctx: LabelContext, q: Question, span: Span, keys: Sequence[str]) -> Replacement | None:
     """For a choice question ("..., A or B?") whose answer is one option: the other option, where a
     passage mentions it."""

@@ -27,6 +27,7 @@ from verirag.errors import InputError
 from verirag.jsonio import write_json
 from verirag_lab.datasets import data_dir
 from verirag_lab.train.verifier_labels import (
+    choice,
     distill,
     doc_claims,
     evidence_removal,
@@ -57,6 +58,7 @@ RECIPES = {
         doc_claims,
         paraphrase,
         distill,
+        choice,
     )
 }
 DEFAULT_DATASETS = ("nq", "hotpotqa")
