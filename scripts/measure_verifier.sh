@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Measure a trained verifier everywhere the shipped one is measured, without an LLM call, and write
+# its scores beside the shipped one's (ids, kinds and scores; no benchmark text), so that
+# `python benchmarks/cascade.py --verifier NAME` and the per-set benchmarks compare the two paired:
+#
+#   dev set (instruct_qa_human's HotpotQA and TopiOCQA rows)  data/verifier/dev_scores/verifier-NAME.jsonl
+#   the man pages (the held-out kind of document)             data/verifier/heldout_docs/verifier-NAME.jsonl
+#   own answers (the committed held-out runs)                 data/verifier/own_answers/RUN/verifier-NAME.jsonl
+#   changed numbers, parties, negations                       data/verifier/swaps/verifier-NAME{,-own,-manpages}.jsonl
+#   made-up checks (bridges, follow-ups, licences)            data/verifier/made_up/verifier-NAME.json
+#
+# Usage: VERIRAG_DATA_DIR=../shared/data bash scripts/measure_verifier.sh NAME DIR
+# (DIR: a verifier folder, `verirag train verifier --out DIR`). Each step skips what is written;
+# about 15-25 minutes on 2 cores. The dev set and the man pages are evaluation data: this measures,
+# it never trains or tunes anything.
+set -euo pipefail
+name=${1:?usage: measure_verifier.sh NAME DIR}
+dir=${2:?usage: measure_verifier.sh NAME DIR}
+[ -d "$dir" ] || { echo "measure_verifier.sh: $dir is not a verifier folder" >&2; exit 1; }
+: "${VERIRAG_DATA_DIR:?set VERIRAG_DATA_DIR to the shared data folder}"
+cd "$(dirname "$0")/.."
+py=${PYTHON:-.venv/bin/python}
+verirag=${VERIRAG:-.venv/bin/verirag}
+method="vanilla+verifier(verifier=$dir)"
+work=runs/measure/$name
+mkdir -p "$work"
+
+[ -f runs/verifier_dev/dev.jsonl ] || $py benchmarks/verifier_dev.py log --out runs/verifier_dev/dev.jsonl
+[ -f runs/heldout_docs/log.jsonl ] || $py benchmarks/heldout_docs.py log --n 150 --out runs/heldout_docs/log.jsonl
+
+$verirag verify runs/verifier_dev/dev.jsonl --label-field label --method "$method" --out "$work/dev"
+$py benchmarks/verifier_dev.py export "$work/dev" --out "data/verifier/dev_scores/verifier-$name.jsonl"
+
+$verirag verify runs/heldout_docs/log.jsonl --label-field label --method "$method" --out "$work/docs"
+$py benchmarks/heldout_docs.py export "$work/docs" --out "data/verifier/heldout_docs/verifier-$name.jsonl"
+
+for run in held-out-qwen2.5-1.5b held-out-nq2-qwen2.5-1.5b held-out-nli-qwen2.5-1.5b; do
+  $py benchmarks/rescore_own_answers.py "data/verifier/own_answers/$run" --verifier "$dir" \
+    --out "data/verifier/own_answers/$run/verifier-$name.jsonl"
+done
+
+$py benchmarks/verifier_swaps.py --method "$method" --out "data/verifier/swaps/verifier-$name.jsonl"
+$py benchmarks/verifier_swaps.py --method "$method" --own data/verifier/own_answers/held-out-nli-qwen2.5-1.5b \
+  --out "data/verifier/swaps/verifier-$name-own.jsonl"
+$py benchmarks/verifier_swaps.py --method "$method" --log runs/heldout_docs/log.jsonl \
+  --out "data/verifier/swaps/verifier-$name-manpages.jsonl"
+$py benchmarks/verifier_made_up.py --method "$method" --json "data/verifier/made_up/verifier-$name.json"
