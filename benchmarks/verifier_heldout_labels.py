@@ -4,7 +4,8 @@ The issue-36 recipes write a held-out split no training example shares a questio
 documentation claims, a package) with (`make issue36-labels`: runs/labels/*.heldout.jsonl). This
 scores every example of those files with each verifier and prints, per recipe and pooled, each
 verifier's AUROC with a 95% interval resampling question groups, and the paired difference to the
-first verifier.
+first verifier; and, per recipe, how often a supported answer scores above an unsupported one to
+the same question over the same passages (the `choice` recipe's two options, a `swap` pair).
 
     VERIRAG_DATA_DIR=../shared/data python benchmarks/verifier_heldout_labels.py \\
         runs/labels/issue36-qa.heldout.jsonl \\
@@ -89,6 +90,26 @@ def table(examples, scores: dict[str, np.ndarray], resamples: int) -> list[dict]
     return rows
 
 
+def right_above_wrong(examples, scores: dict[str, np.ndarray]) -> dict[str, dict[str, tuple[int, int]]]:
+    """{recipe: {verifier: (pairs whose supported answer scores strictly above the unsupported one,
+    pairs)}}: a pair is a supported and an unsupported example of one recipe with the same question
+    (and history) and passages, e.g. the `choice` recipe's two options; a tie counts against."""
+    by: dict[tuple, list[int]] = defaultdict(list)
+    for i, e in enumerate(examples):
+        by[(e.recipe, e.group, e.question, tuple(e.history or ()), e.passages)].append(i)
+    out: dict[str, dict[str, list[int]]] = {}
+    for (recipe, *_), ix in by.items():
+        right = [i for i in ix if examples[i].label == 1]
+        wrong = [i for i in ix if examples[i].label == 0]
+        for name, s in scores.items():
+            won = out.setdefault(recipe, {}).setdefault(name, [0, 0])
+            for r in right:
+                for w in wrong:
+                    won[0] += int(s[r] > s[w])
+                    won[1] += 1
+    return {rec: {k: (v[0], v[1]) for k, v in d.items()} for rec, d in out.items() if any(n for _, n in d.values())}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("labels", type=Path, nargs="+", help="held-out labels files (compact records)")
@@ -120,8 +141,12 @@ def main(argv=None) -> int:
             continue
         cells = [fmt(r[k]) for k in names] + [fmt(r[f"{k} minus {names[0]}"]) for k in names[1:]]
         print(f"| {r['subset']} | {r['n']} | {r['positives']} | " + " | ".join(cells) + " |")
+    pairs = right_above_wrong(examples, scores)
+    for recipe, won in sorted(pairs.items()):
+        shown = ", ".join(f"{k} {w / n:.3f}" for k, (w, n) in won.items())
+        print(f"{recipe}: right above wrong in {next(iter(won.values()))[1]} pairs of one question: {shown}")
     if a.json:
-        a.json.write_text(json.dumps({"rows": rows, "seconds": seconds}, indent=1))
+        a.json.write_text(json.dumps({"rows": rows, "seconds": seconds, "right_above_wrong": pairs}, indent=1))
     return 0
 
 

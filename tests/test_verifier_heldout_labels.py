@@ -1,4 +1,5 @@
-"""benchmarks/verifier_heldout_labels.py: the variant a table row is named by, from a record id."""
+"""benchmarks/verifier_heldout_labels.py: the variant a table row is named by, from a record id; the pairs
+of one question it counts right above wrong."""
 
 from __future__ import annotations
 
@@ -12,3 +13,26 @@ def test_the_variant_of_a_record_id():
     assert kind_of("multihop/hotpotqa/5a8d/both_mixed/s0") == "both_mixed"
     assert kind_of("doc_claims/docs/manpages-dev:usr/share/man/man2/fork.2.gz#5/sentence/s0") == "sentence"
     assert kind_of("odd") == "?"
+
+
+def test_right_above_wrong_pairs_answers_to_the_same_question_and_passages():
+    import numpy as np
+
+    from verirag_lab.train.verifier_examples import VerifierExample
+
+    right_above_wrong = load_benchmark("verifier_heldout_labels").right_above_wrong
+
+    def ex(q, a, label, passages=("p",), recipe="choice"):
+        return VerifierExample(q, a, passages, label, recipe, group=f"nq:{q}")
+
+    examples = [
+        ex("q1", "a", 1),
+        ex("q1", "b", 0),
+        ex("q2", "a", 1),
+        ex("q2", "b", 0),
+        ex("q3", "a", 1),
+        ex("q3", "b", 0, passages=("other",)),  # other passages: no pair
+        ex("q4", "a", 0, recipe="swap"),  # one label only: no pair
+    ]
+    scores = {"v": np.array([0.9, 0.1, 0.4, 0.4, 0.9, 0.1, 0.5])}
+    assert right_above_wrong(examples, scores) == {"choice": {"v": (1, 2)}}  # the tie counts against
