@@ -20,6 +20,10 @@ once.
     # answers that every method of the run judged (a run stopped part way keeps its whole answers)
     python benchmarks/verifier_own_answers.py runs/verifier-held-out-nli --export data/verifier/own_answers/NAME
 
+`--question-kinds CONFIG` also splits each dataset's answers into choice questions ("Which is older, A
+or B?": a claim that names every option) and the others, the questions read back from the data with
+the run's config.
+
 `--verifier-scores NAME=FILE` (repeatable) adds the column NAME: another verifier's scores of the
 same answers, written without an LLM call by benchmarks/rescore_own_answers.py and matched by the
 answers' generation key; give NAME once per file when answers come from several runs (--pool).
@@ -38,13 +42,14 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from rescore_own_answers import read_rescored
+from rescore_own_answers import load_examples, read_rescored
 
 from verirag.metrics.awf import pr_auc_statistic, random_pr_auc
 from verirag.metrics.calibration import auroc
 from verirag.metrics.stats import group_bootstrap_intervals
 from verirag.records import ResultStore
 from verirag_lab.train.stack_features import feature_table
+from verirag_lab.train.verifier_labels.replacements import is_choice_question
 
 
 def load(runs: list[str], pool: list[str] = (), scores: list[str] = (), methods: list[str] = ()):
@@ -121,6 +126,22 @@ def export(run: Path, out: Path) -> int:
     return len(kept)
 
 
+def question_kind_parts(table, config: Path) -> list[tuple[str, np.ndarray]]:
+    """("DATASET:choice" / "DATASET:other", answer indices): the answers to choice questions ("Which
+    is older, A or B?", whose claim names every option) apart from the others, the questions read back
+    from the data with the run's config (`rescore_own_answers.load_examples`)."""
+    where = [g.split(":", 1) for g in table.groups]
+    examples = load_examples(config, [{"dataset": d, "group": g} for d, g in where])
+    ids = [k.split("|")[2] for k in table.keys]  # dataset|model|example_id|generation
+    kinds = []
+    for (dataset, _), example_id in zip(where, ids):
+        e = examples.get((dataset, example_id))
+        if e is None:
+            raise SystemExit(f"{config}: no question {dataset}:{example_id}; is it the run's config?")
+        kinds.append(f"{dataset}:{'choice' if is_choice_question(e.question) else 'other'}")
+    return [(k, np.array([i for i, x in enumerate(kinds) if x == k])) for k in sorted(set(kinds))]
+
+
 def table_rows(table, columns: dict[str, np.ndarray], baseline: str, ix: np.ndarray, n_resamples: int):
     y, A = table.y[ix], table.answerable[ix]
     cols = {k: v[ix] for k, v in columns.items()}
@@ -167,6 +188,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--resamples", type=int, default=2000)
     ap.add_argument("--methods", default="", help="comma-separated methods whose records are read (default: all)")
     ap.add_argument(
+        "--question-kinds",
+        type=Path,
+        default=None,
+        metavar="CONFIG",
+        help="also split each dataset's answers into choice questions ('..., A or B?') and the others; "
+        "CONFIG is the run's config (the questions are read back from the data by id)",
+    )
+    ap.add_argument(
         "--export",
         type=Path,
         default=None,
@@ -185,7 +214,11 @@ def main(argv: list[str] | None = None) -> int:
     parts = [("all", np.arange(len(table.y)))] + [
         (d, np.array([i for i, g in enumerate(table.groups) if g.split(":", 1)[0] == d])) for d in datasets
     ]
+    if args.question_kinds:
+        parts += question_kind_parts(table, args.question_kinds)
     for part, ix in parts:
+        if not len(ix):
+            continue
         y, A = table.y[ix], table.answerable[ix]
         rand = random_pr_auc(int(y.sum()), int(((A > 0) | (y > 0)).sum()), len(y))
         print(
