@@ -236,6 +236,23 @@ verifier-value-swaps: $(VENV)/.base $(VENV)/.lab issue36-labels runs/labels/issu
 	    --max-examples 7000 --max-length 128 --candidates 1 --joint --learning-rate 3e-5 --value-swaps 0.5 \
 	    --exclude-groups data/verifier/own_answers/groups.txt --out runs/verifiers/value-swaps
 
+# A candidate (issue 47): the shipped verifier warm-started as `make verifier` trains it, with the
+# `choice` recipe's labels (every training question made a choice between its gold answer and another,
+# answered with each option) listed twice (data/verifier/candidates/choice/README.md). About 95
+# minutes on 2 cores shared with other work. The held-out pairs: runs/labels/choice.heldout.jsonl.
+.PHONY: verifier-choice
+runs/labels/choice.jsonl runs/labels/choice.heldout.jsonl: $(VENV)/.base $(VENV)/.lab
+	$(VENV)/bin/verirag label verifier --models none --recipes choice --datasets nq,hotpotqa --n 0 --split \
+	    $$(case $@ in *.heldout.jsonl) echo heldout;; *) echo train;; esac) --out $@
+verifier-choice: $(VENV)/.base $(VENV)/.lab issue36-labels runs/labels/issue36-docs-1200.jsonl runs/labels/choice.jsonl
+	$(VENV)/bin/verirag label verifier --models none --recipes swap --n 0 \
+	    --out runs/labels/swap.jsonl
+	$(VENV)/bin/verirag train verifier $(VERIFIER_LABELS) $(ISSUE36_TRAIN) runs/labels/issue36-qa.jsonl \
+	    runs/labels/choice.jsonl runs/labels/choice.jsonl \
+	    --init-from src/verirag/learned/shipped/verifier --train-layers 6 --compress-rank 32 --epochs 1 \
+	    --max-examples 7000 --max-length 128 --candidates 1 --joint --learning-rate 3e-5 \
+	    --exclude-groups data/verifier/own_answers/groups.txt --out runs/verifiers/choice
+
 bench: $(VENV)/.dev $(VENV)/.models
 	$(PY) benchmarks/run_all.py
 
