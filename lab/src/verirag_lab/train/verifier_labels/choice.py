@@ -58,11 +58,10 @@ def choice_question(q: Question, first: Any, second: Any) -> dict[str, Any]:
     }
 
 
-def alternative(ctx: LabelContext, q: Question, keys: list[str]) -> tuple[Replacement, bool] | None:
-    """(the other option, whether the gold option comes first), drawn once per question (both
-    records of a pair draw the same)."""
+def alternative(ctx: LabelContext, q: Question, keys: list[str], kind: str) -> tuple[Replacement, bool] | None:
+    """(the other option, whether the gold option comes first) for the gold answer of `kind`, drawn
+    with a seed of its own, so both records of a pair draw the same."""
     answer = q.answers[q.answer_index]
-    kind = answer_kind(answer)
     rng = ctx.rng(record_id(NAME, q.dataset, q.id, "pair", ctx.seed))
     r = pick(ctx, q, Span(0, len(answer), kind, answer), keys, q.answers, "", rng)
     return None if r is None else (r, rng.random() < 0.5)
@@ -78,7 +77,7 @@ def make(ctx: LabelContext, q: Question, item_id: str, variant: str) -> dict:
     keys = ctx.evidence_set(q)
     if keys is None:
         return skipped(item_id, NAME, q.dataset, q.id, "no passages with the evidence")
-    drawn = alternative(ctx, q, keys)
+    drawn = alternative(ctx, q, keys, kind)
     if drawn is None:
         return skipped(item_id, NAME, q.dataset, q.id, f"no alternative of kind {kind}")
     other, gold_first = drawn
