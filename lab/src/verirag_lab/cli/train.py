@@ -478,6 +478,12 @@ def pruner(
     aggressive_recall: float | None = typer.Option(
         None, help="The same share for the published aggressive threshold (at most --recall; none if omitted)."
     ),
+    retrieved_negatives: int = typer.Option(
+        0,
+        help="Per NQ training question, this many of its top-5 BM25 passages besides the gold one, in place of "
+        "a random other question's passage "
+        "(hard negatives, labelled like the gold passage).",
+    ),
     max_examples: int | None = typer.Option(None, help="Train on the first this many examples (a smoke run)."),
     seed: int = typer.Option(0, help="Split and initialisation seed."),
 ):
@@ -489,7 +495,7 @@ def pruner(
     from verirag_lab.train.pruner_examples import guarded_question, guarded_texts, pruner_examples
 
     guard = TrainingGuard.for_data(data_dir())
-    examples = pruner_examples(data_dir(), seed=seed, guard=guard)
+    examples = pruner_examples(data_dir(), seed=seed, guard=guard, retrieved=retrieved_negatives)
     if max_examples is not None:
         examples = examples[:max_examples]
     guard.check(examples, question=guarded_question, texts=guarded_texts)
@@ -513,7 +519,9 @@ def pruner(
     p.save(
         out_dir,
         command="verirag train pruner",
-        data="NQ-open oracle + HotpotQA training questions; instruct_qa_human questions and licence texts refused",
+        data="NQ-open oracle + HotpotQA training questions"
+        + (f" (+{retrieved_negatives} BM25 hard negatives per NQ question)" if retrieved_negatives else "")
+        + "; instruct_qa_human questions and licence texts refused",
     )
     m = p.metrics_
     out.print(

@@ -4,6 +4,11 @@
 - `nq`: each NQ-open oracle question's gold passage (lost-in-the-middle), a sentence labelled 1
   when it holds a reference answer (normalised substring); and one other question's gold passage
   as a random negative (its sentences 1 only where they happen to hold the answer).
+- `nq-retrieved` (`retrieved` > 0, in place of the random negative): each NQ question's top BM25 passages from the oracle + HotpotQA
+  pool other than its gold one, labelled as above: the hard negatives a RAG pipeline retrieves (the
+  same topic and words, mostly no answer), which the benchmark's passages are and the random
+  negative is not. A pool passage that is a held-out question's gold passage or a held-out HotpotQA
+  question's paragraph is never read.
 - `hotpotqa`: each HotpotQA question's supporting-fact sentences labelled 1, the other sentences of
   the same paragraphs 0 (hard negatives: same topic, no support), and `distractors` of the
   question's distractor paragraphs with every sentence 0.
@@ -41,8 +46,11 @@ def held_out(question: str, share: float) -> bool:
     return int(h[:8], 16) / 2**32 < share
 
 
-def nq_examples(data_dir: str | Path, *, held: bool = False, seed: int = 0) -> list[PrunerExample]:
-    """NQ's training examples (`held`: the held-out questions' instead, for evaluation)."""
+def nq_examples(
+    data_dir: str | Path, *, held: bool = False, seed: int = 0, random_negative: bool = True
+) -> list[PrunerExample]:
+    """NQ's training examples (`held`: the held-out questions' instead, for evaluation), each gold
+    passage with one other question's as a random negative unless `random_negative` is False."""
     rows = read_oracle(find_oracle_file(Path(data_dir)))
     rng = random.Random(seed)
     out = []
@@ -57,11 +65,45 @@ def nq_examples(data_dir: str | Path, *, held: bool = False, seed: int = 0) -> l
             continue
         out.append(PrunerExample(r["question"], title, tuple(sentences), tuple(labels), group, "nq-gold"))
         other = rows[rng.randrange(len(rows))]
-        if other["row"] != r["row"]:
+        if random_negative and other["row"] != r["row"]:
             sentences = passage_sentences(other["gold"][1])
             labels = [contains_answer(s, r["answers"]) for s in sentences]
             out.append(
                 PrunerExample(r["question"], other["gold"][0], tuple(sentences), tuple(labels), group, "nq-random")
+            )
+    return out
+
+
+def nq_retrieved_examples(data_dir: str | Path, per_question: int, *, k: int = 5) -> list[PrunerExample]:
+    """Each training NQ question's top-`k` BM25 passages (the benchmark's retrieval) other than its
+    gold passage, at most `per_question` of them, in rank order. Passages of held-out questions (NQ
+    gold passages, HotpotQA paragraphs) are skipped, so no benchmark passage is trained on."""
+    from verirag_lab.datasets.nq import load_nq
+
+    held_titles = {
+        str(t)
+        for r in hotpotqa_records(data_dir)
+        if held_out(r["question"], HOTPOTQA_HELD_OUT)
+        for t, _ in r["context"]
+    }
+    rows = load_nq(data_dir, k=k, retriever="bm25")
+    held_gold = {e.meta["gold_passage_id"] for e in rows if held_out(e.question, NQ_HELD_OUT)}
+    out = []
+    for e in rows:
+        if held_out(e.question, NQ_HELD_OUT):
+            continue
+        others = [
+            p
+            for p in e.passages
+            if p.id != e.meta["gold_passage_id"]
+            and p.id not in held_gold
+            and not (p.source == "hotpotqa" and p.title in held_titles)
+        ]
+        for p in others[:per_question]:
+            sentences = passage_sentences(p.text)
+            labels = [contains_answer(s, e.references) for s in sentences]
+            out.append(
+                PrunerExample(e.question, p.title, tuple(sentences), tuple(labels), f"nq:{e.id}", "nq-retrieved")
             )
     return out
 
@@ -116,13 +158,22 @@ def hotpotqa_examples(
 
 
 def pruner_examples(
-    data_dir: str | Path, *, held: bool = False, seed: int = 0, guard: TrainingGuard | None = None
+    data_dir: str | Path,
+    *,
+    held: bool = False,
+    seed: int = 0,
+    guard: TrainingGuard | None = None,
+    retrieved: int = 0,
 ) -> list[PrunerExample]:
-    """The training (or, `held`, the held-out) examples; training examples pass `guard` (by default
-    the data folder's), which counts what it refuses in `guard.refused`."""
-    examples = nq_examples(data_dir, held=held, seed=seed) + hotpotqa_examples(data_dir, held=held, seed=seed)
+    """The training (or, `held`, the held-out) examples, with `retrieved` BM25 hard negatives per
+    NQ training question (`nq_retrieved_examples`) in place of its random negative; training examples pass `guard` (by default the
+    data folder's), which counts what it refuses in `guard.refused`."""
+    nq = nq_examples(data_dir, held=held, seed=seed, random_negative=held or not retrieved)
+    examples = nq + hotpotqa_examples(data_dir, held=held, seed=seed)
     if held:
         return examples
+    if retrieved:
+        examples += nq_retrieved_examples(data_dir, retrieved)
     guard = guard or TrainingGuard.for_data(data_dir)
     return guard.keep(examples, question=guarded_question, texts=guarded_texts)
 
