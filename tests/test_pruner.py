@@ -75,6 +75,39 @@ def test_labels_mark_the_answering_sentences_and_hold_questions_out(tmp_path):
     assert by_title.get("Bakery", (0, 0)) == (0, 0)  # a distractor: nothing kept
 
 
+def test_retrieved_hard_negatives_come_from_training_questions_only(tmp_path):
+    from verirag_lab.train.guard import TrainingGuard
+    from verirag_lab.train.pruner_examples import (
+        HOTPOTQA_HELD_OUT,
+        NQ_HELD_OUT,
+        held_out,
+        hotpotqa_records,
+        nq_examples,
+        pruner_examples,
+    )
+
+    _write_fixture(tmp_path)
+    guard = TrainingGuard(frozenset())
+    examples = pruner_examples(tmp_path, retrieved=2, guard=guard)
+    retrieved = [e for e in examples if e.source == "nq-retrieved"]
+    assert retrieved and not any(e.source == "nq-random" for e in examples)  # in place of the random one
+    assert all(not held_out(e.question, NQ_HELD_OUT) for e in retrieved)
+    per_question = {}
+    for e in retrieved:
+        per_question[e.question] = per_question.get(e.question, 0) + 1
+    assert max(per_question.values()) <= 2
+    held_gold = {" ".join(e.sentences) for e in nq_examples(tmp_path, held=True) if e.source == "nq-gold"}
+    held_titles = {
+        t for r in hotpotqa_records(tmp_path) if held_out(r["question"], HOTPOTQA_HELD_OUT) for t, _ in r["context"]
+    }
+    for e in retrieved:
+        assert " ".join(e.sentences) not in held_gold  # no benchmark passage is read
+        assert e.title not in held_titles
+        if e.title.startswith("Lighthouse"):  # another lighthouse's year: nothing answers
+            assert e.title != f"Lighthouse {e.question.split()[3]}" and not any(e.labels)
+    assert len(pruner_examples(tmp_path, guard=guard, retrieved=0)) != len(examples)
+
+
 # ---- windows --------------------------------------------------------------------------------------
 def test_a_long_passage_is_read_to_its_end_in_windows_that_fit(tokenizer):
     text = " ".join(f"Sentence number {i} says that item {i} weighs {i * 3} grams." for i in range(500))  # ~5,000 words
