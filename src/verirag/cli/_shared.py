@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import time
 from collections.abc import Callable, Iterable
 from typing import Annotated, Any
 
@@ -11,6 +12,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.text import Text
 
 out = Console()
 err = Console(stderr=True)
@@ -104,12 +106,41 @@ def print_skipped(skipped: Iterable[tuple[object, str]]) -> None:
         err.print(f"[yellow]skipped[/yellow] {escape(str(what))}: {escape(reason)}")
 
 
+LOG_EVERY_SECONDS = 60.0
+
+
+class LoggedProgress(Progress):
+    """A progress bar that, where stderr is not a terminal (a run in the background, its output
+    to a log), writes each unfinished task's state as a plain line at most every `log_every`
+    seconds: rich draws nothing there, and an hours-long run would otherwise say nothing."""
+
+    def __init__(self, *columns, log_every: float = LOG_EVERY_SECONDS, **kwargs):
+        self.log_every = log_every
+        self._logged = time.monotonic()
+        super().__init__(*columns, **kwargs)  # it renders once, so the above come first
+
+    def get_renderable(self):
+        renderable = super().get_renderable()
+        now = time.monotonic()
+        live = getattr(self, "live", None)  # absent during the first render
+        if live is not None and not live.console.is_terminal and now - self._logged >= self.log_every:
+            self._logged = now
+            for task in self.tasks:
+                if not task.finished:
+                    done = f"{task.completed:.0f}/{task.total:.0f}" if task.total else f"{task.completed:.0f}"
+                    minutes = (task.elapsed or 0.0) / 60
+                    what = Text.from_markup(task.description).plain
+                    live.console.print(f"{what}: {done} ({minutes:.1f} min)", markup=False, highlight=False)
+        return renderable
+
+
 def progress(*, remaining: bool = False) -> Progress:
-    """A transient progress bar on stderr (stdout stays for results)."""
+    """A transient progress bar on stderr (stdout stays for results); a line a minute where stderr
+    is not a terminal (`LoggedProgress`)."""
     columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()]
     if remaining:
         columns.append(TimeRemainingColumn())
-    return Progress(*columns, console=err, transient=True)
+    return LoggedProgress(*columns, console=err, transient=True)
 
 
 def names(values: list[str]) -> list[str]:
