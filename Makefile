@@ -96,10 +96,15 @@ eval-small: $(VENV)/.models $(VENV)/.lab
 # it) again, from the committed labels and ../shared/data: the LLM-free answer swaps (about 80 s), then
 # every encoder layer fine-tuned and its update stored at rank 16 (an hour on one core of 2 shared with
 # another training run).
+# The swap labels (no LLM, minutes; remade each time), and the warm start's settings shared by the
+# shipped verifier's target and its candidates' (all 6 layers at a lower rate, one epoch, the update
+# stored at rank 32, the own-answer evaluation questions never trained on).
+SWAP_LABELS = $(VENV)/bin/verirag label verifier --models none --recipes swap --n 0 --out runs/labels/swap.jsonl
+WARM_START = --train-layers 6 --compress-rank 32 --epochs 1 --max-length 128 --candidates 1 --joint \
+	--learning-rate 3e-5 --exclude-groups data/verifier/own_answers/groups.txt
 VERIFIER_LABELS := runs/labels/swap.jsonl data/verifier/labels/qwen2.5-1.5b.jsonl data/verifier/labels/qwen2.5-0.5b.jsonl
 verifier-v1: $(VENV)/.base $(VENV)/.lab
-	$(VENV)/bin/verirag label verifier --models none --recipes swap --n 0 \
-	    --out runs/labels/swap.jsonl
+	$(SWAP_LABELS)
 	$(VENV)/bin/verirag train verifier $(VERIFIER_LABELS) --train-layers 6 --compress-rank 16 --epochs 3 \
 	    --max-length 128 --candidates 2 --learning-rate 5e-5 --out runs/verifiers/v1
 
@@ -160,8 +165,7 @@ runs/labels/issue36-docs-1200.jsonl: $(VENV)/.base $(VENV)/.doccorpus
 	$(VENV)/bin/verirag label verifier --models none --recipes doc_claims --datasets docs --n 1200 --split train \
 	    --out $@
 verifier-issue36: $(VENV)/.base $(VENV)/.lab issue36-labels runs/labels/issue36-docs-1200.jsonl
-	$(VENV)/bin/verirag label verifier --models none --recipes swap --n 0 \
-	    --out runs/labels/swap.jsonl
+	$(SWAP_LABELS)
 	$(VENV)/bin/verirag train verifier $(VERIFIER_LABELS) $(ISSUE36_TRAIN) --train-layers 3 --compress-rank 16 \
 	    --epochs 2 --max-length 128 --candidates 1 --joint --learning-rate 1e-4 \
 	    --exclude-groups data/verifier/own_answers/groups.txt --out runs/verifiers/issue36
@@ -204,37 +208,30 @@ distill-labels: $(VENV)/.models $(VENV)/.lab
 # update, rank 16, and the new one). About 30 minutes on 2 quiet cores. Copy runs/verifiers/shipped over
 # the shipped one, then refit the cascade's band (make cascade) on its rescored own answers.
 verifier: $(VENV)/.base $(VENV)/.lab issue36-labels runs/labels/issue36-docs-1200.jsonl
-	$(VENV)/bin/verirag label verifier --models none --recipes swap --n 0 \
-	    --out runs/labels/swap.jsonl
+	$(SWAP_LABELS)
 	$(VENV)/bin/verirag train verifier $(VERIFIER_LABELS) $(ISSUE36_TRAIN) runs/labels/issue36-qa.jsonl \
-	    --init-from data/verifier/candidates/v1 --train-layers 6 --compress-rank 32 --epochs 1 \
-	    --max-examples 7000 --max-length 128 --candidates 1 --joint --learning-rate 3e-5 \
-	    --exclude-groups data/verifier/own_answers/groups.txt --out runs/verifiers/shipped
+	    --init-from data/verifier/candidates/v1 --max-examples 7000 $(WARM_START) --out runs/verifiers/shipped
 
 # A candidate, not shipped (data/verifier/candidates/paraphrase/README.md): the shipped verifier
 # warm-started once more, on a seeded sample of 8,000 of the labels above with the paraphrase labels
 # listed twice. About 38 minutes on 2 quiet cores.
 .PHONY: verifier-paraphrase
 verifier-paraphrase: $(VENV)/.base $(VENV)/.lab issue36-labels runs/labels/issue36-docs-1200.jsonl runs/labels/paraphrase.jsonl
-	$(VENV)/bin/verirag label verifier --models none --recipes swap --n 0 \
-	    --out runs/labels/swap.jsonl
+	$(SWAP_LABELS)
 	$(VENV)/bin/verirag train verifier $(VERIFIER_LABELS) $(ISSUE36_TRAIN) runs/labels/issue36-qa.jsonl \
 	    runs/labels/paraphrase.jsonl runs/labels/paraphrase.jsonl \
-	    --init-from src/verirag/learned/shipped/verifier --train-layers 6 --compress-rank 32 --epochs 1 \
-	    --max-examples 8000 --max-length 128 --candidates 1 --joint --learning-rate 3e-5 \
-	    --exclude-groups data/verifier/own_answers/groups.txt --out runs/verifiers/paraphrase
+	    --init-from src/verirag/learned/shipped/verifier --max-examples 8000 $(WARM_START) \
+	    --out runs/verifiers/paraphrase
 
 # A candidate (issue 47, item 4): the shipped verifier warm-started as `make verifier` trains it, with
 # changed-value negatives added (`--value-swaps 0.5`: half of the supported examples also give a copy
 # with one number or date, party or negation changed against their passages, `verirag_lab.train.value_swaps`).
 .PHONY: verifier-value-swaps
 verifier-value-swaps: $(VENV)/.base $(VENV)/.lab issue36-labels runs/labels/issue36-docs-1200.jsonl
-	$(VENV)/bin/verirag label verifier --models none --recipes swap --n 0 \
-	    --out runs/labels/swap.jsonl
+	$(SWAP_LABELS)
 	$(VENV)/bin/verirag train verifier $(VERIFIER_LABELS) $(ISSUE36_TRAIN) runs/labels/issue36-qa.jsonl \
-	    --init-from src/verirag/learned/shipped/verifier --train-layers 6 --compress-rank 32 --epochs 1 \
-	    --max-examples 7000 --max-length 128 --candidates 1 --joint --learning-rate 3e-5 --value-swaps 0.5 \
-	    --exclude-groups data/verifier/own_answers/groups.txt --out runs/verifiers/value-swaps
+	    --init-from src/verirag/learned/shipped/verifier --max-examples 7000 $(WARM_START) --value-swaps 0.5 \
+	    --out runs/verifiers/value-swaps
 
 # A candidate (issue 47): the shipped verifier warm-started as `make verifier` trains it, with the
 # `choice` recipe's labels (every training question made a choice between its gold answer and another,
@@ -245,13 +242,11 @@ runs/labels/choice.jsonl runs/labels/choice.heldout.jsonl: $(VENV)/.base $(VENV)
 	$(VENV)/bin/verirag label verifier --models none --recipes choice --datasets nq,hotpotqa --n 0 --split \
 	    $$(case $@ in *.heldout.jsonl) echo heldout;; *) echo train;; esac) --out $@
 verifier-choice: $(VENV)/.base $(VENV)/.lab issue36-labels runs/labels/issue36-docs-1200.jsonl runs/labels/choice.jsonl
-	$(VENV)/bin/verirag label verifier --models none --recipes swap --n 0 \
-	    --out runs/labels/swap.jsonl
+	$(SWAP_LABELS)
 	$(VENV)/bin/verirag train verifier $(VERIFIER_LABELS) $(ISSUE36_TRAIN) runs/labels/issue36-qa.jsonl \
 	    runs/labels/choice.jsonl runs/labels/choice.jsonl \
-	    --init-from src/verirag/learned/shipped/verifier --train-layers 6 --compress-rank 32 --epochs 1 \
-	    --max-examples 7000 --max-length 128 --candidates 1 --joint --learning-rate 3e-5 \
-	    --exclude-groups data/verifier/own_answers/groups.txt --out runs/verifiers/choice
+	    --init-from src/verirag/learned/shipped/verifier --max-examples 7000 $(WARM_START) \
+	    --out runs/verifiers/choice
 
 bench: $(VENV)/.dev $(VENV)/.models
 	$(PY) benchmarks/run_all.py
