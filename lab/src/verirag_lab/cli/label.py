@@ -22,7 +22,7 @@ def label_verifier(
         ["real,swap,evidence_removal,local_edit,evidence_sentence"],
         "--recipes",
         help="real, swap, evidence_removal, local_edit, evidence_sentence, multihop, followup, doc_claims, "
-        "paraphrase, distill, choice "
+        "paraphrase, distill, choice, subject "
         "(comma-separated; the default: the first five).",
     ),
     n: int | None = typer.Option(100, help="Questions per dataset, drawn with --seed (0: all)."),

@@ -37,6 +37,7 @@ from verirag_lab.train.verifier_labels import (
     multihop,
     paraphrase,
     real,
+    subject,
     swap,
 )
 from verirag_lab.train.verifier_labels.context import Item, LabelContext, RecipeFailure
@@ -59,6 +60,7 @@ RECIPES = {
         paraphrase,
         distill,
         choice,
+        subject,
     )
 }
 DEFAULT_DATASETS = ("nq", "hotpotqa")
