@@ -248,6 +248,21 @@ verifier-choice: $(VENV)/.base $(VENV)/.lab issue36-labels runs/labels/issue36-d
 	    --init-from src/verirag/learned/shipped/verifier --max-examples 7000 $(WARM_START) \
 	    --out runs/verifiers/choice
 
+# A candidate (issue 47): the shipped verifier warm-started as `make verifier` trains it, with the
+# `choice` and `subject` recipes' labels listed twice (the question asked of another entity the
+# passages tell about, the same answer: unsupported). The held-out pairs: runs/labels/subject.heldout.jsonl.
+.PHONY: verifier-subject
+runs/labels/subject.jsonl runs/labels/subject.heldout.jsonl: $(VENV)/.base $(VENV)/.lab
+	$(VENV)/bin/verirag label verifier --models none --recipes subject --datasets nq,hotpotqa --n 0 --split \
+	    $$(case $@ in *.heldout.jsonl) echo heldout;; *) echo train;; esac) --out $@
+verifier-subject: $(VENV)/.base $(VENV)/.lab issue36-labels runs/labels/issue36-docs-1200.jsonl runs/labels/choice.jsonl \
+	    runs/labels/subject.jsonl
+	$(SWAP_LABELS)
+	$(VENV)/bin/verirag train verifier $(VERIFIER_LABELS) $(ISSUE36_TRAIN) runs/labels/issue36-qa.jsonl \
+	    runs/labels/choice.jsonl runs/labels/choice.jsonl runs/labels/subject.jsonl runs/labels/subject.jsonl \
+	    --init-from src/verirag/learned/shipped/verifier --max-examples 7000 $(WARM_START) \
+	    --out runs/verifiers/subject
+
 bench: $(VENV)/.dev $(VENV)/.models
 	$(PY) benchmarks/run_all.py
 
