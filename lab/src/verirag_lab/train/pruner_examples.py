@@ -88,9 +88,12 @@ def nq_retrieved_examples(data_dir: str | Path, per_question: int, *, k: int = 5
     }
     rows = load_nq(data_dir, k=k, retriever="bm25")
     held_gold = {e.meta["gold_passage_id"] for e in rows if held_out(e.question, NQ_HELD_OUT)}
+    # only the questions `nq_examples` labels (an answer in its gold passage): the same questions,
+    # so the validation split, drawn by question, is the one the pruner without them draws
+    labelled = {e.group for e in nq_examples(data_dir) if e.source == "nq-gold"}
     out = []
     for e in rows:
-        if held_out(e.question, NQ_HELD_OUT):
+        if held_out(e.question, NQ_HELD_OUT) or f"nq:{e.id}" not in labelled:
             continue
         others = [
             p
