@@ -37,6 +37,14 @@ def _write_fixture(root):
         }
         for i in range(40)
     ]
+    # a question whose gold passage does not hold its answer: no clean label, so no example at all
+    rows.append(
+        {
+            "question": "when was the harbour light built",
+            "answers": ["1777"],
+            "ctxs": [{"title": "Harbour light", "text": "The harbour light is white. It was built of stone."}],
+        }
+    )
     (root / "lost_in_the_middle_nq").mkdir()
     with gzip.open(root / "lost_in_the_middle_nq" / "nq-open-oracle.jsonl.gz", "wt") as fh:
         fh.writelines(json.dumps(r) + "\n" for r in rows)
