@@ -289,6 +289,17 @@ def test_sentence_labels_train_each_sentence_and_a_mismatch_warns(tmp_path):
     assert v.sentence_labels_ignored_ == 1
 
 
+def test_a_question_too_long_for_the_training_window_is_left_out_and_counted():
+    exs = toy_examples(12)
+    long_question = "Which of these " + " ".join(f"place{i}" for i in range(40)) + " is it?"
+    exs[0] = VerifierExample(long_question, exs[0].answer, exs[0].passages, 1, "real", exs[0].group)
+    with pytest.warns(UserWarning, match="1 of 12 examples left out"):
+        v = toy_verifier(epochs=1, val_share=0.34, max_length=64).fit(exs)
+    assert v.questions_too_long_ == 1 and v.n_train_ + v.n_val_ == 11
+    with pytest.raises(InputError, match="too long"):  # at inference it stays a clear error
+        v.support(long_question, exs[0].answer, list(exs[0].passages))
+
+
 def test_train_verifier_command(tmp_path, monkeypatch):
     from tests.test_verifier_guard import guard_data
     from verirag.cli import main

@@ -32,8 +32,8 @@ encoder is refused, its layers would not fit the adapter) and "data" (the traini
 Fitted state: `best_epoch_`, `history_` (per epoch: train_loss, val_loss, val_auroc),
 `temperature_`, `metrics_` (AUROC, ECE, Brier, NLL on the validation groups, after calibration),
 `n_train_`, `n_val_`, `label_balance_`, `window_` (tokens of a pair), `sentence_labels_ignored_`
-(examples whose sentence labels did not match the answer's sentences), `adapter_sha256_`,
-`adapter_bytes_`.
+(examples whose sentence labels did not match the answer's sentences), `questions_too_long_`
+(examples left out: the question alone filled the window), `adapter_sha256_`, `adapter_bytes_`.
 """
 
 from __future__ import annotations

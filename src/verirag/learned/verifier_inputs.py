@@ -35,6 +35,7 @@ from verirag.retrieval.sentences import split_sentences
 
 # A sentence cut into pieces shares this many words between neighbouring pieces.
 PIECE_OVERLAP_WORDS = 4
+MIN_CLAIM_ROOM = 8  # tokens of the window an answer's claim needs beside its question
 # Tokens the conversation's turns may take of a claim even when the answer's longest sentence would
 # leave them less (that sentence is then read in pieces).
 MIN_HISTORY_TOKENS = 16
@@ -133,13 +134,17 @@ class PairReader:
             break
         return " ".join(reversed(kept))
 
+    def question_fits(self, question: str) -> bool:
+        """Whether `question` leaves a claim room in the window (`claims` refuses it otherwise)."""
+        return self.claim_budget - self.n_tokens(question) >= MIN_CLAIM_ROOM
+
     def claims(
         self, question: str, answer: str, history: Sequence[str] = ()
     ) -> tuple[list[str], list[str], list[int], str]:
         """(sentences, claims, sentence index of each claim, the turns read before the question)."""
         q_tokens = self.n_tokens(question)
         room = self.claim_budget - q_tokens
-        if room < 8:
+        if room < MIN_CLAIM_ROOM:
             raise InputError(
                 f"the question takes {q_tokens} tokens: too long for the verifier's window of "
                 f"{self.window} tokens (a claim may take {self.claim_budget})"

@@ -252,7 +252,7 @@ class VerifierTrainer:
         question groups (default: `val_share` of them, drawn with `seed`); `progress` is told
         (steps done, steps in all) after each step, `on_epoch` each epoch's history entry."""
         self.pair_cache_key = None  # the weights change: their logits are no longer the saved ones'
-        examples = _check_examples(examples)
+        examples = self._readable(_check_examples(examples))
         tr, va = self._split(examples, val_groups)
         before = self._start_fit(examples)
         prepared = self._prepare_all(examples, tr, va)
@@ -308,6 +308,22 @@ class VerifierTrainer:
             "adapter_sha256": warm.adapter_sha256_,
             "val_auroc": float(warm.metrics_["auroc"]),
         }
+
+    def _readable(self, examples: list[Any]) -> list[Any]:
+        """The examples whose question leaves room for a claim in this window: a question too long
+        for a short training window (`max_length`) is left out, counted in `questions_too_long_`
+        and warned about, instead of ending the run after its setup."""
+        keep = [e for e in examples if self.reader.question_fits(e.question)]
+        self.questions_too_long_ = len(examples) - len(keep)
+        if not keep:
+            raise InputError(f"no example's question fits the verifier's window of {self.max_length} tokens")
+        if self.questions_too_long_:
+            warnings.warn(
+                f"{self.questions_too_long_} of {len(examples)} examples left out: the question alone fills the "
+                f"window of {self.reader.window} tokens (train with a larger max_length to keep them)",
+                stacklevel=3,
+            )
+        return keep
 
     def _prepare_all(self, examples: list[Any], tr: np.ndarray, va: np.ndarray) -> list[Prepared]:
         """Every example read once (a warning for sentence labels that do not fit its answer), the
