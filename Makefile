@@ -16,7 +16,7 @@ TORCH  ?= torch==2.13.0
 # it here (override on the command line; the tests take theirs from the shared_data fixture).
 export VERIRAG_DATA_DIR ?= $(abspath ../shared/data)
 
-.PHONY: demo test test-fast lint install lab models dev docs bench eval-small serve clean-venv verifier cascade pruner \
+.PHONY: demo test test-fast lint install lab models dev docs bench eval-small serve clean-venv verifier cascade pruner pruner-retrieved \
 	paraphrase-labels distill-labels
 
 $(PY):
@@ -133,6 +133,13 @@ cascade: $(VENV)/.base $(VENV)/.lab
 pruner: $(VENV)/.base $(VENV)/.lab
 	$(VENV)/bin/verirag train pruner --train-layers 3 --epochs 5 --patience 2 --compress-rank 16 \
 	    --recall 0.97 --aggressive-recall 0.9 --out runs/pruner
+
+# A candidate (issue 48; data/pruner/candidates/retrieved/): the same recipe with each NQ training
+# question's top-2 BM25 passages besides its gold one as hard negatives, in place of a random
+# question's passage (what the benchmark's retrieval gives the pruner to cut), 3 epochs.
+pruner-retrieved: $(VENV)/.base $(VENV)/.lab
+	$(VENV)/bin/verirag train pruner --train-layers 3 --epochs 3 --patience 2 --compress-rank 16 \
+	    --recall 0.97 --aggressive-recall 0.9 --retrieved-negatives 2 --out runs/pruner-retrieved
 
 # Issue 36's LLM-free labels (regenerable, references only, minutes): HotpotQA multi-hop (support that
 # spans both supporting paragraphs), follow-up questions with their history (NQ, HotpotQA), and claims
