@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from verirag_lab.train.verifier_labels.context import Item, LabelContext
+from verirag_lab.train.verifier_labels.context import Item, LabelContext, variant_items
 from verirag_lab.train.verifier_labels.records import labelled, record_id, skipped
 from verirag_lab.train.verifier_labels.replacements import Replacement, is_choice_question, pick
 from verirag_lab.train.verifier_labels.sources import Question
@@ -37,11 +37,7 @@ MAX_OPTION_WORDS = 6
 def plan(q: Question, ctx: LabelContext) -> list[Item]:
     if not q.answers or is_choice_question(q.text):
         return []
-    items = []
-    for variant in ("gold", "other"):
-        item_id = record_id(NAME, q.dataset, q.id, variant, ctx.seed)
-        items.append(Item(item_id, NAME, q.dataset, q.id, lambda i=item_id, v=variant: make(ctx, q, i, v)))
-    return items
+    return variant_items(NAME, q, ctx, ("gold", "other"), make)
 
 
 def choice_question(q: Question, first: Any, second: Any) -> dict[str, Any]:

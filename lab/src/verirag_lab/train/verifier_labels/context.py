@@ -24,6 +24,7 @@ from verirag.metrics.qa import normalize_answer
 from verirag.retrieval.sentences import sentence_spans
 from verirag.types import Passage
 from verirag_lab.train.verifier_labels.generation import Generated, generate
+from verirag_lab.train.verifier_labels.records import record_id
 from verirag_lab.train.verifier_labels.sources import Question, Source, question_hash
 from verirag_lab.train.verifier_labels.spans import answer_kind, find_spans
 
@@ -42,6 +43,17 @@ class Item:
     dataset: str
     example: str
     make: Callable[[], dict[str, Any]]
+
+
+def variant_items(
+    recipe: str, q: Question, ctx: LabelContext, variants: Sequence[str], make: Callable[..., dict[str, Any]]
+) -> list[Item]:
+    """One item per variant of `q`, made by `make(ctx, q, item_id, variant)` when its turn comes."""
+    items = []
+    for variant in variants:
+        item_id = record_id(recipe, q.dataset, q.id, variant, ctx.seed)
+        items.append(Item(item_id, recipe, q.dataset, q.id, lambda i=item_id, v=variant: make(ctx, q, i, v)))
+    return items
 
 
 class RecipeFailure(Exception):

@@ -25,8 +25,8 @@ import re
 
 from verirag.metrics.qa import normalize_answer
 from verirag.retrieval.sentences import sentence_spans
-from verirag_lab.train.verifier_labels.context import Item, LabelContext
-from verirag_lab.train.verifier_labels.records import labelled, record_id, render, skipped
+from verirag_lab.train.verifier_labels.context import Item, LabelContext, variant_items
+from verirag_lab.train.verifier_labels.records import labelled, render, skipped
 from verirag_lab.train.verifier_labels.sources import Question
 from verirag_lab.train.verifier_labels.spans import find_spans, too_close
 
@@ -85,11 +85,7 @@ _LEADING_CONDITION = re.compile(r"^(?:Only\s+(?:if|when)|Unless|If|Except\s+(?:w
 def plan(q: Question, ctx: LabelContext) -> list[Item]:
     if q.dataset != "docs":
         return []
-    items = []
-    for variant in VARIANTS:
-        item_id = record_id(NAME, q.dataset, q.id, variant, ctx.seed)
-        items.append(Item(item_id, NAME, q.dataset, q.id, lambda i=item_id, v=variant: make(ctx, q, i, v)))
-    return items
+    return variant_items(NAME, q, ctx, VARIANTS, make)
 
 
 def choose_sentence(ctx: LabelContext, q: Question) -> tuple[int, int] | None:

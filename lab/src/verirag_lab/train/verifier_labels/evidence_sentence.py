@@ -17,9 +17,9 @@ are stored as spans and edits of the passage text, never the text itself.
 from __future__ import annotations
 
 from verirag.retrieval.sentences import sentence_spans
-from verirag_lab.train.verifier_labels.context import Item, LabelContext
+from verirag_lab.train.verifier_labels.context import Item, LabelContext, variant_items
 from verirag_lab.train.verifier_labels.edits import find_answer_span
-from verirag_lab.train.verifier_labels.records import labelled, record_id, skipped
+from verirag_lab.train.verifier_labels.records import labelled, skipped
 from verirag_lab.train.verifier_labels.replacements import pick
 from verirag_lab.train.verifier_labels.sources import Question, holds_answer
 
@@ -34,11 +34,7 @@ VARIANTS = ("evidence", "evidence-swapped", "other-sentence")
 def plan(q: Question, ctx: LabelContext) -> list[Item]:
     if not q.answers:
         return []
-    items = []
-    for variant in VARIANTS:
-        item_id = record_id(NAME, q.dataset, q.id, variant, ctx.seed)
-        items.append(Item(item_id, NAME, q.dataset, q.id, lambda i=item_id, v=variant: make(ctx, q, i, v)))
-    return items
+    return variant_items(NAME, q, ctx, VARIANTS, make)
 
 
 def evidence_sentences(ctx: LabelContext, q: Question) -> list[tuple[str, int, int, bool]]:

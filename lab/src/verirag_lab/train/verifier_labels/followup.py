@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from verirag.metrics.qa import normalize_answer
 from verirag_lab.datasets.followup import TELL, bare_title, find_mention, first_sentence_span, referring, replacement
-from verirag_lab.train.verifier_labels.context import Item, LabelContext
+from verirag_lab.train.verifier_labels.context import Item, LabelContext, variant_items
 from verirag_lab.train.verifier_labels.records import labelled, record_id, skipped
 from verirag_lab.train.verifier_labels.replacements import pick
 from verirag_lab.train.verifier_labels.sources import Question
@@ -40,11 +40,9 @@ DATASETS = ("nq", "hotpotqa")
 def plan(q: Question, ctx: LabelContext) -> list[Item]:
     if q.dataset not in DATASETS or not q.answers:
         return []
-    items = []
-    for variant in ("gold", "gold_asked", "swapped", "other_history", "switch", "switch_back"):
-        item_id = record_id(NAME, q.dataset, q.id, variant, ctx.seed)
-        items.append(Item(item_id, NAME, q.dataset, q.id, lambda i=item_id, v=variant: make(ctx, q, i, v)))
-    return items
+    return variant_items(
+        NAME, q, ctx, ("gold", "gold_asked", "swapped", "other_history", "switch", "switch_back"), make
+    )
 
 
 def entity_mention(ctx: LabelContext, q: Question) -> tuple[str, int, int, str] | None:

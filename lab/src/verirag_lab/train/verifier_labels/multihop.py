@@ -19,8 +19,8 @@ import re
 
 from verirag.metrics.qa import normalize_answer
 from verirag_lab.datasets.followup import bare_title
-from verirag_lab.train.verifier_labels.context import PASSAGES_PER_QUESTION, Item, LabelContext
-from verirag_lab.train.verifier_labels.records import labelled, record_id, skipped
+from verirag_lab.train.verifier_labels.context import PASSAGES_PER_QUESTION, Item, LabelContext, variant_items
+from verirag_lab.train.verifier_labels.records import labelled, skipped
 from verirag_lab.train.verifier_labels.replacements import other_option
 from verirag_lab.train.verifier_labels.sources import Question
 from verirag_lab.train.verifier_labels.spans import Span, answer_kind, too_close
@@ -35,11 +35,7 @@ def plan(q: Question, ctx: LabelContext) -> list[Item]:
         return []
     variants = ["both_mixed", "both_pair", "drop0", "drop1"]
     variants.append("other_entity" if q.kind == "comparison" else "bridge_swap")
-    items = []
-    for variant in variants:
-        item_id = record_id(NAME, q.dataset, q.id, variant, ctx.seed)
-        items.append(Item(item_id, NAME, q.dataset, q.id, lambda i=item_id, v=variant: make(ctx, q, i, v)))
-    return items
+    return variant_items(NAME, q, ctx, variants, make)
 
 
 def layout(ctx: LabelContext, q: Question) -> tuple[list[str], list[str]] | None:

@@ -21,7 +21,7 @@ Yes/no answers are left out (the other entity's passage may well make "yes" true
 from __future__ import annotations
 
 from verirag_lab.datasets.followup import bare_title
-from verirag_lab.train.verifier_labels.context import Item, LabelContext
+from verirag_lab.train.verifier_labels.context import Item, LabelContext, variant_items
 from verirag_lab.train.verifier_labels.followup import entity_mention
 from verirag_lab.train.verifier_labels.records import labelled, record_id, skipped
 from verirag_lab.train.verifier_labels.sources import Question
@@ -36,11 +36,7 @@ DATASETS = ("nq", "hotpotqa")
 def plan(q: Question, ctx: LabelContext) -> list[Item]:
     if q.dataset not in DATASETS or not q.answers:
         return []
-    items = []
-    for variant in ("gold", "other"):
-        item_id = record_id(NAME, q.dataset, q.id, variant, ctx.seed)
-        items.append(Item(item_id, NAME, q.dataset, q.id, lambda i=item_id, v=variant: make(ctx, q, i, v)))
-    return items
+    return variant_items(NAME, q, ctx, ("gold", "other"), make)
 
 
 def name_span(question: str, start: int, end: int, name: str) -> tuple[int, int] | None:
