@@ -245,9 +245,11 @@ verifier-value-swaps: $(VENV)/.base $(VENV)/.lab issue36-labels runs/labels/issu
 # answered with each option) listed twice (data/verifier/candidates/choice/README.md). About 95
 # minutes on 2 cores shared with other work. The held-out pairs: runs/labels/choice.heldout.jsonl.
 .PHONY: verifier-choice
-runs/labels/choice.jsonl runs/labels/choice.heldout.jsonl: $(VENV)/.base $(VENV)/.lab
-	$(VENV)/bin/verirag label verifier --models none --recipes choice --datasets nq,hotpotqa --n 0 --split \
-	    $$(case $@ in *.heldout.jsonl) echo heldout;; *) echo train;; esac) --out $@
+# The LLM-free labels of one recipe (the file's name), training or held-out split (.heldout).
+runs/labels/choice.jsonl runs/labels/choice.heldout.jsonl runs/labels/subject.jsonl runs/labels/subject.heldout.jsonl: \
+	    $(VENV)/.base $(VENV)/.lab
+	$(VENV)/bin/verirag label verifier --models none --recipes $$(basename $@ | cut -d. -f1) --datasets nq,hotpotqa \
+	    --n 0 --split $$(case $@ in *.heldout.jsonl) echo heldout;; *) echo train;; esac) --out $@
 verifier-choice: $(VENV)/.base $(VENV)/.lab issue36-labels runs/labels/issue36-docs-1200.jsonl runs/labels/choice.jsonl
 	$(SWAP_LABELS)
 	$(VENV)/bin/verirag train verifier $(VERIFIER_LABELS) $(ISSUE36_TRAIN) runs/labels/issue36-qa.jsonl \
@@ -259,9 +261,6 @@ verifier-choice: $(VENV)/.base $(VENV)/.lab issue36-labels runs/labels/issue36-d
 # `choice` and `subject` recipes' labels listed twice (the question asked of another entity the
 # passages tell about, the same answer: unsupported). The held-out pairs: runs/labels/subject.heldout.jsonl.
 .PHONY: verifier-subject
-runs/labels/subject.jsonl runs/labels/subject.heldout.jsonl: $(VENV)/.base $(VENV)/.lab
-	$(VENV)/bin/verirag label verifier --models none --recipes subject --datasets nq,hotpotqa --n 0 --split \
-	    $$(case $@ in *.heldout.jsonl) echo heldout;; *) echo train;; esac) --out $@
 verifier-subject: $(VENV)/.base $(VENV)/.lab issue36-labels runs/labels/issue36-docs-1200.jsonl runs/labels/choice.jsonl \
 	    runs/labels/subject.jsonl
 	$(SWAP_LABELS)
