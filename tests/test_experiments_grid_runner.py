@@ -208,6 +208,35 @@ def test_run_writes_one_valid_record_per_cell(smollm, fixture_file, tmp_path):
     assert all(v[q].answer == kp[q].answer for q in v)
 
 
+def test_only_methods_keeps_the_named_methods_and_their_applications(fixture_file):
+    cfg = config(fixture_file)
+    fast = cfg.only_methods(["vanilla+k_precision"])
+    assert [m.label for m in fast.methods] == ["vanilla+k_precision"]
+    assert fast.applications == {} and fast.runs() == [("smollm2-135m", fast.methods)]
+    assert [m.label for m in cfg.methods] == ["vanilla", "vanilla+k_precision", "intrinsic"]  # a copy
+    with_app = cfg.only_methods(["vanilla", "no_context"])
+    assert set(with_app.applications) == {"no_rag_fallback"}
+    with pytest.raises(InputError, match="'nli'.*its methods: vanilla, vanilla\\+k_precision, intrinsic"):
+        cfg.only_methods(["nli"])
+
+
+@pytest.mark.slow
+def test_a_run_of_some_methods_is_resumed_by_the_whole_config(smollm, fixture_file, tmp_path):
+    from verirag_lab.experiments.grid.runner import run_experiment
+
+    cfg = config(fixture_file, methods=["vanilla", "vanilla+k_precision"], applications={})
+    counting, factory = factory_for(smollm, tmp_path / "c.sqlite")
+    fast = cfg.only_methods(["vanilla+k_precision"])
+    first = run_experiment(fast, tmp_path / "run", llm_factory=factory, progress=False)
+    assert first.written == 3 and {r.method for r in ResultStore(tmp_path / "run").load()} == {"vanilla+k_precision"}
+    calls = counting.total
+    whole = run_experiment(cfg, tmp_path / "run", llm_factory=factory, progress=False)
+    assert (whole.skipped, whole.written) == (3, 3)
+    assert counting.total == calls  # vanilla's answers are the ones already made: no new backend call
+    answers = {(r.method, r.example_id): r.answer for r in ResultStore(tmp_path / "run").load()}
+    assert all(answers["vanilla", q] == answers["vanilla+k_precision", q] for q in ("q1", "q2", "q3"))
+
+
 @pytest.mark.slow
 def test_resume_after_a_kill_repeats_no_backend_call(smollm, fixture_file, tmp_path):
     from verirag_lab.experiments.grid.runner import run_experiment

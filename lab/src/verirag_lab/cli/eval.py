@@ -17,6 +17,11 @@ def eval_cmd(
     executor: str = typer.Option("local", help="local (default) or ray (RAY_ADDRESS, or a local cluster)."),
     limit: int | None = typer.Option(None, help="At most this many examples per dataset (a quick look)."),
     report: bool = typer.Option(True, help="Build the report when the run ends."),
+    methods: str = typer.Option(
+        "",
+        help="Comma-separated method labels: run only these (e.g. the fast judge first); running the whole "
+        "config later resumes from their records.",
+    ),
 ):
     """Run (or resume) an experiment grid, or a paper study (a config with `study:`); every grid record
     lands in OUT/results.jsonl as it completes."""
@@ -40,7 +45,10 @@ def eval_cmd(
             out.print(escape(line))
         out.print(f"study done in {time.perf_counter() - started:.0f} s; report: {result['report']}")
         return
-    outcome = run_experiment(load_config(config), out_dir, executor=executor, limit=limit, progress=True)
+    cfg = load_config(config)
+    if methods.strip():
+        cfg = cfg.only_methods([m.strip() for m in methods.split(",") if m.strip()])
+    outcome = run_experiment(cfg, out_dir, executor=executor, limit=limit, progress=True)
     out.print(
         f"{outcome.written} records written, {outcome.skipped} already done, "
         f"{outcome.record_errors} with an error (kept, counted as unsupported)."

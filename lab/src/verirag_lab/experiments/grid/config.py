@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import copy
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, get_args
 
@@ -526,6 +526,25 @@ class ExperimentConfig:
             return list(plan.items())
         defaults = self.method_defaults(dataset)
         return [(model, [s.with_defaults(defaults) for s in specs]) for model, specs in plan.items()]
+
+    def only_methods(self, labels: list[str]) -> ExperimentConfig:
+        """This grid with only the methods labelled `labels` (`verirag eval --methods`): a slow judge's
+        column can be left for a later run of the whole config, which resumes from these records. An
+        application is kept only if its method is named too."""
+        known = [s.label for s in self.methods] + [s.label for s in self.application_methods.values()]
+        unknown = [x for x in labels if x not in known]
+        if unknown:
+            raise InputError(
+                f"--methods names {', '.join(map(repr, unknown))}, not a method of config {self.name!r} "
+                f"(its methods: {', '.join(known)})"
+            )
+        apps = {k: s for k, s in self.application_methods.items() if s.label in labels}
+        return replace(
+            self,
+            methods=[s for s in self.methods if s.label in labels],
+            application_methods=apps,
+            applications={k: v for k, v in self.applications.items() if k in apps},
+        )
 
     def run_json(self) -> dict[str, Any]:
         """DIR/run.json: what the report needs without the YAML (methods as configured)."""
