@@ -4,8 +4,9 @@ The issue-36 recipes write a held-out split no training example shares a questio
 documentation claims, a package) with (`make issue36-labels`: runs/labels/*.heldout.jsonl). This
 scores every example of those files with each verifier and prints, per recipe and pooled, each
 verifier's AUROC with a 95% interval resampling question groups, and the paired difference to the
-first verifier; and, per recipe, how often a supported answer scores above an unsupported one to
-the same question over the same passages (the `choice` recipe's two options, a `swap` pair).
+first verifier; and, per recipe, how often a supported answer scores above an unsupported one of
+the same question group over the same passages (the `choice` recipe's two options, the `subject`
+recipe's question asked of the right entity and of another, a `swap` pair).
 
     VERIRAG_DATA_DIR=../shared/data python benchmarks/verifier_heldout_labels.py \\
         runs/labels/issue36-qa.heldout.jsonl \\
@@ -93,10 +94,12 @@ def table(examples, scores: dict[str, np.ndarray], resamples: int) -> list[dict]
 def right_above_wrong(examples, scores: dict[str, np.ndarray]) -> dict[str, dict[str, tuple[int, int]]]:
     """{recipe: {verifier: (pairs whose supported answer scores strictly above the unsupported one,
     pairs)}}: a pair is a supported and an unsupported example of one recipe with the same question
-    (and history) and passages, e.g. the `choice` recipe's two options; a tie counts against."""
+    group (and history) and passages: the `choice` recipe's two options to one question, the
+    `subject` recipe's one answer to its question and to the question asked of another entity; a tie
+    counts against."""
     by: dict[tuple, list[int]] = defaultdict(list)
     for i, e in enumerate(examples):
-        by[(e.recipe, e.group, e.question, tuple(e.history or ()), e.passages)].append(i)
+        by[(e.recipe, e.group, tuple(e.history or ()), e.passages)].append(i)
     out: dict[str, dict[str, list[int]]] = {}
     for (recipe, *_), ix in by.items():
         right = [i for i in ix if examples[i].label == 1]
@@ -144,7 +147,7 @@ def main(argv=None) -> int:
     pairs = right_above_wrong(examples, scores)
     for recipe, won in sorted(pairs.items()):
         shown = ", ".join(f"{k} {w / n:.3f}" for k, (w, n) in won.items())
-        print(f"{recipe}: right above wrong in {next(iter(won.values()))[1]} pairs of one question: {shown}")
+        print(f"{recipe}: right above wrong in {next(iter(won.values()))[1]} pairs of one question group: {shown}")
     if a.json:
         a.json.write_text(json.dumps({"rows": rows, "seconds": seconds, "right_above_wrong": pairs}, indent=1))
     return 0

@@ -1,5 +1,5 @@
 """benchmarks/verifier_heldout_labels.py: the variant a table row is named by, from a record id; the pairs
-of one question it counts right above wrong."""
+of one question group it counts right above wrong."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ def test_right_above_wrong_pairs_answers_to_the_same_question_and_passages():
 
     right_above_wrong = load_benchmark("verifier_heldout_labels").right_above_wrong
 
-    def ex(q, a, label, passages=("p",), recipe="choice"):
-        return VerifierExample(q, a, passages, label, recipe, group=f"nq:{q}")
+    def ex(q, a, label, passages=("p",), recipe="choice", group=None):
+        return VerifierExample(q, a, passages, label, recipe, group=group or f"nq:{q}")
 
     examples = [
         ex("q1", "a", 1),
@@ -33,6 +33,11 @@ def test_right_above_wrong_pairs_answers_to_the_same_question_and_passages():
         ex("q3", "a", 1),
         ex("q3", "b", 0, passages=("other",)),  # other passages: no pair
         ex("q4", "a", 0, recipe="swap"),  # one label only: no pair
+        # the subject recipe: one answer to its question and to the question asked of another entity
+        ex("Who founded Varnholt?", "Ida", 1, recipe="subject", group="nq:5"),
+        ex("Who founded Marnholt?", "Ida", 0, recipe="subject", group="nq:5"),
+        ex("Who founded Lund?", "Ida", 0, recipe="subject", group="nq:6"),  # another question's: no pair
     ]
-    scores = {"v": np.array([0.9, 0.1, 0.4, 0.4, 0.9, 0.1, 0.5])}
-    assert right_above_wrong(examples, scores) == {"choice": {"v": (1, 2)}}  # the tie counts against
+    scores = {"v": np.array([0.9, 0.1, 0.4, 0.4, 0.9, 0.1, 0.5, 0.8, 0.3, 0.9])}
+    pairs = right_above_wrong(examples, scores)
+    assert pairs == {"choice": {"v": (1, 2)}, "subject": {"v": (1, 1)}}  # the tie counts against
