@@ -61,6 +61,9 @@ CONFIGS = {  # committed run folder -> the config that made it
     "held-out-qwen2.5-1.5b": ROOT / "configs" / "verifier-held-out.yaml",
     "held-out-nq2-qwen2.5-1.5b": ROOT / "configs" / "verifier-held-out-nq2.yaml",
     "held-out-nli-qwen2.5-1.5b": ROOT / "configs" / "verifier-held-out-nli.yaml",
+    "own-answers-qwen2.5-1.5b": ROOT / "configs" / "own-answers.yaml",
+    "own-answers-verifier-qwen2.5-1.5b": ROOT / "configs" / "own-answers.yaml",
+    "own-answers-nq-verifier-qwen2.5-1.5b": ROOT / "configs" / "own-answers-nq.yaml",
 }
 CHECK_METHOD = "vanilla+verifier"  # the run's records whose scores the shipped verifier reproduces
 
