@@ -67,7 +67,14 @@ def load(runs: list[str], pool: list[str] = (), scores: list[str] = (), methods:
                 records += list(ResultStore(Path(more)).load())
         if methods:
             records = [r for r in records if r.method in methods]
-        table = feature_table(records, impute=True)
+        table = feature_table(records, impute=True)  # signals a dataset lacks (retrieval scores) stay NaN
+        lacking = {f: n for f, n in table.missing.items() if f in table.sources}
+        if lacking:  # a judge's score is never filled in: a run stopped part way is finished first
+            raise SystemExit(
+                f"{path}: answers without a score of "
+                + ", ".join(f"{f} ({n})" for f, n in lacking.items())
+                + ": finish the run (it resumes), or keep the methods that scored every answer with --methods"
+            )
         if base is None:
             base = table
             columns = {f: table.column(f) for f in table.features}

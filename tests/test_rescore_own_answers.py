@@ -74,3 +74,16 @@ def test_the_verifier_that_made_the_run_gives_the_committed_scores_again(rescore
         assert ex.question not in text and not any(p.text[:60] in text for p in ex.passages)
     again = rescore.rescore(RUN, V1, out, limit=3, progress=False)
     assert again["written"] == 0 and again["skipped"] == 6
+
+
+def test_a_judge_that_did_not_score_every_answer_is_an_error_not_a_mean(tmp_path):
+    """A live run stopped part way holds answers without nli's score: reading it must say so, not
+    fill the score in with nli's mean (which would move its AUROC)."""
+    own = _bench("verifier_own_answers")
+    lines = (RUN / "results.jsonl").read_text(encoding="utf-8").splitlines()
+    dropped = next(i for i, line in enumerate(lines) if json.loads(line)["method"] == "vanilla+nli")
+    (tmp_path / "results.jsonl").write_text("\n".join(lines[:dropped] + lines[dropped + 1 :]) + "\n", encoding="utf-8")
+    with pytest.raises(SystemExit, match=r"answers without a score of nli \(1\)"):
+        own.load([str(tmp_path)])
+    _, columns = own.load([str(tmp_path)], methods=["vanilla+verifier", "vanilla+self_check"])
+    assert len(columns["verifier"]) == 150
