@@ -1,0 +1,149 @@
+"""Issue 48's demo goal: seconds per verified answer on the shipped demo corpus and questions with the
+context pruner at its published thresholds, against reading every retrieved sentence, on one loaded
+model (the `local` preset: qwen2.5-1.5b, the trained verifier), the request cache off.
+
+    .venv/bin/python benchmarks/bench_demo_prune.py [--repeats 3] [--pruner DIR] \
+        [--arms off conservative aggressive] [--threshold 0.4 ...] [--out runs/bench-demo-prune.jsonl]
+
+Each repeat asks every demo question in each arm, the arms taking turns in a rotated order; within
+an arm the questions follow one another, so no answer reuses the cached prompt of the same question
+in another arm (llama.cpp reuses the longest shared prompt prefix, and the question comes before the
+passages). A warm-up question loads the models first and is not counted. Reported per arm: mean
+seconds of a verified answer (retrieve + prune + generate + verify) as a ratio to `off` with a paired
+bootstrap interval over the (repeat, question) rows, prompt tokens likewise, and how many answers
+changed their action; the goal is a ratio of at most 1/3. Records go to --out, one per answer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+from pathlib import Path
+
+os.environ["VERIRAG_NO_CACHE"] = "1"
+
+GOAL = 1 / 3  # issue 48: a verified demo answer in at most a third of the unpruned time
+
+
+def arm_settings(arms: list[str], thresholds: list[float], pruner: str | None) -> dict[str, object]:
+    """{arm name: the `prune` value `Pipeline.ask` takes}: off, the pruner's conservative (its own
+    fitted threshold) and aggressive thresholds, and any given number."""
+    from verirag.learned.pruner import ContextPruner
+    from verirag.learned.shipped import shipped_pruner_dir
+
+    loaded = ContextPruner.load(pruner or shipped_pruner_dir())
+    settings: dict[str, object] = {}
+    for arm in arms:
+        if arm == "off":
+            settings[arm] = False
+        elif arm in ("conservative", "aggressive"):
+            settings[arm] = {"threshold": loaded.named_threshold(arm), "pruner": pruner}
+        else:
+            raise SystemExit(f"unknown arm {arm!r} (off, conservative, aggressive; numbers go to --threshold)")
+    for t in thresholds:
+        settings[f"t={t:g}"] = {"threshold": t, "pruner": pruner}
+    return settings
+
+
+def rotated(names: list[str], shift: int) -> list[str]:
+    shift %= len(names)
+    return names[shift:] + names[:shift]
+
+
+def paired_ratio(values, reference) -> tuple[float, float, float]:
+    """mean(values) / mean(reference) and its 95% paired bootstrap interval over the rows."""
+    import numpy as np
+
+    from verirag.metrics.stats import bootstrap_ci
+
+    a, b = np.asarray(values, dtype=float), np.asarray(reference, dtype=float)
+    ci = bootstrap_ci(lambda x, y: x.mean() / y.mean(), a, b, n_resamples=2000)
+    return float(a.mean() / b.mean()), float(ci.low), float(ci.high)
+
+
+def report(rows: list[dict], arms: list[str]) -> dict:
+    """Per arm against `off`: seconds and prompt tokens as paired ratios, actions changed."""
+    by = {(r["arm"], r["repeat"], r["question"]): r for r in rows}
+    keys = sorted({(r["repeat"], r["question"]) for r in rows if r["arm"] == "off"})
+    out = {}
+    for arm in arms:
+        pairs = [(by[(arm, *k)], by[("off", *k)]) for k in keys if (arm, *k) in by]
+        if not pairs:
+            continue
+        seconds = paired_ratio([a["seconds"] for a, _ in pairs], [b["seconds"] for _, b in pairs])
+        tokens = paired_ratio([a["prompt_tokens"] for a, _ in pairs], [b["prompt_tokens"] for _, b in pairs])
+        out[arm] = {
+            "rows": len(pairs),
+            "mean_seconds": statistics.mean(a["seconds"] for a, _ in pairs),
+            "seconds_ratio": seconds,
+            "prompt_tokens_ratio": tokens,
+            "actions_changed": sum(a["action"] != b["action"] for a, b in pairs),
+            "meets_goal": seconds[0] <= GOAL,
+        }
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--arms", nargs="+", default=["off", "conservative", "aggressive"])
+    ap.add_argument("--threshold", type=float, action="append", default=[], help="one more arm at this threshold")
+    ap.add_argument("--pruner", help="a saved pruner folder (default: the shipped one)")
+    ap.add_argument("--out", type=Path, default=Path("runs/bench-demo-prune.jsonl"))
+    args = ap.parse_args()
+    if "off" not in args.arms:
+        args.arms = ["off", *args.arms]  # the reference
+
+    from verirag import Pipeline
+    from verirag.demo import corpus_path, questions
+
+    settings = arm_settings(args.arms, args.threshold, args.pruner)
+    names = list(settings)
+    p = Pipeline.from_preset("local")
+    p.index(corpus_path())
+    p.ask("Warm-up: when was the lighthouse built?", prune=settings[names[-1]])  # loads the pruner too
+    qs = [q["question"] for q in questions()]
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    rows = []
+    with open(args.out, "w", encoding="utf-8") as fh:
+        for repeat in range(args.repeats):
+            for arm in rotated(names, repeat):
+                for qi, q in enumerate(qs):
+                    t = time.perf_counter()
+                    r = p.ask(q, prune=settings[arm])
+                    row = {
+                        "repeat": repeat,
+                        "arm": arm,
+                        "question": qi,
+                        "prune": settings[arm],
+                        "seconds": time.perf_counter() - t,
+                        "timings": r.timings,
+                        "prompt_tokens": r.usage.get("prompt_tokens"),
+                        "action": r.action,
+                        "score": r.score,
+                        "answer": r.retrieved_answer,
+                        "load": round(os.getloadavg()[0], 2),
+                    }
+                    rows.append(row)
+                    fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+                    fh.flush()
+                    print(
+                        f"[{repeat}] {arm:13s} q{qi} {row['seconds']:5.1f}s {row['prompt_tokens']} tokens "
+                        f"{r.action} {r.score:.2f} {r.retrieved_answer[:50]!r}",
+                        flush=True,
+                    )
+    print(f"\nseconds of a verified answer and prompt tokens, as ratios to `off` (goal: seconds at most {GOAL:.3f}x)")
+    for arm, e in report(rows, names).items():
+        s, t = e["seconds_ratio"], e["prompt_tokens_ratio"]
+        print(
+            f"  {arm:13s} {e['mean_seconds']:6.2f} s  seconds {s[0]:.3f}x [{s[1]:.3f}, {s[2]:.3f}]  "
+            f"tokens {t[0]:.3f}x [{t[1]:.3f}, {t[2]:.3f}]  actions changed {e['actions_changed']}/{e['rows']}"
+            + ("  goal met" if e["meets_goal"] and arm != "off" else "")
+        )
+
+
+if __name__ == "__main__":
+    main()

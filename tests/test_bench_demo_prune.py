@@ -1,0 +1,37 @@
+"""benchmarks/bench_demo_prune.py's pure parts: the arms take turns in a rotated order, and each arm
+is reported against `off` over the (repeat, question) rows both answered (issue 48's demo goal)."""
+
+from __future__ import annotations
+
+import pytest
+from benchmark_module import load_benchmark
+
+
+def _row(arm: str, repeat: int, question: int, seconds: float, tokens: int, action: str = "answered") -> dict:
+    return {"arm": arm, "repeat": repeat, "question": question, "seconds": seconds, "prompt_tokens": tokens} | {
+        "action": action
+    }
+
+
+def test_the_arms_take_turns():
+    bench = load_benchmark("bench_demo_prune")
+    names = ["off", "conservative", "aggressive"]
+    assert [bench.rotated(names, r)[0] for r in range(4)] == ["off", "conservative", "aggressive", "off"]
+
+
+def test_each_arm_is_a_paired_ratio_to_off_and_the_goal_is_a_third():
+    bench = load_benchmark("bench_demo_prune")
+    rows = []
+    for repeat in range(2):
+        for q in range(3):
+            rows.append(_row("off", repeat, q, 12.0, 900))
+            rows.append(_row("conservative", repeat, q, 6.0, 450, "abstained" if (repeat, q) == (0, 0) else "answered"))
+            if q < 2:  # one question fewer: compared over the rows both answered
+                rows.append(_row("aggressive", repeat, q, 3.0, 200))
+    out = bench.report(rows, ["off", "conservative", "aggressive"])
+    c, a = out["conservative"], out["aggressive"]
+    assert c["rows"] == 6 and a["rows"] == 4
+    assert c["seconds_ratio"][0] == pytest.approx(0.5) and c["prompt_tokens_ratio"][0] == pytest.approx(0.5)
+    assert c["actions_changed"] == 1 and not c["meets_goal"]
+    assert a["seconds_ratio"][0] == pytest.approx(0.25) and a["meets_goal"]
+    assert out["off"]["seconds_ratio"][0] == pytest.approx(1.0)
