@@ -2,12 +2,15 @@
 pruning benchmark's shape (NQ's top-5 BM25 passages, HotpotQA's 10 paragraphs). No LLM; minutes.
 
     VERIRAG_DATA_DIR=../shared/data python benchmarks/pruner_recall.py \
-        [--pruner DIR ...] [--thresholds 0.2 0.3 0.4] [--split validation|bench]
+        [--pruner DIR ...] [--thresholds 0.2 0.3 0.4] [--split validation|bench|documents]
 
 The questions are, by default, the pruner's validation questions: the share of the training questions
 that `ContextPruner.fit` held out (`val_share`, split by question as it splits them), which no pruner
 trained on and which choosing a threshold or a pruner may look at. `--split bench` reads the held-out
-questions of benchmarks/bench_prune.py instead: look, never choose, there.
+questions of benchmarks/bench_prune.py instead: look, never choose, there. `--split documents` reads
+documents of another kind, as a user retrieves from them: the licence questions of
+benchmarks/bench_prune.py (held out from every training set and every choice: look once) and the
+demo's questions over its corpus (the pipeline's own index and k).
 
 Per pruner, dataset and threshold (`fitted`: the pruner's own), with the hop rule the answer path
 applies (a passage whose title the question or the kept text names keeps its best sentence;
@@ -49,9 +52,29 @@ def validation_questions(seed: int = 0, val_share: float = 0.15) -> set[str]:
     return {g for g, d in zip(groups, drawn) if d}
 
 
+def demo_questions():
+    """The shipped demo's answerable questions, each with the passages `verirag demo` retrieves."""
+    from verirag import Pipeline
+    from verirag.demo import corpus_path, questions
+    from verirag.types import Example
+
+    p = Pipeline.from_preset("local")
+    p.index(corpus_path())
+    out = []
+    for i, q in enumerate(questions()):
+        if q.get("answers"):
+            e = Example(id=str(i), question=q["question"], references=q["answers"], dataset="demo")
+            e.passages = [h.passage for h in p.retrieve(q["question"])]
+            out.append(e)
+    return out
+
+
 def questions(split: str, n: int, seed: int, val_share: float = 0.15):
     """(dataset, Example, supporting sentences by title) of `split`."""
-    from bench_prune import examples
+    from bench_prune import examples, licence_questions
+
+    if split == "documents":
+        return [("licences", e, {}) for e in licence_questions()[:n]] + [("demo", e, {}) for e in demo_questions()]
 
     from verirag_lab.datasets.hotpotqa import read_hotpotqa_path
     from verirag_lab.datasets.hotpotqa_original import distractor_example
@@ -135,7 +158,7 @@ def main(argv=None) -> int:
         "--pruner", action="append", default=None, help="a pruner folder (repeat; default: the shipped one)"
     )
     ap.add_argument("--thresholds", nargs="+", default=["fitted", "0.2", "0.3", "0.4"])
-    ap.add_argument("--split", choices=("validation", "bench"), default="validation")
+    ap.add_argument("--split", choices=("validation", "bench", "documents"), default="validation")
     ap.add_argument("--n", type=int, default=200, help="questions per dataset at most")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument(
@@ -146,9 +169,8 @@ def main(argv=None) -> int:
     first = ContextPruner.load(folders[0])
     # the validation questions are the split the (first) pruner was fitted with: its seed and share
     items = questions(a.split, a.n, first.seed if a.split == "validation" else a.seed, first.val_share)
-    print(
-        f"{a.split} questions: " + ", ".join(f"{d} {sum(1 for x, *_ in items if x == d)}" for d in ("nq", "hotpotqa"))
-    )
+    datasets = sorted({d for d, *_ in items})
+    print(f"{a.split} questions: " + ", ".join(f"{d} {sum(1 for x, *_ in items if x == d)}" for d in datasets))
     print("| pruner | dataset | threshold | words kept | answer kept | support kept (all / paragraphs) |")
     print("|---|---|---|---|---|---|")
     for folder in folders:

@@ -63,3 +63,10 @@ def test_words_answers_and_support_kept_with_and_without_the_hop(recall):
     hop = recall.measure(pruner, items, ["fitted"], hop=True)[("hotpotqa", "fitted")]
     assert hop["support_kept"] == 1.0 and hop["answer_kept"] == 1.0 and hop["words_kept"] == 14 / 21
     assert hop["support_in"] == 1 and plain[("nq", "fitted")]["support_in"] == 0
+
+
+def test_the_demo_questions_come_with_what_the_demo_retrieves_and_their_answers(recall):
+    items = recall.demo_questions()
+    assert [e.references for e in items] == [["Maren Solberg"], ["25 minutes"], ["Ola Venn"]]  # the answerable ones
+    for e in items:
+        assert e.passages and recall.holds(" ".join(p.text for p in e.passages), e.references)
