@@ -2,13 +2,15 @@
 context pruner at its published thresholds, against reading every retrieved sentence, on one loaded
 model (the `local` preset: qwen2.5-1.5b, the trained verifier), the request cache off.
 
-    .venv/bin/python benchmarks/bench_demo_prune.py [--repeats 3] [--pruner DIR] \
+    .venv/bin/python benchmarks/bench_demo_prune.py [--repeats 3] [--pruner DIR ...] \
         [--arms off conservative aggressive] [--threshold 0.4 ...] [--out runs/bench-demo-prune.jsonl]
 
-Each repeat asks every demo question in each arm, the arms taking turns in a rotated order; within
-an arm the questions follow one another, so no answer reuses the cached prompt of the same question
-in another arm (llama.cpp reuses the longest shared prompt prefix, and the question comes before the
-passages). A warm-up question loads the models first and is not counted. Reported per arm: mean
+Each repeat asks every demo question in each arm (each pruner's arms, with several `--pruner`s), the
+arms taking turns in a rotated order; within an arm the questions follow one another, as in one
+`verirag demo` run. Only the live KV state of the request before is reused (the saved prefix states
+are off: with them a repeat would find its own earlier prompts cached and read almost nothing), so
+an answer reuses what a first run reuses, the shared system prompt, never its own question's prompt
+from another arm or repeat. A warm-up question loads the models first and is not counted. Reported per arm: mean
 seconds of a verified answer (retrieve + prune + generate + verify) as a ratio to `off` with a paired
 bootstrap interval over the (repeat, question) rows, prompt tokens likewise, and how many answers
 changed their action; the goal is a ratio of at most 1/3. Records go to --out, one per answer.
@@ -24,27 +26,30 @@ import time
 from pathlib import Path
 
 os.environ["VERIRAG_NO_CACHE"] = "1"
+os.environ["VERIRAG_PREFIX_CACHE_MB"] = "0"  # see the docstring: a repeat must not find itself cached
 
 GOAL = 1 / 3  # issue 48: a verified demo answer in at most a third of the unpruned time
 
 
-def arm_settings(arms: list[str], thresholds: list[float], pruner: str | None) -> dict[str, object]:
-    """{arm name: the `prune` value `Pipeline.ask` takes}: off, the pruner's conservative (its own
-    fitted threshold) and aggressive thresholds, and any given number."""
+def arm_settings(arms: list[str], thresholds: list[float], pruners: list[str | None]) -> dict[str, object]:
+    """{arm name: the `prune` value `Pipeline.ask` takes}: off, each pruner's conservative (its own
+    fitted threshold) and aggressive thresholds, and any given number; with several pruners an arm's
+    name starts with its pruner's folder name ("shipped" for the default)."""
     from verirag.learned.pruner import ContextPruner
     from verirag.learned.shipped import shipped_pruner_dir
 
-    loaded = ContextPruner.load(pruner or shipped_pruner_dir())
-    settings: dict[str, object] = {}
-    for arm in arms:
-        if arm == "off":
-            settings[arm] = False
-        elif arm in ("conservative", "aggressive"):
-            settings[arm] = {"threshold": loaded.named_threshold(arm), "pruner": pruner}
-        else:
-            raise SystemExit(f"unknown arm {arm!r} (off, conservative, aggressive; numbers go to --threshold)")
-    for t in thresholds:
-        settings[f"t={t:g}"] = {"threshold": t, "pruner": pruner}
+    unknown = [a for a in arms if a not in ("off", "conservative", "aggressive")]
+    if unknown:
+        raise SystemExit(f"unknown arm {unknown[0]!r} (off, conservative, aggressive; numbers go to --threshold)")
+    settings: dict[str, object] = {"off": False} if "off" in arms else {}
+    for pruner in pruners:
+        loaded = ContextPruner.load(pruner or shipped_pruner_dir())
+        named = f"{Path(pruner).name if pruner else 'shipped'}:" if len(pruners) > 1 else ""
+        for arm in arms:
+            if arm != "off":
+                settings[named + arm] = {"threshold": loaded.named_threshold(arm), "pruner": pruner}
+        for t in thresholds:
+            settings[f"{named}t={t:g}"] = {"threshold": t, "pruner": pruner}
     return settings
 
 
@@ -91,7 +96,9 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--arms", nargs="+", default=["off", "conservative", "aggressive"])
     ap.add_argument("--threshold", type=float, action="append", default=[], help="one more arm at this threshold")
-    ap.add_argument("--pruner", help="a saved pruner folder (default: the shipped one)")
+    ap.add_argument(
+        "--pruner", action="append", help="a saved pruner folder (repeat to compare; default: the shipped one)"
+    )
     ap.add_argument("--out", type=Path, default=Path("runs/bench-demo-prune.jsonl"))
     args = ap.parse_args()
     if "off" not in args.arms:
@@ -100,7 +107,7 @@ def main() -> None:
     from verirag import Pipeline
     from verirag.demo import corpus_path, questions
 
-    settings = arm_settings(args.arms, args.threshold, args.pruner)
+    settings = arm_settings(args.arms, args.threshold, args.pruner or [None])
     names = list(settings)
     p = Pipeline.from_preset("local")
     p.index(corpus_path())
@@ -131,7 +138,7 @@ def main() -> None:
                     fh.write(json.dumps(row, ensure_ascii=False) + "\n")
                     fh.flush()
                     print(
-                        f"[{repeat}] {arm:13s} q{qi} {row['seconds']:5.1f}s {row['prompt_tokens']} tokens "
+                        f"[{repeat}] {arm:24s} q{qi} {row['seconds']:5.1f}s {row['prompt_tokens']} tokens "
                         f"{r.action} {r.score:.2f} {r.retrieved_answer[:50]!r}",
                         flush=True,
                     )
@@ -139,7 +146,7 @@ def main() -> None:
     for arm, e in report(rows, names).items():
         s, t = e["seconds_ratio"], e["prompt_tokens_ratio"]
         print(
-            f"  {arm:13s} {e['mean_seconds']:6.2f} s  seconds {s[0]:.3f}x [{s[1]:.3f}, {s[2]:.3f}]  "
+            f"  {arm:24s} {e['mean_seconds']:6.2f} s  seconds {s[0]:.3f}x [{s[1]:.3f}, {s[2]:.3f}]  "
             f"tokens {t[0]:.3f}x [{t[1]:.3f}, {t[2]:.3f}]  actions changed {e['actions_changed']}/{e['rows']}"
             + ("  goal met" if e["meets_goal"] and arm != "off" else "")
         )

@@ -3,8 +3,12 @@ is reported against `off` over the (repeat, question) rows both answered (issue 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from benchmark_module import load_benchmark
+
+CLEAN = str(Path(__file__).resolve().parents[1] / "data" / "pruner" / "candidates" / "clean")
 
 
 def _row(arm: str, repeat: int, question: int, seconds: float, tokens: int, action: str = "answered") -> dict:
@@ -35,3 +39,23 @@ def test_each_arm_is_a_paired_ratio_to_off_and_the_goal_is_a_third():
     assert c["actions_changed"] == 1 and not c["meets_goal"]
     assert a["seconds_ratio"][0] == pytest.approx(0.25) and a["meets_goal"]
     assert out["off"]["seconds_ratio"][0] == pytest.approx(1.0)
+
+
+def test_each_pruner_brings_its_own_published_thresholds():
+    from verirag.learned.pruner import ContextPruner
+    from verirag.learned.shipped import shipped_pruner_dir
+
+    bench = load_benchmark("bench_demo_prune")
+    one = bench.arm_settings(["off", "conservative", "aggressive"], [0.4], [None])
+    shipped = ContextPruner.load(shipped_pruner_dir())
+    assert one == {
+        "off": False,
+        "conservative": {"threshold": shipped.named_threshold("conservative"), "pruner": None},
+        "aggressive": {"threshold": shipped.named_threshold("aggressive"), "pruner": None},
+        "t=0.4": {"threshold": 0.4, "pruner": None},
+    }
+    two = bench.arm_settings(["off", "aggressive"], [], [None, CLEAN])
+    assert list(two) == ["off", "shipped:aggressive", "clean:aggressive"]
+    assert two["clean:aggressive"]["pruner"] == CLEAN
+    with pytest.raises(SystemExit, match="unknown arm"):
+        bench.arm_settings(["off", "0.4"], [], [None])
