@@ -17,8 +17,6 @@ import os
 import statistics
 import time
 
-os.environ["VERIRAG_NO_CACHE"] = "1"
-
 
 def run(p, questions, repeats: int) -> dict[str, float]:
     rows = []
@@ -35,6 +33,7 @@ def run(p, questions, repeats: int) -> dict[str, float]:
 
 
 def main() -> None:
+    os.environ["VERIRAG_NO_CACHE"] = "1"  # set here, not at import (tests import benchmark scripts)
     ap = argparse.ArgumentParser()
     ap.add_argument("--preset", default="local")
     ap.add_argument("--method", action="append", help="AwF method (repeatable); default: the preset's")

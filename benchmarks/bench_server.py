@@ -22,7 +22,6 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
-os.environ["VERIRAG_NO_CACHE"] = "1"  # every request runs the model, on both sides
 
 PASSAGES = [
     {
@@ -93,6 +92,7 @@ def over_http(url: str, method: str, items, clients: int) -> tuple[list[float], 
 
 
 def main() -> int:
+    os.environ["VERIRAG_NO_CACHE"] = "1"  # every request runs the model, on both sides (set here, not at import)
     ap = argparse.ArgumentParser()
     ap.add_argument("--models", nargs="*", default=["smollm2-135m", "qwen2.5-1.5b"])
     ap.add_argument("--n", type=int, default=12)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -17,8 +18,15 @@ def load_benchmark(name: str) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     sys.path.insert(0, str(BENCHMARKS))
+    before = dict(os.environ)
     try:
         spec.loader.exec_module(module)
     finally:
         sys.path.remove(str(BENCHMARKS))
+        changed = sorted(k for k in before.keys() | os.environ.keys() if before.get(k) != os.environ.get(k))
+        os.environ.clear()
+        os.environ.update(before)
+    # a script that sets the environment when imported (the request cache off, say) would change every
+    # test that runs after it in the same process: that belongs in its main()
+    assert not changed, f"benchmarks/{name}.py changes the environment when imported: {changed}"
     return module
