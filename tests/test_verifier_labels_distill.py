@@ -95,6 +95,9 @@ def test_answers_from_pruned_passages_judged_and_graded(tmp_path, data):
         assert 0 < prune["sentences_kept"] <= prune["sentences"] and set(m["seconds"]) >= {"prune", "generate"}
         if x["dataset"] == "nomiracl":
             assert x["label"] == 0 and m["correct"] is None
+        # this scripted model gives no log-probabilities: named missing, with why; K-Precision is there
+        assert 0.0 <= m["signals"]["k_precision"] <= 1.0 and "logprob_mean" not in m["signals"]
+        assert m["signals_missing"]["logprob_mean"] == "the backend gave no token log-probabilities for the answer"
     # 1 in 2 (seeded) also judged over every passage
     assert 0 < sum("passages" in x["meta"]["judge"] for x in made) < len(made)
     # the generator read the pruned text: some fixture sentences the pruner dropped are in no prompt
@@ -173,6 +176,10 @@ def test_distill_with_the_smallest_real_model(tmp_path, data, smollm_path):
             assert m["judge"]["evidence"] is not None and 0.0 <= m["judge"]["evidence"] <= 1.0, m["judge"]
             assert "passages" not in m["judge"] or 0.0 <= m["judge"]["passages"] <= 1.0
             assert 0 < m["prune"]["tokens_read"] <= m["prune"]["tokens_full"]
+            # llama.cpp gives the reply's token log-probabilities: a stack can be trained on them
+            sig = m["signals"]
+            assert sig["logprob_min"] <= sig["logprob_mean"] <= 0.0 and sig["logprob_sum"] <= sig["logprob_mean"]
+            assert 0.0 <= sig["k_precision"] <= 1.0 and "signals_missing" not in m
         again = run()
         assert again.written == 0 and again.already_done == r.planned
     finally:

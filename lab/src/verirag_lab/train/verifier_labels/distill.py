@@ -20,7 +20,10 @@ meta: condition, correct / evidence / abstained (the grade), `judge` {evidence, 
 only), read ("evidence", or "passages" when nli fell back to reading every passage), premise_words,
 digest (the judge's identity), errors}, `prune` {tokens_read, tokens_full (the answering model's
 tokens of the passage texts), passages_read, sentences_kept, sentences, fallback, hops, threshold,
-data (the pruner's data fingerprint)}, `seconds` {prune, generate, judge, judge_full}.
+data (the pruner's data fingerprint)}, `seconds` {prune, generate, judge, judge_full}, `signals` (what
+the answer path knows at no model cost, `verirag.awf.signals`: the reply's token log-probabilities, min,
+mean and sum, and K-Precision against the text the generator read; absent ones named in
+`signals_missing`), so a stack of the verifier with them can be trained on these answers.
 
 Failures: a backend outage (the generator's or the judge's) is a `RecipeFailure`, written nothing and
 tried again next run; any other judge failure (e.g. an answer too long for the judge's window) is
@@ -38,6 +41,7 @@ from verirag.awf import registry
 from verirag.awf.compose import build_predictor
 from verirag.awf.defaults import DEFAULT_METHOD, JUDGED_METHOD
 from verirag.awf.predictors.nli import evidence_saves
+from verirag.awf.signals import answer_signals
 from verirag.awf.spec import split_name
 from verirag.awf.stage_kinds.prune import PruneStage
 from verirag.errors import BackendError, is_outage
@@ -158,6 +162,7 @@ def make(ctx: LabelContext, q: Question, item_id: str, model: str, condition: st
         "judge": scores,
         "prune": prune_info(pruned.info, stage),
         "seconds": {k: round(v, 3) for k, v in seconds.items()},
+        **signals_info(ans.text, ans.generation, [h.passage for h in pruned.kept]),
     }
     if ans.generation is not None and ans.generation.finish_reason == "length":
         meta["truncated"] = True
@@ -203,6 +208,17 @@ def what_was_read(premise: str | None, passages) -> dict[str, Any]:
         return {"read": "passages", "premise_words": None}
     read = "evidence" if evidence_saves(premise, passages) else "passages"
     return {"read": read, "premise_words": len(premise.split())}
+
+
+def signals_info(answer: str, generation, read) -> dict[str, Any]:
+    """The answer's no-cost signals (module doc); retrieval scores are none here (the recipe chose
+    the passages), so they are left out rather than named missing on every line."""
+    sig = answer_signals(answer, generation, read, None)
+    out: dict[str, Any] = {"signals": {k: round(v, 4) for k, v in sig.values.items()}}
+    missing = {k: why for k, why in sig.missing.items() if not k.startswith("retrieval_")}
+    if missing:
+        out["signals_missing"] = missing
+    return out
 
 
 def prune_info(info: dict[str, Any], stage: PruneStage) -> dict[str, Any]:
