@@ -30,6 +30,13 @@ answers' generation key; give NAME once per file when answers come from several 
 
     python benchmarks/verifier_own_answers.py data/verifier/own_answers/held-out-nli-qwen2.5-1.5b \\
         --verifier-scores joint=data/verifier/own_answers/held-out-nli-qwen2.5-1.5b/verifier-issue36-joint.jsonl
+
+`--stack NAME=FILE` (repeatable) adds the column NAME: a stacked verifier (`verirag train stack`, e.g.
+fitted on distill labels: the pipeline's answers to training questions) applied to each answer's own
+columns (its verifier score, its token log-probabilities), no model run:
+
+    python benchmarks/verifier_own_answers.py data/verifier/own_answers/own-answers-verifier-qwen2.5-1.5b \
+        --baseline verifier --stack stacked=runs/stack-distill.json
 """
 
 from __future__ import annotations
@@ -98,6 +105,28 @@ def load(runs: list[str], pool: list[str] = (), scores: list[str] = (), methods:
     for f, x in columns.items():
         columns[f] = np.where(np.isnan(x), np.nanmean(x), x)
     return base, columns
+
+
+def stacked_column(arg: str, table, columns: dict[str, np.ndarray]) -> tuple[str, np.ndarray]:
+    """(NAME, P(faithful) per answer) of "NAME=FILE": the stack applied to the answers' columns, as
+    `vanilla+stacked(stack=FILE)` would at answer time (its predictor features must be the run's own
+    predictors, the same identity)."""
+    from verirag.learned.stack import StackedVerifier
+
+    name, sep, path = arg.partition("=")
+    if not sep or not name or not path:
+        raise SystemExit(f"--stack takes NAME=FILE, got {arg!r}")
+    if name in columns:
+        raise SystemExit(f"--stack {name}: the run already has a column {name}")
+    stack = StackedVerifier.load(path)
+    lacking = [f for f in stack.features if f not in columns]
+    if lacking:
+        raise SystemExit(f"--stack {name}: the run has no column {', '.join(lacking)} (columns: {', '.join(columns)})")
+    for f, source in stack.sources.items():
+        have = (table.sources.get(f) or {}).get("digest")
+        if source.get("digest") and have and source["digest"] != have:
+            raise SystemExit(f"--stack {name}: its {f} is {source['digest']}, the run's is {have}: another model")
+    return name, stack.predict_proba(np.column_stack([columns[f] for f in stack.features]))
 
 
 def rescored_columns(scores: list[str]) -> dict[str, dict[str, tuple[float, float]]]:
@@ -190,6 +219,14 @@ def main(argv: list[str] | None = None) -> int:
         metavar="NAME=FILE",
         help="a column NAME of another verifier's scores of these answers (rescore_own_answers.py; repeatable)",
     )
+    ap.add_argument(
+        "--stack",
+        action="append",
+        default=[],
+        metavar="NAME=FILE",
+        help="a column NAME of a stacked verifier's scores (`verirag train stack`), computed from the run's "
+        "own columns (its verifier must be the run's; repeatable)",
+    )
     ap.add_argument("--baseline", default="self_check")
     ap.add_argument("--columns", default="", help="comma-separated columns to show (default: all)")
     ap.add_argument("--resamples", type=int, default=2000)
@@ -213,6 +250,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.export:
         return 0 if export(Path(args.runs[0]), args.export) else 1
     table, columns = load(args.runs, args.pool, args.verifier_scores, [m for m in args.methods.split(",") if m])
+    for arg in args.stack:
+        name, column = stacked_column(arg, table, columns)
+        columns[name] = column
     if args.baseline not in columns:
         raise SystemExit(f"no column {args.baseline!r}; columns: {', '.join(columns)}")
     shown = [c for c in args.columns.split(",") if c] or list(columns)

@@ -87,3 +87,24 @@ def test_a_judge_that_did_not_score_every_answer_is_an_error_not_a_mean(tmp_path
         own.load([str(tmp_path)])
     _, columns = own.load([str(tmp_path)], methods=["vanilla+verifier", "vanilla+self_check"])
     assert len(columns["verifier"]) == 150
+
+
+def test_a_stack_becomes_a_column_computed_from_the_answers_own_columns(tmp_path):
+    from verirag.learned.stack import StackedVerifier
+
+    own = _bench("verifier_own_answers")
+    table, columns = own.load([str(RUN)], methods=["vanilla+verifier"])
+    features = ["verifier", "logprob_mean"]
+    X = np.column_stack([columns[f] for f in features])
+    sources = {"verifier": dict(table.sources["verifier"])}
+    StackedVerifier(features, sources=sources).fit(X, table.y).save(tmp_path / "stack.json")
+    name, column = own.stacked_column(f"stacked={tmp_path / 'stack.json'}", table, columns)
+    fitted = StackedVerifier.load(tmp_path / "stack.json")
+    assert name == "stacked" and np.allclose(column, fitted.predict_proba(X)) and len(column) == len(table.y)
+    sources["verifier"]["digest"] = "0" * 12  # a stack made with another verifier
+    StackedVerifier(features, sources=sources).fit(X, table.y).save(tmp_path / "other.json")
+    with pytest.raises(SystemExit, match="another model"):
+        own.stacked_column(f"other={tmp_path / 'other.json'}", table, columns)
+    with pytest.raises(SystemExit, match="no column self_check"):
+        StackedVerifier(["self_check"]).fit(X[:, :1], table.y).save(tmp_path / "sc.json")
+        own.stacked_column(f"sc={tmp_path / 'sc.json'}", table, {"verifier": columns["verifier"]})

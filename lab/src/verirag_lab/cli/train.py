@@ -345,7 +345,9 @@ def stack(
     run_dir: Path = typer.Argument(
         ...,
         help="An eval run (a folder of `verirag eval`) whose answers several predictors scored, "
-        "e.g. vanilla+verifier(verifier=DIR) and vanilla+self_check.",
+        "e.g. vanilla+verifier(verifier=DIR) and vanilla+self_check; or a `distill` labels file (JSONL: "
+        "the pipeline's own answers to training questions with their signals, `make distill-labels`), "
+        "scored here by the trained verifier.",
     ),
     out_file: Path = typer.Option(..., "--out", help="Where to write the stacked verifier (one JSON file)."),
     methods: list[str] = typer.Option(
@@ -369,25 +371,53 @@ def stack(
         1.0, "--c", help="The logistic regression's C (inverse L2 strength; smaller is stronger, for small runs)."
     ),
     seed: int = typer.Option(0, help="Fold and resampling seed."),
+    verifier: str | None = typer.Option(
+        None, help="With a labels file: the trained verifier folder that scores its answers (default: the shipped one)."
+    ),
 ):
     """Stack what an eval run knows about its answers into one learned score (predictor
     `stacked(stack=FILE)`), and report it beside each signal alone, out of fold."""
     from verirag_lab.train.stack import BOOSTED, STACKED, train_stack_from_run
 
-    with err.status("cross-validating the stack…"):
-        result = train_stack_from_run(
-            run_dir,
-            out_file,
-            methods=methods,
-            features=names(features),
-            impute=impute,
-            folds=folds,
-            label=label,
-            model=model,
-            seed=seed,
-            resamples=resamples,
-            C=c,
-        )
+    if run_dir.is_file():
+        from verirag_lab.datasets.registry import data_dir
+        from verirag_lab.train.stack_labels import train_stack_from_labels
+
+        if methods or impute or model or label != "faithful":
+            raise InputError(
+                "--methods, --impute, --model and --label are for eval runs; a labels file has one of each"
+            )
+        with progress() as bar:
+            task = bar.add_task("scoring the answers with the verifier", total=None)
+            result = train_stack_from_labels(
+                run_dir,
+                out_file,
+                data_root=data_dir(),
+                features=names(features) or None,
+                verifier=verifier,
+                folds=folds,
+                seed=seed,
+                resamples=resamples,
+                C=c,
+                say=lambda done, total: bar.update(task, completed=done, total=total),
+            )
+    elif verifier:
+        raise InputError("--verifier is for a labels file; an eval run's verifier is its method's")
+    else:
+        with err.status("cross-validating the stack…"):
+            result = train_stack_from_run(
+                run_dir,
+                out_file,
+                methods=methods,
+                features=names(features),
+                impute=impute,
+                folds=folds,
+                label=label,
+                model=model,
+                seed=seed,
+                resamples=resamples,
+                C=c,
+            )
     r = result.report
     out.print(
         f"{r['answers']} answers to {r['groups']} question groups of {escape(r['model'])}: {r['positives']} "

@@ -1,0 +1,162 @@
+"""The stacked verifier's feature table from `distill` labels (issue 47): the pipeline's own answers
+to TRAINING questions, so a stack of the trained verifier with what the generator knows of its own
+answer can be fitted without touching an evaluation set.
+
+    table = label_table(read_records("distill.jsonl"), data_root, model_fingerprint=llm.fingerprint)
+    result = train_stack(table)                                  # verirag_lab.train.stack
+
+Each made `distill` record that carries the answer's no-cost signals (`meta.signals`: token log-prob
+min / mean / sum and K-Precision, written since 2026-11-28) is a row; older records lack them and are
+counted in `without_signals`, never imputed. The `verifier` column is the trained verifier (the
+shipped one, or `verifier=DIR`) over the record's passages, scored here: the same predictor and
+options `vanilla+stacked(stack=FILE)` rebuilds at answer time, its identity kept in `sources` so a
+retrained verifier is refused there. The label is the record's gold grade (right, with the evidence
+among the passages: AwF's V); `answerable` is whether the evidence was among them. Groups are the
+question groups, so the cross-validation never splits a question's two answers.
+
+The records are resolved with `verirag_lab.train.verifier_labels.resolve` (the guard against
+evaluation questions applies), so the data they name must be present.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from verirag.awf.signals import LOGPROB_SIGNALS
+from verirag.errors import InputError
+from verirag.types import Passage
+from verirag_lab.train.stack_features import StackTable
+
+RECIPE = "distill"
+DEFAULT_FEATURES = ("verifier", *LOGPROB_SIGNALS, "k_precision")
+
+
+def _rows(records: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+    """(the made distill records with signals, how many made ones have none)."""
+    made = [r for r in records if r.get("recipe") == RECIPE and "skip" not in r and "label" in r]
+    rows = [r for r in made if (r.get("meta") or {}).get("signals")]
+    return rows, len(made) - len(rows)
+
+
+def label_table(
+    records: Sequence[dict[str, Any]],
+    data_root=None,
+    *,
+    model_fingerprint: str,
+    features: Sequence[str] | None = None,
+    verifier: str | None = None,
+    batch: int = 32,
+    say=lambda _done, _total: None,
+) -> StackTable:
+    """The feature table of the `distill` records (module doc). `model_fingerprint`: the answering
+    model's full fingerprint (the records keep its first 16 characters, checked against it); a selected
+    signal some row lacks is an InputError naming it (a backend without log-probabilities)."""
+    from verirag.awf.compose import build_predictor
+    from verirag_lab.train.verifier_labels.resolve import resolve
+
+    rows, without = _rows(records)
+    if not rows:
+        raise InputError(
+            f"no {RECIPE} record with the answer's signals (meta.signals) among {len(records)} records"
+            + (f" ({without} made before signals were kept)" if without else "")
+            + ": make some with `make distill-labels`"
+        )
+    models = {r.get("model") for r in rows}
+    if len(models) != 1:
+        raise InputError(f"the records come from several models ({', '.join(sorted(map(str, models)))}): one per stack")
+    prints = {str(r.get("fingerprint") or "") for r in rows}
+    if len(prints) != 1 or not model_fingerprint.startswith(prints.pop()):
+        raise InputError(
+            f"the records were made by a model build with fingerprint(s) {sorted(prints)}, not "
+            f"{model_fingerprint[:16]}: a stack's log-probabilities belong to one build"
+        )
+    features = list(features or DEFAULT_FEATURES)
+    signal_features = [f for f in features if f != "verifier"]
+    for f in signal_features:
+        lacking = [r for r in rows if f not in r["meta"]["signals"]]
+        if lacking:
+            why = (lacking[0]["meta"].get("signals_missing") or {}).get(f, "not recorded")
+            raise InputError(f"{len(lacking)} of {len(rows)} answers have no {f} (first: {lacking[0]['id']}: {why})")
+    examples = resolve(rows, data_root)
+    X = np.full((len(rows), len(features)), np.nan)
+    for f in signal_features:
+        X[:, features.index(f)] = [float(r["meta"]["signals"][f]) for r in rows]
+    sources: dict[str, dict[str, Any]] = {}
+    if "verifier" in features:
+        options = {"verifier": verifier} if verifier else {}
+        predictor = build_predictor("verifier", None, options=options)
+        scores = []
+        for start in range(0, len(examples), batch):
+            part = examples[start : start + batch]
+            items = [(e.question, e.answer, [Passage(str(i), t) for i, t in enumerate(e.passages)]) for e in part]
+            # a failure counts 0, as an eval run's records count it (and the stacked predictor does)
+            scores += [float(v.score) if v.ok else 0.0 for v in predictor.verify_batch(items)]
+            say(min(start + batch, len(examples)), len(examples))
+        X[:, features.index("verifier")] = scores
+        sources["verifier"] = {
+            "predictor": "verifier",
+            "options": options,
+            "method": "vanilla+verifier",
+            "digest": predictor.digest,
+        }
+    return StackTable(
+        features=features,
+        X=X,
+        y=np.array([int(r["label"]) for r in rows]),
+        answerable=np.array([int(bool(r["meta"].get("evidence"))) for r in rows]),
+        groups=[f"{r['dataset']}:{e.group}" for r, e in zip(rows, examples)],
+        keys=[str(r["id"]) for r in rows],
+        label="faithful",
+        sources=sources,
+        model=str(models.pop()),
+        model_fingerprint=model_fingerprint,
+        absent={"without_signals": f"{without} {RECIPE} records made before signals were kept"} if without else {},
+    )
+
+
+def train_stack_from_labels(
+    labels_file,
+    out_file,
+    *,
+    data_root=None,
+    features: Sequence[str] | None = None,
+    verifier: str | None = None,
+    folds: int = 5,
+    seed: int = 0,
+    resamples: int = 2000,
+    C: float = 1.0,
+    llm_loader=None,
+    say=lambda _done, _total: None,
+):
+    """What `verirag train stack LABELS.jsonl` runs: the table of a distill labels file (its model's
+    full fingerprint read from the model itself, `llm_loader(model)`), cross-validated and fitted
+    (`verirag_lab.train.stack.train_stack`), saved to `out_file` with its report."""
+    from verirag_lab.train.stack import train_stack
+    from verirag_lab.train.verifier_labels import read_records
+
+    records = read_records(labels_file)
+    rows, _ = _rows(records)
+    if llm_loader is None:
+        from verirag.llm.factory import load_llm
+
+        def llm_loader(spec):
+            return load_llm(spec, cache=False, n_ctx=512)
+
+    model = str(rows[0].get("model")) if rows else ""
+    fingerprint = getattr(llm_loader(model), "fingerprint", "") if rows else ""
+    table = label_table(
+        records, data_root, model_fingerprint=fingerprint, features=features, verifier=verifier, say=say
+    )
+    result = train_stack(table, folds=folds, seed=seed, C=C, n_resamples=resamples)
+    result.report["absent"] = dict(table.absent)
+    result.stack.save(
+        out_file,
+        command="verirag train stack",
+        labels=str(labels_file),
+        methods=["vanilla+verifier"],
+        **result.provenance,
+    )
+    return result

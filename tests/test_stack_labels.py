@@ -1,0 +1,103 @@
+"""A stack of the trained verifier with the generator's own signals, fitted on `distill` labels (the
+pipeline's answers to training questions; issue 47): the table scores each answer with the real
+shipped verifier, keeps the signals the labels recorded, refuses another model build and labels
+without signals, and the saved stack is one `vanilla+stacked(stack=FILE)` applies to that model."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from test_verifier_labels import write_data
+from test_verifier_labels_distill import model, run
+
+from verirag.awf.compose import build_predictor
+from verirag.awf.generators.base import Answer
+from verirag.errors import InputError
+from verirag.types import Generation, Passage, TokenLogprob
+from verirag_lab.train.stack_labels import DEFAULT_FEATURES, label_table, train_stack_from_labels
+from verirag_lab.train.verifier_labels import read_records, resolve
+
+
+@pytest.fixture(scope="module")
+def labelled(tmp_path_factory):
+    """(labels file, data, the scripted model that made them: log-probabilities -0.4 a word)."""
+    tmp = tmp_path_factory.mktemp("stack-labels")
+    data = write_data(tmp / "data")
+    llm = model(logprob=-0.4)
+    llm.logprobs_assured = True  # the generator asks a backend for log-probabilities only where they are assured
+    r = run(tmp, data, llm, datasets=["nq", "hotpotqa"])
+    assert r.written and not r.failed
+    return tmp / "labels.jsonl", data, llm
+
+
+def test_the_table_scores_each_answer_with_the_verifier_and_keeps_its_signals(labelled):
+    path, data, llm = labelled
+    records = read_records(path)
+    table = label_table(records, data, model_fingerprint=llm.fingerprint)
+    made = [r for r in records if "skip" not in r]
+    assert table.features == list(DEFAULT_FEATURES) and table.X.shape == (len(made), len(DEFAULT_FEATURES))
+    assert np.isfinite(table.X).all() and table.keys == [r["id"] for r in made]
+    assert table.y.tolist() == [r["label"] for r in made]
+    assert table.answerable.tolist() == [int(bool(r["meta"]["evidence"])) for r in made]
+    assert (table.column("logprob_mean") == -0.4).all() and (table.column("logprob_sum") < 0).all()
+    # the verifier column is the shipped verifier's score of the answer over the label's passages
+    shipped = build_predictor("verifier", None)
+    e = resolve([made[0]], data)[0]
+    again = shipped.verify(e.question, e.answer, [Passage(str(i), t) for i, t in enumerate(e.passages)])
+    assert table.column("verifier")[0] == pytest.approx(again.score)
+    assert table.sources["verifier"]["digest"] == shipped.digest and table.model_fingerprint == llm.fingerprint
+    groups = set(table.groups)
+    assert len(groups) < len(table.groups)  # a question's two answers share a group (folds never split them)
+
+
+def test_labels_without_signals_are_counted_and_another_build_is_refused(labelled):
+    path, data, llm = labelled
+    records = read_records(path)
+    made = [r for r in records if "skip" not in r]
+    old = json.loads(json.dumps(made[0]))
+    old["id"] += "/old"
+    del old["meta"]["signals"]
+    table = label_table([*records, old], data, model_fingerprint=llm.fingerprint, features=["logprob_mean"])
+    assert len(table.y) == len(made) and "1 distill records made before" in table.absent["without_signals"]
+    with pytest.raises(InputError, match="fingerprint"):
+        label_table(records, data, model_fingerprint="ffff" + llm.fingerprint)
+    with pytest.raises(InputError, match="no distill record with the answer's signals"):
+        label_table([old], data, model_fingerprint=llm.fingerprint)
+    lacking = json.loads(json.dumps(made[1]))
+    del lacking["meta"]["signals"]["logprob_min"]
+    with pytest.raises(InputError, match="have no logprob_min"):
+        label_table([made[0], lacking], data, model_fingerprint=llm.fingerprint)
+
+
+def test_a_stack_fitted_on_labels_is_applied_by_the_stacked_predictor(labelled, tmp_path):
+    path, data, llm = labelled
+    out = tmp_path / "stack.json"
+    result = train_stack_from_labels(path, out, data_root=data, folds=2, resamples=50, llm_loader=lambda _m: llm)
+    assert result.report["answers"] == len(result.out_of_fold["stacked"]) and set(result.report["weights"]) == set(
+        DEFAULT_FEATURES
+    )
+    saved = json.loads(out.read_text())
+    assert saved["provenance"]["labels"] == str(path)
+    stacked = build_predictor("stacked", llm, options={"stack": str(out)})
+    # the stacked predictor computes the signals of a fresh answer of this model, as at answer time
+    gen = Generation(text="Mara Quill", tokens=[TokenLogprob("Mara", -0.4), TokenLogprob(" Quill", -0.4)])
+    v = stacked.verify_answer(
+        "Who designed the Tallbridge lighthouse?",
+        Answer(text="Mara Quill", generation=gen),
+        [Passage("p", "The Tallbridge lighthouse was designed by Mara Quill in 1899.")],
+    )
+    assert v.ok and 0.0 <= v.score <= 1.0, v.error
+
+
+def test_the_command_takes_a_labels_file_and_refuses_options_of_eval_runs(labelled, tmp_path, capsys):
+    from verirag.cli import main
+
+    path, _, _ = labelled
+    out = tmp_path / "s.json"
+    assert main(["train", "stack", str(path), "--out", str(out), "--methods", "vanilla+verifier"]) != 0
+    assert "are for eval runs" in " ".join(capsys.readouterr().err.split())
+    assert main(["train", "stack", str(tmp_path), "--out", str(out), "--verifier", "v"]) != 0
+    assert "--verifier is for a labels file" in " ".join(capsys.readouterr().err.split())
+    assert not out.exists()
