@@ -204,7 +204,8 @@ paraphrase-labels: $(VENV)/.models $(VENV)/.lab runs/labels/paraphrase.jsonl run
 # from the evidence among hard distractors, and for a seeded half of the questions once more from
 # distractors only; NoMIRACL's non-relevant questions from their own passages (any answer unsupported).
 # nli over the trained verifier's evidence (on qwen2.5-1.5b) scores every answer, nli over every passage
-# 1 in 5; the gold grade is the label, the scores sit beside it in `meta`. 4,012 answers (2,300 NQ, 213
+# 1 in 5; the gold grade is the label, the scores sit beside it in `meta`, with the answer's token
+# log-probabilities (`meta.signals`, for `verirag train stack runs/labels/distill.jsonl`). 4,012 answers (2,300 NQ, 213
 # HotpotQA, 228 NoMIRACL questions). Cost, from DESIGN.md's measurements (not timed here at scale): a
 # pruned answer ~6 s, nli over the evidence 1-3 s, over every passage 3-20 s on the sample: ~8-12 s an
 # answer, about 9-13 hours on 2 cores. Each answer is written as it is made and the same command resumes
