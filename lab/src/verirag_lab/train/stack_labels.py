@@ -145,13 +145,12 @@ def train_stack_from_labels(
         def llm_loader(spec):
             return load_llm(spec, cache=False, n_ctx=512)
 
-    model = str(rows[0].get("model")) if rows else ""
-    fingerprint = getattr(llm_loader(model), "fingerprint", "") if rows else ""
+    # no rows: label_table says why; the model is loaded only to read its full fingerprint
+    fingerprint = getattr(llm_loader(str(rows[0].get("model"))), "fingerprint", "") if rows else ""
     table = label_table(
         records, data_root, model_fingerprint=fingerprint, features=features, verifier=verifier, say=say
     )
-    result = train_stack(table, folds=folds, seed=seed, C=C, n_resamples=resamples)
-    result.report["absent"] = dict(table.absent)
+    result = train_stack(table, folds=folds, seed=seed, C=C, n_resamples=resamples)  # reports table.absent
     result.stack.save(
         out_file,
         command="verirag train stack",
