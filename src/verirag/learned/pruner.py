@@ -375,7 +375,9 @@ class ContextPruner(EncoderAdapter, LearnedPart):
         stop = EarlyStopping(self.patience)
         rng = np.random.default_rng(self.seed)
         for epoch in range(1, self.epochs + 1):
-            losses = self._train_epoch(opt, train_units, states_tr, rng.permutation(len(train_units)), pos_weight)
+            losses = self._train_epoch(
+                opt, train_units, states_tr, rng.permutation(len(train_units)), pos_weight, epoch, say
+            )
             z, y = self._validate(val_units, states_va)
             entry = {"epoch": epoch, "train_loss": float(np.mean(losses)), "val_loss": bce_with_logits(z, y)}
             entry["val_auroc"] = float(auroc(z, y))
@@ -405,9 +407,10 @@ class ContextPruner(EncoderAdapter, LearnedPart):
         self.n_train_, self.n_val_ = len(train_units), len(val_units)
         return self
 
-    def _train_epoch(self, opt, units: list, states: list, order, pos_weight) -> list[float]:
+    def _train_epoch(self, opt, units: list, states: list, order, pos_weight, epoch: int, say) -> list[float]:
         """One pass over the training units in `order`, in batches: each step's loss (BCE with the
-        rare kept sentences weighted up by `pos_weight`)."""
+        rare kept sentences weighted up by `pos_weight`). `say` hears the windows trained so far (an
+        epoch of all six layers takes most of an hour on 2 cores)."""
         import torch
 
         self._scorer.train()
@@ -421,6 +424,7 @@ class ContextPruner(EncoderAdapter, LearnedPart):
             loss.backward()
             opt.step()
             losses.append(float(loss.detach()))
+            say(f"epoch {epoch}: trained {min(start + self.batch_size, len(order))}/{len(order)} windows")
         return losses
 
     def calibrate(self, examples: Sequence[PrunerExample]) -> ContextPruner:
