@@ -209,14 +209,15 @@ paraphrase-labels: $(VENV)/.models $(VENV)/.lab runs/labels/paraphrase.jsonl run
 # Issue 47's distillation labels (the `distill` recipe): qwen2.5-1.5b answers every NQ and HotpotQA
 # training question as `verirag ask` does (the shipped pruner on, the default generator's short answer),
 # from the evidence among hard distractors, and for a seeded half of the questions once more from
-# distractors only; NoMIRACL's non-relevant questions from their own passages (any answer unsupported).
+# distractors only; half the questions that name a supporting passage's title once more as a follow-up
+# in a conversation; NoMIRACL's non-relevant questions from their own passages (any answer unsupported).
 # nli over the trained verifier's evidence (on qwen2.5-1.5b) scores every answer, nli over every passage
 # 1 in 5; the gold grade is the label, the scores sit beside it in `meta`, with the answer's token
-# log-probabilities (`meta.signals`, for `verirag train stack runs/labels/distill.jsonl`). 4,012 answers (2,300 NQ, 213
-# HotpotQA, 228 NoMIRACL questions). Cost, from DESIGN.md's measurements (not timed here at scale): a
-# pruned answer ~6 s, nli over the evidence 1-3 s, over every passage 3-20 s on the sample: ~8-12 s an
-# answer, about 9-13 hours on 2 cores. Each answer is written as it is made and the same command resumes
-# where it stopped (kill it any time; add --limit N for at most N answers a session). Commit it
+# log-probabilities (`meta.signals`, for `verirag train stack runs/labels/distill.jsonl`). 3,882 answers
+# planned (2,088 NQ, 99 HotpotQA, 228 NoMIRACL questions; 364 follow-ups). Measured cost on 2 quiet
+# cores: ~25-30 s an answer (generating 13-17 s, nli over the evidence ~6 s), about 30 hours in all.
+# Each answer is written as it is made and the same command resumes where it stopped (kill it any time;
+# add --limit N for at most N answers a session). Commit it
 # compactly, as the paraphrase labels are (ids, generated text, scores, fingerprints; no benchmark text):
 #   gzip -9nc runs/labels/distill.jsonl > data/verifier/labels/distill-qwen2.5-1.5b.jsonl.gz
 distill-labels: $(VENV)/.models $(VENV)/.lab

@@ -14,6 +14,7 @@ from test_verifier_labels_distill import model, run
 
 from verirag.awf.compose import build_predictor
 from verirag.awf.generators.base import Answer
+from verirag.conversation import in_context
 from verirag.errors import InputError
 from verirag.types import Generation, Passage, TokenLogprob
 from verirag_lab.train.stack_labels import DEFAULT_FEATURES, label_table, train_stack_from_labels
@@ -47,6 +48,13 @@ def test_the_table_scores_each_answer_with_the_verifier_and_keeps_its_signals(la
     e = resolve([made[0]], data)[0]
     again = shipped.verify(e.question, e.answer, [Passage(str(i), t) for i, t in enumerate(e.passages)])
     assert table.column("verifier")[0] == pytest.approx(again.score)
+    # a follow-up's answer is verified in its conversation, as `ask` verifies it
+    i = next(i for i, r in enumerate(made) if r["meta"]["condition"] == "followup")
+    e = resolve([made[i]], data)[0]
+    passages = [Passage(str(j), t) for j, t in enumerate(e.passages)]
+    assert e.history and table.column("verifier")[i] == pytest.approx(
+        shipped.verify(in_context(e.question, e.history), e.answer, passages).score
+    )
     assert table.sources["verifier"]["digest"] == shipped.digest and table.model_fingerprint == llm.fingerprint
     groups = set(table.groups)
     assert len(groups) < len(table.groups)  # a question's two answers share a group (folds never split them)

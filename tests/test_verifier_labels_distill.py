@@ -31,7 +31,12 @@ SHORT = {  # the scripted model's short answers, by a word of the question
 
 
 def short_answer(prompt) -> str:
-    question = prompt[-1]["content"].rsplit("Question:", 1)[-1].lower()
+    """The answer a word of the question names; a follow-up ("who designed it?") is read with the
+    conversation before it, where the entity is named."""
+    content = prompt[-1]["content"]
+    question = content.rsplit("Question:", 1)[-1].lower()
+    if "Conversation so far:" in content:
+        question = content.split("Conversation so far:", 1)[1].lower()
     return next((a for k, a in SHORT.items() if k in question), "I don't know.")
 
 
@@ -113,6 +118,33 @@ def test_answers_from_pruned_passages_judged_and_graded(tmp_path, data):
     asked = len(llm.requests)
     again = run(tmp_path, data, llm, judge_full_every=2)
     assert again.written == 0 and again.already_done == r.planned and len(llm.requests) == asked
+
+
+def test_followups_are_asked_judged_and_kept_with_their_conversation(tmp_path, data):
+    """A seeded third of the NQ and HotpotQA questions also come as a follow-up: the generator and the
+    judge read the conversation, the pruner the last turns with the question (as `ask` does), and the
+    record keeps the rewritten question and the turns as specs that resolve back to that text."""
+    llm = model()
+    run(tmp_path, data, llm, datasets=["nq", "hotpotqa", "nomiracl"])
+    records = read_records(tmp_path / "labels.jsonl")
+    follow = [x for x in records if x.get("meta", {}).get("condition") == "followup"]
+    assert follow and all(x["dataset"] in ("nq", "hotpotqa") for x in follow)
+    assert all(not isinstance(x["question"], str) and x["history"] for x in follow)  # specs, not text
+    examples = {e.source: e for e in resolve([x for x in records if "skip" not in x], data)}
+    prompts = ["\n".join(m["content"] for m in p) for p, op in zip(llm.prompts, llm.ops) if op == "generate"]
+    judged = ["\n".join(m["content"] for m in p) for p, op in zip(llm.prompts, llm.ops) if op == "next_token"]
+    for x in follow:
+        e, m = examples[x["id"]], x["meta"]
+        plain = next(y for y in records if y["id"] == x["id"].replace(".followup/", ".mixed/"))
+        assert e.history[0].startswith("User: Tell me about") and e.history[1].startswith("Agent: ")
+        assert m["phrase"] in e.question and e.question != examples[plain["id"]].question
+        assert any(f"Question: {e.question}" in p and e.history[0] in p for p in prompts)
+        assert any(e.history[0] in p for p in judged)
+        # the entity named only in the conversation: the scripted model answers from it, as it did
+        # the question asked plainly, and the gold grade is the same
+        assert x["answer"] == plain["answer"] and x["label"] == plain["label"] and x["passages"] == plain["passages"]
+    # the other conditions are unchanged: a plain question has no question or history of its own
+    assert all("history" not in x for x in records if x.get("meta", {}).get("condition") in ("mixed", "distractor"))
 
 
 def test_a_judge_outage_writes_nothing_and_the_next_run_retries(tmp_path, data):

@@ -55,6 +55,7 @@ def label_table(
     model's full fingerprint (the records keep its first 16 characters, checked against it); a selected
     signal some row lacks is an InputError naming it (a backend without log-probabilities)."""
     from verirag.awf.compose import build_predictor
+    from verirag.conversation import in_context
     from verirag_lab.train.verifier_labels.resolve import resolve
 
     rows, without = _rows(records)
@@ -91,7 +92,11 @@ def label_table(
         scores = []
         for start in range(0, len(examples), batch):
             part = examples[start : start + batch]
-            items = [(e.question, e.answer, [Passage(str(i), t) for i, t in enumerate(e.passages)]) for e in part]
+            # a follow-up is verified in its conversation, as `ask` verifies it
+            items = [
+                (in_context(e.question, e.history), e.answer, [Passage(str(i), t) for i, t in enumerate(e.passages)])
+                for e in part
+            ]
             # a failure counts 0, as an eval run's records count it (and the stacked predictor does)
             scores += [float(v.score) if v.ok else 0.0 for v in predictor.verify_batch(items)]
             say(min(start + batch, len(examples)), len(examples))

@@ -4,10 +4,17 @@
 Per question and model, one answer from its "mixed" passages (the evidence among hard distractors,
 as retrieval gives them) and, for a seeded DISTRACTOR_SHARE of questions, a second from
 "distractor" passages only (retrieval that missed); NoMIRACL's non_relevant questions answer from
-their own passages. Each answer is made as `verirag ask` makes it with the pruner on: the shipped
-context pruner (`PruneStage`, its fitted threshold, titles for the hop rule) cuts the passages,
-and the default method's generator (`DEFAULT_METHOD`: vanilla, its own prompt and answer length,
-temperature 0) reads what is left.
+their own passages. For a seeded FOLLOWUP_SHARE of the NQ and HotpotQA questions that name a
+supporting passage's title, a third ("followup", over the "mixed" passages): the question asked as a
+follow-up, as the `followup` recipe rewrites it (the entity told about in an earlier turn, the
+question saying "it" or "that album"), read by the pruner, the generator and the judge as `ask`
+reads a question with its `history` (`AnswerState`); the record keeps the question and the turns as
+text specs. (The shared TopiOCQA release holds no passages, so conversations are made this way.)
+
+Each answer is made as `verirag ask` makes it with the pruner on: the shipped context pruner
+(`PruneStage`, its fitted threshold, titles for the hop rule) cuts the passages, and the default
+method's generator (`DEFAULT_METHOD`: vanilla, its own prompt and answer length, temperature 0)
+reads what is left.
 
 The answer is then scored on the FULL passages (what the record's `passages` name, what the verifier
 trains on) by the LLM judge `JUDGED_METHOD`'s predictor, nli, with premise=evidence (the shipped
@@ -16,7 +23,7 @@ verifier picks the evidence the judge reads), on the answering model; on a seede
 (right against the gold answers, with the evidence among the passages), so training may use the
 gold label, the judge's soft score, or only the answers where the two agree.
 
-meta: condition, correct / evidence / abstained (the grade), `judge` {evidence, passages (sampled
+meta: condition (+ phrase and entity for a follow-up), correct / evidence / abstained (the grade), `judge` {evidence, passages (sampled
 only), read ("evidence", or "passages" when nli fell back to reading every passage), premise_words,
 digest (the judge's identity), errors}, `prune` {tokens_read, tokens_full (the answering model's
 tokens of the passage texts), passages_read, sentences_kept, sentences, fallback, hops, threshold,
@@ -39,6 +46,7 @@ from typing import Any
 
 from verirag.awf import registry
 from verirag.awf.compose import build_predictor
+from verirag.awf.core import AnswerState
 from verirag.awf.defaults import DEFAULT_METHOD, JUDGED_METHOD
 from verirag.awf.predictors.nli import evidence_saves
 from verirag.awf.signals import answer_signals
@@ -48,8 +56,9 @@ from verirag.errors import BackendError, is_outage
 from verirag.llm.base import DEFAULT_SEED
 from verirag.types import ScoredPassage
 from verirag_lab.train.verifier_labels.context import Item, LabelContext, RecipeFailure
+from verirag_lab.train.verifier_labels.followup import as_followup, entity_mention, tell_history
 from verirag_lab.train.verifier_labels.generation import provenance
-from verirag_lab.train.verifier_labels.records import labelled, record_id, skipped
+from verirag_lab.train.verifier_labels.records import labelled, record_id, render, skipped
 from verirag_lab.train.verifier_labels.sources import Question
 
 NAME = "distill"
@@ -58,6 +67,10 @@ VERSION = 1  # bumped when what the recipe makes changes: a rerun remakes its it
 # Retrieval misses the gold passage for a share of questions; answers without evidence teach the
 # verifier "unsupported" from the pipeline's own answers, at about a third of the answers.
 DISTRACTOR_SHARE = 0.5
+# Follow-up questions are where the verifier is weakest (issue 47): half the questions that name a
+# supporting passage's title (about a third of NQ's training questions) also come as one.
+FOLLOWUP_SHARE = 0.5
+FOLLOWUP_DATASETS = ("nq", "hotpotqa")
 _, GENERATOR, _ = split_name(DEFAULT_METHOD)  # the generator `verirag ask` answers with
 _, _, JUDGE = split_name(JUDGED_METHOD)  # the LLM judge's predictor (nli)
 
@@ -65,9 +78,16 @@ _, _, JUDGE = split_name(JUDGED_METHOD)  # the LLM judge's predictor (nli)
 def conditions(ctx: LabelContext, q: Question, model: str) -> tuple[str, ...]:
     if not q.answers:
         return ("non_relevant",)
+    out = ["mixed"]
     if ctx.rng(NAME, q.group, model, "distractor").random() < DISTRACTOR_SHARE:
-        return ("mixed", "distractor")
-    return ("mixed",)
+        out.append("distractor")
+    if (
+        q.dataset in FOLLOWUP_DATASETS
+        and ctx.rng(NAME, q.group, model, "followup").random() < FOLLOWUP_SHARE
+        and entity_mention(ctx, q) is not None  # else nothing to refer back to
+    ):
+        out.append("followup")
+    return tuple(out)
 
 
 def full_judged(ctx: LabelContext, q: Question, model: str, condition: str) -> bool:
@@ -131,21 +151,32 @@ def remember_premise(nli) -> None:
 def make(ctx: LabelContext, q: Question, item_id: str, model: str, condition: str) -> dict:
     if not q.answers and q.gold:
         return skipped(item_id, NAME, q.dataset, q.id, "no gold answers to grade against (distill: nq, hotpotqa)")
-    keys = ctx.passage_set(q, condition)
+    keys = ctx.passage_set(q, "mixed" if condition == "followup" else condition)
     if keys is None:
         return skipped(item_id, NAME, q.dataset, q.id, f"no {condition} passages")
+    asked, extra, about = AnswerState(q.text), {}, {}
+    if condition == "followup":
+        made = as_followup(ctx, q, ctx.rng(NAME, q.group, model, "phrase"))
+        turns = tell_history(ctx, q.dataset, made[0]) if made else None
+        if turns is None:
+            return skipped(item_id, NAME, q.dataset, q.id, "no follow-up: the question names no supporting passage")
+        extra = {"question": made[1], "history": turns}
+        asked = AnswerState.asked(render(made[1], ctx), [render(t, ctx) for t in turns])
+        about = {"phrase": made[2], "entity": made[0]}
+    question = asked.in_context()  # what the generator and the judge read, as `ask` gives it them
     passages = ctx.passages(q, keys)
     seconds: dict[str, float] = {}
 
     t = time.perf_counter()
     stage = pruner_stage(ctx, model)
-    pruned = stage.run(q.text, [ScoredPassage(p, 0.0, i) for i, p in enumerate(passages)], lambda _m: None)
+    hits = [ScoredPassage(p, 0.0, i) for i, p in enumerate(passages)]
+    pruned = stage.run(asked.retrieval_query(), hits, lambda _m: None)
     seconds["prune"] = time.perf_counter() - t
 
     t = time.perf_counter()
     gen = generator(ctx, model)
     try:
-        ans = gen.answer(q.text, [h.passage for h in pruned.kept])
+        ans = gen.answer(question, [h.passage for h in pruned.kept])
     except BackendError as e:
         raise RecipeFailure(f"{model} failed for {q.group}: {e}") from e
     seconds["generate"] = time.perf_counter() - t
@@ -155,9 +186,10 @@ def make(ctx: LabelContext, q: Question, item_id: str, model: str, condition: st
         return skipped(item_id, NAME, q.dataset, q.id, "the model returned an empty answer")
 
     grade = ctx.grade(q, ans.text, keys)
-    scores = judged(ctx, q, model, ans.text, passages, full_judged(ctx, q, model, condition), seconds)
+    scores = judged(ctx, q, question, model, ans.text, passages, full_judged(ctx, q, model, condition), seconds)
     meta: dict[str, Any] = {
         "condition": condition,
+        **about,
         **grade.meta(),
         "judge": scores,
         "prune": prune_info(pruned.info, stage),
@@ -170,11 +202,14 @@ def make(ctx: LabelContext, q: Question, item_id: str, model: str, condition: st
     # temperature or seed, so the backend's defaults apply
     how = provenance(ctx.llm(model), model, f"{GENERATOR}@{gen.digest}", 0.0, DEFAULT_SEED)
     how["max_tokens"] = gen.max_tokens
-    return labelled(item_id, NAME, q.dataset, q.id, ctx.qh(q), keys, ans.text, grade.label, generation=how, meta=meta)
+    return labelled(
+        item_id, NAME, q.dataset, q.id, ctx.qh(q), keys, ans.text, grade.label, generation=how, meta=meta, extra=extra
+    )
 
 
-def judged(ctx, q, model, answer, passages, full: bool, seconds: dict[str, float]) -> dict[str, Any]:
-    """The judge's scores of `answer` (module doc); a judge outage is a RecipeFailure."""
+def judged(ctx, q, question, model, answer, passages, full: bool, seconds: dict[str, float]) -> dict[str, Any]:
+    """The judge's scores of `answer` to `question` (q's text, or q asked in its conversation: an
+    InContext string); module doc. A judge outage is a RecipeFailure."""
     out: dict[str, Any] = {}
     errors: dict[str, str] = {}
     premises = ("evidence", "passages") if full else ("evidence",)
@@ -183,7 +218,7 @@ def judged(ctx, q, model, answer, passages, full: bool, seconds: dict[str, float
         t = time.perf_counter()
         nli.last_premise = None
         try:
-            v = nli.verify(q.text, answer, passages)
+            v = nli.verify(question, answer, passages)
         except BackendError as e:  # the judge's requests raise an outage; its other failures come back in v
             raise RecipeFailure(f"the judge ({model}) failed for {q.group}: {e}") from e
         seconds["judge" if premise == "evidence" else "judge_full"] = time.perf_counter() - t

@@ -106,18 +106,26 @@ def _answers_index(ctx: LabelContext, dataset: str) -> dict[str, list[tuple[str,
     return cache[dataset]
 
 
-def make(ctx: LabelContext, q: Question, item_id: str, variant: str) -> dict:
+def as_followup(ctx: LabelContext, q: Question, rng) -> tuple[str, dict, str] | None:
+    """(the entity's passage key, the question rewritten to refer back to it as a spec, the phrase
+    that refers: "that album", "it"), or None when the question names no supporting passage's title.
+    `rng` draws the phrase when the title names no kind."""
     found = entity_mention(ctx, q)
     if found is None:
-        return skipped(item_id, NAME, q.dataset, q.id, "no supporting passage's title named in the question")
+        return None
     key, start, end, noun = found
+    phrase = f"that {noun}" if noun else referring(ctx.passage(q.dataset, key).title, rng)
+    return key, rewritten_question(ctx, q, start, end, phrase), phrase
+
+
+def make(ctx: LabelContext, q: Question, item_id: str, variant: str) -> dict:
+    if entity_mention(ctx, q) is None:
+        return skipped(item_id, NAME, q.dataset, q.id, "no supporting passage's title named in the question")
     keys = ctx.evidence_set(q)
     if keys is None:
         return skipped(item_id, NAME, q.dataset, q.id, "no passages with the evidence")
-    rng = ctx.rng(NAME, q.group)
+    key, question, phrase = as_followup(ctx, q, ctx.rng(NAME, q.group))
     title = ctx.passage(q.dataset, key).title
-    phrase = f"that {noun}" if noun else referring(title, rng)
-    question = rewritten_question(ctx, q, start, end, phrase)
     answer: object = {"answer_from": [q.dataset, q.id, q.answer_index]}
     label = 1
     meta = {"variant": variant, "phrase": phrase, "entity": key}
