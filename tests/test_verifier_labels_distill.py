@@ -176,8 +176,9 @@ def test_datasets_without_gold_answers_are_a_skip_line():
 
 @pytest.mark.slow
 def test_distill_with_the_smallest_real_model(tmp_path, data, smollm_path):
-    """SmolLM2-135M answers, and judges, one NQ and one HotpotQA question for real (kept small: each
-    answer is pruned, generated and judged twice, about half a minute on a busy machine)."""
+    """SmolLM2-135M answers, and judges, one NQ and one HotpotQA question for real, the NQ one also as
+    a follow-up (kept small: each answer is pruned, generated and judged twice, about half a minute
+    on a busy machine)."""
     from verirag.llm.llama_cpp_backend import LlamaCppLLM
 
     llm = LlamaCppLLM(smollm_path, model_id="smollm2-135m", n_ctx=2048, n_threads=1)
@@ -212,6 +213,9 @@ def test_distill_with_the_smallest_real_model(tmp_path, data, smollm_path):
             sig = m["signals"]
             assert sig["logprob_min"] <= sig["logprob_mean"] <= 0.0 and sig["logprob_sum"] <= sig["logprob_mean"]
             assert 0.0 <= sig["k_precision"] <= 1.0 and "signals_missing" not in m
+            # a follow-up keeps its conversation as specs (the seeded plan gives this fixture one)
+            assert (m["condition"] == "followup") == ("history" in x)
+        assert any(".followup/" in x["id"] for x in records)
         again = run()
         assert again.written == 0 and again.already_done == r.planned
     finally:
