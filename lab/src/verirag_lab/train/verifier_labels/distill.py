@@ -156,13 +156,10 @@ def make(ctx: LabelContext, q: Question, item_id: str, model: str, condition: st
         return skipped(item_id, NAME, q.dataset, q.id, f"no {condition} passages")
     asked, extra, about = AnswerState(q.text), {}, {}
     if condition == "followup":
-        made = as_followup(ctx, q, ctx.rng(NAME, q.group, model, "phrase"))
-        turns = tell_history(ctx, q.dataset, made[0]) if made else None
-        if turns is None:
+        made = followup_asked(ctx, q, model)
+        if made is None:
             return skipped(item_id, NAME, q.dataset, q.id, "no follow-up: the question names no supporting passage")
-        extra = {"question": made[1], "history": turns}
-        asked = AnswerState.asked(render(made[1], ctx), [render(t, ctx) for t in turns])
-        about = {"phrase": made[2], "entity": made[0]}
+        asked, extra, about = made
     question = asked.in_context()  # what the generator and the judge read, as `ask` gives it them
     passages = ctx.passages(q, keys)
     seconds: dict[str, float] = {}
@@ -205,6 +202,20 @@ def make(ctx: LabelContext, q: Question, item_id: str, model: str, condition: st
     return labelled(
         item_id, NAME, q.dataset, q.id, ctx.qh(q), keys, ans.text, grade.label, generation=how, meta=meta, extra=extra
     )
+
+
+def followup_asked(ctx: LabelContext, q: Question, model: str):
+    """(q asked as a follow-up: its AnswerState, the record's question and history specs, meta), or
+    None when the question names no supporting passage or its passage has no first sentence."""
+    made = as_followup(ctx, q, ctx.rng(NAME, q.group, model, "phrase"))
+    if made is None:
+        return None
+    entity, question, phrase = made
+    turns = tell_history(ctx, q.dataset, entity)
+    if turns is None:
+        return None
+    asked = AnswerState.asked(render(question, ctx), [render(t, ctx) for t in turns])
+    return asked, {"question": question, "history": turns}, {"phrase": phrase, "entity": entity}
 
 
 def judged(ctx, q, question, model, answer, passages, full: bool, seconds: dict[str, float]) -> dict[str, Any]:
