@@ -45,7 +45,7 @@ from verirag.learned.base import LearnedPart
 from verirag.learned.calibration import fit_temperature, validation_metrics
 from verirag.learned.encoders import DEFAULT_ENCODER, encoder_dir, encoder_fingerprint
 from verirag.learned.pruner_inputs import Window, passage_sentences, windows_for
-from verirag.learned.splits import split_by_group
+from verirag.learned.splits import split_by_group_within
 from verirag.learned.training import EarlyStopping, bce_with_logits
 from verirag.metrics.calibration import auroc, sigmoid
 
@@ -64,6 +64,16 @@ class PrunerExample:
     labels: tuple[int, ...]
     group: str
     source: str = ""
+
+
+# Groups validated apart from the Wikipedia questions: adding documentation windows to the training
+# data leaves the Wikipedia validation questions (benchmarks/pruner_recall.py reads them) as they were.
+APART_GROUP_PREFIXES = ("docs:",)
+
+
+def validation_stratum(group: str) -> str:
+    """The stratum a question group is drawn for validation within (`split_by_group_within`)."""
+    return next((p for p in APART_GROUP_PREFIXES if group.startswith(p)), "")
 
 
 def recall_threshold(best_answer: np.ndarray, recall: float) -> float:
@@ -356,7 +366,8 @@ class ContextPruner(EncoderAdapter, LearnedPart):
             "encoder": encoder_fingerprint(self.encoder),
             "data": examples_fingerprint(examples),
         }
-        tr, va = split_by_group([e.group for e in examples], self.val_share, self.seed)
+        groups = [e.group for e in examples]
+        tr, va = split_by_group_within(groups, [validation_stratum(g) for g in groups], self.val_share, self.seed)
         train_units = self._units([e for e, m in zip(examples, tr) if m])
         val_units = self._units([e for e, m in zip(examples, va) if m])
         if not val_units or not train_units:

@@ -28,3 +28,17 @@ def split_by_group(
     drawn = set(order[:n])
     mask = np.array([g in drawn for g in groups], dtype=bool)
     return ~mask, mask
+
+
+def split_by_group_within(
+    groups: Sequence[Hashable], strata: Sequence[Hashable], share: float, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
+    """`split_by_group` drawn within each stratum apart (`strata[i]` is item i's): a stratum added
+    to the data leaves the others' split as it was without it."""
+    rest = np.zeros(len(groups), dtype=bool)
+    drawn = np.zeros(len(groups), dtype=bool)
+    for stratum in sorted(set(strata), key=repr):
+        idx = np.array([i for i, s in enumerate(strata) if s == stratum])
+        r, d = split_by_group([groups[i] for i in idx], share, seed)
+        rest[idx], drawn[idx] = r, d
+    return rest, drawn

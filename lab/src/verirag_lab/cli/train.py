@@ -514,6 +514,11 @@ def pruner(
         "a random other question's passage "
         "(hard negatives, labelled like the gold passage).",
     ),
+    doc_windows: int = typer.Option(
+        0,
+        help="Also this many paragraphs of the Debian documentation (training packages; make doc-corpus), each "
+        "asked about one of its sentences, beside two other paragraphs of its document (issue 48).",
+    ),
     max_examples: int | None = typer.Option(None, help="Train on the first this many examples (a smoke run)."),
     seed: int = typer.Option(0, help="Split and initialisation seed."),
 ):
@@ -525,7 +530,7 @@ def pruner(
     from verirag_lab.train.pruner_examples import guarded_question, guarded_texts, pruner_examples
 
     guard = TrainingGuard.for_data(data_dir())
-    examples = pruner_examples(data_dir(), seed=seed, guard=guard, retrieved=retrieved_negatives)
+    examples = pruner_examples(data_dir(), seed=seed, guard=guard, retrieved=retrieved_negatives, docs=doc_windows)
     if max_examples is not None:
         examples = examples[:max_examples]
     guard.check(examples, question=guarded_question, texts=guarded_texts)
@@ -551,6 +556,7 @@ def pruner(
         command="verirag train pruner",
         data="NQ-open oracle + HotpotQA training questions"
         + (f" (+{retrieved_negatives} BM25 hard negatives per NQ question)" if retrieved_negatives else "")
+        + (f" + {doc_windows} Debian documentation paragraphs" if doc_windows else "")
         + "; instruct_qa_human questions and licence texts refused",
     )
     m = p.metrics_

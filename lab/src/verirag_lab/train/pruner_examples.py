@@ -12,6 +12,15 @@
 - `hotpotqa`: each HotpotQA question's supporting-fact sentences labelled 1, the other sentences of
   the same paragraphs 0 (hard negatives: same topic, no support), and `distractors` of the
   question's distractor paragraphs with every sentence 0.
+- `docs` (`docs` > 0; issue 48, documents beside Wikipedia): paragraphs of the Debian documentation
+  the verifier's `doc_claims` recipe reads, training packages only (never a man page, an Info manual
+  or a licence). Per drawn paragraph, one of its sentences is asked about by some of its content
+  words ("What does the <document> documentation say about <words>?"); that sentence is labelled 1,
+  the paragraph's other sentences and `OTHER_DOC_PARAGRAPHS` other paragraphs of the same document 0
+  (same vocabulary, not asked about). Half the paragraphs are hard-wrapped at 72 columns as
+  documentation files are, so the pruner also learns line fragments (a licence's sentences, as
+  retrieved, are such fragments). A document is one question group, validated apart from the
+  Wikipedia questions (`verirag.learned.pruner.validation_stratum`).
 
 Questions are held out by a hash of their text (`held_out`), so the benchmark of pruning
 (benchmarks/bench_prune.py) draws its questions from those the pruner never saw:
@@ -24,20 +33,32 @@ shipped pruner read 65 of instruct_qa_human's NQ questions; issue 48).
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
+import math
 import random
+import re
+import textwrap
 from pathlib import Path
 
 from verirag.errors import InputError
 from verirag.learned.pruner import PrunerExample
 from verirag.learned.pruner_inputs import passage_sentences
+from verirag.retrieval.sentences import sentence_spans
 from verirag_lab.datasets._retrieved import contains_answer
 from verirag_lab.datasets.hotpotqa import hotpotqa_files
 from verirag_lab.datasets.nq import find_oracle_file, read_oracle
 from verirag_lab.train.guard import TrainingGuard
+from verirag_lab.train.verifier_labels.doc_corpus import DocSource, load_doc_source
+from verirag_lab.train.verifier_labels.heldout import doc_split
 
 NQ_HELD_OUT = 0.2
 HOTPOTQA_HELD_OUT = 0.4
+OTHER_DOC_PARAGRAPHS = 2
+DOC_SENTENCE_WORDS = (6, 40)
+DOC_WRAP_SHARE, DOC_WRAP_WIDTH = 0.5, 72
+DOC_QUESTION_SHARE = 0.5  # of the asked sentence's content words named in its question
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_+.-]*[A-Za-z0-9]|[A-Za-z]")
 
 
 def held_out(question: str, share: float) -> bool:
@@ -160,6 +181,79 @@ def hotpotqa_examples(
     return out
 
 
+def doc_question(title: str, sentence: str, rng: random.Random) -> str | None:
+    """A question about `sentence` naming some of its content words, in its order (None: too few)."""
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    words, seen = [], set()
+    for w in _WORD.findall(sentence):
+        if len(w) >= 3 and w.lower() not in ENGLISH_STOP_WORDS and w.lower() not in seen:
+            seen.add(w.lower())
+            words.append(w)
+    if len(words) < 2:
+        return None
+    keep = sorted(rng.sample(range(len(words)), max(2, math.ceil(DOC_QUESTION_SHARE * len(words)))))
+    return f"What does the {title} documentation say about {' '.join(words[i] for i in keep)}?"
+
+
+def doc_passage(paragraph: str, wrap: bool) -> str:
+    """The paragraph as one line, or hard-wrapped (a line break in place of a space: the same offsets)."""
+    flat = " ".join(paragraph.split())
+    if not wrap:
+        return flat
+    wrapped = textwrap.fill(flat, DOC_WRAP_WIDTH, break_long_words=False, break_on_hyphens=False)
+    return wrapped if len(wrapped) == len(flat) else flat
+
+
+def doc_example(question: str, title: str, text: str, target: tuple[int, int] | None, group: str, source: str):
+    """`text`'s sentences, labelled 1 where they overlap the `target` span."""
+    spans = sentence_spans(text)
+    labels = tuple(int(target is not None and s < target[1] and e > target[0]) for s, e in spans)
+    return PrunerExample(question, title, tuple(text[s:e] for s, e in spans), labels, group, source)
+
+
+def doc_examples(n: int, *, seed: int = 0, source: DocSource | None = None) -> list[PrunerExample]:
+    """`n` documentation paragraphs' examples (the module's `docs`), drawn with `seed` from the
+    training packages' paragraphs that hold a sentence of `DOC_SENTENCE_WORDS` words, the packages
+    in turn."""
+    source = source or load_doc_source()
+    rng = random.Random(f"pruner-docs:{seed}")
+    by_package: dict[str, list[str]] = {}
+    for k in sorted(k for k in source.passages if doc_split(k) == "train"):
+        by_package.setdefault(k.split(":", 1)[0], []).append(k)
+    for ks in by_package.values():
+        rng.shuffle(ks)
+    # the packages taken in turn: python3-doc alone holds most of the paragraphs
+    keys = [k for turn in itertools.zip_longest(*by_package.values()) for k in turn if k is not None]
+    out, drawn = [], 0
+    for key in keys:
+        if drawn >= n:
+            break
+        title, paragraph = source.passages[key]
+        wrap = rng.random() < DOC_WRAP_SHARE
+        flat = doc_passage(paragraph, False)
+        lo, hi = DOC_SENTENCE_WORDS
+        # the sentence is chosen in the one-line text: wrapping only breaks it into fragments
+        spans = [(s, e) for s, e in sentence_spans(flat) if lo <= len(flat[s:e].split()) <= hi]
+        if not spans:
+            continue
+        target = rng.choice(spans)
+        question = doc_question(title, flat[target[0] : target[1]], rng)
+        text = doc_passage(paragraph, wrap)
+        if question is None:
+            continue
+        doc = key.rsplit("#", 1)[0]
+        group = f"docs:{doc}"
+        out.append(doc_example(question, title, text, target, group, "docs-target"))
+        others = [k for k in source.files.get(doc, []) if k != key]
+        for other in rng.sample(others, min(OTHER_DOC_PARAGRAPHS, len(others))):
+            out.append(
+                doc_example(question, title, doc_passage(source.passages[other][1], wrap), None, group, "docs-other")
+            )
+        drawn += 1
+    return out
+
+
 def pruner_examples(
     data_dir: str | Path,
     *,
@@ -167,16 +261,20 @@ def pruner_examples(
     seed: int = 0,
     guard: TrainingGuard | None = None,
     retrieved: int = 0,
+    docs: int = 0,
 ) -> list[PrunerExample]:
     """The training (or, `held`, the held-out) examples, with `retrieved` BM25 hard negatives per
-    NQ training question (`nq_retrieved_examples`) in place of its random negative; training examples pass `guard` (by default the
-    data folder's), which counts what it refuses in `guard.refused`."""
+    NQ training question (`nq_retrieved_examples`) in place of its random negative and `docs`
+    documentation paragraphs' examples (`doc_examples`); training examples pass `guard` (by default
+    the data folder's), which counts what it refuses in `guard.refused`."""
     nq = nq_examples(data_dir, held=held, seed=seed, random_negative=held or not retrieved)
     examples = nq + hotpotqa_examples(data_dir, held=held, seed=seed)
     if held:
         return examples
     if retrieved:
         examples += nq_retrieved_examples(data_dir, retrieved)
+    if docs:
+        examples += doc_examples(docs, seed=seed)
     guard = guard or TrainingGuard.for_data(data_dir)
     return guard.keep(examples, question=guarded_question, texts=guarded_texts)
 
