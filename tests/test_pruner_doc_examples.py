@@ -105,7 +105,7 @@ def test_documentation_groups_leave_the_wikipedia_validation_split_as_it_was():
     assert drawn[len(wiki) :].sum() == round(0.15 * 30)
     assert np.array_equal(rest, ~drawn)
     # without documentation groups, the split is the plain one
-    r2, d2 = split_by_group_within(wiki, [validation_stratum(g) for g in wiki], 0.15, 0)
+    _, d2 = split_by_group_within(wiki, [validation_stratum(g) for g in wiki], 0.15, 0)
     assert np.array_equal(d2, before)
     # and a plain split over both would have moved Wikipedia questions: why the strata exist
     _, mixed = split_by_group(groups, 0.15, 0)
