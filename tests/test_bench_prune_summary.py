@@ -45,3 +45,26 @@ def test_every_arm_is_a_choice_and_each_requantisation_names_a_llama_cpp_type():
 
     assert {f"prune-{q}" for q in bench.QUANTS} <= set(bench.ARMS)
     assert all(isinstance(getattr(llama_cpp, t), int) for t in bench.QUANTS.values())
+
+
+def test_the_gate_also_reports_the_questions_whose_passages_could_answer(tmp_path):
+    """NQ pairs whose passages hold no reference agree by construction (both arms wrong): the gate
+    counts them as issue 48 states, and reports the interval without them beside it."""
+    bench = _bench()
+
+    def write(arm: str, correct: list[int]) -> None:
+        with open(tmp_path / f"{arm}.jsonl", "w") as fh:
+            for i, c in enumerate(correct):
+                answerable = int(i < 10)  # the first 10 hold a reference; 30 padding questions do not
+                fh.write(
+                    json.dumps({"key": f"nq-open:{i}", "dataset": "nq-open", "correct": c, "answerable": answerable})
+                    + "\n"
+                )
+
+    write("build", [1] * 10 + [0] * 30)
+    write("prune", [1] * 8 + [0] * 2 + [0] * 30)  # 2 of the 10 answerable questions lost
+    g = bench.pooled_gate(tmp_path, ["nq-open"], "prune", "build")
+    assert g["n"] == 40 and g["accuracy_minus_reference"][0] == pytest.approx(-2 / 40)
+    assert g["answerable"]["n"] == 10
+    assert g["answerable"]["accuracy_minus_reference"][0] == pytest.approx(-2 / 10)
+    assert not g["passes"]
