@@ -341,3 +341,45 @@ def test_a_command_gets_the_stage_kinds_options_as_its_settings():
     assert runner.invoke(app, ["command"]).exit_code == 0
     assert got == [("y", {"prune": PruneSetting(on=True, threshold=0.3)}), ("x", {})]
     assert "--no-prune" in runner.invoke(app, ["command", "--help"]).output
+
+
+class _Killed(Exception):
+    pass
+
+
+def test_a_killed_training_resumes_from_its_checkpoint_and_ends_where_an_unbroken_one_does(tmp_path, monkeypatch):
+    import verirag.learned.pruner as pruner_module
+
+    settings = {"epochs": 2, "train_layers": 1, "batch_size": 4, "patience": 2, "val_share": 0.25, "compress_rank": 0}
+    unbroken = ContextPruner(**settings).fit(_tiny_examples())
+
+    monkeypatch.setattr(pruner_module, "CHECKPOINT_SECONDS", 0.0)  # save after every step
+    steps: list[str] = []
+
+    def kill_in_epoch_2(message: str) -> None:
+        if message.startswith("epoch 2: trained"):
+            steps.append(message)
+            if len(steps) == 2:
+                raise _Killed
+
+    folder = tmp_path / "checkpoint"
+    with pytest.raises(_Killed):
+        ContextPruner(**settings).fit(_tiny_examples(), say=kill_in_epoch_2, checkpoint=folder)
+    assert (folder / "checkpoint.json").exists()
+    # another run's checkpoint (other settings) is never resumed
+    other: list[str] = []
+    ContextPruner(**{**settings, "epochs": 1, "learning_rate": 5e-5}).fit(
+        _tiny_examples(), say=other.append, checkpoint=tmp_path / "elsewhere"
+    )
+    assert not any(m.startswith("resumed") for m in other)
+
+    said: list[str] = []
+    resumed = ContextPruner(**settings).fit(_tiny_examples(), say=said.append, checkpoint=folder)
+    assert any(m.startswith("resumed from") and "inside epoch 2" in m for m in said)
+    assert not any(m.startswith("epoch 1:") for m in said)  # epoch 1 is not trained again
+    assert [h["epoch"] for h in resumed.history_] == [1, 2]
+    for a, b in zip(unbroken.history_, resumed.history_):
+        assert b["train_loss"] == pytest.approx(a["train_loss"], rel=1e-5)
+        assert b["val_auroc"] == pytest.approx(a["val_auroc"], abs=1e-6)
+    assert resumed.threshold_ == pytest.approx(unbroken.threshold_, abs=1e-5)
+    assert not folder.exists()  # a finished fit leaves no checkpoint behind

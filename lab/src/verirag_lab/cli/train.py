@@ -523,7 +523,8 @@ def pruner(
     seed: int = typer.Option(0, help="Split and initialisation seed."),
 ):
     """Train the context pruner from NQ's and HotpotQA's training questions (VERIRAG_DATA_DIR):
-    sentences that hold the answer or a supporting fact are kept, the others dropped."""
+    sentences that hold the answer or a supporting fact are kept, the others dropped. A killed
+    training run again with the same --out resumes where it stopped (OUT/checkpoint)."""
     from verirag.learned.pruner import ContextPruner
     from verirag_lab.datasets.registry import data_dir
     from verirag_lab.train.guard import TrainingGuard
@@ -548,7 +549,8 @@ def pruner(
     )
     with progress() as bar:
         task = bar.add_task("reading the examples and the encoder", total=None)
-        p.fit(examples, say=lambda m: bar.update(task, description=escape(m)))
+        # a killed training resumes from OUT/checkpoint when run again with the same data and settings
+        p.fit(examples, say=lambda m: bar.update(task, description=escape(m)), checkpoint=out_dir / "checkpoint")
     for h in p.history_:
         out.print(f"epoch {h['epoch']}: training loss {h['train_loss']:.4f}, validation AUROC {h['val_auroc']:.3f}")
     p.save(
