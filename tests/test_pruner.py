@@ -348,12 +348,12 @@ class _Killed(Exception):
 
 
 def test_a_killed_training_resumes_from_its_checkpoint_and_ends_where_an_unbroken_one_does(tmp_path, monkeypatch):
-    import verirag.learned.pruner as pruner_module
+    import verirag.learned.checkpoint as checkpoint_module
 
     settings = {"epochs": 2, "train_layers": 1, "batch_size": 4, "patience": 2, "val_share": 0.25, "compress_rank": 0}
     unbroken = ContextPruner(**settings).fit(_tiny_examples())
 
-    monkeypatch.setattr(pruner_module, "CHECKPOINT_SECONDS", 0.0)  # save after every step
+    monkeypatch.setattr(checkpoint_module, "CHECKPOINT_SECONDS", 0.0)  # save after every step
     steps: list[str] = []
 
     def kill_in_epoch_2(message: str) -> None:

@@ -14,12 +14,15 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 TENSORS_FILE = "checkpoint.safetensors"
 META_FILE = "checkpoint.json"
 FORMAT = "verirag.learned.checkpoint/1"
+CHECKPOINT_SECONDS = 600.0  # how often a fit saves inside an epoch
 
 
 def checkpoint_key(**what: Any) -> str:
@@ -103,3 +106,74 @@ def restore_optimizer(opt, tensors: dict[str, Any], rest: dict[str, Any]) -> Non
         idx, field = name.split(".", 1)
         state.setdefault(int(idx), {})[field] = value
     opt.load_state_dict({"state": state, "param_groups": rest["param_groups"]})
+
+
+class ResumableFit:
+    """A fit loop's checkpoint: its trained parameters (`params()`: name -> tensor), the optimiser,
+    early stopping (`verirag.learned.training.EarlyStopping`), torch's and numpy's RNGs, and where in
+    which epoch the run is. `save` every `CHECKPOINT_SECONDS` inside an epoch (`due`) and at each
+    epoch's end; `resume` at the start; `finish` when the fit ends."""
+
+    def __init__(self, folder, key: str, params: Callable[[], dict[str, Any]], opt, stop, rng, say):
+        self.folder, self.key, self.params = Path(folder), key, params
+        self.opt, self.stop, self.rng, self.say = opt, stop, rng, say
+        self._saved_at = time.monotonic()
+
+    def due(self) -> bool:
+        return time.monotonic() - self._saved_at >= CHECKPOINT_SECONDS
+
+    def save(self, epoch: int, order, losses: list[float]) -> None:
+        """The state before `epoch`'s next step: inside it (`order`, `losses` so far) or at its start."""
+        import numpy as np
+        import torch
+
+        tensors = {f"param.{n}": p for n, p in self.params().items()}
+        tensors |= {f"best.{n}": t for n, t in (self.stop.best_state or {}).items()}
+        opt_tensors, opt_rest = optimizer_tensors(self.opt)
+        tensors |= opt_tensors
+        tensors["rng.torch"] = torch.get_rng_state()
+        if order is not None:
+            tensors["order"] = torch.as_tensor(np.asarray(order, dtype=np.int64))
+        stop = self.stop
+        meta = {
+            "epoch": epoch,
+            "losses": losses,
+            "optimizer": opt_rest,
+            "numpy_rng": self.rng.bit_generator.state,
+            "stop": {
+                "best_loss": list(stop.best_loss) if stop.best_loss is not None else None,
+                "best_epoch": stop.best_epoch,
+                "waited": stop.waited,
+                "history": stop.history,
+            },
+        }
+        save_checkpoint(self.folder, self.key, meta, tensors)
+        self._saved_at = time.monotonic()
+
+    def resume(self) -> tuple[int, tuple[Any, list[float]] | None]:
+        """(first epoch to run, (order, losses) of a half-done one or None), the state restored."""
+        import torch
+
+        found = load_checkpoint(self.folder, self.key)
+        if found is None:
+            return 1, None
+        meta, tensors = found
+        with torch.no_grad():
+            for n, p in self.params().items():
+                p.copy_(tensors[f"param.{n}"])
+        best = {n[len("best.") :]: t for n, t in tensors.items() if n.startswith("best.")}
+        restore_optimizer(self.opt, tensors, meta["optimizer"])
+        torch.set_rng_state(tensors["rng.torch"])
+        self.rng.bit_generator.state = meta["numpy_rng"]
+        s, stop = meta["stop"], self.stop
+        stop.best_loss = tuple(s["best_loss"]) if s["best_loss"] is not None else None
+        stop.best_epoch, stop.waited, stop.history = s["best_epoch"], s["waited"], s["history"]
+        stop.best_state = best or None
+        epoch = meta["epoch"]
+        half_done = (tensors["order"].numpy(), meta["losses"]) if "order" in tensors else None
+        where = f"inside epoch {epoch}, {len(meta['losses'])} steps done" if half_done else f"at epoch {epoch}"
+        self.say(f"resumed from {self.folder} {where}")
+        return epoch, half_done
+
+    def finish(self) -> None:
+        remove_checkpoint(self.folder)

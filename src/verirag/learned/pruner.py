@@ -43,14 +43,7 @@ from verirag.learned.adapter_part import ADAPTER_FILE as ADAPTER_FILE  # re-expo
 from verirag.learned.adapter_part import EncoderAdapter
 from verirag.learned.base import LearnedPart
 from verirag.learned.calibration import fit_temperature, validation_metrics
-from verirag.learned.checkpoint import (
-    checkpoint_key,
-    load_checkpoint,
-    optimizer_tensors,
-    remove_checkpoint,
-    restore_optimizer,
-    save_checkpoint,
-)
+from verirag.learned.checkpoint import ResumableFit, checkpoint_key
 from verirag.learned.encoders import DEFAULT_ENCODER, encoder_dir, encoder_fingerprint
 from verirag.learned.pruner_inputs import Window, passage_sentences, windows_for
 from verirag.learned.splits import split_by_group_within
@@ -59,7 +52,6 @@ from verirag.metrics.calibration import auroc, sigmoid
 
 META_FILE = "pruner.json"
 INFERENCE_BATCH = 16  # windows per forward pass
-CHECKPOINT_SECONDS = 600.0  # how often a fit with a checkpoint folder saves inside an epoch
 
 
 @dataclass(frozen=True)
@@ -365,7 +357,7 @@ class ContextPruner(EncoderAdapter, LearnedPart):
         self, examples: Sequence[PrunerExample], say=lambda _m: None, checkpoint: str | Path | None = None
     ) -> ContextPruner:
         """Train on `examples` (see the module's docstring); `say` reports progress. With a
-        `checkpoint` folder the run's state is saved there every `CHECKPOINT_SECONDS` and after each
+        `checkpoint` folder the run's state is saved there every `checkpoint.CHECKPOINT_SECONDS` and after each
         epoch, and a run on the same examples and settings resumes from it (`epochs` and `patience`
         may differ: a finished run can be given more epochs); it is removed when the fit ends."""
         import torch
@@ -399,14 +391,12 @@ class ContextPruner(EncoderAdapter, LearnedPart):
         pos_weight = torch.tensor((1 - pos) / max(pos, 1e-6))  # answering sentences are rare
         stop = EarlyStopping(self.patience)
         rng = np.random.default_rng(self.seed)
-        run = _Resumable(checkpoint, self, opt, stop, rng, say) if checkpoint is not None else None
+        run = self._resumable(checkpoint, params, opt, stop, rng, say) if checkpoint is not None else None
         first_epoch, resumed = run.resume() if run else (1, None)
         for epoch in range(first_epoch, self.epochs + 1):
-            if resumed is not None:  # the epoch a killed run was inside: its order and losses so far
-                order, losses = resumed
-                resumed = None
-            else:
-                order, losses = rng.permutation(len(train_units)), []
+            # the epoch a killed run was inside goes on in its order, after its losses so far
+            order, losses = resumed or (rng.permutation(len(train_units)), [])
+            resumed = None
             losses = self._train_epoch(
                 opt, train_units, states_tr, order, pos_weight, epoch, say, losses=losses, run=run
             )
@@ -442,6 +432,14 @@ class ContextPruner(EncoderAdapter, LearnedPart):
         self.calibrate([e for e, m in zip(examples, va) if m])
         self.n_train_, self.n_val_ = len(train_units), len(val_units)
         return self
+
+    def _resumable(self, folder, params: dict[str, Any], opt, stop: EarlyStopping, rng, say) -> ResumableFit:
+        """The fit's checkpoint in `folder`: its key is the data, the encoder and the settings but
+        `epochs` and `patience` (a finished run may be given more epochs)."""
+        settings = {k: v for k, v in self.settings().items() if k not in ("epochs", "patience")}
+        key = checkpoint_key(fingerprints=self.fingerprints, settings=settings)
+        trained = lambda: {n: p for n, p in params.items() if n in self._trainable}  # noqa: E731
+        return ResumableFit(folder, key, trained, opt, stop, rng, say)
 
     def _train_epoch(
         self, opt, units: list, states: list, order, pos_weight, epoch: int, say, losses=(), run=None
@@ -526,80 +524,3 @@ class ContextPruner(EncoderAdapter, LearnedPart):
         part = super().load(path, expect, **runtime)
         part._put_adapter_back(path)
         return part
-
-
-class _Resumable:
-    """A pruner fit's checkpoint (`verirag.learned.checkpoint`): the trained layers, the optimiser,
-    early stopping, both RNGs, and where in which epoch the run is."""
-
-    def __init__(self, folder, pruner: ContextPruner, opt, stop: EarlyStopping, rng, say):
-        import time
-
-        settings = {k: v for k, v in pruner.settings().items() if k not in ("epochs", "patience")}
-        self.key = checkpoint_key(fingerprints=pruner.fingerprints, settings=settings)
-        self.folder, self.pruner, self.opt, self.stop, self.rng, self.say = Path(folder), pruner, opt, stop, rng, say
-        self._clock = time.monotonic
-        self._saved_at = self._clock()
-
-    def _params(self) -> dict[str, Any]:
-        return {n: p for n, p in self.pruner._scorer.named_parameters() if n in self.pruner._trainable}
-
-    def due(self) -> bool:
-        return self._clock() - self._saved_at >= CHECKPOINT_SECONDS
-
-    def save(self, epoch: int, order, losses: list[float]) -> None:
-        """The state before `epoch`'s next step: inside it (`order`, `losses` so far) or at its start."""
-        import torch
-
-        tensors = {f"param.{n}": p for n, p in self._params().items()}
-        tensors |= {f"best.{n}": t for n, t in (self.stop.best_state or {}).items()}
-        opt_tensors, opt_rest = optimizer_tensors(self.opt)
-        tensors |= opt_tensors
-        tensors["rng.torch"] = torch.get_rng_state()
-        if order is not None:
-            tensors["order"] = torch.as_tensor(np.asarray(order, dtype=np.int64))
-        stop = self.stop
-        meta = {
-            "epoch": epoch,
-            "losses": losses,
-            "optimizer": opt_rest,
-            "numpy_rng": self.rng.bit_generator.state,
-            "stop": {
-                "best_loss": list(stop.best_loss) if stop.best_loss is not None else None,
-                "best_epoch": stop.best_epoch,
-                "waited": stop.waited,
-                "history": stop.history,
-            },
-        }
-        save_checkpoint(self.folder, self.key, meta, tensors)
-        self._saved_at = self._clock()
-
-    def resume(self) -> tuple[int, tuple[Any, list[float]] | None]:
-        """(first epoch to run, (order, losses) of a half-done one or None), the state restored."""
-        import torch
-
-        found = load_checkpoint(self.folder, self.key)
-        if found is None:
-            return 1, None
-        meta, tensors = found
-        params = self._params()
-        with torch.no_grad():
-            for n, p in params.items():
-                p.copy_(tensors[f"param.{n}"])
-        best = {n[len("best.") :]: t for n, t in tensors.items() if n.startswith("best.")}
-        restore_optimizer(self.opt, tensors, meta["optimizer"])
-        torch.set_rng_state(tensors["rng.torch"])
-        self.rng.bit_generator.state = meta["numpy_rng"]
-        s = meta["stop"]
-        stop = self.stop
-        stop.best_loss = tuple(s["best_loss"]) if s["best_loss"] is not None else None
-        stop.best_epoch, stop.waited, stop.history = s["best_epoch"], s["waited"], s["history"]
-        stop.best_state = best or None
-        epoch = meta["epoch"]
-        half_done = (tensors["order"].numpy(), meta["losses"]) if "order" in tensors else None
-        where = f"inside epoch {epoch}, {len(meta['losses'])} steps done" if half_done else f"at epoch {epoch}"
-        self.say(f"resumed from {self.folder} {where}")
-        return epoch, half_done
-
-    def finish(self) -> None:
-        remove_checkpoint(self.folder)
