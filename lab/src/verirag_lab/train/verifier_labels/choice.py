@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from verirag_lab.train.verifier_labels.context import Item, LabelContext, variant_items
-from verirag_lab.train.verifier_labels.records import labelled, record_id, skipped
+from verirag_lab.train.verifier_labels.records import question_labelled, question_skipped, record_id
 from verirag_lab.train.verifier_labels.replacements import Replacement, is_choice_question, pick
 from verirag_lab.train.verifier_labels.sources import Question
 from verirag_lab.train.verifier_labels.spans import Span, answer_kind
@@ -67,25 +67,23 @@ def make(ctx: LabelContext, q: Question, item_id: str, variant: str) -> dict:
     answer = q.answers[q.answer_index]
     kind = answer_kind(answer)
     if kind == "yesno":
-        return skipped(item_id, NAME, q.dataset, q.id, "a yes/no question offers no options")
+        return question_skipped(item_id, NAME, q, "a yes/no question offers no options")
     if len(answer.split()) > MAX_OPTION_WORDS:
-        return skipped(item_id, NAME, q.dataset, q.id, f"the gold answer is longer than {MAX_OPTION_WORDS} words")
+        return question_skipped(item_id, NAME, q, f"the gold answer is longer than {MAX_OPTION_WORDS} words")
     keys = ctx.evidence_set(q)
     if keys is None:
-        return skipped(item_id, NAME, q.dataset, q.id, "no passages with the evidence")
+        return question_skipped(item_id, NAME, q, "no passages with the evidence")
     drawn = alternative(ctx, q, keys, kind)
     if drawn is None:
-        return skipped(item_id, NAME, q.dataset, q.id, f"no alternative of kind {kind}")
+        return question_skipped(item_id, NAME, q, f"no alternative of kind {kind}")
     other, gold_first = drawn
     gold = {"answer_from": [q.dataset, q.id, q.answer_index]}
     options = (gold, other.spec) if gold_first else (other.spec, gold)
     chosen, label = (gold, int(ctx.sources[q.dataset].has_evidence(q, keys))) if variant == "gold" else (other.spec, 0)
-    return labelled(
+    return question_labelled(
         item_id,
         NAME,
-        q.dataset,
-        q.id,
-        ctx.qh(q),
+        q,
         keys,
         chosen,
         label,

@@ -25,7 +25,7 @@ from verirag.retrieval.sentences import sentence_spans
 from verirag.types import Passage
 from verirag_lab.train.verifier_labels.generation import Generated, generate
 from verirag_lab.train.verifier_labels.records import record_id
-from verirag_lab.train.verifier_labels.sources import Question, Source, question_hash
+from verirag_lab.train.verifier_labels.sources import Question, Source
 from verirag_lab.train.verifier_labels.spans import answer_kind, find_spans
 
 CONDITIONS = ("gold", "mixed", "distractor")
@@ -123,9 +123,6 @@ class LabelContext:
 
     def passages(self, q: Question, keys: Sequence[str]) -> list[Passage]:
         return [self.passage(q.dataset, k) for k in keys]
-
-    def qh(self, q: Question) -> str:
-        return question_hash(q.text)
 
     def rng(self, *parts: object) -> random.Random:
         return random.Random("|".join(map(str, (self.seed, *parts))))

@@ -58,7 +58,7 @@ from verirag.types import ScoredPassage
 from verirag_lab.train.verifier_labels.context import Item, LabelContext, RecipeFailure
 from verirag_lab.train.verifier_labels.followup import as_followup, entity_mention, tell_history
 from verirag_lab.train.verifier_labels.generation import provenance
-from verirag_lab.train.verifier_labels.records import labelled, record_id, render, skipped
+from verirag_lab.train.verifier_labels.records import question_labelled, question_skipped, record_id, render
 from verirag_lab.train.verifier_labels.sources import Question
 
 NAME = "distill"
@@ -150,15 +150,15 @@ def remember_premise(nli) -> None:
 # ---- one answer ---------------------------------------------------------------------------------
 def make(ctx: LabelContext, q: Question, item_id: str, model: str, condition: str) -> dict:
     if not q.answers and q.gold:
-        return skipped(item_id, NAME, q.dataset, q.id, "no gold answers to grade against (distill: nq, hotpotqa)")
+        return question_skipped(item_id, NAME, q, "no gold answers to grade against (distill: nq, hotpotqa)")
     keys = ctx.passage_set(q, "mixed" if condition == "followup" else condition)
     if keys is None:
-        return skipped(item_id, NAME, q.dataset, q.id, f"no {condition} passages")
+        return question_skipped(item_id, NAME, q, f"no {condition} passages")
     asked, extra, about = AnswerState(q.text), {}, {}
     if condition == "followup":
         made = followup_asked(ctx, q, model)
         if made is None:
-            return skipped(item_id, NAME, q.dataset, q.id, "no follow-up: the question names no supporting passage")
+            return question_skipped(item_id, NAME, q, "no follow-up: the question names no supporting passage")
         asked, extra, about = made
     question = asked.in_context()  # what the generator and the judge read, as `ask` gives it them
     passages = ctx.passages(q, keys)
@@ -180,7 +180,7 @@ def make(ctx: LabelContext, q: Question, item_id: str, model: str, condition: st
     if ans.generation is not None and ans.generation.finish_reason == "error":
         raise RecipeFailure(f"{model} returned an error for {q.group}")
     if not ans.text:
-        return skipped(item_id, NAME, q.dataset, q.id, "the model returned an empty answer")
+        return question_skipped(item_id, NAME, q, "the model returned an empty answer")
 
     grade = ctx.grade(q, ans.text, keys)
     scores = judged(ctx, q, question, model, ans.text, passages, full_judged(ctx, q, model, condition), seconds)
@@ -199,9 +199,7 @@ def make(ctx: LabelContext, q: Question, item_id: str, model: str, condition: st
     # temperature or seed, so the backend's defaults apply
     how = provenance(ctx.llm(model), model, f"{GENERATOR}@{gen.digest}", 0.0, DEFAULT_SEED)
     how["max_tokens"] = gen.max_tokens
-    return labelled(
-        item_id, NAME, q.dataset, q.id, ctx.qh(q), keys, ans.text, grade.label, generation=how, meta=meta, extra=extra
-    )
+    return question_labelled(item_id, NAME, q, keys, ans.text, grade.label, generation=how, meta=meta, extra=extra)
 
 
 def followup_asked(ctx: LabelContext, q: Question, model: str):

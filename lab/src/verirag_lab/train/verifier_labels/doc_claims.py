@@ -26,7 +26,7 @@ import re
 from verirag.metrics.qa import normalize_answer
 from verirag.retrieval.sentences import sentence_spans
 from verirag_lab.train.verifier_labels.context import Item, LabelContext, variant_items
-from verirag_lab.train.verifier_labels.records import labelled, render, skipped
+from verirag_lab.train.verifier_labels.records import question_labelled, question_skipped, render
 from verirag_lab.train.verifier_labels.sources import Question
 from verirag_lab.train.verifier_labels.spans import find_spans, too_close
 
@@ -165,7 +165,7 @@ def negation_edit(sentence: str) -> tuple[int, int, str, str] | None:
 def make(ctx: LabelContext, q: Question, item_id: str, variant: str) -> dict:
     chosen = choose_sentence(ctx, q)
     if chosen is None:
-        return skipped(item_id, NAME, q.dataset, q.id, "no sentence of 6-40 words")
+        return question_skipped(item_id, NAME, q, "no sentence of 6-40 words")
     start, end = chosen
     paragraph = ctx.passage(q.dataset, q.id).text
     sentence = paragraph[start:end]
@@ -188,10 +188,10 @@ def make(ctx: LabelContext, q: Question, item_id: str, variant: str) -> dict:
         label = 1
     elif variant in ("cloze", "cloze_swapped"):
         if len(sentence.split()) > MAX_CLOZE_WORDS or len(sentence) > MAX_CLOZE_CHARS:
-            return skipped(item_id, NAME, q.dataset, q.id, "sentence too long for a cloze")
+            return question_skipped(item_id, NAME, q, "sentence too long for a cloze")
         targets = sentence_targets(sentence, ("number", "year", "date", "role", "name"))
         if not targets:
-            return skipped(item_id, NAME, q.dataset, q.id, "nothing to blank")
+            return question_skipped(item_id, NAME, q, "nothing to blank")
         target = ctx.rng(NAME, q.id, "cloze").choice(targets)
         s, e, kind, _ = target
         question = {"join": ["Fill in the blank: ", {"edit": base, "offset": s, "length": e - s, "replacement": BLANK}]}
@@ -201,7 +201,7 @@ def make(ctx: LabelContext, q: Question, item_id: str, variant: str) -> dict:
         else:
             answer = replacement(ctx, q, target, rng)
             if answer is None:
-                return skipped(item_id, NAME, q.dataset, q.id, f"no other {kind} in the document")
+                return question_skipped(item_id, NAME, q, f"no other {kind} in the document")
     elif variant in ("number", "party"):
         kinds = ("number", "year", "date") if variant == "number" else ("role", "name")
         targets = sentence_targets(sentence, kinds)
@@ -214,11 +214,11 @@ def make(ctx: LabelContext, q: Question, item_id: str, variant: str) -> dict:
                 meta["kind"] = kind
                 break
         else:
-            return skipped(item_id, NAME, q.dataset, q.id, f"no {variant} the document holds another of")
+            return question_skipped(item_id, NAME, q, f"no {variant} the document holds another of")
     elif variant == "negation":
         edit = negation_edit(sentence)
         if edit is None:
-            return skipped(item_id, NAME, q.dataset, q.id, "no negation to add or remove")
+            return question_skipped(item_id, NAME, q, "no negation to add or remove")
         offset, length, repl, how = edit
         answer = {"edit": base, "offset": offset, "length": length, "replacement": repl}
         meta["negation"] = how
@@ -226,7 +226,7 @@ def make(ctx: LabelContext, q: Question, item_id: str, variant: str) -> dict:
         m = _LEADING_CONDITION.search(sentence) or _CONDITION.search(sentence)
         before = sentence[: m.start()].split()[-1:] if m is not None else []
         if m is None or (before and before[0].lower() in _NOT_CONDITION):
-            return skipped(item_id, NAME, q.dataset, q.id, "no condition to drop")
+            return question_skipped(item_id, NAME, q, "no condition to drop")
         answer = {"edit": base, "offset": m.start(), "length": m.end() - m.start(), "replacement": ""}
         if m.start() == 0 and m.end() < len(sentence):
             answer = {"edit": answer, "offset": 0, "length": 1, "replacement": sentence[m.end()].upper()}
@@ -237,16 +237,5 @@ def make(ctx: LabelContext, q: Question, item_id: str, variant: str) -> dict:
             normalize_answer(t[a:b]) for t in (ctx.passage("docs", k).text for k in keys) for a, b in sentence_spans(t)
         }
         if not text or text in said:
-            return skipped(item_id, NAME, q.dataset, q.id, "the changed claim is a sentence of the passages")
-    return labelled(
-        item_id,
-        NAME,
-        q.dataset,
-        q.id,
-        ctx.qh(q),
-        keys,
-        answer,
-        label,
-        meta=meta,
-        extra={"question": question, "doc": doc},
-    )
+            return question_skipped(item_id, NAME, q, "the changed claim is a sentence of the passages")
+    return question_labelled(item_id, NAME, q, keys, answer, label, meta=meta, extra={"question": question, "doc": doc})

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from verirag.retrieval.sentences import sentence_spans
 from verirag_lab.train.verifier_labels.context import BaseAnswer, LabelContext
-from verirag_lab.train.verifier_labels.records import labelled, skipped
+from verirag_lab.train.verifier_labels.records import question_labelled, question_skipped
 from verirag_lab.train.verifier_labels.replacements import pick
 from verirag_lab.train.verifier_labels.sources import Question
 from verirag_lab.train.verifier_labels.spans import Span, answer_kind
@@ -60,12 +60,10 @@ def edit_record(
             continue
         others_grounded = all(g for i, g in enumerate(base.grounded) if i != index)
         labels = [int(i != index) for i in range(len(before))] if others_grounded else None
-        return labelled(
+        return question_labelled(
             item_id,
             recipe,
-            q.dataset,
-            q.id,
-            ctx.qh(q),
+            q,
             base.passages,
             {"edit": text, "offset": span.start, "length": span.end - span.start, "replacement": r.spec},
             0,
@@ -73,4 +71,4 @@ def edit_record(
             generation=base.generated.provenance,
             meta={"kind": span.kind, "origin": r.origin, "sentence": index},
         )
-    return skipped(item_id, recipe, q.dataset, q.id, "no span could be replaced")
+    return question_skipped(item_id, recipe, q, "no span could be replaced")

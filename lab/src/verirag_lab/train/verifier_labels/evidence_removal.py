@@ -14,7 +14,7 @@ from verirag_lab.train.verifier_labels.context import (
     Item,
     LabelContext,
 )
-from verirag_lab.train.verifier_labels.records import labelled, record_id, skipped
+from verirag_lab.train.verifier_labels.records import question_labelled, question_skipped, record_id
 from verirag_lab.train.verifier_labels.sources import Question, holds_answer
 
 NAME = "evidence_removal"
@@ -56,25 +56,23 @@ def passages_without_evidence(ctx: LabelContext, q: Question, removal: str) -> l
 def make(ctx: LabelContext, q: Question, item_id: str, removal: str, model: str | None) -> dict:
     keys = passages_without_evidence(ctx, q, removal)
     if keys is None:
-        return skipped(item_id, NAME, q.dataset, q.id, "no distractors")
+        return question_skipped(item_id, NAME, q, "no distractors")
     generation = None
     if model is None:
         answer = {"answer_from": [q.dataset, q.id, q.answer_index]}
     else:
         base = ctx.base_answer(q, model)
         if base is None or not base.grade.label:
-            return skipped(item_id, NAME, q.dataset, q.id, "the model's long answer is not correct and supported")
+            return question_skipped(item_id, NAME, q, "the model's long answer is not correct and supported")
         answer = base.generated.text
         generation = base.generated.provenance
     if ctx.sources[q.dataset].has_evidence(q, keys):  # cannot happen by construction; never label it 0
-        return skipped(item_id, NAME, q.dataset, q.id, "the passages still hold the evidence")
+        return question_skipped(item_id, NAME, q, "the passages still hold the evidence")
     passages_text = " ".join(ctx.passage(q.dataset, k).text for k in keys)
-    return labelled(
+    return question_labelled(
         item_id,
         NAME,
-        q.dataset,
-        q.id,
-        ctx.qh(q),
+        q,
         keys,
         answer,
         0,

@@ -19,7 +19,7 @@ from __future__ import annotations
 from verirag.retrieval.sentences import sentence_spans
 from verirag_lab.train.verifier_labels.context import Item, LabelContext, variant_items
 from verirag_lab.train.verifier_labels.edits import find_answer_span
-from verirag_lab.train.verifier_labels.records import labelled, skipped
+from verirag_lab.train.verifier_labels.records import question_labelled, question_skipped
 from verirag_lab.train.verifier_labels.replacements import pick
 from verirag_lab.train.verifier_labels.sources import Question, holds_answer
 
@@ -52,48 +52,38 @@ def evidence_sentences(ctx: LabelContext, q: Question) -> list[tuple[str, int, i
 def make(ctx: LabelContext, q: Question, item_id: str, variant: str) -> dict:
     keys = ctx.evidence_set(q)
     if keys is None:
-        return skipped(item_id, NAME, q.dataset, q.id, "no passages with the evidence")
+        return question_skipped(item_id, NAME, q, "no passages with the evidence")
     sentences = evidence_sentences(ctx, q)
     rng = ctx.rng(item_id)
     if variant == "other-sentence":
         others = [s for s in sentences if not s[3]]
         if not others:
-            return skipped(item_id, NAME, q.dataset, q.id, "every sentence of the evidence holds the answer")
+            return question_skipped(item_id, NAME, q, "every sentence of the evidence holds the answer")
         key, s, e, _ = rng.choice(others)
-        return labelled(
-            item_id,
-            NAME,
-            q.dataset,
-            q.id,
-            ctx.qh(q),
-            keys,
-            {"passage_span": [q.dataset, key, s, e - s]},
-            0,
-            meta={"variant": variant},
+        return question_labelled(
+            item_id, NAME, q, keys, {"passage_span": [q.dataset, key, s, e - s]}, 0, meta={"variant": variant}
         )
     holding = [s for s in sentences if s[3]]
     if not holding:
-        return skipped(item_id, NAME, q.dataset, q.id, "no sentence of usable length holds the gold answer")
+        return question_skipped(item_id, NAME, q, "no sentence of usable length holds the gold answer")
     key, s, e, _ = holding[0]  # the first mention: where a reader meets the answer
     span_spec = {"passage_span": [q.dataset, key, s, e - s]}
     if variant == "evidence":
-        return labelled(item_id, NAME, q.dataset, q.id, ctx.qh(q), keys, span_spec, 1, meta={"variant": variant})
+        return question_labelled(item_id, NAME, q, keys, span_spec, 1, meta={"variant": variant})
     sentence = ctx.passage(q.dataset, key).text[s:e]
     span = find_answer_span(sentence, q.answers)
     if span is None:
-        return skipped(item_id, NAME, q.dataset, q.id, "the gold answer is not a whole-word span of its sentence")
+        return question_skipped(item_id, NAME, q, "the gold answer is not a whole-word span of its sentence")
     r = pick(ctx, q, span, keys, [*q.answers, span.text], sentence, rng)
     if r is None:
-        return skipped(item_id, NAME, q.dataset, q.id, f"no replacement of kind {span.kind}")
+        return question_skipped(item_id, NAME, q, f"no replacement of kind {span.kind}")
     edited = sentence[: span.start] + r.text + sentence[span.end :]
     if holds_answer(edited, q.answers):  # another mention of the answer stays: not an unsupported answer
-        return skipped(item_id, NAME, q.dataset, q.id, "the sentence mentions the gold answer twice")
-    return labelled(
+        return question_skipped(item_id, NAME, q, "the sentence mentions the gold answer twice")
+    return question_labelled(
         item_id,
         NAME,
-        q.dataset,
-        q.id,
-        ctx.qh(q),
+        q,
         keys,
         {"edit": span_spec, "offset": span.start, "length": span.end - span.start, "replacement": r.spec},
         0,

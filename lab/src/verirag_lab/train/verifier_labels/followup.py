@@ -26,7 +26,7 @@ from __future__ import annotations
 from verirag.metrics.qa import normalize_answer
 from verirag_lab.datasets.followup import TELL, bare_title, find_mention, first_sentence_span, referring, replacement
 from verirag_lab.train.verifier_labels.context import Item, LabelContext, variant_items
-from verirag_lab.train.verifier_labels.records import labelled, record_id, skipped
+from verirag_lab.train.verifier_labels.records import question_labelled, question_skipped, record_id
 from verirag_lab.train.verifier_labels.replacements import pick
 from verirag_lab.train.verifier_labels.sources import Question
 from verirag_lab.train.verifier_labels.spans import Span, answer_kind, too_close
@@ -120,10 +120,10 @@ def as_followup(ctx: LabelContext, q: Question, rng) -> tuple[str, dict, str] | 
 
 def make(ctx: LabelContext, q: Question, item_id: str, variant: str) -> dict:
     if entity_mention(ctx, q) is None:
-        return skipped(item_id, NAME, q.dataset, q.id, "no supporting passage's title named in the question")
+        return question_skipped(item_id, NAME, q, "no supporting passage's title named in the question")
     keys = ctx.evidence_set(q)
     if keys is None:
-        return skipped(item_id, NAME, q.dataset, q.id, "no passages with the evidence")
+        return question_skipped(item_id, NAME, q, "no passages with the evidence")
     key, question, phrase = as_followup(ctx, q, ctx.rng(NAME, q.group))
     title = ctx.passage(q.dataset, key).title
     answer: object = {"answer_from": [q.dataset, q.id, q.answer_index]}
@@ -131,12 +131,12 @@ def make(ctx: LabelContext, q: Question, item_id: str, variant: str) -> dict:
     meta = {"variant": variant, "phrase": phrase, "entity": key}
     history = asked_history(ctx, q, key) if variant == "gold_asked" else tell_history(ctx, q.dataset, key)
     if history is None:
-        return skipped(item_id, NAME, q.dataset, q.id, f"no earlier turn for {variant}")
+        return question_skipped(item_id, NAME, q, f"no earlier turn for {variant}")
     if variant == "swapped":
         gold = q.answers[q.answer_index]
         r = pick(ctx, q, Span(0, len(gold), answer_kind(gold), gold), keys, q.answers, "", ctx.rng(item_id))
         if r is None:
-            return skipped(item_id, NAME, q.dataset, q.id, "no replacement answer")
+            return question_skipped(item_id, NAME, q, "no replacement answer")
         answer, label = r.spec, 0
         meta["origin"] = r.origin
     elif variant in ("other_history", "switch", "switch_back"):
@@ -147,12 +147,12 @@ def make(ctx: LabelContext, q: Question, item_id: str, variant: str) -> dict:
             if k not in q.gold and not too_close(name, bare_title(ctx.passage(q.dataset, k).title), "other")
         ]
         if not others:
-            return skipped(item_id, NAME, q.dataset, q.id, "no other entity among the passages")
+            return question_skipped(item_id, NAME, q, "no other entity among the passages")
         # the same other entity for all three variants of a question: they differ only in the order
         other = ctx.rng(record_id(NAME, q.dataset, q.id, "other_history", ctx.seed)).choice(others)
         told = tell_history(ctx, q.dataset, other)
         if told is None:
-            return skipped(item_id, NAME, q.dataset, q.id, "the other entity's passage has no sentence")
+            return question_skipped(item_id, NAME, q, "the other entity's passage has no sentence")
         if variant == "other_history":
             history, label = told, 0
         elif variant == "switch":  # the other entity first, then the question's: "it" is the question's
@@ -160,15 +160,6 @@ def make(ctx: LabelContext, q: Question, item_id: str, variant: str) -> dict:
         else:  # the question's entity first, then the other: "it" has moved on
             history, label = history + told, 0
         meta["history_entity"] = other
-    return labelled(
-        item_id,
-        NAME,
-        q.dataset,
-        q.id,
-        ctx.qh(q),
-        keys,
-        answer,
-        label,
-        meta=meta,
-        extra={"question": question, "history": history},
+    return question_labelled(
+        item_id, NAME, q, keys, answer, label, meta=meta, extra={"question": question, "history": history}
     )

@@ -13,7 +13,7 @@ from __future__ import annotations
 from verirag.metrics.qa import normalize_answer
 from verirag_lab.train.verifier_labels.context import Item, LabelContext
 from verirag_lab.train.verifier_labels.edits import edit_record
-from verirag_lab.train.verifier_labels.records import record_id, skipped
+from verirag_lab.train.verifier_labels.records import question_skipped, record_id
 from verirag_lab.train.verifier_labels.sources import Question
 from verirag_lab.train.verifier_labels.spans import find_spans
 
@@ -36,15 +36,15 @@ def plan(q: Question, ctx: LabelContext) -> list[Item]:
 def make(ctx: LabelContext, q: Question, item_id: str, model: str) -> dict:
     base = ctx.base_answer(q, model)
     if base is None or not base.grade.label:
-        return skipped(item_id, NAME, q.dataset, q.id, "the model's long answer is not correct and supported")
+        return question_skipped(item_id, NAME, q, "the model's long answer is not correct and supported")
     if len(base.generated.text.split()) < MIN_WORDS:
-        return skipped(item_id, NAME, q.dataset, q.id, f"the model's answer has fewer than {MIN_WORDS} words")
+        return question_skipped(item_id, NAME, q, f"the model's answer has fewer than {MIN_WORDS} words")
     if not all(base.grounded):
-        return skipped(item_id, NAME, q.dataset, q.id, "a sentence of the model's answer is not grounded")
+        return question_skipped(item_id, NAME, q, "a sentence of the model's answer is not grounded")
     evidence = normalize_answer(" ".join(p.text for p in ctx.passages(q, base.passages)))
     spans = [sp for sp in find_spans(base.generated.text) if normalize_answer(sp.text) in evidence]
     rng = ctx.rng(item_id)
     rng.shuffle(spans)
     if not spans:
-        return skipped(item_id, NAME, q.dataset, q.id, "no name, number or date of the passages in the answer")
+        return question_skipped(item_id, NAME, q, "no name, number or date of the passages in the answer")
     return edit_record(ctx, q, item_id, NAME, base, spans, rng)

@@ -20,7 +20,7 @@ import re
 from verirag.metrics.qa import normalize_answer
 from verirag_lab.datasets.followup import bare_title
 from verirag_lab.train.verifier_labels.context import PASSAGES_PER_QUESTION, Item, LabelContext, variant_items
-from verirag_lab.train.verifier_labels.records import labelled, skipped
+from verirag_lab.train.verifier_labels.records import question_labelled, question_skipped
 from verirag_lab.train.verifier_labels.replacements import other_option
 from verirag_lab.train.verifier_labels.sources import Question
 from verirag_lab.train.verifier_labels.spans import Span, answer_kind, too_close
@@ -104,7 +104,7 @@ def other_answer(ctx: LabelContext, q: Question, keys: list[str]) -> tuple[objec
 def make(ctx: LabelContext, q: Question, item_id: str, variant: str) -> dict:
     found = layout(ctx, q)
     if found is None:
-        return skipped(item_id, NAME, q.dataset, q.id, "too few distractors")
+        return question_skipped(item_id, NAME, q, "too few distractors")
     keys, spare = found
     answer = {"answer_from": [q.dataset, q.id, q.answer_index]}
     meta: dict = {"variant": variant, "type": q.kind}
@@ -121,17 +121,17 @@ def make(ctx: LabelContext, q: Question, item_id: str, variant: str) -> dict:
     elif variant == "bridge_swap":
         found_edit = bridge_edit(ctx, q, keys)
         if isinstance(found_edit, str):
-            return skipped(item_id, NAME, q.dataset, q.id, found_edit)
+            return question_skipped(item_id, NAME, q, found_edit)
         extra["passage_edits"], how = found_edit
         meta.update(how)
     else:  # other_entity
         found_answer = other_answer(ctx, q, keys)
         if isinstance(found_answer, str):
-            return skipped(item_id, NAME, q.dataset, q.id, found_answer)
+            return question_skipped(item_id, NAME, q, found_answer)
         answer, how = found_answer
         meta.update(how)
     if label and not ctx.sources[q.dataset].has_evidence(q, keys):  # cannot happen by construction
-        return skipped(item_id, NAME, q.dataset, q.id, "the passages lack the evidence")
+        return question_skipped(item_id, NAME, q, "the passages lack the evidence")
     if variant.startswith("drop") and ctx.sources[q.dataset].has_evidence(q, keys):
-        return skipped(item_id, NAME, q.dataset, q.id, "the passages still hold the evidence")
-    return labelled(item_id, NAME, q.dataset, q.id, ctx.qh(q), keys, answer, label, meta=meta, extra=extra)
+        return question_skipped(item_id, NAME, q, "the passages still hold the evidence")
+    return question_labelled(item_id, NAME, q, keys, answer, label, meta=meta, extra=extra)

@@ -28,7 +28,7 @@ from verirag_lab.train.verifier_labels.doc_claims import negation_edit
 from verirag_lab.train.verifier_labels.edits import find_answer_span
 from verirag_lab.train.verifier_labels.evidence_sentence import evidence_sentences
 from verirag_lab.train.verifier_labels.generation import provenance
-from verirag_lab.train.verifier_labels.records import labelled, record_id, skipped
+from verirag_lab.train.verifier_labels.records import question_labelled, question_skipped, record_id
 from verirag_lab.train.verifier_labels.replacements import pick
 from verirag_lab.train.verifier_labels.sources import Question, holds_answer
 
@@ -114,34 +114,34 @@ def negated(text: str) -> tuple[int, int, str, str] | None:
 def make(ctx: LabelContext, q: Question, item_id: str, model: str, variant: str) -> dict:
     keys = ctx.evidence_set(q)
     if keys is None:
-        return skipped(item_id, NAME, q.dataset, q.id, "no passages with the evidence")
+        return question_skipped(item_id, NAME, q, "no passages with the evidence")
     made = rewrite(ctx, q, model)
     if made is None:
-        return skipped(item_id, NAME, q.dataset, q.id, "no sentence of usable length holds the gold answer")
+        return question_skipped(item_id, NAME, q, "no sentence of usable length holds the gold answer")
     sentence, text, provenance = made
     reason = why_not_supported(ctx, q, sentence, text, keys)
     if reason is not None:
-        return skipped(item_id, NAME, q.dataset, q.id, reason)
+        return question_skipped(item_id, NAME, q, reason)
     meta = {"variant": variant, "overlap": round(k_precision(text, sentence), 3)}
     if variant == "paraphrase":
-        return labelled(item_id, NAME, q.dataset, q.id, ctx.qh(q), keys, text, 1, generation=provenance, meta=meta)
+        return question_labelled(item_id, NAME, q, keys, text, 1, generation=provenance, meta=meta)
     if variant == "paraphrase-swapped":
         span = find_answer_span(text, q.answers)
         if span is None:
-            return skipped(item_id, NAME, q.dataset, q.id, "the gold answer is not a whole-word span of the rewrite")
+            return question_skipped(item_id, NAME, q, "the gold answer is not a whole-word span of the rewrite")
         r = pick(ctx, q, span, keys, [*q.answers, span.text], text, ctx.rng(item_id))
         if r is None:
-            return skipped(item_id, NAME, q.dataset, q.id, f"no replacement of kind {span.kind}")
+            return question_skipped(item_id, NAME, q, f"no replacement of kind {span.kind}")
         edited = text[: span.start] + r.text + text[span.end :]
         if holds_answer(edited, q.answers):
-            return skipped(item_id, NAME, q.dataset, q.id, "the rewrite mentions the gold answer twice")
+            return question_skipped(item_id, NAME, q, "the rewrite mentions the gold answer twice")
         answer = {"edit": text, "offset": span.start, "length": span.end - span.start, "replacement": r.spec}
         meta.update(kind=span.kind, origin=r.origin)
     else:
         edit = negated(text)
         if edit is None:
-            return skipped(item_id, NAME, q.dataset, q.id, "no negation to add or remove")
+            return question_skipped(item_id, NAME, q, "no negation to add or remove")
         offset, length, repl, how = edit
         answer = {"edit": text, "offset": offset, "length": length, "replacement": repl}
         meta["negation"] = how
-    return labelled(item_id, NAME, q.dataset, q.id, ctx.qh(q), keys, answer, 0, generation=provenance, meta=meta)
+    return question_labelled(item_id, NAME, q, keys, answer, 0, generation=provenance, meta=meta)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from verirag_lab.train.verifier_labels.context import CONDITIONS, Item, LabelContext
 from verirag_lab.train.verifier_labels.generation import STYLES, TEMPERATURES
-from verirag_lab.train.verifier_labels.records import labelled, record_id, skipped
+from verirag_lab.train.verifier_labels.records import question_labelled, question_skipped, record_id
 from verirag_lab.train.verifier_labels.sources import Question
 
 NAME = "real"
@@ -65,13 +65,11 @@ def make(
         keys = ctx.passage_set(q, condition)
         g = ctx.generate(q, model, style, keys, temperature) if keys else None
     if keys is None:
-        return skipped(item_id, NAME, q.dataset, q.id, f"no {condition} passages")
+        return question_skipped(item_id, NAME, q, f"no {condition} passages")
     if not g.text:
-        return skipped(item_id, NAME, q.dataset, q.id, "the model returned an empty answer")
+        return question_skipped(item_id, NAME, q, "the model returned an empty answer")
     grade = ctx.grade(q, g.text, keys)
     meta = {"condition": condition, "style": style, **grade.meta()}
     if g.finish_reason == "length":
         meta["truncated"] = True
-    return labelled(
-        item_id, NAME, q.dataset, q.id, ctx.qh(q), keys, g.text, grade.label, generation=g.provenance, meta=meta
-    )
+    return question_labelled(item_id, NAME, q, keys, g.text, grade.label, generation=g.provenance, meta=meta)

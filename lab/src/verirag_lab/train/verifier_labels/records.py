@@ -42,6 +42,7 @@ from verirag.errors import InputError
 from verirag.jsonio import AppendedJsonl
 from verirag.types import Passage
 from verirag_lab.datasets.followup import bare_title
+from verirag_lab.train.verifier_labels.sources import Question, question_hash
 
 SUPPORTED, UNSUPPORTED = 1, 0
 
@@ -129,6 +130,18 @@ def labelled(
 
 def skipped(item_id: str, recipe: str, dataset: str, example: str, reason: str) -> dict[str, Any]:
     return {"id": item_id, "recipe": recipe, "dataset": dataset, "example": example, "skip": reason}
+
+
+# A recipe's items each label one question: these name it once (its dataset, id and hash).
+def question_labelled(
+    item_id: str, recipe: str, q: Question, passages: list[str], answer: Any, label: int, **fields: Any
+) -> dict[str, Any]:
+    """`labelled` for an item of question `q`; `fields` as labelled's keyword arguments."""
+    return labelled(item_id, recipe, q.dataset, q.id, question_hash(q.text), passages, answer, label, **fields)
+
+
+def question_skipped(item_id: str, recipe: str, q: Question, reason: str) -> dict[str, Any]:
+    return skipped(item_id, recipe, q.dataset, q.id, reason)
 
 
 def is_example(record: dict[str, Any]) -> bool:

@@ -23,7 +23,7 @@ from __future__ import annotations
 from verirag_lab.datasets.followup import bare_title
 from verirag_lab.train.verifier_labels.context import Item, LabelContext, variant_items
 from verirag_lab.train.verifier_labels.followup import entity_mention
-from verirag_lab.train.verifier_labels.records import labelled, record_id, skipped
+from verirag_lab.train.verifier_labels.records import question_labelled, question_skipped, record_id
 from verirag_lab.train.verifier_labels.sources import Question
 from verirag_lab.train.verifier_labels.spans import answer_kind, too_close
 
@@ -63,19 +63,19 @@ def other_entity(ctx: LabelContext, q: Question, keys: list[str], name: str) -> 
 
 def make(ctx: LabelContext, q: Question, item_id: str, variant: str) -> dict:
     if answer_kind(q.answers[q.answer_index]) == "yesno":
-        return skipped(item_id, NAME, q.dataset, q.id, "a yes/no answer may hold of the other entity too")
+        return question_skipped(item_id, NAME, q, "a yes/no answer may hold of the other entity too")
     found = entity_mention(ctx, q)
     if found is None:
-        return skipped(item_id, NAME, q.dataset, q.id, "no supporting passage's title named in the question")
+        return question_skipped(item_id, NAME, q, "no supporting passage's title named in the question")
     key, start, end, _ = found
     keys = ctx.evidence_set(q)
     if keys is None:
-        return skipped(item_id, NAME, q.dataset, q.id, "no passages with the evidence")
+        return question_skipped(item_id, NAME, q, "no passages with the evidence")
     name = bare_title(ctx.passage(q.dataset, key).title)
     span = name_span(q.text, start, end, name)
     other = other_entity(ctx, q, keys, name)
     if span is None or other is None:
-        return skipped(item_id, NAME, q.dataset, q.id, "no other entity among the passages")
+        return question_skipped(item_id, NAME, q, "no other entity among the passages")
     start, end = span
     if ctx.passage(q.dataset, other).title.lower().startswith("the ") and q.text[:start].lower().endswith("the "):
         start -= 4  # "the orrin canal" -> "The Harbour at Dawn", not "the The Harbour at Dawn"
@@ -83,11 +83,11 @@ def make(ctx: LabelContext, q: Question, item_id: str, variant: str) -> dict:
     meta = {"entity": key, "other": other}
     if variant == "gold":
         label = int(ctx.sources[q.dataset].has_evidence(q, keys))
-        return labelled(item_id, NAME, q.dataset, q.id, ctx.qh(q), keys, answer, label, meta=meta)
+        return question_labelled(item_id, NAME, q, keys, answer, label, meta=meta)
     question = {
         "edit": {"question_of": [q.dataset, q.id]},
         "offset": start,
         "length": end - start,
         "replacement": {"title_of": [q.dataset, other]},
     }
-    return labelled(item_id, NAME, q.dataset, q.id, ctx.qh(q), keys, answer, 0, meta=meta, extra={"question": question})
+    return question_labelled(item_id, NAME, q, keys, answer, 0, meta=meta, extra={"question": question})

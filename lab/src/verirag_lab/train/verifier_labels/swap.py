@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from verirag_lab.train.verifier_labels.context import Item, LabelContext
 from verirag_lab.train.verifier_labels.edits import edit_record, find_answer_span
-from verirag_lab.train.verifier_labels.records import labelled, record_id, skipped
+from verirag_lab.train.verifier_labels.records import question_labelled, question_skipped, record_id
 from verirag_lab.train.verifier_labels.replacements import pick
 from verirag_lab.train.verifier_labels.sources import Question
 from verirag_lab.train.verifier_labels.spans import Span, answer_kind
@@ -40,14 +40,12 @@ def plan(q: Question, ctx: LabelContext) -> list[Item]:
 def make_gold(ctx: LabelContext, q: Question, item_id: str) -> dict:
     keys = ctx.evidence_set(q)
     if keys is None:
-        return skipped(item_id, NAME, q.dataset, q.id, "no passages with the evidence")
+        return question_skipped(item_id, NAME, q, "no passages with the evidence")
     answer = q.answers[q.answer_index]
-    return labelled(
+    return question_labelled(
         item_id,
         NAME,
-        q.dataset,
-        q.id,
-        ctx.qh(q),
+        q,
         keys,
         {"answer_from": [q.dataset, q.id, q.answer_index]},
         int(ctx.sources[q.dataset].has_evidence(q, keys)),
@@ -58,21 +56,21 @@ def make_gold(ctx: LabelContext, q: Question, item_id: str) -> dict:
 def make_swapped(ctx: LabelContext, q: Question, item_id: str) -> dict:
     keys = ctx.evidence_set(q)
     if keys is None:
-        return skipped(item_id, NAME, q.dataset, q.id, "no passages with the evidence")
+        return question_skipped(item_id, NAME, q, "no passages with the evidence")
     answer = q.answers[q.answer_index]
     kind = answer_kind(answer)
     r = pick(ctx, q, Span(0, len(answer), kind, answer), keys, q.answers, "", ctx.rng(item_id), ctx.swap_from)
     if r is None:
         where = f" from {'/'.join(ctx.swap_from)}" if ctx.swap_from else ""
-        return skipped(item_id, NAME, q.dataset, q.id, f"no replacement of kind {kind}{where}")
-    return labelled(item_id, NAME, q.dataset, q.id, ctx.qh(q), keys, r.spec, 0, meta={"kind": kind, "origin": r.origin})
+        return question_skipped(item_id, NAME, q, f"no replacement of kind {kind}{where}")
+    return question_labelled(item_id, NAME, q, keys, r.spec, 0, meta={"kind": kind, "origin": r.origin})
 
 
 def make_real(ctx: LabelContext, q: Question, item_id: str, model: str) -> dict:
     base = ctx.base_answer(q, model)
     if base is None or not base.grade.label:
-        return skipped(item_id, NAME, q.dataset, q.id, "the model's long answer is not correct and supported")
+        return question_skipped(item_id, NAME, q, "the model's long answer is not correct and supported")
     span = find_answer_span(base.generated.text, q.answers)
     if span is None:
-        return skipped(item_id, NAME, q.dataset, q.id, "no gold answer string in the model's answer")
+        return question_skipped(item_id, NAME, q, "no gold answer string in the model's answer")
     return edit_record(ctx, q, item_id, NAME, base, [span], ctx.rng(item_id))
