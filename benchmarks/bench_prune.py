@@ -459,6 +459,7 @@ def pooled_gate(out: Path, datasets: list[str], arm: str, reference: str) -> dic
     if informative:
         d2 = bootstrap_ci(lambda a, b: a.mean() - b.mean(), x[informative], y[informative], n_resamples=2000)
         answerable = {"n": len(informative), "accuracy_minus_reference": [d2.estimate, d2.low, d2.high]}
+        answerable["power"] = gate_power(x[informative], y[informative])
     return {
         "arm": arm,
         "reference": reference,
@@ -466,7 +467,24 @@ def pooled_gate(out: Path, datasets: list[str], arm: str, reference: str) -> dic
         "accuracy_minus_reference": [diff.estimate, diff.low, diff.high],
         "per_dataset": per,
         "passes": passes,
+        "power": gate_power(x, y),
         "answerable": answerable,
+    }
+
+
+def gate_power(x, y, margin: float = 0.02) -> dict | None:
+    """How decisive the rule's bound can be at the discordance seen: the chance that an arm that
+    loses nothing clears -margin at this n, and the n at which it would 80% of the time
+    (`verirag.metrics.power`). None when no question was answered right by exactly one arm."""
+    from verirag.metrics.power import noninferiority_n, noninferiority_power
+
+    discordant = float((x != y).mean())
+    if discordant == 0:
+        return None
+    return {
+        "discordant": discordant,
+        "lossless_passes": noninferiority_power(discordant, margin, len(x)),
+        "n_for_80_percent": noninferiority_n(discordant, margin),
     }
 
 
@@ -545,6 +563,12 @@ def main() -> None:
                 f"  over the {g['answerable']['n']} questions whose passages could answer (NQ: they hold a reference; "
                 f"all of HotpotQA's): {a[0]:+.3f} [{a[1]:+.3f}, {a[2]:+.3f}]"
             )
+        for name, pw in (("all", g.get("power")), ("answerable", (g.get("answerable") or {}).get("power"))):
+            if pw:
+                print(
+                    f"  power ({name}): {pw['discordant']:.1%} of the pairs discordant; an arm that loses nothing "
+                    f"clears -0.02 at this n {pw['lossless_passes']:.0%} of the time, 80% at n={pw['n_for_80_percent']}"
+                )
     for g in documents:
         print(
             f"\n{g['arm']} on documents of another kind (licences, n={g['n']}): prompt tokens {g['token_ratio']:.3f}x, "

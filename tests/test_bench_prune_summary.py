@@ -68,3 +68,7 @@ def test_the_gate_also_reports_the_questions_whose_passages_could_answer(tmp_pat
     assert g["answerable"]["n"] == 10
     assert g["answerable"]["accuracy_minus_reference"][0] == pytest.approx(-2 / 10)
     assert not g["passes"]
+    # the padding dilutes the discordance the power is read from: 2 of 40 against 2 of 10
+    assert g["power"]["discordant"] == pytest.approx(2 / 40)
+    assert g["answerable"]["power"]["discordant"] == pytest.approx(2 / 10)
+    assert g["answerable"]["power"]["n_for_80_percent"] > g["power"]["n_for_80_percent"]
