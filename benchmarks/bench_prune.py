@@ -417,6 +417,10 @@ def plot(report: dict, arms: list[str], path: Path) -> None:
     fig.savefig(path, dpi=120)
 
 
+# Issue 48's rule, stated once: pooled questions, the pooled lower bound, the worst dataset estimate.
+RULE_N, RULE_MARGIN, RULE_WORST = 1200, 0.02, 0.01
+
+
 def pooled_gate(out: Path, datasets: list[str], arm: str, reference: str) -> dict | None:
     """Issue 48's rule for turning pruning on by default: the paired interval of (arm - reference)
     accuracy pooled over every dataset's shared questions has its lower bound above -2 points, and
@@ -445,7 +449,9 @@ def pooled_gate(out: Path, datasets: list[str], arm: str, reference: str) -> dic
         if m:
             per[d] = {"n": len(m), "accuracy_minus_reference": float(x[m].mean() - y[m].mean())}
     passes = bool(
-        len(keys) >= 1200 and diff.low > -0.02 and all(v["accuracy_minus_reference"] >= -0.01 for v in per.values())
+        len(keys) >= RULE_N
+        and diff.low > -RULE_MARGIN
+        and all(v["accuracy_minus_reference"] >= -RULE_WORST for v in per.values())
     )
     # An NQ question whose retrieved passages hold no reference is one neither arm can answer from them
     # (most NQ-open questions outside the oracle file: 26 of the first 30): it pads the pool with
@@ -472,7 +478,7 @@ def pooled_gate(out: Path, datasets: list[str], arm: str, reference: str) -> dic
     }
 
 
-def gate_power(x, y, margin: float = 0.02) -> dict | None:
+def gate_power(x, y, margin: float = RULE_MARGIN) -> dict | None:
     """How decisive the rule's bound can be at the discordance seen: the chance that an arm that
     loses nothing clears -margin at this n, and the n at which it would 80% of the time
     (`verirag.metrics.power`). None when no question was answered right by exactly one arm."""
@@ -555,7 +561,7 @@ def main() -> None:
             f"\n{g['arm']} pooled over {g['n']} questions: accuracy {d[0]:+.3f} [{d[1]:+.3f}, {d[2]:+.3f}] against "
             f"{g['reference']}; per dataset "
             + ", ".join(f"{k} {v['accuracy_minus_reference']:+.3f} (n={v['n']})" for k, v in g["per_dataset"].items())
-            + f"; on by default (n >= 1200, lower bound > -0.02, none below -0.01): {'yes' if g['passes'] else 'no'}"
+            + f"; on by default (n >= {RULE_N}, lower bound > -{RULE_MARGIN}, none below -{RULE_WORST}): {'yes' if g['passes'] else 'no'}"
         )
         if g.get("answerable"):
             a = g["answerable"]["accuracy_minus_reference"]
@@ -567,7 +573,7 @@ def main() -> None:
             if pw:
                 print(
                     f"  power ({name}): {pw['discordant']:.1%} of the pairs discordant; an arm that loses nothing "
-                    f"clears -0.02 at this n {pw['lossless_passes']:.0%} of the time, 80% at n={pw['n_for_80_percent']}"
+                    f"clears -{RULE_MARGIN} at this n {pw['lossless_passes']:.0%} of the time, 80% at n={pw['n_for_80_percent']}"
                 )
     for g in documents:
         print(
