@@ -23,7 +23,7 @@ from verirag.types import Passage, ScoredPassage
 
 QUESTION = "When was the lighthouse at Cape Arrow built?"
 ANSWERING = "The lighthouse at Cape Arrow was built in 1874 by the harbour board."
-UNRELATED = "The bakery was built beside the market and sells rye bread and apple cakes."
+UNRELATED = "The bakery on Arrow Street sells rye bread and apple cakes."
 PASSAGES = [
     Passage("a", f"{ANSWERING} It stands on the northern cliff.", "Cape Arrow"),
     Passage("b", f"{UNRELATED} It opens at seven.", "Market"),
