@@ -71,7 +71,7 @@ def demo_questions():
 
 def questions(split: str, n: int, seed: int, val_share: float = 0.15):
     """(dataset, Example, supporting sentences by title) of `split`."""
-    from bench_prune import examples, licence_questions
+    from prune_questions import examples, licence_questions
 
     if split == "documents":
         return [("licences", e, {}) for e in licence_questions()[:n]] + [("demo", e, {}) for e in demo_questions()]
