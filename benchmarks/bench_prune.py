@@ -393,7 +393,21 @@ def pooled_gate(out: Path, datasets: list[str], arm: str, reference: str) -> dic
         "passes": passes,
         "power": gate_power(x, y),
         "answerable": answerable,
+        "pair_seconds": pair_seconds(rows[arm], rows[reference], keys),
     }
+
+
+def pair_seconds(arm_rows: dict, reference_rows: dict, keys: list[str]) -> dict[str, float]:
+    """{dataset: median seconds of one question answered in both arms}: what the rule's remaining
+    questions cost to run (a median, since records made beside other work take several times longer)."""
+    import statistics
+
+    by: dict[str, list[float]] = {}
+    for k in keys:
+        a, b = arm_rows[k].get("seconds"), reference_rows[k].get("seconds")
+        if a is not None and b is not None:
+            by.setdefault(arm_rows[k]["dataset"], []).append(a + b)
+    return {d: statistics.median(v) for d, v in by.items()}
 
 
 def gate_power(x, y, margin: float = RULE_MARGIN) -> dict | None:
@@ -493,6 +507,14 @@ def main() -> None:
                     f"  power ({name}): {pw['discordant']:.1%} of the pairs discordant; an arm that loses nothing "
                     f"clears -{RULE_MARGIN} at this n {pw['lossless_passes']:.0%} of the time, 80% at n={pw['n_for_80_percent']}"
                 )
+        if g.get("pair_seconds") and g["n"] < RULE_N:
+            cost = g["pair_seconds"]
+            print(
+                "  time: a question in both arms takes (median) "
+                + ", ".join(f"{d} {s:.0f} s" for d, s in cost.items())
+                + f"; the rule's {RULE_N - g['n']} more questions: {(RULE_N - g['n']) * min(cost.values()) / 3600:.1f}"
+                f"-{(RULE_N - g['n']) * max(cost.values()) / 3600:.1f} hours"
+            )
     for g in documents:
         print(
             f"\n{g['arm']} on documents of another kind (licences, n={g['n']}): prompt tokens {g['token_ratio']:.3f}x, "

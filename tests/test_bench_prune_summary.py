@@ -72,3 +72,13 @@ def test_the_gate_also_reports_the_questions_whose_passages_could_answer(tmp_pat
     assert g["power"]["discordant"] == pytest.approx(2 / 40)
     assert g["answerable"]["power"]["discordant"] == pytest.approx(2 / 10)
     assert g["answerable"]["power"]["n_for_80_percent"] > g["power"]["n_for_80_percent"]
+
+
+def test_the_gate_says_what_the_rules_remaining_questions_cost(tmp_path):
+    """A median per dataset of one question in both arms: a record made beside other work (several
+    times slower) does not move it."""
+    bench = _bench()
+    _write(tmp_path, "build", [(20.0, 1), (22.0, 0), (24.0, 1), (200.0, 1)])
+    _write(tmp_path, "prune", [(10.0, 1), (10.0, 0), (12.0, 1), (10.0, 1)])
+    g = bench.pooled_gate(tmp_path, ["nq"], "prune", "build")
+    assert g["pair_seconds"] == {"nq": pytest.approx(34.0)}  # median of 30, 32, 36, 210
