@@ -24,6 +24,10 @@ once.
 or B?": a claim that names every option) and the others, the questions read back from the data with
 the run's config.
 
+`--split-groups FILE` also reports the answers whose question group ("dataset:id" lines, # comments)
+FILE lists apart from the others: e.g. data/verifier/own_answers/v2-training-split.txt, the questions
+a verifier trained before they were held out may have read.
+
 `--verifier-scores NAME=FILE` (repeatable) adds the column NAME: another verifier's scores of the
 same answers, written without an LLM call by benchmarks/rescore_own_answers.py and matched by the
 answers' generation key; give NAME once per file when answers come from several runs (--pool).
@@ -178,6 +182,13 @@ def question_kind_parts(table, config: Path) -> list[tuple[str, np.ndarray]]:
     return [(k, np.array([i for i, x in enumerate(kinds) if x == k])) for k in sorted(set(kinds))]
 
 
+def listed_parts(table, path: Path) -> list[tuple[str, np.ndarray]]:
+    """("listed in FILE" / "not listed", answer indices): the answers whose question group FILE lists."""
+    listed = {line.strip() for line in path.read_text().splitlines() if line.strip() and not line.startswith("#")}
+    inside = np.array([g in listed for g in table.groups], dtype=bool)
+    return [(f"listed in {path.name}", np.flatnonzero(inside)), (f"not listed in {path.name}", np.flatnonzero(~inside))]
+
+
 def table_rows(table, columns: dict[str, np.ndarray], baseline: str, ix: np.ndarray, n_resamples: int):
     y, A = table.y[ix], table.answerable[ix]
     cols = {k: v[ix] for k, v in columns.items()}
@@ -240,6 +251,13 @@ def main(argv: list[str] | None = None) -> int:
         "CONFIG is the run's config (the questions are read back from the data by id)",
     )
     ap.add_argument(
+        "--split-groups",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="also report the answers whose question group FILE lists ('dataset:id' lines) apart from the others",
+    )
+    ap.add_argument(
         "--export",
         type=Path,
         default=None,
@@ -263,6 +281,8 @@ def main(argv: list[str] | None = None) -> int:
     ]
     if args.question_kinds:
         parts += question_kind_parts(table, args.question_kinds)
+    if args.split_groups:
+        parts += listed_parts(table, args.split_groups)
     for part, ix in parts:
         if not len(ix):
             continue

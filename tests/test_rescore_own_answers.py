@@ -108,3 +108,17 @@ def test_a_stack_becomes_a_column_computed_from_the_answers_own_columns(tmp_path
     with pytest.raises(SystemExit, match="no column self_check"):
         StackedVerifier(["self_check"]).fit(X[:, :1], table.y).save(tmp_path / "sc.json")
         own.stacked_column(f"sc={tmp_path / 'sc.json'}", table, {"verifier": columns["verifier"]})
+
+
+def test_listed_question_groups_are_reported_apart_from_the_others(tmp_path):
+    """--split-groups: the answers of the listed questions and the rest, each answer in exactly one."""
+    own = _bench("verifier_own_answers")
+    table, _ = own.load([str(RUN)], methods=["vanilla+verifier"])
+    listed = sorted(set(table.groups))[:3]
+    path = tmp_path / "groups.txt"
+    path.write_text("# a comment\n" + "\n".join(listed) + "\n", encoding="utf-8")
+    (name_in, inside), (name_out, outside) = own.listed_parts(table, path)
+    assert name_in == "listed in groups.txt" and name_out == "not listed in groups.txt"
+    assert {table.groups[i] for i in inside} == set(listed)
+    assert not {table.groups[i] for i in outside} & set(listed)
+    assert len(inside) + len(outside) == len(table.groups)
