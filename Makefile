@@ -248,6 +248,15 @@ distill-labels: $(VENV)/.models $(VENV)/.lab
 	$(VENV)/bin/verirag label verifier --models qwen2.5-1.5b --recipes distill --datasets nq,hotpotqa,nomiracl \
 	    --n 3000 --split train --judge-full-every 5 --out runs/labels/distill.jsonl
 
+# The shipped stacked verifier (src/verirag/learned/shipped/stack.json, what `vanilla+stacked` reads):
+# the shipped verifier's score beside qwen2.5-1.5b's token log-probabilities and K-Precision, a
+# logistic regression fitted on the committed distillation answers that carry their signals. Refit
+# it whenever the verifier changes (the stack checks the verifier's identity). About a minute.
+.PHONY: stack
+stack: $(VENV)/.base $(VENV)/.lab
+	mkdir -p runs/labels && gunzip -c data/verifier/labels/distill-qwen2.5-1.5b.jsonl.gz > runs/labels/distill-committed.jsonl
+	$(VENV)/bin/verirag train stack runs/labels/distill-committed.jsonl --out src/verirag/learned/shipped/stack.json
+
 # The shipped verifier (src/verirag/learned/shipped/verifier/) again: v1 taught issue 36's kinds of
 # question without starting over (--init-from): all 6 of its layers go on learning, at a lower rate, on
 # a seeded sample of today's labels and issue 36's, the multi-hop and follow-up labels listed twice (they

@@ -40,6 +40,21 @@ from verirag.errors import InputError
 from verirag.learned.base import LearnedPart
 from verirag.metrics.calibration import sigmoid
 
+# The stack shipped in the package (made by `make stack`: fitted on the distillation's answers of the
+# default model, qwen2.5-1.5b), used when `vanilla+stacked` names none; another model is refused by
+# its fingerprint, since its log-probabilities mean something else.
+SHIPPED_STACK = Path(__file__).resolve().parent / "shipped" / "stack.json"
+
+
+def shipped_stack_path() -> Path:
+    """The stack file `vanilla+stacked` reads when given none (`stack=FILE` names another)."""
+    if not SHIPPED_STACK.is_file():
+        raise InputError(
+            f"this installation of verirag has no stacked verifier ({SHIPPED_STACK}): name one with "
+            f"stack=FILE, made by `{StackedVerifier.fit_command}`"
+        )
+    return SHIPPED_STACK
+
 
 class StackedVerifier(LearnedPart):
     """Fitted attributes: coef_ (per standardised feature), intercept_, mean_, scale_, imputed_

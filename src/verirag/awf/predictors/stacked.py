@@ -1,6 +1,7 @@
 """A stacked verifier as a predictor: the learned combination `verirag train stack RUN`
 made, applied at answer time (issue 27, item 5).
 
+    vanilla+stacked                  # the shipped stack: the default model's (qwen2.5-1.5b) answers only
     vanilla+stacked(stack=stack.json)
 
 It computes every feature the stack reads, as the eval run that trained it did: each predictor
@@ -40,10 +41,9 @@ class StackedPredictor(FaithfulnessPredictor):
 
     def __init__(self, llm=None, *, stack: str | None = None):
         from verirag.awf.compose import build_predictor
-        from verirag.learned.stack import StackedVerifier
+        from verirag.learned.stack import StackedVerifier, shipped_stack_path
 
-        if not stack:
-            raise InputError(f"the stacked predictor needs stack=FILE, made by `{StackedVerifier.fit_command}`")
+        stack = stack or str(shipped_stack_path())
         self.llm = llm
         self.model = StackedVerifier.load(stack, expect={"model": fingerprint_of(llm)})
         self.stack_sha256 = hashlib.sha256(Path(stack).read_bytes()).hexdigest()
