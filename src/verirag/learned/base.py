@@ -132,6 +132,17 @@ class LearnedPart:
         )
 
     @classmethod
+    def shipped_file(cls, path: Path, option: str) -> Path:
+        """`path`, the file of this part shipped in the package, used when a method's `option`
+        names none; InputError naming the option and `fit_command` when the installation lacks it."""
+        if not path.is_file():
+            raise InputError(
+                f"this installation of verirag has no {cls.title} ({path}): name one with "
+                f"{option}=FILE, made by `{cls.fit_command}`"
+            )
+        return path
+
+    @classmethod
     def load(cls, path: str | Path, expect: Mapping[str, Any] | None = None, **runtime: Any):
         """The part saved at `path`, checked against `expect` (see the module docstring);
         `runtime` are constructor arguments that are not saved (an LLM, a device)."""

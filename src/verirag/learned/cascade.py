@@ -54,12 +54,7 @@ _EPS = 1e-6
 
 def shipped_cascade_path() -> Path:
     """The band file `vanilla+cascade` reads when given none (`cascade=FILE` names another)."""
-    if not SHIPPED_CASCADE.is_file():
-        raise InputError(
-            f"this installation of verirag has no cascade band ({SHIPPED_CASCADE}): name one with "
-            f"cascade=FILE, made by `{CascadeBand.fit_command}`"
-        )
-    return SHIPPED_CASCADE
+    return CascadeBand.shipped_file(SHIPPED_CASCADE, "cascade")
 
 
 def logit(p) -> np.ndarray:

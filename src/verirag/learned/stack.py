@@ -48,12 +48,7 @@ SHIPPED_STACK = Path(__file__).resolve().parent / "shipped" / "stack.json"
 
 def shipped_stack_path() -> Path:
     """The stack file `vanilla+stacked` reads when given none (`stack=FILE` names another)."""
-    if not SHIPPED_STACK.is_file():
-        raise InputError(
-            f"this installation of verirag has no stacked verifier ({SHIPPED_STACK}): name one with "
-            f"stack=FILE, made by `{StackedVerifier.fit_command}`"
-        )
-    return SHIPPED_STACK
+    return StackedVerifier.shipped_file(SHIPPED_STACK, "stack")
 
 
 class StackedVerifier(LearnedPart):
