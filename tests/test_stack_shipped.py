@@ -34,3 +34,55 @@ def test_an_installation_without_the_stack_names_the_command(monkeypatch, tmp_pa
     monkeypatch.setattr(stack_module, "SHIPPED_STACK", tmp_path / "stack.json")
     with pytest.raises(InputError, match="verirag train stack"):
         shipped_stack_path()
+
+
+# ---- the fallback: where the stack cannot judge, a named predictor does, and says so ----------------
+QUESTION = "Who designed the lighthouse on Skarvoy?"
+PASSAGES = ["The lighthouse on Skarvoy was designed by Maren Solberg in 1899.", "The ferry runs twice a day."]
+
+
+def _passages():
+    from verirag.types import Passage
+
+    return [Passage(f"p{i}", t) for i, t in enumerate(PASSAGES)]
+
+
+def test_an_answer_without_logprobs_is_judged_by_the_fallback_alone_and_says_so():
+    from verirag.awf.compose import build_predictor
+
+    verifier = build_predictor("verifier", None)
+    stacked = build_predictor("stacked", None, options={"fallback": "verifier"})
+    assert stacked.parts["verifier"] is stacked.fallback_part  # one verifier serves both
+    alone = verifier.verify(QUESTION, "Maren Solberg designed it.", _passages())
+    v = stacked.verify(QUESTION, "Maren Solberg designed it.", _passages())
+    assert v.ok and v.score == pytest.approx(alone.score) and v.best == alone.best
+    assert any("judged by verifier alone" in w and "logprob_min" in w for w in v.warnings)
+    # without a fallback the same answer is an error that names what is missing, never a guess
+    plain = build_predictor("stacked", None).verify(QUESTION, "Maren Solberg designed it.", _passages())
+    assert not plain.ok and "logprob_min" in plain.error
+
+
+def test_a_stack_for_another_model_is_set_aside_for_the_fallback(tmp_path):
+    import json
+    import types
+
+    from verirag.awf.compose import build_predictor
+
+    saved = json.loads(shipped_stack_path().read_text())
+    saved["fingerprints"]["model"] = "another-model"
+    path = tmp_path / "stack.json"
+    path.write_text(json.dumps(saved))
+    llm = types.SimpleNamespace(fingerprint="this-model")  # only its fingerprint is read before judging
+    with pytest.raises(InputError, match="fitted for model 'another-model'"):
+        build_predictor("stacked", llm, options={"stack": str(path)})
+    stacked = build_predictor("stacked", llm, options={"stack": str(path), "fallback": "verifier"})
+    assert stacked.model is None and "fitted for model" in stacked.unfit
+    v = stacked.verify(QUESTION, "Maren Solberg designed it.", _passages())
+    assert v.ok and any(w.startswith("judged by verifier alone: the stack does not fit") for w in v.warnings)
+
+
+def test_a_stack_cannot_fall_back_on_a_stack():
+    from verirag.awf.compose import build_predictor
+
+    with pytest.raises(InputError, match="another predictor"):
+        build_predictor("stacked", None, options={"fallback": "stacked"})

@@ -17,10 +17,20 @@ the question) is an error naming it, unless the stack was fitted with imputation
 It pays for every predictor it combines (a self-check request, the verifier's encoder), on top of
 the generation; `per_passage`, `best` and `sentences` come from the first combined predictor that
 names passages (K-Precision per passage otherwise).
+
+    vanilla+stacked(fallback=verifier)
+
+`fallback` names a predictor that judges where the stack cannot: a stack fitted for another model
+(or whose predictor features another set-up made) is not refused but set aside, and an answer
+without a feature the stack needs (an answer written elsewhere has no token logprobs) is judged by
+the fallback alone. Either way the result says so in `warnings`, so a score is never passed off as
+the stack's. Where the fallback is also one of the stack's features (the verifier), one instance
+serves both, and its judgement of the answer is not computed twice.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Sequence
 from pathlib import Path
@@ -39,33 +49,65 @@ from verirag.types import Passage
 class StackedPredictor(FaithfulnessPredictor):
     needs: tuple[str, ...] = ()
 
-    def __init__(self, llm=None, *, stack: str | None = None):
+    def __init__(self, llm=None, *, stack: str | None = None, fallback: str | None = None):
+        from verirag.awf.compose import build_predictor
+
+        self.llm = llm
+        self.model = None
+        self.parts: dict[str, FaithfulnessPredictor] = {}
+        self.unfit: str | None = None  # why the stack was set aside for the fallback
+        self.fallback_name = fallback
+        self.fallback_part: FaithfulnessPredictor | None = None
+        if fallback is not None:
+            if fallback.split("(", 1)[0].strip() == "stacked":
+                raise InputError("a stacked verifier's fallback must be another predictor (e.g. verifier)")
+            self.fallback_part = build_predictor(fallback, llm)
+        try:
+            self._load(stack)
+        except InputError as e:
+            if self.fallback_part is None:
+                raise
+            self.unfit, self.model, self.parts = str(e), None, {}
+        if self.model is None:
+            self.stack_sha256 = ""
+            self.continues_generation = self.fallback_part.continues_generation
+            self.name = f"stacked[set aside: {fallback}]"
+        else:
+            self.continues_generation = any(p.continues_generation for p in self.parts.values())
+            self.name = f"stacked[{', '.join(self.model.features)}]"
+
+    def _load(self, stack: str | None) -> None:
+        """The stack and a predictor per predictor feature; InputError where they do not fit this LLM."""
         from verirag.awf.compose import build_predictor
         from verirag.learned.stack import StackedVerifier, shipped_stack_path
 
         stack = stack or str(shipped_stack_path())
-        self.llm = llm
-        self.model = StackedVerifier.load(stack, expect={"model": fingerprint_of(llm)})
-        self.stack_sha256 = hashlib.sha256(Path(stack).read_bytes()).hexdigest()
-        self.parts: dict[str, FaithfulnessPredictor] = {}
-        for feature in self.model.features:
-            source = self.model.sources.get(feature) or {}
+        model = StackedVerifier.load(stack, expect={"model": fingerprint_of(self.llm)})
+        parts: dict[str, FaithfulnessPredictor] = {}
+        for feature in model.features:
+            source = model.sources.get(feature) or {}
             if "predictor" not in source:
                 continue  # a signal: computed here from the answer
-            part = build_predictor(source["predictor"], llm, options=source.get("options") or {})
+            options = source.get("options") or {}
+            if self.fallback_part is not None and source["predictor"] == self.fallback_name and not options:
+                part = self.fallback_part  # one instance judges for both
+            else:
+                part = build_predictor(source["predictor"], self.llm, options=options)
             want = source.get("digest")
             if want and part.digest != want:
                 raise InputError(
                     f"{stack}: its feature {feature!r} was made by predictor {source['predictor']} "
-                    f"with options {source.get('options') or {}} and identity {want}; built here it "
+                    f"with options {options} and identity {want}; built here it "
                     f"is {part.digest} (retrained weights, another prompt or model): refit with "
                     f"`{StackedVerifier.fit_command}` on a run of this set-up"
                 )
-            self.parts[feature] = part
-        self.continues_generation = any(p.continues_generation for p in self.parts.values())
-        self.name = f"stacked[{', '.join(self.model.features)}]"
+            parts[feature] = part
+        self.model, self.parts = model, parts
+        self.stack_sha256 = hashlib.sha256(Path(stack).read_bytes()).hexdigest()
 
     def model_fingerprint(self) -> str:
+        if self.model is None:
+            return f"stack:set-aside|{self.fallback_part.model_fingerprint()}"
         return f"stack:{self.stack_sha256[:16]}|{fingerprint_of(self.llm)}"
 
     def verify_in(self, trace, answer: Answer) -> Verification:
@@ -83,12 +125,15 @@ class StackedPredictor(FaithfulnessPredictor):
         bad = invalid_input(answer.text, passages)
         if bad is not None:
             return bad
+        if self.model is None:
+            return self._fallen_back(question, answer, passages, None, f"the stack does not fit: {self.unfit}")
         signals = answer_signals(answer.text, answer.generation, passages, retrieval_scores)
         values: dict[str, float] = dict(signals.values)
         warnings: list[str] = []
         named: Verification | None = None
+        judged: dict[str, Verification] = {}
         for feature, part in self.parts.items():
-            v = part.verify_answer(question, answer, passages)
+            v = judged[feature] = part.verify_answer(question, answer, passages)
             if v.failure is not None and is_outage(v.failure):
                 return Verification(
                     score=float("nan"),
@@ -106,6 +151,11 @@ class StackedPredictor(FaithfulnessPredictor):
         missing = [f for f in self.model.features if f not in values]
         if missing and not self.model.impute:
             reasons = "; ".join(f"{f}: {signals.missing.get(f, 'not computed')}" for f in missing)
+            if self.fallback_part is not None:
+                done = next((v for f, v in judged.items() if self.parts[f] is self.fallback_part), None)
+                return self._fallen_back(
+                    question, answer, passages, done, f"the stack needs {', '.join(missing)} ({reasons})"
+                )
             return Verification(
                 score=float("nan"),
                 per_passage=[None] * len(passages),
@@ -122,3 +172,11 @@ class StackedPredictor(FaithfulnessPredictor):
             warnings=warnings,
             sentences=named.sentences,
         )
+
+    def _fallen_back(
+        self, question: str, answer: Answer, passages: Sequence[Passage], done: Verification | None, why: str
+    ) -> Verification:
+        """The fallback's judgement (`done`: already made as a feature), saying why it stands in."""
+        v = done if done is not None else self.fallback_part.verify_answer(question, answer, passages)
+        note = f"judged by {self.fallback_name} alone: {why}"
+        return dataclasses.replace(v, warnings=[*v.warnings, note])
