@@ -16,7 +16,7 @@ Datasets (`prune_questions.examples`; instruct_qa_human's questions are left out
   this benchmark (data/pruner/heldout_docs/licence_questions.jsonl) about the licence texts of
   /usr/share/common-licenses, top-5 passages of a hybrid index over them. It is not pooled into the
   accuracy rule; its own goal (`documents_goal`): at most half the prompt tokens, no fewer answers.
-The default pipeline (qwen2.5-1.5b, vanilla+verifier, threshold 0.5) answers and verifies each
+The local pipeline (qwen2.5-1.5b, judged by vanilla+verifier, threshold 0.5) answers and verifies each
 question from those passages, in these arms, each in its own process:
 
 - `build`:    this environment's build (AVX-512 where the CPU has it), every sentence read: the
@@ -98,6 +98,7 @@ class GivenPassages:
 def worker(arm: str, datasets: list[str], n: int, seed: int, out: Path) -> None:
     from dataclasses import replace
 
+    from verirag.awf.defaults import DEFAULT_METHOD
     from verirag.awf.pipeline import PRESETS, Pipeline
     from verirag.evaluation.ground_truth import matches
     from verirag.types import Passage, ScoredPassage
@@ -119,7 +120,9 @@ def worker(arm: str, datasets: list[str], n: int, seed: int, out: Path) -> None:
 
         threshold = str(ContextPruner.load(pruner or shipped_pruner_dir()).named_threshold("aggressive"))
     setting = {"threshold": float(threshold) if threshold else None, "pruner": pruner} if pruning else False
-    config = replace(PRESETS["local"], prune=setting)
+    # the verifier alone judges, as in the committed records (made before the stack became the
+    # default model's judge): the accuracy rule reads the answers, the AwF column the verifier
+    config = replace(PRESETS["local"], prune=setting, method=DEFAULT_METHOD)
     if arm.startswith("prune-") and arm not in ("prune-aggressive", "prune-ik"):
         config = replace(config, model=requantised(arm.removeprefix("prune-")))
     p = Pipeline(config, index=index)

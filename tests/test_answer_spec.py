@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from verirag.awf.answer_spec import DEFAULTS, FLAT, PRESETS, AnswerSpec, PruneOptions
-from verirag.awf.defaults import DEFAULT_METHOD, JUDGED_METHOD
+from verirag.awf.defaults import DEFAULT_METHOD, GENERATED_DEFAULT, JUDGED_METHOD, given_answer_method
 from verirag.awf.pipeline import PRESETS as CONFIG_PRESETS
 from verirag.awf.pipeline import Pipeline, PipelineConfig
 from verirag.awf.stage_kinds.prune import PRUNE_DEFAULT, SHIPPED, PruneSetting
@@ -27,12 +27,25 @@ from verirag_lab.experiments.grid.config import _Config, _Generation, parse_conf
 def test_resolve_applies_the_defaults_then_the_preset_under_what_the_spec_names():
     r = AnswerSpec().resolve()
     assert {k: getattr(r, k) for k in DEFAULTS} == DEFAULTS
-    assert r.method == DEFAULT_METHOD and r.prune.setting == PRUNE_DEFAULT
+    assert r.method == GENERATED_DEFAULT and r.prune.setting == PRUNE_DEFAULT
     assert (r.conversation.max_turns, r.conversation.max_words) == (MAX_TURNS, MAX_HISTORY_WORDS)
     assert r.trust is None and r.rerank is None and r.max_answer_tokens is None and r.backend_timeout is None
     tiny = AnswerSpec(preset="tiny").resolve()
     assert (tiny.model, tiny.n_ctx) == ("smollm2-135m", 2048)
     assert AnswerSpec(preset="tiny", model="qwen2.5-0.5b", n_ctx=1024).resolve().model == "qwen2.5-0.5b"
+
+
+def test_the_default_method_is_the_models_and_given_answers_go_to_the_verifier():
+    """The stack for the model it was fitted for, the verifier for any other model; a door that
+    verifies given answers (no generation log-probs) resolves to the stack's fallback."""
+    assert AnswerSpec().resolve().method == GENERATED_DEFAULT == PipelineConfig().method
+    assert AnswerSpec(preset="tiny").resolve().method == DEFAULT_METHOD == PipelineConfig(model="smollm2-135m").method
+    assert AnswerSpec(model="qwen2.5-0.5b").resolve().method == DEFAULT_METHOD
+    assert AnswerSpec().for_given_answers().method == DEFAULT_METHOD
+    assert AnswerSpec(method="vanilla+nli").for_given_answers().method == "vanilla+nli"
+    assert given_answer_method("instructrag+stacked(fallback=verifier)") == "instructrag+verifier"
+    assert given_answer_method("vanilla+stacked") == "vanilla+stacked"  # no fallback: refused where it cannot judge
+    assert PipelineConfig(judge="llm").method == JUDGED_METHOD  # as resolve() reads a judge without a method
 
 
 def test_a_judge_without_a_method_selects_the_method_that_uses_one():

@@ -71,7 +71,13 @@ def test_self_check_answers_and_names_the_supporting_passage(monkeypatch):
 def test_the_default_verifies_with_the_shipped_verifier_sentence_by_sentence(monkeypatch):
     """The default method's verifier is the trained one in the package (a real model, read from
     disk); only the generator is scripted."""
-    p = make(monkeypatch, ["The ferry takes 25 minutes. Puffins nest in April."], {}, method=PipelineConfig().method)
+    # the default of a model the shipped stack was not fitted for (the default model's: below)
+    p = make(
+        monkeypatch,
+        ["The ferry takes 25 minutes. Puffins nest in April."],
+        {},
+        method=PipelineConfig(model="scripted").method,
+    )
     r = p.ask("How long is the ferry?")
     assert r.method == "vanilla+verifier" and 0.0 <= r.score <= 1.0
     assert [s.text for s in r.sentences] == ["The ferry takes 25 minutes.", "Puffins nest in April."]
@@ -80,6 +86,20 @@ def test_the_default_verifies_with_the_shipped_verifier_sentence_by_sentence(mon
     first, second = r.sentences
     assert first.supporting_passage == "a" and first.score > 0.5 > second.score
     assert r.score == pytest.approx(second.score) and r.action == "abstained"
+
+
+def test_the_default_models_stack_set_aside_for_another_model_falls_back_to_the_verifier_and_says_so(monkeypatch):
+    from verirag.awf.defaults import GENERATED_DEFAULT
+
+    assert PipelineConfig().method == GENERATED_DEFAULT
+    p = make(monkeypatch, ["The ferry takes 25 minutes."], {}, method=GENERATED_DEFAULT)
+    r = p.ask("How long is the ferry?")
+    assert r.method == "vanilla+stacked" and r.faithful and r.sentences  # the verifier's sentences
+    assert any("judged by verifier alone: the stack does not fit" in w for w in r.warnings)
+    # a given answer goes to the fallback directly, under its own name, with nothing to warn about
+    v = p.verify("How long is the ferry?", "The ferry takes 25 minutes.", [Passage("a", "The ferry takes 25 minutes.")])
+    assert v.method == "vanilla+verifier" and v.faithful and v.score == pytest.approx(r.score)
+    assert not any("stack" in w for w in v.warnings)
 
 
 def test_without_the_shipped_verifier_the_default_says_so_and_never_substitutes(monkeypatch, tmp_path):

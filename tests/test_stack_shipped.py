@@ -22,6 +22,12 @@ def test_the_shipped_stack_belongs_to_the_shipped_verifier():
     assert source["digest"] == build_predictor(source["predictor"], None, options=source.get("options") or {}).digest
 
 
+def test_the_default_names_the_model_the_shipped_stack_was_fitted_for():
+    from verirag.awf.defaults import STACK_MODEL
+
+    assert StackedVerifier.load(shipped_stack_path()).provenance["cv"]["model"] == STACK_MODEL
+
+
 @pytest.mark.slow
 def test_another_model_is_refused_by_the_shipped_stack(smollm):
     from verirag.awf.compose import build_predictor
@@ -79,6 +85,14 @@ def test_a_stack_for_another_model_is_set_aside_for_the_fallback(tmp_path):
     assert stacked.model is None and "fitted for model" in stacked.unfit
     v = stacked.verify(QUESTION, "Maren Solberg designed it.", _passages())
     assert v.ok and any(w.startswith("judged by verifier alone: the stack does not fit") for w in v.warnings)
+
+
+def test_the_stack_reads_the_language_rule_of_the_verifier_it_combines():
+    """A text the verifier cannot read is unverified whatever the log-probs say (issue 47, item 5)."""
+    from verirag.awf.compose import build_predictor
+
+    assert build_predictor("stacked", None).english_only
+    assert build_predictor("stacked", None, options={"fallback": "verifier"}).english_only
 
 
 def test_a_stack_cannot_fall_back_on_a_stack():

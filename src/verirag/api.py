@@ -46,9 +46,9 @@ def _threshold(threshold: float | str | Path | ThresholdController) -> float | T
 class Verifier:
     """Verify answers against the passages they came from.
 
-    `method`: a GENERATOR+PREDICTOR method whose predictor judges (None: the one default,
-    `verirag.awf.defaults.DEFAULT_METHOD`, the shipped trained verifier: ~0.1 s an answer, no
-    LLM). `threshold`: a number, or a threshold file's path, checked against the method (a file
+    `method`: a GENERATOR+PREDICTOR method whose predictor judges (None: the default for given
+    answers, `verirag.awf.defaults.DEFAULT_METHOD`, the shipped trained verifier: ~0.1 s an answer,
+    no LLM). `threshold`: a number, or a threshold file's path, checked against the method (a file
     fitted for another model, method or options warns with ThresholdWarning). `model` and
     `judge` choose the LLM of methods that use one (e.g. `method="vanilla+nli"`)."""
 
@@ -66,7 +66,7 @@ class Verifier:
 
         # resolved as every door resolves it (no method: the default, or with a judge the method that uses it)
         spec = AnswerSpec(preset=preset, method=method, model=model, judge=judge, threshold=_threshold(threshold))
-        self._pipeline = Pipeline(spec)
+        self._pipeline = Pipeline(spec.for_given_answers())
         self._pipeline.answer_verifier()  # a method that cannot verify a given answer fails here, not later
         self.warnings = self._pipeline.threshold_warnings(answering=False)
         for w in self.warnings:

@@ -253,6 +253,9 @@ class AskResult:
     timings: dict[str, float]
     usage: dict[str, Any] = field(default_factory=dict)  # calls, cache hits, tokens of this answer
     error: str | None = None
+    # what the judge says beside its score (a number no passage states, a stack set aside for its
+    # fallback, a predictor that failed and counted 0), as VerifyResult.warnings
+    warnings: list[str] = field(default_factory=list)
     # the conformal trust stage, when one is set: threshold, trusted chunk ids, m1, m2, empty_action
     trust: dict[str, Any] | None = None
     # CalibRAG's forecaster stage, when one is set: confidence f(q, d*), epsilon, whether the query
@@ -292,6 +295,7 @@ class AskResult:
             trust=d.get("trust"),
             forecast=d.get("forecast"),
             stages=d.get("stages"),
+            warnings=list(d.get("warnings") or []),
         )
 
 

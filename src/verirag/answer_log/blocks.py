@@ -11,6 +11,7 @@ from dataclasses import asdict
 from typing import Any
 
 from verirag.answer_log.formats import LogEntry
+from verirag.awf.defaults import given_answer_method
 from verirag.errors import BackendError, CapabilityError, VeriragError
 from verirag.learned.threshold import ThresholdController, as_controller
 from verirag.types import UNVERIFIED, VerifyResult
@@ -20,7 +21,7 @@ def verifier_identity(pipeline, threshold: float | ThresholdController) -> dict[
     """What a verdict depends on besides the entry (loads the model: its fingerprint is part of it)."""
     predictor = pipeline.answer_verifier()
     return {
-        "method": pipeline.config.method,
+        "method": given_answer_method(pipeline.config.method),  # what judges a given answer
         "predictor": predictor.digest,
         "threshold": as_controller(threshold).threshold_,
     }

@@ -12,7 +12,9 @@ in [0, 1], got 1.5") whichever door it came through; the HTTP schema reuses the 
 
 `resolve()` is the one place defaults are applied, in this order: what the spec names, then its
 `preset`'s values (PRESETS), then DEFAULTS; the method a (method, judge) pair runs
-(`verirag.awf.defaults.judged_method`: a judge without a method selects the method that uses one);
+(`verirag.awf.defaults.judged_method`: a judge without a method selects the method that uses one;
+neither, the model's default, `default_method`: the shipped stack for the model it was fitted for,
+else the verifier; a door that verifies given answers reads `for_given_answers()`);
 pruning off or on by PRUNE_DEFAULT. Left None after it: `max_answer_tokens` (each method's own
 length), `backend_timeout` (the backend's own), `trust` and `rerank` (those stages are off), and a
 prune setting's `threshold` / `pruner` (the shipped pruner at its own fitted threshold, read when
@@ -30,7 +32,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 from pydantic_core import PydanticCustomError
 
-from verirag.awf.defaults import DEFAULT_METHOD, judged_method
+from verirag.awf.defaults import default_method, given_answer_method, judged_method
 from verirag.awf.policies import FALLBACKS
 from verirag.awf.stage_kinds import kinds
 from verirag.awf.stage_kinds.prune import OFF, PRUNE_DEFAULT, SHIPPED, PruneSetting, parse_prune
@@ -45,7 +47,6 @@ RETRIEVERS = ("hybrid", "bm25", "dense")  # verirag.retrieval.index.KINDS (a tes
 # The values `resolve()` fills in where neither the spec nor its preset names one.
 DEFAULTS: dict[str, Any] = {
     "model": "qwen2.5-1.5b",
-    "method": DEFAULT_METHOD,
     "threshold": 0.5,
     "fallback": "abstain",
     "retrieval": "hybrid",
@@ -216,8 +217,9 @@ class AnswerSpec(_Frozen):
     )
     method: Text | None = Field(
         None,
-        description="AwF method (`verirag methods`); default vanilla+verifier (the shipped trained verifier), "
-        "vanilla+nli when a judge is given.",
+        description="AwF method (`verirag methods`); default: for qwen2.5-1.5b's own answers "
+        "vanilla+stacked(fallback=verifier) (the shipped verifier with the generation's log-probabilities), "
+        "else and for given answers vanilla+verifier (the shipped trained verifier); vanilla+nli when a judge is given.",
     )
     judge: Judge | None = Field(
         None, description="Entailment model of methods that use one (+nli): llm or hf:NLI_MODEL."
@@ -293,7 +295,8 @@ class AnswerSpec(_Frozen):
 
         base = {**DEFAULTS, **PRESETS[self.preset]}
         filled = {k: (getattr(self, k) if getattr(self, k) is not None else v) for k, v in base.items()}
-        filled["method"] = judged_method(self.method, self.judge, base["method"])
+        default = PRESETS[self.preset].get("method") or default_method(filled["model"])
+        filled["method"] = judged_method(self.method, self.judge, default)
         check_name(MethodSpec.parse(filled["method"]).name)
         filled["prune"] = self.prune if self.prune is not None else PruneOptions.model_validate(PRUNE_DEFAULT)
         filled["conversation"] = self.conversation or ConversationOptions()
@@ -302,6 +305,13 @@ class AnswerSpec(_Frozen):
             ref.checked_options()
         check_names(filled["stages"])
         return self.model_copy(update=filled)
+
+    def for_given_answers(self) -> AnswerSpec:
+        """Resolved for a door that verifies answers given to it (`Verifier`, `verirag verify`,
+        `/v1/verify`): the method that judges them (`verirag.awf.defaults.given_answer_method`: the
+        default stack's fallback, the verifier, since a given answer has no generation log-probs)."""
+        r = self.resolve()
+        return r.model_copy(update={"method": given_answer_method(r.method)})
 
     def call_settings(self) -> dict[str, Any]:
         """A resolved spec's settings of the built-in stage kinds (`verirag.awf.stage_kinds`) as

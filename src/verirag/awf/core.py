@@ -479,6 +479,7 @@ def ask_result(state: AnswerState, threshold, *, model: str) -> AskResult:
         timings=_rounded(state.timings),
         usage=state.usage.to_dict(),
         error=_errors(j.error, act.error),
+        warnings=list(j.warnings),
         trust=p.trust if p else None,
         forecast=p.forecast if p else None,
         stages=_stage_reports(p, act),

@@ -28,7 +28,7 @@ from verirag.awf.core import (
     ask_result,
     verify_result,
 )
-from verirag.awf.defaults import DEFAULT_METHOD, JUDGED_METHOD
+from verirag.awf.defaults import JUDGED_METHOD, default_method, given_answer_method, judged_method
 from verirag.awf.entailment.base import EntailmentModel
 from verirag.awf.methods.base import AwFMethod
 from verirag.awf.policies import make_policy
@@ -79,15 +79,17 @@ class PipelineConfig:
     """Everything that defines a pipeline: the resolved answer spec (`verirag.awf.answer_spec`:
     `PipelineConfig.from_spec(spec)`; `config.spec()` goes back), its stages' options flat.
 
-    `method` is any AwF method name (`verirag.awf.compose.method_names()`): "vanilla+verifier"
-    (the default: the shipped trained verifier), "vanilla+self_check", "vanilla+nli", "instructrag+pre_answering", "intrinsic", ... `judge` is the entailment model of
+    `method` is any AwF method name (`verirag.awf.compose.method_names()`): None (the model's
+    default, `verirag.awf.defaults`: for qwen2.5-1.5b "vanilla+stacked(fallback=verifier)", the
+    shipped verifier beside the generation's log-probabilities; else "vanilla+verifier", the shipped
+    trained verifier), "vanilla+verifier", "vanilla+self_check", "vanilla+nli", "instructrag+pre_answering", "intrinsic", ... `judge` is the entailment model of
     predictors that use one (nli): None (default) or "llm" for the LLM yes/no judge ("same" is an
     alias), or "hf:MODEL" for an HF NLI model; set for a method without an entailment model, it is
     an InputError. `judge_model` (default `model`) runs the LLM judges. `fallback` acts below the
     threshold: abstain, no-rag, or escalate (to `escalate_model`)."""
 
     model: str = "qwen2.5-1.5b"
-    method: str = DEFAULT_METHOD
+    method: str | None = None  # None: the model's default (`verirag.awf.defaults.default_method`)
     judge: str | None = None
     judge_model: str | None = None
     escalate_model: str | None = None
@@ -124,6 +126,8 @@ class PipelineConfig:
 
     def __post_init__(self):
         object.__setattr__(self, "prune", parse_prune(self.prune))  # held as a PruneSetting
+        if self.method is None:
+            object.__setattr__(self, "method", judged_method(None, self.judge, default_method(self.model)))
 
     def validate(self) -> PipelineConfig:
         """Checked as every door checks its settings: through the answer spec (one message per bad
@@ -190,17 +194,20 @@ class Pipeline:
                 f"the target {fitted.target_text()} could not be certified on {fitted.n_fit_} examples: "
                 f"every answer acts ({self.config.fallback})"
             )
-        expect = {"model": self.config.model, "method": self.config.method}
-        if answering or self._llm_free_predictor() is None:  # the whole method is built: compare its identity
-            expect["method_digest"] = self.method.digest
+        name = self.config.method if answering else given_answer_method(self.config.method)
+        expect = {"model": self.config.model, "method": name}
+        if answering or self._llm_free_predictor(name) is None:  # the whole method is built: compare its identity
+            expect["method_digest"] = (self.method if name == self.config.method else self._given_method(name)).digest
         warnings += fitted.mismatches(expect)[1]
         if fitted.kind != "value" and not fitted.fingerprints.get("method"):
             warnings.append(  # a score's meaning is its method's: an unnamed fit cannot be checked
                 f"the threshold names no method it was fitted for, so it cannot be checked against "
-                f"{self.config.method}; fit one that names it (`verirag calibrate`, or fit_threshold(method=...))"
+                f"{name}; fit one that names it (`verirag calibrate`, or fit_threshold(method=...))"
             )
         then = fitted.provenance.get("method_options") or {}
-        now = self.method.resolved_options() if "method_digest" in expect else {}
+        now = {}
+        if "method_digest" in expect:
+            now = (self.method if name == self.config.method else self._given_method(name)).resolved_options()
         changed = [
             f"{k} {then[k]!r} (fitted) vs {now[k]!r} (now)"
             for k in sorted(then)
@@ -478,23 +485,31 @@ class Pipeline:
         """The predictor that `verify` scores a given answer with; InputError when this pipeline's
         method cannot verify an answer it did not generate (so a batch can refuse before it starts).
         A predictor that calls no LLM (the trained verifier, k_precision) is built alone: verifying
-        with it never loads the generator's model."""
+        with it never loads the generator's model. A stack with a fallback hands given answers to
+        its fallback (`verirag.awf.defaults.given_answer_method`): they have no generation log-probs."""
         if self._answer_verifier is None:
-            alone = self._llm_free_predictor()
+            given = given_answer_method(self.config.method)
+            alone = self._llm_free_predictor(given)
             if alone is None:
-                refusal = why_it_cannot_verify(self.method)
+                method = self.method if given == self.config.method else self._given_method(given)
+                refusal = why_it_cannot_verify(method)
                 if refusal:
                     raise InputError(refusal)
-                alone = (self.method.registry_name, self.method.predictor)
+                alone = (method.registry_name, method.predictor)
             self._answer_verifier = alone
         return self._answer_verifier[1]
 
-    def _llm_free_predictor(self):
-        """(method name, predictor) of a GEN+PRED method whose predictor calls no LLM, built
+    def _given_method(self, name: str) -> AwFMethod:
+        judge_llm = self._load(self.config.judge_model) if self.config.judge_model else None
+        return build_method(name, self.llm, judge_llm=judge_llm, entailment=self._entailment())
+
+    def _llm_free_predictor(self, method: str):
+        """(method name, predictor) of a GEN+PRED `method` whose predictor calls no LLM, built
         without the generator; None for every other method (built whole, as `ask` builds it)."""
-        if self._method is not None or self.config.judge or self.config.judge_model:
+        built = self._method is not None and method == self.config.method
+        if built or self.config.judge or self.config.judge_model:
             return None
-        spec = MethodSpec.parse(self.config.method)
+        spec = MethodSpec.parse(method)
         unified, gen, pred = split_name(spec.name)
         if unified or pred is None:
             return None

@@ -79,14 +79,17 @@ def print_result(r, *, show_question: bool = True) -> None:
         )
     for label, text in stage_summaries(r.stages):
         lines.append(f"[bold]{escape(label)}[/bold] {escape(text)}")
-    print_panel(lines, r.timings, f"model {escape(r.model)}  method {escape(r.method)}", colour, notes=[r.error])
+    print_panel(
+        lines, r.timings, f"model {escape(r.model)}  method {escape(r.method)}", colour, notes=[r.error, *r.warnings]
+    )
 
 
 MethodOpt = Annotated[
     str | None,
     typer.Option(
-        help="AwF method: vanilla+verifier (default: the shipped trained verifier; vanilla+nli when --judge is "
-        "given), vanilla+self_check, vanilla+nli, instructrag+pre_answering, intrinsic, ... (`verirag methods`)."
+        help="AwF method (default: for qwen2.5-1.5b vanilla+stacked(fallback=verifier), the shipped verifier "
+        "with the generation's log-probabilities; for another model vanilla+verifier, the shipped trained verifier; "
+        "vanilla+nli when --judge is given), vanilla+verifier, vanilla+self_check, vanilla+nli, instructrag+pre_answering, intrinsic, ... (`verirag methods`)."
     ),
 ]
 TrustOpt = Annotated[

@@ -39,7 +39,7 @@ MethodOpt = Annotated[
 VerifyMethodOpt = Annotated[
     str | None,
     typer.Option(
-        help="Default judge of /v1/verify, by name: verifier (default: the shipped trained verifier, as everywhere; "
+        help="Default judge of /v1/verify, by name: verifier (default: the shipped trained verifier, as wherever a given answer is verified; "
         "nli when --judge is given), cascade, llm_judge, ..."
     ),
 ]

@@ -173,15 +173,17 @@ def verify(
     """Verify another system's answers: one (--question, --answer, --passages) or a whole log
     (LOG --out DIR), against the contexts each was answered from."""
     from verirag import answer_log as al
+    from verirag.awf.answer_spec import AnswerSpec
     from verirag.awf.pipeline import Pipeline
     from verirag.learned.threshold import parse_threshold
 
     single = question is not None or answer is not None or bool(passages)
     _check_options(log, out_dir, single, limit, executor, workers, ray_address, fit_precision, delta, label_field)
     found = _one_answers_passages(question, answer, passages) if single else None
-    p = Pipeline.from_preset(
-        preset, model=model, judge=judge, threshold=parse_threshold(threshold)[0], method=method
-    )  # no method: the default, or with --judge the method that uses it (`AnswerSpec.resolve`, as everywhere)
+    spec = AnswerSpec.from_flat(
+        preset=preset, model=model, judge=judge, threshold=parse_threshold(threshold)[0], method=method
+    )  # no method: the default for given answers, or with --judge the method that uses it (as everywhere)
+    p = Pipeline(spec.for_given_answers())
     warn_all(p.threshold_warnings(answering=False))
     if single:
         return _verify_one(p, question, answer, found, json_out)

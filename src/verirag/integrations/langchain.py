@@ -55,7 +55,7 @@ class VeriragVerifier(RunnableSerializable[dict, dict]):
     `retrieved_answer` added, and `score` None when no passage could be judged).
 
     One backend: `pipeline`, a verirag Pipeline run in process (its method must verify a given
-    answer: a GENERATOR+PREDICTOR method such as the default "vanilla+verifier"; `threshold` and `fallback`
+    answer: a GENERATOR+PREDICTOR method; the default verifies with "vanilla+verifier"; `threshold` and `fallback`
     default to its own); or `service_url` of `verirag serve`. The service's POST /v1/verify
     returns the verdict only (method: `method`, or the service's verify default), so
     this client acts on it by abstaining below the threshold; "no-rag" and "escalate" answer

@@ -86,8 +86,8 @@ async def _atyped(response: RESPONSE_TYPE) -> Response:
 class VeriragEvaluator(BaseEvaluator):
     """Faithfulness of a response to its contexts, scored by a verirag verifier.
 
-    `pipeline` verifies in process (its method must be GEN+PRED, e.g. "vanilla+nli" or the default
-    "vanilla+verifier"); or `url` names a running `verirag serve` (POST /v1/verify; `api_key` is
+    `pipeline` verifies in process (its method must be GEN+PRED, e.g. "vanilla+nli"; the default
+    verifies a given answer with "vanilla+verifier"); or `url` names a running `verirag serve` (POST /v1/verify; `api_key` is
     its bearer token, `method` the verifier to ask for). `passing` is the verdict at `threshold`
     (default: the pipeline's or the service's); `feedback` names the passage that supports the
     answer best and the score against the threshold. A score the verifier could not compute gives

@@ -112,7 +112,7 @@ class VeriragService:
         # judge the method that uses it), resolved as every door resolves them (`AnswerSpec.resolve`)
         self.spec = self.pipeline.config.spec().resolve()
         given = {**config.overrides, "threshold": config.threshold, "method": config.verify_method}
-        self.verify_spec = AnswerSpec.from_flat(preset=config.preset, **given).resolve()
+        self.verify_spec = AnswerSpec.from_flat(preset=config.preset, **given).for_given_answers()
         self.verify_method = self.verify_spec.method
         if uses_shipped_verifier(self.verify_method):  # missing is an error at start, not on each request
             from verirag.learned.shipped import shipped_verifier_dir

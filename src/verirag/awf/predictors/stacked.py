@@ -68,6 +68,9 @@ class StackedPredictor(FaithfulnessPredictor):
             if self.fallback_part is None:
                 raise
             self.unfit, self.model, self.parts = str(e), None, {}
+        # a text its verifier cannot read (another language) is unverified, whatever the log-probs say
+        judges = [*self.parts.values(), *([self.fallback_part] if self.fallback_part is not None else [])]
+        self.english_only = any(getattr(p, "english_only", False) for p in judges)
         if self.model is None:
             self.stack_sha256 = ""
             self.continues_generation = self.fallback_part.continues_generation
