@@ -120,6 +120,11 @@ def test_verify_tab_highlights_the_supporting_passage_and_shows_errors(server, b
     wait_for(browser, "#evidence .passage[data-id='p3']")
     assert browser.title == "verirag"
     assert "<img" in browser.find_element(By.CSS_SELECTOR, "#evidence .passage[data-id='p3']").text
+    # what the judge says beside its score is shown: here the number rule's note
+    browser.find_element(By.ID, "verify-answer").send_keys(", which has 12 airports")
+    browser.find_element(By.ID, "verify-submit").click()
+    note = wait_for(browser, "#result .warning", 60)
+    assert "12" in note.text and "no passage states" in note.text
 
 
 def test_without_the_token_the_page_says_so(server, browser):
