@@ -161,6 +161,7 @@ class Pipeline:
         self._index = index
         self._method: AwFMethod | None = None
         self._answer_verifier = None  # (method name, predictor) that `verify` uses
+        self._given_methods: dict[str, AwFMethod] = {}  # the method given answers go to, where it is another
         self._policies: dict = {}
         self._trust = None
         self._forecaster = None
@@ -197,7 +198,7 @@ class Pipeline:
         name = self.config.method if answering else given_answer_method(self.config.method)
         expect = {"model": self.config.model, "method": name}
         if answering or self._llm_free_predictor(name) is None:  # the whole method is built: compare its identity
-            expect["method_digest"] = (self.method if name == self.config.method else self._given_method(name)).digest
+            expect["method_digest"] = self._method_named(name).digest
         warnings += fitted.mismatches(expect)[1]
         if fitted.kind != "value" and not fitted.fingerprints.get("method"):
             warnings.append(  # a score's meaning is its method's: an unnamed fit cannot be checked
@@ -207,7 +208,7 @@ class Pipeline:
         then = fitted.provenance.get("method_options") or {}
         now = {}
         if "method_digest" in expect:
-            now = (self.method if name == self.config.method else self._given_method(name)).resolved_options()
+            now = self._method_named(name).resolved_options()
         changed = [
             f"{k} {then[k]!r} (fitted) vs {now[k]!r} (now)"
             for k in sorted(then)
@@ -491,7 +492,7 @@ class Pipeline:
             given = given_answer_method(self.config.method)
             alone = self._llm_free_predictor(given)
             if alone is None:
-                method = self.method if given == self.config.method else self._given_method(given)
+                method = self._method_named(given)
                 refusal = why_it_cannot_verify(method)
                 if refusal:
                     raise InputError(refusal)
@@ -499,9 +500,14 @@ class Pipeline:
             self._answer_verifier = alone
         return self._answer_verifier[1]
 
-    def _given_method(self, name: str) -> AwFMethod:
-        judge_llm = self._load(self.config.judge_model) if self.config.judge_model else None
-        return build_method(name, self.llm, judge_llm=judge_llm, entailment=self._entailment())
+    def _method_named(self, name: str) -> AwFMethod:
+        """This pipeline's method, or (`name` another: the method given answers go to) that one, built once."""
+        if name == self.config.method:
+            return self.method
+        if name not in self._given_methods:
+            judge_llm = self._load(self.config.judge_model) if self.config.judge_model else None
+            self._given_methods[name] = build_method(name, self.llm, judge_llm=judge_llm, entailment=self._entailment())
+        return self._given_methods[name]
 
     def _llm_free_predictor(self, method: str):
         """(method name, predictor) of a GEN+PRED `method` whose predictor calls no LLM, built
