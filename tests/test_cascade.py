@@ -252,3 +252,23 @@ def test_a_band_is_fitted_on_scores_of_the_network_it_will_run_and_refused_for_a
     assert band.fingerprints["verifier"] == fingerprint and (tmp_path / "band.json").is_file()
     with pytest.raises(InputError, match="retrained"):
         train_cascade_from_runs([run], tmp_path / "other.json", verifier_scores=[scores("verifier:0000:other")])
+
+
+# ---- the default judge of the default model's own answers (issue 47) ----------------------------
+def test_the_answer_default_rule_takes_the_best_mean_among_those_level_everywhere():
+    from verirag_lab.pick_default import pick_answer_default
+
+    ref = [Measured("verifier", d, a, 0.0) for d, a in (("hotpot", 0.56), ("nq", 0.70), ("followup", 0.72))]
+    stack = [
+        Measured("stacked", d, a, 0.0, low)
+        for d, a, low in (("hotpot", 0.64, 0.01), ("nq", 0.73, -0.01), ("followup", 0.76, -0.01))
+    ]
+    lone = [
+        Measured("logprob_mean", d, a, 0.0, low)
+        for d, a, low in (("hotpot", 0.67, 0.01), ("nq", 0.73, -0.04), ("followup", 0.68, -0.14))
+    ]
+    best, why = pick_answer_default(ref + stack + lone, "verifier")
+    assert best == "stacked" and "not level" in why["logprob_mean"] and "nq" in why["logprob_mean"]
+    worse = [Measured("stacked", d, a - 0.2, 0.0, 0.0) for d, a in (("hotpot", 0.56), ("nq", 0.70), ("followup", 0.72))]
+    assert pick_answer_default(ref + worse, "verifier")[0] == "verifier"  # level, but not above in the mean
+    assert "not measured" in pick_answer_default(ref + stack[:2], "verifier")[1]["stacked"]

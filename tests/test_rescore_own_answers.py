@@ -122,3 +122,24 @@ def test_listed_question_groups_are_reported_apart_from_the_others(tmp_path):
     assert {table.groups[i] for i in inside} == set(listed)
     assert not {table.groups[i] for i in outside} & set(listed)
     assert len(inside) + len(outside) == len(table.groups)
+
+
+def test_the_answer_default_rule_on_the_committed_own_answer_sets_picks_the_shipped_stack(capsys):
+    """The decision that made the stack the default model's judge (verirag.awf.defaults), from the
+    committed runs: it holds while the committed answers, verifier and stack are those it was made on."""
+    pick = _bench("pick_answer_default")
+    runs = [
+        str(OWN / n)
+        for n in (
+            "own-answers-verifier-qwen2.5-1.5b",
+            "own-answers-nq-verifier-qwen2.5-1.5b",
+            "own-answers-followup-verifier-qwen2.5-1.5b",
+        )
+    ]
+    stack = REPO / "src" / "verirag" / "learned" / "shipped" / "stack.json"
+    assert (
+        pick.main([*runs, "--stack", f"stacked={stack}", "--candidates", "stacked,logprob_mean", "--resamples", "300"])
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert "the rule picks: stacked" in out and "logprob_mean: not level" in out

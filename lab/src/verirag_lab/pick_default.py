@@ -71,3 +71,35 @@ def pick_verify_default(measured: Sequence[Measured], reference: str = REFERENCE
 
 def _low(m: Measured) -> float:
     return -1.0 if m.minus_reference_low is None else m.minus_reference_low
+
+
+def pick_answer_default(measured: Sequence[Measured], reference: str) -> tuple[str, dict[str, str]]:
+    """The default judge of the default model's own answers (issue 47), by a rule of the same shape:
+    `reference` is today's judge (the verifier alone), the sets are the own-answer sets (NQ, HotpotQA,
+    the conversational one). A candidate qualifies when it is measured on every set, on EVERY set is
+    level with the reference (paired lower bound above -LEVEL_MARGIN) and, over the sets, above it in
+    the mean AUROC; the reference always qualifies. Cost is not weighed: the candidates are scores the
+    reference's run already holds (the generation's signals, combinations of them with the
+    reference). Of the qualifiers the best mean AUROC wins (the reference on a tie)."""
+    sets = {m.dataset for m in measured if m.method == reference}
+    if not sets:
+        raise ValueError(f"the reference {reference} is measured on no evaluation set")
+    by_method: dict[str, dict[str, Measured]] = {}
+    for m in measured:
+        by_method.setdefault(m.method, {})[m.dataset] = m
+    mean = {k: sum(rows[d].auroc for d in sets) / len(sets) for k, rows in by_method.items() if sets <= set(rows)}
+    why: dict[str, str] = {}
+    for method, rows in by_method.items():
+        if method not in mean:
+            why[method] = f"not measured on {', '.join(sorted(sets - set(rows)))}"
+            continue
+        behind = [d for d in sorted(sets) if method != reference and _low(rows[d]) <= -LEVEL_MARGIN]
+        if behind:
+            why[method] = f"not level with {reference} on {', '.join(behind)}"
+        elif method != reference and mean[method] <= mean[reference]:
+            why[method] = f"mean AUROC {mean[method]:.3f}, not above {reference}'s {mean[reference]:.3f}"
+        else:
+            why[method] = f"qualifies: mean AUROC {mean[method]:.3f} over {len(sets)} sets"
+    qualified = [k for k, w in why.items() if w.startswith("qualifies")]
+    best = max(qualified, key=lambda k: (mean[k], k == reference))
+    return best, why
