@@ -295,8 +295,7 @@ class AnswerSpec(_Frozen):
 
         base = {**DEFAULTS, **PRESETS[self.preset]}
         filled = {k: (getattr(self, k) if getattr(self, k) is not None else v) for k, v in base.items()}
-        default = PRESETS[self.preset].get("method") or default_method(filled["model"])
-        filled["method"] = judged_method(self.method, self.judge, default)
+        filled["method"] = judged_method(self.method, self.judge, default_method(filled["model"]))
         check_name(MethodSpec.parse(filled["method"]).name)
         filled["prune"] = self.prune if self.prune is not None else PruneOptions.model_validate(PRUNE_DEFAULT)
         filled["conversation"] = self.conversation or ConversationOptions()

@@ -23,9 +23,9 @@ names passages (K-Precision per passage otherwise).
 `fallback` names a predictor that judges where the stack cannot: a stack fitted for another model
 (or whose predictor features another set-up made) is not refused but set aside, and an answer
 without a feature the stack needs (an answer written elsewhere has no token logprobs) is judged by
-the fallback alone. Either way the result says so in `warnings`, so a score is never passed off as
-the stack's. Where the fallback is also one of the stack's features (the verifier), one instance
-serves both, and its judgement of the answer is not computed twice.
+the fallback alone (found before any combined predictor runs). Either way the result says so in
+`warnings`, so a score is never passed off as the stack's. Where the fallback is also one of the
+stack's features (the verifier), one instance serves both.
 """
 
 from __future__ import annotations
@@ -129,14 +129,27 @@ class StackedPredictor(FaithfulnessPredictor):
         if bad is not None:
             return bad
         if self.model is None:
-            return self._fallen_back(question, answer, passages, None, f"the stack does not fit: {self.unfit}")
+            return self._fallen_back(question, answer, passages, f"the stack does not fit: {self.unfit}")
         signals = answer_signals(answer.text, answer.generation, passages, retrieval_scores)
+        # a predictor feature always has a value (a failure counts 0), so only a signal can be missing:
+        # known before any predictor runs
+        missing = [f for f in self.model.features if f not in self.parts and f not in signals.values]
+        if missing and not self.model.impute:
+            reasons = "; ".join(f"{f}: {signals.missing.get(f, 'not computed')}" for f in missing)
+            if self.fallback_part is not None:
+                return self._fallen_back(
+                    question, answer, passages, f"the stack needs {', '.join(missing)} ({reasons})"
+                )
+            return Verification(
+                score=float("nan"),
+                per_passage=[None] * len(passages),
+                error=f"the stacked verifier needs {', '.join(missing)} ({reasons})",
+            )
         values: dict[str, float] = dict(signals.values)
         warnings: list[str] = []
         named: Verification | None = None
-        judged: dict[str, Verification] = {}
         for feature, part in self.parts.items():
-            v = judged[feature] = part.verify_answer(question, answer, passages)
+            v = part.verify_answer(question, answer, passages)
             if v.failure is not None and is_outage(v.failure):
                 return Verification(
                     score=float("nan"),
@@ -151,19 +164,6 @@ class StackedPredictor(FaithfulnessPredictor):
                 warnings.append(f"{feature} failed and counts 0: {v.error}")
             if named is None and v.ok and v.best is not None:
                 named = v
-        missing = [f for f in self.model.features if f not in values]
-        if missing and not self.model.impute:
-            reasons = "; ".join(f"{f}: {signals.missing.get(f, 'not computed')}" for f in missing)
-            if self.fallback_part is not None:
-                done = next((v for f, v in judged.items() if self.parts[f] is self.fallback_part), None)
-                return self._fallen_back(
-                    question, answer, passages, done, f"the stack needs {', '.join(missing)} ({reasons})"
-                )
-            return Verification(
-                score=float("nan"),
-                per_passage=[None] * len(passages),
-                error=f"the stacked verifier needs {', '.join(missing)} ({reasons})",
-            )
         warnings += [f"{f} imputed (the training mean): {signals.missing.get(f, 'not computed')}" for f in missing]
         score = self.model.score(values)
         if named is None:
@@ -176,10 +176,8 @@ class StackedPredictor(FaithfulnessPredictor):
             sentences=named.sentences,
         )
 
-    def _fallen_back(
-        self, question: str, answer: Answer, passages: Sequence[Passage], done: Verification | None, why: str
-    ) -> Verification:
-        """The fallback's judgement (`done`: already made as a feature), saying why it stands in."""
-        v = done if done is not None else self.fallback_part.verify_answer(question, answer, passages)
+    def _fallen_back(self, question: str, answer: Answer, passages: Sequence[Passage], why: str) -> Verification:
+        """The fallback's judgement, saying why it stands in."""
+        v = self.fallback_part.verify_answer(question, answer, passages)
         note = f"judged by {self.fallback_name} alone: {why}"
         return dataclasses.replace(v, warnings=[*v.warnings, note])
