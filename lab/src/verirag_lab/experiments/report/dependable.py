@@ -112,195 +112,144 @@ def _se(v: float) -> float:
     return 0.0 if v is None or (isinstance(v, float) and math.isnan(v)) else v
 
 
+# (header, key) of each table's columns; a key missing from a row reads as None
+TABLE1A = (
+    ("dataset", "dataset"),
+    ("retriever", "retriever"),
+    ("cal. questions", "n_calibration"),
+    ("m1 (cal)", "cal_m1"),
+    ("SE", "cal_m1_se"),
+    ("m2 (cal)", "cal_m2"),
+    ("SE", "cal_m2_se"),
+    ("test questions", "n_test"),
+    ("m1 (test)", "test_m1"),
+    ("SE", "test_m1_se"),
+    ("m2 (test)", "test_m2"),
+    ("SE", "test_m2_se"),
+    ("coverage (test)", "coverage"),
+    ("95% CI low", "coverage_low"),
+    ("high", "coverage_high"),
+)
+TABLE1B = (
+    ("dataset", "dataset"),
+    ("retriever", "retriever"),
+    ("questions", "n"),
+    ("mean trusted", "mean_trusted"),
+    ("none trusted", "empty_trusted"),
+    ("accuracy (top K)", "correct_all"),
+    ("accuracy (trusted)", "correct_filtered"),
+    ("change", "correct_delta"),
+    ("95% CI low", "correct_delta_low"),
+    ("high", "correct_delta_high"),
+    ("consistent (top K)", "consistent_all"),
+    ("consistent (trusted)", "consistent_filtered"),
+    ("consistency score (top K)", "consistency_all"),
+    ("consistency score (trusted)", "consistency_filtered"),
+    ("change", "consistency_delta"),
+    ("95% CI low", "consistency_delta_low"),
+    ("high", "consistency_delta_high"),
+    ("m1 - (1 - alpha)", "m1_gap"),
+)
+LOOKBACK_CELLS = (
+    ("trained on", "train"),
+    ("tested on", "test"),
+    ("train answers", "n_train"),
+    ("test answers", "n_test"),
+    ("test positives", "test_positives"),
+    ("CW AUROC", "cw"),
+    ("95% CI low", "cw_low"),
+    ("high", "cw_high"),
+    ("FC AUROC", "fc"),
+    ("95% CI low", "fc_low"),
+    ("high", "fc_high"),
+    ("FC - CW", "fc_minus_cw"),
+    ("95% CI low", "fc_minus_cw_low"),
+    ("high", "fc_minus_cw_high"),
+)
+
+
+def keyed_table(columns: tuple[tuple[str, str], ...], rows: list[dict[str, Any]], *extra: tuple[str, Any]) -> str:
+    """`html_table` of `rows` read by `columns`' keys; each `extra` (header, function of a row) is appended."""
+    headers = [h for h, _ in columns] + [h for h, _ in extra]
+    return html_table(headers, [[r.get(k) for _, k in columns] + [f(r) for _, f in extra] for r in rows])
+
+
 def build_dependable_report(out_dir: str | Path, result: dict[str, Any]) -> Path:
     out_dir = Path(out_dir)
     figs = out_dir / "figures"
     parts = [f"<h1>{html.escape(result.get('name', 'dependable'))}: dependable RAG (Geissler et al.)</h1>"]
-    t1a = result.get("table1a", [])
-    parts.append(
-        "<h2>Table 1a: trusted chunks at alpha = "
-        f"{num(t1a[0]['alpha'], 2) if t1a else '–'}, K = {t1a[0]['k'] if t1a else '–'}</h2>"
-    )
-    parts.append(
-        html_table(
-            [
-                "dataset",
-                "retriever",
-                "cal. questions",
-                "m1 (cal)",
-                "SE",
-                "m2 (cal)",
-                "SE",
-                "test questions",
-                "m1 (test)",
-                "SE",
-                "m2 (test)",
-                "SE",
-                "coverage (test)",
-                "95% CI low",
-                "high",
-                "guarantee",
-            ],
-            [
-                [
-                    r["dataset"],
-                    r["retriever"],
-                    r["n_calibration"],
-                    r["cal_m1"],
-                    r["cal_m1_se"],
-                    r["cal_m2"],
-                    r["cal_m2_se"],
-                    r["n_test"],
-                    r["test_m1"],
-                    r["test_m1_se"],
-                    r["test_m2"],
-                    r["test_m2_se"],
-                    r["coverage"],
-                    r["coverage_low"],
-                    r["coverage_high"],
-                    "holds" if r["holds"] else "fails",
-                ]
-                for r in t1a
-            ],
-        )
-    )
+    parts += _table1a(result.get("table1a", []))
+    parts += _figure4(figs, result.get("figure4", []))
+    parts += _table1b(figs, result.get("table1b", []), result.get("config", {}).get("generation", {}))
+    parts += _figure6(figs, result.get("figure6") or {})
+    secs = result.get("seconds") or {}
+    if secs:
+        parts.append("<h2>Wall time of this run (seconds)</h2>")
+        parts.append(html_table(["stage", "seconds"], [[k, v] for k, v in secs.items()]))
+    return write_page(out_dir / REPORT_FILE, result.get("name", ""), parts)
+
+
+def _table1a(t1a: list[dict[str, Any]]) -> list[str]:
+    alpha, k = (num(t1a[0]["alpha"], 2), t1a[0]["k"]) if t1a else ("–", "–")
+    parts = [
+        f"<h2>Table 1a: trusted chunks at alpha = {alpha}, K = {k}</h2>",
+        keyed_table(TABLE1A, t1a, ("guarantee", lambda r: "holds" if r["holds"] else "fails")),
+    ]
     for r in t1a:
         if r.get("warning"):
             parts.append(
                 f'<p class="warn">{html.escape(r["dataset"])}/{html.escape(r["retriever"])}: '
                 f"{html.escape(r['warning'])}</p>"
             )
-    for ds in sorted({r["dataset"] for r in result.get("figure4", [])}):
-        name = f"figure4_{ds}.png"
-        png = to_png(figure4(result["figure4"], ds))
+    return parts
+
+
+def _figure4(figs: Path, rows: list[dict[str, Any]]) -> list[str]:
+    parts = []
+    for ds in sorted({r["dataset"] for r in rows}):
+        png = to_png(figure4(rows, ds))
+        caption = f"m1 and m2 against alpha, {ds}"
+        parts.append(f"<h3>Figure 4 ({html.escape(ds)})</h3>" + save_figure(figs, f"figure4_{ds}.png", caption, png))
+    return parts
+
+
+def _table1b(figs: Path, t1b: list[dict[str, Any]], generation: dict[str, Any]) -> list[str]:
+    if not t1b:
+        return []
+    parts = ["<h2>Table 1b: answers without and with the filter (paired over questions)</h2>"]
+    by = generation.get("consistency") or ("judge" if generation.get("judge_model") else None)
+    if by == "k_precision":
         parts.append(
-            f"<h3>Figure 4 ({html.escape(ds)})</h3>" + save_figure(figs, name, f"m1 and m2 against alpha, {ds}", png)
+            f"<p>Consistency: K-Precision of the answer against the passages it was given, "
+            f"consistent from {generation.get('consistency_threshold', 0.8)}.</p>"
         )
-    t1b = result.get("table1b", [])
-    if t1b:
-        parts.append("<h2>Table 1b: answers without and with the filter (paired over questions)</h2>")
-        g = result.get("config", {}).get("generation", {})
-        by = g.get("consistency") or ("judge" if g.get("judge_model") else None)
-        if by == "k_precision":
-            parts.append(
-                f"<p>Consistency: K-Precision of the answer against the passages it was given, "
-                f"consistent from {g.get('consistency_threshold', 0.8)}.</p>"
-            )
-        elif by == "judge":
-            parts.append(
-                f"<p>Consistency: the LLM faithfulness judge {html.escape(str(g.get('judge_model')))}"
-                f" (score: its P(yes)).</p>"
-            )
+    elif by == "judge":
         parts.append(
-            html_table(
-                [
-                    "dataset",
-                    "retriever",
-                    "questions",
-                    "mean trusted",
-                    "none trusted",
-                    "accuracy (top K)",
-                    "accuracy (trusted)",
-                    "change",
-                    "95% CI low",
-                    "high",
-                    "consistent (top K)",
-                    "consistent (trusted)",
-                    "consistency score (top K)",
-                    "consistency score (trusted)",
-                    "change",
-                    "95% CI low",
-                    "high",
-                    "m1 - (1 - alpha)",
-                ],
-                [
-                    [
-                        r["dataset"],
-                        r["retriever"],
-                        r["n"],
-                        r["mean_trusted"],
-                        r["empty_trusted"],
-                        r.get("correct_all"),
-                        r.get("correct_filtered"),
-                        r.get("correct_delta"),
-                        r.get("correct_delta_low"),
-                        r.get("correct_delta_high"),
-                        r.get("consistent_all"),
-                        r.get("consistent_filtered"),
-                        r.get("consistency_all"),
-                        r.get("consistency_filtered"),
-                        r.get("consistency_delta"),
-                        r.get("consistency_delta_low"),
-                        r.get("consistency_delta_high"),
-                        r["m1_gap"],
-                    ]
-                    for r in t1b
-                ],
-            )
+            f"<p>Consistency: the LLM faithfulness judge {html.escape(str(generation.get('judge_model')))}"
+            f" (score: its P(yes)).</p>"
         )
+    parts.append(keyed_table(TABLE1B, t1b))
+    caption = "answer quality change against m1 - (1 - alpha)"
+    parts.append("<h3>Figure 5</h3>" + save_figure(figs, "figure5.png", caption, to_png(figure5(t1b))))
+    return parts
+
+
+def _figure6(figs: Path, lb: dict[str, Any]) -> list[str]:
+    if not (lb.get("cw") or lb.get("fc")):
+        return []
+    parts = [
+        f"<h2>Figure 6: lookback classifiers ({html.escape(lb['attention_model'])}, label "
+        f"{html.escape(lb['label'])}, {lb['n_samples']} answers, {lb['positives']} positive, "
+        f"{lb['errors']} without features)</h2>",
+        save_figure(figs, "figure6.png", "held-out AUROC of the CW and FC classifiers", to_png(figure6(lb))),
+    ]
+    if lb.get("cells"):
         parts.append(
-            "<h3>Figure 5</h3>"
-            + save_figure(figs, "figure5.png", "answer quality change against m1 - (1 - alpha)", to_png(figure5(t1b)))
+            "<p>Held-out AUROC with 95% bootstrap intervals over the test answers; FC - CW is "
+            "paired (one resample scores both classifiers).</p>"
         )
-    lb = result.get("figure6") or {}
-    if lb.get("cw") or lb.get("fc"):
-        parts.append(
-            f"<h2>Figure 6: lookback classifiers ({html.escape(lb['attention_model'])}, label "
-            f"{html.escape(lb['label'])}, {lb['n_samples']} answers, {lb['positives']} positive, "
-            f"{lb['errors']} without features)</h2>"
-        )
-        parts.append(
-            save_figure(figs, "figure6.png", "held-out AUROC of the CW and FC classifiers", to_png(figure6(lb)))
-        )
-        if lb.get("cells"):
-            parts.append(
-                "<p>Held-out AUROC with 95% bootstrap intervals over the test answers; FC - CW is "
-                "paired (one resample scores both classifiers).</p>"
-            )
-            parts.append(
-                html_table(
-                    [
-                        "trained on",
-                        "tested on",
-                        "train answers",
-                        "test answers",
-                        "test positives",
-                        "CW AUROC",
-                        "95% CI low",
-                        "high",
-                        "FC AUROC",
-                        "95% CI low",
-                        "high",
-                        "FC - CW",
-                        "95% CI low",
-                        "high",
-                    ],
-                    [
-                        [
-                            c["train"],
-                            c["test"],
-                            c["n_train"],
-                            c["n_test"],
-                            c["test_positives"],
-                            c.get("cw"),
-                            c.get("cw_low"),
-                            c.get("cw_high"),
-                            c.get("fc"),
-                            c.get("fc_low"),
-                            c.get("fc_high"),
-                            c.get("fc_minus_cw"),
-                            c.get("fc_minus_cw_low"),
-                            c.get("fc_minus_cw_high"),
-                        ]
-                        for c in lb["cells"]
-                    ],
-                )
-            )
-    secs = result.get("seconds") or {}
-    if secs:
-        parts.append("<h2>Wall time of this run (seconds)</h2>")
-        parts.append(html_table(["stage", "seconds"], [[k, v] for k, v in secs.items()]))
-    return write_page(out_dir / REPORT_FILE, result.get("name", ""), parts)
+        parts.append(keyed_table(LOOKBACK_CELLS, lb["cells"]))
+    return parts
 
 
 def summary_lines(result: dict[str, Any]) -> list[str]:

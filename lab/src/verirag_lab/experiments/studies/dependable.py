@@ -36,6 +36,7 @@ import math
 import time
 from collections.abc import Callable
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -156,15 +157,7 @@ def run_dependable_study(
     }
     # this run's wall time per stage (a rerun reads the request cache: its seconds are small)
     seconds = result["seconds"]
-
-    @contextmanager
-    def timed(stage: str):
-        start = time.perf_counter()
-        try:
-            yield
-        finally:
-            seconds[stage] = round(seconds.get(stage, 0.0) + time.perf_counter() - start, 1)
-
+    timed = partial(_timed, seconds)
     started = time.perf_counter()
     answerer = _Answerer(cfg) if cfg.generation.n else None
     for d in cfg.datasets:
@@ -179,46 +172,8 @@ def run_dependable_study(
             with timed(f"{d.name}/{kind}/calibrate"):
                 calib = calibrate_retrieval(cal, idx, k=cfg.k, alpha=cfg.alpha, beta=cfg.beta)
                 held = held_out_check(calib, test, idx)
-            c = calib.filter.calibration_
-            result["table1a"].append(
-                {
-                    "dataset": d.name,
-                    "retriever": kind,
-                    "alpha": cfg.alpha,
-                    "k": cfg.k,
-                    "n_calibration": c.n_questions,
-                    "cal_m1": c.m1,
-                    "cal_m1_se": c.m1_se,
-                    "cal_m2": c.m2,
-                    "cal_m2_se": c.m2_se,
-                    "n_test": held.n_questions,
-                    "test_m1": held.m1,
-                    "test_m1_se": held.m1_se,
-                    "test_m2": held.m2,
-                    "test_m2_se": held.m2_se,
-                    "coverage": held.coverage,
-                    "coverage_low": held.low,
-                    "coverage_high": held.high,
-                    "holds": held.holds(cfg.alpha),
-                    "threshold": calib.filter.threshold_,
-                    "s_thres": calib.s_thres,
-                    "warning": calib.warning,
-                    "skipped": calib.skipped,
-                }
-            )
-            for a in cfg.alphas:
-                cov = calib.refit(a).calibration_
-                result["figure4"].append(
-                    {
-                        "dataset": d.name,
-                        "retriever": kind,
-                        "alpha": a,
-                        "m1": cov.m1,
-                        "m1_se": cov.m1_se,
-                        "m2": cov.m2,
-                        "m2_se": cov.m2_se,
-                    }
-                )
+            result["table1a"].append(table1a_row(d.name, kind, cfg, calib, held))
+            result["figure4"].extend(figure4_rows(d.name, kind, cfg.alphas, calib))
             if answerer is not None and kind in (cfg.generation.retrievers or cfg.retrievers):
                 with timed(f"{d.name}/{kind}/answers"):
                     rows = answerer.answer_all(
@@ -248,6 +203,55 @@ def run_dependable_study(
 
     result["report"] = str(build_dependable_report(out_dir, result))
     return result
+
+
+@contextmanager
+def _timed(seconds: dict[str, float], stage: str):
+    """Add the block's wall time to `seconds[stage]`."""
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        seconds[stage] = round(seconds.get(stage, 0.0) + time.perf_counter() - start, 1)
+
+
+def table1a_row(dataset: str, kind: str, cfg: DependableStudyConfig, calib, held) -> dict[str, Any]:
+    """Table 1a's row: the calibration's m1/m2 and the held-out check of one dataset x retriever."""
+    c = calib.filter.calibration_
+    return {
+        "dataset": dataset,
+        "retriever": kind,
+        "alpha": cfg.alpha,
+        "k": cfg.k,
+        "n_calibration": c.n_questions,
+        "cal_m1": c.m1,
+        "cal_m1_se": c.m1_se,
+        "cal_m2": c.m2,
+        "cal_m2_se": c.m2_se,
+        "n_test": held.n_questions,
+        "test_m1": held.m1,
+        "test_m1_se": held.m1_se,
+        "test_m2": held.m2,
+        "test_m2_se": held.m2_se,
+        "coverage": held.coverage,
+        "coverage_low": held.low,
+        "coverage_high": held.high,
+        "holds": held.holds(cfg.alpha),
+        "threshold": calib.filter.threshold_,
+        "s_thres": calib.s_thres,
+        "warning": calib.warning,
+        "skipped": calib.skipped,
+    }
+
+
+def figure4_rows(dataset: str, kind: str, alphas, calib) -> list[dict[str, Any]]:
+    """Figure 4's points: m1 and m2 of the calibration refitted at each alpha."""
+    rows = []
+    for a in alphas:
+        cov = calib.refit(a).calibration_
+        point = {"dataset": dataset, "retriever": kind, "alpha": a}
+        rows.append(point | {"m1": cov.m1, "m1_se": cov.m1_se, "m2": cov.m2, "m2_se": cov.m2_se})
+    return rows
 
 
 def questions_with_references(examples, n: int) -> list:
