@@ -51,7 +51,6 @@ that dataset's `method_options` and the generation `max_tokens` where they take 
 from __future__ import annotations
 
 import copy
-import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, get_args
@@ -70,123 +69,24 @@ from pydantic import (
 )
 
 from verirag.awf.answer_spec import AnswerSpec, PruneOptions, Unit
-from verirag.awf.spec import MethodSpec, check_name, option_defaults, split_name
+from verirag.awf.spec import MethodSpec
 from verirag.awf.stage_kinds.prune import PruneSetting, PruneValueError, parse_prune
 from verirag.awf.user_stages import StageRef
 from verirag.errors import InputError
+from verirag_lab.experiments.grid.method_entries import (
+    application_method,
+    method_entry,
+    method_option_defaults,
+    option_problems,
+    plain_problem,
+    validation_context,
+)
 from verirag_lab.experiments.schema import StrictModel, fail, listing, read_yaml, shown, validate_config
 
 MatchRule = Literal["recall_or_substring", "recall", "substring", "em", "llm"]
 MATCH_RULES = get_args(MatchRule)
 NO_RAG_METHOD = "no_context"
 THRESHOLD_METHODS = ("bonferroni", "fixed_sequence")
-
-
-# =========================================================================== validation context
-def _ctx(info: ValidationInfo) -> dict[str, Any]:
-    """What fields validated earlier (models, methods) left for the fields that refer to them."""
-    return info.context if isinstance(info.context, dict) else {}
-
-
-# =========================================================================== methods
-def _plain_problem(v: Any, depth: int = 0) -> str | None:
-    """Why v is not plain data (text, numbers, true/false, null, lists, mappings with text keys)."""
-    if depth > 32:
-        return "is nested too deeply (or refers to itself)"
-    if isinstance(v, float) and not math.isfinite(v):
-        return f"must be a finite number, got {shown(v)}"
-    if isinstance(v, dict) and not all(isinstance(k, str) for k in v):
-        return "mapping keys must be text"
-    if isinstance(v, (list, dict)):
-        return next(
-            filter(None, (_plain_problem(x, depth + 1) for x in (v.values() if isinstance(v, dict) else v))), None
-        )
-    ok = v is None or isinstance(v, (str, int, float))
-    return None if ok else f"must be text, a number, true/false, a list or a mapping, got {shown(v)}"
-
-
-def _option_defaults(name: str) -> dict[str, Any]:
-    """Option -> its constructor default, for the method `name` (InputError: no such method)."""
-    from verirag.awf import registry
-
-    check_name(name)
-    unified, gen, pred = split_name(name)
-    parts = [("method", unified)] if unified else [("predictor", pred), ("generator", gen)]
-    return {k: d for kind, part in parts for k, d in option_defaults(registry.get(kind, part)).items()}
-
-
-def _option_problems(opts: dict[str, Any], defaults: dict[str, Any], unknown: str, takes: str = "it takes") -> None:
-    """Fail for options not in `defaults` ("{unknown} 'k' ({takes}: ...)"), and for values whose
-    type is not that of the option's default (where it has one)."""
-
-    def wrong(v: Any, d: Any) -> str | None:
-        for t, want in ((bool, "true or false"), (int, "an integer"), (float, "a number"), (str, "text")):
-            if isinstance(d, t):
-                ok = isinstance(v, (int, float) if t is float else t) and (t is bool or not isinstance(v, bool))
-                return None if ok else f"must be {want}, got {shown(v)}"
-        return None
-
-    fail(
-        [((k,), f"{unknown} {k!r} ({takes}: {listing(defaults)})", v) for k, v in opts.items() if k not in defaults]
-        + [((k,), p, v) for k, v in opts.items() if k in defaults and (p := wrong(v, defaults[k]))]
-    )
-
-
-def method_entry(entry: Any) -> MethodSpec:
-    """A config's method entry as a MethodSpec: "vanilla+nli" or {name, label?, OPTION: VALUE...}.
-    Raises ValidationError whose places are relative to the entry (e.g. ("famly",))."""
-    if isinstance(entry, MethodSpec):
-        return entry
-    at = () if isinstance(entry, str) else ("name",)  # where a problem with the name is
-    entry = {"name": entry} if isinstance(entry, str) else entry
-    if not isinstance(entry, dict):
-        fail(
-            [
-                (
-                    (),
-                    f"must be a method name or a mapping {{name: METHOD, OPTION: VALUE, ...}}, got {shown(entry)}",
-                    entry,
-                )
-            ]
-        )
-    name, label = entry.get("name"), entry.get("label")
-    opts = {k: v for k, v in entry.items() if k not in ("name", "label")}
-    problems = [((str(k),), "option names must be text", v) for k, v in opts.items() if not isinstance(k, str)]
-    problems += [((k,), p, v) for k, v in opts.items() if isinstance(k, str) and (p := _plain_problem(v))]
-    if "name" not in entry:
-        problems.append((at, "is required: a method entry is {name: METHOD, OPTION: VALUE, ...}", None))
-    elif not isinstance(name, str) or not name.strip():
-        problems.append((at, f"must be a method name, got {shown(name)}", name))
-    if label is not None and (not isinstance(label, str) or not label.strip()):
-        problems.append((("label",), f"must be non-empty text, got {shown(label)}", label))
-    fail(problems)
-    name = name.strip()
-    try:
-        defaults = _option_defaults(name)
-    except InputError as e:
-        fail([(at, str(e), name)])
-    _option_problems(opts, defaults, f"method {name!r} takes no option")
-    return MethodSpec(name, opts, (label or "").strip())
-
-
-def _application_method(v: Any, info: ValidationInfo) -> MethodSpec:
-    """A method entry for an application; the label of a configured method means that method."""
-    by_label: dict[str, MethodSpec] = _ctx(info).get("methods_by_label", {})
-    if isinstance(v, str) and v.strip() in by_label:
-        return by_label[v.strip()]
-    spec = method_entry(v)
-    if by_label.get(spec.label, spec) != spec:
-        fail(
-            [
-                (
-                    ("label",) if isinstance(v, dict) else (),
-                    f"label {spec.label!r} is already used by a method "
-                    "in `methods` with other options: give this one its own `label`",
-                    v,
-                )
-            ]
-        )
-    return spec
 
 
 # =========================================================================== the schema
@@ -204,7 +104,7 @@ def _distinct(v: list[str]) -> list[str]:
 
 def _in_models(v: Any, info: ValidationInfo) -> Any:
     """Model specs (one, or a list) that must be among the config's `models`."""
-    models = _ctx(info).get("models")
+    models = validation_context(info).get("models")
     if models is not None:
         fail(
             [
@@ -217,7 +117,7 @@ def _in_models(v: Any, info: ValidationInfo) -> Any:
 
 
 def _plain_options(v: dict[str, Any]) -> dict[str, Any]:
-    fail([((k,), p, x) for k, x in v.items() if (p := _plain_problem(x))])
+    fail([((k,), p, x) for k, x in v.items() if (p := plain_problem(x))])
     return copy.deepcopy(v)
 
 
@@ -236,7 +136,7 @@ def _listed(kinds: tuple[type, ...], what: str, each: Any = lambda x: x) -> Befo
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 Names = Annotated[list[Text], _listed((str,), "model specs"), AfterValidator(_distinct)]
 Options = Annotated[dict[str, Any], AfterValidator(_plain_options)]
-AppMethod = Annotated[Any, AfterValidator(_application_method)]
+AppMethod = Annotated[Any, AfterValidator(application_method)]
 
 
 class _Section(StrictModel):
@@ -273,7 +173,7 @@ class DatasetSpec(_Section):
     def _known(cls, v: str, info: ValidationInfo) -> str:
         from verirag_lab.datasets import dataset_names
 
-        seen = _ctx(info).setdefault("datasets", set())
+        seen = validation_context(info).setdefault("datasets", set())
         if v not in dataset_names():
             raise ValueError(f"unknown dataset {v!r} (known: {listing(dataset_names())})")
         if v in seen:
@@ -290,15 +190,15 @@ class DatasetSpec(_Section):
             allowed = set(dataset_info(info.data["name"]).options())
             if "references_llm" in allowed:  # the config names the model; the runner loads it
                 allowed = (allowed - {"references_llm"}) | {"references_model"}
-            _option_problems(v, dict.fromkeys(allowed), f"dataset {info.data['name']!r} takes no option")
+            option_problems(v, dict.fromkeys(allowed), f"dataset {info.data['name']!r} takes no option")
         return v
 
     @field_validator("method_options")
     @classmethod
     def _taken(cls, v: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
-        accepted = _ctx(info).get("accepted_options")  # None: the methods' own errors say why
+        accepted = validation_context(info).get("accepted_options")  # None: the methods' own errors say why
         if accepted is not None:
-            _option_problems(v, accepted, "no method in `methods` takes option", "options they take")
+            option_problems(v, accepted, "no method in `methods` takes option", "options they take")
         return v
 
 
@@ -417,7 +317,7 @@ class _Config(_Section):
     def _remember_models(cls, v: Any, info: ValidationInfo) -> Any:
         # What `models` names, even with other problems (duplicates), for the fields that refer to it.
         names = [v] if isinstance(v, str) else v if isinstance(v, list) else []
-        _ctx(info)["models"] = [x.strip() for x in names if isinstance(x, str)]
+        validation_context(info)["models"] = [x.strip() for x in names if isinstance(x, str)]
         return v
 
     @field_validator("methods")
@@ -428,7 +328,7 @@ class _Config(_Section):
         for i, entry in enumerate(v):
             name = entry.get("name") if isinstance(entry, dict) else getattr(entry, "name", entry)
             try:
-                accepted = None if accepted is None else {**_option_defaults(name.strip()), **accepted}
+                accepted = None if accepted is None else {**method_option_defaults(name.strip()), **accepted}
             except (AttributeError, InputError):
                 accepted = None
             try:
@@ -447,7 +347,9 @@ class _Config(_Section):
                         entry,
                     )
                 )
-        _ctx(info).update(accepted_options=accepted, methods_by_label={k: s for k, (_, s) in first.items()})
+        validation_context(info).update(
+            accepted_options=accepted, methods_by_label={k: s for k, (_, s) in first.items()}
+        )
         fail(problems)
         return specs
 
