@@ -177,6 +177,7 @@ FORMAT_FIELDS = {
     "ragas": ("user_input", "response", "retrieved_contexts"),
     "ragas_legacy": ("question", "answer", "contexts"),
     "deepeval": ("input", "actual_output", "retrieval_context"),
+    "verirag": ("question", "answer", "passages"),
 }
 
 

@@ -120,8 +120,18 @@ def test_ragas_legacy_and_deepeval_field_names_are_detected(tmp_path):
             ],
         )
     )
-    assert (new.fields.format, legacy.fields.format, deepeval.fields.format) == ("ragas", "ragas_legacy", "deepeval")
-    for log in (new, legacy, deepeval):
+    own = read_answer_log(  # a /v1/verify body a line: passages as strings or {id, title, text}
+        write_jsonl(
+            tmp_path / "own.jsonl",
+            [
+                {"question": r["q"], "answer": r["a"], "passages": [{"id": f"d{i}", "text": t} for t in r["ctx"]]}
+                for i, r in enumerate(rows)
+            ],
+        )
+    )
+    formats = (new.fields.format, legacy.fields.format, deepeval.fields.format, own.fields.format)
+    assert formats == ("ragas", "ragas_legacy", "deepeval", "verirag")
+    for log in (new, legacy, deepeval, own):
         assert [e.question for e in log.entries] == [r["q"] for r in rows]
         assert [e.answer for e in log.entries] == [r["a"] for r in rows]
         assert [[p.text for p in e.passages] for e in log.entries] == [r["ctx"] for r in rows]

@@ -6,6 +6,7 @@ The field names are those of the evaluation tools RAG engineers already feed, de
     ragas         user_input   response       retrieved_contexts   reference           (RAGAS >= 0.2)
     ragas_legacy  question     answer         contexts             ground_truth(s)     (RAGAS < 0.2)
     deepeval      input        actual_output  retrieval_context    expected_output     (DeepEval test cases)
+    verirag       question     answer         passages             reference           (a /v1/verify body a line)
 
 The format whose question, answer and contexts fields occur on the most lines wins; any field can be
 mapped instead (`read_answer_log(..., question_field=...)`, the CLI's --question-field ...). A human
@@ -96,6 +97,8 @@ FORMATS: dict[str, LogFields] = {
     "ragas": LogFields("ragas", "user_input", "response", "retrieved_contexts", ("reference",)),
     "ragas_legacy": LogFields("ragas_legacy", "question", "answer", "contexts", ("ground_truth", "ground_truths")),
     "deepeval": LogFields("deepeval", "input", "actual_output", "retrieval_context", ("expected_output",)),
+    # what /v1/verify and Verifier.verify take: a service's request log verifies as it is
+    "verirag": LogFields("verirag", "question", "answer", "passages", ("reference",)),
 }
 
 
