@@ -8,9 +8,10 @@ what an answer costs) over one evaluation set, resumably, and writes one row per
 
 - `dev`: instruct_qa_human's HotpotQA and TopiOCQA answers that the committed nli scores cover
   (data/verifier/dev_scores/nli-qwen2.5-1.5b.jsonl), each read with its conversation. Evaluation only.
-- `own`: the held-out own-answer run data/verifier/own_answers/held-out-nli-qwen2.5-1.5b (its questions
-  and passages rebuilt from the benchmark files as benchmarks/rescore_own_answers.py does; ids are
-  the answers' generation keys).
+- `own`: the held-out own-answer run data/verifier/own_answers/held-out-nli-qwen2.5-1.5b, or another
+  committed own-answer run given with `--run DIR` (its questions and passages rebuilt from the
+  benchmark files as benchmarks/rescore_own_answers.py does; ids are the answers' generation keys, so
+  `benchmarks/verifier_own_answers.py RUN --verifier-scores nli_evidence=FILE` reads them as a column).
 - `docs`: the man-page claims of benchmarks/heldout_docs.py (runs/heldout_docs/log.jsonl).
 
 `compare` prints, per set, the AUROC of the verifier, of nli over the evidence and of nli over the
@@ -81,12 +82,12 @@ def dev_items() -> list[tuple]:
     return sorted(out, key=lambda t: t[0])
 
 
-def own_items() -> list[tuple]:
+def own_items(run: Path = OWN) -> list[tuple]:
     import rescore_own_answers as ro
 
-    answers = sorted(ro.run_answers(ro.read_records(OWN)), key=lambda a: a["key"])
-    examples = ro.load_examples(ro.config_for(OWN, None), answers)
-    labels = own_labels()
+    answers = sorted(ro.run_answers(ro.read_records(run)), key=lambda a: a["key"])
+    examples = ro.load_examples(ro.config_for(run, None), answers)
+    labels = own_labels(run)
     out = []
     for a in answers:
         e = examples[(a["dataset"], a["example_id"])]
@@ -116,26 +117,25 @@ def dataset_of(key: str) -> str:
     return m.group(1) if m else "docs"
 
 
-def own_labels() -> dict[str, int]:
-    """generation key -> the run's correctness label (its records' `faithful`)."""
+def own_labels(run: Path = OWN) -> dict[str, int]:
+    """generation key -> the run's correctness label (its records' `faithful`: every method's record
+    of one answer carries the same)."""
     from verirag_lab.train.cascade import generation_key, run_records
 
-    return {
-        generation_key(r): int(r["faithful"])
-        for r in run_records(OWN)
-        if r.get("method") == "vanilla+nli" and r.get("faithful") is not None
-    }
+    return {generation_key(r): int(r["faithful"]) for r in run_records(run) if r.get("faithful") is not None}
 
 
 # ---- score ---------------------------------------------------------------------------------------
-def score(which: str, arm: str, out: Path, *, limit: int | None = None, evidence_chunks: int = 1) -> int:
+def score(
+    which: str, arm: str, out: Path, *, limit: int | None = None, evidence_chunks: int = 1, run: Path | None = None
+) -> int:
     from rich.progress import Progress
 
     from verirag.awf.entailment.llm_judge import LLMJudgeEntailment
     from verirag.awf.predictors.nli import PostAnsweringNLI
     from verirag.llm.factory import load_llm
 
-    items = ITEMS[which]()
+    items = own_items(run) if which == "own" and run is not None else ITEMS[which]()
     if limit is not None:  # the first `limit` of each dataset, so that every dataset is timed
         taken: dict[str, int] = {}
         kept = []
@@ -314,6 +314,7 @@ def main(argv: list[str] | None = None) -> int:
         "--limit", type=int, default=None, help="only the first N answers of each dataset (by id; docs: log order)"
     )
     sc.add_argument("--evidence-chunks", type=int, default=1, help="chunks per answer sentence (evidence arm)")
+    sc.add_argument("--run", type=Path, default=None, help="own: another committed own-answer run (give --out too)")
     cp = sub.add_parser("compare", help="the tables, from the rows written")
     cp.add_argument("--resamples", type=int, default=2000)
     cp.add_argument(
@@ -321,8 +322,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = ap.parse_args(argv)
     if args.cmd == "score":
+        if args.run is not None and (args.set != "own" or args.out is None):
+            raise SystemExit("--run is for the own set, with --out (the file `compare` reads is the held-out run's)")
         out = args.out or FILES[args.set][args.arm]
-        return score(args.set, args.arm, out, limit=args.limit, evidence_chunks=args.evidence_chunks)
+        return score(args.set, args.arm, out, limit=args.limit, evidence_chunks=args.evidence_chunks, run=args.run)
     for spec in args.evidence:
         which, _, path = spec.partition("=")
         if which not in FILES or not path:

@@ -64,6 +64,7 @@ CONFIGS = {  # committed run folder -> the config that made it
     "own-answers-qwen2.5-1.5b": ROOT / "configs" / "own-answers.yaml",
     "own-answers-verifier-qwen2.5-1.5b": ROOT / "configs" / "own-answers.yaml",
     "own-answers-nq-verifier-qwen2.5-1.5b": ROOT / "configs" / "own-answers-nq.yaml",
+    "own-answers-followup-verifier-qwen2.5-1.5b": ROOT / "configs" / "own-answers-followup.yaml",
 }
 CHECK_METHOD = "vanilla+verifier"  # the run's records whose scores the shipped verifier reproduces
 
@@ -216,8 +217,10 @@ def _shown(path: Path) -> str:
 
 
 def read_rescored(path: str | Path, *, raw: bool = False) -> dict[str, tuple[float, float]]:
-    """{generation key: (score, seconds)} of a file this script wrote (the header line skipped);
-    `raw`: the verifier's score before the answer rules (a declined answer's own score, not 0)."""
+    """{generation key: (score, seconds)} of a file this script wrote (the header line skipped), or of
+    benchmarks/nli_evidence.py's rows (`id` is the generation key; a judge that failed scores 0, as a
+    failed predictor counts in a stack); `raw`: the verifier's score before the answer rules (a
+    declined answer's own score, not 0)."""
     out = {}
     with open(path, encoding="utf-8") as fh:
         for line in fh:
@@ -225,7 +228,7 @@ def read_rescored(path: str | Path, *, raw: bool = False) -> dict[str, tuple[flo
                 row = json.loads(line)
                 if not row.get("header"):
                     score = row["raw_score"] if raw and row.get("raw_score") is not None else row["score"]
-                    out[row["key"]] = (float(score), float(row["seconds"]))
+                    out[row.get("key", row.get("id"))] = (float(score or 0.0), float(row["seconds"]))
     return out
 
 

@@ -17,7 +17,7 @@ from verirag.awf.generators.base import Answer
 from verirag.conversation import in_context
 from verirag.errors import InputError
 from verirag.types import Generation, Passage, TokenLogprob
-from verirag_lab.train.stack_labels import DEFAULT_FEATURES, label_table, train_stack_from_labels
+from verirag_lab.train.stack_labels import DEFAULT_FEATURES, JUDGE_FEATURE, label_table, train_stack_from_labels
 from verirag_lab.train.verifier_labels import read_records, resolve
 
 
@@ -109,3 +109,43 @@ def test_the_command_takes_a_labels_file_and_refuses_options_of_eval_runs(labell
     assert main(["train", "stack", str(tmp_path), "--out", str(out), "--verifier", "v"]) != 0
     assert "--verifier is for a labels file" in " ".join(capsys.readouterr().err.split())
     assert not out.exists()
+
+
+def test_the_judges_score_is_a_feature_the_stacked_predictor_rebuilds(labelled, tmp_path):
+    """`nli_evidence`: the distillation's judge (nli over the verifier's evidence) as a column, read from
+    the labels (no model call), whose source the stacked predictor rebuilds on the same model."""
+    path, data, llm = labelled
+    records = read_records(path)
+    made = [r for r in records if "skip" not in r]
+    features = [*DEFAULT_FEATURES, JUDGE_FEATURE]
+    table = label_table(records, data, model_fingerprint=llm.fingerprint, features=features)
+    judged = [r["meta"]["judge"]["evidence"] for r in made]
+    assert table.column(JUDGE_FEATURE).tolist() == [0.0 if s is None else s for s in judged]
+    judge = build_predictor("nli", llm, options={"premise": "evidence"})
+    assert table.sources[JUDGE_FEATURE] == {
+        "predictor": "nli",
+        "options": {"premise": "evidence"},
+        "method": "vanilla+nli(premise=evidence)",
+        "digest": judge.digest,
+    }
+    # an answer the judge could not score counts 0; answers of two judges are refused
+    failed = json.loads(json.dumps(made[0]))
+    failed["meta"]["judge"]["evidence"] = None
+    assert label_table([failed], data, model_fingerprint=llm.fingerprint, features=[JUDGE_FEATURE]).X[0, 0] == 0.0
+    other = json.loads(json.dumps(made[1]))
+    other["meta"]["judge"]["digest"] = "0000"
+    with pytest.raises(InputError, match="one judge"):
+        label_table([made[0], other], data, model_fingerprint=llm.fingerprint, features=[JUDGE_FEATURE])
+    out = tmp_path / "judged.json"
+    train_stack_from_labels(
+        path, out, data_root=data, features=features, folds=2, resamples=50, llm_loader=lambda _m: llm
+    )
+    stacked = build_predictor("stacked", llm, options={"stack": str(out)})
+    assert set(stacked.parts) == {"verifier", JUDGE_FEATURE}
+    gen = Generation(text="Mara Quill", tokens=[TokenLogprob("Mara", -0.4), TokenLogprob(" Quill", -0.4)])
+    v = stacked.verify_answer(
+        "Who designed the Tallbridge lighthouse?",
+        Answer(text="Mara Quill", generation=gen),
+        [Passage("p", "The Tallbridge lighthouse was designed by Mara Quill in 1899.")],
+    )
+    assert v.ok and 0.0 <= v.score <= 1.0 and not v.warnings, (v.error, v.warnings)

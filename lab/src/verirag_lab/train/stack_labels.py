@@ -32,6 +32,11 @@ from verirag_lab.train.stack_features import StackTable
 
 RECIPE = "distill"
 DEFAULT_FEATURES = ("verifier", *LOGPROB_SIGNALS, "k_precision")
+# The LLM judge's score the distillation recorded beside every answer (nli over the verifier's
+# evidence, `meta.judge.evidence`), as a feature: a stack that reads it rebuilds that predictor at
+# answer time and pays its LLM call. Not among the defaults (they cost no model call).
+JUDGE_FEATURE = "nli_evidence"
+JUDGE_SOURCE = {"predictor": "nli", "options": {"premise": "evidence"}, "method": "vanilla+nli(premise=evidence)"}
 
 
 def _rows(records: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
@@ -75,7 +80,7 @@ def label_table(
             f"{model_fingerprint[:16]}: a stack's log-probabilities belong to one build"
         )
     features = list(features or DEFAULT_FEATURES)
-    signal_features = [f for f in features if f != "verifier"]
+    signal_features = [f for f in features if f not in ("verifier", JUDGE_FEATURE)]
     for f in signal_features:
         lacking = [r for r in rows if f not in r["meta"]["signals"]]
         if lacking:
@@ -86,6 +91,8 @@ def label_table(
     for f in signal_features:
         X[:, features.index(f)] = [float(r["meta"]["signals"][f]) for r in rows]
     sources: dict[str, dict[str, Any]] = {}
+    if JUDGE_FEATURE in features:
+        X[:, features.index(JUDGE_FEATURE)], sources[JUDGE_FEATURE] = judge_column(rows)
     if "verifier" in features:
         options = {"verifier": verifier} if verifier else {}
         predictor = build_predictor("verifier", None, options=options)
@@ -120,6 +127,21 @@ def label_table(
         model_fingerprint=model_fingerprint,
         absent={"without_signals": f"{without} {RECIPE} records made before signals were kept"} if without else {},
     )
+
+
+def judge_column(rows: Sequence[dict[str, Any]]) -> tuple[list[float], dict[str, Any]]:
+    """(the judge's score of each answer, the feature's source): the distillation's nli over the
+    evidence. An answer it could not score counts 0, as a failed predictor counts at answer time; the
+    rows must share one judge (its digest), which the stacked predictor checks again when it rebuilds it."""
+    judged = [(r.get("meta") or {}).get("judge") or {} for r in rows]
+    digests = {j.get("digest") for j in judged}
+    if len(digests) != 1 or None in digests:
+        raise InputError(
+            f"the {JUDGE_FEATURE} feature needs one judge for every answer; the records name "
+            f"{sorted(map(str, digests))}: make them with one set-up"
+        )
+    scores = [0.0 if j.get("evidence") is None else float(j["evidence"]) for j in judged]
+    return scores, JUDGE_SOURCE | {"digest": digests.pop()}
 
 
 def train_stack_from_labels(
