@@ -228,6 +228,8 @@ def read_rescored(path: str | Path, *, raw: bool = False) -> dict[str, tuple[flo
                 row = json.loads(line)
                 if not row.get("header"):
                     score = row["raw_score"] if raw and row.get("raw_score") is not None else row["score"]
+                    if score is None and not row.get("error"):  # only a failure the row records counts 0
+                        raise SystemExit(f"{path}: a row without a score or an error ({row.get('key', row.get('id'))})")
                     out[row.get("key", row.get("id"))] = (float(score or 0.0), float(row["seconds"]))
     return out
 
