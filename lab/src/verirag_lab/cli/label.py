@@ -16,7 +16,9 @@ def label_verifier(
         ..., "--out", help="The labels JSONL (resumed when it exists); a <name>.summary.json is written beside it."
     ),
     datasets: list[str] = typer.Option(
-        ["nq,hotpotqa"], "--datasets", help="nq, hotpotqa, nomiracl, docs (installed documentation; comma-separated)."
+        ["nq,hotpotqa"],
+        "--datasets",
+        help="nq, hotpotqa, hotpotqa_support (HotpotQA supporting facts, from $VERIRAG_HOTPOTQA_SUPPORT), nomiracl, docs (installed documentation; comma-separated).",
     ),
     recipes: list[str] = typer.Option(
         ["real,swap,evidence_removal,local_edit,evidence_sentence"],

@@ -15,7 +15,7 @@ from verirag_lab.train.verifier_labels.context import (
     LabelContext,
 )
 from verirag_lab.train.verifier_labels.records import question_labelled, question_skipped, record_id
-from verirag_lab.train.verifier_labels.sources import Question, holds_answer
+from verirag_lab.train.verifier_labels.sources import MULTI_HOP, Question, holds_answer
 
 NAME = "evidence_removal"
 NEEDS_LLM = False
@@ -24,7 +24,7 @@ VERSION = 1  # bumped when what the recipe makes changes: a rerun remakes its it
 
 def removals(q: Question) -> list[str]:
     """Names of the passage sets without evidence: "distractors", or "drop<i>" per supporting paragraph."""
-    return [f"drop{i}" for i in range(len(q.gold))] if q.dataset == "hotpotqa" else ["distractors"]
+    return [f"drop{i}" for i in range(len(q.gold))] if q.dataset in MULTI_HOP else ["distractors"]
 
 
 def plan(q: Question, ctx: LabelContext) -> list[Item]:

@@ -31,7 +31,7 @@ HELD_DOCUMENT = "held-out document (man page)"
 FINAL_DOCUMENT = "final-test document (Info manual)"
 HELD_EVIDENCE = "a held-out question's evidence"
 HELD_DRAWN = "answer or turn drawn from a held-out question"
-QA_DATASETS = ("nq", "hotpotqa", "nomiracl")  # labelling's question datasets (docs is by document)
+QA_DATASETS = ("nq", "hotpotqa", "hotpotqa_support", "nomiracl")  # labelling's question datasets (docs is by document)
 REQUIRED = ("nq", "hotpotqa")  # the label sets' datasets: without them no held-out text is known
 
 

@@ -22,7 +22,7 @@ from verirag_lab.datasets.followup import bare_title
 from verirag_lab.train.verifier_labels.context import PASSAGES_PER_QUESTION, Item, LabelContext, variant_items
 from verirag_lab.train.verifier_labels.records import question_labelled, question_skipped
 from verirag_lab.train.verifier_labels.replacements import other_option
-from verirag_lab.train.verifier_labels.sources import Question
+from verirag_lab.train.verifier_labels.sources import MULTI_HOP, Question
 from verirag_lab.train.verifier_labels.spans import Span, answer_kind, too_close
 
 NAME = "multihop"
@@ -31,7 +31,7 @@ VERSION = 1  # bumped when what the recipe makes changes: a rerun remakes its it
 
 
 def plan(q: Question, ctx: LabelContext) -> list[Item]:
-    if q.dataset != "hotpotqa" or not q.answers or len(q.gold) != 2:
+    if q.dataset not in MULTI_HOP or not q.answers or len(q.gold) != 2:
         return []
     variants = ["both_mixed", "both_pair", "drop0", "drop1"]
     variants.append("other_entity" if q.kind == "comparison" else "bridge_swap")
@@ -60,6 +60,8 @@ def bridge_edit(ctx: LabelContext, q: Question, keys: list[str]) -> tuple[list, 
     source = ctx.sources[q.dataset]
     a, b = q.gold
     ta, tb = bare_title(source.passage(a).title), bare_title(source.passage(b).title)
+    if not ta or not tb:
+        return "an untitled supporting paragraph"
     in_a, in_b = mentions(source.passage(a).text, tb), mentions(source.passage(b).text, ta)
     if bool(in_a) == bool(in_b):
         return "no one-way bridge mention between the supporting paragraphs"
@@ -90,7 +92,7 @@ def other_answer(ctx: LabelContext, q: Question, keys: list[str]) -> tuple[objec
         return flipped, {"how": "yesno"}
     source = ctx.sources[q.dataset]
     titles = {key: bare_title(source.passage(key).title) for key in q.gold}
-    matching = [key for key, t in titles.items() if too_close(answer, t, "other")]
+    matching = [key for key, t in titles.items() if t and too_close(answer, t, "other")]
     if len(matching) == 1:
         (other,) = [key for key in q.gold if key not in matching]
         if normalize_answer(titles[other]) and normalize_answer(titles[other]) in normalize_answer(q.text):

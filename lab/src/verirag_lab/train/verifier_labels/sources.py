@@ -38,7 +38,9 @@ from verirag_lab.datasets.hotpotqa import read_hotpotqa_path
 from verirag_lab.datasets.nomiracl import read_subset
 from verirag_lab.datasets.nq import find_oracle_file, read_oracle
 
-DATASETS = ("nq", "hotpotqa", "nomiracl", "docs")
+DATASETS = ("nq", "hotpotqa", "hotpotqa_support", "nomiracl", "docs")
+MULTI_HOP = ("hotpotqa", "hotpotqa_support")  # evidence is every supporting paragraph
+RETRIEVED_DISTRACTORS = ("nq", "hotpotqa_support")  # distractors: other questions' evidence, by BM25
 DISTRACTOR_CANDIDATES = 40  # BM25 hits looked at per NQ question to find k clean distractors
 
 
@@ -98,26 +100,32 @@ class Source:
 
     def has_evidence(self, q: Question, keys: Sequence[str]) -> bool:
         """Whether the passages `keys` hold the evidence for a gold answer of `q`."""
-        if self.name == "hotpotqa":
+        if self.name in MULTI_HOP:
             return bool(q.gold) and set(q.gold) <= set(keys)
         return any(holds_answer(self.passages[k][1], q.answers) for k in keys)
 
     def distractors(self, q: Question, k: int) -> list[str]:
-        """Up to `k` passage keys that hold no gold answer of `q` (NQ: most similar first)."""
-        if self.name == "nq":
-            return self._nq_distractors(q, k)
+        """Up to `k` passage keys that hold no gold answer of `q` (retrieved ones: most similar first)."""
+        if self.name in RETRIEVED_DISTRACTORS:
+            return self._retrieved_distractors(q, k)
         return [key for key in self.own_distractors.get(q.id, []) if key not in self.banned][:k]
 
-    def _nq_distractors(self, q: Question, k: int) -> list[str]:
+    def _retrieved_distractors(self, q: Question, k: int) -> list[str]:
         retriever = self._retriever()
-        gold_text = self.passages[q.gold[0]][1]
+        gold_texts = {self.passages[key][1] for key in q.gold}
         hits, _ = retriever.search_hits(q.text, DISTRACTOR_CANDIDATES)
         # BM25's hits first; when they run short, other passages in an order fixed by the question
         rest = sorted(self._keys, key=lambda key: hashlib.sha256(f"{q.id}|{key}".encode()).digest())
         keys: list[str] = []
         for key in [self._keys[int(i)] for i in hits] + rest:
             text = self.passages[key][1]
-            if key in keys or key in q.gold or key in self.banned or text == gold_text or holds_answer(text, q.answers):
+            if (
+                key in keys
+                or key in q.gold
+                or key in self.banned
+                or text in gold_texts
+                or holds_answer(text, q.answers)
+            ):
                 continue
             keys.append(key)
             if len(keys) == k:
@@ -136,7 +144,12 @@ class Source:
 
 
 def data_path(data_root: Path, dataset: str) -> Path:
-    """Where `dataset`'s files are under `data_root` (the registry's default layout)."""
+    """Where `dataset`'s files are under `data_root` (the registry's default layout; hotpotqa_support's
+    folder may be elsewhere, see its module)."""
+    if dataset == "hotpotqa_support":
+        from verirag_lab.train.verifier_labels.hotpotqa_support import support_folder
+
+        return support_folder(data_root)
     return Path(data_root) / dataset_info(dataset).default
 
 
@@ -216,7 +229,19 @@ def load_docs(data_root: Path) -> Source:
     return load_doc_source()
 
 
-LOADERS = {"nq": load_nq, "hotpotqa": load_hotpotqa, "nomiracl": load_nomiracl, "docs": load_docs}
+def load_hotpotqa_support(data_root: Path) -> Source:
+    from verirag_lab.train.verifier_labels.hotpotqa_support import load_hotpotqa_support as load
+
+    return load(data_root)
+
+
+LOADERS = {
+    "nq": load_nq,
+    "hotpotqa": load_hotpotqa,
+    "hotpotqa_support": load_hotpotqa_support,
+    "nomiracl": load_nomiracl,
+    "docs": load_docs,
+}
 
 
 def check_datasets(datasets: Sequence[str]) -> list[str]:
