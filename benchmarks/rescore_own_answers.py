@@ -193,13 +193,17 @@ class Scorer:
             "temperature": getattr(model, "temperature_", None),
         }
 
-    def score(self, question: str, answer: str, passages) -> tuple[float, float, str | None, float | None, list[str]]:
+    def score(
+        self, question: str, answer: str, passages, history=()
+    ) -> tuple[float, float, str | None, float | None, list[str]]:
         """(score as a record made today would hold it, verify seconds, error, the score before the
         answer rules, the rules that changed it): the answer core's VerifyGiven and AnswerRules (a
-        declined answer scores 0); a score that could not be computed is 0 (the records' rule)."""
+        declined answer scores 0); a score that could not be computed is 0 (the records' rule).
+        A follow-up is read in its conversation, as the run read it (`history`: its earlier turns)."""
         from verirag.awf.core import AnswerCore, AnswerRules, AnswerState, PassagesRecord, VerifyGiven
 
-        state = AnswerState(question, answer=answer, passages=PassagesRecord(list(passages)))
+        asked = AnswerState.asked(question, history or None)
+        state = AnswerState(question, history=asked.history, answer=answer, passages=PassagesRecord(list(passages)))
         AnswerCore([VerifyGiven(self.predictor, CHECK_METHOD), AnswerRules()], raise_outages=False).run(state)
         j = state.judgement
         score = 0.0 if j.score is None or math.isnan(j.score) else min(1.0, max(0.0, float(j.score)))
@@ -302,7 +306,7 @@ def rescore(
                 if ex is None:  # only with key_check off: check_inputs named it
                     advance()
                     continue
-                score, seconds, error, raw, rules = scorer.score(ex.question_with_history(), a["answer"], ex.passages)
+                score, seconds, error, raw, rules = scorer.score(ex.question, a["answer"], ex.passages, ex.history)
                 row = {k: a[k] for k in ("key", "dataset", "example_id", "group")}
                 row.update(score=score, seconds=round(seconds, 4))
                 if rules:  # e.g. "declined": the answer declines, so nothing is supported

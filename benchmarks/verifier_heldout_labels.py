@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from verirag.errors import InputError
 from verirag.learned.verifier import TrainedVerifier
 from verirag.metrics.calibration import auroc
 from verirag.metrics.stats import group_bootstrap_intervals
@@ -45,20 +46,33 @@ def kind_of(source: str) -> str:
     return (variant[len(model) + 1 :] if model else variant).split(".")[0]
 
 
-def score(v: TrainedVerifier, examples, batch: int = 32) -> tuple[np.ndarray, float]:
-    """Each example's score and the mean seconds per example."""
-    out, start = [], time.perf_counter()
+def predict(v: TrainedVerifier, b) -> np.ndarray:
+    return v.predict_proba(
+        [e.question for e in b],
+        [e.answer for e in b],
+        [list(e.passages) for e in b],
+        [list(getattr(e, "history", None) or ()) for e in b],
+    )
+
+
+def score(v: TrainedVerifier, examples, batch: int = 32) -> tuple[np.ndarray, float, dict[int, str]]:
+    """Each example's score (NaN where the verifier cannot read it), the mean seconds per example,
+    and {index: why} of the examples it could not read (e.g. a question too long for its window)."""
+    out, errors, start = [], {}, time.perf_counter()
     for i in range(0, len(examples), batch):
         b = examples[i : i + batch]
-        out.append(
-            v.predict_proba(
-                [e.question for e in b],
-                [e.answer for e in b],
-                [list(e.passages) for e in b],
-                [list(getattr(e, "history", None) or ()) for e in b],
-            )
-        )
-    return np.concatenate(out), (time.perf_counter() - start) / max(len(examples), 1)
+        try:
+            out.append(predict(v, b))
+        except InputError:  # find the example, score the rest
+            one = []
+            for j, e in enumerate(b):
+                try:
+                    one.append(float(predict(v, [e])[0]))
+                except InputError as err:
+                    errors[i + j] = str(err)
+                    one.append(float("nan"))
+            out.append(np.array(one))
+    return np.concatenate(out), (time.perf_counter() - start) / max(len(examples), 1), errors
 
 
 def table(examples, scores: dict[str, np.ndarray], resamples: int) -> list[dict]:
@@ -123,12 +137,18 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     examples = read_examples(a.labels, a.max_examples, seed=0)
     print(f"{len(examples)} held-out examples, {sum(e.label for e in examples)} supported")
-    scores, seconds = {}, {}
+    scores, seconds, unread = {}, {}, {}
     for spec in a.verifier:
         name, _, path = spec.rpartition("=")
         name = name or Path(path).name
-        scores[name], seconds[name] = score(TrainedVerifier.load(path), examples)
+        scores[name], seconds[name], errors = score(TrainedVerifier.load(path), examples)
+        unread.update(errors)
         print(f"{name}: {seconds[name]:.3f} s an example")
+    if unread:  # left out for every verifier, so the columns stay paired; counted, never silent
+        print(f"{len(unread)} examples left out: a verifier could not read them (e.g. {next(iter(unread.values()))})")
+        keep = [i for i in range(len(examples)) if i not in unread]
+        examples = [examples[i] for i in keep]
+        scores = {k: v[keep] for k, v in scores.items()}
     rows = table(examples, scores, a.resamples)
     names = list(scores)
 
@@ -149,7 +169,8 @@ def main(argv=None) -> int:
         shown = ", ".join(f"{k} {w / n:.3f}" for k, (w, n) in won.items())
         print(f"{recipe}: right above wrong in {next(iter(won.values()))[1]} pairs of one question group: {shown}")
     if a.json:
-        a.json.write_text(json.dumps({"rows": rows, "seconds": seconds, "right_above_wrong": pairs}, indent=1))
+        out = {"rows": rows, "seconds": seconds, "right_above_wrong": pairs, "left_out": len(unread)}
+        a.json.write_text(json.dumps(out, indent=1))
     return 0
 
 

@@ -5,7 +5,7 @@
 #
 #   dev set (instruct_qa_human's HotpotQA and TopiOCQA rows)  data/verifier/dev_scores/verifier-NAME.jsonl
 #   the man pages (the held-out kind of document)             data/verifier/heldout_docs/verifier-NAME.jsonl
-#   own answers (the committed held-out runs)                 data/verifier/own_answers/RUN/verifier-NAME.jsonl
+#   own answers (the committed held-out runs, the sets of 300) data/verifier/own_answers/RUN/verifier-NAME.jsonl
 #   changed numbers, parties, negations                       data/verifier/swaps/verifier-NAME{,-own,-manpages}.jsonl
 #   made-up checks (bridges, follow-ups, licences)            data/verifier/made_up/verifier-NAME.json
 #
@@ -34,7 +34,8 @@ $py benchmarks/verifier_dev.py export "$work/dev" --out "data/verifier/dev_score
 $verirag verify runs/heldout_docs/log.jsonl --label-field label --method "$method" --out "$work/docs"
 $py benchmarks/heldout_docs.py export "$work/docs" --out "data/verifier/heldout_docs/verifier-$name.jsonl"
 
-for run in held-out-qwen2.5-1.5b held-out-nq2-qwen2.5-1.5b held-out-nli-qwen2.5-1.5b; do
+for run in held-out-qwen2.5-1.5b held-out-nq2-qwen2.5-1.5b held-out-nli-qwen2.5-1.5b \
+  own-answers-verifier-qwen2.5-1.5b own-answers-nq-verifier-qwen2.5-1.5b own-answers-followup-verifier-qwen2.5-1.5b; do
   $py benchmarks/rescore_own_answers.py "data/verifier/own_answers/$run" --verifier "$dir" \
     --out "data/verifier/own_answers/$run/verifier-$name.jsonl"
 done

@@ -76,6 +76,19 @@ def test_the_verifier_that_made_the_run_gives_the_committed_scores_again(rescore
     assert again["written"] == 0 and again["skipped"] == 6
 
 
+@pytest.mark.slow
+@pytest.mark.shared_data
+def test_a_follow_up_is_rescored_in_its_conversation(rescore, shared_data_dir, tmp_path):
+    """The conversational run's answers were judged with each question's history; the shipped
+    verifier (which made that run) gives its committed scores again only when rescoring reads it so."""
+    from verirag.learned.shipped import shipped_verifier_dir
+
+    run = OWN / "own-answers-followup-verifier-qwen2.5-1.5b"
+    res = rescore.rescore(run, shipped_verifier_dir(), tmp_path / "rescored.jsonl", limit=3, progress=False)
+    assert res["written"] == 6 and res["inputs_differ"] == 0
+    assert res["compared"] == 6 and res["max_abs_diff"] < 1e-3
+
+
 def test_a_judge_that_did_not_score_every_answer_is_an_error_not_a_mean(tmp_path):
     """A live run stopped part way holds answers without nli's score: reading it must say so, not
     fill the score in with nli's mean (which would move its AUROC)."""

@@ -41,3 +41,24 @@ def test_right_above_wrong_pairs_answers_to_the_same_question_and_passages():
     scores = {"v": np.array([0.9, 0.1, 0.4, 0.4, 0.9, 0.1, 0.5, 0.8, 0.3, 0.9])}
     pairs = right_above_wrong(examples, scores)
     assert pairs == {"choice": {"v": (1, 2)}, "subject": {"v": (1, 1)}}  # the tie counts against
+
+
+def test_an_example_the_verifier_cannot_read_is_named_not_fatal():
+    from verirag.learned.shipped import shipped_verifier_dir
+    from verirag.learned.verifier import TrainedVerifier
+    from verirag_lab.train.verifier_examples import VerifierExample
+
+    score = load_benchmark("verifier_heldout_labels").score
+    long_question = "Which of these " + " and ".join(f"harbour town number {i}" for i in range(40)) + "?"
+    examples = [
+        VerifierExample(
+            "Who built the Kelby bridge?", "Selma Hart", ("Selma Hart built the Kelby bridge.",), 1, "x", group="g"
+        ),
+        VerifierExample(long_question, "Selma Hart", ("Selma Hart built it.",), 1, "x", group="g"),
+        VerifierExample(
+            "Who built the Kelby bridge?", "Ivo Brandt", ("Selma Hart built the Kelby bridge.",), 0, "x", group="g"
+        ),
+    ]
+    scores, _, errors = score(TrainedVerifier.load(shipped_verifier_dir()), examples, batch=8)
+    assert list(errors) == [1] and "too long" in errors[1]
+    assert scores[0] > scores[2] and scores[1] != scores[1]  # NaN where it could not read
