@@ -290,6 +290,24 @@ verifier-value-swaps: $(VENV)/.base $(VENV)/.lab issue36-labels runs/labels/issu
 	    --out runs/verifiers/value-swaps
 
 # A candidate (issue 47): the shipped verifier warm-started as `make verifier` trains it, with the
+# LLM-free multi-hop labels (multihop, evidence_removal, swap) of `hotpotqa_support`: HotpotQA questions
+# with their supporting sentences only, from a public snapshot (LightChen233/ECM, data/hotpotqa/
+# train.jsonl and test.json), read by path from $$VERIRAG_HOTPOTQA_SUPPORT (never copied here; what it
+# leaves out: lab/src/verirag_lab/train/verifier_labels/hotpotqa_support.py). The held-out pairs:
+# runs/labels/support.heldout.jsonl. data/verifier/candidates/support/README.md has the numbers.
+.PHONY: verifier-support
+runs/labels/support.jsonl runs/labels/support.heldout.jsonl: $(VENV)/.base $(VENV)/.lab
+	$(VENV)/bin/verirag label verifier --models none --recipes multihop,evidence_removal,swap \
+	    --datasets hotpotqa_support --n 0 \
+	    --split $$(case $@ in *.heldout.jsonl) echo heldout;; *) echo train;; esac) --out $@
+verifier-support: $(VENV)/.base $(VENV)/.lab issue36-labels runs/labels/issue36-docs-1200.jsonl runs/labels/support.jsonl
+	$(SWAP_LABELS)
+	$(VENV)/bin/verirag train verifier $(VERIFIER_LABELS) $(ISSUE36_TRAIN) runs/labels/issue36-qa.jsonl \
+	    runs/labels/support.jsonl \
+	    --init-from src/verirag/learned/shipped/verifier --max-examples 8000 $(WARM_START) \
+	    --out runs/verifiers/support
+
+# A candidate (issue 47): the shipped verifier warm-started as `make verifier` trains it, with the
 # `choice` recipe's labels (every training question made a choice between its gold answer and another,
 # answered with each option) listed twice (data/verifier/candidates/choice/README.md). About 95
 # minutes on 2 cores shared with other work. The held-out pairs: runs/labels/choice.heldout.jsonl.
