@@ -292,7 +292,7 @@ verifier-value-swaps: $(VENV)/.base $(VENV)/.lab issue36-labels runs/labels/issu
 # A candidate (issue 47): the shipped verifier warm-started as `make verifier` trains it, with the
 # LLM-free multi-hop labels (multihop, evidence_removal, swap) of `hotpotqa_support`: HotpotQA questions
 # with their supporting sentences only, from a public snapshot (LightChen233/ECM, data/hotpotqa/
-# train.jsonl and test.json), read by path from $$VERIRAG_HOTPOTQA_SUPPORT (never copied here; what it
+# train.jsonl and test.json), read by path from the folder VERIRAG_HOTPOTQA_SUPPORT names (never copied here; what it
 # leaves out: lab/src/verirag_lab/train/verifier_labels/hotpotqa_support.py). The held-out pairs:
 # runs/labels/support.heldout.jsonl. data/verifier/candidates/support/README.md has the numbers.
 .PHONY: verifier-support
