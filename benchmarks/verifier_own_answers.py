@@ -41,6 +41,12 @@ columns (its verifier score, its token log-probabilities), no model run:
 
     python benchmarks/verifier_own_answers.py data/verifier/own_answers/own-answers-verifier-qwen2.5-1.5b \
         --baseline verifier --stack stacked=runs/stack-distill.json
+
+A stack fitted on another verifier's scores (`verirag train stack LABELS --verifier DIR`) reads that
+verifier's rescored column instead of the run's (matched by the digest its header records):
+
+    python benchmarks/verifier_own_answers.py RUN --baseline stacked --verifier-scores support=RUN/verifier-support.jsonl \
+        --stack stacked=src/verirag/learned/shipped/stack.json --stack support=data/verifier/candidates/support/stack.json
 """
 
 from __future__ import annotations
@@ -53,7 +59,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from rescore_own_answers import load_examples, read_rescored
+from rescore_own_answers import load_examples, read_header, read_rescored
 
 from verirag.metrics.awf import pr_auc_statistic, random_pr_auc
 from verirag.metrics.calibration import auroc
@@ -111,10 +117,14 @@ def load(runs: list[str], pool: list[str] = (), scores: list[str] = (), methods:
     return base, columns
 
 
-def stacked_column(arg: str, table, columns: dict[str, np.ndarray]) -> tuple[str, np.ndarray]:
+def stacked_column(
+    arg: str, table, columns: dict[str, np.ndarray], rescored: dict[str, str] | None = None
+) -> tuple[str, np.ndarray]:
     """(NAME, P(faithful) per answer) of "NAME=FILE": the stack applied to the answers' columns, as
-    `vanilla+stacked(stack=FILE)` would at answer time (its predictor features must be the run's own
-    predictors, the same identity)."""
+    `vanilla+stacked(stack=FILE)` would at answer time. Each predictor feature reads the run's column
+    of the same identity (digest), or else a `--verifier-scores` column whose verifier has it
+    (`rescored`: {column: predictor digest}), so a stack fitted on another verifier is measured with
+    that verifier's scores; with neither, it is refused."""
     from verirag.learned.stack import StackedVerifier
 
     name, sep, path = arg.partition("=")
@@ -126,11 +136,26 @@ def stacked_column(arg: str, table, columns: dict[str, np.ndarray]) -> tuple[str
     lacking = [f for f in stack.features if f not in columns]
     if lacking:
         raise SystemExit(f"--stack {name}: the run has no column {', '.join(lacking)} (columns: {', '.join(columns)})")
+    reads = {f: f for f in stack.features}
     for f, source in stack.sources.items():
-        have = (table.sources.get(f) or {}).get("digest")
-        if source.get("digest") and have and source["digest"] != have:
-            raise SystemExit(f"--stack {name}: its {f} is {source['digest']}, the run's is {have}: another model")
-    return name, stack.predict_proba(np.column_stack([columns[f] for f in stack.features]))
+        want, have = source.get("digest"), (table.sources.get(f) or {}).get("digest")
+        if want and have and want != have:
+            same = [c for c, d in (rescored or {}).items() if d == want]
+            if not same:
+                raise SystemExit(f"--stack {name}: its {f} is {want}, the run's is {have}: another model")
+            reads[f] = same[0]
+    return name, stack.predict_proba(np.column_stack([columns[reads[f]] for f in stack.features]))
+
+
+def rescored_digests(scores: list[str]) -> dict[str, str]:
+    """{NAME: the scoring verifier's predictor digest} of "NAME=FILE" arguments whose header says it."""
+    out = {}
+    for arg in scores:
+        name, _, path = arg.partition("=")
+        digest = ((read_header(path) or {}).get("verifier") or {}).get("predictor_digest")
+        if digest:
+            out[name] = digest
+    return out
 
 
 def rescored_columns(scores: list[str]) -> dict[str, dict[str, tuple[float, float]]]:
@@ -268,8 +293,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.export:
         return 0 if export(Path(args.runs[0]), args.export) else 1
     table, columns = load(args.runs, args.pool, args.verifier_scores, [m for m in args.methods.split(",") if m])
+    digests = rescored_digests(args.verifier_scores)
     for arg in args.stack:
-        name, column = stacked_column(arg, table, columns)
+        name, column = stacked_column(arg, table, columns, digests)
         columns[name] = column
     if args.baseline not in columns:
         raise SystemExit(f"no column {args.baseline!r}; columns: {', '.join(columns)}")

@@ -118,6 +118,12 @@ def test_a_stack_becomes_a_column_computed_from_the_answers_own_columns(tmp_path
     StackedVerifier(features, sources=sources).fit(X, table.y).save(tmp_path / "other.json")
     with pytest.raises(SystemExit, match="another model"):
         own.stacked_column(f"other={tmp_path / 'other.json'}", table, columns)
+    # ... measured with that verifier's rescored scores, a column whose header names its digest
+    columns["again"] = columns["verifier"][::-1].copy()
+    _, other = own.stacked_column(f"other={tmp_path / 'other.json'}", table, columns, {"again": "0" * 12})
+    X_again = np.column_stack([columns["again"], columns["logprob_mean"]])
+    assert np.allclose(other, StackedVerifier.load(tmp_path / "other.json").predict_proba(X_again))
+    del columns["again"]
     with pytest.raises(SystemExit, match="no column self_check"):
         StackedVerifier(["self_check"]).fit(X[:, :1], table.y).save(tmp_path / "sc.json")
         own.stacked_column(f"sc={tmp_path / 'sc.json'}", table, {"verifier": columns["verifier"]})
