@@ -16,6 +16,9 @@ hold a gold answer).
 - hotpotqa: the HotpotQA questions of hotpotqa_amor_subset whose supporting paragraphs all have
   text. Distractors: the question's own non-supporting paragraphs that do not contain the answer.
   Evidence: every supporting paragraph is given (a multi-hop answer needs both hops).
+- hotpotqa_support: HotpotQA questions with their supporting sentences only, from a folder outside
+  the data folder (`hotpotqa_support` module: what it reads and leaves out). Distractors: other
+  questions' paragraphs, by BM25 as NQ's. Evidence: every supporting paragraph, as HotpotQA's.
 - docs: paragraphs of Debian documentation packages installed on this machine (`doc_corpus`), one
   "question" per paragraph (a fixed question naming the document); no gold answers.
 - nomiracl: NoMIRACL's non_relevant queries (10 passages, none relevant, no gold answers): any
