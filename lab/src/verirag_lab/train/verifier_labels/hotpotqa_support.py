@@ -26,13 +26,14 @@ paragraphs are never distractors either. instruct_qa_human's questions are dropp
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from pathlib import Path
 
 from verirag.errors import InputError
-from verirag_lab.datasets.hotpotqa import read_hotpotqa_path
+from verirag_lab.datasets._io import read_records
+from verirag_lab.datasets.hotpotqa import hotpotqa_files, read_hotpotqa_path
 from verirag_lab.train.verifier_labels.exclusion import question_key
+from verirag_lab.train.verifier_labels.heldout_index import group_reason, normalised
 
 NAME = "hotpotqa_support"
 FOLDER_ENV = "VERIRAG_HOTPOTQA_SUPPORT"
@@ -44,21 +45,15 @@ def support_folder(data_root: Path) -> Path:
 
 
 def read_rows(folder: Path) -> list[dict]:
-    """Every record of the folder's .json (array) and .jsonl files, in name order."""
+    """Every record of the folder's HotpotQA-style files (JSON arrays or JSON lines), in name order."""
     if not folder.is_dir():
         raise InputError(
             f"{NAME}: no folder {folder}; set ${FOLDER_ENV} to a folder of HotpotQA files with supporting "
             "sentences (module doc)"
         )
-    rows: list[dict] = []
-    for f in sorted(folder.iterdir()):
-        if f.suffix == ".json":
-            data = json.loads(f.read_text(encoding="utf-8"))
-            rows += data if isinstance(data, list) else [data]
-        elif f.suffix == ".jsonl":
-            rows += [json.loads(line) for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = [record for f in hotpotqa_files(folder) for _, record in read_records(f)]
     if not rows:
-        raise InputError(f"{NAME}: no .json or .jsonl records in {folder}")
+        raise InputError(f"{NAME}: no records in {folder}")
     return rows
 
 
@@ -85,15 +80,9 @@ def question_id(text: str) -> str:
     return hashlib.sha256(text.strip().encode("utf-8")).hexdigest()[:12]
 
 
-def normalised(text: str) -> str:
-    return " ".join(text.lower().split())
-
-
 def shared_hotpotqa(hotpotqa_folder: Path) -> tuple[set[str], str]:
     """(the shared file's question keys, its held-out questions' evidence paragraphs, normalised and
     joined by newlines: a sentence found in that text is a held-out document's)."""
-    from verirag_lab.train.verifier_labels.heldout_index import group_reason
-
     if not hotpotqa_folder.exists():
         raise InputError(
             f"{NAME} needs the shared HotpotQA file ({hotpotqa_folder}) to leave out its questions and "
