@@ -233,6 +233,18 @@ def table_rows(table, columns: dict[str, np.ndarray], baseline: str, ix: np.ndar
     return {k: (r.estimate, r.low, r.high) for k, r in res.items()}
 
 
+def verdict_row(y: np.ndarray, score: np.ndarray, threshold: float) -> tuple[float, float, float]:
+    """(share called supported, precision of "supported", recall of the faithful) at `threshold`;
+    precision is NaN when nothing is called supported."""
+    called = score >= threshold
+    hits = int((called & (y > 0)).sum())
+    return (
+        float(called.mean()),
+        hits / int(called.sum()) if called.any() else float("nan"),
+        hits / int((y > 0).sum()) if (y > 0).any() else float("nan"),
+    )
+
+
 def fmt(t) -> str:
     est, lo, hi = t
     return "n/a" if math.isnan(est) else f"{est:.3f} [{lo:.3f}, {hi:.3f}]"
@@ -283,6 +295,14 @@ def main(argv: list[str] | None = None) -> int:
         help="also report the answers whose question group FILE lists ('dataset:id' lines) apart from the others",
     )
     ap.add_argument(
+        "--verdict-at",
+        type=float,
+        default=None,
+        metavar="T",
+        help="also print each column's verdict at threshold T: the share called supported, the precision of "
+        "'supported' and the recall of the faithful answers (for columns that are probabilities)",
+    )
+    ap.add_argument(
         "--export",
         type=Path,
         default=None,
@@ -326,6 +346,11 @@ def main(argv: list[str] | None = None) -> int:
             d_au = fmt(res[f"{name}.diff_auroc"]) if name != args.baseline else ""
             d_pr = fmt(res[f"{name}.diff_pr_auc"]) if name != args.baseline else ""
             print(f"{name:28} {fmt(res[f'{name}.auroc']):>24} {d_au:>26} {fmt(res[f'{name}.pr_auc']):>24} {d_pr:>26}")
+        if args.verdict_at is not None:
+            print(f"verdict at {args.verdict_at:g}:\n{'column':28} {'supported':>10} {'precision':>10} {'recall':>8}")
+            for name in columns:
+                called, precision, recall = verdict_row(y, columns[name][ix], args.verdict_at)
+                print(f"{name:28} {called:>10.0%} {precision:>10.2f} {recall:>8.2f}")
     return 0
 
 

@@ -162,3 +162,19 @@ def test_the_answer_default_rule_on_the_committed_own_answer_sets_picks_the_ship
     )
     out = capsys.readouterr().out
     assert "the rule picks: stacked" in out and "logprob_mean: not level" in out
+
+
+def test_the_verdict_at_a_threshold_agrees_with_scikit_learn():
+    """--verdict-at: share called supported, precision and recall, as sklearn counts them."""
+    from sklearn.metrics import precision_score, recall_score
+
+    own = _bench("verifier_own_answers")
+    rng = np.random.default_rng(0)
+    y = (rng.random(200) < 0.4).astype(float)
+    score = np.clip(0.3 * y + rng.random(200) * 0.7, 0, 1)
+    called, precision, recall = own.verdict_row(y, score, 0.5)
+    assert called == pytest.approx(float((score >= 0.5).mean()))
+    assert precision == pytest.approx(precision_score(y, score >= 0.5))
+    assert recall == pytest.approx(recall_score(y, score >= 0.5))
+    _, nothing, _ = own.verdict_row(y, score, 2.0)  # nothing called supported: no precision, not 0
+    assert np.isnan(nothing)
