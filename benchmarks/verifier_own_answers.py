@@ -250,7 +250,7 @@ def fmt(t) -> str:
     return "n/a" if math.isnan(est) else f"{est:.3f} [{lo:.3f}, {hi:.3f}]"
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("runs", nargs="+", help="eval run folders (the first: the answers; NAME=DIR: more judges)")
     ap.add_argument(
@@ -309,7 +309,47 @@ def main(argv: list[str] | None = None) -> int:
         metavar="DIR",
         help="write the first run's records without benchmark text to DIR/results.jsonl, and stop",
     )
-    args = ap.parse_args(argv)
+    return ap
+
+
+def report_parts(table, args) -> list[tuple[str, np.ndarray]]:
+    """(name, answer indices) of every part reported: all answers, each dataset, and the optional splits."""
+    datasets = sorted({g.split(":", 1)[0] for g in table.groups})
+    parts = [("all", np.arange(len(table.y)))] + [
+        (d, np.array([i for i, g in enumerate(table.groups) if g.split(":", 1)[0] == d])) for d in datasets
+    ]
+    if args.question_kinds:
+        parts += question_kind_parts(table, args.question_kinds)
+    if args.split_groups:
+        parts += listed_parts(table, args.split_groups)
+    return parts
+
+
+def print_part(part: str, ix: np.ndarray, table, columns: dict[str, np.ndarray], args) -> None:
+    """One part's table: each column's AUROC and AwF PR-AUC, paired against the baseline, and its verdict."""
+    y, A = table.y[ix], table.answerable[ix]
+    rand = random_pr_auc(int(y.sum()), int(((A > 0) | (y > 0)).sum()), len(y))
+    print(
+        f"\n{part}: {len(ix)} answers, {len({table.groups[i] for i in ix})} questions, {int(y.sum())} faithful; "
+        f"PR-AUC of a random score {rand:.3f}"
+    )
+    res = table_rows(table, columns, args.baseline, ix, args.resamples)
+    print(
+        f"{'column':28} {'AUROC':>24} {'minus ' + args.baseline:>26} {'AwF PR-AUC':>24} {'minus ' + args.baseline:>26}"
+    )
+    for name in columns:
+        d_au = fmt(res[f"{name}.diff_auroc"]) if name != args.baseline else ""
+        d_pr = fmt(res[f"{name}.diff_pr_auc"]) if name != args.baseline else ""
+        print(f"{name:28} {fmt(res[f'{name}.auroc']):>24} {d_au:>26} {fmt(res[f'{name}.pr_auc']):>24} {d_pr:>26}")
+    if args.verdict_at is not None:
+        print(f"verdict at {args.verdict_at:g}:\n{'column':28} {'supported':>10} {'precision':>10} {'recall':>8}")
+        for name in columns:
+            called, precision, recall = verdict_row(y, columns[name][ix], args.verdict_at)
+            print(f"{name:28} {called:>10.0%} {precision:>10.2f} {recall:>8.2f}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
     if args.export:
         return 0 if export(Path(args.runs[0]), args.export) else 1
     table, columns = load(args.runs, args.pool, args.verifier_scores, [m for m in args.methods.split(",") if m])
@@ -321,36 +361,9 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"no column {args.baseline!r}; columns: {', '.join(columns)}")
     shown = [c for c in args.columns.split(",") if c] or list(columns)
     columns = {k: columns[k] for k in dict.fromkeys([args.baseline, *shown])}
-    datasets = sorted({g.split(":", 1)[0] for g in table.groups})
-    parts = [("all", np.arange(len(table.y)))] + [
-        (d, np.array([i for i, g in enumerate(table.groups) if g.split(":", 1)[0] == d])) for d in datasets
-    ]
-    if args.question_kinds:
-        parts += question_kind_parts(table, args.question_kinds)
-    if args.split_groups:
-        parts += listed_parts(table, args.split_groups)
-    for part, ix in parts:
-        if not len(ix):
-            continue
-        y, A = table.y[ix], table.answerable[ix]
-        rand = random_pr_auc(int(y.sum()), int(((A > 0) | (y > 0)).sum()), len(y))
-        print(
-            f"\n{part}: {len(ix)} answers, {len({table.groups[i] for i in ix})} questions, {int(y.sum())} faithful; "
-            f"PR-AUC of a random score {rand:.3f}"
-        )
-        res = table_rows(table, columns, args.baseline, ix, args.resamples)
-        print(
-            f"{'column':28} {'AUROC':>24} {'minus ' + args.baseline:>26} {'AwF PR-AUC':>24} {'minus ' + args.baseline:>26}"
-        )
-        for name in columns:
-            d_au = fmt(res[f"{name}.diff_auroc"]) if name != args.baseline else ""
-            d_pr = fmt(res[f"{name}.diff_pr_auc"]) if name != args.baseline else ""
-            print(f"{name:28} {fmt(res[f'{name}.auroc']):>24} {d_au:>26} {fmt(res[f'{name}.pr_auc']):>24} {d_pr:>26}")
-        if args.verdict_at is not None:
-            print(f"verdict at {args.verdict_at:g}:\n{'column':28} {'supported':>10} {'precision':>10} {'recall':>8}")
-            for name in columns:
-                called, precision, recall = verdict_row(y, columns[name][ix], args.verdict_at)
-                print(f"{name:28} {called:>10.0%} {precision:>10.2f} {recall:>8.2f}")
+    for part, ix in report_parts(table, args):
+        if len(ix):
+            print_part(part, ix, table, columns, args)
     return 0
 
 
