@@ -261,7 +261,8 @@ distill-labels-support: $(VENV)/.models $(VENV)/.lab
 # The shipped stacked verifier (src/verirag/learned/shipped/stack.json, what `vanilla+stacked` reads):
 # the shipped verifier's score beside qwen2.5-1.5b's token log-probabilities and K-Precision, a
 # logistic regression fitted on the committed distillation answers that carry their signals. Refit
-# it whenever the verifier changes (the stack checks the verifier's identity). About a minute.
+# it whenever the verifier changes (the stack checks the verifier's identity). About two minutes;
+# the answers of `hotpotqa_support` need VERIRAG_HOTPOTQA_SUPPORT set (docs/how-to/train.md).
 .PHONY: stack
 stack: $(VENV)/.base $(VENV)/.lab
 	mkdir -p runs/labels && gunzip -c data/verifier/labels/distill-qwen2.5-1.5b.jsonl.gz > runs/labels/distill-committed.jsonl
