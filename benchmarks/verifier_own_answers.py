@@ -236,12 +236,13 @@ def table_rows(table, columns: dict[str, np.ndarray], baseline: str, ix: np.ndar
 def verdict_row(y: np.ndarray, score: np.ndarray, threshold: float) -> tuple[float, float, float]:
     """(share called supported, precision of "supported", recall of the faithful) at `threshold`;
     precision is NaN when nothing is called supported."""
-    called = score >= threshold
-    hits = int((called & (y > 0)).sum())
+    from sklearn.metrics import precision_score, recall_score
+
+    called, faithful = score >= threshold, y > 0
     return (
         float(called.mean()),
-        hits / int(called.sum()) if called.any() else float("nan"),
-        hits / int((y > 0).sum()) if (y > 0).any() else float("nan"),
+        float(precision_score(faithful, called, zero_division=np.nan)),
+        float(recall_score(faithful, called, zero_division=np.nan)),
     )
 
 
