@@ -177,19 +177,8 @@ def _answers(records: Sequence[Any], label: str) -> tuple[dict[str, Answer], dic
     return answers, sources, dict(ignored), fingerprints
 
 
-def feature_table(
-    records: Sequence[Any],
-    *,
-    methods: Sequence[str] | None = None,
-    features: Sequence[str] | None = None,
-    label: str = "faithful",
-    impute: bool = False,
-    model: str | None = None,
-) -> StackTable:
-    """The table of the run's `records` (its ResultRecords), of the `methods` labels only when
-    given, of one model (`model`, needed when the run has several). See the module docstring."""
-    if label not in LABELS:
-        raise InputError(f"the label must be one of {', '.join(LABELS)}, got {label!r}")
+def _records_of(records: Sequence[Any], methods: Sequence[str] | None, model: str | None) -> tuple[list[Any], str]:
+    """The records of `methods` (all when not given) and of one model: (records, that model)."""
     records = list(records)
     if methods:
         known = sorted({r.method for r in records})
@@ -201,30 +190,17 @@ def feature_table(
     if model is not None:
         if model not in models:
             raise InputError(f"the run has no records of model {model!r}; it has: {', '.join(models) or 'none'}")
-        records = [r for r in records if r.model == model]
-    elif len(models) > 1:
+        return [r for r in records if r.model == model], model
+    if len(models) > 1:
         raise InputError(
             f"the run holds answers of several models ({', '.join(models)}): a stack combines one "
             "model's signals; choose it with --model"
         )
-    answers, sources, ignored, fingerprints = _answers(records, label)
-    if not answers:
-        raise InputError(
-            "the run holds no answers of a GENERATOR+PREDICTOR method (e.g. vanilla+self_check, "
-            "vanilla+verifier(verifier=DIR)): nothing to stack"
-            + (f"; records not read: {', '.join(ignored)}" if ignored else "")
-        )
-    rows = list(answers.values())
-    present_signals = [s for s in SIGNALS if any(s in a.values for a in rows)]
-    predictor_columns = sorted(sources)
-    available = predictor_columns + present_signals
-    absent = {
-        s: Counter(
-            a.missing.get(s, "not recorded (a run made before answers carried signals)") for a in rows
-        ).most_common(1)[0][0]
-        for s in SIGNALS
-        if s not in present_signals
-    }
+    return records, models[0] if models else ""
+
+
+def _chosen_features(features: Sequence[str] | None, available: list[str], absent: dict[str, str]) -> list[str]:
+    """The requested features (every available one when none is named), each checked present."""
     if features:
         unknown = [f for f in features if f not in available]
         if unknown:
@@ -239,24 +215,63 @@ def feature_table(
         chosen = available
     if not chosen:
         raise InputError("the run's answers carry no feature to stack")
+    return chosen
+
+
+def _refuse_missing(missing: dict[str, int], rows: list[Answer], sources: dict[str, dict]) -> None:
+    """An InputError naming the first missing feature, how many answers lack it and why."""
+    f = next(iter(missing))
+    first = next(a for a in rows if f not in a.values)
+    why = first.missing.get(f) or (
+        f"no record of a method with predictor {f} on this answer" if f in sources else "not recorded"
+    )
+    also = (
+        "; also missing: " + ", ".join(f"{g} ({n})" for g, n in missing.items() if g != f) if len(missing) > 1 else ""
+    )
+    raise InputError(
+        f"feature {f} is missing for {missing[f]} of {len(rows)} answers (first: {first.key}: {why})"
+        + also
+        + ". Leave it out with --features, or pass --impute to fill missing values with the "
+        "training mean (counted in the report)"
+    )
+
+
+def feature_table(
+    records: Sequence[Any],
+    *,
+    methods: Sequence[str] | None = None,
+    features: Sequence[str] | None = None,
+    label: str = "faithful",
+    impute: bool = False,
+    model: str | None = None,
+) -> StackTable:
+    """The table of the run's `records` (its ResultRecords), of the `methods` labels only when
+    given, of one model (`model`, needed when the run has several). See the module docstring."""
+    if label not in LABELS:
+        raise InputError(f"the label must be one of {', '.join(LABELS)}, got {label!r}")
+    records, model = _records_of(records, methods, model)
+    answers, sources, ignored, fingerprints = _answers(records, label)
+    if not answers:
+        raise InputError(
+            "the run holds no answers of a GENERATOR+PREDICTOR method (e.g. vanilla+self_check, "
+            "vanilla+verifier(verifier=DIR)): nothing to stack"
+            + (f"; records not read: {', '.join(ignored)}" if ignored else "")
+        )
+    rows = list(answers.values())
+    present_signals = [s for s in SIGNALS if any(s in a.values for a in rows)]
+    available = sorted(sources) + present_signals
+    absent = {
+        s: Counter(
+            a.missing.get(s, "not recorded (a run made before answers carried signals)") for a in rows
+        ).most_common(1)[0][0]
+        for s in SIGNALS
+        if s not in present_signals
+    }
+    chosen = _chosen_features(features, available, absent)
     X = np.array([[a.values.get(f, math.nan) for f in chosen] for a in rows], dtype=np.float64)
     missing = {f: int(np.isnan(X[:, j]).sum()) for j, f in enumerate(chosen) if np.isnan(X[:, j]).any()}
     if missing and not impute:
-        f = next(iter(missing))
-        first = next(a for a in rows if f not in a.values)
-        why = first.missing.get(f) or (
-            f"no record of a method with predictor {f} on this answer" if f in sources else "not recorded"
-        )
-        raise InputError(
-            f"feature {f} is missing for {missing[f]} of {len(rows)} answers (first: {first.key}: {why})"
-            + (
-                "; also missing: " + ", ".join(f"{g} ({n})" for g, n in missing.items() if g != f)
-                if len(missing) > 1
-                else ""
-            )
-            + ". Leave it out with --features, or pass --impute to fill missing values with the "
-            "training mean (counted in the report)"
-        )
+        _refuse_missing(missing, rows, sources)
     fps = {fp for _, fp in fingerprints}
     return StackTable(
         features=chosen,
@@ -267,7 +282,7 @@ def feature_table(
         keys=[a.key for a in rows],
         label=label,
         sources={f: sources[f] for f in chosen if f in sources},
-        model=models[0] if model is None else model,
+        model=model,
         model_fingerprint=fps.pop() if len(fps) == 1 else "",
         absent=absent,
         missing=missing,
