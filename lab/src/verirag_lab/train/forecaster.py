@@ -61,6 +61,18 @@ class ForecasterRun:
     forecaster: ForecasterBase
 
 
+def _new_forecaster(
+    kind: str, llm: Any, encoder: str, *, val_share: float, temperature: bool, seed: int, **train
+) -> ForecasterBase:
+    """An untrained forecaster of `kind`: a probe over `llm`'s hidden states, or a cross-encoder
+    over `encoder` (`train`: its epochs, batch size and learning rate)."""
+    from verirag.learned.forecaster import ProbeForecaster
+
+    if kind == "probe":
+        return ProbeForecaster(llm, val_share=val_share, temperature=temperature, seed=seed)
+    return Forecaster(encoder, val_share=val_share, temperature=temperature, seed=seed, **train)
+
+
 def train_forecaster_from_data(
     data: str,
     out_dir: str | Path,
@@ -94,7 +106,6 @@ def train_forecaster_from_data(
     save it to `out_dir` with the fingerprints of the model and index and the run's provenance.
     `on_stage(text)` announces each step; `progress(step, done, total)` counts within
     "labelling" and "training"."""
-    from verirag.learned.forecaster import ProbeForecaster
     from verirag.llm.factory import load_llm
     from verirag.retrieval.index import index_or_pooled
     from verirag_lab.train.data import load_questions
@@ -113,18 +124,17 @@ def train_forecaster_from_data(
     llm = load_llm(model, n_ctx=n_ctx)
     user_llm = load_llm(user_model, n_ctx=n_ctx) if user_model and mode == "decision" else None
     judge_llm = load_llm(judge_model or model, n_ctx=n_ctx) if match == "llm" else None
-    if kind == "probe":
-        forecaster: ForecasterBase = ProbeForecaster(llm, val_share=val_share, temperature=temperature, seed=seed)
-    else:
-        forecaster = Forecaster(
-            encoder,
-            epochs=epochs,
-            batch_size=batch_size,
-            learning_rate=learning_rate,
-            val_share=val_share,
-            temperature=temperature,
-            seed=seed,
-        )
+    forecaster = _new_forecaster(
+        kind,
+        llm,
+        encoder,
+        epochs=epochs,
+        batch_size=batch_size,
+        learning_rate=learning_rate,
+        val_share=val_share,
+        temperature=temperature,
+        seed=seed,
+    )
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     label_file = Path(labels) if labels else out_dir / "labels.jsonl"
