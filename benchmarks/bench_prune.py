@@ -35,7 +35,8 @@ counted. The arms take turns, `--chunk` questions of each dataset at a time. Eac
 to OUT/ARM.jsonl as they are made: a killed run resumes there (and a larger --n adds questions).
 
 Reported per dataset: seconds per verified answer (mean; the ratio to the reference with a paired
-bootstrap interval over questions), prompt tokens, accuracy (the answer holds a reference: token
+bootstrap interval over questions, and the same ratio over the questions every arm answered on quiet
+cores, `quiet`), prompt tokens, accuracy (the answer holds a reference: token
 recall 1 or substring) with the paired interval of (arm - reference), the verifier's AwF PR-AUC;
 and pooled over the datasets, issue 48's rule for pruning by default (`pooled_gate`). A plot goes
 to OUT/seconds.png, the numbers to OUT/summary.json.
@@ -155,9 +156,9 @@ def worker(arm: str, datasets: list[str], n: int, seed: int, out: Path) -> None:
     with open(path, "a", encoding="utf-8") as fh:
         for i, (d, e) in enumerate(todo):
             index.hits = [ScoredPassage(x, 1.0, j) for j, x in enumerate(e.passages)]
-            t = time.perf_counter()
+            t, cpu = time.perf_counter(), time.process_time()
             r = p.ask(e.question)
-            seconds = time.perf_counter() - t
+            seconds, cpu = time.perf_counter() - t, time.process_time() - cpu
             rec = {
                 "key": f"{d}:{e.id}",
                 "dataset": d,
@@ -174,6 +175,7 @@ def worker(arm: str, datasets: list[str], n: int, seed: int, out: Path) -> None:
                 # the machine's 1-minute load when the answer was made: seconds made beside other
                 # work (load above the cores) can be told apart from seconds on quiet cores
                 "load": round(os.getloadavg()[0], 2),
+                "cpu_seconds": round(cpu, 2),  # every thread of this process: a stopped one shows none
             }
             pruned = (r.stages or {}).get("prune")
             if pruned is not None:
@@ -215,6 +217,24 @@ def run_arm(arm: str, args, env_extra: dict[str, str]) -> None:
     subprocess.run(cmd + ["--datasets", *args.datasets], env=env, check=True)
 
 
+# A record's seconds count as quiet when the machine's 1-minute load, read as it was made, was at
+# most QUIET_LOAD: the arm's own 2 llama.cpp threads and a margin. Higher means something else ran
+# beside it (a test run, a training job), and seconds made so are 2-5x a quiet machine's. A process
+# that was stopped lowers the load instead, so records since 2026-11-29 also carry the process's CPU
+# seconds: on quiet cores its 2 threads use about 2 CPU seconds a second, QUIET_CPU_SHARE at least.
+QUIET_LOAD = 2.5
+QUIET_CPU_SHARE = 1.5
+
+
+def quiet(record: dict) -> bool:
+    """Whether `record` was made on quiet cores (its `load`, and its `cpu_seconds` where it has
+    them); a record without a load is not known quiet."""
+    load, cpu = record.get("load"), record.get("cpu_seconds")
+    if load is None or load > QUIET_LOAD:
+        return False
+    return cpu is None or cpu >= QUIET_CPU_SHARE * record["seconds"]
+
+
 def paired(seconds, correct, ref_seconds, ref_correct):
     """(seconds as a ratio to the reference's, accuracy minus the reference's): paired bootstrap
     intervals over the same questions."""
@@ -245,7 +265,8 @@ def summary(out: Path, datasets: list[str], arms: list[str], reference: str = "b
             continue
         base = np.array([rows[reference][k]["seconds"] for k in keys])
         base_ok = np.array([rows[reference][k]["correct"] for k in keys], dtype=float)
-        entry = {"n": len(keys)}
+        calm = [i for i, k in enumerate(keys) if all(quiet(rows[a][k]) for a in arms)]
+        entry = {"n": len(keys), "n_quiet": len(calm)}
         for a in arms:
             rs = [rows[a][k] for k in keys]
             sec = np.array([r["seconds"] for r in rs])
@@ -262,6 +283,9 @@ def summary(out: Path, datasets: list[str], arms: list[str], reference: str = "b
                 "pr_auc": float(pr_auc(scores, ok.astype(int), answerable, strict=False)),
                 "errors": sum(1 for r in rs if r.get("error")),
             }
+            if len(calm) >= 2:  # the same ratio over the questions every arm answered on quiet cores
+                q = paired(sec[calm], ok[calm], base[calm], base_ok[calm])[0]
+                e["ratio_to_baseline_quiet"] = [q.estimate, q.low, q.high]
             if a.startswith("prune-") and "prune" in arms:  # a requantisation against Q4_K_M
                 q4km = [rows["prune"][k] for k in keys]
                 sec_p = np.array([r["seconds"] for r in q4km])
@@ -293,6 +317,17 @@ def print_report(report: dict, arms: list[str], baseline_note: str) -> None:
             print(
                 f"  {a:12s} {e['seconds']:9.2f} {r[0]:8.3f} [{r[1]:.3f}, {r[2]:.3f}] {e['prompt_tokens']:7.0f} "
                 f"{e['accuracy']:9.3f} {dd[0]:+9.3f} [{dd[1]:+.3f}, {dd[2]:+.3f}] {e['pr_auc']:7.3f}"
+            )
+        quiet_arms = [a for a in arms if "ratio_to_baseline_quiet" in entry[a]]
+        if quiet_arms:
+            print(
+                f"  seconds on quiet cores ({entry['n_quiet']} of {entry['n']} questions, every arm's 1-minute "
+                f"load at most {QUIET_LOAD}): "
+                + ", ".join(
+                    f"{a} {r[0]:.3f}x [{r[1]:.3f}, {r[2]:.3f}]"
+                    for a in quiet_arms
+                    for r in [entry[a]["ratio_to_baseline_quiet"]]
+                )
             )
         for a in arms:
             if "ratio_to_prune" in entry[a]:

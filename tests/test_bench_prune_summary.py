@@ -82,3 +82,31 @@ def test_the_gate_says_what_the_rules_remaining_questions_cost(tmp_path):
     _write(tmp_path, "prune", [(10.0, 1), (10.0, 0), (12.0, 1), (10.0, 1)])
     g = bench.pooled_gate(tmp_path, ["nq"], "prune", "build")
     assert g["pair_seconds"] == {"nq": pytest.approx(34.0)}  # median of 30, 32, 36, 210
+
+
+def test_seconds_made_beside_other_work_are_left_out_of_the_quiet_ratio(tmp_path):
+    """A record made while something else ran (1-minute load above QUIET_LOAD) is several times
+    slower: the quiet ratio reads only the questions every arm answered on quiet cores, and a record
+    without a load is not known quiet."""
+    bench = _bench()
+    _write(tmp_path, "build", [(10.0, 1), (10.0, 0), (10.0, 1), (40.0, 1), (10.0, 1)])
+    _write(tmp_path, "prune", [(4.0, 1), (4.0, 0), (4.0, 1), (4.0, 1), (40.0, 1)])
+    loads = {"build": [2.0, 2.1, 1.9, 3.8, 2.0], "prune": [2.0, 2.0, 2.4, 2.0, None]}
+    for arm, values in loads.items():
+        rows = [json.loads(line) for line in (tmp_path / f"{arm}.jsonl").read_text().splitlines()]
+        with open(tmp_path / f"{arm}.jsonl", "w") as fh:
+            for r, load in zip(rows, values):
+                fh.write(json.dumps(r | ({"load": load} if load is not None else {})) + "\n")
+    report = bench.summary(tmp_path, ["nq"], ["build", "prune"], reference="build")["nq"]
+    assert report["n"] == 5 and report["n_quiet"] == 3  # question 3: build beside work; 4: no load
+    assert report["prune"]["ratio_to_baseline_quiet"][0] == pytest.approx(0.4)
+    assert report["prune"]["ratio_to_baseline"][0] == pytest.approx(56 / 80)
+
+
+def test_a_record_whose_process_was_stopped_is_not_quiet():
+    """A stopped process lowers the load; its CPU seconds give it away."""
+    bench = _bench()
+    assert bench.quiet({"seconds": 20.0, "load": 2.0, "cpu_seconds": 38.0})
+    assert not bench.quiet({"seconds": 3000.0, "load": 1.0, "cpu_seconds": 40.0})
+    assert bench.quiet({"seconds": 20.0, "load": 2.0})  # made before records carried CPU seconds
+    assert not bench.quiet({"seconds": 20.0})
