@@ -83,7 +83,12 @@ def dev_items() -> list[tuple]:
 
 
 def own_items(run: Path = OWN) -> list[tuple]:
+    """A follow-up is read in its conversation as `ask` reads it (an InContext question: the judge
+    sees the turns with their speakers, the verifier choosing the evidence reads the bare turns),
+    never flattened into one question string."""
     import rescore_own_answers as ro
+
+    from verirag.conversation import in_context
 
     answers = sorted(ro.run_answers(ro.read_records(run)), key=lambda a: a["key"])
     examples = ro.load_examples(ro.config_for(run, None), answers)
@@ -92,7 +97,14 @@ def own_items(run: Path = OWN) -> list[tuple]:
     for a in answers:
         e = examples[(a["dataset"], a["example_id"])]
         out.append(
-            (a["key"], e.question_with_history(), a["answer"], list(e.passages), labels.get(a["key"]), a["group"])
+            (
+                a["key"],
+                in_context(e.question, e.history),
+                a["answer"],
+                list(e.passages),
+                labels.get(a["key"]),
+                a["group"],
+            )
         )
     return out
 

@@ -28,3 +28,18 @@ def test_rows_are_read_by_id_or_key_the_latest_winning(tmp_path):
     out = bench._read(f)
     assert out["a"]["score"] == 0.7 and out["k"]["score"] == 0.3 and bench._read(tmp_path / "none") == {}
     assert bench._ci([0.5, 0.4, 0.6]) == "0.500 [0.400, 0.600]"
+
+
+def test_a_follow_up_is_judged_in_its_conversation(shared_data_dir):
+    """The conversational own-answer set: each follow-up reaches the judge as `ask` gives it (an
+    InContext question carrying its turns), not flattened into one string the verifier would read
+    as the question."""
+    from pathlib import Path
+
+    from verirag.conversation import InContext
+
+    run = Path(__file__).resolve().parents[1] / "data/verifier/own_answers/own-answers-followup-verifier-qwen2.5-1.5b"
+    items = bench.own_items(run)
+    assert len(items) == 344
+    assert all(isinstance(q, InContext) and q.history for _, q, *_ in items)
+    assert all(q.startswith("Conversation so far:\nUser: ") for _, q, *_ in items)
