@@ -35,6 +35,9 @@ answers' generation key; give NAME once per file when answers come from several 
     python benchmarks/verifier_own_answers.py data/verifier/own_answers/held-out-nli-qwen2.5-1.5b \\
         --verifier-scores joint=data/verifier/own_answers/held-out-nli-qwen2.5-1.5b/verifier-issue36-joint.jsonl
 
+`--partial NAME` lets the `--verifier-scores` column NAME cover only part of the answers (a scoring run
+still going, e.g. nli over every passage): every part is then reported on the answers it scored.
+
 `--stack NAME=FILE` (repeatable) adds the column NAME: a stacked verifier (`verirag train stack`, e.g.
 fitted on distill labels: the pipeline's answers to training questions) applied to each answer's own
 columns (its verifier score, its token log-probabilities), no model run:
@@ -69,12 +72,14 @@ from verirag_lab.train.stack_features import feature_table
 from verirag_lab.train.verifier_labels.replacements import is_choice_question
 
 
-def load(runs: list[str], pool: list[str] = (), scores: list[str] = (), methods: list[str] = ()):
+def load(runs: list[str], pool: list[str] = (), scores: list[str] = (), methods: list[str] = (), partial=()):
     """(first run's table, {column: scores}) with the other runs' predictor columns merged in; the
     first run's answers are those of `runs[0]` and every run of `pool`. `scores` ("NAME=FILE",
     files of benchmarks/rescore_own_answers.py) adds the column NAME; a NAME given several times
-    reads all its files; every answer must have a score. `methods` keeps only those methods' records
-    (two methods with one predictor, nli and nli over the evidence, cannot both be a column)."""
+    reads all its files; every answer must have a score, except in a column named in `partial` (a
+    scoring run still going: `covered` says which answers to report). `methods` keeps only those
+    methods' records (two methods with one predictor, nli and nli over the evidence, cannot both be a
+    column)."""
     base, columns = None, {}
     for i, arg in enumerate(runs):
         name, _, path = arg.rpartition("=")
@@ -104,14 +109,14 @@ def load(runs: list[str], pool: list[str] = (), scores: list[str] = (), methods:
             columns[f"{name or f'run{i}'}:{f}"] = table.column(f)[order]
     for name, found in rescored_columns(scores).items():
         lacking = [k for k in base.keys if k not in found]
-        if lacking:
+        if lacking and name not in partial:
             raise SystemExit(
                 f"--verifier-scores {name}: {len(lacking)} of {len(base.keys)} answers have no score "
                 f"(first: {lacking[0]}); rescore the run(s) they come from"
             )
         if name in columns:
             raise SystemExit(f"--verifier-scores {name}: the run already has a column {name}")
-        columns[name] = np.array([found[k][0] for k in base.keys])
+        columns[name] = np.array([found[k][0] if k in found else np.nan for k in base.keys])
     for f, x in columns.items():
         columns[f] = np.where(np.isnan(x), np.nanmean(x), x)
     return base, columns
@@ -167,6 +172,15 @@ def rescored_columns(scores: list[str]) -> dict[str, dict[str, tuple[float, floa
             raise SystemExit(f"--verifier-scores takes NAME=FILE, got {arg!r}")
         out.setdefault(name, {}).update(read_rescored(path))
     return out
+
+
+def covered(table, scores: list[str], partial: list[str]) -> np.ndarray:
+    """Which answers every `partial` column scored (all answers when none is named)."""
+    found = rescored_columns(scores)
+    unknown = [n for n in partial if n not in found]
+    if unknown:
+        raise SystemExit(f"--partial {unknown[0]}: no --verifier-scores column of that name")
+    return np.array([all(k in found[n] for n in partial) for k in table.keys], dtype=bool)
 
 
 def export(run: Path, out: Path) -> int:
@@ -276,6 +290,14 @@ def parser() -> argparse.ArgumentParser:
         help="a column NAME of a stacked verifier's scores (`verirag train stack`), computed from the run's "
         "own columns (its verifier must be the run's; repeatable)",
     )
+    ap.add_argument(
+        "--partial",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a --verifier-scores column that covers only part of the answers (a scoring run still going): "
+        "every part is reported on the answers it scored",
+    )
     ap.add_argument("--baseline", default="self_check")
     ap.add_argument("--columns", default="", help="comma-separated columns to show (default: all)")
     ap.add_argument("--resamples", type=int, default=2000)
@@ -353,7 +375,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.export:
         return 0 if export(Path(args.runs[0]), args.export) else 1
-    table, columns = load(args.runs, args.pool, args.verifier_scores, [m for m in args.methods.split(",") if m])
+    methods = [m for m in args.methods.split(",") if m]
+    table, columns = load(args.runs, args.pool, args.verifier_scores, methods, args.partial)
+    scored = covered(table, args.verifier_scores, args.partial)
+    if args.partial:
+        print(f"{int(scored.sum())} of {len(scored)} answers, those {', '.join(args.partial)} scored (--partial)")
     digests = rescored_digests(args.verifier_scores)
     for arg in args.stack:
         name, column = stacked_column(arg, table, columns, digests)
@@ -363,6 +389,7 @@ def main(argv: list[str] | None = None) -> int:
     shown = [c for c in args.columns.split(",") if c] or list(columns)
     columns = {k: columns[k] for k in dict.fromkeys([args.baseline, *shown])}
     for part, ix in report_parts(table, args):
+        ix = ix[scored[ix]]
         if len(ix):
             print_part(part, ix, table, columns, args)
     return 0

@@ -178,3 +178,19 @@ def test_the_verdict_at_a_threshold_agrees_with_scikit_learn():
     assert recall == pytest.approx(recall_score(y, score >= 0.5))
     _, nothing, _ = own.verdict_row(y, score, 2.0)  # nothing called supported: no precision, not 0
     assert np.isnan(nothing)
+
+
+def test_a_partial_column_reports_only_the_answers_it_scored(tmp_path, capsys):
+    """A judge still scoring a set (nli over every passage, hours of LLM time) is compared on the
+    answers it has scored when named with --partial; without it the missing scores are an error."""
+    own = _bench("verifier_own_answers")
+    rows = [json.loads(line) for line in (RUN / "nli-evidence.jsonl").read_text(encoding="utf-8").splitlines()]
+    part = tmp_path / "part.jsonl"
+    part.write_text("".join(json.dumps(r) + "\n" for r in rows[:40]), encoding="utf-8")
+    args = [str(RUN), "--methods", "vanilla+verifier", "--baseline", "verifier", "--verifier-scores", f"some={part}"]
+    with pytest.raises(SystemExit, match="110 of 150 answers have no score"):
+        own.main(args)
+    assert own.main([*args, "--partial", "some", "--resamples", "50"]) == 0
+    out = capsys.readouterr().out
+    assert "40 of 150 answers, those some scored" in out
+    assert "\nall: 40 answers" in out
