@@ -101,7 +101,6 @@ def worker(arm: str, datasets: list[str], n: int, seed: int, out: Path) -> None:
 
     from verirag.awf.defaults import DEFAULT_METHOD
     from verirag.awf.pipeline import PRESETS, Pipeline
-    from verirag.evaluation.ground_truth import matches
     from verirag.types import Passage, ScoredPassage
 
     path = out / f"{arm}.jsonl"
@@ -156,36 +155,45 @@ def worker(arm: str, datasets: list[str], n: int, seed: int, out: Path) -> None:
     with open(path, "a", encoding="utf-8") as fh:
         for i, (d, e) in enumerate(todo):
             index.hits = [ScoredPassage(x, 1.0, j) for j, x in enumerate(e.passages)]
-            t, cpu = time.perf_counter(), time.process_time()
-            r = p.ask(e.question)
-            seconds, cpu = time.perf_counter() - t, time.process_time() - cpu
-            rec = {
-                "key": f"{d}:{e.id}",
-                "dataset": d,
-                "arm": arm,
-                "seconds": seconds,
-                "timings": r.timings,
-                "prompt_tokens": r.usage.get("prompt_tokens"),
-                "answer": r.retrieved_answer,
-                "correct": int(matches(r.retrieved_answer, list(e.references), "recall_or_substring")),
-                "answerable": int(bool(e.answerable)),
-                "score": r.score,
-                "error": r.error,
-                "build": build,
-                # the machine's 1-minute load when the answer was made: seconds made beside other
-                # work (load above the cores) can be told apart from seconds on quiet cores
-                "load": round(os.getloadavg()[0], 2),
-                "cpu_seconds": round(cpu, 2),  # every thread of this process: a stopped one shows none
-            }
-            pruned = (r.stages or {}).get("prune")
-            if pruned is not None:
-                rec["prune"] = {k: pruned[k] for k in ("threshold", "fallback", "tokens_read", "tokens_saved")}
-                rec["prune"]["hops"] = sum(bool(p.get("hop")) for p in pruned["passages"])
-                full = verifier.verify(e.question, r.retrieved_answer, [x.text for x in e.passages])
-                rec["score_full"] = full.score
+            rec = answer_record(p, d, e, arm, build, verifier)
             fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
             fh.flush()
-            print(f"[{arm}] {i + 1}/{len(todo)} {d} {seconds:.1f}s correct={rec['correct']}", flush=True)
+            print(f"[{arm}] {i + 1}/{len(todo)} {d} {rec['seconds']:.1f}s correct={rec['correct']}", flush=True)
+
+
+def answer_record(p, d: str, e, arm: str, build: dict, verifier) -> dict:
+    """One question answered and verified by pipeline `p` (its passages already given), timed: the
+    record the arm's file keeps. In a pruning arm `verifier` also scores the answer over the full
+    passages (`score_full`)."""
+    from verirag.evaluation.ground_truth import matches
+
+    t, cpu = time.perf_counter(), time.process_time()
+    r = p.ask(e.question)
+    seconds, cpu = time.perf_counter() - t, time.process_time() - cpu
+    rec = {
+        "key": f"{d}:{e.id}",
+        "dataset": d,
+        "arm": arm,
+        "seconds": seconds,
+        "timings": r.timings,
+        "prompt_tokens": r.usage.get("prompt_tokens"),
+        "answer": r.retrieved_answer,
+        "correct": int(matches(r.retrieved_answer, list(e.references), "recall_or_substring")),
+        "answerable": int(bool(e.answerable)),
+        "score": r.score,
+        "error": r.error,
+        "build": build,
+        # the machine's 1-minute load when the answer was made: seconds made beside other
+        # work (load above the cores) can be told apart from seconds on quiet cores
+        "load": round(os.getloadavg()[0], 2),
+        "cpu_seconds": round(cpu, 2),  # every thread of this process: a stopped one shows none
+    }
+    pruned = (r.stages or {}).get("prune")
+    if pruned is not None:
+        rec["prune"] = {k: pruned[k] for k in ("threshold", "fallback", "tokens_read", "tokens_saved")}
+        rec["prune"]["hops"] = sum(bool(x.get("hop")) for x in pruned["passages"])
+        rec["score_full"] = verifier.verify(e.question, r.retrieved_answer, [x.text for x in e.passages]).score
+    return rec
 
 
 def portable_wheel() -> str | None:

@@ -110,3 +110,34 @@ def test_a_record_whose_process_was_stopped_is_not_quiet():
     assert not bench.quiet({"seconds": 3000.0, "load": 1.0, "cpu_seconds": 40.0})
     assert bench.quiet({"seconds": 20.0, "load": 2.0})  # made before records carried CPU seconds
     assert not bench.quiet({"seconds": 20.0})
+
+
+def test_an_answer_record_holds_what_the_summary_reads():
+    """The record one timed question leaves (the pipeline is a stand-in: this is about the record):
+    seconds, CPU seconds and load for the quiet test, correctness by the references, and in a
+    pruning arm what was pruned and the verifier's score over the full passages."""
+    from types import SimpleNamespace
+
+    from verirag.types import Example, Passage
+
+    bench = _bench()
+    stage = {"threshold": 0.14, "fallback": False, "tokens_read": 40, "tokens_saved": 60}
+    stage["passages"] = [{"hop": True}, {}]
+    result = SimpleNamespace(
+        timings={"generate": 1.0}, usage={"prompt_tokens": 40}, retrieved_answer="Maren Solberg", score=0.8,
+        error=None, stages={"prune": stage},
+    )  # fmt: skip
+    pipeline = SimpleNamespace(ask=lambda question: result)
+    verifier = SimpleNamespace(verify=lambda q, a, passages: SimpleNamespace(score=0.6 if len(passages) == 2 else 0))
+    e = Example(
+        id="7",
+        question="Who designed it?",
+        references=["Maren Solberg"],
+        passages=[Passage("a", "x"), Passage("b", "y")],
+    )
+    rec = bench.answer_record(pipeline, "nq", e, "prune", {"engine": "llama_cpp"}, verifier)
+    assert rec["key"] == "nq:7" and rec["correct"] == 1 and rec["prompt_tokens"] == 40
+    assert rec["seconds"] >= 0 and rec["cpu_seconds"] >= 0 and isinstance(rec["load"], float)
+    assert rec["prune"] == {"threshold": 0.14, "fallback": False, "tokens_read": 40, "tokens_saved": 60, "hops": 1}
+    assert rec["score_full"] == 0.6
+    json.dumps(rec)  # a JSONL line
