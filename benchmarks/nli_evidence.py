@@ -14,6 +14,11 @@ what an answer costs) over one evaluation set, resumably, and writes one row per
   `benchmarks/verifier_own_answers.py RUN --verifier-scores nli_evidence=FILE` reads them as a column).
 - `docs`: the man-page claims of benchmarks/heldout_docs.py (runs/heldout_docs/log.jsonl).
 
+`--arm llm_judge` scores with `vanilla+llm_judge`'s judge instead (one question over all the passages;
+give --out): a candidate for the judge of `ask`'s own answers, where it reads only its instruction
+after the answer (the passages are the generation's prompt prefix), so its seconds here are not its
+cost there.
+
 `compare` prints, per set, the AUROC of the verifier, of nli over the evidence and of nli over the
 passages (the committed scores, or this script's passages arm where it scored every answer the evidence
 arm did: on dev it reads TopiOCQA's conversation, as the evidence arm does), with 95% intervals
@@ -143,10 +148,6 @@ def score(
 ) -> int:
     from rich.progress import Progress
 
-    from verirag.awf.entailment.llm_judge import LLMJudgeEntailment
-    from verirag.awf.predictors.nli import PostAnsweringNLI
-    from verirag.llm.factory import load_llm
-
     items = own_items(run) if which == "own" and run is not None else ITEMS[which]()
     if limit is not None:  # the first `limit` of each dataset, so that every dataset is timed
         taken: dict[str, int] = {}
@@ -159,13 +160,14 @@ def score(
         items = kept
     done = set(_read(out)) if out.is_file() else set()
     todo = [t for t in items if t[0] not in done]
-    options = {"premise": arm} | ({"evidence_chunks": evidence_chunks} if arm == "evidence" else {})
-    nli = PostAnsweringNLI(LLMJudgeEntailment(load_llm(MODEL, cache=False)), **options)
-    if nli.evidence_finder is not None:
+    nli = judge(arm, evidence_chunks)
+    if getattr(nli, "evidence_finder", None) is not None:
         _ = nli.evidence_finder.model.reader  # load the verifier before the first answer is timed
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out, "a", encoding="utf-8") as fh, Progress() as bar:
-        task = bar.add_task(f"{which}: nli over the {arm}", total=len(todo))
+        task = bar.add_task(
+            f"{which}: {arm}" if arm == "llm_judge" else f"{which}: nli over the {arm}", total=len(todo)
+        )
         for key, question, answer, passages, _label, _group in todo:
             t = time.perf_counter()
             v = nli.verify(question, answer, passages)
@@ -176,13 +178,31 @@ def score(
                 "error": v.error,
                 "words": sum(len(p.text.split()) for p in passages),
             }
-            if nli.evidence_finder is not None:  # what it read, found again outside the timing
+            if getattr(nli, "evidence_finder", None) is not None:  # what it read, found again outside the timing
                 row |= what_was_read(nli, question, answer, passages)
             fh.write(json.dumps(row) + "\n")
             fh.flush()
             bar.advance(task)
     print(f"{which}, {arm}: {len(todo)} scored, {len(done)} already in {out}")
     return 0
+
+
+def judge(arm: str, evidence_chunks: int = 1):
+    """The judge of `arm` on qwen2.5-1.5b, the request cache off: nli over the verifier's evidence
+    (`evidence`) or over every passage (`passages`), or `llm_judge`: one question over all the
+    passages together (which can join evidence that two passages hold; after `ask`'s own answer it
+    reads only its instruction, the passages being the generation's prompt prefix in the shared layout,
+    so the seconds timed here, reading the whole prompt, are not what it costs there)."""
+    from verirag.awf.entailment.llm_judge import LLMJudgeEntailment
+    from verirag.awf.predictors.llm_judge import LLMJudgePredictor
+    from verirag.awf.predictors.nli import PostAnsweringNLI
+    from verirag.llm.factory import load_llm
+
+    llm = load_llm(MODEL, cache=False)
+    if arm == "llm_judge":
+        return LLMJudgePredictor(llm)
+    options = {"premise": arm} | ({"evidence_chunks": evidence_chunks} if arm == "evidence" else {})
+    return PostAnsweringNLI(LLMJudgeEntailment(llm), **options)
 
 
 def what_was_read(nli, question, answer, passages) -> dict:
@@ -320,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     sc = sub.add_parser("score", help="run one arm of nli over one set (cache off), resumably")
     sc.add_argument("set", choices=sorted(ITEMS))
-    sc.add_argument("--arm", choices=("evidence", "passages"), required=True)
+    sc.add_argument("--arm", choices=("evidence", "passages", "llm_judge"), required=True)
     sc.add_argument("--out", type=Path, default=None, help="default: the file `compare` reads")
     sc.add_argument(
         "--limit", type=int, default=None, help="only the first N answers of each dataset (by id; docs: log order)"
@@ -336,6 +356,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "score":
         if args.run is not None and (args.set != "own" or args.out is None):
             raise SystemExit("--run is for the own set, with --out (the file `compare` reads is the held-out run's)")
+        if args.out is None and args.arm not in FILES[args.set]:
+            raise SystemExit(f"--arm {args.arm} has no default file: give --out")
         out = args.out or FILES[args.set][args.arm]
         return score(args.set, args.arm, out, limit=args.limit, evidence_chunks=args.evidence_chunks, run=args.run)
     for spec in args.evidence:

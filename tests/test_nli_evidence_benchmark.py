@@ -43,3 +43,8 @@ def test_a_follow_up_is_judged_in_its_conversation(shared_data_dir):
     assert len(items) == 344
     assert all(isinstance(q, InContext) and q.history for _, q, *_ in items)
     assert all(q.startswith("Conversation so far:\nUser: ") for _, q, *_ in items)
+
+
+def test_the_llm_judge_arm_needs_an_out_file():
+    with pytest.raises(SystemExit, match="give --out"):
+        bench.main(["score", "own", "--arm", "llm_judge"])
