@@ -149,3 +149,43 @@ def test_the_judges_score_is_a_feature_the_stacked_predictor_rebuilds(labelled, 
         [Passage("p", "The Tallbridge lighthouse was designed by Mara Quill in 1899.")],
     )
     assert v.ok and 0.0 <= v.score <= 1.0 and not v.warnings, (v.error, v.warnings)
+
+
+def test_the_llm_judge_is_a_feature_and_answers_made_before_it_are_left_out(labelled, tmp_path):
+    """`llm_judge`: `vanilla+llm_judge`'s judge, which the distillation asks right after each answer
+    (since 2026-11-29), as a column whose source the stacked predictor rebuilds; records made before
+    it was asked are left out of a stack that reads it, and counted."""
+    path, data, llm = labelled
+    records = read_records(path)
+    made = [r for r in records if "skip" not in r]
+    older = json.loads(json.dumps(made[0]))
+    for key in ("llm_judge", "llm_judge_digest"):
+        del older["meta"]["judge"][key]
+    features = ["verifier", "llm_judge"]
+    table = label_table([older, *made[1:]], data, model_fingerprint=llm.fingerprint, features=features)
+    assert table.keys == [r["id"] for r in made[1:]]
+    assert table.absent == {"without_llm_judge": "1 distill records made before llm_judge was recorded"}
+    assert table.column("llm_judge").tolist() == [r["meta"]["judge"]["llm_judge"] for r in made[1:]]
+    judge = build_predictor("llm_judge", llm)
+    assert table.sources["llm_judge"] == {
+        "predictor": "llm_judge",
+        "options": {},
+        "method": "vanilla+llm_judge",
+        "digest": judge.digest,
+    }
+    with pytest.raises(InputError, match="no distill record was judged by llm_judge"):
+        label_table([older], data, model_fingerprint=llm.fingerprint, features=features)
+    out = tmp_path / "llm-judged.json"
+    train_stack_from_labels(
+        path, out, data_root=data, features=features, folds=2, resamples=50, llm_loader=lambda _m: llm
+    )
+    stacked = build_predictor("stacked", llm, options={"stack": str(out)})
+    assert set(stacked.parts) == {"verifier", "llm_judge"}
+    gen = Generation(text="Mara Quill", tokens=[TokenLogprob("Mara", -0.4), TokenLogprob(" Quill", -0.4)])
+    v = stacked.verify_answer(
+        "Who designed the Tallbridge lighthouse?",
+        Answer(text="Mara Quill", generation=gen),
+        [Passage("p", "The Tallbridge lighthouse was designed by Mara Quill in 1899.")],
+    )
+    assert v.ok and 0.0 <= v.score <= 1.0 and not v.warnings, (v.error, v.warnings)
+    assert any("fully supported by the documents" in p[-1]["content"] for p in llm.prompts[-3:])

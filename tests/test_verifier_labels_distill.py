@@ -42,8 +42,13 @@ def short_answer(prompt) -> str:
 
 def judge_by_words(prompt):
     """Yes (0.9) when the passage holds the answer the statement names, else 0.2; a reply with neither
-    Yes nor No for "Edda Morn" (a judge failure that is not an outage)."""
+    Yes nor No for "Edda Morn" (a judge failure that is not an outage). `llm_judge`'s question over all
+    the documents likewise, at 0.8 and 0.3."""
     user = prompt[-1]["content"]
+    if "Is the answer fully supported by the documents?" in user:
+        documents, _, asked = user.rpartition("Question:")
+        answer = asked.split("Answer:", 1)[1].split("\n", 1)[0].strip().lower()
+        return yes_no(0.8 if answer in documents.lower() else 0.3)
     premise = user.split("Passage:", 1)[1].split("Statement:", 1)[0].lower()
     answer = re.search(r'" is: (.*)', user).group(1).strip().lower()
     if answer == "edda morn":
@@ -110,8 +115,18 @@ def test_answers_from_pruned_passages_judged_and_graded(tmp_path, data):
     sentences = [s for *_, text in NQ_ROWS for s in re.split(r"(?<=\.) ", text)]
     assert [s for s in sentences if s not in read]
     assert any(x["meta"]["prune"]["sentences_kept"] < x["meta"]["prune"]["sentences"] for x in made)
+    # llm_judge asked first, right after the answer, over what the generator read (its documents
+    # are the generation prompt's), on every answer
+    for x in made:
+        assert x["meta"]["judge"]["llm_judge"] in (0.8, 0.3) and len(x["meta"]["judge"]["llm_judge_digest"]) == 12
+        assert "llm_judge" in x["meta"]["seconds"]
+    after = [llm.ops[i + 1] for i, op in enumerate(llm.ops) if op == "generate"]
+    asked_first = [llm.prompts[i + 1][-1]["content"] for i, op in enumerate(llm.ops) if op == "generate"]
+    assert set(after) == {"next_token"} and all("fully supported by the documents" in a for a in asked_first)
+    assert all(g[-1]["content"].split("Read the documents")[0] in a for g, a in zip(prompts, asked_first))
     lighthouse = next(x for x in made if x["answer"] == "Mara Quill" and x["meta"]["condition"] == "mixed")
     assert lighthouse["label"] == 1 and lighthouse["meta"]["judge"]["evidence"] == 0.9
+    assert lighthouse["meta"]["judge"]["llm_judge"] == 0.8
     wrong = next(x for x in made if x["answer"] == "twelve")
     assert wrong["label"] == 0 and wrong["meta"]["correct"] is False and wrong["meta"]["judge"]["evidence"] == 0.2
     # a rerun makes nothing and asks nothing

@@ -32,11 +32,24 @@ from verirag_lab.train.stack_features import StackTable
 
 RECIPE = "distill"
 DEFAULT_FEATURES = ("verifier", *LOGPROB_SIGNALS, "k_precision")
-# The LLM judge's score the distillation recorded beside every answer (nli over the verifier's
-# evidence, `meta.judge.evidence`), as a feature: a stack that reads it rebuilds that predictor at
-# answer time and pays its LLM call. Not among the defaults (they cost no model call).
+# The LLM judges' scores the distillation recorded beside the answers, as features: a stack that
+# reads one rebuilds that predictor at answer time and pays its LLM call. Not among the defaults
+# (they cost no model call). {feature: (its score's key in `meta.judge`, its digest's key, source)}:
+# nli over the verifier's evidence (every answer), and `vanilla+llm_judge`'s judge over the passages
+# the generator read (answers made since 2026-11-29; rows without it are left out, and counted).
 JUDGE_FEATURE = "nli_evidence"
-JUDGE_SOURCE = {"predictor": "nli", "options": {"premise": "evidence"}, "method": "vanilla+nli(premise=evidence)"}
+JUDGE_FEATURES = {
+    JUDGE_FEATURE: (
+        "evidence",
+        "digest",
+        {"predictor": "nli", "options": {"premise": "evidence"}, "method": "vanilla+nli(premise=evidence)"},
+    ),
+    "llm_judge": (
+        "llm_judge",
+        "llm_judge_digest",
+        {"predictor": "llm_judge", "options": {}, "method": "vanilla+llm_judge"},
+    ),
+}
 
 
 def _rows(records: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
@@ -80,7 +93,8 @@ def label_table(
             f"{model_fingerprint[:16]}: a stack's log-probabilities belong to one build"
         )
     features = list(features or DEFAULT_FEATURES)
-    signal_features = [f for f in features if f not in ("verifier", JUDGE_FEATURE)]
+    rows, unjudged = _judged_rows(rows, [f for f in features if f in JUDGE_FEATURES])
+    signal_features = [f for f in features if f != "verifier" and f not in JUDGE_FEATURES]
     for f in signal_features:
         lacking = [r for r in rows if f not in r["meta"]["signals"]]
         if lacking:
@@ -91,8 +105,9 @@ def label_table(
     for f in signal_features:
         X[:, features.index(f)] = [float(r["meta"]["signals"][f]) for r in rows]
     sources: dict[str, dict[str, Any]] = {}
-    if JUDGE_FEATURE in features:
-        X[:, features.index(JUDGE_FEATURE)], sources[JUDGE_FEATURE] = judge_column(rows)
+    for f in features:
+        if f in JUDGE_FEATURES:
+            X[:, features.index(f)], sources[f] = judge_column(rows, f)
     if "verifier" in features:
         options = {"verifier": verifier} if verifier else {}
         predictor = build_predictor("verifier", None, options=options)
@@ -125,23 +140,41 @@ def label_table(
         sources=sources,
         model=str(models.pop()),
         model_fingerprint=model_fingerprint,
-        absent={"without_signals": f"{without} {RECIPE} records made before signals were kept"} if without else {},
+        absent=({"without_signals": f"{without} {RECIPE} records made before signals were kept"} if without else {})
+        | {f"without_{f}": f"{n} {RECIPE} records made before {f} was recorded" for f, n in unjudged.items() if n},
     )
 
 
-def judge_column(rows: Sequence[dict[str, Any]]) -> tuple[list[float], dict[str, Any]]:
-    """(the judge's score of each answer, the feature's source): the distillation's nli over the
-    evidence. An answer it could not score counts 0, as a failed predictor counts at answer time; the
-    rows must share one judge (its digest), which the stacked predictor checks again when it rebuilds it."""
+def _judged_rows(rows: Sequence[dict[str, Any]], judges: Sequence[str]) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """(the rows on which every judge feature in `judges` was asked, {feature: rows left out for it}):
+    a judge added to the recipe later was never asked about the answers made before it."""
+    kept, left = list(rows), {}
+    for f in judges:
+        digest_key = JUDGE_FEATURES[f][1]
+        asked = [r for r in kept if digest_key in ((r.get("meta") or {}).get("judge") or {})]
+        left[f], kept = len(kept) - len(asked), asked
+    if judges and not kept:
+        raise InputError(
+            f"no {RECIPE} record was judged by {', '.join(judges)}: make some with the recipe as it is now"
+        )
+    return kept, left
+
+
+def judge_column(rows: Sequence[dict[str, Any]], feature: str = JUDGE_FEATURE) -> tuple[list[float], dict[str, Any]]:
+    """(the judge's score of each answer, the feature's source): a judge the distillation recorded
+    (`JUDGE_FEATURES`). An answer it could not score counts 0, as a failed predictor counts at answer
+    time; the rows must share one judge (its digest), which the stacked predictor checks again when it
+    rebuilds it."""
+    score_key, digest_key, source = JUDGE_FEATURES[feature]
     judged = [(r.get("meta") or {}).get("judge") or {} for r in rows]
-    digests = {j.get("digest") for j in judged}
+    digests = {j.get(digest_key) for j in judged}
     if len(digests) != 1 or None in digests:
         raise InputError(
-            f"the {JUDGE_FEATURE} feature needs one judge for every answer; the records name "
+            f"the {feature} feature needs one judge for every answer; the records name "
             f"{sorted(map(str, digests))}: make them with one set-up"
         )
-    scores = [0.0 if j.get("evidence") is None else float(j["evidence"]) for j in judged]
-    return scores, JUDGE_SOURCE | {"digest": digests.pop()}
+    scores = [0.0 if j.get(score_key) is None else float(j[score_key]) for j in judged]
+    return scores, source | {"digest": digests.pop()}
 
 
 def train_stack_from_labels(

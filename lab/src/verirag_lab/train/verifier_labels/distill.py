@@ -25,9 +25,10 @@ gold label, the judge's soft score, or only the answers where the two agree.
 
 meta: condition (+ phrase and entity for a follow-up), correct / evidence / abstained (the grade), `judge` {evidence, passages (sampled
 only), read ("evidence", or "passages" when nli fell back to reading every passage), premise_words,
-digest (the judge's identity), errors}, `prune` {tokens_read, tokens_full (the answering model's
+digest (the judge's identity), llm_judge and llm_judge_digest (since 2026-11-29: `vanilla+llm_judge`'s
+judge over the passages the generator read, asked first, right after the answer), errors}, `prune` {tokens_read, tokens_full (the answering model's
 tokens of the passage texts), passages_read, sentences_kept, sentences, fallback, hops, threshold,
-data (the pruner's data fingerprint)}, `seconds` {prune, generate, judge, judge_full}, `signals` (what
+data (the pruner's data fingerprint)}, `seconds` {prune, generate, llm_judge, judge, judge_full}, `signals` (what
 the answer path knows at no model cost, `verirag.awf.signals`: the reply's token log-probabilities, min,
 mean and sum, and K-Precision against the text the generator read; absent ones named in
 `signals_missing`), so a stack of the verifier with them can be trained on these answers.
@@ -182,8 +183,12 @@ def make(ctx: LabelContext, q: Question, item_id: str, model: str, condition: st
     if not ans.text:
         return question_skipped(item_id, NAME, q, "the model returned an empty answer")
 
+    # first, while the generation's prompt is the backend's latest: it reads only its instruction
+    read_first = llm_judged(ctx, q, question, model, ans.text, [h.passage for h in pruned.kept], seconds)
     grade = ctx.grade(q, ans.text, keys)
     scores = judged(ctx, q, question, model, ans.text, passages, full_judged(ctx, q, model, condition), seconds)
+    errors = {**read_first.pop("errors", {}), **scores.pop("errors", {})}
+    scores |= read_first | ({"errors": errors} if errors else {})
     meta: dict[str, Any] = {
         "condition": condition,
         **about,
@@ -214,6 +219,28 @@ def followup_asked(ctx: LabelContext, q: Question, model: str):
         return None
     asked = AnswerState.asked(render(question, ctx), [render(t, ctx) for t in turns])
     return asked, {"question": question, "history": turns}, {"phrase": phrase, "entity": entity}
+
+
+def llm_judged(ctx, q, question, model, answer, read, seconds: dict[str, float]) -> dict[str, Any]:
+    """`llm_judge`'s score of `answer` over the passages the generator read (`read`: what the pruner
+    kept), as `vanilla+llm_judge` judges an answer of `ask`: one question over all of them, so evidence
+    two passages hold is read together. In the shared prompt layout its prompt begins as the
+    generator's did, so right after the answer it reads little more than its instruction. A judge
+    outage is a RecipeFailure; another failure is kept in `errors` with the score None."""
+    llm_judge = ctx.shared(("llm_judge", model), lambda: build_predictor("llm_judge", ctx.llm(model)))
+    t = time.perf_counter()
+    try:
+        v = llm_judge.verify(question, answer, read)
+    except BackendError as e:
+        raise RecipeFailure(f"the llm_judge ({model}) failed for {q.group}: {e}") from e
+    seconds["llm_judge"] = time.perf_counter() - t
+    if is_outage(v.failure):
+        raise RecipeFailure(f"the llm_judge ({model}) failed for {q.group}: {v.failure}")
+    ok = v.error is None and v.score is not None and not math.isnan(v.score)
+    out: dict[str, Any] = {"llm_judge": round(float(v.score), 4) if ok else None, "llm_judge_digest": llm_judge.digest}
+    if not ok:
+        out["errors"] = {"llm_judge": v.error or "no score"}
+    return out
 
 
 def judged(ctx, q, question, model, answer, passages, full: bool, seconds: dict[str, float]) -> dict[str, Any]:
