@@ -72,8 +72,6 @@ def label_table(
     """The feature table of the `distill` records (module doc). `model_fingerprint`: the answering
     model's full fingerprint (the records keep its first 16 characters, checked against it); a selected
     signal some row lacks is an InputError naming it (a backend without log-probabilities)."""
-    from verirag.awf.compose import build_predictor
-    from verirag.conversation import in_context
     from verirag_lab.train.verifier_labels.resolve import resolve
 
     rows, without = _rows(records)
@@ -109,26 +107,7 @@ def label_table(
         if f in JUDGE_FEATURES:
             X[:, features.index(f)], sources[f] = judge_column(rows, f)
     if "verifier" in features:
-        options = {"verifier": verifier} if verifier else {}
-        predictor = build_predictor("verifier", None, options=options)
-        scores = []
-        for start in range(0, len(examples), batch):
-            part = examples[start : start + batch]
-            # a follow-up is verified in its conversation, as `ask` verifies it
-            items = [
-                (in_context(e.question, e.history), e.answer, [Passage(str(i), t) for i, t in enumerate(e.passages)])
-                for e in part
-            ]
-            # a failure counts 0, as an eval run's records count it (and the stacked predictor does)
-            scores += [float(v.score) if v.ok else 0.0 for v in predictor.verify_batch(items)]
-            say(min(start + batch, len(examples)), len(examples))
-        X[:, features.index("verifier")] = scores
-        sources["verifier"] = {
-            "predictor": "verifier",
-            "options": options,
-            "method": "vanilla+verifier",
-            "digest": predictor.digest,
-        }
+        X[:, features.index("verifier")], sources["verifier"] = _verifier_column(examples, verifier, batch, say)
     return StackTable(
         features=features,
         X=X,
@@ -143,6 +122,32 @@ def label_table(
         absent=({"without_signals": f"{without} {RECIPE} records made before signals were kept"} if without else {})
         | {f"without_{f}": f"{n} {RECIPE} records made before {f} was recorded" for f, n in unjudged.items() if n},
     )
+
+
+def _verifier_column(examples, verifier: str | None, batch: int, say) -> tuple[list[float], dict[str, Any]]:
+    """(the trained verifier's score of each example's answer over its passages, the feature's source)."""
+    from verirag.awf.compose import build_predictor
+    from verirag.conversation import in_context
+
+    options = {"verifier": verifier} if verifier else {}
+    predictor = build_predictor("verifier", None, options=options)
+    scores: list[float] = []
+    for start in range(0, len(examples), batch):
+        part = examples[start : start + batch]
+        # a follow-up is verified in its conversation, as `ask` verifies it
+        items = [
+            (in_context(e.question, e.history), e.answer, [Passage(str(i), t) for i, t in enumerate(e.passages)])
+            for e in part
+        ]
+        # a failure counts 0, as an eval run's records count it (and the stacked predictor does)
+        scores += [float(v.score) if v.ok else 0.0 for v in predictor.verify_batch(items)]
+        say(min(start + batch, len(examples)), len(examples))
+    return scores, {
+        "predictor": "verifier",
+        "options": options,
+        "method": "vanilla+verifier",
+        "digest": predictor.digest,
+    }
 
 
 def _judged_rows(rows: Sequence[dict[str, Any]], judges: Sequence[str]) -> tuple[list[dict[str, Any]], dict[str, int]]:
