@@ -15,9 +15,9 @@ what an answer costs) over one evaluation set, resumably, and writes one row per
 - `docs`: the man-page claims of benchmarks/heldout_docs.py (runs/heldout_docs/log.jsonl).
 
 `--arm llm_judge` scores with `vanilla+llm_judge`'s judge instead (one question over all the passages;
-give --out): a candidate for the judge of `ask`'s own answers, where it reads only its instruction
-after the answer (the passages are the generation's prompt prefix), so its seconds here are not its
-cost there.
+give --out): a candidate for the judge of `ask`'s own answers, where it reads only what follows the
+passages (its instruction and the answer, from the last 64-token batch the two prompts share), the
+passages being the generation's prompt prefix; so its seconds here are not its cost there.
 
 `compare` prints, per set, the AUROC of the verifier, of nli over the evidence and of nli over the
 passages (the committed scores, or this script's passages arm where it scored every answer the evidence
@@ -191,8 +191,8 @@ def judge(arm: str, evidence_chunks: int = 1):
     """The judge of `arm` on qwen2.5-1.5b, the request cache off: nli over the verifier's evidence
     (`evidence`) or over every passage (`passages`), or `llm_judge`: one question over all the
     passages together (which can join evidence that two passages hold; after `ask`'s own answer it
-    reads only its instruction, the passages being the generation's prompt prefix in the shared layout,
-    so the seconds timed here, reading the whole prompt, are not what it costs there)."""
+    reads only what follows the passages, which are the generation's prompt prefix in the shared
+    layout, so the seconds timed here, reading the whole prompt, are not what it costs there)."""
     from verirag.awf.entailment.llm_judge import LLMJudgeEntailment
     from verirag.awf.predictors.llm_judge import LLMJudgePredictor
     from verirag.awf.predictors.nli import PostAnsweringNLI

@@ -183,7 +183,7 @@ def make(ctx: LabelContext, q: Question, item_id: str, model: str, condition: st
     if not ans.text:
         return question_skipped(item_id, NAME, q, "the model returned an empty answer")
 
-    # first, while the generation's prompt is the backend's latest: it reads only its instruction
+    # first, while the generation's prompt is the backend's latest: it reads only what follows the passages
     read_first = llm_judged(ctx, q, question, model, ans.text, [h.passage for h in pruned.kept], seconds)
     grade = ctx.grade(q, ans.text, keys)
     scores = judged(ctx, q, question, model, ans.text, passages, full_judged(ctx, q, model, condition), seconds)
