@@ -111,6 +111,17 @@ def test_the_command_takes_a_labels_file_and_refuses_options_of_eval_runs(labell
     assert not out.exists()
 
 
+def _answers_a_question(stacked) -> None:
+    """The stacked predictor judges an answer with its generation's log-probabilities: a score, no warning."""
+    gen = Generation(text="Mara Quill", tokens=[TokenLogprob("Mara", -0.4), TokenLogprob(" Quill", -0.4)])
+    v = stacked.verify_answer(
+        "Who designed the Tallbridge lighthouse?",
+        Answer(text="Mara Quill", generation=gen),
+        [Passage("p", "The Tallbridge lighthouse was designed by Mara Quill in 1899.")],
+    )
+    assert v.ok and 0.0 <= v.score <= 1.0 and not v.warnings, (v.error, v.warnings)
+
+
 def test_the_judges_score_is_a_feature_the_stacked_predictor_rebuilds(labelled, tmp_path):
     """`nli_evidence`: the distillation's judge (nli over the verifier's evidence) as a column, read from
     the labels (no model call), whose source the stacked predictor rebuilds on the same model."""
@@ -142,13 +153,7 @@ def test_the_judges_score_is_a_feature_the_stacked_predictor_rebuilds(labelled, 
     )
     stacked = build_predictor("stacked", llm, options={"stack": str(out)})
     assert set(stacked.parts) == {"verifier", JUDGE_FEATURE}
-    gen = Generation(text="Mara Quill", tokens=[TokenLogprob("Mara", -0.4), TokenLogprob(" Quill", -0.4)])
-    v = stacked.verify_answer(
-        "Who designed the Tallbridge lighthouse?",
-        Answer(text="Mara Quill", generation=gen),
-        [Passage("p", "The Tallbridge lighthouse was designed by Mara Quill in 1899.")],
-    )
-    assert v.ok and 0.0 <= v.score <= 1.0 and not v.warnings, (v.error, v.warnings)
+    _answers_a_question(stacked)
 
 
 def test_the_llm_judge_is_a_feature_and_answers_made_before_it_are_left_out(labelled, tmp_path):
@@ -181,11 +186,5 @@ def test_the_llm_judge_is_a_feature_and_answers_made_before_it_are_left_out(labe
     )
     stacked = build_predictor("stacked", llm, options={"stack": str(out)})
     assert set(stacked.parts) == {"verifier", "llm_judge"}
-    gen = Generation(text="Mara Quill", tokens=[TokenLogprob("Mara", -0.4), TokenLogprob(" Quill", -0.4)])
-    v = stacked.verify_answer(
-        "Who designed the Tallbridge lighthouse?",
-        Answer(text="Mara Quill", generation=gen),
-        [Passage("p", "The Tallbridge lighthouse was designed by Mara Quill in 1899.")],
-    )
-    assert v.ok and 0.0 <= v.score <= 1.0 and not v.warnings, (v.error, v.warnings)
+    _answers_a_question(stacked)
     assert any("fully supported by the documents" in p[-1]["content"] for p in llm.prompts[-3:])

@@ -61,6 +61,17 @@ class ForecasterRun:
     forecaster: ForecasterBase
 
 
+def _load_models(model: str, user_model: str | None, judge_model: str | None, *, mode: str, match: str, n_ctx: int):
+    """(the RAG model, the surrogate user (mode "decision" with a user model, else None), the judge
+    (match "llm", else None))."""
+    from verirag.llm.factory import load_llm
+
+    llm = load_llm(model, n_ctx=n_ctx)
+    user_llm = load_llm(user_model, n_ctx=n_ctx) if user_model and mode == "decision" else None
+    judge_llm = load_llm(judge_model or model, n_ctx=n_ctx) if match == "llm" else None
+    return llm, user_llm, judge_llm
+
+
 def _new_forecaster(
     kind: str, llm: Any, encoder: str, *, val_share: float, temperature: bool, seed: int, **train
 ) -> ForecasterBase:
@@ -106,7 +117,6 @@ def train_forecaster_from_data(
     save it to `out_dir` with the fingerprints of the model and index and the run's provenance.
     `on_stage(text)` announces each step; `progress(step, done, total)` counts within
     "labelling" and "training"."""
-    from verirag.llm.factory import load_llm
     from verirag.retrieval.index import index_or_pooled
     from verirag_lab.train.data import load_questions
     from verirag_lab.train.forecaster_labels import label_pairs
@@ -115,15 +125,12 @@ def train_forecaster_from_data(
         raise InputError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
     if kind not in KINDS:
         raise InputError(f"--kind must be cross_encoder or probe, got {kind!r}")
-    stage = on_stage or (lambda _text: None)
-    tick = progress or (lambda _step, _done, _total: None)
+    stage, tick = on_stage or (lambda _text: None), progress or (lambda _step, _done, _total: None)
     examples = load_questions(data, n, seed)
     stage("indexing the pooled passages" if index is None else "loading the index")
     idx = index_or_pooled(examples, index, kind=retrieval, source=str(data))
     stage(f"loading {model}")
-    llm = load_llm(model, n_ctx=n_ctx)
-    user_llm = load_llm(user_model, n_ctx=n_ctx) if user_model and mode == "decision" else None
-    judge_llm = load_llm(judge_model or model, n_ctx=n_ctx) if match == "llm" else None
+    llm, user_llm, judge_llm = _load_models(model, user_model, judge_model, mode=mode, match=match, n_ctx=n_ctx)
     forecaster = _new_forecaster(
         kind,
         llm,
@@ -140,28 +147,12 @@ def train_forecaster_from_data(
     label_file = Path(labels) if labels else out_dir / "labels.jsonl"
     stage(f"labelling pairs ({mode})")
     ls = label_pairs(
-        examples,
-        idx,
-        llm,
-        k=k,
-        mode=mode,
-        user_llm=user_llm,
-        match=match,
-        judge_llm=judge_llm,
-        out=label_file,
+        examples, idx, llm, k=k, mode=mode, user_llm=user_llm, match=match, judge_llm=judge_llm, out=label_file,
         progress=lambda i, t: tick("labelling", i, t),
-    )
-    provenance = {
-        "command": "verirag train forecaster",
-        "data": data,
-        "labels": str(label_file),
-        "mode": mode,
-        "match": match,
-        "k": k,
-        "model": model,
-        "user_model": user_model or model,
-        "label_summary": ls.summary(),
-    }
+    )  # fmt: skip
+    provenance = {"command": "verirag train forecaster", "data": data, "labels": str(label_file), "mode": mode}
+    provenance |= {"match": match, "k": k, "model": model, "user_model": user_model or model}
+    provenance["label_summary"] = ls.summary()
     fingerprints = {"model": getattr(llm, "fingerprint", ""), "retriever": idx.kind, "corpus": idx.fingerprint}
     stage("reading hidden states" if kind == "probe" else "training the forecaster")
     f = train_forecaster(
