@@ -7,40 +7,97 @@
         data/verifier/own_answers/own-answers-followup-verifier-qwen2.5-1.5b \
         --stack stacked=src/verirag/learned/shipped/stack.json --candidates stacked,logprob_mean
 
-Each RUN is one set; on each, every candidate column (a run's own, or a `--stack` computed from its
-columns, as `benchmarks/verifier_own_answers.py` makes them) is measured against the reference (the
-verifier alone) by AUROC with a paired bootstrap over question groups. Prints the table, the rule's
-pick and why each candidate was or was not taken.
+Each RUN is one set; on each, every candidate column (a run's own, a `--verifier-scores` file's, or a
+`--stack` computed from its columns, as `benchmarks/verifier_own_answers.py` makes them) is measured
+against the reference (the verifier alone) by AUROC with a paired bootstrap over question groups.
+Prints the table, the rule's pick and why each candidate was or was not taken.
+
+With `--judge nli --costs LABELS` the rule weighs cost as issue 47's goal does: each candidate's
+seconds after an answer, as a share of its generation, are the LLM judges' it reads (a stack: those
+among its features), timed by the distillation (`verirag_lab.judge_costs`; LABELS is its labels file,
+`.gz` or not); one over a fifth of nli's does not qualify, and each qualifier is compared with nli
+on the answers nli scored (a `--verifier-scores` column may be partial there: a run still going):
+
+    python benchmarks/pick_answer_default.py RUN_HOTPOTQA RUN_NQ RUN_FOLLOWUP \
+        --verifier-scores llm_judge=RUN_HOTPOTQA/llm-judge.jsonl ... --verifier-scores nli=RUN_HOTPOTQA/nli-passages.jsonl \
+        --stack judged=STACK.json --candidates judged,llm_judge --judge nli --costs LABELS
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
+import json
 from pathlib import Path
 
 import numpy as np
-from verifier_own_answers import load, stacked_column, table_rows
+from verifier_own_answers import covered, load, rescored_columns, stacked_column, table_rows
 
+from verirag_lab.judge_costs import judge_costs
 from verirag_lab.pick_default import Measured, pick_answer_default
 
 REFERENCE = "verifier"
 
 
-def measure(run: str, stacks: list[str], candidates: list[str], resamples: int) -> list[Measured]:
-    """Each candidate and the reference on one run: AUROC, and the paired lower bound against the reference."""
-    table, columns = load([run])
-    for arg in stacks:
+def measure(run: str, args, candidates: list[str], cost: dict[str, float]) -> list[Measured]:
+    """Each candidate and the reference on one run: AUROC, the paired lower bound against the
+    reference, and, with a judge, against the judge on the answers it scored."""
+    judge = args.judge
+    partial = [judge] if judge and judge in rescored_columns(args.verifier_scores) else []
+    table, columns = load([run], scores=args.verifier_scores, partial=partial)
+    for arg in args.stack:
         name, column = stacked_column(arg, table, columns)
         columns[name] = column
     lacking = [c for c in [REFERENCE, *candidates] if c not in columns]
     if lacking:
         raise SystemExit(f"{run}: no column {', '.join(lacking)} (columns: {', '.join(columns)})")
     shown = {k: columns[k] for k in dict.fromkeys([REFERENCE, *candidates])}
-    rows = table_rows(table, shown, REFERENCE, np.arange(len(table.y)), resamples)
+    rows = table_rows(table, shown, REFERENCE, np.arange(len(table.y)), args.resamples)
+    vs_judge = _against_judge(table, columns, judge, [REFERENCE, *candidates], args) if judge in columns else {}
     name = Path(run).name
-    out = [Measured(REFERENCE, name, rows[f"{REFERENCE}.auroc"][0], 0.0)]
+    ref_low = vs_judge.get(f"{REFERENCE}.diff_auroc", (None, None))[1]
+    out = [Measured(REFERENCE, name, rows[f"{REFERENCE}.auroc"][0], 0.0, None, ref_low)]
     for c in candidates:
-        out.append(Measured(c, name, rows[f"{c}.auroc"][0], 0.0, rows[f"{c}.diff_auroc"][1]))
+        low = vs_judge.get(f"{c}.diff_auroc", (None, None))[1]
+        out.append(Measured(c, name, rows[f"{c}.auroc"][0], cost.get(c, 0.0), rows[f"{c}.diff_auroc"][1], low))
+    if judge in vs_judge.get("_present", ()) and len(vs_judge["_ix"]) == len(table.y):
+        out.append(Measured(judge, name, vs_judge[f"{judge}.auroc"][0], cost.get(judge, 0.0), None, None))
+    return out
+
+
+def _against_judge(table, columns, judge: str, candidates: list[str], args) -> dict:
+    """table_rows of the candidates against the judge, on the answers the judge scored (all of them
+    unless its column is a partial --verifier-scores one); prints how many."""
+    ix = np.arange(len(table.y))
+    if judge in rescored_columns(args.verifier_scores):
+        ix = np.flatnonzero(covered(table, args.verifier_scores, [judge]))
+        if len(ix) < len(table.y):
+            print(f"{judge} scored {len(ix)} of {len(table.y)} answers: the comparison with it is on those")
+    if len(np.unique([table.groups[i] for i in ix])) < 2:
+        return {}
+    shown = {k: columns[k] for k in dict.fromkeys([judge, *candidates])}
+    rows = table_rows(table, shown, judge, ix, args.resamples)
+    rows["_ix"], rows["_present"] = ix, (judge,)
+    return rows
+
+
+def column_costs(args, candidates: list[str]) -> dict[str, float]:
+    """{column: seconds after an answer as a share of its generation}: a judge's own (the
+    distillation's timing), a stack's the sum over the judges among its features; others free."""
+    if not args.costs:
+        return {}
+    opener = gzip.open if str(args.costs).endswith(".gz") else open
+    with opener(args.costs, "rt", encoding="utf-8") as f:
+        timed = {k: share for k, (share, _) in judge_costs(json.loads(line) for line in f if line.strip()).items()}
+    out = dict(timed)
+    for arg in args.stack:
+        from verirag.learned.stack import StackedVerifier
+
+        name, _, path = arg.partition("=")
+        out[name] = sum(timed.get(f, 0.0) for f in StackedVerifier.load(path).features)
+    for c in [*candidates, args.judge]:
+        if c and c in {"llm_judge", "nli_evidence", "nli"} and c not in timed:
+            raise SystemExit(f"--costs {args.costs}: no answer timed {c}")
     return out
 
 
@@ -49,15 +106,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("runs", nargs="+", help="own-answer runs, one set each")
     ap.add_argument("--stack", action="append", default=[], help="NAME=FILE: a stacked verifier's column")
     ap.add_argument("--candidates", default="stacked", help="comma-separated candidate columns")
+    ap.add_argument(
+        "--verifier-scores", action="append", default=[], help="NAME=FILE: a column of rescored scores (repeatable)"
+    )
+    ap.add_argument("--judge", default=None, help="the column the default is held level with (nli)")
+    ap.add_argument("--costs", default=None, help="the distillation's labels file: the judges' timing")
     ap.add_argument("--resamples", type=int, default=1000)
     args = ap.parse_args(argv)
-    candidates = [c for c in args.candidates.split(",") if c and c != REFERENCE]
-    measured = [m for run in args.runs for m in measure(run, args.stack, candidates, args.resamples)]
-    print(f"{'set':48} {'method':16} {'AUROC':>7} {'minus ' + REFERENCE + ', low':>22}")
+    candidates = [c for c in args.candidates.split(",") if c and c not in (REFERENCE, args.judge)]
+    if args.judge and not args.costs:
+        raise SystemExit("--judge weighs cost: give --costs LABELS (the distillation's labels file)")
+    cost = column_costs(args, candidates)
+    measured = [m for run in args.runs for m in measure(run, args, candidates, cost)]
+    judge_col = f"minus {args.judge}, low" if args.judge else ""
+    print(f"{'set':48} {'method':16} {'AUROC':>7} {'minus ' + REFERENCE + ', low':>22} {judge_col:>18} {'cost':>6}")
     for m in measured:
         low = "" if m.minus_reference_low is None else f"{m.minus_reference_low:+.3f}"
-        print(f"{m.dataset:48} {m.method:16} {m.auroc:7.3f} {low:>22}")
-    best, why = pick_answer_default(measured, REFERENCE)
+        jlow = "" if m.minus_judge_low is None else f"{m.minus_judge_low:+.3f}"
+        print(f"{m.dataset:48} {m.method:16} {m.auroc:7.3f} {low:>22} {jlow:>18} {m.seconds:6.3f}")
+    best, why = pick_answer_default(measured, REFERENCE, args.judge, cost.get(args.judge) if args.judge else None)
     print(f"\nthe rule picks: {best}")
     for method, reason in why.items():
         print(f"  {method}: {reason}")

@@ -272,3 +272,38 @@ def test_the_answer_default_rule_takes_the_best_mean_among_those_level_everywher
     worse = [Measured("stacked", d, a - 0.2, 0.0, 0.0) for d, a in (("hotpot", 0.56), ("nq", 0.70), ("followup", 0.72))]
     assert pick_answer_default(ref + worse, "verifier")[0] == "verifier"  # level, but not above in the mean
     assert "not measured" in pick_answer_default(ref + stack[:2], "verifier")[1]["stacked"]
+
+
+def test_the_answer_default_rule_with_a_judge_leaves_out_what_costs_over_a_fifth_of_it():
+    """With a judge (nli), cost is weighed: a candidate over a fifth of the judge's seconds after an
+    answer is not taken, however well it ranks; the standing against the judge is said per set."""
+    from verirag_lab.pick_default import pick_answer_default
+
+    sets = ("hotpot", "nq", "followup")
+    ref = [Measured("verifier", d, a, 0.0) for d, a in zip(sets, (0.56, 0.70, 0.72))]
+    stack = [Measured("stacked", d, a, 0.0, 0.0) for d, a in zip(sets, (0.64, 0.73, 0.76))]
+    judged = [
+        Measured("judged", d, a, 0.25, 0.02, low) for d, a, low in zip(sets, (0.72, 0.75, 0.78), (-0.02, None, -0.08))
+    ]
+    best, why = pick_answer_default(ref + stack + judged, "verifier", "nli", judge_seconds=1.6)
+    assert best == "judged"
+    assert "level with nli on hotpot" in why["judged"] and "not level with nli on followup (-0.080)" in why["judged"]
+    assert "nli not measured on nq" in why["judged"]
+    # at 0.4 of a generation it costs over a fifth of nli's 1.6: the free stack is taken instead
+    dear = [Measured("judged", m.dataset, m.auroc, 0.4, 0.02, m.minus_judge_low) for m in judged]
+    best, why = pick_answer_default(ref + stack + dear, "verifier", "nli", judge_seconds=1.6)
+    assert best == "stacked" and "over 20% of nli's" in why["judged"]
+    with pytest.raises(ValueError, match="measured on no evaluation set"):
+        pick_answer_default(ref + stack, "verifier", "nli")
+
+
+def test_judge_costs_are_the_median_share_of_the_generation_the_distillation_timed():
+    from verirag_lab.judge_costs import judge_costs, paired_judge_costs
+
+    def rec(generate, **judges):
+        return {"meta": {"seconds": {"generate": generate, **judges}}}
+
+    records = [rec(10, llm_judge=2, judge=3), rec(20, llm_judge=6, judge=4, judge_full=30), rec(10, judge=1), {}]
+    costs = judge_costs(records)
+    assert costs["llm_judge"] == (0.25, 2) and costs["nli_evidence"] == (0.2, 3) and costs["nli"] == (1.5, 1)
+    assert paired_judge_costs(records, ["llm_judge", "nli"]) == {"llm_judge": (0.3, 1), "nli": (1.5, 1)}

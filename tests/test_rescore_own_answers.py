@@ -194,3 +194,22 @@ def test_a_partial_column_reports_only_the_answers_it_scored(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "40 of 150 answers, those some scored" in out
     assert "\nall: 40 answers" in out
+
+
+def test_the_answer_default_rule_weighs_the_judges_cost_from_the_distillations_timing(capsys):
+    """--judge nli --costs LABELS: each candidate's cost is the distillation's timing of the judges it
+    reads, each is compared with nli on the answers nli scored, and llm_judge, the all-passages
+    judge, is taken only within a fifth of nli's seconds after an answer."""
+    pick = _bench("pick_answer_default")
+    labels = REPO / "data" / "verifier" / "labels" / "distill-qwen2.5-1.5b.jsonl.gz"
+    args = [str(RUN), "--verifier-scores", f"llm_judge={RUN / 'llm-judge.jsonl'}", "--candidates", "llm_judge"]
+    assert pick.main([*args, "--judge", "nli", "--costs", str(labels), "--resamples", "200"]) == 0
+    out = capsys.readouterr().out
+    rows = {line.split()[1]: line.split() for line in out.splitlines() if line.startswith(RUN.name)}
+    judge_cost, nli_cost = float(rows["llm_judge"][-1]), float(rows["nli"][-1])
+    assert 0 < judge_cost < 1 < nli_cost  # shares of a generation, as the distillation timed them
+    assert judge_cost < nli_cost / 5  # one prompt after the answer against one per passage
+    assert -1 < float(rows["llm_judge"][-2]) < 0.3  # its paired lower bound against nli, printed
+    assert "the rule picks: " in out and "llm_judge: " in out
+    with pytest.raises(SystemExit, match="--costs"):
+        pick.main([*args, "--judge", "nli"])
