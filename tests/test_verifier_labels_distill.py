@@ -235,3 +235,44 @@ def test_distill_with_the_smallest_real_model(tmp_path, data, smollm_path):
         assert again.written == 0 and again.already_done == r.planned
     finally:
         llm.close()
+
+
+def test_llm_judge_is_added_to_answers_made_before_it_over_what_the_generator_read(tmp_path, data):
+    """`verirag label llm-judge`: answers recorded without llm_judge get the score the recipe would have
+    given them (the same judge over the passages the generator read, rebuilt by the pruner and checked
+    by the tokens it kept); what cannot be rebuilt is counted and left; a rerun asks nothing."""
+    import json
+
+    from verirag_lab.train.verifier_labels.distill_llm_judge import backfill_llm_judge
+
+    llm = model()
+    run(tmp_path, data, llm, judge_full_every=0, datasets=["nq", "hotpotqa"])
+    path = tmp_path / "labels.jsonl"
+    made = [x for x in read_records(path) if "skip" not in x]
+    assert any(x.get("history") for x in made)  # a follow-up among them
+    before = {x["id"]: x["meta"]["judge"]["llm_judge"] for x in made}
+    for x in made:  # as the answers made before 2026-11-29 are
+        for key in ("llm_judge", "llm_judge_digest"):
+            x["meta"]["judge"].pop(key)
+        x["meta"]["seconds"].pop("llm_judge")
+    made[0]["meta"]["prune"]["data"] = "another-pruner"
+    made[1]["meta"]["prune"]["tokens_read"] += 1
+    path.write_text("".join(json.dumps(x) + "\n" for x in made), encoding="utf-8")
+
+    asked = len(llm.requests)
+    done = backfill_llm_judge(path, data_root=data, llm_loader=lambda m: llm)
+    assert done.todo == len(made) and done.scored == len(made) - 2
+    assert done.left == {
+        "made with another pruner": 1,
+        "the pruner kept another number of tokens than the generator read": 1,
+    }
+    after = {x["id"]: x for x in read_records(path)}
+    for x in made[2:]:
+        judge = after[x["id"]]["meta"]["judge"]
+        assert judge["llm_judge"] == before[x["id"]] and judge["llm_judge_backfilled"] is True
+        assert "llm_judge" not in after[x["id"]]["meta"]["seconds"]  # not its cost after an answer
+    assert all("llm_judge" not in after[x["id"]]["meta"]["judge"] for x in made[:2])
+    prompts = [p[-1]["content"] for p, op in zip(llm.prompts[asked:], llm.ops[asked:]) if op == "next_token"]
+    assert len(prompts) == done.scored and sum("Conversation so far:" in p for p in prompts) >= 1
+    again = backfill_llm_judge(path, data_root=data, llm_loader=lambda m: llm)
+    assert again.scored == 0 and again.todo == 2 and len(llm.requests) == asked + done.scored

@@ -2,7 +2,7 @@
 `verirag.commands` in lab/pyproject.toml names `register`):
 
     eval.py       eval, report               train.py   train lookback|forecaster|verifier|cascade|stack|pruner
-    retrieval.py  calibrate-retrieval        label.py   label verifier
+    retrieval.py  calibrate-retrieval        label.py   label verifier|llm-judge
 """
 
 from __future__ import annotations
@@ -24,3 +24,4 @@ def register(app: typer.Typer) -> None:
     for name in ("lookback", "forecaster", "verifier", "cascade", "stack", "pruner"):
         train_app.command(name)(getattr(train, name))
     label_app.command("verifier")(label.label_verifier)
+    label_app.command("llm-judge")(label.label_llm_judge)

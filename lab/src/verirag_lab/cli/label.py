@@ -107,3 +107,30 @@ def label_verifier(
             "(a killed run's torn line): their items were made again"
         )
     out.print(f"summary: {escape(str(run.summary_path))}")
+
+
+def label_llm_judge(
+    labels: Path = typer.Argument(..., help="The distillation's labels JSONL (`label verifier --recipes distill`)."),
+    datasets: list[str] = typer.Option([], "--datasets", help="Only these datasets' answers (comma-separated)."),
+    limit: int | None = typer.Option(None, help="Score at most this many answers in this run."),
+    threads: int | None = typer.Option(None, help="llama.cpp threads (default: every core)."),
+    data: Path | None = typer.Option(None, help="The benchmark data folder (default: $VERIRAG_DATA_DIR)."),
+):
+    """Add `llm_judge`'s score to the distillation answers made before it was recorded: the same judge
+    over the passages the generator read (rebuilt and checked), appended to the file; resumes."""
+    from verirag_lab.train.verifier_labels.distill_llm_judge import backfill_llm_judge
+
+    with progress(remaining=True) as bar:
+        task = bar.add_task("reading the data…", total=None)
+        run = backfill_llm_judge(
+            labels,
+            data_root=data,
+            datasets=names(datasets) or None,
+            limit=limit,
+            n_threads=threads,
+            on_start=lambda total: bar.update(task, total=total, description="llm_judge"),
+            on_progress=lambda i: bar.update(task, completed=i),
+        )
+    out.print(f"{run.scored} of {run.todo} answers without llm_judge scored in {escape(str(labels))}")
+    for why, count in run.left.most_common():
+        err.print(f"[yellow]left as they are:[/yellow] {count} ({escape(why)})")
