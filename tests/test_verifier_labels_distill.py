@@ -276,3 +276,25 @@ def test_llm_judge_is_added_to_answers_made_before_it_over_what_the_generator_re
     assert len(prompts) == done.scored and sum("Conversation so far:" in p for p in prompts) >= 1
     again = backfill_llm_judge(path, data_root=data, llm_loader=lambda m: llm)
     assert again.scored == 0 and again.todo == 2 and len(llm.requests) == asked + done.scored
+
+
+@pytest.mark.slow
+def test_the_llm_judge_command_reports_what_it_scored_and_refuses_a_missing_file(tmp_path, data):
+    import subprocess
+    import sys
+
+    def cli(*args):
+        return subprocess.run(
+            [sys.executable, "-m", "verirag", "label", "llm-judge", *args, "--data", str(data)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            stdin=subprocess.DEVNULL,
+        )
+
+    run(tmp_path, data, model(), datasets=["nq"])  # every answer made now carries llm_judge already
+    r = cli(str(tmp_path / "labels.jsonl"))
+    assert r.returncode == 0, r.stderr
+    assert "0 of 0 answers without llm_judge scored" in " ".join(r.stdout.split())
+    r = cli(str(tmp_path / "missing.jsonl"))
+    assert r.returncode != 0 and "labels file not found" in r.stderr + r.stdout
