@@ -53,32 +53,33 @@ def measure(run: str, args, candidates: list[str], cost: dict[str, float]) -> li
         raise SystemExit(f"{run}: no column {', '.join(lacking)} (columns: {', '.join(columns)})")
     shown = {k: columns[k] for k in dict.fromkeys([REFERENCE, *candidates])}
     rows = table_rows(table, shown, REFERENCE, np.arange(len(table.y)), args.resamples)
-    vs_judge = _against_judge(table, columns, judge, [REFERENCE, *candidates], args) if judge in columns else {}
+    vs_judge, judged = (
+        _against_judge(table, columns, judge, [REFERENCE, *candidates], args) if judge in columns else ({}, 0)
+    )
     name = Path(run).name
     ref_low = vs_judge.get(f"{REFERENCE}.diff_auroc", (None, None))[1]
     out = [Measured(REFERENCE, name, rows[f"{REFERENCE}.auroc"][0], 0.0, None, ref_low)]
     for c in candidates:
         low = vs_judge.get(f"{c}.diff_auroc", (None, None))[1]
         out.append(Measured(c, name, rows[f"{c}.auroc"][0], cost.get(c, 0.0), rows[f"{c}.diff_auroc"][1], low))
-    if judge in vs_judge.get("_present", ()) and len(vs_judge["_ix"]) == len(table.y):
+    if judged == len(table.y):  # the judge's own row only where it scored every answer
         out.append(Measured(judge, name, vs_judge[f"{judge}.auroc"][0], cost.get(judge, 0.0), None, None))
     return out
 
 
-def _against_judge(table, columns, judge: str, candidates: list[str], args) -> dict:
-    """table_rows of the candidates against the judge, on the answers the judge scored (all of them
-    unless its column is a partial --verifier-scores one); prints how many."""
+def _against_judge(table, columns, judge: str, candidates: list[str], args) -> tuple[dict, int]:
+    """(table_rows of the candidates against the judge, how many answers they read): the answers the
+    judge scored, all of them unless its column is a partial --verifier-scores one ({} under two
+    questions); prints how many."""
     ix = np.arange(len(table.y))
     if judge in rescored_columns(args.verifier_scores):
         ix = np.flatnonzero(covered(table, args.verifier_scores, [judge]))
         if len(ix) < len(table.y):
             print(f"{judge} scored {len(ix)} of {len(table.y)} answers: the comparison with it is on those")
     if len(np.unique([table.groups[i] for i in ix])) < 2:
-        return {}
+        return {}, 0
     shown = {k: columns[k] for k in dict.fromkeys([judge, *candidates])}
-    rows = table_rows(table, shown, judge, ix, args.resamples)
-    rows["_ix"], rows["_present"] = ix, (judge,)
-    return rows
+    return table_rows(table, shown, judge, ix, args.resamples), len(ix)
 
 
 def column_costs(args, candidates: list[str]) -> dict[str, float]:
