@@ -178,8 +178,13 @@ class Scorer:
     def __init__(self, folder: str | Path, name: str | None = None):
         from verirag.awf.predictors.verifier import TrainedVerifierPredictor
 
+        from verirag.learned.shipped import shipped_verifier_dir
+
         self.folder = Path(folder)
-        self.predictor = TrainedVerifierPredictor(verifier=str(self.folder))
+        # the shipped folder is the default's verifier: named as the default names it, so its scores
+        # carry the identity a stack fitted on the default verifier checks (`verifier_own_answers --stack`)
+        shipped = self.folder.resolve() == shipped_verifier_dir().resolve()
+        self.predictor = TrainedVerifierPredictor() if shipped else TrainedVerifierPredictor(verifier=str(self.folder))
         self.name = name or self.folder.resolve().name
         model = self.predictor.model
         self.identity = {

@@ -213,3 +213,22 @@ def test_the_answer_default_rule_weighs_the_judges_cost_from_the_distillations_t
     assert "the rule picks: " in out and "llm_judge: " in out
     with pytest.raises(SystemExit, match="--costs"):
         pick.main([*args, "--judge", "nli"])
+
+
+def test_the_shipped_folder_is_named_as_the_default_verifier(rescore):
+    """Scores of the shipped verifier's folder carry the default predictor's digest, which a stack fitted
+    on the default verifier checks (`verifier_own_answers.py --stack`); another folder keeps its own."""
+    from verirag.awf.predictors.verifier import TrainedVerifierPredictor
+    from verirag.learned.shipped import shipped_verifier_dir
+
+    assert rescore.Scorer(shipped_verifier_dir()).identity["predictor_digest"] == TrainedVerifierPredictor().digest
+    assert rescore.Scorer(V1).identity["predictor_digest"] != TrainedVerifierPredictor().digest
+
+
+def test_the_shipped_stack_reads_the_default_verifiers_committed_scores_of_the_held_out_nli_run():
+    own = _bench("verifier_own_answers")
+    scores = [f"shipped={RUN / 'verifier-default.jsonl'}"]
+    table, columns = own.load([str(RUN)], scores=scores)
+    stack = REPO / "src" / "verirag" / "learned" / "shipped" / "stack.json"
+    name, column = own.stacked_column(f"stacked={stack}", table, columns, own.rescored_digests(scores))
+    assert name == "stacked" and column.shape == (150,) and 0 < column.min() < column.max() < 1
