@@ -177,7 +177,6 @@ class Scorer:
 
     def __init__(self, folder: str | Path, name: str | None = None):
         from verirag.awf.predictors.verifier import TrainedVerifierPredictor
-
         from verirag.learned.shipped import shipped_verifier_dir
 
         self.folder = Path(folder)
