@@ -166,7 +166,7 @@ def score(
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out, "a", encoding="utf-8") as fh, Progress() as bar:
         task = bar.add_task(
-            f"{which}: {arm}" if arm == "llm_judge" else f"{which}: nli over the {arm}", total=len(todo)
+            f"{which}: {arm}" if arm in ("llm_judge", "no_context") else f"{which}: nli over the {arm}", total=len(todo)
         )
         for key, question, answer, passages, _label, _group in todo:
             t = time.perf_counter()
@@ -201,8 +201,36 @@ def judge(arm: str, evidence_chunks: int = 1):
     llm = load_llm(MODEL, cache=False)
     if arm == "llm_judge":
         return LLMJudgePredictor(llm)
+    if arm == "no_context":
+        return NoContextLikelihood(llm)
     options = {"premise": arm} | ({"evidence_chunks": evidence_chunks} if arm == "evidence" else {})
     return PostAnsweringNLI(LLMJudgeEntailment(llm), **options)
+
+
+class NoContextLikelihood:
+    """`no_context`: the answer's mean token log-probability under the no-context prompt (the question
+    alone), by teacher forcing: the half of Dual Generation (AwF 4.3; Wu et al., 2024) that the
+    generation does not already know. Minus the generation's own mean log-probability with the
+    passages (the run's `logprob_mean`), it says how much the passages made the answer likely. One
+    short prompt after an answer: question and answer, no passages."""
+
+    def __init__(self, llm):
+        from verirag.prompts import load_prompt
+
+        self.llm, self.prompt = llm, load_prompt("no_context")
+
+    def verify(self, question, answer, passages):
+        from types import SimpleNamespace
+
+        from verirag.errors import VeriragError
+
+        try:
+            scored = self.llm.score(self.prompt.messages(question=question), answer)
+        except VeriragError as e:
+            return SimpleNamespace(score=None, error=str(e))
+        if not scored.tokens:
+            return SimpleNamespace(score=None, error="the backend scored no tokens")
+        return SimpleNamespace(score=scored.mean_logprob, error=None)
 
 
 def what_was_read(nli, question, answer, passages) -> dict:
@@ -340,7 +368,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     sc = sub.add_parser("score", help="run one arm of nli over one set (cache off), resumably")
     sc.add_argument("set", choices=sorted(ITEMS))
-    sc.add_argument("--arm", choices=("evidence", "passages", "llm_judge"), required=True)
+    sc.add_argument("--arm", choices=("evidence", "passages", "llm_judge", "no_context"), required=True)
     sc.add_argument("--out", type=Path, default=None, help="default: the file `compare` reads")
     sc.add_argument(
         "--limit", type=int, default=None, help="only the first N answers of each dataset (by id; docs: log order)"
