@@ -26,13 +26,12 @@ on the answers nli scored (a `--verifier-scores` column may be partial there: a 
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
 from pathlib import Path
 
 import numpy as np
-from verifier_own_answers import covered, load, rescored_columns, stacked_column, table_rows
+from verifier_own_answers import covered, load, stacked_column, table_rows
 
+from verirag_lab.datasets._io import read_records
 from verirag_lab.judge_costs import judge_costs
 from verirag_lab.pick_default import Measured, pick_answer_default
 
@@ -43,7 +42,7 @@ def measure(run: str, args, candidates: list[str], cost: dict[str, float]) -> li
     """Each candidate and the reference on one run: AUROC, the paired lower bound against the
     reference, and, with a judge, against the judge on the answers it scored."""
     judge = args.judge
-    partial = [judge] if judge and judge in rescored_columns(args.verifier_scores) else []
+    partial = [judge] if judge and judge in _score_names(args) else []
     table, columns = load([run], scores=args.verifier_scores, partial=partial)
     for arg in args.stack:
         name, column = stacked_column(arg, table, columns)
@@ -72,7 +71,7 @@ def _against_judge(table, columns, judge: str, candidates: list[str], args) -> t
     judge scored, all of them unless its column is a partial --verifier-scores one ({} under two
     questions); prints how many."""
     ix = np.arange(len(table.y))
-    if judge in rescored_columns(args.verifier_scores):
+    if judge in _score_names(args):
         ix = np.flatnonzero(covered(table, args.verifier_scores, [judge]))
         if len(ix) < len(table.y):
             print(f"{judge} scored {len(ix)} of {len(table.y)} answers: the comparison with it is on those")
@@ -82,14 +81,17 @@ def _against_judge(table, columns, judge: str, candidates: list[str], args) -> t
     return table_rows(table, shown, judge, ix, args.resamples), len(ix)
 
 
+def _score_names(args) -> set[str]:
+    """The column names the --verifier-scores arguments give (their files are read by `load`)."""
+    return {arg.partition("=")[0] for arg in args.verifier_scores}
+
+
 def column_costs(args, candidates: list[str]) -> dict[str, float]:
     """{column: seconds after an answer as a share of its generation}: a judge's own (the
     distillation's timing), a stack's the sum over the judges among its features; others free."""
     if not args.costs:
         return {}
-    opener = gzip.open if str(args.costs).endswith(".gz") else open
-    with opener(args.costs, "rt", encoding="utf-8") as f:
-        timed = {k: share for k, (share, _) in judge_costs(json.loads(line) for line in f if line.strip()).items()}
+    timed = {k: share for k, (share, _) in judge_costs(r for _, r in read_records(args.costs)).items()}
     out = dict(timed)
     for arg in args.stack:
         from verirag.learned.stack import StackedVerifier
