@@ -253,6 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     cp.add_argument("--resamples", type=int, default=2000)
     cp.add_argument("--json", type=Path, default=None, help="also write the table here")
     cp.add_argument("--all", action="store_true", help="every answer, a missing score counted as 0.5")
+    cp.add_argument("--dataset", choices=DEV_DATASETS, default=None, help="only this dataset's answers")
     ag = sub.add_parser("aggregates", help="AUROC of ways to aggregate a verify run's sentence scores")
     ag.add_argument("run", type=Path)
     ag.add_argument("--data", type=Path, default=None)
@@ -298,6 +299,8 @@ def main(argv: list[str] | None = None) -> int:
                 fh.write(json.dumps(r, ensure_ascii=False) + "\n")
         print(f"{len(rows)} dev answers ({sum(r['label'] for r in rows)} correct) -> {a.out}")
         return 0
+    if a.dataset is not None:
+        rows = [r for r in rows if r["group"].startswith(a.dataset + ":")]
     runs = {run.name.removesuffix(".jsonl"): read_scores(run) for run in a.runs}
     missing = {k: sum(v.get(r["id"]) is None for r in rows) for k, v in runs.items()}
     if not a.all:
