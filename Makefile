@@ -259,14 +259,23 @@ distill-labels-support: $(VENV)/.models $(VENV)/.lab
 	    --n 3000 --split train --judge-full-every 5 --out runs/labels/distill.jsonl
 
 # The shipped stacked verifier (src/verirag/learned/shipped/stack.json, what `vanilla+stacked` reads):
-# the shipped verifier's score beside qwen2.5-1.5b's token log-probabilities and K-Precision, a
-# logistic regression fitted on the committed distillation answers that carry their signals. Refit
-# it whenever the verifier changes (the stack checks the verifier's identity). About two minutes;
-# the answers of `hotpotqa_support` need VERIRAG_HOTPOTQA_SUPPORT set (docs/how-to/train.md).
-.PHONY: stack
+# the shipped verifier's score beside qwen2.5-1.5b's token log-probabilities, K-Precision and
+# `llm_judge`'s score (the model asked once, after its answer, whether the passages support it), a
+# logistic regression fitted on the committed distillation answers that carry all of them. Refit it
+# whenever the verifier changes (the stack checks the verifier's identity). About two minutes; the
+# answers of `hotpotqa_support` need VERIRAG_HOTPOTQA_SUPPORT set (docs/how-to/train.md).
+# `stack-no-judge` is the one before it (no LLM call after the answer).
+STACK_FEATURES = verifier,logprob_min,logprob_mean,logprob_sum,k_precision,llm_judge
+.PHONY: stack stack-no-judge
 stack: $(VENV)/.base $(VENV)/.lab
 	mkdir -p runs/labels && gunzip -c data/verifier/labels/distill-qwen2.5-1.5b.jsonl.gz > runs/labels/distill-committed.jsonl
-	$(VENV)/bin/verirag train stack runs/labels/distill-committed.jsonl --out src/verirag/learned/shipped/stack.json
+	$(VENV)/bin/verirag train stack runs/labels/distill-committed.jsonl --features $(STACK_FEATURES) \
+	    --out src/verirag/learned/shipped/stack.json
+stack-no-judge: $(VENV)/.base $(VENV)/.lab
+	mkdir -p runs/labels && gunzip -c data/verifier/labels/distill-qwen2.5-1.5b.jsonl.gz > runs/labels/distill-committed.jsonl
+	$(VENV)/bin/verirag train stack runs/labels/distill-committed.jsonl \
+	    --features verifier,logprob_min,logprob_mean,logprob_sum,k_precision \
+	    --out data/verifier/candidates/stack-no-judge/stack.json
 
 # The shipped verifier (src/verirag/learned/shipped/verifier/) again: v1 taught issue 36's kinds of
 # question without starting over (--init-from): all 6 of its layers go on learning, at a lower rate, on

@@ -42,8 +42,9 @@ def measure(run: str, args, candidates: list[str], cost: dict[str, float]) -> li
     """Each candidate and the reference on one run: AUROC, the paired lower bound against the
     reference, and, with a judge, against the judge on the answers it scored."""
     judge = args.judge
-    partial = [judge] if judge and judge in _score_names(args) else []
-    table, columns = load([run], scores=args.verifier_scores, partial=partial)
+    scores = run_scores(run, args)
+    partial = [judge] if judge and judge in _score_names(scores) else []
+    table, columns = load([run], scores=scores, partial=partial)
     for arg in args.stack:
         name, column = stacked_column(arg, table, columns)
         columns[name] = column
@@ -53,7 +54,9 @@ def measure(run: str, args, candidates: list[str], cost: dict[str, float]) -> li
     shown = {k: columns[k] for k in dict.fromkeys([REFERENCE, *candidates])}
     rows = table_rows(table, shown, REFERENCE, np.arange(len(table.y)), args.resamples)
     vs_judge, judged = (
-        _against_judge(table, columns, judge, [REFERENCE, *candidates], args) if judge in columns else ({}, 0)
+        _against_judge(table, columns, judge, [REFERENCE, *candidates], scores, args.resamples)
+        if judge in columns
+        else ({}, 0)
     )
     name = Path(run).name
     ref_low = vs_judge.get(f"{REFERENCE}.diff_auroc", (None, None))[1]
@@ -66,24 +69,38 @@ def measure(run: str, args, candidates: list[str], cost: dict[str, float]) -> li
     return out
 
 
-def _against_judge(table, columns, judge: str, candidates: list[str], args) -> tuple[dict, int]:
+def run_scores(run: str, args) -> list[str]:
+    """The NAME=FILE score columns of one run: every --verifier-scores one, and each --run-scores
+    NAME=FILENAME as RUN/FILENAME where the run has that file (so one run's column never reads another
+    run's file: the own-answer sets share generation keys, a follow-up's with its direct question's)."""
+    out = list(args.verifier_scores)
+    for arg in args.run_scores:
+        name, sep, filename = arg.partition("=")
+        if not sep or not name or not filename:
+            raise SystemExit(f"--run-scores takes NAME=FILENAME, got {arg!r}")
+        if (Path(run) / filename).is_file():
+            out.append(f"{name}={Path(run) / filename}")
+    return out
+
+
+def _against_judge(table, columns, judge: str, candidates: list[str], scores: list[str], resamples: int):
     """(table_rows of the candidates against the judge, how many answers they read): the answers the
     judge scored, all of them unless its column is a partial --verifier-scores one ({} under two
     questions); prints how many."""
     ix = np.arange(len(table.y))
-    if judge in _score_names(args):
-        ix = np.flatnonzero(covered(table, args.verifier_scores, [judge]))
+    if judge in _score_names(scores):
+        ix = np.flatnonzero(covered(table, scores, [judge]))
         if len(ix) < len(table.y):
             print(f"{judge} scored {len(ix)} of {len(table.y)} answers: the comparison with it is on those")
     if len(np.unique([table.groups[i] for i in ix])) < 2:
         return {}, 0
     shown = {k: columns[k] for k in dict.fromkeys([judge, *candidates])}
-    return table_rows(table, shown, judge, ix, args.resamples), len(ix)
+    return table_rows(table, shown, judge, ix, resamples), len(ix)
 
 
-def _score_names(args) -> set[str]:
-    """The column names the --verifier-scores arguments give (their files are read by `load`)."""
-    return {arg.partition("=")[0] for arg in args.verifier_scores}
+def _score_names(scores: list[str]) -> set[str]:
+    """The column names NAME=FILE arguments give (their files are read by `load`)."""
+    return {arg.partition("=")[0] for arg in scores}
 
 
 def column_costs(args, candidates: list[str]) -> dict[str, float]:
@@ -111,6 +128,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--candidates", default="stacked", help="comma-separated candidate columns")
     ap.add_argument(
         "--verifier-scores", action="append", default=[], help="NAME=FILE: a column of rescored scores (repeatable)"
+    )
+    ap.add_argument(
+        "--run-scores",
+        action="append",
+        default=[],
+        help="NAME=FILENAME: each run's column NAME from RUN/FILENAME, where the run has it (repeatable)",
     )
     ap.add_argument("--judge", default=None, help="the column the default is held level with (nli)")
     ap.add_argument("--costs", default=None, help="the distillation's labels file: the judges' timing")

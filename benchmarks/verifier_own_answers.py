@@ -170,7 +170,13 @@ def rescored_columns(scores: list[str]) -> dict[str, dict[str, tuple[float, floa
         name, sep, path = arg.partition("=")
         if not sep or not name or not path:
             raise SystemExit(f"--verifier-scores takes NAME=FILE, got {arg!r}")
-        out.setdefault(name, {}).update(read_rescored(path))
+        found, merged = read_rescored(path), out.setdefault(name, {})
+        clash = next((k for k, v in found.items() if k in merged and merged[k][0] != v[0]), None)
+        if clash is not None:  # two sets' files under one name: their keys collide (a follow-up's is its question's)
+            raise SystemExit(
+                f"--verifier-scores {name}: {path} scores {clash} otherwise than an earlier file of that name"
+            )
+        merged.update(found)
     return out
 
 

@@ -156,10 +156,12 @@ def test_the_answer_default_rule_on_the_committed_own_answer_sets_picks_the_ship
         )
     ]
     stack = REPO / "src" / "verirag" / "learned" / "shipped" / "stack.json"
-    assert (
-        pick.main([*runs, "--stack", f"stacked={stack}", "--candidates", "stacked,logprob_mean", "--resamples", "300"])
-        == 0
-    )
+    no_judge = REPO / "data" / "verifier" / "candidates" / "stack-no-judge" / "stack.json"
+    args = [*runs, "--run-scores", "llm_judge=llm-judge.jsonl", "--run-scores", "nli=nli-passages.jsonl"]
+    args += ["--stack", f"stacked={stack}", "--stack", f"no_judge={no_judge}"]
+    args += ["--candidates", "stacked,no_judge,logprob_mean", "--resamples", "300", "--judge", "nli"]
+    args += ["--costs", str(REPO / "data" / "verifier" / "labels" / "distill-qwen2.5-1.5b.jsonl.gz")]
+    assert pick.main(args) == 0
     out = capsys.readouterr().out
     assert "the rule picks: stacked" in out and "logprob_mean: not level" in out
 
@@ -227,8 +229,21 @@ def test_the_shipped_folder_is_named_as_the_default_verifier(rescore):
 
 def test_the_shipped_stack_reads_the_default_verifiers_committed_scores_of_the_held_out_nli_run():
     own = _bench("verifier_own_answers")
-    scores = [f"shipped={RUN / 'verifier-default.jsonl'}"]
+    scores = [f"shipped={RUN / 'verifier-default.jsonl'}", f"llm_judge={RUN / 'llm-judge.jsonl'}"]
     table, columns = own.load([str(RUN)], scores=scores)
     stack = REPO / "src" / "verirag" / "learned" / "shipped" / "stack.json"
     name, column = own.stacked_column(f"stacked={stack}", table, columns, own.rescored_digests(scores))
     assert name == "stacked" and column.shape == (150,) and 0 < column.min() < column.max() < 1
+
+
+def test_one_name_over_two_sets_whose_keys_collide_is_refused(tmp_path):
+    """The own-answer sets share generation keys (a follow-up's is its direct question's): two files
+    under one --verifier-scores name that score a key differently are refused, never merged."""
+    own = _bench("verifier_own_answers")
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    a.write_text('{"id": "k1", "score": 0.2, "seconds": 1.0}\n{"id": "k2", "score": 0.4, "seconds": 1.0}\n')
+    b.write_text('{"id": "k2", "score": 0.9, "seconds": 1.0}\n')
+    with pytest.raises(SystemExit, match="otherwise than an earlier file"):
+        own.rescored_columns([f"x={a}", f"x={b}"])
+    b.write_text('{"id": "k3", "score": 0.9, "seconds": 1.0}\n')
+    assert set(own.rescored_columns([f"x={a}", f"x={b}"])["x"]) == {"k1", "k2", "k3"}

@@ -4,6 +4,8 @@ reads it when no stack is named, it belongs to the shipped verifier, and another
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from verirag.errors import InputError
@@ -43,6 +45,8 @@ def test_an_installation_without_the_stack_names_the_command(monkeypatch, tmp_pa
 
 
 # ---- the fallback: where the stack cannot judge, a named predictor does, and says so ----------------
+CANDIDATES = Path(__file__).resolve().parents[1] / "data" / "verifier" / "candidates"
+NO_JUDGE_STACK = str(CANDIDATES / "stack-no-judge" / "stack.json")  # the stack shipped before llm_judge joined it
 QUESTION = "Who designed the lighthouse on Skarvoy?"
 PASSAGES = ["The lighthouse on Skarvoy was designed by Maren Solberg in 1899.", "The ferry runs twice a day."]
 
@@ -57,15 +61,18 @@ def test_an_answer_without_logprobs_is_judged_by_the_fallback_alone_and_says_so(
     from verirag.awf.compose import build_predictor
 
     verifier = build_predictor("verifier", None)
-    stacked = build_predictor("stacked", None, options={"fallback": "verifier"})
+    # a stack that reads no LLM judge, so it is built here without an LLM
+    stacked = build_predictor("stacked", None, options={"stack": NO_JUDGE_STACK, "fallback": "verifier"})
     assert stacked.parts["verifier"] is stacked.fallback_part  # one verifier serves both
     alone = verifier.verify(QUESTION, "Maren Solberg designed it.", _passages())
     v = stacked.verify(QUESTION, "Maren Solberg designed it.", _passages())
     assert v.ok and v.score == pytest.approx(alone.score) and v.best == alone.best
     assert any("judged by verifier alone" in w and "logprob_min" in w for w in v.warnings)
-    # without a fallback the same answer is an error that names what is missing, never a guess
-    plain = build_predictor("stacked", None).verify(QUESTION, "Maren Solberg designed it.", _passages())
-    assert not plain.ok and "logprob_min" in plain.error
+    # without a fallback the same answer is an error that names what is missing, never a guess (a
+    # stack that reads no LLM judge, so it can be built without an LLM)
+    plain = build_predictor("stacked", None, options={"stack": NO_JUDGE_STACK})
+    v = plain.verify(QUESTION, "Maren Solberg designed it.", _passages())
+    assert not v.ok and "logprob_min" in v.error
 
 
 def test_a_stack_for_another_model_is_set_aside_for_the_fallback(tmp_path):
@@ -91,7 +98,7 @@ def test_the_stack_reads_the_language_rule_of_the_verifier_it_combines():
     """A text the verifier cannot read is unverified whatever the log-probs say (issue 47, item 5)."""
     from verirag.awf.compose import build_predictor
 
-    assert build_predictor("stacked", None).english_only
+    assert build_predictor("stacked", None, options={"stack": NO_JUDGE_STACK}).english_only
     assert build_predictor("stacked", None, options={"fallback": "verifier"}).english_only
 
 
@@ -100,3 +107,17 @@ def test_a_stack_cannot_fall_back_on_a_stack():
 
     with pytest.raises(InputError, match="another predictor"):
         build_predictor("stacked", None, options={"fallback": "stacked"})
+
+
+def test_a_stack_that_reads_llm_judge_needs_an_llm_and_falls_back_without_one():
+    """A stack with an LLM judge among its features (the committed llm_judge candidate) built to verify
+    a string, with no LLM: refused with a clear error, or set aside for its fallback, never a crash."""
+    from verirag.awf.compose import build_predictor
+
+    stack = str(CANDIDATES / "stack-llmj" / "stack.json")
+    with pytest.raises(InputError, match="llm_judge judges with an LLM"):
+        build_predictor("stacked", None, options={"stack": stack})
+    stacked = build_predictor("stacked", None, options={"stack": stack, "fallback": "verifier"})
+    assert stacked.model is None and "llm_judge" in stacked.unfit
+    v = stacked.verify(QUESTION, "Maren Solberg designed it.", _passages())
+    assert v.ok and any(w.startswith("judged by verifier alone: the stack does not fit") for w in v.warnings)

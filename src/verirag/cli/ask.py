@@ -88,7 +88,7 @@ MethodOpt = Annotated[
     str | None,
     typer.Option(
         help="AwF method (default: for qwen2.5-1.5b vanilla+stacked(fallback=verifier), the shipped verifier "
-        "with the generation's log-probabilities; for another model vanilla+verifier, the shipped trained verifier; "
+        "with the generation's log-probabilities and the model's llm_judge; for another model vanilla+verifier, the shipped trained verifier; "
         "vanilla+nli when --judge is given), vanilla+verifier, vanilla+self_check, vanilla+nli, instructrag+pre_answering, intrinsic, ... (`verirag methods`)."
     ),
 ]
