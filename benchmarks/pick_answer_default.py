@@ -16,10 +16,13 @@ With `--judge nli --costs LABELS` the rule weighs cost as issue 47's goal does: 
 seconds after an answer, as a share of its generation, are the LLM judges' it reads (a stack: those
 among its features), timed by the distillation (`verirag_lab.judge_costs`; LABELS is its labels file,
 `.gz` or not); one over a fifth of nli's does not qualify, and each qualifier is compared with nli
-on the answers nli scored (a `--verifier-scores` column may be partial there: a run still going):
+on the answers nli scored (a score column may be partial there: a run still going). Give a column
+that each set holds in its own folder with `--run-scores NAME=FILENAME` (read as RUN/FILENAME where the
+run has it): the sets share generation keys, so one `--verifier-scores` name over several sets' files
+is refused where they clash:
 
     python benchmarks/pick_answer_default.py RUN_HOTPOTQA RUN_NQ RUN_FOLLOWUP \
-        --verifier-scores llm_judge=RUN_HOTPOTQA/llm-judge.jsonl ... --verifier-scores nli=RUN_HOTPOTQA/nli-passages.jsonl \
+        --run-scores llm_judge=llm-judge.jsonl --run-scores nli=nli-passages.jsonl \
         --stack judged=STACK.json --candidates judged,llm_judge --judge nli --costs LABELS
 """
 
