@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from doubles import CountingLLM, ScriptedLLM, yes_no
 
-from verirag.awf.compose import ComposedMethod, build_method
+from verirag.awf.compose import ComposedMethod, build_method, build_predictor
 from verirag.awf.methods.base import MethodOutput
 from verirag.awf.policies import (
     ABSTAINED,
@@ -106,6 +106,18 @@ def test_build_method_names_and_errors():
     m = build_method("vanilla+nli", standin(), judge_llm=standin(name="judge"))
     assert isinstance(m, ComposedMethod) and m.predictor.entailment.llm.model_id == "judge"
     assert build_method("vanilla+llm_judge", standin(), judge_llm=standin(name="j")).predictor.llm.model_id == "j"
+
+
+@pytest.mark.parametrize("name", ["llm_judge", "self_check", "pre_answering", "nli", "cascade"])
+def test_a_predictor_that_judges_with_an_llm_refuses_none(name):
+    # an InputError, not an AttributeError: a stack built to verify strings sets such a part aside
+    with pytest.raises(InputError, match="LLM"):
+        build_predictor(name, None)
+
+
+def test_predictors_that_need_no_llm_take_none():
+    assert build_predictor("k_precision", None).verify("q", "a b", PASSAGES) is not None
+    assert build_predictor("nli", None, judge_llm=standin(name="judge")).entailment.llm.model_id == "judge"
 
 
 def test_build_method_finds_unified_methods_at_call_time():

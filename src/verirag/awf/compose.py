@@ -157,6 +157,10 @@ def build_predictor(
     """The predictor `name` with `options`, wired as `build_method` wires it (see there)."""
     options = dict(options or {})
     cls = registry.get("predictor", name)
+    wired = judge_llm or llm if name == "llm_judge" or cls.uses_entailment else llm
+    if wired is None and (getattr(cls, "needs", ()) or (cls.uses_entailment and entailment is None)):
+        # before the constructor's AttributeError: a stack built to verify strings sets such a part aside
+        raise InputError(f"predictor {name} judges with an LLM, and none was given (name a model or a judge)")
     if getattr(cls, "composes_judges", False):  # the cascade: its LLM judge is wired as the others are
         return cls(llm, judge_llm=judge_llm, entailment=entailment, **options)
     if cls.uses_entailment:

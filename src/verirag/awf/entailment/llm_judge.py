@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from verirag.awf.entailment.base import EntailmentModel, Judgement
 from verirag.awf.registry import register
+from verirag.errors import InputError
 from verirag.llm.base import LLM, NEXT_TOKEN
 from verirag.metrics.judges import yes_probability
 from verirag.prompts import load_prompt
@@ -24,6 +25,8 @@ _ANSWER_MARGIN = 8
 @register("entailment", "llm")
 class LLMJudgeEntailment(EntailmentModel):
     def __init__(self, llm: LLM):
+        if llm is None:
+            raise InputError("the LLM entailment judge needs an LLM, and none was given (name a model or a judge)")
         llm.require(NEXT_TOKEN)
         self.llm = llm
         self.prompt = load_prompt("entailment_judge")
