@@ -61,8 +61,11 @@ def worker(engine: str, model: str, messages: list[dict[str, str]], tokens: int,
     t = time.perf_counter()
     more = run(tokens + 1)
     write = time.perf_counter() - t - read
+    from verirag.llm.llama_engine import build_info
+
     return {
         "build": engine,
+        **{k: v for k, v in build_info(engine).items() if k != "engine"},  # the library: portable or native
         "prompt_tokens": first.prompt_tokens,
         "read_s": read,
         "write_s": write,

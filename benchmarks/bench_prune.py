@@ -133,11 +133,10 @@ def worker(arm: str, datasets: list[str], n: int, seed: int, out: Path) -> None:
             raise SystemExit(f"{path} holds records pruned at {sorted(other)}, not {t}: give another --out")
     import llama_cpp
 
-    build = {
-        "llama_cpp": llama_cpp.__file__,
-        "system_info": llama_cpp.llama_print_system_info().decode()[:300],
-        "engine": os.environ.get("VERIRAG_LLAMA_ENGINE") or "llama_cpp",
-    }
+    from verirag.llm.llama_engine import build_info
+
+    # the engine's own library (an ik arm's is ik_llama.cpp's, a wheel's or a native build's)
+    build = {"llama_cpp": llama_cpp.__file__, **build_info(os.environ.get("VERIRAG_LLAMA_ENGINE") or "llama_cpp")}
     from prune_questions import examples
 
     todo = [(d, e) for d in datasets for e in examples(d, n, seed) if f"{d}:{e.id}" not in done]

@@ -97,3 +97,16 @@ def test_load_llm_loads_the_engine_the_environment_names(ik_llm, monkeypatch):
     on_ik = load_llm("smollm2-135m", cache=False)
     assert on_ik is not default and on_ik.fingerprint.endswith("|engine=ik")
     assert not default.fingerprint.endswith("|engine=ik")
+
+
+def test_build_info_names_each_engine_s_own_library():
+    pytest.importorskip("ik_llama_cpp", reason="the ik engine needs the ik extra (pip install 'verirag[ik]')")
+    from pathlib import Path
+
+    from verirag.llm.llama_engine import build_info
+
+    default, ik = build_info("llama_cpp"), build_info("ik")
+    assert default["engine"] == "llama_cpp" and ik["engine"] == "ik"
+    assert Path(default["library"]).is_file() and Path(ik["library"]).is_file()
+    assert default["library"] != ik["library"]  # two builds, each recorded as what it is
+    assert default["system_info"] and ik["system_info"]  # the kernels each was built with

@@ -56,6 +56,22 @@ def engine_name(name: str | None) -> str:
     return name
 
 
+def build_info(name: str | None = None) -> dict[str, str]:
+    """Which library runs engine `name` and what its build offers (llama.cpp's system info): the
+    benchmarks record it, since the same engine can be a portable or a native build."""
+    name = engine_name(name)
+    if name == "ik":
+        from verirag.llm.ik_engine import _api
+
+        lib = _api()._lib
+    else:
+        import llama_cpp
+
+        lib = llama_cpp.llama_cpp._lib
+    lib.llama_print_system_info.restype = ctypes.c_char_p
+    return {"engine": name, "library": str(lib._name), "system_info": lib.llama_print_system_info().decode()[:300]}
+
+
 def open_engine(name: str, path: str, *, n_ctx: int, n_threads: int, n_batch: int, n_gpu_layers: int, verbose: bool):
     if name == "ik":
         from verirag.llm.ik_engine import IkEngine
