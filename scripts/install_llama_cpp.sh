@@ -9,16 +9,9 @@
 set -euo pipefail
 # VERIRAG_LLAMA_BUILD=avx2 forces the portable build (e.g. the baseline of benchmarks/bench_prune.py);
 # a second argument --wheel-only builds the wheel into the cache without installing it.
-# VERIRAG_LLAMA_PACKAGE=ik builds ik_llama.cpp's package (the `ik` engine, issue 48 item 5) the same way:
-# its PyPI wheel is built for AVX2 only, so on an AVX-512 machine it reads prompts slower than this build.
 PY=${1:?usage: install_llama_cpp.sh PYTHON [--wheel-only]}
 WHEEL_ONLY=${2:-}
-if [ "${VERIRAG_LLAMA_PACKAGE:-llama_cpp}" = ik ]; then
-  PACKAGE=ik-llama-cpp-python MODULE=ik_llama_cpp VERSION=${IK_LLAMA_CPP_VERSION:-0.1.5} FOLDER=ik-llama-cpp
-else
-  PACKAGE=llama-cpp-python MODULE=llama_cpp VERSION=${LLAMA_CPP_VERSION:-0.3.36} FOLDER=llama-cpp
-fi
-DIST=${PACKAGE//-/_}
+VERSION=${LLAMA_CPP_VERSION:-0.3.36}
 PORTABLE="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF"
 # Where the CPU advertises the AVX-512 subsets llama.cpp's kernels use, prompt reading is ~1.26x
 # faster (qwen2.5-1.5b Q4_K_M, 2 threads). AMX stays off everywhere: cpuid advertises it on these
@@ -34,32 +27,26 @@ else
 fi
 FLAGS=${VERIRAG_LLAMA_CMAKE_ARGS:-$CHOSEN}
 [ -n "${VERIRAG_LLAMA_CMAKE_ARGS:-}" ] && BUILD=custom
-# ik_llama.cpp's AVX-512 kernels also use the DQ and VL subsets, which its GGML_AVX512 does not switch on
-EXTRA=""
-[ "$MODULE" = ik_llama_cpp ] && [ "$BUILD" = avx512 ] && EXTRA="-mavx512dq -mavx512vl"
-TAG=$(printf '%s' "$VERSION $FLAGS ${EXTRA:+$EXTRA }$(uname -m)" | sha256sum | cut -c1-12)
-[ "$MODULE" = llama_cpp ] || TAG=$MODULE-$TAG
+TAG=$(printf '%s' "$VERSION $FLAGS $(uname -m)" | sha256sum | cut -c1-12)
 # The build's name is part of the cache key, so an AVX2 wheel is never handed to an AVX-512 machine
 # (or the reverse) from a shared wheel folder.
-WHEELS=${VERIRAG_WHEEL_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/verirag/wheels}/$FOLDER-$BUILD-$TAG
+WHEELS=${VERIRAG_WHEEL_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/verirag/wheels}/llama-cpp-$BUILD-$TAG
 
-if [ "$WHEEL_ONLY" != --wheel-only ] && "$PY" -c "import importlib.metadata as m, sys; sys.exit(0 if m.version('$PACKAGE') == '$VERSION' else 1)" 2>/dev/null \
+if [ "$WHEEL_ONLY" != --wheel-only ] && "$PY" -c "import llama_cpp, sys; sys.exit(0 if llama_cpp.__version__ == '$VERSION' else 1)" 2>/dev/null \
    && [ -f "$(dirname "$PY")/../.llama-cpp-$TAG" ]; then
   exit 0
 fi
-if ! ls "$WHEELS"/"$DIST"-"$VERSION"-*.whl >/dev/null 2>&1; then
-  echo "building $PACKAGE $VERSION ($BUILD build; once per machine, ~6-15 minutes)…"
+if ! ls "$WHEELS"/llama_cpp_python-"$VERSION"-*.whl >/dev/null 2>&1; then
+  echo "building llama-cpp-python $VERSION ($BUILD build; once per machine, ~6-10 minutes)…"
   mkdir -p "$WHEELS.partial"
-  CFLAGS="${CFLAGS:-} $EXTRA" CXXFLAGS="${CXXFLAGS:-} $EXTRA" CMAKE_ARGS="$FLAGS" "$PY" -m pip wheel --no-deps --no-cache-dir --no-binary "$PACKAGE" \
-    -w "$WHEELS.partial" "$PACKAGE==$VERSION"
+  CMAKE_ARGS="$FLAGS" "$PY" -m pip wheel --no-deps --no-cache-dir --no-binary llama-cpp-python \
+    -w "$WHEELS.partial" "llama-cpp-python==$VERSION"
   rm -rf "$WHEELS" && mv "$WHEELS.partial" "$WHEELS"
 fi
 if [ "$WHEEL_ONLY" = --wheel-only ]; then
-  ls "$WHEELS"/"$DIST"-"$VERSION"-*.whl
+  ls "$WHEELS"/llama_cpp_python-"$VERSION"-*.whl
   exit 0
 fi
-"$PY" -m pip install --disable-pip-version-check --force-reinstall --no-deps "$WHEELS"/"$DIST"-"$VERSION"-*.whl
-if [ "$MODULE" = llama_cpp ]; then
-  "$PY" -m pip install --disable-pip-version-check "numpy>=1.20" "typing-extensions>=4.5" "diskcache>=5.6.1" "jinja2>=2.11.3"
-fi
+"$PY" -m pip install --disable-pip-version-check --force-reinstall --no-deps "$WHEELS"/llama_cpp_python-"$VERSION"-*.whl
+"$PY" -m pip install --disable-pip-version-check "numpy>=1.20" "typing-extensions>=4.5" "diskcache>=5.6.1" "jinja2>=2.11.3"
 touch "$(dirname "$PY")/../.llama-cpp-$TAG"

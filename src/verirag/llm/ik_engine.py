@@ -1,7 +1,9 @@
 """ik_llama.cpp as the engine of the GGUF backend (`VERIRAG_LLAMA_ENGINE=ik`; issue 48, item 5).
 
-ik_llama.cpp is a fork of llama.cpp with faster CPU kernels: on this project's 2-core machines it
-read prompts about 1.4x as fast (`benchmarks/bench_llama_builds.py`). Its Python wheel
+ik_llama.cpp is a fork of llama.cpp with faster CPU kernels: on a 2-core AVX2 machine it read
+prompts about 1.4x as fast (`benchmarks/bench_llama_builds.py`); on an AVX-512 machine its PyPI wheel
+(AVX2 only) reads slower than the AVX-512 llama.cpp, and a build for the CPU
+(`scripts/build_ik_llama_cpp.sh`, then IK_LLAMA_CPP_LIB_PATH) 1.26-1.57x as fast. Its Python wheel
 (`ik-llama-cpp-python`, the `ik` extra) ships the library and ctypes bindings for part of its C
 API; the calls `LlamaCppLLM` needs beyond them (KV cells of a sequence, state of a sequence, the
 model's metadata) are bound here against the same library. Both libraries load in one process
