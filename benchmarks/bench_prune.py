@@ -36,7 +36,7 @@ to OUT/ARM.jsonl as they are made: a killed run resumes there (and a larger --n 
 
 Reported per dataset: seconds per verified answer (mean; the ratio to the reference with a paired
 bootstrap interval over questions, and the same ratio over the questions every arm answered on quiet
-cores, `quiet`), prompt tokens, accuracy (the answer holds a reference: token
+cores with one build, `quiet`), prompt tokens, accuracy (the answer holds a reference: token
 recall 1 or substring) with the paired interval of (arm - reference), the verifier's AwF PR-AUC;
 and pooled over the datasets, issue 48's rule for pruning by default (`pooled_gate`). A plot goes
 to OUT/seconds.png, the numbers to OUT/summary.json.
@@ -229,17 +229,26 @@ def run_arm(arm: str, args, env_extra: dict[str, str]) -> None:
 # beside it (a test run, a training job), and seconds made so are 2-5x a quiet machine's. A process
 # that was stopped lowers the load instead, so records since 2026-11-29 also carry the process's CPU
 # seconds: on quiet cores its 2 threads use about 2 CPU seconds a second, QUIET_CPU_SHARE at least.
+# A record made before then cannot tell a stopped process apart (one NQ build record took 3,035 s at
+# load 1.04 and alone moved NQ's quiet ratio from about 0.6x to 0.07x): it is not known quiet.
 QUIET_LOAD = 2.5
 QUIET_CPU_SHARE = 1.5
 
 
 def quiet(record: dict) -> bool:
-    """Whether `record` was made on quiet cores (its `load`, and its `cpu_seconds` where it has
-    them); a record without a load is not known quiet."""
+    """Whether `record` was made on quiet cores (its `load` and its `cpu_seconds`); a record without
+    either is not known quiet."""
     load, cpu = record.get("load"), record.get("cpu_seconds")
-    if load is None or load > QUIET_LOAD:
+    if load is None or cpu is None or load > QUIET_LOAD:
         return False
-    return cpu is None or cpu >= QUIET_CPU_SHARE * record["seconds"]
+    return cpu >= QUIET_CPU_SHARE * record["seconds"]
+
+
+def one_build(records: list[dict]) -> bool:
+    """Whether the records were made by one llama.cpp build (its system info and engine): a seconds
+    ratio across two builds measures the builds, not the arms."""
+    builds = {json.dumps({k: (r.get("build") or {}).get(k) for k in ("system_info", "engine")}) for r in records}
+    return len(builds) == 1
 
 
 def paired(seconds, correct, ref_seconds, ref_correct):
@@ -272,7 +281,11 @@ def summary(out: Path, datasets: list[str], arms: list[str], reference: str = "b
             continue
         base = np.array([rows[reference][k]["seconds"] for k in keys])
         base_ok = np.array([rows[reference][k]["correct"] for k in keys], dtype=float)
-        calm = [i for i, k in enumerate(keys) if all(quiet(rows[a][k]) for a in arms)]
+        calm = [
+            i
+            for i, k in enumerate(keys)
+            if all(quiet(rows[a][k]) for a in arms) and one_build([rows[a][k] for a in arms])
+        ]
         entry = {"n": len(keys), "n_quiet": len(calm)}
         for a in arms:
             rs = [rows[a][k] for k in keys]
@@ -329,7 +342,7 @@ def print_report(report: dict, arms: list[str], baseline_note: str) -> None:
         if quiet_arms:
             print(
                 f"  seconds on quiet cores ({entry['n_quiet']} of {entry['n']} questions, every arm's 1-minute "
-                f"load at most {QUIET_LOAD}): "
+                f"load at most {QUIET_LOAD} and its CPU seconds recorded, one build): "
                 + ", ".join(
                     f"{a} {r[0]:.3f}x [{r[1]:.3f}, {r[2]:.3f}]"
                     for a in quiet_arms

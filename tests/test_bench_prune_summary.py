@@ -96,7 +96,8 @@ def test_seconds_made_beside_other_work_are_left_out_of_the_quiet_ratio(tmp_path
         rows = [json.loads(line) for line in (tmp_path / f"{arm}.jsonl").read_text().splitlines()]
         with open(tmp_path / f"{arm}.jsonl", "w") as fh:
             for r, load in zip(rows, values):
-                fh.write(json.dumps(r | ({"load": load} if load is not None else {})) + "\n")
+                made = {"load": load, "cpu_seconds": 2 * r["seconds"]} if load is not None else {}
+                fh.write(json.dumps(r | made) + "\n")
     report = bench.summary(tmp_path, ["nq"], ["build", "prune"], reference="build")["nq"]
     assert report["n"] == 5 and report["n_quiet"] == 3  # question 3: build beside work; 4: no load
     assert report["prune"]["ratio_to_baseline_quiet"][0] == pytest.approx(0.4)
@@ -108,8 +109,25 @@ def test_a_record_whose_process_was_stopped_is_not_quiet():
     bench = _bench()
     assert bench.quiet({"seconds": 20.0, "load": 2.0, "cpu_seconds": 38.0})
     assert not bench.quiet({"seconds": 3000.0, "load": 1.0, "cpu_seconds": 40.0})
-    assert bench.quiet({"seconds": 20.0, "load": 2.0})  # made before records carried CPU seconds
+    assert not bench.quiet({"seconds": 20.0, "load": 2.0})  # made before records carried CPU seconds
     assert not bench.quiet({"seconds": 20.0})
+
+
+def test_a_pair_across_two_builds_is_not_quiet(tmp_path):
+    """Seconds of two builds measure the builds: such a question is left out of the quiet ratio."""
+    bench = _bench()
+    _write(tmp_path, "build", [(10.0, 1), (10.0, 1), (30.0, 1)])
+    _write(tmp_path, "prune", [(4.0, 1), (6.0, 1), (4.0, 1)])
+    builds = {"build": ["avx512", "avx512", "avx2"], "prune": ["avx512", "avx512", "avx512"]}
+    for arm, values in builds.items():
+        rows = [json.loads(line) for line in (tmp_path / f"{arm}.jsonl").read_text().splitlines()]
+        with open(tmp_path / f"{arm}.jsonl", "w") as fh:
+            for r, b in zip(rows, values):
+                quiet = {"load": 2.0, "cpu_seconds": 2 * r["seconds"], "build": {"system_info": b}}
+                fh.write(json.dumps(r | quiet) + "\n")
+    report = bench.summary(tmp_path, ["nq"], ["build", "prune"], reference="build")["nq"]
+    assert report["n"] == 3 and report["n_quiet"] == 2
+    assert report["prune"]["ratio_to_baseline_quiet"][0] == pytest.approx(0.5)
 
 
 def test_an_answer_record_holds_what_the_summary_reads():
