@@ -247,7 +247,7 @@ def quiet(record: dict) -> bool:
 def one_build(records: list[dict]) -> bool:
     """Whether the records were made by one llama.cpp build (its system info and engine): a seconds
     ratio across two builds measures the builds, not the arms."""
-    builds = {json.dumps({k: (r.get("build") or {}).get(k) for k in ("system_info", "engine")}) for r in records}
+    builds = {((r.get("build") or {}).get("system_info"), (r.get("build") or {}).get("engine")) for r in records}
     return len(builds) == 1
 
 

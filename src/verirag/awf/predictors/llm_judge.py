@@ -15,7 +15,7 @@ from verirag.awf.passages import prompt_passages
 from verirag.awf.predictors._yes_no import branch_probability
 from verirag.awf.predictors.base import FaithfulnessPredictor, Verification, failed_request, invalid_input
 from verirag.awf.registry import register
-from verirag.errors import InputError, VeriragError
+from verirag.errors import VeriragError
 from verirag.llm.base import LLM, NEXT_TOKEN
 from verirag.prompts import DEFAULT_LAYOUT, check_layout, load_prompt
 from verirag.types import Passage
@@ -26,8 +26,6 @@ class LLMJudgePredictor(FaithfulnessPredictor):
     needs: tuple[str, ...] = (NEXT_TOKEN,)
 
     def __init__(self, llm: LLM, *, top_k: int = 20, layout: str = DEFAULT_LAYOUT):
-        if llm is None:  # e.g. a stack with this feature built to verify strings: its fallback judges instead
-            raise InputError("llm_judge judges with an LLM, and none was given (name a model or a judge)")
         llm.require(*self.needs)
         self.llm = llm
         self.top_k = top_k
