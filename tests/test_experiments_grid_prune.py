@@ -9,7 +9,7 @@ import shutil
 import pytest
 from doubles import ScriptedLLM
 
-from verirag.awf.stage_kinds.prune import PRUNE_DEFAULT
+from verirag.awf.stage_kinds.prune import OFF, PRUNE_DEFAULT
 from verirag.errors import InputError
 from verirag.records import ResultStore
 from verirag_lab.experiments.grid.config import parse_config
@@ -95,8 +95,9 @@ def test_prune_values(fixture_file, value, parsed):
     cfg = config(fixture_file, prune=value)
     assert cfg.prune.to_json() == parsed and cfg.prune.on == (parsed is not None)
     assert cfg.run_json()["prune"] == parsed
-    assert config(fixture_file).prune == PRUNE_DEFAULT  # absent: the one default (off today)
-    assert not PRUNE_DEFAULT.on
+    # absent or null: off in the grid, whatever the product's default (a config says what it measures)
+    assert config(fixture_file).prune == OFF and config(fixture_file, prune=None).prune == OFF
+    assert PRUNE_DEFAULT.on and config(fixture_file).run_json()["prune"] is None
 
 
 def test_prune_names_a_saved_pruner_folder(fixture_file, tmp_path):

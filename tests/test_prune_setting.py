@@ -31,10 +31,10 @@ PASSAGES = [
 
 
 # ---- the one parser ---------------------------------------------------------------------------------
-def test_the_default_is_off_today_and_is_one_constant():
+def test_the_default_is_on_at_the_shipped_threshold_and_is_one_constant():
     from verirag.awf.pipeline import PRESETS, PipelineConfig
 
-    assert PRUNE_DEFAULT == OFF and not PRUNE_DEFAULT.on
+    assert PRUNE_DEFAULT == SHIPPED and PRUNE_DEFAULT.on and PRUNE_DEFAULT.threshold is None  # issue 48's rule held
     assert parse_prune(None) is PRUNE_DEFAULT
     assert PipelineConfig().prune is PRUNE_DEFAULT and all(c.prune is PRUNE_DEFAULT for c in PRESETS.values())
 
@@ -204,6 +204,13 @@ def test_prune_without_a_value_prunes_at_the_shipped_threshold(monkeypatch, tmp_
     assert ANSWERING in prompt and UNRELATED not in prompt  # the pruner dropped what does not answer
 
 
+def test_ask_prunes_when_nothing_is_said(monkeypatch, tmp_path, shipped_pruner):
+    llm = stand_in(monkeypatch)
+    r = ask_json(tmp_path)  # no flag: PRUNE_DEFAULT, the shipped pruner at its own threshold
+    assert r["stages"]["prune"]["threshold"] == shipped_pruner.threshold_
+    assert UNRELATED not in answer_prompt(llm)
+
+
 def test_no_prune_reads_every_sentence(monkeypatch, tmp_path, shipped_pruner):
     llm = stand_in(monkeypatch)
     r = ask_json(tmp_path, "--no-prune")
@@ -257,6 +264,13 @@ def test_fifty_thresholds_share_one_pruner_and_the_cache_stays_bounded(service):
     assert len(service.loads) == 1 and pruner_store.loaded_count() == 1  # one pruner, whatever the threshold
     assert on["stages"]["prune"]["threshold"] == service.pipeline.context_pruner.threshold_ and off["stages"] is None
     assert len(service._pipelines) <= PIPELINE_CACHE_SIZE and not service._pipelines  # no pipeline per setting
+
+
+def test_the_warm_up_loads_the_default_pruner_before_any_request(service):
+    assert service.pipeline.config.prune == PRUNE_DEFAULT and PRUNE_DEFAULT.on
+    assert not service.loads
+    service.warm_up()
+    assert len(service.loads) == 1 and service.ready.is_set()  # the first /v1/ask pays for no loading
 
 
 def test_pipelines_per_method_are_an_lru_of_the_documented_size(service, monkeypatch):

@@ -129,9 +129,12 @@ class VeriragService:
         return self.pipeline.config.model
 
     def warm_up(self) -> None:
-        """Load the model and the default method (on the worker's thread at start-up)."""
+        """Load the model, the default method and, when pruning is on, the pruner (on the worker's
+        thread at start-up), so the first request pays for none of them."""
         try:
             _ = self.pipeline.method
+            if self.pipeline.config.prune.on:
+                _ = self.pipeline.context_pruner
             self.ready.set()
         except Exception as e:  # reported by /readyz, not raised: the process stays up to say why
             self.load_error = f"{type(e).__name__}: {e}"

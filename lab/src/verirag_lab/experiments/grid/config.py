@@ -32,8 +32,9 @@ the hop rule), a passage with none kept is not read, and every method of the exa
 pruned passages. Its values are those of every door (`verirag.awf.stage_kinds.prune.parse_prune`):
 `true` is the shipped pruner at its own fitted threshold, a bare number in [0, 1] the threshold,
 `false` off, and the mapping {threshold, pruner} names a threshold (null: the pruner's own) and a
-folder `verirag train pruner` wrote (null: the shipped one); absent or null is the default
-(`PRUNE_DEFAULT`, off today).
+folder `verirag train pruner` wrote (null: the shipped one); absent or null is off. The grid does
+not follow the product's default (`PRUNE_DEFAULT`, on since issue 48): a config says what it
+measures, so a default flipped later never changes what a committed config runs.
 `stages` run before the pruner on each example's passages, in order, as in `verirag ask --stage`
 (`verirag.awf.user_stages`); their reports are in `details["stages"]` and their identity (class,
 options, version) in the record key.
@@ -70,7 +71,7 @@ from pydantic import (
 
 from verirag.awf.answer_spec import AnswerSpec, PruneOptions, Unit
 from verirag.awf.spec import MethodSpec
-from verirag.awf.stage_kinds.prune import PruneSetting, PruneValueError, parse_prune
+from verirag.awf.stage_kinds.prune import OFF, PruneSetting, PruneValueError
 from verirag.awf.user_stages import StageRef
 from verirag.errors import InputError
 from verirag_lab.experiments.grid.method_entries import (
@@ -259,8 +260,11 @@ class _Applications(_Section):
 
 def _prune_setting(v: Any) -> PruneSetting:
     """`prune`: read by the one parser every door uses (`verirag.awf.stage_kinds.prune.parse_prune`:
-    absent or null is the default, false is off, true the pruner's own threshold, a number a
-    threshold, a mapping {threshold, pruner}); a named pruner folder must hold a saved pruner."""
+    false is off, true the pruner's own threshold, a number a threshold, a mapping {threshold,
+    pruner}); absent or null is off here, not PRUNE_DEFAULT (see the module's docstring); a named
+    pruner folder must hold a saved pruner."""
+    if v is None:
+        return OFF
     from verirag.learned.pruner import META_FILE
 
     try:
@@ -302,7 +306,7 @@ class _Config(_Section):
     applications: _Applications = _Applications()
     bootstrap: _Bootstrap = _Bootstrap()
     concurrency: int = Field(1, ge=1)
-    prune: Annotated[Any, PlainValidator(_prune_setting)] = Field(default_factory=lambda: parse_prune(None))
+    prune: Annotated[Any, PlainValidator(_prune_setting)] = OFF
     stages: list[StageRef] = Field(default_factory=list)  # stages a user wrote (verirag.awf.user_stages)
 
     @field_validator("name", mode="plain")
@@ -373,7 +377,7 @@ class ExperimentConfig:
     bootstrap: dict[str, Any] = field(default_factory=lambda: {"n_resamples": 1000, "confidence": 0.95, "seed": 0})
     concurrency: int = 1
     application_methods: dict[str, MethodSpec] = field(default_factory=dict)  # app -> the MethodSpec it adds
-    prune: PruneSetting = field(default_factory=lambda: parse_prune(None))  # verirag.awf.stage_kinds.prune
+    prune: PruneSetting = OFF  # verirag.awf.stage_kinds.prune; the grid's default is off (module docstring)
     stages: tuple[StageRef, ...] = ()  # stages a user wrote, before the pruner (verirag.awf.user_stages)
 
     def dataset(self, name: str) -> DatasetSpec:
