@@ -29,7 +29,10 @@ def _check_contract(r):
     # answered exactly when an answer with no error scores at least the threshold
     supported = r.error is None and bool(r.retrieved_answer.strip()) and r.score >= r.threshold
     assert (r.action == "answered") == supported
-    assert len(r.evidence) == 5
+    # pruning is on by default: the evidence is the retrieved passages the pruner kept any sentence of
+    pruned = r.stages["prune"]["passages"]
+    assert len(pruned) == 5 and len(r.evidence) == sum(bool(p["kept"]) for p in pruned) >= 1
+    assert [e.id for e in r.evidence] == [p["id"] for p in pruned if p["kept"]]
     scores = [e.retrieval_score for e in r.evidence]
     assert scores == sorted(scores, reverse=True)
     for e in r.evidence:
@@ -51,7 +54,8 @@ def test_ask_names_each_stage_as_it_starts(pipe):
     stages = []
     r = pipe.ask(questions()[2]["question"], threshold=1.0, fallback="no-rag", on_stage=stages.append)
     assert stages[0] == "retrieving"
-    assert stages[1] == f"reading {len(r.evidence)} passages and answering (vanilla)"
+    assert stages[1] == "pruning 5 passages"  # on by default, before the model reads anything
+    assert stages[2] == f"reading {len(r.evidence)} passages and answering (vanilla)"
     assert any(s.startswith("verifying") for s in stages[2:])
     assert r.score < 1.0 and r.action == "fallback"  # forced: no score reaches a threshold of 1
     assert stages[-1] == "answering without the passages"
