@@ -263,6 +263,16 @@ def test_the_request_the_client_sends():
     assert (result.score, result.faithful, result.method) == (0.9, True, "vanilla+nli")
 
 
+@pytest.mark.parametrize("prune,sent", [(None, None), (False, False), (True, True), (0.3, 0.3)])
+def test_the_ask_request_says_how_to_prune_only_when_told(prune, sent):
+    """Pruning is on by default at the service: the client can turn it off (False) or set a threshold,
+    and sends nothing when told nothing, so the service's setting applies."""
+    with Scripted(409) as s, pytest.raises(InputError):
+        VeriragClient(s.url).ask(QUESTION, prune=prune)
+    body = s.requests[0][3]
+    assert body.get("prune", None) == sent and ("prune" in body) == (prune is not None)
+
+
 # ---- both integrations share the map ----------------------------------------------------------
 def _both(url: str, api_key: str | None = None) -> dict[str, Exception]:
     """The error each integration raises for one /v1/verify through the service at `url`, sync

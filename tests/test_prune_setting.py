@@ -269,8 +269,17 @@ def test_fifty_thresholds_share_one_pruner_and_the_cache_stays_bounded(service):
 def test_the_warm_up_loads_the_default_pruner_before_any_request(service):
     assert service.pipeline.config.prune == PRUNE_DEFAULT and PRUNE_DEFAULT.on
     assert not service.loads
+    service.ready.clear()  # built without warm-up, it was ready at once: readiness is the warm-up's now
     service.warm_up()
     assert len(service.loads) == 1 and service.ready.is_set()  # the first /v1/ask pays for no loading
+
+
+def test_a_service_without_an_index_never_loads_the_pruner(service, monkeypatch):
+    """It only verifies, and verifying never prunes: its warm-up neither loads the pruner nor waits on it."""
+    monkeypatch.setattr(type(service), "has_index", property(lambda self: False))
+    service.ready.clear()
+    service.warm_up()
+    assert not service.loads and service.ready.is_set() and service.load_error is None
 
 
 def test_pipelines_per_method_are_an_lru_of_the_documented_size(service, monkeypatch):

@@ -129,11 +129,13 @@ class VeriragService:
         return self.pipeline.config.model
 
     def warm_up(self) -> None:
-        """Load the model, the default method and, when pruning is on, the pruner (on the worker's
-        thread at start-up), so the first request pays for none of them."""
+        """Load the model, the default method and, when pruning is on and there is an index to answer
+        from, the pruner (on the worker's thread at start-up), so the first request pays for none of
+        them. A service without an index only verifies, which never prunes: its readiness must not
+        wait on (or fail over) a part it never uses."""
         try:
             _ = self.pipeline.method
-            if self.pipeline.config.prune.on:
+            if self.has_index and self.pipeline.config.prune.on:
                 _ = self.pipeline.context_pruner
             self.ready.set()
         except Exception as e:  # reported by /readyz, not raised: the process stays up to say why
