@@ -87,16 +87,17 @@ def dev_items() -> list[tuple]:
     return sorted(out, key=lambda t: t[0])
 
 
-def own_items(run: Path = OWN) -> list[tuple]:
+def own_items(run: Path = OWN, *, whole: bool = False) -> list[tuple]:
     """A follow-up is read in its conversation as `ask` reads it (an InContext question: the judge
     sees the turns with their speakers, the verifier choosing the evidence reads the bare turns),
-    never flattened into one question string."""
+    never flattened into one question string. `whole`: a pruned run's passages as retrieved, before
+    pruning (the passages arm only: nli over every passage, whole)."""
     import rescore_own_answers as ro
 
     from verirag.conversation import in_context
 
     answers = sorted(ro.run_answers(ro.read_records(run)), key=lambda a: a["key"])
-    examples = ro.load_examples(ro.config_for(run, None), answers)
+    examples = ro.load_examples(ro.config_for(run, None), answers, whole=whole)
     labels = own_labels(run)
     out = []
     for a in answers:
@@ -148,7 +149,8 @@ def score(
 ) -> int:
     from rich.progress import Progress
 
-    items = own_items(run) if which == "own" and run is not None else ITEMS[which]()
+    # on a pruned run only the passages arm is defined: nli over every passage as retrieved, whole
+    items = own_items(run, whole=arm == "passages") if which == "own" and run is not None else ITEMS[which]()
     if limit is not None:  # the first `limit` of each dataset, so that every dataset is timed
         taken: dict[str, int] = {}
         kept = []

@@ -65,6 +65,7 @@ CONFIGS = {  # committed run folder -> the config that made it
     "own-answers-verifier-qwen2.5-1.5b": ROOT / "configs" / "own-answers.yaml",
     "own-answers-nq-verifier-qwen2.5-1.5b": ROOT / "configs" / "own-answers-nq.yaml",
     "own-answers-followup-verifier-qwen2.5-1.5b": ROOT / "configs" / "own-answers-followup.yaml",
+    "own-answers-pruned-qwen2.5-1.5b": ROOT / "configs" / "own-answers-pruned.yaml",
 }
 CHECK_METHOD = "vanilla+verifier"  # the run's records whose scores the shipped verifier reproduces
 
@@ -113,16 +114,20 @@ def config_for(run: Path, config: str | Path | None) -> Path:
     return found
 
 
-def load_examples(config: str | Path, answers: list[dict[str, Any]]) -> dict[tuple[str, str], Any]:
+def load_examples(
+    config: str | Path, answers: list[dict[str, Any]], *, whole: bool = False
+) -> dict[tuple[str, str], Any]:
     """{(dataset, example_id): Example} of the run's questions, as `verirag eval CONFIG` built them:
     the grid's `load_examples` over the config's datasets (loader, path, options, seed), with the
     config's groups file replaced by the run's own question groups and no `n` draw (the run's
-    answers are the questions it drew)."""
+    answers are the questions it drew). A config that prunes is refused (its judges read the kept
+    sentences, which are not rebuilt here) unless `whole`: the passages as retrieved, before pruning,
+    for a judge meant to read everything (nli over every passage, whole)."""
     from verirag_lab.experiments.grid.config import load_config
     from verirag_lab.experiments.grid.runner import load_examples as grid_examples
 
     cfg = load_config(config)
-    if cfg.prune.on:
+    if cfg.prune.on and not whole:
         raise SystemExit(f"{config} prunes the passages: rebuilding pruned passages is not supported here")
     groups: dict[str, set[str]] = {}
     for a in answers:

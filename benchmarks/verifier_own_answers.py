@@ -199,7 +199,11 @@ def export(run: Path, out: Path) -> int:
     judged = defaultdict(set)
     for r in lines:
         judged[(r["dataset"], r["example_id"])].add(r["method"])
-    kept = [r | {"question": "", "references": []} for r in lines if judged[(r["dataset"], r["example_id"])] == methods]
+    kept = [
+        _without_text(r | {"question": "", "references": []})
+        for r in lines
+        if judged[(r["dataset"], r["example_id"])] == methods
+    ]
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "results.jsonl", "w", encoding="utf-8") as fh:
         for r in kept:
@@ -209,6 +213,20 @@ def export(run: Path, out: Path) -> int:
         f"{len(lines) - len(kept)} of answers not judged by every method left out) -> {out / 'results.jsonl'}"
     )
     return len(kept)
+
+
+def _without_text(record: dict) -> dict:
+    """The record without the benchmark's passage text a pruned run's report holds (each passage's
+    sentences and title in `details.prune.passages`): their count stays, with what was kept and the
+    pruner's scores."""
+    prune = (record.get("details") or {}).get("prune")
+    if not isinstance(prune, dict) or not isinstance(prune.get("passages"), list):
+        return record
+    passages = [
+        {k: v for k, v in p.items() if k not in ("sentences", "title")} | {"n_sentences": len(p.get("sentences") or [])}
+        for p in prune["passages"]
+    ]
+    return record | {"details": record["details"] | {"prune": prune | {"passages": passages}}}
 
 
 def question_kind_parts(table, config: Path) -> list[tuple[str, np.ndarray]]:
