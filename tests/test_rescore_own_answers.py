@@ -247,3 +247,47 @@ def test_one_name_over_two_sets_whose_keys_collide_is_refused(tmp_path):
         own.rescored_columns([f"x={a}", f"x={b}"])
     b.write_text('{"id": "k3", "score": 0.9, "seconds": 1.0}\n')
     assert set(own.rescored_columns([f"x={a}", f"x={b}"])["x"]) == {"k1", "k2", "k3"}
+
+
+PRUNED = OWN / "own-answers-pruned-qwen2.5-1.5b"
+
+
+def test_an_exported_pruned_run_keeps_what_the_pruner_did_and_none_of_the_passages_text(tmp_path):
+    own = _bench("verifier_own_answers")
+    passage = {"id": "p", "title": "T", "sentences": ["One.", "Two."], "kept": [1], "scores": [0.1, 0.9]}
+    record = {"question": "q", "details": {"prune": {"threshold": 0.14, "passages": [passage]}, "best": 0}}
+    cleaned = own._without_text(record)
+    assert cleaned["details"]["prune"]["passages"] == [{"id": "p", "kept": [1], "scores": [0.1, 0.9], "n_sentences": 2}]
+    assert cleaned["details"]["best"] == 0 and record["details"]["prune"]["passages"][0]["sentences"]  # not in place
+    for line in (PRUNED / "results.jsonl").read_text(encoding="utf-8").splitlines():
+        r = json.loads(line)
+        assert r["question"] == "" and r["references"] == []
+        assert all({"sentences", "title"}.isdisjoint(p) for p in r["details"]["prune"]["passages"])
+
+
+def test_the_pruned_runs_default_judge_is_the_shipped_stack_over_its_columns():
+    """The run recorded `ask`'s default judge (the stack) beside its parts: the stack computed offline
+    from those parts gives the recorded scores again, so the two measure the same thing."""
+    own = _bench("verifier_own_answers")
+    table, columns = own.load([str(PRUNED)])
+    stack = REPO / "src" / "verirag" / "learned" / "shipped" / "stack.json"
+    _, offline = own.stacked_column(f"offline={stack}", table, columns)
+    assert len(offline) == len(columns["stacked"]) == 300
+    assert np.allclose(offline, columns["stacked"], atol=1e-6)
+
+
+def test_the_answer_default_rule_picks_the_shipped_stack_with_the_hotpotqa_set_on_asks_path(capsys):
+    """The same rule with the HotpotQA answers made as `ask` makes them since pruning went on: the
+    shipped stack is picked again, and is level with nli on that set."""
+    pick = _bench("pick_answer_default")
+    runs = [
+        str(PRUNED),
+        *(str(OWN / n) for n in ("own-answers-nq-verifier-qwen2.5-1.5b", "own-answers-followup-verifier-qwen2.5-1.5b")),
+    ]
+    stack = REPO / "src" / "verirag" / "learned" / "shipped" / "stack.json"
+    args = [*runs, "--run-scores", "llm_judge=llm-judge.jsonl", "--run-scores", "nli=nli-passages.jsonl"]
+    args += ["--stack", f"default={stack}", "--candidates", "default,logprob_mean", "--resamples", "300"]
+    args += ["--judge", "nli", "--costs", str(REPO / "data" / "verifier" / "labels" / "distill-qwen2.5-1.5b.jsonl.gz")]
+    assert pick.main(args) == 0
+    out = capsys.readouterr().out
+    assert "the rule picks: default" in out and "level with nli on own-answers-pruned-qwen2.5-1.5b" in out
