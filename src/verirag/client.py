@@ -127,8 +127,14 @@ class VeriragClient:
         conversation's earlier turns, strings or {role, content} messages, oldest first; `prune`: True
         on at the pruner's own threshold, a number that threshold, False off, None the service's
         setting, which is on by default)."""
-        body = {"question": question, "k": k, "method": method, "threshold": threshold, "fallback": fallback}
-        body["prune"] = prune
+        body = {
+            "question": question,
+            "k": k,
+            "method": method,
+            "threshold": threshold,
+            "fallback": fallback,
+            "prune": prune,
+        }
         body["history"] = None if history is None else list(history)
         return self._parsed(AskResult.from_dict, self._call("POST", "/v1/ask", body))
 
