@@ -46,7 +46,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from heldout_docs import read_scores as read_doc_scores
-from verifier_dev import dev_rows, read_scores
+from number_rule import before_rules
+from verifier_dev import dev_rows, read_scores, read_seconds
 
 from verirag.learned.cascade import CascadeBand, shipped_cascade_path
 from verirag.metrics.calibration import auroc
@@ -59,9 +60,19 @@ from verirag_lab.train.cascade import cross_fitted, paired_scores, read_verifier
 ROOT = Path(__file__).resolve().parents[1]
 DEV_SCORES = ROOT / "data" / "verifier" / "dev_scores"
 OWN = ROOT / "data" / "verifier" / "own_answers" / "held-out-nli-qwen2.5-1.5b"
+# the own-answer sets of 300 (issue 47, item 6), each with nli over every passage scored apart from the run
+OWN_300 = {
+    "own300:hotpotqa": ROOT / "data" / "verifier" / "own_answers" / "own-answers-verifier-qwen2.5-1.5b",
+    "own300:nq": ROOT / "data" / "verifier" / "own_answers" / "own-answers-nq-verifier-qwen2.5-1.5b",
+}
+OWN_300_NLI = "nli-passages.jsonl"
 DOCS = ROOT / "data" / "verifier" / "heldout_docs"
-DEV_NLI_TIMED = DEV_SCORES / "nli-passages-timed-qwen2.5-1.5b.jsonl"
+# nli's scores of every dev answer as `verirag verify` made them (the history read, the answer rules
+# applied; ids, scores, seconds; 2026-11-30): the rule's table reads them before the rules, as it reads
+# every other set
+DEV_NLI = DEV_SCORES / "whole" / "nli-qwen2.5-1.5b.jsonl"
 JUDGES = ("verifier", "cascade", "nli")
+OWN_SETS = (("own300:hotpotqa", "own:hotpotqa"), ("own300:nq", "own:nq"))
 SHIPPED = "shipped"
 # the verifier shipped until 2026-11-26 (data/verifier/candidates/v1): the committed own-answer runs'
 # records hold its scores, and the shipped one is measured against it
@@ -78,11 +89,9 @@ def dev_verifier_scores(name: str) -> dict:
 
 
 def dev_nli_seconds(ids: list[str]) -> np.ndarray | None:
-    """nli's measured seconds on each dev answer of `ids` (DEV_NLI_TIMED), or None when it lacks one."""
-    if not DEV_NLI_TIMED.is_file():
-        return None
-    with open(DEV_NLI_TIMED, encoding="utf-8") as fh:
-        timed = {r["id"]: r["seconds"] for r in map(json.loads, filter(str.strip, fh))}
+    """nli's measured seconds on each dev answer of `ids` (DEV_NLI: each answer's share of its batched
+    block), or None when it lacks one."""
+    timed = read_seconds(DEV_NLI)
     if any(timed.get(i) is None for i in ids):
         return None
     return np.array([float(timed[i]) for i in ids])
@@ -142,7 +151,7 @@ def dev_tables(band: CascadeBand, costs: dict[str, float], resamples: int, name:
     rows = dev_rows()
     v = dev_verifier_scores(name)
     shipped = dev_verifier_scores(reference(name))
-    n = read_scores(DEV_SCORES / "nli-qwen2.5-1.5b.jsonl")
+    n = before_rules(read_scores(DEV_NLI), rows)
     rows = [r for r in rows if all(x.get(r["id"]) is not None for x in (v, n, shipped))]
     V = np.array([v[r["id"]] for r in rows])
     S = np.array([shipped[r["id"]] for r in rows])
@@ -194,6 +203,40 @@ def own_tables(resamples: int, name: str = SHIPPED) -> list[dict]:
     return out
 
 
+def own300_pairs(run: Path, name: str):
+    """A set of 300's answers paired with nli's scores over every passage, the verifier's column verifier
+    `name`'s (the run's own records for the shipped one, else its rescored file there); None when the set
+    lacks nli's scores or that verifier's."""
+    from verirag_lab.train.cascade import paired_with_judge_file
+
+    rescored = run / f"verifier-{name}.jsonl"
+    if not (run / OWN_300_NLI).is_file() or (name != SHIPPED and not rescored.is_file()):
+        return None
+    other = None if name == SHIPPED else read_verifier_scores([rescored])
+    return paired_with_judge_file(run, run / OWN_300_NLI, verifier_scores=other)
+
+
+def own300_tables(resamples: int, name: str = SHIPPED) -> list[dict]:
+    """The sets of 300: the verifier, the cascade cross-fitted on the set itself, nli over every passage
+    (seconds: the set's rescoring, which reads each prompt whole), and the reference verifier."""
+    out = []
+    for subset, run in OWN_300.items():
+        p, ref = own300_pairs(run, name), own300_pairs(run, reference(name))
+        if p is None or ref is None:
+            print(f"{subset}: not measured ({run.name} lacks {OWN_300_NLI} or verifier {name}'s scores)")
+            continue
+        C, esc = cross_fitted(p, budget=0.2)
+        sec = {
+            "verifier": p.verifier_seconds,
+            "nli": p.judge_seconds,
+            "cascade": p.verifier_seconds + esc * p.judge_seconds,
+        }
+        cols = {"verifier": p.verifier, "cascade": C, "nli": p.judge}
+        cols[f"{reference(name)} verifier"], sec[f"{reference(name)} verifier"] = ref.verifier, ref.verifier_seconds
+        out += table(subset, p.labels, p.groups, cols, sec, esc, resamples)
+    return out
+
+
 def docs_tables(band: CascadeBand, resamples: int, name: str = SHIPPED) -> list[dict]:
     """The held-out kind of document: the committed scores of the verifier and nli on its claims."""
     v = read_doc_scores(DOCS / f"verifier-{name}.jsonl")
@@ -228,13 +271,18 @@ def main(argv=None) -> int:
     rows = (
         dev_tables(band, costs, a.resamples, a.verifier)
         + own_tables(a.resamples, a.verifier)
+        + own300_tables(a.resamples, a.verifier)
         + docs_tables(band, a.resamples, a.verifier)
     )
     timed = costs.get("nli_measured", False)  # dev_tables says whether it found every dev answer timed
     print(
         f"band [{band.band_[0]:.3f}, {band.band_[1]:.3f}] (budget {band.budget:.0%}); dev seconds: verifier "
         f"{costs['verifier']:.3f} s an answer (modelled), nli "
-        + (f"measured per answer ({DEV_NLI_TIMED.name})" if timed else f"{costs['nli']:.2f} s an answer (modelled)")
+        + (
+            f"measured per answer ({DEV_NLI.parent.name}/{DEV_NLI.name})"
+            if timed
+            else f"{costs['nli']:.2f} s an answer (modelled)"
+        )
     )
 
     def ci(x):
@@ -251,7 +299,10 @@ def main(argv=None) -> int:
             f"{ci(r['minus_nli'])} | {ci(r['minus_verifier'])} | {s or ' | '} | {r['to_llm']:.1%} | "
             f"{r.get('auroc_per_s', float('nan')):.3g} |"
         )
-    sets = ("dev:hotpot_qa", "dev:topiocqa", "own:hotpotqa", "own:nq", "docs:manpages")
+    # the own-answer sets of the rule: the sets of 300 (issue 47, item 6), the 150 held-out answers
+    # where a set of 300 is not measured
+    own = [s300 if any(r["set"] == s300 for r in rows) else s150 for s300, s150 in OWN_SETS]
+    sets = ("dev:hotpot_qa", "dev:topiocqa", *own, "docs:manpages")
     measured = [
         Measured(r["judge"], r["set"], r["auroc"], r["mean_s"], None if r["minus_nli"] is None else r["minus_nli"][1])
         for r in rows

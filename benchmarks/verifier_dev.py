@@ -164,6 +164,19 @@ def read_scores(run: Path) -> dict[str, float | None]:
     return out
 
 
+def read_seconds(run: Path) -> dict[str, float]:
+    """id -> the seconds an answer's verification took, where the run recorded them (the latest line per id)."""
+    path = Path(run) / "results.jsonl" if Path(run).is_dir() else Path(run)
+    out: dict[str, float] = {}
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                r = json.loads(line)
+                if isinstance(r.get("seconds"), (int, float)):
+                    out[r["id"]] = float(r["seconds"])
+    return out
+
+
 def compare(rows: list[dict], judges: dict[str, np.ndarray], n_resamples: int = 2000) -> dict:
     """AUROC of every judge with a 95% interval over questions, and each one's paired difference
     against the first, all on one set of resamples."""
@@ -240,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     rw.add_argument("--data", type=Path, default=None)
     ex = sub.add_parser(
         "export",
-        help="a verify run's scores in compact form (ids and scores only, no benchmark "
+        help="a verify run's scores in compact form (ids, scores and seconds, no benchmark "
         "text): what an LLM judge's hours on the dev set leave for the next machine",
     )
     ex.add_argument("run", type=Path)
@@ -260,11 +273,11 @@ def main(argv: list[str] | None = None) -> int:
     ag.add_argument("--resamples", type=int, default=2000)
     a = ap.parse_args(argv)
     if a.cmd == "export":
-        scores = read_scores(a.run)
+        scores, seconds = read_scores(a.run), read_seconds(a.run)
         a.out.parent.mkdir(parents=True, exist_ok=True)
         with open(a.out, "w", encoding="utf-8") as fh:
             for k, v in scores.items():
-                fh.write(json.dumps({"id": k, "score": v}) + "\n")
+                fh.write(json.dumps({"id": k, "score": v, **({"seconds": seconds[k]} if k in seconds else {})}) + "\n")
         print(f"{len(scores)} scores ({sum(v is None for v in scores.values())} failed) -> {a.out}")
         return 0
     rows = dev_rows(a.data)
@@ -327,6 +340,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'judge':<40} {'AUROC':>7}  95% interval")
     for k, r in res.items():
         print(f"{k:<40} {r.estimate:7.3f}  [{r.low:.3f}, {r.high:.3f}]")
+    for k, run in zip(runs, a.runs):  # where a run recorded them: the judges' costs on these answers
+        seconds = read_seconds(run)
+        timed = [seconds[r["id"]] for r in rows if r["id"] in seconds]
+        if timed:
+            print(f"{k}: {np.mean(timed):.3f} s an answer (mean; median {np.median(timed):.3f}, {len(timed)} timed)")
     if a.json:
         a.json.write_text(
             json.dumps(

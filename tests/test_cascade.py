@@ -307,3 +307,33 @@ def test_judge_costs_are_the_median_share_of_the_generation_the_distillation_tim
     costs = judge_costs(records)
     assert costs["llm_judge"] == (0.25, 2) and costs["nli_evidence"] == (0.2, 3) and costs["nli"] == (1.5, 1)
     assert paired_judge_costs(records, ["llm_judge", "nli"]) == {"llm_judge": (0.3, 1), "nli": (1.5, 1)}
+
+
+def test_a_run_pairs_with_a_judges_scores_kept_beside_it(tmp_path):
+    """The sets of 300 keep nli's scores in a file beside the run (`nli_evidence.py score own`): they
+    pair by the answer's generation key, an answer the judge failed on is left out, a rescored
+    verifier replaces the run's column, and a file that scores none of the run's answers is refused."""
+    import json
+    from pathlib import Path
+
+    from verirag_lab.train.cascade import generation_key, paired_with_judge_file, read_verifier_scores
+
+    run = Path(__file__).resolve().parents[1] / "data/verifier/own_answers/own-answers-verifier-qwen2.5-1.5b"
+    records = [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines() if line.strip()]
+    judged = tmp_path / "judge.jsonl"
+    lines = [{"id": generation_key(r), "score": i / len(records), "seconds": 2.0} for i, r in enumerate(records)]
+    lines[0]["score"] = None  # the judge failed on the first answer
+    judged.write_text("\n".join(map(json.dumps, lines)) + "\n")
+    p = paired_with_judge_file(run, judged)
+    assert len(p) == len(records) - 1 and np.allclose(p.judge_seconds, 2.0)
+    assert np.allclose(p.judge, [i / len(records) for i in range(1, len(records))])
+    assert np.array_equal(p.labels, [r["faithful"] for r in records[1:]])
+    assert p.judge_digest == "file:judge.jsonl"
+    rescored = tmp_path / "rescored.jsonl"
+    rows = [{"key": generation_key(r), "score": 0.25, "seconds": 0.01} for r in records]
+    rescored.write_text("\n".join(map(json.dumps, [{"header": True, "verifier": {"predictor_digest": "x"}}, *rows])))
+    q = paired_with_judge_file(run, judged, verifier_scores=read_verifier_scores([rescored]))
+    assert np.allclose(q.verifier, 0.25) and q.verifier_digest == "x" and np.allclose(q.judge, p.judge)
+    judged.write_text(json.dumps({"id": "another answer", "score": 0.5}) + "\n")
+    with pytest.raises(InputError, match="no answer"):
+        paired_with_judge_file(run, judged)

@@ -192,6 +192,67 @@ def paired_scores(
     )
 
 
+def paired_with_judge_file(
+    run: str | Path,
+    judge_scores: str | Path,
+    *,
+    verifier_method: str = "vanilla+verifier",
+    verifier_scores: VerifierScores | None = None,
+) -> PairedScores:
+    """A run's `verifier_method` records paired with a judge's scores of the same answers kept apart
+    from the run (lines {id: generation key, score, seconds}, as `benchmarks/nli_evidence.py score own`
+    writes them). An answer the judge failed on or never scored is left out; the judge's identity is
+    its file's name (those lines carry no digest). With `verifier_scores`, those scores and seconds
+    in place of the records' (every paired answer must have one)."""
+    judged: dict[str, dict] = {}
+    for line in Path(judge_scores).read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            row = json.loads(line)
+            judged[row["id"]] = row
+    v = [
+        r
+        for r in run_records(run)
+        if r.get("method") == verifier_method and not r.get("error") and r.get("score") is not None
+    ]
+    if any(x in str(r.get("dataset", "")) for r in v for x in EVALUATION_ONLY):
+        raise InputError(f"{run}: evaluation data; a cascade is never fitted on it")
+    pairs = [(r, judged[k]) for r in v if (k := generation_key(r)) in judged and judged[k].get("score") is not None]
+    if not pairs:
+        raise InputError(f"no answer of {run} has a score in {judge_scores}")
+    found = {(r.get("details") or {}).get("predictor_digest", "") for r, _ in pairs}
+    if len(found) > 1:
+        raise InputError(f"{run}: the verifier records were made by {len(found)} set-ups")
+
+    def raw(r: dict) -> float:
+        return float(r["score"] if r.get("raw_score") is None else r["raw_score"])
+
+    def verify_seconds(r: dict) -> float:
+        return float(((r.get("details") or {}).get("timings") or {}).get("verify", 0.0))
+
+    verifier, seconds = [raw(r) for r, _ in pairs], [verify_seconds(r) for r, _ in pairs]
+    if verifier_scores is not None:
+        keys = [generation_key(r) for r, _ in pairs]
+        missing = [k for k in keys if k not in verifier_scores.scores]
+        if missing:
+            raise InputError(f"the verifier scores lack {len(missing)} of the paired answers, e.g. {missing[0]}")
+        verifier = [verifier_scores.scores[k][0] for k in keys]
+        seconds = [verifier_scores.scores[k][1] for k in keys]
+        found = {verifier_scores.digest}
+    return PairedScores(
+        verifier=np.array(verifier),
+        judge=np.array([float(j["score"]) for _, j in pairs]),
+        labels=np.array([int(r["faithful"]) for r, _ in pairs]),
+        groups=[f"{r['dataset']}:{r.get('group') or r.get('example_id')}" for r, _ in pairs],
+        datasets=[r["dataset"] for r, _ in pairs],
+        verifier_seconds=np.array(seconds),
+        judge_seconds=np.array([float(j.get("seconds") or 0.0) for _, j in pairs]),
+        judge_calls=np.ones(len(pairs), dtype=int),
+        verifier_digest=found.pop(),
+        judge_digest=f"file:{Path(judge_scores).name}",
+        runs=[str(run)],
+    )
+
+
 def fit_cascade(
     pairs: PairedScores,
     *,
