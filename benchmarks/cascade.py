@@ -16,6 +16,13 @@ scores already committed, and the verify default the stated rule picks (item 5,
   band is fitted on, so the cascade here is cross-fitted (5 folds by question: each answer scored by
   a band and calibrations fitted without its question). Seconds are the records' own verify timings.
 
+- The own-answer sets of 300 (issue 47, item 6: data/verifier/own_answers/own-answers-{verifier,nq-verifier,
+  followup-verifier}-qwen2.5-1.5b, HotpotQA, NQ and the same questions asked as follow-ups): the
+  verifier's scores in each run's records, nli's over every passage in its `nli-passages.jsonl`
+  (benchmarks/nli_evidence.py score own --arm passages), the cascade cross-fitted on the set; a set
+  without nli's scores is left out. Where measured they are the rule's own-answer sets, in place of
+  the 150 answers above.
+
 - The held-out kind of document (benchmarks/heldout_docs.py: 150 claims about the Debian man pages, a
   kind of document no training example comes from, label-balanced; committed scores in
   data/verifier/heldout_docs/): the cascade's score combines the committed verifier and nli scores with
@@ -64,6 +71,8 @@ OWN = ROOT / "data" / "verifier" / "own_answers" / "held-out-nli-qwen2.5-1.5b"
 OWN_300 = {
     "own300:hotpotqa": ROOT / "data" / "verifier" / "own_answers" / "own-answers-verifier-qwen2.5-1.5b",
     "own300:nq": ROOT / "data" / "verifier" / "own_answers" / "own-answers-nq-verifier-qwen2.5-1.5b",
+    # the same questions asked as follow-ups, in their conversation (120 NQ, 224 HotpotQA)
+    "own300:followup": ROOT / "data" / "verifier" / "own_answers" / "own-answers-followup-verifier-qwen2.5-1.5b",
 }
 OWN_300_NLI = "nli-passages.jsonl"
 DOCS = ROOT / "data" / "verifier" / "heldout_docs"
@@ -72,7 +81,7 @@ DOCS = ROOT / "data" / "verifier" / "heldout_docs"
 # every other set
 DEV_NLI = DEV_SCORES / "whole" / "nli-qwen2.5-1.5b.jsonl"
 JUDGES = ("verifier", "cascade", "nli")
-OWN_SETS = (("own300:hotpotqa", "own:hotpotqa"), ("own300:nq", "own:nq"))
+OWN_SETS = (("own300:hotpotqa", "own:hotpotqa"), ("own300:nq", "own:nq"), ("own300:followup", None))
 SHIPPED = "shipped"
 # the verifier shipped until 2026-11-26 (data/verifier/candidates/v1): the committed own-answer runs'
 # records hold its scores, and the shipped one is measured against it
@@ -302,6 +311,7 @@ def main(argv=None) -> int:
     # the own-answer sets of the rule: the sets of 300 (issue 47, item 6), the 150 held-out answers
     # where a set of 300 is not measured
     own = [s300 if any(r["set"] == s300 for r in rows) else s150 for s300, s150 in OWN_SETS]
+    own = [s for s in own if s is not None]  # the conversational set has no smaller stand-in
     sets = ("dev:hotpot_qa", "dev:topiocqa", *own, "docs:manpages")
     measured = [
         Measured(r["judge"], r["set"], r["auroc"], r["mean_s"], None if r["minus_nli"] is None else r["minus_nli"][1])
