@@ -48,5 +48,6 @@ def test_the_verify_rule_reads_every_dev_answer_and_the_own_sets_of_300(shared_d
     d = json.loads(out.read_text())
     n = {r["set"]: r["n"] for r in d["rows"] if r["judge"] == "nli"}
     assert n["dev:hotpot_qa"] == 400 and n["dev:topiocqa"] == 399 and n["own300:hotpotqa"] == n["own300:nq"] == 300
+    assert n["own300:followup"] == 344
     assert "own300:hotpotqa" in d["why"]["vanilla+verifier"] and d["default"] == "vanilla+nli"
     assert "own:hotpotqa" not in d["why"]["vanilla+verifier"]  # the 150 held-out answers only where no set of 300
