@@ -199,17 +199,22 @@ def own_tables(resamples: int, name: str = SHIPPED) -> list[dict]:
     ds = np.array(p.datasets)
     out = []
     for subset, m in [("own:hotpotqa", ds == "hotpotqa"), ("own:nq", ds == "nq"), ("own:pooled", ds == ds)]:
-        sec = {
-            "verifier": p.verifier_seconds[m],
-            "nli": p.judge_seconds[m],
-            "cascade": p.verifier_seconds[m] + esc[m] * p.judge_seconds[m],
-        }
-        cols = {"verifier": p.verifier[m], "cascade": C[m], "nli": p.judge[m]}
         # the same answers in the same order (both sorted by generation)
-        ref = f"{reference(name)} verifier"
-        cols[ref], sec[ref] = shipped.verifier[m], shipped.verifier_seconds[m]
-        out += table(subset, p.labels[m], [g for g, k in zip(p.groups, m) if k], cols, sec, esc[m], resamples)
+        out += own_rows(subset, p.subset(m), shipped.subset(m), C[m], esc[m], resamples, name)
     return out
+
+
+def own_rows(subset: str, p, ref, C: np.ndarray, esc: np.ndarray, resamples: int, name: str) -> list[dict]:
+    """One own-answer set's rows: the verifier, the cross-fitted cascade (`C`, `esc`), nli, and the
+    reference verifier's scores of the same answers (`ref`)."""
+    sec = {
+        "verifier": p.verifier_seconds,
+        "nli": p.judge_seconds,
+        "cascade": p.verifier_seconds + esc * p.judge_seconds,
+        f"{reference(name)} verifier": ref.verifier_seconds,
+    }
+    cols = {"verifier": p.verifier, "cascade": C, "nli": p.judge, f"{reference(name)} verifier": ref.verifier}
+    return table(subset, p.labels, p.groups, cols, sec, esc, resamples)
 
 
 def own300_pairs(run: Path, name: str):
@@ -235,14 +240,7 @@ def own300_tables(resamples: int, name: str = SHIPPED) -> list[dict]:
             print(f"{subset}: not measured ({run.name} lacks {OWN_300_NLI} or verifier {name}'s scores)")
             continue
         C, esc = cross_fitted(p, budget=0.2)
-        sec = {
-            "verifier": p.verifier_seconds,
-            "nli": p.judge_seconds,
-            "cascade": p.verifier_seconds + esc * p.judge_seconds,
-        }
-        cols = {"verifier": p.verifier, "cascade": C, "nli": p.judge}
-        cols[f"{reference(name)} verifier"], sec[f"{reference(name)} verifier"] = ref.verifier, ref.verifier_seconds
-        out += table(subset, p.labels, p.groups, cols, sec, esc, resamples)
+        out += own_rows(subset, p, ref, C, esc, resamples, name)
     return out
 
 

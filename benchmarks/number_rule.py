@@ -48,7 +48,7 @@ def penalised(question: str, answer: str, passages) -> bool:
 def before_rules(scores: dict[str, float | None], rows: list[dict]) -> dict[str, float | None]:
     """`scores` of the dev log's answers (`rows`: verifier_dev.dev_rows) as they were before the
     number rule: a score `verirag verify` made since the rule keeps a tenth of itself where the rule
-    applied, so that share is given back (tests/test_number_rule.py checks it against a run made
+    applied, so that share is given back (tests/test_dev_scores_whole.py checks it against a run made
     before the rule)."""
     out = dict(scores)
     for r in rows:

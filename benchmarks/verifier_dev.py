@@ -151,30 +151,22 @@ def rewrite(rows: list[dict], out: Path, model: str) -> int:
     return 0
 
 
+def _records(run: Path) -> list[dict]:
+    """The lines of a `verirag verify --out` folder's results.jsonl, or of a file `export` wrote."""
+    path = Path(run) / "results.jsonl" if Path(run).is_dir() else Path(run)
+    with open(path, encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
 def read_scores(run: Path) -> dict[str, float | None]:
     """id -> score of a `verirag verify --out` folder, or of the compact scores `export` writes
     (the latest line per id; None: failed)."""
-    out: dict[str, float | None] = {}
-    path = Path(run) / "results.jsonl" if Path(run).is_dir() else Path(run)
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                r = json.loads(line)
-                out[r["id"]] = r.get("score")
-    return out
+    return {r["id"]: r.get("score") for r in _records(run)}
 
 
 def read_seconds(run: Path) -> dict[str, float]:
     """id -> the seconds an answer's verification took, where the run recorded them (the latest line per id)."""
-    path = Path(run) / "results.jsonl" if Path(run).is_dir() else Path(run)
-    out: dict[str, float] = {}
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                r = json.loads(line)
-                if isinstance(r.get("seconds"), (int, float)):
-                    out[r["id"]] = float(r["seconds"])
-    return out
+    return {r["id"]: float(r["seconds"]) for r in _records(run) if isinstance(r.get("seconds"), (int, float))}
 
 
 def compare(rows: list[dict], judges: dict[str, np.ndarray], n_resamples: int = 2000) -> dict:
@@ -273,11 +265,13 @@ def main(argv: list[str] | None = None) -> int:
     ag.add_argument("--resamples", type=int, default=2000)
     a = ap.parse_args(argv)
     if a.cmd == "export":
-        scores, seconds = read_scores(a.run), read_seconds(a.run)
+        latest = {r["id"]: r for r in _records(a.run)}
+        scores = {k: r.get("score") for k, r in latest.items()}
         a.out.parent.mkdir(parents=True, exist_ok=True)
         with open(a.out, "w", encoding="utf-8") as fh:
-            for k, v in scores.items():
-                fh.write(json.dumps({"id": k, "score": v, **({"seconds": seconds[k]} if k in seconds else {})}) + "\n")
+            for k, r in latest.items():
+                timed = {"seconds": float(r["seconds"])} if isinstance(r.get("seconds"), (int, float)) else {}
+                fh.write(json.dumps({"id": k, "score": r.get("score"), **timed}) + "\n")
         print(f"{len(scores)} scores ({sum(v is None for v in scores.values())} failed) -> {a.out}")
         return 0
     rows = dev_rows(a.data)

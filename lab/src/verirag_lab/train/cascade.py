@@ -124,6 +124,36 @@ def read_verifier_scores(paths: Sequence[str | Path]) -> VerifierScores:
     return VerifierScores(scores, digests.pop(), networks.pop() if len(networks) == 1 else "")
 
 
+def with_verifier_scores(records: list[dict], verifier_scores: VerifierScores) -> list[dict]:
+    """`records` with another verifier's scores (as their raw score), seconds and digest in place of
+    their own; every record must have one."""
+    missing = [generation_key(r) for r in records if generation_key(r) not in verifier_scores.scores]
+    if missing:
+        raise InputError(f"the verifier scores lack {len(missing)} of the runs' answers, e.g. {missing[0]}")
+    out = []
+    for r in records:
+        score, seconds = verifier_scores.scores[generation_key(r)]
+        details = {
+            **(r.get("details") or {}),
+            "predictor_digest": verifier_scores.digest,
+            "timings": {"verify": seconds},
+        }
+        out.append({**r, "raw_score": score, "details": details})
+    return out
+
+
+def one_digest(records: list[dict], what: str) -> str:
+    """The predictor digest every record names (an InputError when they name several set-ups)."""
+    found = {(r.get("details") or {}).get("predictor_digest", "") for r in records}
+    if len(found) > 1:
+        raise InputError(f"the {what} records were made by {len(found)} set-ups ({', '.join(sorted(found))})")
+    return found.pop()
+
+
+def verify_seconds(record: dict) -> float:
+    return float(((record.get("details") or {}).get("timings") or {}).get("verify", record.get("seconds") or 0.0))
+
+
 def paired_scores(
     runs: Sequence[str | Path],
     *,
@@ -152,30 +182,7 @@ def paired_scores(
     v = [by_method[verifier_method][k] for k in common]
     j = [by_method[judge_method][k] for k in common]
     if verifier_scores is not None:
-        missing = [generation_key(r) for r in v if generation_key(r) not in verifier_scores.scores]
-        if missing:
-            raise InputError(f"the verifier scores lack {len(missing)} of the runs' answers, e.g. {missing[0]}")
-        v = [
-            {
-                **r,
-                "raw_score": verifier_scores.scores[generation_key(r)][0],
-                "details": {
-                    **(r.get("details") or {}),
-                    "predictor_digest": verifier_scores.digest,
-                    "timings": {"verify": verifier_scores.scores[generation_key(r)][1]},
-                },
-            }
-            for r in v
-        ]
-
-    def digest(rows: list[dict], what: str) -> str:
-        found = {(r.get("details") or {}).get("predictor_digest", "") for r in rows}
-        if len(found) > 1:
-            raise InputError(f"the {what} records were made by {len(found)} set-ups ({', '.join(sorted(found))})")
-        return found.pop()
-
-    def secs(r: dict) -> float:
-        return float(((r.get("details") or {}).get("timings") or {}).get("verify", r.get("seconds") or 0.0))
+        v = with_verifier_scores(v, verifier_scores)
 
     return PairedScores(
         verifier=np.array([float(r["raw_score"]) for r in v]),
@@ -183,11 +190,11 @@ def paired_scores(
         labels=np.array([int(r["faithful"]) for r in v]),
         groups=[f"{r['dataset']}:{r.get('group') or r.get('example_id')}" for r in v],
         datasets=[r["dataset"] for r in v],
-        verifier_seconds=np.array([secs(r) for r in v]),
-        judge_seconds=np.array([secs(r) for r in j]),
+        verifier_seconds=np.array([verify_seconds(r) for r in v]),
+        judge_seconds=np.array([verify_seconds(r) for r in j]),
         judge_calls=np.array([int((r.get("spent") or {}).get("calls", r.get("calls") or 0)) for r in j]),
-        verifier_digest=digest(v, verifier_method),
-        judge_digest=digest(j, judge_method),
+        verifier_digest=one_digest(v, verifier_method),
+        judge_digest=one_digest(j, judge_method),
         runs=[str(r) for r in runs],
     )
 
@@ -219,35 +226,19 @@ def paired_with_judge_file(
     pairs = [(r, judged[k]) for r in v if (k := generation_key(r)) in judged and judged[k].get("score") is not None]
     if not pairs:
         raise InputError(f"no answer of {run} has a score in {judge_scores}")
-    found = {(r.get("details") or {}).get("predictor_digest", "") for r, _ in pairs}
-    if len(found) > 1:
-        raise InputError(f"{run}: the verifier records were made by {len(found)} set-ups")
-
-    def raw(r: dict) -> float:
-        return float(r["score"] if r.get("raw_score") is None else r["raw_score"])
-
-    def verify_seconds(r: dict) -> float:
-        return float(((r.get("details") or {}).get("timings") or {}).get("verify", 0.0))
-
-    verifier, seconds = [raw(r) for r, _ in pairs], [verify_seconds(r) for r, _ in pairs]
+    v = [r for r, _ in pairs]
     if verifier_scores is not None:
-        keys = [generation_key(r) for r, _ in pairs]
-        missing = [k for k in keys if k not in verifier_scores.scores]
-        if missing:
-            raise InputError(f"the verifier scores lack {len(missing)} of the paired answers, e.g. {missing[0]}")
-        verifier = [verifier_scores.scores[k][0] for k in keys]
-        seconds = [verifier_scores.scores[k][1] for k in keys]
-        found = {verifier_scores.digest}
+        v = with_verifier_scores(v, verifier_scores)
     return PairedScores(
-        verifier=np.array(verifier),
+        verifier=np.array([float(r["score"] if r.get("raw_score") is None else r["raw_score"]) for r in v]),
         judge=np.array([float(j["score"]) for _, j in pairs]),
-        labels=np.array([int(r["faithful"]) for r, _ in pairs]),
-        groups=[f"{r['dataset']}:{r.get('group') or r.get('example_id')}" for r, _ in pairs],
-        datasets=[r["dataset"] for r, _ in pairs],
-        verifier_seconds=np.array(seconds),
+        labels=np.array([int(r["faithful"]) for r in v]),
+        groups=[f"{r['dataset']}:{r.get('group') or r.get('example_id')}" for r in v],
+        datasets=[r["dataset"] for r in v],
+        verifier_seconds=np.array([verify_seconds(r) for r in v]),
         judge_seconds=np.array([float(j.get("seconds") or 0.0) for _, j in pairs]),
         judge_calls=np.ones(len(pairs), dtype=int),
-        verifier_digest=found.pop(),
+        verifier_digest=one_digest(v, verifier_method),
         judge_digest=f"file:{Path(judge_scores).name}",
         runs=[str(run)],
     )
