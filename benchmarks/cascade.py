@@ -29,8 +29,9 @@ scores already committed, and the verify default the stated rule picks (item 5,
   the band; seconds are the claims' own verify timings.
 
 `--verifier NAME` measures another trained verifier (and `--band FILE` its cascade band) from its
-committed scores: data/verifier/dev_scores/verifier-NAME.jsonl (`verirag verify` of the dev log with
-`vanilla+verifier(verifier=DIR)`, exported), data/verifier/own_answers/<run>/verifier-NAME.jsonl
+committed scores: data/verifier/dev_scores/whole/verifier-NAME.jsonl (`verirag verify` of the dev log
+with `vanilla+verifier(verifier=DIR)`, exported; read before the answer rules, as nli's are; an older
+dev_scores/verifier-NAME.jsonl, made before the rules, where that is missing), data/verifier/own_answers/<run>/verifier-NAME.jsonl
 (benchmarks/rescore_own_answers.py) and data/verifier/heldout_docs/verifier-NAME.jsonl; the shipped
 verifier's rows are then added as "shipped verifier" ("minus verifier" of that row: shipped minus NAME).
 The shipped verifier itself (NAME `shipped`, the default) is compared the same way with `v1`, the
@@ -88,8 +89,14 @@ SHIPPED = "shipped"
 PREVIOUS = "v1"
 
 
-def dev_verifier_scores(name: str) -> dict:
-    """The dev scores of verifier `name` (the shipped one's with TopiOCQA's history where committed)."""
+def dev_verifier_scores(name: str, rows: list[dict]) -> dict:
+    """The dev scores of verifier `name` before the answer rules, as nli's are read: from its run over
+    every dev answer (`whole/`, made by `verirag verify` since the rules, which are given back) where
+    committed, else from its older file (made before the rules; the shipped one's with TopiOCQA's
+    history where committed)."""
+    whole = DEV_SCORES / "whole" / f"verifier-{name}.jsonl"
+    if whole.is_file():
+        return before_rules(read_scores(whole), rows)
     scores = read_scores(DEV_SCORES / f"verifier-{name}.jsonl")
     history = DEV_SCORES / f"verifier-{name}-history.jsonl"
     if history.is_file():
@@ -158,8 +165,8 @@ def reference(name: str) -> str:
 
 def dev_tables(band: CascadeBand, costs: dict[str, float], resamples: int, name: str = SHIPPED) -> list[dict]:
     rows = dev_rows()
-    v = dev_verifier_scores(name)
-    shipped = dev_verifier_scores(reference(name))
+    v = dev_verifier_scores(name, rows)
+    shipped = dev_verifier_scores(reference(name), rows)
     n = before_rules(read_scores(DEV_NLI), rows)
     rows = [r for r in rows if all(x.get(r["id"]) is not None for x in (v, n, shipped))]
     V = np.array([v[r["id"]] for r in rows])

@@ -3,7 +3,7 @@
 # its scores beside the shipped one's (ids, kinds and scores; no benchmark text), so that
 # `python benchmarks/cascade.py --verifier NAME` and the per-set benchmarks compare the two paired:
 #
-#   dev set (instruct_qa_human's HotpotQA and TopiOCQA rows)  data/verifier/dev_scores/verifier-NAME.jsonl
+#   dev set (instruct_qa_human's HotpotQA and TopiOCQA rows)  data/verifier/dev_scores/whole/verifier-NAME.jsonl
 #   the man pages (the held-out kind of document)             data/verifier/heldout_docs/verifier-NAME.jsonl
 #   own answers (the committed held-out runs, the sets of 300) data/verifier/own_answers/RUN/verifier-NAME.jsonl
 #   changed numbers, parties, negations                       data/verifier/swaps/verifier-NAME{,-own,-manpages}.jsonl
@@ -29,7 +29,7 @@ mkdir -p "$work"
 [ -f runs/heldout_docs/log.jsonl ] || $py benchmarks/heldout_docs.py log --n 150 --out runs/heldout_docs/log.jsonl
 
 $verirag verify runs/verifier_dev/dev.jsonl --label-field label --method "$method" --out "$work/dev"
-$py benchmarks/verifier_dev.py export "$work/dev" --out "data/verifier/dev_scores/verifier-$name.jsonl"
+$py benchmarks/verifier_dev.py export "$work/dev" --out "data/verifier/dev_scores/whole/verifier-$name.jsonl"
 
 $verirag verify runs/heldout_docs/log.jsonl --label-field label --method "$method" --out "$work/docs"
 $py benchmarks/heldout_docs.py export "$work/docs" --out "data/verifier/heldout_docs/verifier-$name.jsonl"
