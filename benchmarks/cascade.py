@@ -31,8 +31,9 @@ scores already committed, and the verify default the stated rule picks (item 5,
 `--verifier NAME` measures another trained verifier (and `--band FILE` its cascade band) from its
 committed scores: data/verifier/dev_scores/whole/verifier-NAME.jsonl (`verirag verify` of the dev log
 with `vanilla+verifier(verifier=DIR)`, exported; read before the answer rules, as nli's are; an older
-dev_scores/verifier-NAME.jsonl, made before the rules, where that is missing), data/verifier/own_answers/<run>/verifier-NAME.jsonl
-(benchmarks/rescore_own_answers.py) and data/verifier/heldout_docs/verifier-NAME.jsonl; the shipped
+dev_scores/verifier-NAME.jsonl, made before the rules, where that is missing),
+data/verifier/own_answers/<run>/verifier-NAME.jsonl (benchmarks/rescore_own_answers.py) and
+data/verifier/heldout_docs/verifier-NAME.jsonl (scripts/measure_verifier.sh writes all three); the shipped
 verifier's rows are then added as "shipped verifier" ("minus verifier" of that row: shipped minus NAME).
 The shipped verifier itself (NAME `shipped`, the default) is compared the same way with `v1`, the
 verifier shipped until 2026-11-26 (data/verifier/candidates/v1), whose scores the own-answer runs'
