@@ -51,3 +51,20 @@ def test_the_verify_rule_reads_every_dev_answer_and_the_own_sets_of_300(shared_d
     assert n["own300:followup"] == 344
     assert "own300:hotpotqa" in d["why"]["vanilla+verifier"] and d["default"] == "vanilla+nli"
     assert "own:hotpotqa" not in d["why"]["vanilla+verifier"]  # the 150 held-out answers only where no set of 300
+
+
+def test_a_verifier_measured_today_is_read_before_the_rules_as_nli_is(shared_data_dir):
+    """cascade.py --verifier NAME: a candidate measured today (`scripts/measure_verifier.sh`: its dev
+    scores only in whole/, made since the answer rules) is read with the rules given back, as nli's
+    are; the shipped verifier's read that way are its scores made before the rules."""
+    dev, cascade, rule = load_benchmark("verifier_dev"), load_benchmark("cascade"), load_benchmark("number_rule")
+    rows = dev.dev_rows(shared_data_dir)
+    assert not (SCORES / "verifier-distill-gold.jsonl").exists()  # only its whole-set run is committed
+    today = dev.read_scores(SCORES / "whole" / "verifier-distill-gold.jsonl")
+    read = cascade.dev_verifier_scores("distill-gold", rows)
+    assert read == rule.before_rules(today, rows)
+    assert sum(v is not None and abs(read[k] - v) > 1e-9 for k, v in today.items()) > 0  # the ruled answers
+    shipped = cascade.dev_verifier_scores("shipped", rows)
+    before = dev.read_scores(SCORES / "verifier-shipped.jsonl")
+    common = [k for k, v in before.items() if v is not None and shipped.get(k) is not None]
+    assert len(common) == 799 and max(abs(shipped[k] - before[k]) for k in common) < 1e-5
