@@ -357,21 +357,22 @@ verifier-subject: $(VENV)/.base $(VENV)/.lab issue36-labels runs/labels/issue36-
 	    --out runs/verifiers/subject
 
 # Candidates (issue 47, item 1; data/verifier/candidates/distill/README.md): the shipped verifier
-# warm-started as `make verifier` trains it, on the committed distillation answers listed twice beside
-# a seeded 4,000 lines of the labels it was trained on (without that replay, --max-examples would
-# sample the distilled answers away). DISTILL_TARGET: gold (the gold grade), soft (the LLM judge's
-# score), judge or agree (verirag_lab.train.distill_targets). About 35 minutes on 2 quiet cores.
+# warm-started as `make verifier` trains it, on the committed distillation answers beside a seeded
+# replay of 4,000 labelled records of the labels it was trained on, about as many (without that
+# replay, --max-examples would sample the distilled answers away). DISTILL_TARGET: gold (the gold
+# grade), soft (the LLM judge's score), judge or agree (verirag_lab.train.distill_targets). About 40
+# minutes on 2 quiet cores. (Until 2026-11-30 the replay drew 4,000 lines, skip lines among them, and
+# the distillation was listed twice: see the candidates' README.)
 DISTILL_TARGET ?= gold
 .PHONY: verifier-distill
 verifier-distill: $(VENV)/.base $(VENV)/.lab issue36-labels runs/labels/issue36-docs-1200.jsonl
 	$(SWAP_LABELS)
-	$(VENV)/bin/python -c "import random, sys; lines = [l for f in sys.argv[1:] for l in open(f) if l.strip()]; \
-	    sys.stdout.writelines(random.Random(0).sample(lines, 4000))" $(VERIFIER_LABELS) $(ISSUE36_TRAIN) \
-	    runs/labels/issue36-qa.jsonl > runs/labels/replay-4000.jsonl
+	$(VENV)/bin/python -m verirag_lab.train.replay --n 4000 --seed 0 $(VERIFIER_LABELS) $(ISSUE36_TRAIN) \
+	    runs/labels/issue36-qa.jsonl --out runs/labels/replay-labelled-4000.jsonl
 	gunzip -c data/verifier/labels/distill-qwen2.5-1.5b.jsonl.gz > runs/labels/distill-committed.jsonl
-	$(VENV)/bin/verirag train verifier runs/labels/replay-4000.jsonl runs/labels/distill-committed.jsonl \
-	    runs/labels/distill-committed.jsonl --init-from src/verirag/learned/shipped/verifier --max-examples 20000 \
-	    $(WARM_START) --distill-target $(DISTILL_TARGET) --out runs/verifiers/distill-$(DISTILL_TARGET)
+	$(VENV)/bin/verirag train verifier runs/labels/replay-labelled-4000.jsonl runs/labels/distill-committed.jsonl \
+	    --init-from src/verirag/learned/shipped/verifier --max-examples 20000 \
+	    $(WARM_START) --distill-target $(DISTILL_TARGET) --out runs/verifiers/distill2-$(DISTILL_TARGET)
 
 bench: $(VENV)/.dev $(VENV)/.models
 	$(PY) benchmarks/run_all.py
