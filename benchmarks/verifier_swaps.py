@@ -159,6 +159,31 @@ def table(scored: list[dict], resamples: int = 2000, seed: int = 0) -> list[dict
     return out
 
 
+def paired_table(scored: list[dict], base: list[dict], resamples: int = 1000, seed: int = 0) -> list[dict]:
+    """Per kind (and all), over the pairs both judges scored (matched by id and kind): the share with
+    the right answer above for `scored` minus that for `base`, and its interval resampling whole
+    questions (the pairs of one question stay together, both judges on the same resamples)."""
+    from verirag.metrics.stats import group_bootstrap_intervals
+
+    theirs = {(r["id"], r["kind"]): r for r in base}
+    out = []
+    for kind in (*KINDS, "all"):
+        rows = [r for r in scored if (kind == "all" or r["kind"] == kind) and (r["id"], r["kind"]) in theirs]
+        if not rows:
+            continue
+        diff = np.array([float(above(r)) - float(above(theirs[(r["id"], r["kind"])])) for r in rows])
+        boot = group_bootstrap_intervals(
+            lambda ix, d=diff: {"diff": d[ix].mean(axis=1)},
+            [r["group"] for r in rows],
+            n_resamples=resamples,
+            seed=seed,
+        )["diff"]
+        out.append(
+            {"kind": kind, "pairs": len(rows), "difference": float(diff.mean()), "interval": [boot.low, boot.high]}
+        )
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--log", type=Path, help="a labelled answer log (RAGAS fields; default: the dev set)")
@@ -168,6 +193,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--limit", type=int, default=None, help="at most this many right answers")
     ap.add_argument("--out", type=Path, help="write the pairs' scores here (JSONL: ids, kinds, scores)")
     ap.add_argument("--scores", type=Path, help="read the pairs' scores written by --out (no judge runs)")
+    ap.add_argument(
+        "--against", type=Path, help="another judge's pair scores (--out's file): print the paired difference"
+    )
     args = ap.parse_args(argv)
     if args.scores:
         scored = [json.loads(line) for line in args.scores.read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -199,6 +227,13 @@ def main(argv: list[str] | None = None) -> None:
             f"{t['kind']:10s} {t['pairs']:6d} {t['right_above']:12.3f}  [{w[0]:.3f}, {w[1]:.3f}]  "
             f"[{b[0]:.3f}, {b[1]:.3f}]" + ("" if t["goal_met"] else "  below the goal")
         )
+    if args.against:
+        base = [json.loads(line) for line in args.against.read_text(encoding="utf-8").splitlines() if line.strip()]
+        other = base[0]["method"] if base else "?"
+        print(f"minus {other} ({args.against}), paired over questions:")
+        for t in paired_table(scored, base):
+            lo, hi = t["interval"]
+            print(f"{t['kind']:10s} {t['pairs']:6d} {t['difference']:+12.3f}  [{lo:+.3f}, {hi:+.3f}]")
 
 
 if __name__ == "__main__":

@@ -60,3 +60,24 @@ def test_a_tie_counts_against_the_judge_and_every_kind_is_reported(swaps):
     assert rows["all"]["pairs"] == 3 and not rows["all"]["goal_met"]
     low, high = rows["all"]["wilson"]
     assert 0 < low < 1 / 3 < high < 1
+
+
+def test_the_paired_difference_reads_only_the_pairs_both_judges_scored(swaps):
+    mine = [
+        {"id": "1", "group": "q1", "kind": "negation", "right": 0.9, "wrong": 0.1},
+        {"id": "2", "group": "q2", "kind": "negation", "right": 0.9, "wrong": 0.1},
+        {"id": "3", "group": "q3", "kind": "party", "right": 0.2, "wrong": 0.8},
+        {"id": "4", "group": "q4", "kind": "party", "right": 0.9, "wrong": 0.1},  # the other judge has no pair 4
+    ]
+    theirs = [
+        {"id": "1", "group": "q1", "kind": "negation", "right": 0.9, "wrong": 0.1},
+        {"id": "2", "group": "q2", "kind": "negation", "right": 0.1, "wrong": 0.9},
+        {"id": "3", "group": "q3", "kind": "party", "right": 0.9, "wrong": 0.1},
+    ]
+    rows = {t["kind"]: t for t in swaps.paired_table(mine, theirs, resamples=200)}
+    assert rows["negation"]["pairs"] == 2 and rows["negation"]["difference"] == 0.5
+    assert rows["party"]["pairs"] == 1 and rows["party"]["difference"] == -1.0
+    assert rows["all"]["pairs"] == 3 and abs(rows["all"]["difference"] - (1 - 1) / 3) < 1e-12
+    low, high = rows["negation"]["interval"]
+    assert 0.0 <= low <= 0.5 <= high <= 1.0
+    assert "number" not in rows  # no pair of that kind in both
