@@ -360,7 +360,7 @@ verifier-subject: $(VENV)/.base $(VENV)/.lab issue36-labels runs/labels/issue36-
 # warm-started as `make verifier` trains it, on the committed distillation answers beside a seeded
 # replay of 4,000 labelled records of the labels it was trained on, about as many (without that
 # replay, --max-examples would sample the distilled answers away). DISTILL_TARGET: gold (the gold
-# grade), soft (the LLM judge's score), judge or agree (verirag_lab.train.distill_targets). About 40
+# grade), soft (the LLM judge's score), judge or agree (verirag_lab.train.distill_targets). About 30
 # minutes on 2 quiet cores. (Until 2026-11-30 the replay drew 4,000 lines, skip lines among them, and
 # the distillation was listed twice: see the candidates' README.)
 DISTILL_TARGET ?= gold
