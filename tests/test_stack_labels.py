@@ -188,3 +188,24 @@ def test_the_llm_judge_is_a_feature_and_answers_made_before_it_are_left_out(labe
     assert set(stacked.parts) == {"verifier", "llm_judge"}
     _answers_a_question(stacked)
     assert any("fully supported by the documents" in p[-1]["content"] for p in llm.prompts[-3:])
+
+
+def test_a_verifier_that_learned_from_the_distillation_is_refused_for_the_stack(labelled, tmp_path):
+    import shutil
+
+    from verirag.learned.shipped import META_FILE, shipped_verifier_dir
+    from verirag_lab.train.stack_labels import verifier_learned_from_distillation
+
+    path, data, llm = labelled
+    assert verifier_learned_from_distillation(None) == 0  # the shipped verifier never read a distilled answer
+    taught = tmp_path / "taught"
+    shutil.copytree(shipped_verifier_dir(), taught)
+    meta = json.loads((taught / META_FILE).read_text(encoding="utf-8"))
+    meta["provenance"]["label_summary"]["recipes"]["distill"] = {"examples": 12, "supported": 5}
+    (taught / META_FILE).write_text(json.dumps(meta), encoding="utf-8")
+    assert verifier_learned_from_distillation(str(taught)) == 12
+    with pytest.raises(InputError, match="in-sample"):
+        train_stack_from_labels(
+            path, tmp_path / "s.json", data_root=data, verifier=str(taught), llm_loader=lambda _m: llm
+        )
+    assert not (tmp_path / "s.json").exists()

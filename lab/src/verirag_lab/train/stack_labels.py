@@ -21,6 +21,7 @@ evaluation questions applies), so the data they name must be present.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -182,6 +183,22 @@ def judge_column(rows: Sequence[dict[str, Any]], feature: str = JUDGE_FEATURE) -
     return scores, source | {"digest": digests.pop()}
 
 
+def verifier_learned_from_distillation(verifier: str | None) -> int:
+    """How many `distill` examples the verifier (`verifier=DIR`, or the shipped one) was trained on,
+    from its saved provenance (0 when none, or when it records no label summary)."""
+    import json
+
+    from verirag.learned.shipped import META_FILE, shipped_verifier_dir
+
+    folder = Path(verifier) if verifier else shipped_verifier_dir()
+    try:
+        meta = json.loads((folder / META_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise InputError(f"cannot read the verifier's {META_FILE} in {folder}: {e}") from None
+    recipes = ((meta.get("provenance") or {}).get("label_summary") or {}).get("recipes") or {}
+    return int((recipes.get(RECIPE) or {}).get("examples", 0))
+
+
 def train_stack_from_labels(
     labels_file,
     out_file,
@@ -202,6 +219,14 @@ def train_stack_from_labels(
     from verirag_lab.train.stack import train_stack
     from verirag_lab.train.verifier_labels import read_records
 
+    learned = verifier_learned_from_distillation(verifier)
+    if learned:
+        # its scores over these records would be in-sample: a stack fitted on them trusts it too much
+        raise InputError(
+            f"the verifier {verifier or '(the shipped one)'} was trained on {learned} distillation answers, "
+            "and the stack's table is distillation answers: its verifier column would be scored in-sample. "
+            "Fit the stack with a verifier that did not learn from them (cross-fitted on other question groups)."
+        )
     records = read_records(labels_file)
     rows, _ = _rows(records)
     if llm_loader is None:
