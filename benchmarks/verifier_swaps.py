@@ -184,6 +184,11 @@ def paired_table(scored: list[dict], base: list[dict], resamples: int = 1000, se
     return out
 
 
+def read_scores(path: Path) -> list[dict]:
+    """The pairs' scores `--out` wrote (JSON lines)."""
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--log", type=Path, help="a labelled answer log (RAGAS fields; default: the dev set)")
@@ -198,7 +203,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = ap.parse_args(argv)
     if args.scores:
-        scored = [json.loads(line) for line in args.scores.read_text(encoding="utf-8").splitlines() if line.strip()]
+        scored = read_scores(args.scores)
     else:
         if args.own:
             rows = own_rows(args.own)
@@ -228,7 +233,7 @@ def main(argv: list[str] | None = None) -> None:
             f"[{b[0]:.3f}, {b[1]:.3f}]" + ("" if t["goal_met"] else "  below the goal")
         )
     if args.against:
-        base = [json.loads(line) for line in args.against.read_text(encoding="utf-8").splitlines() if line.strip()]
+        base = read_scores(args.against)
         other = base[0]["method"] if base else "?"
         print(f"minus {other} ({args.against}), paired over questions:")
         for t in paired_table(scored, base):

@@ -188,13 +188,15 @@ def verifier_learned_from_distillation(verifier: str | None) -> int:
     from its saved provenance (0 when none, or when it records no label summary)."""
     import json
 
-    from verirag.learned.shipped import META_FILE, shipped_verifier_dir
+    from verirag.learned.shipped import shipped_verifier_dir
+    from verirag.learned.verifier import TrainedVerifier
 
-    folder = Path(verifier) if verifier else shipped_verifier_dir()
+    # its saved JSON alone: loading the part would read the encoder for one provenance field
+    file = TrainedVerifier.json_path(Path(verifier) if verifier else shipped_verifier_dir())
     try:
-        meta = json.loads((folder / META_FILE).read_text(encoding="utf-8"))
+        meta = json.loads(file.read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
-        raise InputError(f"cannot read the verifier's {META_FILE} in {folder}: {e}") from None
+        raise InputError(f"cannot read the verifier's {file}: {e}") from None
     recipes = ((meta.get("provenance") or {}).get("label_summary") or {}).get("recipes") or {}
     return int((recipes.get(RECIPE) or {}).get("examples", 0))
 
