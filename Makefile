@@ -265,12 +265,18 @@ distill-labels-support: $(VENV)/.models $(VENV)/.lab
 # whenever the verifier changes (the stack checks the verifier's identity). About two minutes; the
 # answers of `hotpotqa_support` need VERIRAG_HOTPOTQA_SUPPORT set (docs/how-to/train.md).
 # `stack-no-judge` is the one before it (no LLM call after the answer).
+# STACK_VERIFIER: the verifier the stack reads (default: the shipped one); one that learned from the
+# distillation needs STACK_CROSS_FIT, its fold verifiers (make verifier-distill-folds).
+STACK_VERIFIER ?=
+STACK_CROSS_FIT ?=
+STACK_OUT ?= src/verirag/learned/shipped/stack.json
 STACK_FEATURES = verifier,logprob_min,logprob_mean,logprob_sum,k_precision,llm_judge
 .PHONY: stack stack-no-judge
 stack: $(VENV)/.base $(VENV)/.lab
 	mkdir -p runs/labels && gunzip -c data/verifier/labels/distill-qwen2.5-1.5b.jsonl.gz > runs/labels/distill-committed.jsonl
 	$(VENV)/bin/verirag train stack runs/labels/distill-committed.jsonl --features $(STACK_FEATURES) \
-	    --out src/verirag/learned/shipped/stack.json
+	    $(if $(STACK_VERIFIER),--verifier $(STACK_VERIFIER)) $(foreach d,$(STACK_CROSS_FIT),--cross-fit $(d)) \
+	    --out $(STACK_OUT)
 stack-no-judge: $(VENV)/.base $(VENV)/.lab
 	mkdir -p runs/labels && gunzip -c data/verifier/labels/distill-qwen2.5-1.5b.jsonl.gz > runs/labels/distill-committed.jsonl
 	$(VENV)/bin/verirag train stack runs/labels/distill-committed.jsonl \
@@ -362,17 +368,34 @@ verifier-subject: $(VENV)/.base $(VENV)/.lab issue36-labels runs/labels/issue36-
 # replay, --max-examples would sample the distilled answers away). DISTILL_TARGET: gold (the gold
 # grade), soft (the LLM judge's score), judge or agree (verirag_lab.train.distill_targets). About 30
 # minutes on 2 quiet cores. (Until 2026-11-30 the replay drew 4,000 lines, skip lines among them, and
-# the distillation was listed twice: see the candidates' README.)
+# the distillation was listed twice: see the candidates' README.) DISTILL_OPTS adds training options
+# (e.g. --value-swaps 0.5, the changed-value negatives), DISTILL_NAME names the output folder.
 DISTILL_TARGET ?= gold
+DISTILL_OPTS ?=
+DISTILL_NAME ?= distill2-$(DISTILL_TARGET)
+DISTILL_TRAIN = $(VENV)/bin/verirag train verifier runs/labels/replay-labelled-4000.jsonl \
+	runs/labels/distill-committed.jsonl --init-from src/verirag/learned/shipped/verifier --max-examples 20000 \
+	$(WARM_START) --distill-target $(DISTILL_TARGET) $(DISTILL_OPTS)
 .PHONY: verifier-distill
 verifier-distill: $(VENV)/.base $(VENV)/.lab issue36-labels runs/labels/issue36-docs-1200.jsonl
 	$(SWAP_LABELS)
 	$(VENV)/bin/python -m verirag_lab.train.replay --n 4000 --seed 0 $(VERIFIER_LABELS) $(ISSUE36_TRAIN) \
 	    runs/labels/issue36-qa.jsonl --out runs/labels/replay-labelled-4000.jsonl
 	gunzip -c data/verifier/labels/distill-qwen2.5-1.5b.jsonl.gz > runs/labels/distill-committed.jsonl
-	$(VENV)/bin/verirag train verifier runs/labels/replay-labelled-4000.jsonl runs/labels/distill-committed.jsonl \
-	    --init-from src/verirag/learned/shipped/verifier --max-examples 20000 \
-	    $(WARM_START) --distill-target $(DISTILL_TARGET) --out runs/verifiers/distill2-$(DISTILL_TARGET)
+	$(DISTILL_TRAIN) --out runs/verifiers/$(DISTILL_NAME)
+
+# The same candidate once per fold of the distillation's question groups, each holding its fold out
+# (every example of those questions, any recipe): their out-of-sample scores fit the stack
+# (make stack STACK_VERIFIER=runs/verifiers/NAME STACK_CROSS_FIT="runs/verifiers/NAME-fold0 ...-fold1";
+# verirag_lab.train.cross_fit). About 25 minutes each on 2 quiet cores.
+.PHONY: verifier-distill-folds
+verifier-distill-folds: $(VENV)/.base $(VENV)/.lab issue36-labels runs/labels/issue36-docs-1200.jsonl
+	$(SWAP_LABELS)
+	$(VENV)/bin/python -m verirag_lab.train.replay --n 4000 --seed 0 $(VERIFIER_LABELS) $(ISSUE36_TRAIN) \
+	    runs/labels/issue36-qa.jsonl --out runs/labels/replay-labelled-4000.jsonl
+	gunzip -c data/verifier/labels/distill-qwen2.5-1.5b.jsonl.gz > runs/labels/distill-committed.jsonl
+	$(DISTILL_TRAIN) --distill-fold 0 --distill-folds 2 --out runs/verifiers/$(DISTILL_NAME)-fold0
+	$(DISTILL_TRAIN) --distill-fold 1 --distill-folds 2 --out runs/verifiers/$(DISTILL_NAME)-fold1
 
 bench: $(VENV)/.dev $(VENV)/.models
 	$(PY) benchmarks/run_all.py

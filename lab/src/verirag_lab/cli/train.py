@@ -267,6 +267,13 @@ def verifier(
         "LLM judge's verdict), agree (only those where the two agree) or soft (the judge's score as the "
         "target, validated against the gold grade); see verirag_lab.train.distill_targets.",
     ),
+    distill_fold: int | None = typer.Option(
+        None,
+        help="Hold this fold of the distillation's question groups out (0..--distill-folds minus 1): a "
+        "fold verifier, whose scores over that fold are out of sample, to cross-fit the stack "
+        "(verirag train stack --cross-fit; verirag_lab.train.cross_fit).",
+    ),
+    distill_folds: int = typer.Option(2, help="How many folds --distill-fold counts."),
     init_from: Path | None = typer.Option(
         None,
         help="Start from a saved verifier's layers and head (a folder, e.g. the shipped one: "
@@ -317,12 +324,20 @@ def verifier(
             exclude_groups=read_groups(exclude_groups) if exclude_groups else None,
             value_swaps=value_swaps,
             distill_target=distill_target,
+            distill_fold=distill_fold,
+            distill_folds=distill_folds,
             on_epoch=epoch_line,
             progress=lambda i, t: bar.update(task, completed=i, total=t, description="training"),
             provenance={"command": "verirag train verifier"},
         )
     v.save(out_dir)
     s, m = v.provenance["label_summary"], v.metrics_
+    held = v.provenance.get("distill_held_out")
+    if held:
+        out.print(
+            f"held out fold {held['fold']} of {held['folds']} of the distillation: {held['groups']} question "
+            f"groups, {held['examples']} examples of any recipe"
+        )
     refused = v.provenance["refused_as_evaluation_data"]
     out.print(
         "refused as evaluation data (held out whatever the options): "
@@ -374,6 +389,13 @@ def stack(
     verifier: str | None = typer.Option(
         None, help="With a labels file: the trained verifier folder that scores its answers (default: the shipped one)."
     ),
+    cross_fit: list[str] = typer.Option(
+        [],
+        "--cross-fit",
+        help="With a labels file: a fold verifier (repeat, one per fold; each trained with "
+        "`verirag train verifier --distill-fold K`) whose scores of the fold it never saw make the verifier "
+        "column, so that --verifier may have learned from these answers (verirag_lab.train.cross_fit).",
+    ),
 ):
     """Stack what an eval run knows about its answers into one learned score (predictor
     `stacked(stack=FILE)`), and report it beside each signal alone, out of fold."""
@@ -395,14 +417,15 @@ def stack(
                 data_root=data_dir(),
                 features=names(features) or None,
                 verifier=verifier,
+                cross_fit=cross_fit,
                 folds=folds,
                 seed=seed,
                 resamples=resamples,
                 C=c,
                 say=lambda done, total: bar.update(task, completed=done, total=total),
             )
-    elif verifier:
-        raise InputError("--verifier is for a labels file; an eval run's verifier is its method's")
+    elif verifier or cross_fit:
+        raise InputError("--verifier and --cross-fit are for a labels file; an eval run's verifier is its method's")
     else:
         with err.status("cross-validating the stack…"):
             result = train_stack_from_run(

@@ -29,6 +29,7 @@ import numpy as np
 from verirag.awf.signals import LOGPROB_SIGNALS
 from verirag.errors import InputError
 from verirag.types import Passage
+from verirag_lab.train.cross_fit import FoldVerifiers, fold_verifiers
 from verirag_lab.train.stack_features import StackTable
 
 RECIPE = "distill"
@@ -67,6 +68,7 @@ def label_table(
     model_fingerprint: str,
     features: Sequence[str] | None = None,
     verifier: str | None = None,
+    cross_fit: FoldVerifiers | None = None,
     batch: int = 32,
     say=lambda _done, _total: None,
 ) -> StackTable:
@@ -108,7 +110,9 @@ def label_table(
         if f in JUDGE_FEATURES:
             X[:, features.index(f)], sources[f] = judge_column(rows, f)
     if "verifier" in features:
-        X[:, features.index("verifier")], sources["verifier"] = _verifier_column(examples, verifier, batch, say)
+        X[:, features.index("verifier")], sources["verifier"] = _verifier_column(
+            examples, verifier, batch, say, cross_fit
+        )
     return StackTable(
         features=features,
         X=X,
@@ -125,13 +129,35 @@ def label_table(
     )
 
 
-def _verifier_column(examples, verifier: str | None, batch: int, say) -> tuple[list[float], dict[str, Any]]:
-    """(the trained verifier's score of each example's answer over its passages, the feature's source)."""
+def _verifier_column(
+    examples, verifier: str | None, batch: int, say, folds: FoldVerifiers | None = None
+) -> tuple[list[float], dict[str, Any]]:
+    """(the trained verifier's score of each example's answer over its passages, the feature's source).
+    With `folds`, each answer is scored by the fold verifier that never saw its question (cross-fitted,
+    `verirag_lab.train.cross_fit`); the source still names `verifier`, the one read at answer time."""
     from verirag.awf.compose import build_predictor
-    from verirag.conversation import in_context
 
     options = {"verifier": verifier} if verifier else {}
     predictor = build_predictor("verifier", None, options=options)
+    source = {"predictor": "verifier", "options": options, "method": "vanilla+verifier", "digest": predictor.digest}
+    if folds is None:
+        return _scores(predictor, examples, batch, say, 0, len(examples)), source
+    scores = [0.0] * len(examples)
+    done, fitted = 0, []
+    for k, folder in enumerate(folds.dirs):
+        idx = [i for i, e in enumerate(examples) if folds.for_group(e.group) == folder]
+        fold_predictor = build_predictor("verifier", None, options={"verifier": folder})
+        for i, score in zip(idx, _scores(fold_predictor, [examples[i] for i in idx], batch, say, done, len(examples))):
+            scores[i] = score
+        done += len(idx)
+        fitted.append({"fold": k, "verifier": folder, "digest": fold_predictor.digest, "answers": len(idx)})
+    return scores, source | {"cross_fit": fitted}
+
+
+def _scores(predictor, examples, batch: int, say, done: int, total: int) -> list[float]:
+    """`predictor`'s score of each example's answer, in batches (`say(done + scored, total)` after each)."""
+    from verirag.conversation import in_context
+
     scores: list[float] = []
     for start in range(0, len(examples), batch):
         part = examples[start : start + batch]
@@ -142,13 +168,8 @@ def _verifier_column(examples, verifier: str | None, batch: int, say) -> tuple[l
         ]
         # a failure counts 0, as an eval run's records count it (and the stacked predictor does)
         scores += [float(v.score) if v.ok else 0.0 for v in predictor.verify_batch(items)]
-        say(min(start + batch, len(examples)), len(examples))
-    return scores, {
-        "predictor": "verifier",
-        "options": options,
-        "method": "vanilla+verifier",
-        "digest": predictor.digest,
-    }
+        say(done + min(start + batch, len(examples)), total)
+    return scores
 
 
 def _judged_rows(rows: Sequence[dict[str, Any]], judges: Sequence[str]) -> tuple[list[dict[str, Any]], dict[str, int]]:
@@ -208,6 +229,7 @@ def train_stack_from_labels(
     data_root=None,
     features: Sequence[str] | None = None,
     verifier: str | None = None,
+    cross_fit: Sequence[str] = (),
     folds: int = 5,
     seed: int = 0,
     resamples: int = 2000,
@@ -217,17 +239,21 @@ def train_stack_from_labels(
 ):
     """What `verirag train stack LABELS.jsonl` runs: the table of a distill labels file (its model's
     full fingerprint read from the model itself, `llm_loader(model)`), cross-validated and fitted
-    (`verirag_lab.train.stack.train_stack`), saved to `out_file` with its report."""
+    (`verirag_lab.train.stack.train_stack`), saved to `out_file` with its report. `cross_fit`: the
+    fold verifiers (one per fold, `verirag train verifier --distill-fold K`) whose out-of-sample
+    scores make the verifier column, so that `verifier` may be one that learned from these answers."""
     from verirag_lab.train.stack import train_stack
     from verirag_lab.train.verifier_labels import read_records
 
-    learned = verifier_learned_from_distillation(verifier)
+    folds_given = fold_verifiers(cross_fit) if cross_fit else None
+    learned = 0 if folds_given else verifier_learned_from_distillation(verifier)
     if learned:
         # its scores over these records would be in-sample: a stack fitted on them trusts it too much
         raise InputError(
             f"the verifier {verifier or '(the shipped one)'} was trained on {learned} distillation answers, "
             "and the stack's table is distillation answers: its verifier column would be scored in-sample. "
-            "Fit the stack with a verifier that did not learn from them (cross-fitted on other question groups)."
+            "Fit the stack with a verifier that did not learn from them, or cross-fit it (--cross-fit: one "
+            "verifier per fold of the question groups, each trained with --distill-fold K)."
         )
     records = read_records(labels_file)
     rows, _ = _rows(records)
@@ -240,7 +266,13 @@ def train_stack_from_labels(
     # no rows: label_table says why; the model is loaded only to read its full fingerprint
     fingerprint = getattr(llm_loader(str(rows[0].get("model"))), "fingerprint", "") if rows else ""
     table = label_table(
-        records, data_root, model_fingerprint=fingerprint, features=features, verifier=verifier, say=say
+        records,
+        data_root,
+        model_fingerprint=fingerprint,
+        features=features,
+        verifier=verifier,
+        cross_fit=folds_given,
+        say=say,
     )
     result = train_stack(table, folds=folds, seed=seed, C=C, n_resamples=resamples)  # reports table.absent
     result.stack.save(

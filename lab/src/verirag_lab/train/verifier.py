@@ -38,6 +38,8 @@ import numpy as np
 from verirag.errors import InputError
 from verirag.learned.verifier import TrainedVerifier
 from verirag_lab.datasets import data_dir
+from verirag_lab.train.cross_fit import FOLDS, hold_out_fold
+from verirag_lab.train.cross_fit import PROVENANCE_KEY as CROSS_FIT_KEY
 from verirag_lab.train.distill_targets import check_mode, distill_targets
 from verirag_lab.train.guard import TrainingGuard
 from verirag_lab.train.value_swaps import value_swap_negatives
@@ -166,15 +168,22 @@ def read_examples(
     read: ExampleReader = read_labels,
     exclude_groups: Collection[str] | None = None,
     guard: TrainingGuard | None = None,
+    held_out: dict[str, int] | None = None,
 ) -> list[VerifierExample]:
     """The examples of the labels files, in order, without those `guard` refuses (counted in its
     `refused`) and those of `exclude_groups`, at most `max_examples` of them (a seeded sample): what
-    `train_verifier` fits on, so its data fingerprint can be checked again later."""
+    `train_verifier` fits on, so its data fingerprint can be checked again later. `held_out`: a dict
+    with "fold" (and "folds") holds that fold of the distillation's groups out before sampling
+    (`verirag_lab.train.cross_fit`); it is filled with what was held out."""
     drop = set(exclude_groups or ())
     examples = [e for p in paths for e in read(Path(p))]
     if guard is not None:
         examples = guard.keep_by(examples, guard.example_refusal)
-    return sample([e for e in examples if e.group not in drop], max_examples, seed)
+    examples = [e for e in examples if e.group not in drop]
+    if held_out is not None:
+        examples, record = hold_out_fold(examples, int(held_out["fold"]), int(held_out.get("folds", FOLDS)))
+        held_out.update(record)
+    return sample(examples, max_examples, seed)
 
 
 def read_groups(path: str | Path) -> set[str]:
@@ -208,6 +217,8 @@ def train_verifier(
     doc_root: str | Path | None = None,
     value_swaps: float = 0.0,
     distill_target: str = "gold",
+    distill_fold: int | None = None,
+    distill_folds: int = FOLDS,
 ) -> TrainedVerifier:
     """Fit `verifier` (default settings when None) on the examples `read` yields from each labels
     file (one path or several: e.g. the LLM-free recipes' file beside each model's), at most
@@ -216,8 +227,10 @@ def train_verifier(
     guard of `data_root` ($VERIRAG_DATA_DIR) and `doc_root` (the installed documentation) refuses
     (module doc; there is no option to turn it off). `value_swaps`: the share of supported examples
     that also give a changed-value negative (`verirag_lab.train.value_swaps`; 0: none).
-    `distill_target`: what the distilled answers teach (`verirag_lab.train.distill_targets`). The
-    provenance saved with it records the labels, their summary, what the guard refused and the command."""
+    `distill_target`: what the distilled answers teach (`verirag_lab.train.distill_targets`).
+    `distill_fold`: hold that fold of the distillation's question groups out (of `distill_folds`), to
+    cross-fit the stack (`verirag_lab.train.cross_fit`). The provenance saved with it records the
+    labels, their summary, what the guard refused, the fold held out and the command."""
     check_mode(distill_target)  # before minutes of reading
     v = verifier or TrainedVerifier()
     paths = [Path(labels)] if isinstance(labels, (str, Path)) else [Path(p) for p in labels]
@@ -226,7 +239,8 @@ def train_verifier(
     guard = TrainingGuard.for_verifier(data_dir(data_root), doc_root)
     if read is read_labels:
         read = partial(read_labels, guard=guard)
-    examples = read_examples(paths, max_examples, v.seed, read, exclude_groups, guard)
+    held_out = None if distill_fold is None else {"fold": distill_fold, "folds": distill_folds}
+    examples = read_examples(paths, max_examples, v.seed, read, exclude_groups, guard, held_out)
     examples, distilled = distill_targets(examples, distill_target)
     if value_swaps:
         examples += value_swap_negatives(examples, value_swaps, v.seed)
@@ -239,6 +253,7 @@ def train_verifier(
         "label_summary": summary(examples),
         **({"value_swaps": value_swaps} if value_swaps else {}),
         **({"distill_target": distilled} if distilled["distilled"] else {}),
+        **({CROSS_FIT_KEY: held_out} if held_out is not None else {}),
         "refused_as_evaluation_data": dict(sorted(guard.refused.items())),
         "guard_notes": list(guard.heldout.notes) if guard.heldout is not None else [],
     }
