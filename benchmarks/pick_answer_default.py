@@ -32,7 +32,7 @@ import argparse
 from pathlib import Path
 
 import numpy as np
-from verifier_own_answers import covered, load, stacked_column, table_rows
+from verifier_own_answers import covered, load, rescored_digests, stacked_column, table_rows
 
 from verirag_lab.datasets._io import read_records
 from verirag_lab.judge_costs import judge_costs
@@ -49,7 +49,8 @@ def measure(run: str, args, candidates: list[str], cost: dict[str, float]) -> li
     partial = [judge] if judge and judge in _score_names(scores) else []
     table, columns = load([run], scores=scores, partial=partial)
     for arg in args.stack:
-        name, column = stacked_column(arg, table, columns)
+        # a stack fitted on another verifier reads that verifier's rescored column (matched by digest)
+        name, column = stacked_column(arg, table, columns, rescored_digests(scores))
         columns[name] = column
     lacking = [c for c in [REFERENCE, *candidates] if c not in columns]
     if lacking:

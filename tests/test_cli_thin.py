@@ -16,7 +16,17 @@ from verirag.settings import Settings, settings
 
 CLI_DIR = Path(verirag.__file__).parent / "cli"
 LAB_CLI_DIR = Path(__file__).resolve().parents[1] / "lab" / "src" / "verirag_lab" / "cli"
-STACK_ONLY = ("--methods", "--features", "--impute", "--folds", "--label", "--resamples", "--c", "--verifier")
+STACK_ONLY = (
+    "--methods",
+    "--features",
+    "--impute",
+    "--folds",
+    "--label",
+    "--resamples",
+    "--c",
+    "--verifier",
+    "--cross-fit",
+)
 VERIFIER_ONLY = ("--encoder", "--epochs", "--train-layers", "--lora-rank", "--candidates", "--read-top")
 
 

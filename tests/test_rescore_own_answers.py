@@ -166,6 +166,23 @@ def test_the_answer_default_rule_on_the_committed_own_answer_sets_picks_the_ship
     assert "the rule picks: stacked" in out and "logprob_mean: not level" in out
 
 
+def test_the_rule_reads_a_stack_fitted_on_another_verifier_with_that_verifiers_scores(capsys):
+    """A stack fitted on a candidate verifier's scores (cross-fitted, data/verifier/candidates/distill/
+    gold-vs) is measured with that verifier's committed scores of each set, found by the digest the
+    stack names; without them it is refused, not measured on the run's own verifier column."""
+    pick = _bench("pick_answer_default")
+    runs = [str(OWN / "own-answers-verifier-qwen2.5-1.5b"), str(OWN / "own-answers-followup-verifier-qwen2.5-1.5b")]
+    stack = REPO / "data" / "verifier" / "candidates" / "distill" / "gold-vs" / "stack.json"
+    args = [*runs, "--run-scores", "llm_judge=llm-judge.jsonl", "--stack", f"gvs_stack={stack}"]
+    args += ["--candidates", "gvs_stack", "--resamples", "200"]
+    with pytest.raises(SystemExit, match="another model"):
+        pick.main(args)
+    assert pick.main([*args, "--run-scores", "gvs=verifier-distill3-gold-vs.jsonl"]) == 0
+    out = capsys.readouterr().out
+    rows = [line.split() for line in out.splitlines() if " gvs_stack " in f" {line} "]
+    assert [r[2] for r in rows[:2]] == ["0.680", "0.812"]  # as verifier_own_answers.py measures it (candidate README)
+
+
 def test_the_verdict_at_a_threshold_agrees_with_scikit_learn():
     """--verdict-at: share called supported, precision and recall, as sklearn counts them."""
     from sklearn.metrics import precision_score, recall_score

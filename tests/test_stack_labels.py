@@ -106,8 +106,9 @@ def test_the_command_takes_a_labels_file_and_refuses_options_of_eval_runs(labell
     out = tmp_path / "s.json"
     assert main(["train", "stack", str(path), "--out", str(out), "--methods", "vanilla+verifier"]) != 0
     assert "are for eval runs" in " ".join(capsys.readouterr().err.split())
-    assert main(["train", "stack", str(tmp_path), "--out", str(out), "--verifier", "v"]) != 0
-    assert "--verifier is for a labels file" in " ".join(capsys.readouterr().err.split())
+    for option in ("--verifier", "--cross-fit"):
+        assert main(["train", "stack", str(tmp_path), "--out", str(out), option, "v"]) != 0
+        assert "--verifier and --cross-fit are for a labels file" in " ".join(capsys.readouterr().err.split())
     assert not out.exists()
 
 

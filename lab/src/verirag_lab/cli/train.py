@@ -271,7 +271,7 @@ def verifier(
         None,
         help="Hold this fold of the distillation's question groups out (0..--distill-folds minus 1): a "
         "fold verifier, whose scores over that fold are out of sample, to cross-fit the stack "
-        "(verirag train stack --cross-fit; verirag_lab.train.cross_fit).",
+        "(given to `verirag train stack` beside the full verifier; verirag_lab.train.cross_fit).",
     ),
     distill_folds: int = typer.Option(2, help="How many folds --distill-fold counts."),
     init_from: Path | None = typer.Option(
@@ -392,9 +392,9 @@ def stack(
     cross_fit: list[str] = typer.Option(
         [],
         "--cross-fit",
-        help="With a labels file: a fold verifier (repeat, one per fold; each trained with "
-        "`verirag train verifier --distill-fold K`) whose scores of the fold it never saw make the verifier "
-        "column, so that --verifier may have learned from these answers (verirag_lab.train.cross_fit).",
+        help="With a labels file: a fold verifier (repeat, one per fold; each trained by `verirag train "
+        "verifier` holding one fold of the distillation out) whose scores of the fold it never saw make the "
+        "verifier column, so that --verifier may have learned from these answers (verirag_lab.train.cross_fit).",
     ),
 ):
     """Stack what an eval run knows about its answers into one learned score (predictor
