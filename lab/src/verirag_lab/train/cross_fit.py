@@ -61,10 +61,6 @@ class FoldVerifiers:
     def folds(self) -> int:
         return len(self.dirs)
 
-    def for_group(self, group: str) -> str:
-        """The verifier that never saw `group`'s question."""
-        return self.dirs[fold_of(group, self.folds)]
-
 
 def held_out_record(verifier_dir: str | Path) -> dict[str, Any] | None:
     """The fold a saved verifier held out (its provenance's PROVENANCE_KEY), None when it held none."""

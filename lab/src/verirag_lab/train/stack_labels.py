@@ -29,7 +29,7 @@ import numpy as np
 from verirag.awf.signals import LOGPROB_SIGNALS
 from verirag.errors import InputError
 from verirag.types import Passage
-from verirag_lab.train.cross_fit import FoldVerifiers, fold_verifiers
+from verirag_lab.train.cross_fit import FoldVerifiers, fold_of, fold_verifiers
 from verirag_lab.train.stack_features import StackTable
 
 RECIPE = "distill"
@@ -145,7 +145,7 @@ def _verifier_column(
     scores = [0.0] * len(examples)
     done, fitted = 0, []
     for k, folder in enumerate(folds.dirs):
-        idx = [i for i, e in enumerate(examples) if folds.for_group(e.group) == folder]
+        idx = [i for i, e in enumerate(examples) if fold_of(e.group, folds.folds) == k]
         fold_predictor = build_predictor("verifier", None, options={"verifier": folder})
         for i, score in zip(idx, _scores(fold_predictor, [examples[i] for i in idx], batch, say, done, len(examples))):
             scores[i] = score
