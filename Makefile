@@ -376,12 +376,14 @@ DISTILL_NAME ?= distill2-$(DISTILL_TARGET)
 DISTILL_TRAIN = $(VENV)/bin/verirag train verifier runs/labels/replay-labelled-4000.jsonl \
 	runs/labels/distill-committed.jsonl --init-from src/verirag/learned/shipped/verifier --max-examples 20000 \
 	$(WARM_START) --distill-target $(DISTILL_TARGET) $(DISTILL_OPTS)
-.PHONY: verifier-distill
-verifier-distill: $(VENV)/.base $(VENV)/.lab issue36-labels runs/labels/issue36-docs-1200.jsonl
+.PHONY: verifier-distill distill-train-inputs
+# what every distillation candidate trains on: the seeded replay and the committed distillation, unpacked
+distill-train-inputs: $(VENV)/.base $(VENV)/.lab issue36-labels runs/labels/issue36-docs-1200.jsonl
 	$(SWAP_LABELS)
 	$(VENV)/bin/python -m verirag_lab.train.replay --n 4000 --seed 0 $(VERIFIER_LABELS) $(ISSUE36_TRAIN) \
 	    runs/labels/issue36-qa.jsonl --out runs/labels/replay-labelled-4000.jsonl
 	gunzip -c data/verifier/labels/distill-qwen2.5-1.5b.jsonl.gz > runs/labels/distill-committed.jsonl
+verifier-distill: distill-train-inputs
 	$(DISTILL_TRAIN) --out runs/verifiers/$(DISTILL_NAME)
 
 # The same candidate once per fold of the distillation's question groups, each holding its fold out
@@ -389,11 +391,7 @@ verifier-distill: $(VENV)/.base $(VENV)/.lab issue36-labels runs/labels/issue36-
 # (make stack STACK_VERIFIER=runs/verifiers/NAME STACK_CROSS_FIT="runs/verifiers/NAME-fold0 ...-fold1";
 # verirag_lab.train.cross_fit). About 25 minutes each on 2 quiet cores.
 .PHONY: verifier-distill-folds
-verifier-distill-folds: $(VENV)/.base $(VENV)/.lab issue36-labels runs/labels/issue36-docs-1200.jsonl
-	$(SWAP_LABELS)
-	$(VENV)/bin/python -m verirag_lab.train.replay --n 4000 --seed 0 $(VERIFIER_LABELS) $(ISSUE36_TRAIN) \
-	    runs/labels/issue36-qa.jsonl --out runs/labels/replay-labelled-4000.jsonl
-	gunzip -c data/verifier/labels/distill-qwen2.5-1.5b.jsonl.gz > runs/labels/distill-committed.jsonl
+verifier-distill-folds: distill-train-inputs
 	$(DISTILL_TRAIN) --distill-fold 0 --distill-folds 2 --out runs/verifiers/$(DISTILL_NAME)-fold0
 	$(DISTILL_TRAIN) --distill-fold 1 --distill-folds 2 --out runs/verifiers/$(DISTILL_NAME)-fold1
 

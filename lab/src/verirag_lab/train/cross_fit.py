@@ -62,16 +62,23 @@ class FoldVerifiers:
         return len(self.dirs)
 
 
-def held_out_record(verifier_dir: str | Path) -> dict[str, Any] | None:
-    """The fold a saved verifier held out (its provenance's PROVENANCE_KEY), None when it held none."""
+def saved_provenance(verifier_dir: str | Path | None) -> dict[str, Any]:
+    """A saved verifier's provenance (`verifier_dir`, or the shipped one when None), from its JSON
+    alone: loading the part would read the encoder for a few provenance fields."""
+    from verirag.learned.shipped import shipped_verifier_dir
     from verirag.learned.verifier import TrainedVerifier
 
-    file = TrainedVerifier.json_path(Path(verifier_dir))
+    file = TrainedVerifier.json_path(Path(verifier_dir) if verifier_dir else shipped_verifier_dir())
     try:
         meta = json.loads(file.read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
         raise InputError(f"cannot read the verifier's {file}: {e}") from None
-    return (meta.get("provenance") or {}).get(PROVENANCE_KEY)
+    return meta.get("provenance") or {}
+
+
+def held_out_record(verifier_dir: str | Path) -> dict[str, Any] | None:
+    """The fold a saved verifier held out (its provenance's PROVENANCE_KEY), None when it held none."""
+    return saved_provenance(verifier_dir).get(PROVENANCE_KEY)
 
 
 def fold_verifiers(dirs: Sequence[str | Path]) -> FoldVerifiers:

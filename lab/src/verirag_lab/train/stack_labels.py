@@ -21,7 +21,6 @@ evaluation questions applies), so the data they name must be present.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -29,7 +28,7 @@ import numpy as np
 from verirag.awf.signals import LOGPROB_SIGNALS
 from verirag.errors import InputError
 from verirag.types import Passage
-from verirag_lab.train.cross_fit import FoldVerifiers, fold_of, fold_verifiers
+from verirag_lab.train.cross_fit import FoldVerifiers, fold_of, fold_verifiers, saved_provenance
 from verirag_lab.train.stack_features import StackTable
 
 RECIPE = "distill"
@@ -207,18 +206,7 @@ def judge_column(rows: Sequence[dict[str, Any]], feature: str = JUDGE_FEATURE) -
 def verifier_learned_from_distillation(verifier: str | None) -> int:
     """How many `distill` examples the verifier (`verifier=DIR`, or the shipped one) was trained on,
     from its saved provenance (0 when none, or when it records no label summary)."""
-    import json
-
-    from verirag.learned.shipped import shipped_verifier_dir
-    from verirag.learned.verifier import TrainedVerifier
-
-    # its saved JSON alone: loading the part would read the encoder for one provenance field
-    file = TrainedVerifier.json_path(Path(verifier) if verifier else shipped_verifier_dir())
-    try:
-        meta = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise InputError(f"cannot read the verifier's {file}: {e}") from None
-    recipes = ((meta.get("provenance") or {}).get("label_summary") or {}).get("recipes") or {}
+    recipes = (saved_provenance(verifier).get("label_summary") or {}).get("recipes") or {}
     return int((recipes.get(RECIPE) or {}).get("examples", 0))
 
 
