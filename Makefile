@@ -283,16 +283,17 @@ stack-no-judge: $(VENV)/.base $(VENV)/.lab
 	    --features verifier,logprob_min,logprob_mean,logprob_sum,k_precision \
 	    --out data/verifier/candidates/stack-no-judge/stack.json
 
-# The shipped verifier (src/verirag/learned/shipped/verifier/) again: v1 taught issue 36's kinds of
-# question without starting over (--init-from): all 6 of its layers go on learning, at a lower rate, on
-# a seeded sample of today's labels and issue 36's, the multi-hop and follow-up labels listed twice (they
-# are the fewest and the weakest); the update from the packaged encoder is stored at rank 32 (v1's
-# update, rank 16, and the new one). About 30 minutes on 2 quiet cores. Copy runs/verifiers/shipped over
-# the shipped one, then refit the cascade's band (make cascade) on its rescored own answers.
-verifier: $(VENV)/.base $(VENV)/.lab issue36-labels runs/labels/issue36-docs-1200.jsonl
+# The verifier shipped from 2026-11-26 to 2026-12-01 (data/verifier/candidates/warm/) again: v1 taught
+# issue 36's kinds of question without starting over (--init-from): all 6 of its layers go on learning,
+# at a lower rate, on a seeded sample of today's labels and issue 36's, the multi-hop and follow-up
+# labels listed twice (they are the fewest and the weakest); the update from the packaged encoder is
+# stored at rank 32 (v1's update, rank 16, and the new one). About 30 minutes on 2 quiet cores. Every
+# later candidate starts from it.
+.PHONY: verifier-warm
+verifier-warm: $(VENV)/.base $(VENV)/.lab issue36-labels runs/labels/issue36-docs-1200.jsonl
 	$(SWAP_LABELS)
 	$(VENV)/bin/verirag train verifier $(VERIFIER_LABELS) $(ISSUE36_TRAIN) runs/labels/issue36-qa.jsonl \
-	    --init-from data/verifier/candidates/v1 --max-examples 7000 $(WARM_START) --out runs/verifiers/shipped
+	    --init-from data/verifier/candidates/v1 --max-examples 7000 $(WARM_START) --out runs/verifiers/warm
 
 # A candidate, not shipped (data/verifier/candidates/paraphrase/README.md): the shipped verifier
 # warm-started once more, on a seeded sample of 8,000 of the labels above with the paraphrase labels
@@ -302,7 +303,7 @@ verifier-paraphrase: $(VENV)/.base $(VENV)/.lab issue36-labels runs/labels/issue
 	$(SWAP_LABELS)
 	$(VENV)/bin/verirag train verifier $(VERIFIER_LABELS) $(ISSUE36_TRAIN) runs/labels/issue36-qa.jsonl \
 	    runs/labels/paraphrase.jsonl runs/labels/paraphrase.jsonl \
-	    --init-from src/verirag/learned/shipped/verifier --max-examples 8000 $(WARM_START) \
+	    --init-from data/verifier/candidates/warm --max-examples 8000 $(WARM_START) \
 	    --out runs/verifiers/paraphrase
 
 # A candidate (issue 47, item 4): the shipped verifier warm-started as `make verifier` trains it, with
@@ -312,7 +313,7 @@ verifier-paraphrase: $(VENV)/.base $(VENV)/.lab issue36-labels runs/labels/issue
 verifier-value-swaps: $(VENV)/.base $(VENV)/.lab issue36-labels runs/labels/issue36-docs-1200.jsonl
 	$(SWAP_LABELS)
 	$(VENV)/bin/verirag train verifier $(VERIFIER_LABELS) $(ISSUE36_TRAIN) runs/labels/issue36-qa.jsonl \
-	    --init-from src/verirag/learned/shipped/verifier --max-examples 7000 $(WARM_START) --value-swaps 0.5 \
+	    --init-from data/verifier/candidates/warm --max-examples 7000 $(WARM_START) --value-swaps 0.5 \
 	    --out runs/verifiers/value-swaps
 
 # A candidate (issue 47): the shipped verifier warm-started as `make verifier` trains it, with the
@@ -330,7 +331,7 @@ verifier-support: $(VENV)/.base $(VENV)/.lab issue36-labels runs/labels/issue36-
 	$(SWAP_LABELS)
 	$(VENV)/bin/verirag train verifier $(VERIFIER_LABELS) $(ISSUE36_TRAIN) runs/labels/issue36-qa.jsonl \
 	    runs/labels/support.jsonl \
-	    --init-from src/verirag/learned/shipped/verifier --max-examples 8000 $(WARM_START) \
+	    --init-from data/verifier/candidates/warm --max-examples 8000 $(WARM_START) \
 	    --out runs/verifiers/support
 
 # A candidate (issue 47): the shipped verifier warm-started as `make verifier` trains it, with the
@@ -347,7 +348,7 @@ verifier-choice: $(VENV)/.base $(VENV)/.lab issue36-labels runs/labels/issue36-d
 	$(SWAP_LABELS)
 	$(VENV)/bin/verirag train verifier $(VERIFIER_LABELS) $(ISSUE36_TRAIN) runs/labels/issue36-qa.jsonl \
 	    runs/labels/choice.jsonl runs/labels/choice.jsonl \
-	    --init-from src/verirag/learned/shipped/verifier --max-examples 7000 $(WARM_START) \
+	    --init-from data/verifier/candidates/warm --max-examples 7000 $(WARM_START) \
 	    --out runs/verifiers/choice
 
 # A candidate (issue 47): the shipped verifier warm-started as `make verifier` trains it, with the
@@ -359,7 +360,7 @@ verifier-subject: $(VENV)/.base $(VENV)/.lab issue36-labels runs/labels/issue36-
 	$(SWAP_LABELS)
 	$(VENV)/bin/verirag train verifier $(VERIFIER_LABELS) $(ISSUE36_TRAIN) runs/labels/issue36-qa.jsonl \
 	    runs/labels/choice.jsonl runs/labels/choice.jsonl runs/labels/subject.jsonl runs/labels/subject.jsonl \
-	    --init-from src/verirag/learned/shipped/verifier --max-examples 7000 $(WARM_START) \
+	    --init-from data/verifier/candidates/warm --max-examples 7000 $(WARM_START) \
 	    --out runs/verifiers/subject
 
 # Candidates (issue 47, item 1; data/verifier/candidates/distill/README.md): the shipped verifier
@@ -374,7 +375,7 @@ DISTILL_TARGET ?= gold
 DISTILL_OPTS ?=
 DISTILL_NAME ?= distill2-$(DISTILL_TARGET)
 DISTILL_TRAIN = $(VENV)/bin/verirag train verifier runs/labels/replay-labelled-4000.jsonl \
-	runs/labels/distill-committed.jsonl --init-from src/verirag/learned/shipped/verifier --max-examples 20000 \
+	runs/labels/distill-committed.jsonl --init-from data/verifier/candidates/warm --max-examples 20000 \
 	$(WARM_START) --distill-target $(DISTILL_TARGET) $(DISTILL_OPTS)
 .PHONY: verifier-distill distill-train-inputs
 # what every distillation candidate trains on: the seeded replay and the committed distillation, unpacked
@@ -385,6 +386,20 @@ distill-train-inputs: $(VENV)/.base $(VENV)/.lab issue36-labels runs/labels/issu
 	gunzip -c data/verifier/labels/distill-qwen2.5-1.5b.jsonl.gz > runs/labels/distill-committed.jsonl
 verifier-distill: distill-train-inputs
 	$(DISTILL_TRAIN) --out runs/verifiers/$(DISTILL_NAME)
+
+# The shipped verifier (src/verirag/learned/shipped/verifier/, shipped 2026-12-01; until then the
+# candidate `distill3-gold-vs`) again: the candidate recipe above with the gold target and the
+# changed-value negatives, warm-started from the verifier shipped before it. About 30 minutes on 2
+# quiet cores. Copy runs/verifiers/shipped over the shipped one, rescore the committed own answers with
+# it (benchmarks/rescore_own_answers.py), refit the band (make cascade) and the stack: its fold
+# verifiers (make verifier-folds, about 50 minutes), then
+# make stack STACK_CROSS_FIT="runs/verifiers/shipped-fold0 runs/verifiers/shipped-fold1".
+SHIPPED_DISTILL = DISTILL_TARGET=gold DISTILL_OPTS="--value-swaps 0.5" DISTILL_NAME=shipped
+.PHONY: verifier verifier-folds
+verifier:
+	$(MAKE) verifier-distill $(SHIPPED_DISTILL)
+verifier-folds:
+	$(MAKE) verifier-distill-folds $(SHIPPED_DISTILL)
 
 # The same candidate once per fold of the distillation's question groups, each holding its fold out
 # (every example of those questions, any recipe): their out-of-sample scores fit the stack

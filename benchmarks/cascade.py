@@ -35,10 +35,9 @@ dev_scores/verifier-NAME.jsonl, made before the rules, where that is missing),
 data/verifier/own_answers/<run>/verifier-NAME.jsonl (benchmarks/rescore_own_answers.py) and
 data/verifier/heldout_docs/verifier-NAME.jsonl (scripts/measure_verifier.sh writes all three); the shipped
 verifier's rows are then added as "shipped verifier" ("minus verifier" of that row: shipped minus NAME).
-The shipped verifier itself (NAME `shipped`, the default) is compared the same way with `v1`, the
-verifier shipped until 2026-11-26 (data/verifier/candidates/v1), whose scores the own-answer runs'
-records hold and whose dev scores read TopiOCQA's follow-ups with their history where committed
-(verifier-v1-history.jsonl), as every other run does.
+The shipped verifier itself (NAME `shipped`, the default) is compared the same way with `warm`, the
+verifier shipped from 2026-11-26 to 2026-12-01 (data/verifier/candidates/warm), whose scores the
+own-answer sets of 300 hold in their records (the 150 answers' records hold v1's, the one before it).
 
 AUROC with 95% intervals resampling questions (`group_bootstrap_intervals`), every column on the
 same resamples, so the differences are paired.
@@ -85,9 +84,11 @@ DEV_NLI = DEV_SCORES / "whole" / "nli-qwen2.5-1.5b.jsonl"
 JUDGES = ("verifier", "cascade", "nli")
 OWN_SETS = (("own300:hotpotqa", "own:hotpotqa"), ("own300:nq", "own:nq"), ("own300:followup", None))
 SHIPPED = "shipped"
-# the verifier shipped until 2026-11-26 (data/verifier/candidates/v1): the committed own-answer runs'
-# records hold its scores, and the shipped one is measured against it
-PREVIOUS = "v1"
+# the verifier shipped until 2026-12-01 (data/verifier/candidates/warm): the own-answer sets of 300
+# hold its scores in their records, and the shipped one is measured against it
+PREVIOUS = "warm"
+# the verifier whose scores the 150 own answers' records hold (data/verifier/candidates/v1)
+OWN_RECORDS = "v1"
 
 
 def dev_verifier_scores(name: str, rows: list[dict]) -> dict:
@@ -116,7 +117,7 @@ def dev_nli_seconds(ids: list[str]) -> np.ndarray | None:
 
 def own_pairs(name: str):
     """The own-answer run's pairs with verifier `name`'s scores (the run's own records for v1's)."""
-    if name == PREVIOUS:
+    if name == OWN_RECORDS:
         return paired_scores([OWN])
     return paired_scores([OWN], verifier_scores=read_verifier_scores([OWN / f"verifier-{name}.jsonl"]))
 
@@ -160,7 +161,7 @@ def table(name, y, groups, cols, seconds, escalated, resamples) -> list[dict]:
 
 
 def reference(name: str) -> str:
-    """The verifier `name` is compared with: the shipped one, or v1 for the shipped one."""
+    """The verifier `name` is compared with: the shipped one, or the one shipped before for the shipped one."""
     return PREVIOUS if name == SHIPPED else SHIPPED
 
 
@@ -227,14 +228,14 @@ def own_rows(subset: str, p, ref, C: np.ndarray, esc: np.ndarray, resamples: int
 
 def own300_pairs(run: Path, name: str):
     """A set of 300's answers paired with nli's scores over every passage, the verifier's column verifier
-    `name`'s (the run's own records for the shipped one, else its rescored file there); None when the set
-    lacks nli's scores or that verifier's."""
+    `name`'s (the run's own records for the one that made them, else its rescored file there); None when
+    the set lacks nli's scores or that verifier's."""
     from verirag_lab.train.cascade import paired_with_judge_file
 
     rescored = run / f"verifier-{name}.jsonl"
-    if not (run / OWN_300_NLI).is_file() or (name != SHIPPED and not rescored.is_file()):
+    if not (run / OWN_300_NLI).is_file() or (name != PREVIOUS and not rescored.is_file()):
         return None
-    other = None if name == SHIPPED else read_verifier_scores([rescored])
+    other = None if name == PREVIOUS else read_verifier_scores([rescored])
     return paired_with_judge_file(run, run / OWN_300_NLI, verifier_scores=other)
 
 

@@ -268,11 +268,12 @@ def _read(path: Path) -> dict[str, dict]:
 
 
 def reference_scores(which: str) -> tuple[dict[str, float], dict[str, float]]:
-    """(nli's committed scores, the shipped verifier's committed scores) of a set, by id."""
+    """(nli's committed scores, the committed scores of the verifier whose evidence nli read) of a set,
+    by id: the verifier shipped when the evidence runs were made (data/verifier/candidates/warm)."""
     if which == "dev":
-        nli, ver = _read(DEV_SCORES / f"nli-{MODEL}.jsonl"), _read(DEV_SCORES / "verifier-shipped.jsonl")
+        nli, ver = _read(DEV_SCORES / f"nli-{MODEL}.jsonl"), _read(DEV_SCORES / "verifier-warm.jsonl")
     elif which == "docs":
-        nli, ver = _read(DOCS / f"nli-{MODEL}.jsonl"), _read(DOCS / "verifier-shipped.jsonl")
+        nli, ver = _read(DOCS / f"nli-{MODEL}.jsonl"), _read(DOCS / "verifier-warm.jsonl")
     else:
         from verirag_lab.train.cascade import generation_key, run_records
 
@@ -281,7 +282,7 @@ def reference_scores(which: str) -> tuple[dict[str, float], dict[str, float]]:
             for r in run_records(OWN)
             if r.get("method") == "vanilla+nli" and not r.get("error") and r.get("score") is not None
         }
-        ver = _read(OWN / "verifier-shipped.jsonl")
+        ver = _read(OWN / "verifier-warm.jsonl")
     return (
         {k: float(r["score"]) for k, r in nli.items() if r.get("score") is not None},
         {k: float(r["score"]) for k, r in ver.items() if r.get("score") is not None},

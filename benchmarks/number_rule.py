@@ -7,7 +7,8 @@ score (`verirag.awf.core.AnswerRules`).
 - The changed-value pairs (`benchmarks/verifier_swaps.py`: a right answer and a copy with one number,
   party or negation changed) of the dev set, the own answers and the man pages: the share of pairs
   the trained verifier ranks right above changed, without and with the rule, from its committed
-  scores of both answers (data/verifier/swaps/verifier-shipped*.jsonl, made before the rule existed).
+  scores of both answers (data/verifier/swaps/verifier-warm-norule*.jsonl: the verifier shipped then, data/verifier/candidates/warm,
+  scored before the rule existed).
 - AUROC of each judge whose scores are committed (the verifier, nli, nli over the evidence) on the
   dev set, the own answers and the man pages, without and with the rule, paired over questions: what
   the rule costs the answers that are right.
@@ -73,9 +74,9 @@ def swap_rows(which: str) -> list[dict]:
 
 
 SWAP_FILES = {
-    "dev": "verifier-shipped.jsonl",
-    "own": "verifier-shipped-own.jsonl",
-    "manpages": "verifier-shipped-manpages.jsonl",
+    "dev": "verifier-warm-norule.jsonl",
+    "own": "verifier-warm-norule-own.jsonl",
+    "manpages": "verifier-warm-norule-manpages.jsonl",
 }
 
 

@@ -95,6 +95,7 @@ def run_answers(records: Iterable[dict[str, Any]], check_method: str = CHECK_MET
                 "generator_options": (r.get("method_spec") or {}).get("options") or {},
                 "model_fingerprint": d.get("model_fingerprint") or "",
                 "n_passages": len(d["per_passage"]) if isinstance(d.get("per_passage"), list) else None,
+                "prune": d.get("prune"),  # the pruner's report where the run pruned (kept sentences, no text)
             },
         )
         if (r.get("answer") or "") != a["answer"]:
@@ -120,15 +121,14 @@ def load_examples(
     """{(dataset, example_id): Example} of the run's questions, as `verirag eval CONFIG` built them:
     the grid's `load_examples` over the config's datasets (loader, path, options, seed), with the
     config's groups file replaced by the run's own question groups and no `n` draw (the run's
-    answers are the questions it drew). A config that prunes is refused (its judges read the kept
-    sentences, which are not rebuilt here) unless `whole`: the passages as retrieved, before pruning,
-    for a judge meant to read everything (nli over every passage, whole)."""
+    answers are the questions it drew). A config that prunes gives the passages its judges read: each
+    retrieved passage cut to the sentences the records' pruner report kept (`pruned_as_recorded`),
+    unless `whole`: the passages as retrieved, before pruning, for a judge meant to read everything
+    (nli over every passage, whole)."""
     from verirag_lab.experiments.grid.config import load_config
     from verirag_lab.experiments.grid.runner import load_examples as grid_examples
 
     cfg = load_config(config)
-    if cfg.prune.on and not whole:
-        raise SystemExit(f"{config} prunes the passages: rebuilding pruned passages is not supported here")
     groups: dict[str, set[str]] = {}
     for a in answers:
         groups.setdefault(a["dataset"], set()).add(a["group"])
@@ -144,7 +144,39 @@ def load_examples(
         path.write_text("".join(f"{ds}:{g}\n" for ds in sorted(groups) for g in sorted(groups[ds])), encoding="utf-8")
         datasets = [d.model_copy(update={"groups": str(path), "n": None}) for d in cfg.datasets if d.name in groups]
         examples = grid_examples(replace(cfg, datasets=datasets), no_llm)
-    return {(ds, str(e.id)): e for ds, exs in examples.items() for e in exs}
+    out = {(ds, str(e.id)): e for ds, exs in examples.items() for e in exs}
+    if cfg.prune.on and not whole:
+        reports = {(a["dataset"], a["example_id"]): a.get("prune") for a in answers}
+        out = {k: pruned_as_recorded(e, reports.get(k), config) for k, e in out.items()}
+    return out
+
+
+def pruned_as_recorded(example, report: dict[str, Any] | None, config: str | Path = "the run"):
+    """`example` with the passages its judges read in a pruned run: the report's passages in its order,
+    each cut to its kept sentences (the pruner's own split and join), those that kept none left out.
+    The report holds no text, so the split is checked against its sentence count."""
+    from verirag.learned.pruner import PrunedPassage
+    from verirag.learned.pruner_inputs import passage_sentences
+
+    if not report or not isinstance(report.get("passages"), list):
+        raise SystemExit(f"{config} prunes the passages, and the records of {example.id} hold no pruner report")
+    by_id = {p.id: p for p in example.passages}
+    relevance = dict(zip(by_id, example.relevance)) if example.relevance else None
+    read = []
+    for entry in report["passages"]:
+        passage = by_id.get(entry["id"])
+        if passage is None:
+            raise SystemExit(f"{example.id}: the pruner report names passage {entry['id']!r}, not rebuilt here")
+        sentences = passage_sentences(passage.text)
+        if len(sentences) != entry.get("n_sentences", len(entry.get("sentences") or [])):
+            raise SystemExit(
+                f"{example.id}: {entry['id']!r} splits into {len(sentences)} sentences, the run into another count"
+            )
+        if entry["kept"]:
+            text = PrunedPassage(sentences, [0.0] * len(sentences), list(entry["kept"])).text
+            read.append(replace(passage, text=text))
+    kept_relevance = [relevance[p.id] for p in read] if relevance else example.relevance
+    return replace(example, passages=read, relevance=kept_relevance)
 
 
 class _Fingerprint:

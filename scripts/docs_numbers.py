@@ -157,19 +157,19 @@ def heldout_docs_table() -> str:
         "llm_judge": folder / "llm_judge-qwen2.5-1.5b.jsonl",
     }
     table, _ = bench.compare({name: bench.read_scores(path) for name, path in runs.items()})
-    v1, _ = bench.compare(
-        {"v1": bench.read_scores(folder / "verifier-v1.jsonl"), "nli": bench.read_scores(runs["nli"])}
+    before, _ = bench.compare(
+        {"warm": bench.read_scores(folder / "verifier-warm.jsonl"), "nli": bench.read_scores(runs["nli"])}
     )
     names = {
         "verifier": "verifier (shipped)",
-        "v1": "v1 (the verifier shipped before)",
+        "warm": "warm (the verifier shipped before)",
         "nli": "nli (qwen2.5-1.5b)",
         "llm_judge": "llm_judge (qwen2.5-1.5b)",
         "cascade": "cascade (shipped band)",
     }
-    by = {r["judge"]: r for r in table} | {"v1": next(r for r in v1 if r["judge"] == "v1")}
-    to_llm = {"verifier": 0.0, "v1": 0.0, "nli": 1.0, "llm_judge": 1.0}  # a judge alone: none or all
-    order = ("verifier", "cascade", "v1", "nli", "llm_judge")
+    by = {r["judge"]: r for r in table} | {"warm": next(r for r in before if r["judge"] == "warm")}
+    to_llm = {"verifier": 0.0, "warm": 0.0, "nli": 1.0, "llm_judge": 1.0}  # a judge alone: none or all
+    order = ("verifier", "cascade", "warm", "nli", "llm_judge")
     return bench.markdown([{**by[k], "judge": names[k], "to_llm": to_llm.get(k, by[k]["to_llm"])} for k in order])
 
 

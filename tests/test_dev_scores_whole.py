@@ -1,6 +1,6 @@
 """The whole dev set's committed scores (data/verifier/dev_scores/whole/: every answer as `verirag
-verify` judged it on 2026-11-30, the history read, the answer rules applied): the shipped verifier's
-scores there, with the number rule given back (`number_rule.before_rules`), are the scores committed
+verify` judged it on 2026-11-30, the history read, the answer rules applied): the scores there of the
+verifier shipped then (`warm`, data/verifier/candidates/warm), with the number rule given back (`number_rule.before_rules`), are the scores committed
 before the rule existed, so the rule's table (benchmarks/cascade.py) reads nli's whole-set scores on
 the same footing as every other set's. Reads instruct_qa_human (skipped without ../shared/data)."""
 
@@ -17,8 +17,8 @@ SCORES = REPO / "data" / "verifier" / "dev_scores"
 def test_the_number_rule_given_back_gives_the_scores_made_before_it(shared_data_dir):
     dev, rule = load_benchmark("verifier_dev"), load_benchmark("number_rule")
     rows = dev.dev_rows(shared_data_dir)
-    today = dev.read_scores(SCORES / "whole" / "verifier-shipped.jsonl")
-    before = dev.read_scores(SCORES / "verifier-shipped.jsonl")
+    today = dev.read_scores(SCORES / "whole" / "verifier-warm.jsonl")
+    before = dev.read_scores(SCORES / "verifier-warm.jsonl")
     given_back = rule.before_rules(today, rows)
     ruled = [r["id"] for r in rows if today.get(r["id"]) is not None and given_back[r["id"]] != today[r["id"]]]
     assert len(ruled) == 30  # the answers the number rule lowered, as the run's warnings say
@@ -56,7 +56,7 @@ def test_the_verify_rule_reads_every_dev_answer_and_the_own_sets_of_300(shared_d
 def test_a_verifier_measured_today_is_read_before_the_rules_as_nli_is(shared_data_dir):
     """cascade.py --verifier NAME: a candidate measured today (`scripts/measure_verifier.sh`: its dev
     scores only in whole/, made since the answer rules) is read with the rules given back, as nli's
-    are; the shipped verifier's read that way are its scores made before the rules."""
+    are; the verifier shipped before (`warm`) read that way gives its scores made before the rules."""
     dev, cascade, rule = load_benchmark("verifier_dev"), load_benchmark("cascade"), load_benchmark("number_rule")
     rows = dev.dev_rows(shared_data_dir)
     assert not (SCORES / "verifier-distill-gold.jsonl").exists()  # only its whole-set run is committed
@@ -64,7 +64,7 @@ def test_a_verifier_measured_today_is_read_before_the_rules_as_nli_is(shared_dat
     read = cascade.dev_verifier_scores("distill-gold", rows)
     assert read == rule.before_rules(today, rows)
     assert sum(v is not None and abs(read[k] - v) > 1e-9 for k, v in today.items()) > 0  # the ruled answers
-    shipped = cascade.dev_verifier_scores("shipped", rows)
-    before = dev.read_scores(SCORES / "verifier-shipped.jsonl")
+    shipped = cascade.dev_verifier_scores("warm", rows)
+    before = dev.read_scores(SCORES / "verifier-warm.jsonl")
     common = [k for k, v in before.items() if v is not None and shipped.get(k) is not None]
     assert len(common) == 799 and max(abs(shipped[k] - before[k]) for k in common) < 1e-5

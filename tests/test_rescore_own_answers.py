@@ -17,6 +17,7 @@ from benchmark_module import load_benchmark
 REPO = Path(__file__).resolve().parents[1]
 OWN = REPO / "data" / "verifier" / "own_answers"
 RUN = OWN / "held-out-nli-qwen2.5-1.5b"
+PRUNED = OWN / "own-answers-pruned-qwen2.5-1.5b"  # HotpotQA on `ask`'s path: pruned
 V1 = REPO / "data" / "verifier" / "candidates" / "v1"  # the verifier that scored the committed runs
 
 
@@ -79,14 +80,34 @@ def test_the_verifier_that_made_the_run_gives_the_committed_scores_again(rescore
 @pytest.mark.slow
 @pytest.mark.shared_data
 def test_a_follow_up_is_rescored_in_its_conversation(rescore, shared_data_dir, tmp_path):
-    """The conversational run's answers were judged with each question's history; the shipped
-    verifier (which made that run) gives its committed scores again only when rescoring reads it so."""
-    from verirag.learned.shipped import shipped_verifier_dir
-
+    """The conversational run's answers were judged with each question's history; the verifier that
+    made that run (`warm`, shipped then) gives its committed scores again only when rescoring reads it so."""
     run = OWN / "own-answers-followup-verifier-qwen2.5-1.5b"
-    res = rescore.rescore(run, shipped_verifier_dir(), tmp_path / "rescored.jsonl", limit=3, progress=False)
+    warm = REPO / "data" / "verifier" / "candidates" / "warm"
+    res = rescore.rescore(run, warm, tmp_path / "rescored.jsonl", limit=3, progress=False)
     assert res["written"] == 6 and res["inputs_differ"] == 0
     assert res["compared"] == 6 and res["max_abs_diff"] < 1e-3
+
+
+@pytest.mark.slow
+@pytest.mark.shared_data
+def test_a_pruned_run_is_rescored_on_the_sentences_its_judges_read(rescore, shared_data_dir, tmp_path):
+    """`ask`'s path prunes: the records keep each passage's kept sentences (no text), and the passages
+    rebuilt from them give the generation keys and the committed scores of the verifier that made
+    the run (`warm`) again."""
+    warm = REPO / "data" / "verifier" / "candidates" / "warm"
+    res = rescore.rescore(PRUNED, warm, tmp_path / "rescored.jsonl", limit=4, progress=False)
+    assert res["written"] == 4 and res["generation_equal"] == 4 and res["inputs_differ"] == 0
+    assert res["compared"] == 4 and res["max_abs_diff"] < 1e-6
+    answers = rescore.run_answers(rescore.read_records(PRUNED))
+    example = rescore.load_examples(rescore.config_for(PRUNED, None), answers[:1], whole=True)
+    whole, report = next(iter(example.values())), answers[0]["prune"]
+    cut = rescore.pruned_as_recorded(whole, report)
+    assert [p.id for p in cut.passages] == [p["id"] for p in report["passages"] if p["kept"]]
+    assert sum(len(p.text) for p in cut.passages) < sum(len(p.text) for p in whole.passages)
+    wrong = {**report, "passages": [{**report["passages"][0], "n_sentences": 999}, *report["passages"][1:]]}
+    with pytest.raises(SystemExit, match="splits into"):
+        rescore.pruned_as_recorded(whole, wrong)
 
 
 def test_a_judge_that_did_not_score_every_answer_is_an_error_not_a_mean(tmp_path):
@@ -158,6 +179,7 @@ def test_the_answer_default_rule_on_the_committed_own_answer_sets_picks_the_ship
     stack = REPO / "src" / "verirag" / "learned" / "shipped" / "stack.json"
     no_judge = REPO / "data" / "verifier" / "candidates" / "stack-no-judge" / "stack.json"
     args = [*runs, "--run-scores", "llm_judge=llm-judge.jsonl", "--run-scores", "nli=nli-passages.jsonl"]
+    args += ["--run-scores", "shipped=verifier-shipped.jsonl"]  # the runs' own column is the verifier before
     args += ["--stack", f"stacked={stack}", "--stack", f"no_judge={no_judge}"]
     args += ["--candidates", "stacked,no_judge,logprob_mean", "--resamples", "300", "--judge", "nli"]
     args += ["--costs", str(REPO / "data" / "verifier" / "labels" / "distill-qwen2.5-1.5b.jsonl.gz")]
@@ -167,20 +189,22 @@ def test_the_answer_default_rule_on_the_committed_own_answer_sets_picks_the_ship
 
 
 def test_the_rule_reads_a_stack_fitted_on_another_verifier_with_that_verifiers_scores(capsys):
-    """A stack fitted on a candidate verifier's scores (cross-fitted, data/verifier/candidates/distill/
-    gold-vs) is measured with that verifier's committed scores of each set, found by the digest the
-    stack names; without them it is refused, not measured on the run's own verifier column."""
+    """The shipped stack names the shipped verifier, while the committed runs' own column is the verifier
+    shipped before (`warm`): it is measured with the shipped verifier's committed scores of each set,
+    found by the digest the stack names; without them it is refused, not measured on the run's column.
+    Fitted on the candidate `distill3-gold-vs` and pointed at the shipped folder when it shipped
+    (verirag_lab.train.stack_repoint), it gives the candidate's numbers again."""
     pick = _bench("pick_answer_default")
     runs = [str(OWN / "own-answers-verifier-qwen2.5-1.5b"), str(OWN / "own-answers-followup-verifier-qwen2.5-1.5b")]
-    stack = REPO / "data" / "verifier" / "candidates" / "distill" / "gold-vs" / "stack.json"
-    args = [*runs, "--run-scores", "llm_judge=llm-judge.jsonl", "--stack", f"gvs_stack={stack}"]
-    args += ["--candidates", "gvs_stack", "--resamples", "200"]
+    stack = REPO / "src" / "verirag" / "learned" / "shipped" / "stack.json"
+    args = [*runs, "--run-scores", "llm_judge=llm-judge.jsonl", "--stack", f"stacked={stack}"]
+    args += ["--candidates", "stacked", "--resamples", "200"]
     with pytest.raises(SystemExit, match="another model"):
         pick.main(args)
-    assert pick.main([*args, "--run-scores", "gvs=verifier-distill3-gold-vs.jsonl"]) == 0
+    assert pick.main([*args, "--run-scores", "shipped=verifier-shipped.jsonl"]) == 0
     out = capsys.readouterr().out
-    rows = [line.split() for line in out.splitlines() if " gvs_stack " in f" {line} "]
-    assert [r[2] for r in rows[:2]] == ["0.680", "0.812"]  # as verifier_own_answers.py measures it (candidate README)
+    rows = [line.split() for line in out.splitlines() if " stacked " in f" {line} "]
+    assert [r[2] for r in rows[:2]] == ["0.680", "0.812"]  # as the candidate measured (candidates/distill README)
 
 
 def test_the_verdict_at_a_threshold_agrees_with_scikit_learn():
@@ -246,7 +270,7 @@ def test_the_shipped_folder_is_named_as_the_default_verifier(rescore):
 
 def test_the_shipped_stack_reads_the_default_verifiers_committed_scores_of_the_held_out_nli_run():
     own = _bench("verifier_own_answers")
-    scores = [f"shipped={RUN / 'verifier-default.jsonl'}", f"llm_judge={RUN / 'llm-judge.jsonl'}"]
+    scores = [f"shipped={RUN / 'verifier-shipped.jsonl'}", f"llm_judge={RUN / 'llm-judge.jsonl'}"]
     table, columns = own.load([str(RUN)], scores=scores)
     stack = REPO / "src" / "verirag" / "learned" / "shipped" / "stack.json"
     name, column = own.stacked_column(f"stacked={stack}", table, columns, own.rescored_digests(scores))
@@ -266,9 +290,6 @@ def test_one_name_over_two_sets_whose_keys_collide_is_refused(tmp_path):
     assert set(own.rescored_columns([f"x={a}", f"x={b}"])["x"]) == {"k1", "k2", "k3"}
 
 
-PRUNED = OWN / "own-answers-pruned-qwen2.5-1.5b"
-
-
 def test_an_exported_pruned_run_keeps_what_the_pruner_did_and_none_of_the_passages_text(tmp_path):
     own = _bench("verifier_own_answers")
     passage = {"id": "p", "title": "T", "sentences": ["One.", "Two."], "kept": [1], "scores": [0.1, 0.9]}
@@ -282,12 +303,13 @@ def test_an_exported_pruned_run_keeps_what_the_pruner_did_and_none_of_the_passag
         assert all({"sentences", "title"}.isdisjoint(p) for p in r["details"]["prune"]["passages"])
 
 
-def test_the_pruned_runs_default_judge_is_the_shipped_stack_over_its_columns():
-    """The run recorded `ask`'s default judge (the stack) beside its parts: the stack computed offline
-    from those parts gives the recorded scores again, so the two measure the same thing."""
+def test_the_pruned_runs_default_judge_is_the_stack_of_the_day_over_its_columns():
+    """The run recorded `ask`'s default judge then (the stack shipped until 2026-12-01, kept in
+    data/verifier/candidates/stack-llmj) beside its parts: that stack computed offline from those parts
+    gives the recorded scores again, so the two measure the same thing."""
     own = _bench("verifier_own_answers")
     table, columns = own.load([str(PRUNED)])
-    stack = REPO / "src" / "verirag" / "learned" / "shipped" / "stack.json"
+    stack = REPO / "data" / "verifier" / "candidates" / "stack-llmj" / "stack.json"
     _, offline = own.stacked_column(f"offline={stack}", table, columns)
     assert len(offline) == len(columns["stacked"]) == 300
     assert np.allclose(offline, columns["stacked"], atol=1e-6)
@@ -303,6 +325,7 @@ def test_the_answer_default_rule_picks_the_shipped_stack_with_the_hotpotqa_set_o
     ]
     stack = REPO / "src" / "verirag" / "learned" / "shipped" / "stack.json"
     args = [*runs, "--run-scores", "llm_judge=llm-judge.jsonl", "--run-scores", "nli=nli-passages.jsonl"]
+    args += ["--run-scores", "shipped=verifier-shipped.jsonl"]  # the runs' own column is the verifier before
     args += ["--stack", f"default={stack}", "--candidates", "default,logprob_mean", "--resamples", "300"]
     args += ["--judge", "nli", "--costs", str(REPO / "data" / "verifier" / "labels" / "distill-qwen2.5-1.5b.jsonl.gz")]
     assert pick.main(args) == 0

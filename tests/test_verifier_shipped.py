@@ -78,18 +78,21 @@ def test_the_shipped_artifact_is_small_and_loads(monkeypatch):
 
 
 def test_the_shipped_verifier_says_where_it_started(monkeypatch):
-    """It was warm-started from v1, the verifier shipped before it (kept in data/verifier/candidates/v1
-    for the committed runs it scored): the saved lineage names v1's adapter by its digest."""
+    """It was warm-started from `warm`, the verifier shipped before it (kept in
+    data/verifier/candidates/warm for the committed runs it scored), itself warm-started from v1: the
+    saved lineage names each adapter by its digest, and each loads over this encoder."""
     import hashlib
 
     monkeypatch.delenv(VERIFIER_ENV, raising=False)
     assert_shipped()
     v = build_method("vanilla+verifier", None).predictor.model
-    v1 = Path(__file__).resolve().parents[1] / "data" / "verifier" / "candidates" / "v1" / "adapter.safetensors"
+    candidates = Path(__file__).resolve().parents[1] / "data" / "verifier" / "candidates"
+    warm, v1 = candidates / "warm", candidates / "v1"
     assert v.joint and v.train_layers == 6 and v.warm_start_ is not None
-    assert v.warm_start_["adapter_sha256"] == hashlib.sha256(v1.read_bytes()).hexdigest()
-    first = build_method(f"vanilla+verifier(verifier={v1.parent})", None).predictor.model  # loads over this encoder
-    assert first.adapter_sha256_ == v.warm_start_["adapter_sha256"] and not first.joint
+    assert v.warm_start_["adapter_sha256"] == hashlib.sha256((warm / "adapter.safetensors").read_bytes()).hexdigest()
+    before = build_method(f"vanilla+verifier(verifier={warm})", None).predictor.model  # loads over this encoder
+    assert before.adapter_sha256_ == v.warm_start_["adapter_sha256"] and before.joint
+    assert before.warm_start_["adapter_sha256"] == hashlib.sha256((v1 / "adapter.safetensors").read_bytes()).hexdigest()
 
 
 # Held-out pairs written here (invented places and people, in no benchmark): the same question and
