@@ -390,7 +390,8 @@ verifier-distill: distill-train-inputs
 # The shipped verifier (src/verirag/learned/shipped/verifier/, shipped 2026-12-01; until then the
 # candidate `distill3-gold-vs`) again: the candidate recipe above with the gold target and the
 # changed-value negatives, warm-started from the verifier shipped before it. About 30 minutes on 2
-# quiet cores. Copy runs/verifiers/shipped over the shipped one, rescore the committed own answers with
+# quiet cores (it was trained on the first 3,215 distillation records, all there were; with more
+# committed it learns from more). Copy runs/verifiers/shipped over the shipped one, rescore the committed own answers with
 # it (benchmarks/rescore_own_answers.py), refit the band (make cascade) and the stack: its fold
 # verifiers (make verifier-folds, about 50 minutes), then
 # make stack STACK_CROSS_FIT="runs/verifiers/shipped-fold0 runs/verifiers/shipped-fold1".
