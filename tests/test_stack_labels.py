@@ -1,6 +1,6 @@
 """A stack of the trained verifier with the generator's own signals, fitted on `distill` labels (the
-pipeline's answers to training questions; issue 47): the table scores each answer with the real
-shipped verifier, keeps the signals the labels recorded, refuses another model build and labels
+pipeline's answers to training questions; issue 47): the table scores each answer with a real
+trained verifier (`warm`, which never read a distilled answer), keeps the signals the labels recorded, refuses another model build and labels
 without signals, and the saved stack is one `vanilla+stacked(stack=FILE)` applies to that model."""
 
 from __future__ import annotations
@@ -21,8 +21,23 @@ from verirag_lab.train.stack_labels import DEFAULT_FEATURES, JUDGE_FEATURE, labe
 from verirag_lab.train.verifier_labels import read_records, resolve
 
 
+@pytest.fixture(scope="module", autouse=True)
+def unfolded_verifier():
+    """A verifier that never read a distilled answer as the shipped one (`warm`, shipped until
+    2026-12-01): the shipped verifier learned from the distillation, and a stack over distillation
+    answers refuses it unless cross-fitted (tests/test_cross_fit.py)."""
+    from pathlib import Path
+
+    from verirag.learned.shipped import VERIFIER_ENV
+
+    warm = Path(__file__).resolve().parents[1] / "data" / "verifier" / "candidates" / "warm"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(VERIFIER_ENV, str(warm))
+        yield warm
+
+
 @pytest.fixture(scope="module")
-def labelled(tmp_path_factory):
+def labelled(tmp_path_factory, unfolded_verifier):
     """(labels file, data, the scripted model that made them: log-probabilities -0.4 a word)."""
     tmp = tmp_path_factory.mktemp("stack-labels")
     data = write_data(tmp / "data")
@@ -194,11 +209,13 @@ def test_the_llm_judge_is_a_feature_and_answers_made_before_it_are_left_out(labe
 def test_a_verifier_that_learned_from_the_distillation_is_refused_for_the_stack(labelled, tmp_path):
     import shutil
 
+    from verirag.learned import shipped
     from verirag.learned.shipped import META_FILE, shipped_verifier_dir
     from verirag_lab.train.stack_labels import verifier_learned_from_distillation
 
     path, data, llm = labelled
-    assert verifier_learned_from_distillation(None) == 0  # the shipped verifier never read a distilled answer
+    assert verifier_learned_from_distillation(None) == 0  # `warm`, the default here, never read a distilled answer
+    assert verifier_learned_from_distillation(str(shipped.SHIPPED_VERIFIER)) > 0  # the one shipped today did
     taught = tmp_path / "taught"
     shutil.copytree(shipped_verifier_dir(), taught)
     meta = json.loads((taught / META_FILE).read_text(encoding="utf-8"))

@@ -51,13 +51,33 @@ QUESTION = "Who designed the lighthouse on Skarvoy?"
 PASSAGES = ["The lighthouse on Skarvoy was designed by Maren Solberg in 1899.", "The ferry runs twice a day."]
 
 
+@pytest.fixture
+def warm_shipped(monkeypatch):
+    """The verifier shipped with the earlier stacks (`warm`) as the shipped one: the committed candidate
+    stacks name the shipped verifier as it was then, and load beside it (and only beside it)."""
+    from verirag.learned.shipped import VERIFIER_ENV
+
+    monkeypatch.setenv(VERIFIER_ENV, str(CANDIDATES / "warm"))
+
+
+def test_an_earlier_stack_is_refused_beside_todays_verifier_and_loads_beside_its_own(monkeypatch):
+    from verirag.awf.compose import build_predictor
+    from verirag.learned.shipped import VERIFIER_ENV
+
+    monkeypatch.delenv(VERIFIER_ENV, raising=False)
+    with pytest.raises(InputError, match="identity 8f93532362c8; built here it is"):
+        build_predictor("stacked", None, options={"stack": NO_JUDGE_STACK})
+    monkeypatch.setenv(VERIFIER_ENV, str(CANDIDATES / "warm"))
+    assert build_predictor("stacked", None, options={"stack": NO_JUDGE_STACK}).model is not None
+
+
 def _passages():
     from verirag.types import Passage
 
     return [Passage(f"p{i}", t) for i, t in enumerate(PASSAGES)]
 
 
-def test_an_answer_without_logprobs_is_judged_by_the_fallback_alone_and_says_so():
+def test_an_answer_without_logprobs_is_judged_by_the_fallback_alone_and_says_so(warm_shipped):
     from verirag.awf.compose import build_predictor
 
     verifier = build_predictor("verifier", None)
@@ -94,7 +114,7 @@ def test_a_stack_for_another_model_is_set_aside_for_the_fallback(tmp_path):
     assert v.ok and any(w.startswith("judged by verifier alone: the stack does not fit") for w in v.warnings)
 
 
-def test_the_stack_reads_the_language_rule_of_the_verifier_it_combines():
+def test_the_stack_reads_the_language_rule_of_the_verifier_it_combines(warm_shipped):
     """A text the verifier cannot read is unverified whatever the log-probs say (issue 47, item 5)."""
     from verirag.awf.compose import build_predictor
 
@@ -110,11 +130,11 @@ def test_a_stack_cannot_fall_back_on_a_stack():
 
 
 def test_a_stack_that_reads_llm_judge_needs_an_llm_and_falls_back_without_one():
-    """A stack with an LLM judge among its features (the committed llm_judge candidate) built to verify
+    """A stack with an LLM judge among its features (the shipped one) built to verify
     a string, with no LLM: refused with a clear error, or set aside for its fallback, never a crash."""
     from verirag.awf.compose import build_predictor
 
-    stack = str(CANDIDATES / "stack-llmj" / "stack.json")
+    stack = str(shipped_stack_path())
     with pytest.raises(InputError, match="llm_judge judges with an LLM"):
         build_predictor("stacked", None, options={"stack": stack})
     stacked = build_predictor("stacked", None, options={"stack": stack, "fallback": "verifier"})

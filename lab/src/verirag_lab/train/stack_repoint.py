@@ -14,11 +14,13 @@ and records the move in the provenance. Any other difference refuses: refit then
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
 
 from verirag.errors import InputError
+from verirag.learned.shipped import VERIFIER_FILES, shipped_verifier_dir
 
 FEATURE = "verifier"
 
@@ -40,8 +42,6 @@ def repoint(stack: dict[str, Any], weights_now_at: str, to: str | None = None) -
         raise InputError(
             f"{weights_now_at} is not the verifier the stack was fitted with (identity {source.get('digest')})"
         )
-    from verirag.learned.shipped import VERIFIER_FILES, shipped_verifier_dir
-
     # the identity holds the adapter's hash, not the calibration beside it: every saved file must match
     here, there = Path(weights_now_at), Path(to) if to else shipped_verifier_dir()
     differ = [f for f in VERIFIER_FILES if (here / f).read_bytes() != (there / f).read_bytes()]
@@ -60,8 +60,6 @@ def repoint(stack: dict[str, Any], weights_now_at: str, to: str | None = None) -
 
 def _fitted_identity(predictor, source: dict[str, Any]) -> str:
     """The digest `predictor` would have had under the options the stack was fitted with."""
-    import hashlib
-
     identity = predictor.identity()  # its options resolved (defaults included): the folder's replaced
     identity["options"] = {**identity["options"], "verifier": None, **(source.get("options") or {})}
     blob = json.dumps(identity, sort_keys=True, default=str, ensure_ascii=False)
