@@ -98,8 +98,7 @@ class Component:
     @functools.cached_property
     def digest(self) -> str:
         """12 hex digits naming `identity()`: equal identities, equal digests."""
-        blob = json.dumps(self.identity(), sort_keys=True, default=str, ensure_ascii=False)
-        return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:12]
+        return identity_digest(self.identity())
 
     def stage_text(self, n_passages: int) -> str:
         """What a user is told while this component computes (a spinner names the stage)."""
@@ -126,3 +125,9 @@ class Component:
     def compute(self, trace: Trace, compute: Callable[[], Any], part: str = "", **inputs: Any) -> Any:
         """`compute()` through the trace, at most once per key, announced as this component's stage."""
         return trace.get(self.quantity_key(trace, part, **inputs), compute, stage=self.stage_text(len(trace.passages)))
+
+
+def identity_digest(identity: dict[str, Any]) -> str:
+    """The 12 hex digits a component's `digest` gives `identity` (e.g. one with other options)."""
+    blob = json.dumps(identity, sort_keys=True, default=str, ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:12]

@@ -14,11 +14,11 @@ and records the move in the provenance. Any other difference refuses: refit then
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 from pathlib import Path
 from typing import Any
 
+from verirag.awf.component import identity_digest
 from verirag.errors import InputError
 from verirag.learned.shipped import VERIFIER_FILES, shipped_verifier_dir
 
@@ -38,7 +38,7 @@ def repoint(stack: dict[str, Any], weights_now_at: str, to: str | None = None) -
     if not source or source.get("predictor") != "verifier":
         raise InputError(f"the stack has no {FEATURE!r} feature made by the trained verifier")
     was = _predictor(weights_now_at)
-    if was.digest != source.get("digest") and _fitted_identity(was, source) != source.get("digest"):
+    if _fitted_identity(was, source) != source.get("digest"):
         raise InputError(
             f"{weights_now_at} is not the verifier the stack was fitted with (identity {source.get('digest')})"
         )
@@ -62,8 +62,7 @@ def _fitted_identity(predictor, source: dict[str, Any]) -> str:
     """The digest `predictor` would have had under the options the stack was fitted with."""
     identity = predictor.identity()  # its options resolved (defaults included): the folder's replaced
     identity["options"] = {**identity["options"], "verifier": None, **(source.get("options") or {})}
-    blob = json.dumps(identity, sort_keys=True, default=str, ensure_ascii=False)
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:12]
+    return identity_digest(identity)
 
 
 def main(argv: list[str] | None = None) -> int:
