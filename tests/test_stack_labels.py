@@ -37,7 +37,7 @@ def unfolded_verifier():
 
 
 @pytest.fixture(scope="module")
-def labelled(tmp_path_factory, unfolded_verifier):
+def labelled(tmp_path_factory):
     """(labels file, data, the scripted model that made them: log-probabilities -0.4 a word)."""
     tmp = tmp_path_factory.mktemp("stack-labels")
     data = write_data(tmp / "data")
