@@ -212,7 +212,7 @@ def recomputed_generation(answer: dict[str, Any], example) -> str | None:
 class Scorer:
     """A verifier folder as the run's `vanilla+verifier` used it, and what names it."""
 
-    def __init__(self, folder: str | Path, name: str | None = None):
+    def __init__(self, folder: str | Path, name: str | None = None, softmin: float | None = None):
         from verirag.awf.predictors.verifier import TrainedVerifierPredictor
         from verirag.learned.shipped import shipped_verifier_dir
 
@@ -220,7 +220,10 @@ class Scorer:
         # the shipped folder is the default's verifier: named as the default names it, so its scores
         # carry the identity a stack fitted on the default verifier checks (`verifier_own_answers --stack`)
         shipped = self.folder.resolve() == shipped_verifier_dir().resolve()
-        self.predictor = TrainedVerifierPredictor() if shipped else TrainedVerifierPredictor(verifier=str(self.folder))
+        options = {} if shipped else {"verifier": str(self.folder)}
+        if softmin is not None:  # the answer rule (default: today's); 0 scores as records made before it
+            options["softmin"] = softmin
+        self.predictor = TrainedVerifierPredictor(**options)
         self.name = name or self.folder.resolve().name
         model = self.predictor.model
         self.identity = {
@@ -299,6 +302,7 @@ def rescore(
     progress: bool = True,
     check_method: str = CHECK_METHOD,
     key_check: bool = True,
+    softmin: float | None = None,
 ) -> dict[str, Any]:
     """Score the answers of `run` (the first `limit` of each dataset) with `verifier` into `out`, skipping those
     already there; returns {written, skipped, compared, max_abs_diff, mean_abs_diff, worst}: the
@@ -316,7 +320,7 @@ def rescore(
             if rank[a["dataset"]] <= limit:
                 kept.append(a)
         answers = kept
-    scorer = Scorer(verifier, name)
+    scorer = Scorer(verifier, name, softmin)
     done: dict[str, tuple[float, float]] = {}
     header = None
     if out.is_file() and out.stat().st_size:  # resume: the same verifier's rows are kept
@@ -462,6 +466,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, default=None, help="only the first N answers of each dataset (by key)")
     ap.add_argument("--no-progress", action="store_true")
     ap.add_argument(
+        "--softmin",
+        type=float,
+        default=None,
+        help="the answer rule's temperature (default: the verifier's default; 0: the plain minimum of runs made before it)",
+    )
+    ap.add_argument(
         "--no-key-check", action="store_true", help="score even when rebuilt inputs give other generation keys"
     )
     args = ap.parse_args(argv)
@@ -475,6 +485,7 @@ def main(argv: list[str] | None = None) -> int:
         limit=args.limit,
         progress=not args.no_progress,
         key_check=not args.no_key_check,
+        softmin=args.softmin,
     )
     print(f"{res['written']} answers scored, {res['skipped']} already in {args.out}")
     if res["written"]:

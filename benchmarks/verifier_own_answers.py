@@ -143,11 +143,11 @@ def stacked_column(
         raise SystemExit(f"--stack {name}: the run has no column {', '.join(lacking)} (columns: {', '.join(columns)})")
     reads = {f: f for f in stack.features}
     for f, source in stack.sources.items():
-        want, have = source.get("digest"), (table.sources.get(f) or {}).get("digest")
-        if want and have and want != have:
-            same = [c for c, d in (rescored or {}).items() if d == want]
+        want, have = stack.scored_as(f), (table.sources.get(f) or {}).get("digest")
+        if want and have and have not in want:
+            same = [c for c, d in (rescored or {}).items() if d in want]
             if not same:
-                raise SystemExit(f"--stack {name}: its {f} is {want}, the run's is {have}: another model")
+                raise SystemExit(f"--stack {name}: its {f} is {source.get('digest')}, the run's is {have}: another model")
             reads[f] = same[0]
     return name, stack.predict_proba(np.column_stack([columns[reads[f]] for f in stack.features]))
 

@@ -51,10 +51,11 @@ def make_pairs(rows: list[dict], seed: int = 0) -> list[dict]:
     return pairs
 
 
-def own_rows(run: Path) -> list[dict]:
+def own_rows(run: Path, history: bool = False) -> list[dict]:
     """A committed own-answer run (`data/verifier/own_answers/RUN`) as rows: each generated answer with
     its question and passages rebuilt from the data as the run read them, labelled by its records'
-    `faithful` (right and answerable)."""
+    `faithful` (right and answerable). A follow-up's earlier turns are written before its question
+    in `user_input`, or with `history` kept apart as the row's `history` (as the runs' judges read them)."""
     from rescore_own_answers import config_for, load_examples, read_records, run_answers
 
     from verirag_lab.train.cascade import generation_key
@@ -72,7 +73,8 @@ def own_rows(run: Path) -> list[dict]:
             {
                 "id": a["key"],
                 "group": f"{a['dataset']}:{a['group']}",
-                "user_input": ex.question_with_history(),
+                "user_input": ex.question if history else ex.question_with_history(),
+                **({"history": list(ex.history)} if history and ex.history else {}),
                 "response": a["answer"],
                 "retrieved_contexts": [p.text for p in ex.passages],
                 "label": int(faithful[a["key"]]),

@@ -60,7 +60,7 @@ def test_scores_become_a_column_of_the_paired_table(rescore, tmp_path):
 @pytest.mark.shared_data
 def test_the_verifier_that_made_the_run_gives_the_committed_scores_again(rescore, shared_data_dir, tmp_path):
     out = tmp_path / "rescored.jsonl"
-    res = rescore.rescore(RUN, V1, out, limit=3, progress=False)
+    res = rescore.rescore(RUN, V1, out, limit=3, progress=False, softmin=0.0)
     assert res["written"] == 6  # 3 HotpotQA and 3 NQ answers
     assert res["generation_equal"] == 6 and res["inputs_differ"] == 0  # the passages the generator read
     assert res["compared"] == 6 and res["max_abs_diff"] < 1e-3  # the question and passages the verifier read
@@ -84,7 +84,7 @@ def test_a_follow_up_is_rescored_in_its_conversation(rescore, shared_data_dir, t
     made that run (`warm`, shipped then) gives its committed scores again only when rescoring reads it so."""
     run = OWN / "own-answers-followup-verifier-qwen2.5-1.5b"
     warm = REPO / "data" / "verifier" / "candidates" / "warm"
-    res = rescore.rescore(run, warm, tmp_path / "rescored.jsonl", limit=3, progress=False)
+    res = rescore.rescore(run, warm, tmp_path / "rescored.jsonl", limit=3, progress=False, softmin=0.0)
     assert res["written"] == 6 and res["inputs_differ"] == 0
     assert res["compared"] == 6 and res["max_abs_diff"] < 1e-3
 
@@ -96,7 +96,7 @@ def test_a_pruned_run_is_rescored_on_the_sentences_its_judges_read(rescore, shar
     rebuilt from them give the generation keys and the committed scores of the verifier that made
     the run (`warm`) again."""
     warm = REPO / "data" / "verifier" / "candidates" / "warm"
-    res = rescore.rescore(PRUNED, warm, tmp_path / "rescored.jsonl", limit=4, progress=False)
+    res = rescore.rescore(PRUNED, warm, tmp_path / "rescored.jsonl", limit=4, progress=False, softmin=0.0)
     assert res["written"] == 4 and res["generation_equal"] == 4 and res["inputs_differ"] == 0
     assert res["compared"] == 4 and res["max_abs_diff"] < 1e-6
     answers = rescore.run_answers(rescore.read_records(PRUNED))

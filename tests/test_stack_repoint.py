@@ -5,13 +5,19 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
+import numpy as np
 import pytest
 
+from verirag.awf.component import identity_digest
 from verirag.awf.compose import build_predictor
 from verirag.errors import InputError
 from verirag.learned.shipped import META_FILE, VERIFIER_ENV, shipped_verifier_dir
-from verirag_lab.train.stack_repoint import main, repoint
+from verirag.learned.stack import StackedVerifier
+from verirag_lab.train.stack_repoint import main, pin_new_options, repoint
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def _stack(folder: str) -> dict:
@@ -58,3 +64,72 @@ def test_another_network_or_another_calibration_is_refused(tmp_path, monkeypatch
         )
     with pytest.raises(InputError, match="no 'verifier' feature"):
         repoint({"settings": {"sources": {}}}, str(a))
+
+
+def _fitted_before_softmin(folder: str | None) -> dict:
+    """A stack as fitted before the verifier had its `softmin` option (the identity held no such key)."""
+    options = {"verifier": folder} if folder else {}
+    identity = build_predictor("verifier", None, options=options).identity()
+    identity["options"].pop("softmin")
+    source = {
+        "predictor": "verifier",
+        "options": options,
+        "method": "vanilla+verifier",
+        "digest": identity_digest(identity),
+    }
+    return {
+        "format": "x",
+        "provenance": {"command": "verirag train stack"},
+        "settings": {"sources": {"verifier": source}},
+    }
+
+
+def test_a_stack_fitted_before_the_answer_rule_names_the_plain_minimum(tmp_path, monkeypatch):
+    monkeypatch.delenv(VERIFIER_ENV, raising=False)
+    old = _fitted_before_softmin(None)
+    out = pin_new_options(old)
+    source = out["settings"]["sources"]["verifier"]
+    assert source["options"] == {"softmin": 0.0}
+    assert source["digest"] == build_predictor("verifier", None, options={"softmin": 0.0}).digest
+    assert out["provenance"]["pinned"] == [
+        {
+            "options": {"softmin": 0.0},
+            "digest_from": old["settings"]["sources"]["verifier"]["digest"],
+            "digest": source["digest"],
+        }
+    ]
+    assert pin_new_options(out) == out  # pinned once: nothing more to pin
+    path = tmp_path / "stack.json"
+    StackedVerifier(["verifier"], sources=out["settings"]["sources"]).fit(
+        np.array([[0.1], [0.9], [0.2], [0.8]]), np.array([0, 1, 0, 1])
+    ).save(path, pinned=out["provenance"]["pinned"])
+    loaded = StackedVerifier.load(path)
+    assert loaded.scored_as("verifier") == {source["digest"], old["settings"]["sources"]["verifier"]["digest"]}
+    # moved afterwards, it keeps the rule it was fitted with
+    moved = repoint(out, str(shipped_verifier_dir()))
+    assert moved["settings"]["sources"]["verifier"]["options"] == {"softmin": 0.0}
+
+
+def test_a_stack_fitted_with_todays_rule_is_left_as_it_is_and_another_identity_is_refused(tmp_path, monkeypatch):
+    monkeypatch.delenv(VERIFIER_ENV, raising=False)
+    today = _stack(str(shipped_verifier_dir()))
+    assert pin_new_options(today) == today
+    other = _fitted_before_softmin(None)
+    other["settings"]["sources"]["verifier"]["digest"] = "0" * 12
+    with pytest.raises(InputError, match="refit the stack"):
+        pin_new_options(other)
+    path, out = tmp_path / "s.json", tmp_path / "o.json"
+    path.write_text(json.dumps(_fitted_before_softmin(None)))
+    assert main([str(path), "--pin-new-options", "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["settings"]["sources"]["verifier"]["options"] == {"softmin": 0.0}
+    with pytest.raises(SystemExit):
+        main([str(path), "--out", str(out)])  # neither a move nor a pin
+
+
+def test_the_committed_stacks_name_the_rule_they_were_fitted_on():
+    for path in [
+        shipped_verifier_dir().parent / "stack.json",
+        *sorted(REPO.glob("data/verifier/candidates/stack-*/stack.json")),
+    ]:
+        source = json.loads(path.read_text())["settings"]["sources"]["verifier"]
+        assert source["options"].get("softmin") == 0.0, path

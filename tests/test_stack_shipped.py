@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from verirag.awf.predictors.verifier import DEFAULT_SOFTMIN
 from verirag.errors import InputError
 from verirag.learned import stack as stack_module
 from verirag.learned.stack import StackedVerifier, shipped_stack_path
@@ -65,7 +66,7 @@ def test_an_earlier_stack_is_refused_beside_todays_verifier_and_loads_beside_its
     from verirag.learned.shipped import VERIFIER_ENV
 
     monkeypatch.delenv(VERIFIER_ENV, raising=False)
-    with pytest.raises(InputError, match="identity 8f93532362c8; built here it is"):
+    with pytest.raises(InputError, match="identity 6dc0679461ec; built here it is"):
         build_predictor("stacked", None, options={"stack": NO_JUDGE_STACK})
     monkeypatch.setenv(VERIFIER_ENV, str(CANDIDATES / "warm"))
     assert build_predictor("stacked", None, options={"stack": NO_JUDGE_STACK}).model is not None
@@ -77,13 +78,23 @@ def _passages():
     return [Passage(f"p{i}", t) for i, t in enumerate(PASSAGES)]
 
 
-def test_an_answer_without_logprobs_is_judged_by_the_fallback_alone_and_says_so(warm_shipped):
+def test_an_answer_without_logprobs_is_judged_by_the_fallback_alone_and_says_so(warm_shipped, tmp_path):
+    import json
+
     from verirag.awf.compose import build_predictor
 
     verifier = build_predictor("verifier", None)
     # a stack that reads no LLM judge, so it is built here without an LLM
     stacked = build_predictor("stacked", None, options={"stack": NO_JUDGE_STACK, "fallback": "verifier"})
-    assert stacked.parts["verifier"] is stacked.fallback_part  # one verifier serves both
+    # the stack reads the rule it was fitted on (the plain minimum), the fallback today's: one network
+    part, fallback = stacked.parts["verifier"], stacked.fallback_part
+    assert part.model.softmin == 0.0 and fallback.model.softmin == DEFAULT_SOFTMIN
+    assert part.model.adapter_sha256_ == fallback.model.adapter_sha256_
+    today = json.loads(Path(NO_JUDGE_STACK).read_text())  # a stack fitted on today's default verifier
+    today["settings"]["sources"]["verifier"].update(options={}, digest=verifier.digest)
+    (tmp_path / "today.json").write_text(json.dumps(today))
+    same = build_predictor("stacked", None, options={"stack": str(tmp_path / "today.json"), "fallback": "verifier"})
+    assert same.parts["verifier"] is same.fallback_part  # the same identity: one instance serves both
     alone = verifier.verify(QUESTION, "Maren Solberg designed it.", _passages())
     v = stacked.verify(QUESTION, "Maren Solberg designed it.", _passages())
     assert v.ok and v.score == pytest.approx(alone.score) and v.best == alone.best

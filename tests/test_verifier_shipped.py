@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
-from verifier_artifact import FILLER, fact
+from verifier_artifact import FILLER, fact, rule_score
 
 from verirag.awf.compose import build_method
 from verirag.awf.defaults import DEFAULT_METHOD
@@ -240,7 +240,7 @@ def test_verify_reports_each_sentence_with_its_supporting_passage(tiny_pipeline)
     assert all(isinstance(s, JudgedSentence) and 0.0 <= s.score <= 1.0 for s in r.sentences)
     assert {s.supporting_passage for s in r.sentences} <= {"town", "colours"}
     assert r.sentences[0].supporting_passage == "colours"  # the passage that states it
-    assert r.score == pytest.approx(min(s.score for s in r.sentences))
+    assert r.score == pytest.approx(rule_score(s.score for s in r.sentences))
     d = json.loads(json.dumps(r.to_dict()))
     assert d["sentences"][1] == {
         "text": A_OTHER,
@@ -263,7 +263,7 @@ def test_ask_reports_the_sentences_of_the_answer_it_judged(tiny_pipeline):
     r = p.ask(Q)
     assert split_sentences(r.retrieved_answer), r  # the model answered with words
     assert r.error is None and [s.text for s in r.sentences] == split_sentences(r.retrieved_answer)
-    assert r.score == pytest.approx(min(s.score for s in r.sentences))
+    assert r.score == pytest.approx(rule_score(s.score for s in r.sentences))
     assert r.to_dict()["sentences"] == [s.__dict__ for s in r.sentences]
 
 
@@ -353,7 +353,7 @@ def test_v1_verify_defaults_to_the_shipped_verifier_with_sentences(stand_in):
         out = r.json()
         assert out["method"] == DEFAULT_METHOD and out["warnings"] == []
         assert [s["text"] for s in out["sentences"]] == [A, A_OTHER]
-        assert out["score"] == pytest.approx(min(s["score"] for s in out["sentences"]))
+        assert out["score"] == pytest.approx(rule_score(s["score"] for s in out["sentences"]))
         documented(client, out, "VerifyResult")
         with pytest.raises(Exception, match=r"On instance\['sentences'\]"):  # the check can fail
             documented(client, {**out, "sentences": [{"text": A, "score": 0.5}]}, "VerifyResult")

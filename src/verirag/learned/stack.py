@@ -152,6 +152,17 @@ class StackedVerifier(LearnedPart):
             raise InputError(f"the stacked verifier needs {', '.join(missing)}, which this answer lacks")
         return float(self.predict_proba(self.row(values))[0])
 
+    def scored_as(self, feature: str) -> set[str]:
+        """The predictor digests whose scores are this feature's: the one its source names, and the
+        digest it had before an option was pinned at the value that scores as before
+        (`verirag_lab.train.stack_repoint.pin_new_options`, recorded in the provenance)."""
+        digest = (self.sources.get(feature) or {}).get("digest")
+        same = {digest} if digest else set()
+        for pin in (self.provenance or {}).get("pinned", []):
+            if pin.get("digest") in same and pin.get("digest_from"):
+                same.add(pin["digest_from"])
+        return same
+
     def weights(self) -> dict[str, float]:
         """{feature: coefficient of its standardised value}: what moves P(faithful) per standard deviation."""
         self.check_fitted()

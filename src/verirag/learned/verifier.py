@@ -14,6 +14,11 @@ its weakest sentence's support:
 
     score = sigmoid(min over sentences of max over chunks of logit(claim, chunk) / temperature_)
 
+or, with `softmin` (a temperature in logit units, set at scoring time, never saved), the smooth
+minimum `answer_logit` gives: never above the weakest sentence's, equal to it for one sentence, and
+lowered by every other weak sentence, so a changed sentence moves the score even where another
+sentence is weaker (the plain minimum ties there).
+
 Training (`fit`, `verirag.learned.verifier_trainer`) optimises exactly that aggregate with binary cross-entropy against the answer's
 label (or its soft `target`, a judge's probability, where it has one; or, where an example has
 `sentence_labels`, each sentence's support against its own label),
@@ -61,6 +66,23 @@ META_FILE = "verifier.json"
 BATCH_TOKENS = 4096
 
 
+def answer_logit(claim_logits: Sequence[float] | np.ndarray, softmin: float = 0.0) -> float:
+    """The answer's logit from its claims' (each its best chunk's): their minimum, or with `softmin`
+    > 0 the smooth minimum -softmin * log(sum(exp(-z / softmin))), which never exceeds the minimum
+    (an answer is no better supported than its weakest sentence), equals it for one claim, and moves
+    with every claim's logit (the minimum alone follows one claim and ignores the others)."""
+    z = np.asarray(claim_logits, dtype=float)
+    if z.size == 0:
+        raise InputError("an answer without a claim has no score")
+    if softmin < 0 or not np.isfinite(softmin):
+        raise InputError(f"softmin must be a temperature of at least 0, got {softmin}")
+    lowest = float(z.min())
+    if softmin == 0 or z.size == 1 or not np.isfinite(lowest):
+        return lowest
+    # shifted by the minimum so that no exponent overflows; -inf claims (unread) are the minimum above
+    return lowest - softmin * float(np.log(np.exp(-(z - lowest) / softmin).sum()))
+
+
 @dataclass(frozen=True)
 class SentenceSupport:
     """One answer sentence: its support (the best chunk's calibrated probability), the passage
@@ -74,15 +96,17 @@ class SentenceSupport:
 
 @dataclass(frozen=True)
 class AnswerSupport:
-    """`score`: the weakest sentence's support; `per_passage[i]`: the mean over the answer's
-    sentences of passage i's support for each (1 when it alone supports every one, so a passage
-    that supports the supported sentences ranks above one that supports none); `best`: the
-    passage of highest `per_passage` (first on ties)."""
+    """`score`: the weakest sentence's support (`answer_logit`'s rule); `per_passage[i]`: the mean
+    over the answer's sentences of passage i's support for each (1 when it alone supports every one,
+    so a passage that supports the supported sentences ranks above one that supports none); `best`:
+    the passage of highest `per_passage` (first on ties); `claim_logits`: each claim's calibrated
+    logit (its best chunk's), what the answer rule combines."""
 
     score: float
     sentences: list[SentenceSupport]
     per_passage: list[float]
     best: int
+    claim_logits: tuple[float, ...] = ()
 
 
 class TrainedVerifier(VerifierTrainer, EncoderAdapter, LearnedPart):
@@ -254,9 +278,10 @@ class TrainedVerifier(VerifierTrainer, EncoderAdapter, LearnedPart):
             at += len(read)
         return extended, out
 
-    @staticmethod
-    def _answer_logit(table: np.ndarray) -> float:
-        return float(table.max(axis=1).min())
+    softmin = 0.0  # the answer rule at scoring time (`answer_logit`); training reads the plain minimum
+
+    def _answer_logit(self, table: np.ndarray) -> float:
+        return answer_logit(table.max(axis=1), self.softmin)
 
     def support(
         self, question: str, answer: str, passages: Sequence[str], history: Sequence[str] = ()
@@ -298,11 +323,11 @@ class TrainedVerifier(VerifierTrainer, EncoderAdapter, LearnedPart):
                 out[i] = e
         readings, tables = self._tables(read)
         for i, reading, table in zip(where, readings, tables):
-            out[i] = self._support(reading, table / self.temperature_, len(passages[i]))
+            out[i] = self._support(reading, table / self.temperature_, len(passages[i]), self.softmin)
         return out  # type: ignore[return-value]  # every place is filled
 
     @staticmethod
-    def _support(reading: Reading, table: np.ndarray, n_passages: int) -> AnswerSupport:
+    def _support(reading: Reading, table: np.ndarray, n_passages: int, softmin: float = 0.0) -> AnswerSupport:
         """An AnswerSupport from a reading's calibrated (claims x chunks) logit table."""
         best_chunk = table.argmax(axis=1)
         claim_support = table.max(axis=1)
@@ -330,10 +355,11 @@ class TrainedVerifier(VerifierTrainer, EncoderAdapter, LearnedPart):
             per_passage.append(float(np.mean([claim_in_p[of_sentence == s].min() for s in range(len(sentences))])))
         best = max(range(len(per_passage)), key=lambda i: (per_passage[i], -i))
         return AnswerSupport(
-            score=float(sigmoid(TrainedVerifier._answer_logit(table))),
+            score=float(sigmoid(answer_logit(table.max(axis=1), softmin))),
             sentences=sentences,
             per_passage=per_passage,
             best=best,
+            claim_logits=tuple(float(z) for z in claim_support),
         )
 
     def evidence(
@@ -375,7 +401,7 @@ class TrainedVerifier(VerifierTrainer, EncoderAdapter, LearnedPart):
         if not len(questions) == len(answers) == len(passages) == len(histories):
             raise InputError("questions, answers, passages and histories must have one entry per answer")
         readings = [self.reader.read(q, a, list(p), h) for q, a, p, h in zip(questions, answers, passages, histories)]
-        return np.array([sigmoid(self._answer_logit(t) / self.temperature_) for t in self._tables(readings)[1]])
+        return np.array([sigmoid(self._answer_logit(t / self.temperature_)) for t in self._tables(readings)[1]])
 
     # ---- saved (save_weights, restore: EncoderAdapter) ----------------------------------------
     @classmethod

@@ -92,8 +92,9 @@ class StackedPredictor(FaithfulnessPredictor):
             if "predictor" not in source:
                 continue  # a signal: computed here from the answer
             options = source.get("options") or {}
-            if self.fallback_part is not None and source["predictor"] == self.fallback_name and not options:
-                part = self.fallback_part  # one instance judges for both
+            fallback = self.fallback_part
+            if fallback is not None and source.get("digest") and fallback.digest == source["digest"]:
+                part = fallback  # the same predictor (identity): one instance judges for both
             else:
                 part = build_predictor(source["predictor"], self.llm, options=options)
             want = source.get("digest")
