@@ -33,6 +33,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 RULES = (0.0, 0.1, 0.25, 0.5)  # softmin temperatures; 0: the plain minimum
+# a pair's two answers are scored in different batches, whose logits differ by up to ~1e-6: a
+# difference below this is a tie (and a tie counts against the rule, as in verifier_swaps.py)
+TIE = 1e-5
 OWN_SETS = {
     "own HotpotQA": "own-answers-verifier-qwen2.5-1.5b",
     "own NQ": "own-answers-nq-verifier-qwen2.5-1.5b",
@@ -157,7 +160,7 @@ def pairs_table(lines: list[dict]) -> list[dict]:
         for subset, keep in (("all", lambda x: True), ("several claims", lambda x: len(x["right"]) > 1)):
             rows = [x for x in pairs if x["kind"] == kind and keep(x)]
             for t in RULES:
-                above = [rule_score(x["right"], t) > rule_score(x["changed"], t) for x in rows]
+                above = [rule_score(x["right"], t) > rule_score(x["changed"], t) + TIE for x in rows]
                 out.append(
                     {"kind": kind, "subset": subset, "pairs": len(rows), "softmin": t, "above": float(np.mean(above))}
                 )

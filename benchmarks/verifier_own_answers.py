@@ -147,7 +147,9 @@ def stacked_column(
         if want and have and have not in want:
             same = [c for c, d in (rescored or {}).items() if d in want]
             if not same:
-                raise SystemExit(f"--stack {name}: its {f} is {source.get('digest')}, the run's is {have}: another model")
+                raise SystemExit(
+                    f"--stack {name}: its {f} is {source.get('digest')}, the run's is {have}: another model"
+                )
             reads[f] = same[0]
     return name, stack.predict_proba(np.column_stack([columns[reads[f]] for f in stack.features]))
 

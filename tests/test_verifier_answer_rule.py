@@ -87,7 +87,7 @@ def test_the_benchmark_tables_follow_the_logits_they_read():
         {"set": "s", "id": "b", "group": "g1", "label": 0, "logits": [-1.0, 3.0]},
         {"set": "s", "id": "c", "group": "g2", "label": 1, "logits": [1.0, 1.5]},
         {"set": "s", "id": "d", "group": "g2", "label": 0, "logits": None},  # unread: left out alike
-        {"set": "pairs", "id": "a", "kind": "party", "right": [-2.0, 3.0], "changed": [-2.0, 0.5]},
+        {"set": "pairs", "id": "a", "kind": "party", "right": [-2.0, 3.0], "changed": [-2.0, -1.0]},
         {"set": "pairs", "id": "e", "kind": "party", "right": [1.0], "changed": None},
     ]
     aurocs = {(r["set"], r["softmin"]): r for r in bench.auroc_table(lines, resamples=50)}
