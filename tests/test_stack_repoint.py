@@ -20,14 +20,18 @@ from verirag_lab.train.stack_repoint import main, pin_new_options, repoint
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _stack(folder: str) -> dict:
-    digest = build_predictor("verifier", None, options={"verifier": folder}).digest
-    source = {"predictor": "verifier", "options": {"verifier": folder}, "method": "vanilla+verifier", "digest": digest}
+def _saved(options: dict, digest: str) -> dict:
+    """A saved stack's JSON, as far as a move or a pin reads it: its verifier source."""
+    source = {"predictor": "verifier", "options": options, "method": "vanilla+verifier", "digest": digest}
     return {
         "format": "x",
         "provenance": {"command": "verirag train stack"},
         "settings": {"sources": {"verifier": source}},
     }
+
+
+def _stack(folder: str) -> dict:
+    return _saved({"verifier": folder}, build_predictor("verifier", None, options={"verifier": folder}).digest)
 
 
 def test_a_stack_fitted_on_a_folder_names_the_shipped_verifier_after_the_weights_moved(tmp_path, monkeypatch):
@@ -71,17 +75,7 @@ def _fitted_before_softmin(folder: str | None) -> dict:
     options = {"verifier": folder} if folder else {}
     identity = build_predictor("verifier", None, options=options).identity()
     identity["options"].pop("softmin")
-    source = {
-        "predictor": "verifier",
-        "options": options,
-        "method": "vanilla+verifier",
-        "digest": identity_digest(identity),
-    }
-    return {
-        "format": "x",
-        "provenance": {"command": "verirag train stack"},
-        "settings": {"sources": {"verifier": source}},
-    }
+    return _saved(options, identity_digest(identity))
 
 
 def test_a_stack_fitted_before_the_answer_rule_names_the_plain_minimum(tmp_path, monkeypatch):

@@ -8,6 +8,7 @@ import json
 
 import numpy as np
 import pytest
+from benchmark_module import load_benchmark
 from scipy.special import logsumexp
 
 from verirag import Verifier
@@ -69,14 +70,7 @@ def test_the_shipped_verifier_sees_a_negated_sentence_in_a_long_answer_only_with
 
 
 def _bench():
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "verifier_answer_rule.py"
-    spec = importlib.util.spec_from_file_location("verifier_answer_rule", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("verifier_answer_rule")
 
 
 def test_the_benchmark_tables_follow_the_logits_they_read():
