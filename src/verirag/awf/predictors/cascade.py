@@ -65,7 +65,8 @@ class CascadePredictor(FaithfulnessPredictor):
         if (low is None) != (high is None):
             raise InputError("a band needs both low and high")
         self.llm = llm
-        self.verifier_part = TrainedVerifierPredictor(verifier=verifier)
+        # the bands were fitted on the plain minimum's scores (before the smooth one): read as fitted
+        self.verifier_part = TrainedVerifierPredictor(verifier=verifier, softmin=0.0)
         self.judge_part = build_predictor(judge, llm, wiring.get("judge_llm"), wiring.get("entailment"))
         self.judge_name = judge
         path = cascade or shipped_cascade_path()
