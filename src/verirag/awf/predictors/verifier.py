@@ -10,8 +10,8 @@ The answer is split into sentences; each is judged against every chunk of every 
 made a smooth minimum by `softmin` (a temperature in logit units, `verirag.learned.verifier.
 answer_logit`): never above the weakest sentence's, the same for an answer of one sentence, and
 lower when another sentence is weak too, so that one changed sentence always lowers the score (with
-the plain minimum, `softmin=0`, it ties wherever another sentence is weaker: a swapped party in a
-long answer passed as often as not). The default, 0.25, is in `docs/results/verifier.md`
+the plain minimum, `softmin=0`, it ties wherever another sentence is weaker: in answers of several
+sentences a swapped party scored below the right answer in fewer than half the dev pairs). The default, 0.25, is in `docs/results/verifier.md`
 ("How a sentence's scores combine"), measured by `benchmarks/verifier_answer_rule.py`;
 `per_passage[i]` passage i's support averaged over the sentences, `best` the passage that
 supports the answer most, and `sentences` each sentence's support with the id of its supporting
@@ -38,7 +38,7 @@ from verirag.errors import InputError
 from verirag.types import Passage
 
 # The answer rule's temperature (logit units): swapped parties, numbers and negations in answers of
-# several sentences are seen, and no dev or own-answer AUROC moves by more than 0.004
+# several sentences are seen, and no dev or own-answer AUROC moves by more than 0.002
 # (docs/results/verifier.md, "How a sentence's scores combine"). Stacks fitted on the plain
 # minimum name softmin=0 in their sources.
 DEFAULT_SOFTMIN = 0.25
