@@ -147,7 +147,8 @@ def load_examples(
     out = {(ds, str(e.id)): e for ds, exs in examples.items() for e in exs}
     if cfg.prune.on and not whole:
         reports = {(a["dataset"], a["example_id"]): a.get("prune") for a in answers}
-        out = {k: pruned_as_recorded(e, reports.get(k), config) for k, e in out.items()}
+        # only the examples answered here (a group's other example may be beyond --limit, or not yet run)
+        out = {k: pruned_as_recorded(e, reports[k], config) for k, e in out.items() if k in reports}
     return out
 
 
