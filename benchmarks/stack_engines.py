@@ -89,8 +89,8 @@ def main(argv: list[str] | None = None) -> None:
 
     res = group_bootstrap_intervals(stat, groups, n_resamples=args.resamples, seed=0)
     for k in ("default", "other", "other-default"):
-        r = res[k]
-        print(f"  stack AUROC {k:14s} {r.estimate:+.3f} [{r.low:+.3f}, {r.high:+.3f}]")
+        r, sign = res[k], "+" if "-" in k else ""
+        print(f"  stack AUROC {k:14s} {r.estimate:{sign}.3f} [{r.low:{sign}.3f}, {r.high:{sign}.3f}]")
     print(
         f"  right answers: default {int(y[0].sum())}, other {int(y[1].sum())}; labels differ on {int((y[0] != y[1]).sum())}"
     )
