@@ -34,19 +34,13 @@ FEATURE = "verifier"
 NEUTRAL: dict[str, Any] = {"softmin": 0.0}
 
 
-def _predictor(folder: str | None):
-    from verirag.awf.compose import build_predictor
-
-    return build_predictor("verifier", None, options={"verifier": folder} if folder else {})
-
-
 def repoint(stack: dict[str, Any], weights_now_at: str, to: str | None = None) -> dict[str, Any]:
     """The saved stack `stack` (its JSON), its verifier source naming folder `to` (None: the shipped
     verifier) instead of the folder it was fitted with, whose weights now lie at `weights_now_at`."""
     source = (stack.get("settings") or {}).get("sources", {}).get(FEATURE)
     if not source or source.get("predictor") != "verifier":
         raise InputError(f"the stack has no {FEATURE!r} feature made by the trained verifier")
-    pins = _fitted_pins(_predictor(weights_now_at), source)
+    pins = _fitted_pins(_predictor_with({"verifier": weights_now_at}), source)
     if pins is None:
         raise InputError(
             f"{weights_now_at} is not the verifier the stack was fitted with (identity {source.get('digest')})"
