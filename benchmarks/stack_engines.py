@@ -14,8 +14,10 @@ of one own-answer config (the committed default-build run and one made with
 
     python benchmarks/stack_engines.py --default data/verifier/own_answers/own-answers-pruned-qwen2.5-1.5b \\
         --other data/verifier/own_answers/own-answers-pruned-ik-qwen2.5-1.5b \\
-        --verifier-scores DEFAULT_FILE OTHER_FILE
+        --verifier-scores DEFAULT_FILE OTHER_FILE [--out SUMMARY.json]
 
+`--out` writes these numbers as JSON: the evidence `verirag_lab.train.stack_repoint --equivalent-model`
+reads to let the stack accept the other build's model fingerprint.
 Both runs' rows are their exports (ids, answers, scores, signals; no benchmark text).
 """
 
@@ -71,6 +73,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--verifier-scores", type=Path, nargs=2, required=True, metavar=("DEFAULT", "OTHER"))
     ap.add_argument("--stack", type=Path, default=None, help="a stack (default: the shipped one)")
     ap.add_argument("--resamples", type=int, default=2000)
+    ap.add_argument("--out", type=Path, default=None, help="write the summary as JSON here")
     args = ap.parse_args(argv)
     stack = StackedVerifier.load(args.stack or shipped_stack_path())
     names = list(stack.features)
@@ -88,6 +91,15 @@ def main(argv: list[str] | None = None) -> None:
         return {"default": a, "other": b, "other-default": b - a}
 
     res = group_bootstrap_intervals(stat, groups, n_resamples=args.resamples, seed=0)
+    summary: dict = {
+        "default_run": str(args.default),
+        "other_run": str(args.other),
+        "answers": len(keys),
+        "questions": len(set(groups)),
+        "resamples": args.resamples,
+        **{k: {"estimate": res[k].estimate, "low": res[k].low, "high": res[k].high} for k in res},
+        "labels_differ": int((y[0] != y[1]).sum()),
+    }
     for k in ("default", "other", "other-default"):
         r, sign = res[k], "+" if "-" in k else ""
         print(f"  stack AUROC {k:14s} {r.estimate:{sign}.3f} [{r.low:{sign}.3f}, {r.high:{sign}.3f}]")
@@ -102,9 +114,14 @@ def main(argv: list[str] | None = None) -> None:
         print(f"  {n:14s} mean |diff| {np.mean(np.abs(a - b)):.4f}  Spearman {spearmanr(a, b).statistic:.3f}")
     ix = [keys.index(k) for k in alike]
     s0, s1 = score[0][ix], score[1][ix]
-    print(
-        f"  the stack's score: mean |diff| {np.mean(np.abs(s0 - s1)):.4f}; its verdict at 0.5 differs on {int(((s0 >= 0.5) != (s1 >= 0.5)).sum())}"
+    differ = int(((s0 >= 0.5) != (s1 >= 0.5)).sum())
+    print(f"  the stack's score: mean |diff| {np.mean(np.abs(s0 - s1)):.4f}; its verdict at 0.5 differs on {differ}")
+    summary.update(
+        alike=len(alike), verdict_differs_alike=differ, score_mean_abs_diff_alike=float(np.mean(np.abs(s0 - s1)))
     )
+    if args.out:
+        args.out.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+        print(f"\nsummary: {args.out}")
 
 
 if __name__ == "__main__":

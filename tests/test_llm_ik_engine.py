@@ -20,6 +20,40 @@ def test_the_engine_is_read_from_the_environment_and_checked():
         Settings.from_env({"VERIRAG_LLAMA_ENGINE": "vllm"})
 
 
+def test_the_build_is_found_by_the_scripts_own_tag():
+    import subprocess
+    from pathlib import Path
+
+    from verirag.llm.ik_build import build_tag
+
+    script = Path(__file__).resolve().parents[1] / "scripts" / "build_ik_llama_cpp.sh"
+    lines = [x for x in script.read_text().splitlines() if x.startswith(("VERSION=", "CPU_FLAGS=", "TAG="))]
+    assert len(lines) == 3
+    tag = subprocess.run(["bash", "-c", "\n".join([*lines, 'echo "$TAG"'])], capture_output=True, text=True)
+    assert tag.stdout.strip() == build_tag() and len(build_tag()) == 12
+    assert build_tag(flags="flags : avx2") != build_tag(flags="flags : avx2 avx512f")  # per CPU
+
+
+def test_the_package_is_pointed_at_this_cpus_build_unless_told_otherwise(tmp_path, monkeypatch):
+    import os
+
+    from verirag.llm import ik_build
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv(ik_build.LIB_ENV, "")  # recorded, so what use_native_library sets is undone after
+    monkeypatch.delenv(ik_build.LIB_ENV)
+    assert ik_build.native_library() is None and ik_build.use_native_library() is None
+    assert ik_build.LIB_ENV not in os.environ  # no build here: the wheel's own library loads
+    lib = ik_build.build_dir() / "build" / "vendor" / "ik_llama.cpp" / "src" / "libllama.so"
+    lib.parent.mkdir(parents=True)
+    lib.write_bytes(b"")
+    assert ik_build.native_library() is None  # not finished: the script stamps a build when it is
+    (ik_build.build_dir() / "built").touch()
+    assert ik_build.use_native_library() == lib and os.environ[ik_build.LIB_ENV] == str(lib)
+    monkeypatch.setenv(ik_build.LIB_ENV, "/elsewhere/libllama.so")
+    assert str(ik_build.use_native_library()) == "/elsewhere/libllama.so"  # the environment's choice stands
+
+
 def test_an_unknown_engine_is_named(smollm_path):
     from verirag.llm.llama_cpp_backend import LlamaCppLLM
 

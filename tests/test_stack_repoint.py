@@ -127,3 +127,65 @@ def test_the_committed_stacks_name_the_rule_they_were_fitted_on():
     ]:
         source = json.loads(path.read_text())["settings"]["sources"]["verifier"]
         assert source["options"].get("softmin") == 0.0, path
+
+
+def _evidence(**changed) -> dict:
+    """A `stack_engines.py --out` summary that holds the equivalence rule, with `changed` values."""
+    return {
+        "answers": 290,
+        "other-default": {"estimate": 0.008, "low": -0.026, "high": 0.039},
+        "alike": 200,
+        "verdict_differs_alike": 2,
+        **changed,
+    }
+
+
+def test_another_builds_fingerprint_is_read_as_the_stacks_own_only_on_evidence(tmp_path):
+    from verirag.learned.stack import shipped_stack_path
+    from verirag_lab.train.stack_repoint import equivalent_model
+
+    stack = json.loads(shipped_stack_path().read_text(encoding="utf-8"))
+    own = stack["fingerprints"]["model"]
+    ik = own.split("|")[0] + "|n_batch=512|engine=ik"
+    with pytest.raises(InputError, match="fitted for model"):  # before: another build is refused
+        path = tmp_path / "before.json"
+        path.write_text(json.dumps(stack))
+        StackedVerifier.load(path, expect={"model": ik})
+    out = equivalent_model(stack, ik, _evidence())
+    assert out["fingerprints"]["equivalent"]["model"] == [ik]
+    assert out["provenance"]["equivalences"][-1]["evidence"]["answers"] == 290
+    path = tmp_path / "after.json"
+    path.write_text(json.dumps(out))
+    for fp in (own, ik):
+        StackedVerifier.load(path, expect={"model": fp})  # both builds' answers are read
+    with pytest.raises(InputError, match="fitted for model"):  # a third one still is not
+        StackedVerifier.load(path, expect={"model": own.split("|")[0] + "|n_batch=256|engine=ik"})
+    assert equivalent_model(out, ik, _evidence())["fingerprints"]["equivalent"]["model"] == [ik]  # listed once
+
+
+@pytest.mark.parametrize(
+    ("changed", "message"),
+    [
+        ({"answers": 120}, "120 answers"),
+        ({"other-default": {"estimate": 0.0, "low": -0.08, "high": 0.07}}, "lower bound -0.080"),
+        ({"other-default": {"estimate": -0.02, "low": -0.04, "high": 0.0}}, "estimate -0.020"),
+        ({"verdict_differs_alike": 30}, "verdicts differ on 30 of 200"),
+    ],
+)
+def test_evidence_short_of_the_rule_or_another_model_file_is_refused(changed, message, tmp_path):
+    from verirag.learned.stack import shipped_stack_path
+    from verirag_lab.train.stack_repoint import equivalent_model
+
+    stack = json.loads(shipped_stack_path().read_text(encoding="utf-8"))
+    ik = stack["fingerprints"]["model"].split("|")[0] + "|n_batch=512|engine=ik"
+    with pytest.raises(InputError, match=message):
+        equivalent_model(stack, ik, _evidence(**changed))
+    with pytest.raises(InputError, match="another model file"):
+        equivalent_model(stack, "0123abcd|n_batch=512|engine=ik", _evidence())
+    evidence, src = tmp_path / "e.json", tmp_path / "s.json"
+    evidence.write_text(json.dumps(_evidence(**changed)))
+    src.write_text(json.dumps(stack))
+    assert (
+        main([str(src), "--equivalent-model", ik, "--evidence", str(evidence), "--out", str(tmp_path / "o.json")]) == 2
+    )
+    assert not (tmp_path / "o.json").exists()

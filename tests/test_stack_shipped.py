@@ -152,3 +152,35 @@ def test_a_stack_that_reads_llm_judge_needs_an_llm_and_falls_back_without_one():
     assert stacked.model is None and "llm_judge" in stacked.unfit
     v = stacked.verify(QUESTION, "Maren Solberg designed it.", _passages())
     assert v.ok and any(w.startswith("judged by verifier alone: the stack does not fit") for w in v.warnings)
+
+
+def test_a_build_listed_as_equivalent_is_judged_by_the_stack_and_its_llm_parts(tmp_path):
+    """Another llama.cpp build of the same model file changes the model's fingerprint, and with it the
+    identity of every part that reads the LLM (llm_judge): the stack takes both as its own only where
+    an equivalence was recorded (`stack_repoint --equivalent-model`), never another model's."""
+    import json
+    import types
+
+    from verirag.awf.compose import build_predictor
+    from verirag_lab.train.stack_repoint import equivalent_model
+
+    saved = json.loads(shipped_stack_path().read_text())
+    other = saved["fingerprints"]["model"].split("|")[0] + "|n_batch=512|engine=ik"
+    evidence = {
+        "answers": 300,
+        "other-default": {"estimate": 0.0, "low": -0.03},
+        "alike": 271,
+        "verdict_differs_alike": 4,
+    }
+    path = tmp_path / "stack.json"
+    path.write_text(json.dumps(equivalent_model(saved, other, evidence)))
+    # what building the parts reads of an LLM (no judging here)
+    llm = types.SimpleNamespace(fingerprint=other, model_id="qwen2.5-1.5b", require=lambda *what: None)
+    before = build_predictor("stacked", llm, options={"fallback": "verifier"})  # the shipped stack
+    assert before.model is None and "fitted for model" in before.unfit
+    stacked = build_predictor("stacked", llm, options={"stack": str(path), "fallback": "verifier"})
+    assert stacked.model is not None, stacked.unfit
+    judge = stacked.parts["llm_judge"]
+    assert judge.digest != saved["settings"]["sources"]["llm_judge"]["digest"]  # built on the other build
+    third = types.SimpleNamespace(**{**vars(llm), "fingerprint": other.replace("512", "256")})
+    assert build_predictor("stacked", third, options={"stack": str(path), "fallback": "verifier"}).model is None

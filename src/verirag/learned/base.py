@@ -17,7 +17,9 @@ forecasters) is a `LearnedPart`:
 - `load(path, expect={"model": fp, ...})` applies the one mismatch rule: an expected fingerprint
   that differs from the saved one REFUSES (InputError naming `fit_command`) when its key is in
   the class's `refuse_on` (the part's outputs depend on it), WARNS when in `warn_on` (only a
-  guarantee weakens), and is ignored otherwise or when either side is unknown;
+  guarantee weakens), and is ignored otherwise or when either side is unknown; a fingerprint the
+  part lists under `fingerprints["equivalent"][key]` counts as its own (another set-up shown to give
+  the part the same inputs, with the evidence in its provenance: `EQUIVALENT`);
 - files of an older format go through `upgrade`, which rewrites them into this layout or fails
   with an InputError naming `fit_command`.
 """
@@ -38,6 +40,8 @@ from verirag.errors import InputError, NotFittedError
 from verirag.jsonio import write_json
 
 VERSION = 2
+# fingerprints["equivalent"]: {key: [fingerprints measured to stand for the saved one]}
+EQUIVALENT = "equivalent"
 
 
 class LearnedPart:
@@ -175,7 +179,7 @@ class LearnedPart:
         refused, warned = [], []
         for key, want in (expect or {}).items():
             have = self.fingerprints.get(key)
-            if want in (None, "") or have in (None, "") or str(want) == str(have):
+            if want in (None, "") or have in (None, "") or str(want) in self.accepted(key):
                 continue
             msg = f"the {self.title} was fitted for {key} {have!r}, not {want!r}"
             if key in self.refuse_on:
@@ -183,6 +187,11 @@ class LearnedPart:
             elif key in self.warn_on:
                 warned.append(msg)
         return refused, warned
+
+    def accepted(self, key: str) -> set[str]:
+        """The fingerprints of `key` this part reads as its own: the saved one and its listed equivalents."""
+        also = (self.fingerprints.get(EQUIVALENT) or {}).get(key) or []
+        return {str(self.fingerprints.get(key)), *(str(f) for f in also)}
 
     def check_expected(self, expect: Mapping[str, Any] | None, where: str = "") -> None:
         """Refuse (InputError) or warn per `refuse_on` / `warn_on`."""

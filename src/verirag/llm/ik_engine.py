@@ -25,6 +25,9 @@ from verirag.errors import BackendError, InputError, ModelNotFoundError
 
 def _api():
     """ik_llama_cpp's ctypes module, with the few functions it leaves unbound bound here."""
+    from verirag.llm.ik_build import use_native_library
+
+    use_native_library()  # this CPU's build, when the environment names no library (read at import)
     try:
         from ik_llama_cpp import _ctypes_api as C
     except ImportError as e:

@@ -16,17 +16,27 @@ value that reproduces what the stack was fitted on (`NEUTRAL`: `softmin=0`, the 
 after checking that the identity without them is the one the stack names:
 
     python -m verirag_lab.train.stack_repoint STACK --pin-new-options --out stack.json
+
+The stack's other inputs are the model's own signals (token log-probabilities, `llm_judge`), and its
+model fingerprint names the llama.cpp build and batch size they were read with, so on another build
+`ask` sets the stack aside. `equivalent_model` lists another build's fingerprint of the same GGUF file
+as the stack's own, when `benchmarks/stack_engines.py --out` measured the stack on both builds'
+features of the same questions and the rule `EQUIVALENCE` holds (the evidence goes in the provenance):
+
+    python -m verirag_lab.train.stack_repoint STACK --equivalent-model FP --evidence SUMMARY.json --out stack.json
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
 from verirag.awf.component import identity_digest
 from verirag.errors import InputError
+from verirag.learned.base import EQUIVALENT
 from verirag.learned.shipped import VERIFIER_FILES, shipped_verifier_dir
 
 FEATURE = "verifier"
@@ -89,6 +99,56 @@ def pin_new_options(stack: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+# The stack's AUROC on the other build's features minus on the default's, paired over questions: at
+# least this many answers, the interval's lower bound above `low`, the estimate above `estimate`; and
+# its verdict at 0.5 differing on at most `verdicts` of the answers both builds wrote alike.
+EQUIVALENCE = {"answers": 250, "low": -0.05, "estimate": -0.01, "verdicts": 0.05}
+
+
+def equivalence_failures(evidence: dict[str, Any]) -> list[str]:
+    """What in a `stack_engines.py --out` summary falls short of `EQUIVALENCE` ([]: it holds)."""
+    rule, diff = EQUIVALENCE, evidence.get("other-default") or {}
+    failed = []
+    if int(evidence.get("answers", 0)) < rule["answers"]:
+        failed.append(f"{evidence.get('answers', 0)} answers (at least {rule['answers']})")
+    if not float(diff.get("low", -1)) > rule["low"]:
+        failed.append(f"the interval's lower bound {_shown(diff.get('low'))} (above {rule['low']})")
+    if not float(diff.get("estimate", -1)) > rule["estimate"]:
+        failed.append(f"the estimate {_shown(diff.get('estimate'))} (above {rule['estimate']})")
+    alike = int(evidence.get("alike", 0))
+    if alike == 0 or int(evidence.get("verdict_differs_alike", alike)) > rule["verdicts"] * alike:
+        failed.append(f"verdicts differ on {evidence.get('verdict_differs_alike')} of {alike} alike answers")
+    return failed
+
+
+def _shown(v: Any) -> str:
+    return f"{v:+.3f}" if isinstance(v, (int, float)) else str(v)
+
+
+def equivalent_model(stack: dict[str, Any], fingerprint: str, evidence: dict[str, Any]) -> dict[str, Any]:
+    """The saved stack `stack` (its JSON) reading `fingerprint` (another build's, of the same model
+    file) as its own, refused unless `evidence` holds `EQUIVALENCE`."""
+    fingerprints = stack.get("fingerprints") or {}
+    own = str(fingerprints.get("model") or "")
+    if not own:
+        raise InputError("the stack names no model fingerprint: nothing to be equivalent to")
+    if fingerprint.split("|", 1)[0] != own.split("|", 1)[0]:
+        raise InputError(f"{fingerprint!r} is another model file than the stack's ({own!r}): refit the stack")
+    failed = equivalence_failures(evidence)
+    if failed:
+        raise InputError(f"the evidence does not show the builds equivalent for the stack: {'; '.join(failed)}")
+    out = json.loads(json.dumps(stack))
+    listed = out["fingerprints"].setdefault(EQUIVALENT, {}).setdefault("model", [])
+    if fingerprint != own and fingerprint not in listed:
+        listed.append(fingerprint)
+    provenance = out.get("provenance")
+    if isinstance(provenance, dict):
+        provenance.setdefault("equivalences", []).append(
+            {"model": fingerprint, "rule": EQUIVALENCE, "evidence": evidence}
+        )
+    return out
+
+
 def _predictor_with(options: dict[str, Any]):
     from verirag.awf.compose import build_predictor
 
@@ -120,15 +180,34 @@ def main(argv: list[str] | None = None) -> int:
         help="name the options the verifier gained since at their neutral value",
     )
     p.add_argument("--to", default=None, help="the verifier folder it names (default: the shipped verifier)")
+    p.add_argument("--equivalent-model", metavar="FP", help="another build's model fingerprint to read as the stack's")
+    p.add_argument("--evidence", type=Path, help="benchmarks/stack_engines.py's --out summary for that build")
     p.add_argument("--out", type=Path, required=True)
     a = p.parse_args(argv)
-    if (a.weights is None) == (not a.pin_new_options):
-        p.error("give --from (a move) or --pin-new-options")
-    stack = json.loads(a.stack.read_text(encoding="utf-8"))
-    out = pin_new_options(stack) if a.pin_new_options else repoint(stack, a.weights, a.to)
+    if sum((a.weights is not None, a.pin_new_options, a.equivalent_model is not None)) != 1:
+        p.error("give one of --from (a move), --pin-new-options, --equivalent-model")
+    if (a.equivalent_model is None) != (a.evidence is None):
+        p.error("--equivalent-model and --evidence go together")
+    try:
+        out, shown = _apply(a)
+    except InputError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     a.out.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
-    print(f"{a.out}: verifier {out['settings']['sources'][FEATURE]['options'] or '(shipped)'}")
+    print(f"{a.out}: {shown}")
     return 0
+
+
+def _apply(a: argparse.Namespace) -> tuple[dict[str, Any], str]:
+    stack = json.loads(a.stack.read_text(encoding="utf-8"))
+    if a.equivalent_model is not None:
+        evidence = json.loads(a.evidence.read_text(encoding="utf-8"))
+        out = equivalent_model(stack, a.equivalent_model, evidence)
+        shown = f"model fingerprints {[out['fingerprints']['model'], *out['fingerprints'][EQUIVALENT]['model']]}"
+    else:
+        out = pin_new_options(stack) if a.pin_new_options else repoint(stack, a.weights, a.to)
+        shown = f"verifier {out['settings']['sources'][FEATURE]['options'] or '(shipped)'}"
+    return out, shown
 
 
 if __name__ == "__main__":

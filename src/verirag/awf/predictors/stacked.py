@@ -35,7 +35,7 @@ import hashlib
 from collections.abc import Sequence
 from pathlib import Path
 
-from verirag.awf.component import fingerprint_of
+from verirag.awf.component import fingerprint_of, identity_digest
 from verirag.awf.generators.base import Answer
 from verirag.awf.predictors.base import FaithfulnessPredictor, Verification, invalid_input
 from verirag.awf.predictors.k_precision import KPrecisionPredictor
@@ -98,7 +98,7 @@ class StackedPredictor(FaithfulnessPredictor):
             else:
                 part = build_predictor(source["predictor"], self.llm, options=options)
             want = source.get("digest")
-            if want and part.digest != want:
+            if want and part.digest != want and _as_fitted(part.identity(), fingerprint_of(self.llm), model) != want:
                 raise InputError(
                     f"{stack}: its feature {feature!r} was made by predictor {source['predictor']} "
                     f"with options {options} and identity {want}; built here it "
@@ -182,3 +182,19 @@ class StackedPredictor(FaithfulnessPredictor):
         v = self.fallback_part.verify_answer(question, answer, passages)
         note = f"judged by {self.fallback_name} alone: {why}"
         return dataclasses.replace(v, warnings=[*v.warnings, note])
+
+
+def _as_fitted(identity: dict, fingerprint: str, model) -> str:
+    """The digest `identity` (a part built on the model `fingerprint`) has with the model the stack
+    was fitted on in its place, when the stack reads `fingerprint` as its own (a build listed as
+    equivalent: `verirag_lab.train.stack_repoint --equivalent-model`); "" when it does not."""
+    own = str(model.fingerprints.get("model") or "")
+    if not own or fingerprint == own or fingerprint not in model.accepted("model"):
+        return ""
+
+    def swapped(node):
+        if isinstance(node, dict):
+            return {k: (own if k == "model" and v == fingerprint else swapped(v)) for k, v in node.items()}
+        return node
+
+    return identity_digest(swapped(identity))
