@@ -189,3 +189,23 @@ def test_evidence_short_of_the_rule_or_another_model_file_is_refused(changed, me
         main([str(src), "--equivalent-model", ik, "--evidence", str(evidence), "--out", str(tmp_path / "o.json")]) == 2
     )
     assert not (tmp_path / "o.json").exists()
+
+
+def test_a_malformed_evidence_file_is_a_clear_error(tmp_path, capsys):
+    from verirag.learned.stack import shipped_stack_path
+    from verirag_lab.train.stack_repoint import equivalence_failures
+
+    assert len(equivalence_failures({})) == 4  # nothing measured: every part of the rule falls short
+    assert equivalence_failures(_evidence(answers="many"))[0].startswith("many answers")
+    src = tmp_path / "s.json"
+    src.write_text(shipped_stack_path().read_text(encoding="utf-8"))
+    for text in ("{not json", "[1, 2]"):
+        bad = tmp_path / "e.json"
+        bad.write_text(text)
+        assert (
+            main(
+                [str(src), "--equivalent-model", "x|n_batch=512", "--evidence", str(bad), "--out", str(tmp_path / "o")]
+            )
+            == 2
+        )
+        assert "not a stack_engines.py --out summary" in capsys.readouterr().err

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -106,19 +107,31 @@ EQUIVALENCE = {"answers": 250, "low": -0.05, "estimate": -0.01, "verdicts": 0.05
 
 
 def equivalence_failures(evidence: dict[str, Any]) -> list[str]:
-    """What in a `stack_engines.py --out` summary falls short of `EQUIVALENCE` ([]: it holds)."""
-    rule, diff = EQUIVALENCE, evidence.get("other-default") or {}
+    """What in a `stack_engines.py --out` summary falls short of `EQUIVALENCE` ([]: it holds); a value
+    that is missing or not a number falls short."""
+    rule, diff = EQUIVALENCE, evidence.get("other-default")
+    diff = diff if isinstance(diff, dict) else {}
+    answers, low, estimate = _number(evidence.get("answers")), _number(diff.get("low")), _number(diff.get("estimate"))
+    alike, differ = _number(evidence.get("alike")), _number(evidence.get("verdict_differs_alike"))
     failed = []
-    if int(evidence.get("answers", 0)) < rule["answers"]:
-        failed.append(f"{evidence.get('answers', 0)} answers (at least {rule['answers']})")
-    if not float(diff.get("low", -1)) > rule["low"]:
+    if not answers >= rule["answers"]:
+        failed.append(f"{evidence.get('answers')} answers (at least {rule['answers']})")
+    if not low > rule["low"]:
         failed.append(f"the interval's lower bound {_shown(diff.get('low'))} (above {rule['low']})")
-    if not float(diff.get("estimate", -1)) > rule["estimate"]:
+    if not estimate > rule["estimate"]:
         failed.append(f"the estimate {_shown(diff.get('estimate'))} (above {rule['estimate']})")
-    alike = int(evidence.get("alike", 0))
-    if alike == 0 or int(evidence.get("verdict_differs_alike", alike)) > rule["verdicts"] * alike:
-        failed.append(f"verdicts differ on {evidence.get('verdict_differs_alike')} of {alike} alike answers")
+    if not (alike > 0 and differ <= rule["verdicts"] * alike):
+        failed.append(
+            f"verdicts differ on {evidence.get('verdict_differs_alike')} of {evidence.get('alike')} alike answers"
+        )
     return failed
+
+
+def _number(v: Any) -> float:
+    """`v` as a number, NaN (which passes no comparison) when it is not one."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return math.nan
+    return float(v)
 
 
 def _shown(v: Any) -> str:
@@ -201,7 +214,12 @@ def main(argv: list[str] | None = None) -> int:
 def _apply(a: argparse.Namespace) -> tuple[dict[str, Any], str]:
     stack = json.loads(a.stack.read_text(encoding="utf-8"))
     if a.equivalent_model is not None:
-        evidence = json.loads(a.evidence.read_text(encoding="utf-8"))
+        try:
+            evidence = json.loads(a.evidence.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise InputError(f"{a.evidence}: not a stack_engines.py --out summary ({type(e).__name__}: {e})") from None
+        if not isinstance(evidence, dict):
+            raise InputError(f"{a.evidence}: not a stack_engines.py --out summary (a JSON {type(evidence).__name__})")
         out = equivalent_model(stack, a.equivalent_model, evidence)
         shown = f"model fingerprints {[out['fingerprints']['model'], *out['fingerprints'][EQUIVALENT]['model']]}"
     else:
