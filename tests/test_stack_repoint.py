@@ -209,3 +209,16 @@ def test_a_malformed_evidence_file_is_a_clear_error(tmp_path, capsys):
             == 2
         )
         assert "not a stack_engines.py --out summary" in capsys.readouterr().err
+
+
+def test_a_malformed_list_of_equivalents_is_no_equivalence(tmp_path):
+    from verirag.learned.stack import shipped_stack_path
+
+    saved = json.loads(shipped_stack_path().read_text(encoding="utf-8"))
+    other = saved["fingerprints"]["model"].split("|")[0] + "|n_batch=512|engine=ik"
+    for listed in ([other], {"model": other}, {"model": [1, None]}, "x"):
+        saved["fingerprints"]["equivalent"] = listed
+        path = tmp_path / "stack.json"
+        path.write_text(json.dumps(saved))
+        with pytest.raises(InputError, match="fitted for model"):
+            StackedVerifier.load(path, expect={"model": other})

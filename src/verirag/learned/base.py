@@ -190,8 +190,12 @@ class LearnedPart:
 
     def accepted(self, key: str) -> set[str]:
         """The fingerprints of `key` this part reads as its own: the saved one and its listed equivalents."""
-        also = (self.fingerprints.get(EQUIVALENT) or {}).get(key) or []
-        return {str(self.fingerprints.get(key)), *(str(f) for f in also)}
+        own = {str(self.fingerprints.get(key))}
+        listed = self.fingerprints.get(EQUIVALENT)
+        also = listed.get(key) if isinstance(listed, dict) else None
+        if not isinstance(also, list):  # none listed, or a malformed entry: no equivalence
+            return own
+        return own | {f for f in also if isinstance(f, str)}
 
     def check_expected(self, expect: Mapping[str, Any] | None, where: str = "") -> None:
         """Refuse (InputError) or warn per `refuse_on` / `warn_on`."""

@@ -3,7 +3,8 @@
 ik_llama.cpp is a fork of llama.cpp with faster CPU kernels: on a 2-core AVX2 machine it read
 prompts about 1.4x as fast (`benchmarks/bench_llama_builds.py`); on an AVX-512 machine its PyPI wheel
 (AVX2 only) reads slower than the AVX-512 llama.cpp, and a build for the CPU
-(`scripts/build_ik_llama_cpp.sh`, then IK_LLAMA_CPP_LIB_PATH) 1.26-1.57x as fast. Its Python wheel
+(`scripts/build_ik_llama_cpp.sh`, found by `verirag.llm.ik_build` unless IK_LLAMA_CPP_LIB_PATH names
+another library) 1.26-1.57x as fast at reading a prompt alone. Its Python wheel
 (`ik-llama-cpp-python`, the `ik` extra) ships the library and ctypes bindings for part of its C
 API; the calls `LlamaCppLLM` needs beyond them (KV cells of a sequence, state of a sequence, the
 model's metadata) are bound here against the same library. Both libraries load in one process
