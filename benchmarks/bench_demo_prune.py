@@ -4,6 +4,7 @@ model (the `local` preset: qwen2.5-1.5b, the trained verifier), the request cach
 
     .venv/bin/python benchmarks/bench_demo_prune.py [--repeats 3] [--pruner DIR ...] \
         [--arms off conservative aggressive] [--threshold 0.4 ...] [--out runs/bench-demo-prune.jsonl]
+    .venv/bin/python benchmarks/bench_demo_prune.py --records data/bench_prune/demo/stack-default-2026-11-30.jsonl
 
 Each repeat asks every demo question in each arm (each pruner's arms, with several `--pruner`s), the
 arms taking turns in a rotated order; within an arm the questions follow one another, as in one
@@ -13,7 +14,10 @@ an answer reuses what a first run reuses, the shared system prompt, never its ow
 from another arm or repeat. A warm-up question loads the models first and is not counted. Reported per arm: mean
 seconds of a verified answer (retrieve + prune + generate + verify) as a ratio to `off` with a paired
 bootstrap interval over the (repeat, question) rows, prompt tokens likewise, and how many answers
-changed their action; the goal is a ratio of at most 1/3. Records go to --out, one per answer.
+changed their action; the goal is a ratio of at most 1/3; and where the seconds go (the mean seconds
+of each part of an answer: retrieve, which holds the pruning, generate and verify), since a part that
+does not shrink with the passages bounds the ratio. Records go to --out, one per answer; `--records`
+prints the report of committed records again without running anything.
 """
 
 from __future__ import annotations
@@ -84,8 +88,32 @@ def report(rows: list[dict], arms: list[str]) -> dict:
             "prompt_tokens_ratio": tokens,
             "actions_changed": sum(a["action"] != b["action"] for a, b in pairs),
             "meets_goal": seconds[0] <= GOAL,
+            "parts": mean_parts([a for a, _ in pairs]),
         }
     return out
+
+
+def mean_parts(rows: list[dict]) -> dict[str, float]:
+    """The mean seconds of each part of an answer (`AskResult.timings`, its total left out)."""
+    parts: dict[str, list[float]] = {}
+    for r in rows:
+        for k, v in (r.get("timings") or {}).items():
+            if k != "total":
+                parts.setdefault(k, []).append(float(v))
+    return {k: statistics.mean(v) for k, v in parts.items()}
+
+
+def print_report(rows: list[dict], names: list[str]) -> None:
+    print(f"\nseconds of a verified answer and prompt tokens, as ratios to `off` (goal: seconds at most {GOAL:.3f}x)")
+    for arm, e in report(rows, names).items():
+        s, t = e["seconds_ratio"], e["prompt_tokens_ratio"]
+        parts = ", ".join(f"{k} {v:.2f}" for k, v in e["parts"].items())
+        print(
+            f"  {arm:24s} {e['mean_seconds']:6.2f} s  seconds {s[0]:.3f}x [{s[1]:.3f}, {s[2]:.3f}]  "
+            f"tokens {t[0]:.3f}x [{t[1]:.3f}, {t[2]:.3f}]  actions changed {e['actions_changed']}/{e['rows']}"
+            + ("  goal met" if e["meets_goal"] and arm != "off" else "")
+            + (f"\n  {'':24s} seconds by part: {parts}" if parts else "")
+        )
 
 
 def main() -> None:
@@ -100,7 +128,12 @@ def main() -> None:
         "--pruner", action="append", help="a saved pruner folder (repeat to compare; default: the shipped one)"
     )
     ap.add_argument("--out", type=Path, default=Path("runs/bench-demo-prune.jsonl"))
+    ap.add_argument("--records", type=Path, help="print the report of these records instead of running")
     args = ap.parse_args()
+    if args.records:
+        rows = [json.loads(x) for x in args.records.read_text(encoding="utf-8").splitlines() if x.strip()]
+        print_report(rows, list(dict.fromkeys(["off", *(r["arm"] for r in rows)])))
+        return
     if "off" not in args.arms:
         args.arms = ["off", *args.arms]  # the reference
 
@@ -142,14 +175,7 @@ def main() -> None:
                         f"{r.action} {r.score:.2f} {r.retrieved_answer[:50]!r}",
                         flush=True,
                     )
-    print(f"\nseconds of a verified answer and prompt tokens, as ratios to `off` (goal: seconds at most {GOAL:.3f}x)")
-    for arm, e in report(rows, names).items():
-        s, t = e["seconds_ratio"], e["prompt_tokens_ratio"]
-        print(
-            f"  {arm:24s} {e['mean_seconds']:6.2f} s  seconds {s[0]:.3f}x [{s[1]:.3f}, {s[2]:.3f}]  "
-            f"tokens {t[0]:.3f}x [{t[1]:.3f}, {t[2]:.3f}]  actions changed {e['actions_changed']}/{e['rows']}"
-            + ("  goal met" if e["meets_goal"] and arm != "off" else "")
-        )
+    print_report(rows, names)
 
 
 if __name__ == "__main__":

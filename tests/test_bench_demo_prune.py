@@ -59,3 +59,16 @@ def test_each_pruner_brings_its_own_published_thresholds():
     assert two["clean:aggressive"]["pruner"] == CLEAN
     with pytest.raises(SystemExit, match="unknown arm"):
         bench.arm_settings(["off", "0.4"], [], [None])
+
+
+def test_the_report_says_where_the_seconds_go():
+    bench = load_benchmark("bench_demo_prune")
+    rows = [
+        _row("off", 0, 0, 6.0, 900) | {"timings": {"retrieve": 0.0, "generate": 5.0, "verify": 1.0, "total": 6.0}},
+        _row("conservative", 0, 0, 3.0, 400)
+        | {"timings": {"retrieve": 0.2, "generate": 2.0, "verify": 0.8, "total": 3.0}},
+        _row("conservative", 0, 1, 2.0, 300) | {"timings": {"retrieve": 0.2, "generate": 1.0, "verify": 0.8}},
+    ]
+    parts = bench.report(rows, ["off", "conservative"])["conservative"]["parts"]
+    assert parts == pytest.approx({"retrieve": 0.2, "generate": 2.0, "verify": 0.8})  # paired with off: q0 only
+    assert bench.mean_parts([{"seconds": 1.0}]) == {}  # records made before timings were kept
