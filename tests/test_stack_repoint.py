@@ -222,3 +222,15 @@ def test_a_malformed_list_of_equivalents_is_no_equivalence(tmp_path):
         path.write_text(json.dumps(saved))
         with pytest.raises(InputError, match="fitted for model"):
             StackedVerifier.load(path, expect={"model": other})
+
+
+def test_the_committed_ik_evidence_misses_the_rule_on_its_estimate_only():
+    """docs/results/pruning.md: ik_llama.cpp's features of the 300 own answers fall short of the rule on
+    the estimate (-0.014), so the shipped stack lists no other build."""
+    from verirag.learned.stack import shipped_stack_path
+    from verirag_lab.train.stack_repoint import equivalence_failures
+
+    path = REPO / "data" / "verifier" / "own_answers" / "own-answers-pruned-ik-qwen2.5-1.5b" / "stack-engines.json"
+    evidence = json.loads(path.read_text(encoding="utf-8"))
+    assert evidence["answers"] == 300 and equivalence_failures(evidence) == ["the estimate -0.014 (above -0.01)"]
+    assert "equivalent" not in json.loads(shipped_stack_path().read_text(encoding="utf-8"))["fingerprints"]
