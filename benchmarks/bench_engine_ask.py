@@ -88,7 +88,8 @@ def report(rows: list[dict], names: list[str]) -> dict[str, dict]:
     """Per setting against the first: seconds and prompt tokens as paired ratios, changed answers."""
     import numpy as np
 
-    from verirag.metrics.stats import bootstrap_ci
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_demo_prune import paired_ratio  # the demo benchmark's ratio and its paired interval
 
     by = {(r["setting"], r["repeat"], r["question"]): r for r in rows}
     base = names[0]
@@ -98,13 +99,11 @@ def report(rows: list[dict], names: list[str]) -> dict[str, dict]:
         pairs = [(by[(name, *k)], by[(base, *k)]) for k in keys if (name, *k) in by]
         if not pairs:
             continue
-        a = np.array([x["seconds"] for x, _ in pairs])
-        b = np.array([y["seconds"] for _, y in pairs])
-        ci = bootstrap_ci(lambda x, y: x.mean() / y.mean(), a, b, n_resamples=2000)
+        seconds = [x["seconds"] for x, _ in pairs]
         out[name] = {
             "rows": len(pairs),
-            "mean_seconds": float(a.mean()),
-            "seconds_ratio": [float(a.mean() / b.mean()), float(ci.low), float(ci.high)],
+            "mean_seconds": float(np.mean(seconds)),
+            "seconds_ratio": list(paired_ratio(seconds, [y["seconds"] for _, y in pairs])),
             "prompt_tokens": float(np.mean([x["prompt_tokens"] for x, _ in pairs])),
             "judges": sorted({x["judge"] for x, _ in pairs}),
             "actions_changed": sum(x["action"] != y["action"] for x, y in pairs),
