@@ -26,8 +26,11 @@ import argparse
 import json
 import os
 import statistics
+import sys
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # prune_bound
 
 GOAL = 1 / 3  # issue 48: a verified demo answer in at most a third of the unpruned time
 
@@ -103,6 +106,18 @@ def mean_parts(rows: list[dict]) -> dict[str, float]:
     return {k: statistics.mean(v) for k, v in parts.items()}
 
 
+def tokens_for_goal(rows: list[dict]) -> dict[str, float]:
+    """Where a third lies in prompt tokens: a verified answer's seconds as a line in its prompt tokens
+    (`prune_bound.line_fit`, over every row), and the mean prompt tokens an answer at which the line
+    gives GOAL of `off`'s mean seconds. What a pruner must bring the prompts down to."""
+    import numpy as np
+    from prune_bound import line_fit
+
+    a, b = line_fit(np.array([r["prompt_tokens"] for r in rows], float), np.array([r["seconds"] for r in rows]))
+    off = statistics.mean(r["seconds"] for r in rows if r["arm"] == "off")
+    return {"intercept_s": a, "seconds_per_token": b, "tokens": (GOAL * off - a) / b}
+
+
 def print_report(rows: list[dict], names: list[str]) -> None:
     print(f"\nseconds of a verified answer and prompt tokens, as ratios to `off` (goal: seconds at most {GOAL:.3f}x)")
     for arm, e in report(rows, names).items():
@@ -114,6 +129,14 @@ def print_report(rows: list[dict], names: list[str]) -> None:
             + ("  goal met" if e["meets_goal"] and arm != "off" else "")
             + (f"\n  {'':24s} seconds by part: {parts}" if parts else "")
         )
+    line = tokens_for_goal(rows)
+    means = ", ".join(
+        f"{arm} {statistics.mean(r['prompt_tokens'] for r in rows if r['arm'] == arm):.0f}" for arm in names
+    )
+    print(
+        f"  on the line seconds = {line['intercept_s']:.2f} + {line['seconds_per_token'] * 1000:.2f} ms x prompt tokens, "
+        f"the goal is at {line['tokens']:.0f} prompt tokens an answer (the arms' means: {means})"
+    )
 
 
 def main() -> None:

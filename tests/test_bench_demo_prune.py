@@ -72,3 +72,14 @@ def test_the_report_says_where_the_seconds_go():
     parts = bench.report(rows, ["off", "conservative"])["conservative"]["parts"]
     assert parts == pytest.approx({"retrieve": 0.2, "generate": 2.0, "verify": 0.8})  # paired with off: q0 only
     assert bench.mean_parts([{"seconds": 1.0}]) == {}  # records made before timings were kept
+
+
+def test_the_report_says_how_many_prompt_tokens_reach_the_goal():
+    bench = load_benchmark("bench_demo_prune")
+    # seconds exactly 0.5 + 0.005 x tokens: off reads 1,000 tokens (5.5 s), so a third (1.833 s) is at 266.7
+    rows = [_row("off", r, 0, 5.5, 1000) for r in range(3)] + [
+        _row("conservative", r, 0, 0.5 + 0.005 * t, t) for r, t in enumerate((400, 500, 600))
+    ]
+    line = bench.tokens_for_goal(rows)
+    assert line["intercept_s"] == pytest.approx(0.5) and line["seconds_per_token"] == pytest.approx(0.005)
+    assert line["tokens"] == pytest.approx((5.5 / 3 - 0.5) / 0.005)
