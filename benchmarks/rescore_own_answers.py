@@ -66,6 +66,8 @@ CONFIGS = {  # committed run folder -> the config that made it
     "own-answers-nq-verifier-qwen2.5-1.5b": ROOT / "configs" / "own-answers-nq.yaml",
     "own-answers-followup-verifier-qwen2.5-1.5b": ROOT / "configs" / "own-answers-followup.yaml",
     "own-answers-pruned-qwen2.5-1.5b": ROOT / "configs" / "own-answers-pruned.yaml",
+    "own-answers-nq-pruned-qwen2.5-1.5b": ROOT / "configs" / "own-answers-nq-pruned.yaml",
+    "own-answers-followup-pruned-qwen2.5-1.5b": ROOT / "configs" / "own-answers-followup-pruned.yaml",
 }
 CHECK_METHOD = "vanilla+verifier"  # the run's records whose scores the shipped verifier reproduces
 
