@@ -6,14 +6,16 @@ supporting facts and nothing else. No LLM; seconds, from committed records.
         [--records data/bench_prune/issue48-all-layers-retrieved-docs] [--arms build prune]
 
 From `benchmarks/bench_prune.py`'s records of both arms (every sentence read, and the shipped
-pruner), on the questions whose two records were made on quiet cores with one build:
+pruner), on the questions whose two records were made on quiet cores with one build (`--all`:
+every question):
 - a verified answer's seconds as a line in its prompt tokens, fitted on both arms' records
-  (Theil-Sen, robust to the few slow outliers; each answer's prompt is the fixed part, the
-  instruction and the question, plus what it reads of the passages);
+  (Theil-Sen, robust to the few slow outliers; each answer's prompt is a fixed part, the system
+  message, each kept passage's "Document i: title." line, the instruction and the question, plus
+  what it reads of the passages' text);
 - the fixed part of each question's prompt (the pruned prompt minus the passage tokens it read) and
   its passage tokens (read plus saved);
-- the oracle: the fixed part plus the share of the passages' words that are HotpotQA's supporting
-  facts, as tokens at the question's own tokens-per-word;
+- the oracle: the fixed part plus the question's passage tokens times the share of its passages'
+  words that are HotpotQA's supporting facts;
 - the ratio of mean seconds to the unpruned arm's, by the line: measured pruned (a check of the
   line against the measured ratio), the oracle, and the share of the passages a pruner could keep
   at most for a ratio of a fifth.
