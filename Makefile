@@ -380,6 +380,9 @@ DISTILL_TRAIN = $(VENV)/bin/verirag train verifier runs/labels/replay-labelled-4
 .PHONY: verifier-distill distill-train-inputs
 # what every distillation candidate trains on: the seeded replay and the committed distillation, unpacked
 distill-train-inputs: $(VENV)/.base $(VENV)/.lab issue36-labels runs/labels/issue36-docs-1200.jsonl
+	@# the committed distillation holds answers to hotpotqa_support questions: reading them back needs its folder
+	@[ -n "$$VERIRAG_HOTPOTQA_SUPPORT" ] || [ -d "$$VERIRAG_DATA_DIR/hotpotqa_support" ] || \
+	    { echo "set VERIRAG_HOTPOTQA_SUPPORT: the distillation holds hotpotqa_support answers (docs/how-to/train.md)" >&2; exit 2; }
 	$(SWAP_LABELS)
 	$(VENV)/bin/python -m verirag_lab.train.replay --n 4000 --seed 0 $(VERIFIER_LABELS) $(ISSUE36_TRAIN) \
 	    runs/labels/issue36-qa.jsonl --out runs/labels/replay-labelled-4000.jsonl

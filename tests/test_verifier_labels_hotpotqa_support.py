@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
+from benchmark_module import load_script
 from test_verifier_labels_issue36 import DISTRACTORS, EXCLUDED, HOTPOT, label, resolved, variant, write_data
 
 from verirag.errors import InputError
@@ -128,3 +129,52 @@ def test_held_out_split_and_a_missing_folder(tmp_path, data, monkeypatch):
     monkeypatch.setenv(FOLDER_ENV, str(tmp_path / "nowhere"))
     with pytest.raises(InputError, match=FOLDER_ENV):
         load_sources(data, ["hotpotqa_support"])
+
+
+def test_passage_keys_do_not_depend_on_the_folders_other_files(tmp_path, data, monkeypatch):
+    """A labels record made from one copy of the snapshot resolves on a copy with one more file (ECM's
+    dev.json sorts before test.json; until 2026-12-01 it shifted every key after it)."""
+    records = label(tmp_path, data, datasets=["hotpotqa_support"], recipes=["multihop"])
+    before = resolved(records, data)
+    extra = {
+        "question": "Who kept the lighthouse of Oreby?",
+        "answer": "Lio Marsh",
+        "evidence": ["Oreby | Lio Marsh kept it.", "Lio Marsh | A keeper."],
+    }
+    (data / "hotpotqa_support" / "dev.json").write_text(json.dumps([extra]), encoding="utf-8")
+    after = resolved(records, data)
+    assert after.keys() == before.keys() and all(after[i].passages == before[i].passages for i in before)
+    assert question_id(extra["question"]) in load_sources(data, ["hotpotqa_support"])["hotpotqa_support"].questions
+
+
+def test_records_with_the_old_keys_are_rewritten_from_the_files_they_were_made_from(tmp_path, data, monkeypatch):
+    migrate = load_script("migrate_support_keys")
+    records = label(tmp_path, data, datasets=["hotpotqa_support"], recipes=["multihop", "evidence_removal"])
+    want = resolved(records, data)
+    folder = data / "hotpotqa_support"
+    extra = {
+        "question": "Who kept the lighthouse of Oreby?",
+        "answer": "Lio Marsh",
+        "evidence": ["Oreby | Lio Marsh kept it.", "Lio Marsh | A keeper."],
+    }
+    (folder / "dev.json").write_text(json.dumps([extra]), encoding="utf-8")
+    maps = migrate.variants(folder)
+    made_without, made_with = maps["test.json+train.jsonl"], maps["dev.json+test.json+train.jsonl"]
+    assert made_without.keys() != made_with.keys()  # the old keys shifted with the extra file
+    # the same records as two runs wrote them with the old keys: the first half without dev.json, the rest with it
+    back_without = {new: old for old, new in made_without.items()}
+    back_with = {new: old for old, new in made_with.items()}
+    lines = []
+    for i, r in enumerate(records.values()):
+        back = back_without if i < len(records) // 2 else back_with
+        lines.append(json.dumps(migrate.rewritten(r, back)))
+    path = tmp_path / "old.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(InputError):  # the old keys do not resolve
+        resolved({r["id"]: r for r in map(json.loads, lines)}, data)
+    monkeypatch.setenv("VERIRAG_DATA_DIR", str(data))
+    migrate.main([str(path)])
+    rewritten = {r["id"]: r for r in map(json.loads, path.read_text(encoding="utf-8").splitlines())}
+    got = resolved(rewritten, data)
+    assert got.keys() == want.keys() and all(got[i].passages == want[i].passages for i in want)
+    assert rewritten == records

@@ -14,7 +14,11 @@ copied:
   paragraph each (title ""), so recipes that need a title skip them;
 - distractors: other questions' supporting paragraphs, the most similar by BM25 first, as NQ's;
 - evidence: every supporting paragraph (a multi-hop answer needs both hops), as HotpotQA's;
-- a question id is a hash of its text (the files carry none).
+- a question id is a hash of its text (the files carry none), a passage key a hash of its title and
+  text (`passage_key`): neither depends on which files the folder holds or their order, so a
+  labels record made from one copy of the snapshot resolves on another that holds its question
+  (until 2026-12-01 a passage key counted the passages read before it, and a folder with one more
+  file shifted them; `scripts/migrate_support_keys.py` rewrote the records made that way).
 
 Left out, whatever the command line says: questions of the shared HotpotQA file (they are
 labelled there, and some are evaluation questions), and any question one of whose supporting
@@ -80,6 +84,11 @@ def question_id(text: str) -> str:
     return hashlib.sha256(text.strip().encode("utf-8")).hexdigest()[:12]
 
 
+def passage_key(title: str, body: str) -> str:
+    """A supporting paragraph's key: a hash of what it says (module doc)."""
+    return "p" + hashlib.sha256(f"{title}\n{body}".encode()).hexdigest()[:15]
+
+
 def shared_hotpotqa(hotpotqa_folder: Path) -> tuple[set[str], str]:
     """(the shared file's question keys, its held-out questions' evidence paragraphs, normalised and
     joined by newlines: a sentence found in that text is a held-out document's)."""
@@ -101,7 +110,7 @@ def load_hotpotqa_support(data_root: Path):
 
     rows = read_rows(support_folder(data_root))
     shared_keys, held_text = shared_hotpotqa(data_path(data_root, "hotpotqa"))
-    questions, passages, key_of = {}, {}, {}
+    questions, passages = {}, {}
     evidence_of, evidence_ids, banned, unusable = {}, {}, set(), 0
     for row in rows:
         text, answer = str(row.get("question", "")).strip(), str(row.get("answer", "")).strip()
@@ -110,10 +119,9 @@ def load_hotpotqa_support(data_root: Path):
         gold, held = [], False
         for title, sentences in paras:
             body = " ".join(sentences)
-            if (title, body) not in key_of:
-                key_of[(title, body)] = f"{qid}:{len(passages)}"
-                passages[key_of[(title, body)]] = (title, body)
-            gold.append(key_of[(title, body)])
+            key = passage_key(title, body)
+            passages.setdefault(key, (title, body))
+            gold.append(key)
             if any(normalised(s) in held_text for s in sentences):
                 banned.add(gold[-1])
                 held = True
