@@ -69,3 +69,27 @@ def test_only_supported_examples_with_passages_are_changed_and_the_share_is_seed
 def test_a_share_outside_zero_to_one_is_refused():
     with pytest.raises(InputError, match="--value-swaps"):
         value_swap_negatives([example(0, ANSWERS[0])], share=1.5)
+
+
+def test_the_kinds_can_be_narrowed_to_one_and_an_unknown_kind_is_refused():
+    examples = [example(i, a) for i, a in enumerate(ANSWERS)]
+    parties = value_swap_negatives(examples, share=1.0, kinds=("party",))
+    # only the answers naming a party the passages hold (two capitalised words) can be changed that way
+    assert {n.source.rsplit(":", 1)[1] for n in parties} == {"party"}
+    assert {n.group for n in parties} == {"nq:0", "nq:1", "nq:3", "nq:4"}
+    names = ("Marie Curie", "Pierre Curie", "Henri Becquerel", "Nobel Prize")
+    for n in parties:  # one name of the passage put in place of another the answer held
+        original = ANSWERS[int(n.group.split(":")[1])]
+        new = [m for m in names if m in n.answer and m not in original]
+        assert len(new) == 1 and new[0] in PASSAGE
+    with pytest.raises(InputError, match="--value-swap-kinds"):
+        value_swap_negatives(examples, share=1.0, kinds=("date",))
+    with pytest.raises(InputError, match="--value-swap-kinds"):
+        value_swap_negatives(examples, share=1.0, kinds=())
+
+
+def test_a_kind_named_twice_is_taken_twice_a_round():
+    many = [example(i, ANSWERS[i % 2] + f" ({i})") for i in range(60)]  # both answers hold all three kinds
+    kinds = [n.source.rsplit(":", 1)[1] for n in value_swap_negatives(many, share=1.0, kinds=("party", "number", "party"))]
+    assert kinds[:6] == ["party", "number", "party"] * 2
+    assert kinds.count("party") == 2 * kinds.count("number") and "negation" not in kinds

@@ -77,13 +77,20 @@ def changed_copies(answer: str, passages: Sequence[str], rng: random.Random) -> 
     return out
 
 
-def value_swap_negatives(examples: Sequence[VerifierExample], share: float, seed: int = 0) -> list[VerifierExample]:
-    """For a seeded `share` of the supported examples (with passages), one copy changed in one kind
-    (module doc), labelled unsupported, in the example's question group (so validation never cuts a
-    pair) and with its history. The kind is the next of KINDS the example can be changed in, in turn
-    over the examples, so no kind is taught only where it is easy."""
+def value_swap_negatives(
+    examples: Sequence[VerifierExample], share: float, seed: int = 0, kinds: Sequence[str] = KINDS
+) -> list[VerifierExample]:
+    """For a seeded `share` of the supported examples (with passages), one copy changed in one of
+    `kinds` (module doc), labelled unsupported, in the example's question group (so validation never
+    cuts a pair) and with its history. The kind is the next of `kinds` the example can be changed in,
+    in turn over the examples, so no kind is taught only where it is easy; a kind named twice is
+    taken twice a round (taught about twice as often where examples allow it)."""
     if not 0.0 <= share <= 1.0:
         raise InputError(f"--value-swaps must be a share in [0, 1], got {share}")
+    kinds = tuple(kinds)
+    unknown = [k for k in kinds if k not in KINDS]
+    if unknown or not kinds:
+        raise InputError(f"--value-swap-kinds takes some of {', '.join(KINDS)}, got {', '.join(kinds) or 'none'}")
     out: list[VerifierExample] = []
     turn = 0
     for e in examples:
@@ -93,10 +100,10 @@ def value_swap_negatives(examples: Sequence[VerifierExample], share: float, seed
         if rng.random() >= share:
             continue
         copies = changed_copies(e.answer, e.passages, rng)
-        kind = next((k for k in KINDS[turn:] + KINDS[:turn] if k in copies), None)
-        if kind is None:
+        at = next((i % len(kinds) for i in range(turn, turn + len(kinds)) if kinds[i % len(kinds)] in copies), None)
+        if at is None:
             continue
-        turn = (KINDS.index(kind) + 1) % len(KINDS)
+        kind, turn = kinds[at], (at + 1) % len(kinds)
         out.append(
             replace(
                 e,

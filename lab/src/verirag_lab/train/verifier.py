@@ -42,6 +42,7 @@ from verirag_lab.train.cross_fit import FOLDS, hold_out_fold
 from verirag_lab.train.cross_fit import PROVENANCE_KEY as CROSS_FIT_KEY
 from verirag_lab.train.distill_targets import check_mode, distill_targets
 from verirag_lab.train.guard import TrainingGuard
+from verirag_lab.train.value_swaps import KINDS as VALUE_SWAP_KINDS
 from verirag_lab.train.value_swaps import value_swap_negatives
 from verirag_lab.train.verifier_examples import SUPPORTED, UNSUPPORTED, VerifierExample
 from verirag_lab.train.verifier_labels import read_records, resolve
@@ -216,6 +217,7 @@ def train_verifier(
     data_root: str | Path | None = None,
     doc_root: str | Path | None = None,
     value_swaps: float = 0.0,
+    value_swap_kinds: Sequence[str] = VALUE_SWAP_KINDS,
     distill_target: str = "gold",
     distill_fold: int | None = None,
     distill_folds: int = FOLDS,
@@ -226,8 +228,8 @@ def train_verifier(
     for an evaluation: dropped before sampling, so they neither train nor validate), nor any the
     guard of `data_root` ($VERIRAG_DATA_DIR) and `doc_root` (the installed documentation) refuses
     (module doc; there is no option to turn it off). `value_swaps`: the share of supported examples
-    that also give a changed-value negative (`verirag_lab.train.value_swaps`; 0: none).
-    `distill_target`: what the distilled answers teach (`verirag_lab.train.distill_targets`).
+    that also give a changed-value negative (`verirag_lab.train.value_swaps`; 0: none), of one of
+    `value_swap_kinds` each. `distill_target`: what the distilled answers teach (`verirag_lab.train.distill_targets`).
     `distill_fold`: hold that fold of the distillation's question groups out (of `distill_folds`), to
     cross-fit the stack (`verirag_lab.train.cross_fit`). The provenance saved with it records the
     labels, their summary, what the guard refused, the fold held out and the command."""
@@ -243,7 +245,7 @@ def train_verifier(
     examples = read_examples(paths, max_examples, v.seed, read, exclude_groups, guard, held_out)
     examples, distilled = distill_targets(examples, distill_target)
     if value_swaps:
-        examples += value_swap_negatives(examples, value_swaps, v.seed)
+        examples += value_swap_negatives(examples, value_swaps, v.seed, value_swap_kinds)
     guard.check_by(examples, guard.example_refusal, lambda e: e.question)  # the last check before fitting
     if not examples:
         raise InputError(f"{', '.join(map(str, paths))} hold no examples the guard allows ({refused_line(guard)})")
@@ -252,6 +254,11 @@ def train_verifier(
         "labels": [str(p) for p in paths] if len(paths) > 1 else str(paths[0]),
         "label_summary": summary(examples),
         **({"value_swaps": value_swaps} if value_swaps else {}),
+        **(
+            {"value_swap_kinds": list(value_swap_kinds)}
+            if value_swaps and tuple(value_swap_kinds) != VALUE_SWAP_KINDS
+            else {}
+        ),
         **({"distill_target": distilled} if distilled["distilled"] else {}),
         **({CROSS_FIT_KEY: held_out} if held_out is not None else {}),
         "refused_as_evaluation_data": dict(sorted(guard.refused.items())),
