@@ -90,6 +90,8 @@ def test_the_kinds_can_be_narrowed_to_one_and_an_unknown_kind_is_refused():
 
 def test_a_kind_named_twice_is_taken_twice_a_round():
     many = [example(i, ANSWERS[i % 2] + f" ({i})") for i in range(60)]  # both answers hold all three kinds
-    kinds = [n.source.rsplit(":", 1)[1] for n in value_swap_negatives(many, share=1.0, kinds=("party", "number", "party"))]
+    kinds = [
+        n.source.rsplit(":", 1)[1] for n in value_swap_negatives(many, share=1.0, kinds=("party", "number", "party"))
+    ]
     assert kinds[:6] == ["party", "number", "party"] * 2
     assert kinds.count("party") == 2 * kinds.count("number") and "negation" not in kinds
