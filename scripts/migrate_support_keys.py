@@ -21,7 +21,6 @@ is the JSONL benchmark's). `--check` only reports.
 from __future__ import annotations
 
 import argparse
-import ast
 import gzip
 import itertools
 import json
@@ -65,13 +64,11 @@ def variants(folder: Path) -> dict[str, dict[str, str]]:
 
 
 def found_keys(value: Any) -> set[str]:
+    """Every string in `value` (nested lists and dicts) shaped as an old key."""
     if isinstance(value, str):
         return {value} if OLD_KEY.match(value) else set()
-    if isinstance(value, dict):
-        return set().union(*(found_keys(v) for v in value.values())) if value else set()
-    if isinstance(value, list):
-        return set().union(*(found_keys(v) for v in value)) if value else set()
-    return set()
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    return {key for item in items for key in found_keys(item)}
 
 
 def rewritten(value: Any, mapping: dict[str, str]) -> Any:
@@ -84,16 +81,6 @@ def rewritten(value: Any, mapping: dict[str, str]) -> Any:
     return value
 
 
-def meta_of(record: dict) -> dict:
-    meta = record.get("meta") or {}
-    if isinstance(meta, str):  # older records keep it as a Python literal
-        try:
-            meta = ast.literal_eval(meta)
-        except (ValueError, SyntaxError):
-            return {}
-    return meta if isinstance(meta, dict) else {}
-
-
 def choose(record: dict, keys: set[str], maps: dict[str, dict[str, str]], source, previous: str | None) -> str:
     """The variant whose files the record was made from (module doc)."""
     fits = [name for name, m in maps.items() if keys <= m.keys()]
@@ -104,7 +91,7 @@ def choose(record: dict, keys: set[str], maps: dict[str, dict[str, str]], source
     if len({tuple(maps[n][k] for k in sorted(keys)) for n in fits}) == 1:
         return fits[0]
     q = source.questions.get(str(record.get("example"))) if record.get("dataset") == hs.NAME else None
-    evidence = meta_of(record).get("evidence")
+    evidence = (record.get("meta") or {}).get("evidence")
     if q is not None and evidence is not None and record.get("passages"):
         agree = [n for n in fits if (set(q.gold) <= {maps[n].get(k) for k in record["passages"]}) == bool(evidence)]
         if len(agree) == 1:

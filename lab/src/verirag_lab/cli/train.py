@@ -261,8 +261,9 @@ def verifier(
         help="Share of the supported examples that also give a negative with one number or date, party or "
         "negation changed against their passages (verirag_lab.train.value_swaps; 0: none).",
     ),
-    value_swap_kinds: str = typer.Option(
-        "number,party,negation",
+    value_swap_kinds: list[str] = typer.Option(
+        ["number,party,negation"],
+        "--value-swap-kinds",
         help="Which changes --value-swaps makes, taken in turn (comma-separated: number, party, negation; a "
         "kind named twice is taught about twice as often).",
     ),
@@ -328,7 +329,7 @@ def verifier(
             max_examples=max_examples,
             exclude_groups=read_groups(exclude_groups) if exclude_groups else None,
             value_swaps=value_swaps,
-            value_swap_kinds=[k.strip() for k in value_swap_kinds.split(",") if k.strip()],
+            value_swap_kinds=names(value_swap_kinds),
             distill_target=distill_target,
             distill_fold=distill_fold,
             distill_folds=distill_folds,
