@@ -335,3 +335,22 @@ def test_the_answer_default_rule_picks_the_shipped_stack_with_the_hotpotqa_set_o
     default_line = next(line for line in out.splitlines() if line.strip().startswith("default: qualifies"))
     level_with_nli = default_line.split("level with nli on", 1)[1]
     assert "own-answers-pruned-qwen2.5-1.5b" in level_with_nli
+
+
+ASKS_PATH = [PRUNED, OWN / "own-answers-nq-pruned-qwen2.5-1.5b", OWN / "own-answers-followup-pruned-qwen2.5-1.5b"]
+
+
+def test_the_answer_default_rule_picks_the_shipped_stack_on_the_three_sets_on_asks_path(capsys):
+    """Every own-answer set made as `ask` answers since pruning went on (HotpotQA 300, NQ 300, the
+    conversational 344): the rule picks the shipped stack, level with nli over what was read on all three."""
+    pick = _bench("pick_answer_default")
+    stack = REPO / "src" / "verirag" / "learned" / "shipped" / "stack.json"
+    args = [*map(str, ASKS_PATH), "--run-scores", "shipped=verifier-shipped.jsonl"]
+    args += ["--stack", f"default={stack}", "--candidates", "default", "--resamples", "300"]
+    args += ["--judge", "nli", "--costs", str(REPO / "data" / "verifier" / "labels" / "distill-qwen2.5-1.5b.jsonl.gz")]
+    assert pick.main(args) == 0
+    out = capsys.readouterr().out
+    assert "the rule picks: default" in out
+    default_line = next(line for line in out.splitlines() if line.strip().startswith("default: qualifies"))
+    level_with_nli = default_line.split("level with nli on", 1)[1]
+    assert all(run.name in level_with_nli for run in ASKS_PATH)
