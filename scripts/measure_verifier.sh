@@ -10,7 +10,10 @@
 #   made-up checks (bridges, follow-ups, licences)            data/verifier/made_up/verifier-NAME.json
 #
 # Usage: VERIRAG_DATA_DIR=../shared/data bash scripts/measure_verifier.sh NAME DIR
-# (DIR: a verifier folder, `verirag train verifier --out DIR`). Each step skips what is written;
+# (DIR: a verifier folder, `verirag train verifier --out DIR`). SOFTMIN=T scores every answer with
+# that answer rule (0: the plain minimum of its sentences, as the shipped verifier's committed scores
+# of the dev set, the man pages and the own answers were made) instead of today's default, so a
+# candidate compares with those files under one rule. Each step skips what is written;
 # about 15-25 minutes on 2 cores. The dev set and the man pages are evaluation data: this measures,
 # it never trains or tunes anything.
 set -euo pipefail
@@ -21,7 +24,8 @@ dir=${2:?usage: measure_verifier.sh NAME DIR}
 cd "$(dirname "$0")/.."
 py=${PYTHON:-.venv/bin/python}
 verirag=${VERIRAG:-.venv/bin/verirag}
-method="vanilla+verifier(verifier=$dir)"
+method="vanilla+verifier(verifier=$dir${SOFTMIN:+, softmin=$SOFTMIN})"
+rescore_rule=(${SOFTMIN:+--softmin "$SOFTMIN"})
 work=runs/measure/$name
 mkdir -p "$work"
 
@@ -36,7 +40,7 @@ $py benchmarks/heldout_docs.py export "$work/docs" --out "data/verifier/heldout_
 
 for run in held-out-qwen2.5-1.5b held-out-nq2-qwen2.5-1.5b held-out-nli-qwen2.5-1.5b \
   own-answers-verifier-qwen2.5-1.5b own-answers-nq-verifier-qwen2.5-1.5b own-answers-followup-verifier-qwen2.5-1.5b; do
-  $py benchmarks/rescore_own_answers.py "data/verifier/own_answers/$run" --verifier "$dir" \
+  $py benchmarks/rescore_own_answers.py "data/verifier/own_answers/$run" --verifier "$dir" "${rescore_rule[@]}" \
     --out "data/verifier/own_answers/$run/verifier-$name.jsonl"
 done
 
