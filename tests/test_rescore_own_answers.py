@@ -315,26 +315,34 @@ def test_the_pruned_runs_default_judge_is_the_stack_of_the_day_over_its_columns(
     assert np.allclose(offline, columns["stacked"], atol=1e-6)
 
 
-def test_the_answer_default_rule_picks_the_shipped_stack_with_the_hotpotqa_set_on_asks_path(capsys):
-    """The same rule with the HotpotQA answers made as `ask` makes them since pruning went on: the
-    shipped stack is picked again, and is level with nli on that set."""
+def _sets_the_shipped_stack_is_level_with_nli_on(runs: list[Path], capsys, run_scores=(), candidates="default"):
+    """Run the answer-default rule with the shipped stack as `default` (every run's own
+    verifier-shipped.jsonl replays it) and return the sets its line says it is level with nli on,
+    after checking that the rule picks it."""
     pick = _bench("pick_answer_default")
-    runs = [
-        str(PRUNED),
-        *(str(OWN / n) for n in ("own-answers-nq-verifier-qwen2.5-1.5b", "own-answers-followup-verifier-qwen2.5-1.5b")),
-    ]
     stack = REPO / "src" / "verirag" / "learned" / "shipped" / "stack.json"
-    args = [*runs, "--run-scores", "llm_judge=llm-judge.jsonl", "--run-scores", "nli=nli-passages.jsonl"]
-    args += ["--run-scores", "shipped=verifier-shipped.jsonl"]  # the runs' own column is the verifier before
-    args += ["--stack", f"default={stack}", "--candidates", "default,logprob_mean", "--resamples", "300"]
+    args = [*map(str, runs), *[a for s in run_scores for a in ("--run-scores", s)]]
+    args += ["--run-scores", "shipped=verifier-shipped.jsonl"]  # a run's own column may be the verifier before
+    args += ["--stack", f"default={stack}", "--candidates", candidates, "--resamples", "300"]
     args += ["--judge", "nli", "--costs", str(REPO / "data" / "verifier" / "labels" / "distill-qwen2.5-1.5b.jsonl.gz")]
     assert pick.main(args) == 0
     out = capsys.readouterr().out
     assert "the rule picks: default" in out
-    # every set that has an nli column is listed on the default's line, the pruned HotpotQA set among them
     default_line = next(line for line in out.splitlines() if line.strip().startswith("default: qualifies"))
-    level_with_nli = default_line.split("level with nli on", 1)[1]
-    assert "own-answers-pruned-qwen2.5-1.5b" in level_with_nli
+    return default_line.split("level with nli on", 1)[1]
+
+
+def test_the_answer_default_rule_picks_the_shipped_stack_with_the_hotpotqa_set_on_asks_path(capsys):
+    """The same rule with the HotpotQA answers made as `ask` makes them since pruning went on: the
+    shipped stack is picked again, and is level with nli on that set."""
+    runs = [PRUNED, OWN / "own-answers-nq-verifier-qwen2.5-1.5b", OWN / "own-answers-followup-verifier-qwen2.5-1.5b"]
+    level = _sets_the_shipped_stack_is_level_with_nli_on(
+        runs,
+        capsys,
+        run_scores=("llm_judge=llm-judge.jsonl", "nli=nli-passages.jsonl"),
+        candidates="default,logprob_mean",
+    )
+    assert PRUNED.name in level
 
 
 ASKS_PATH = [PRUNED, OWN / "own-answers-nq-pruned-qwen2.5-1.5b", OWN / "own-answers-followup-pruned-qwen2.5-1.5b"]
@@ -343,14 +351,5 @@ ASKS_PATH = [PRUNED, OWN / "own-answers-nq-pruned-qwen2.5-1.5b", OWN / "own-answ
 def test_the_answer_default_rule_picks_the_shipped_stack_on_the_three_sets_on_asks_path(capsys):
     """Every own-answer set made as `ask` answers since pruning went on (HotpotQA 300, NQ 300, the
     conversational 344): the rule picks the shipped stack, level with nli over what was read on all three."""
-    pick = _bench("pick_answer_default")
-    stack = REPO / "src" / "verirag" / "learned" / "shipped" / "stack.json"
-    args = [*map(str, ASKS_PATH), "--run-scores", "shipped=verifier-shipped.jsonl"]
-    args += ["--stack", f"default={stack}", "--candidates", "default", "--resamples", "300"]
-    args += ["--judge", "nli", "--costs", str(REPO / "data" / "verifier" / "labels" / "distill-qwen2.5-1.5b.jsonl.gz")]
-    assert pick.main(args) == 0
-    out = capsys.readouterr().out
-    assert "the rule picks: default" in out
-    default_line = next(line for line in out.splitlines() if line.strip().startswith("default: qualifies"))
-    level_with_nli = default_line.split("level with nli on", 1)[1]
-    assert all(run.name in level_with_nli for run in ASKS_PATH)
+    level = _sets_the_shipped_stack_is_level_with_nli_on(ASKS_PATH, capsys)
+    assert all(run.name in level for run in ASKS_PATH)
