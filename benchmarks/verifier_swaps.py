@@ -39,15 +39,17 @@ from verirag_lab.train.value_swaps import changed_copies as changed
 GOAL = 0.90
 
 
-def make_pairs(rows: list[dict], seed: int = 0) -> list[dict]:
-    """The right answers' changed copies: one item per (row, kind)."""
+def make_pairs(rows: list[dict], seed: int = 0, kinds: tuple[str, ...] = KINDS) -> list[dict]:
+    """The right answers' changed copies: one item per (row, kind), of the kinds asked for (each
+    copy is made as with every kind, so a kind's pairs are the same whichever others are asked)."""
     pairs = []
     for r in rows:
         if r.get("label") != 1:
             continue
         rng = random.Random(f"{seed}:{r['id']}")
         for kind, wrong in changed(r["response"], r["retrieved_contexts"], rng).items():
-            pairs.append({**r, "kind": kind, "wrong": wrong})
+            if kind in kinds:
+                pairs.append({**r, "kind": kind, "wrong": wrong})
     return pairs
 
 
@@ -198,12 +200,20 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--method", default=None, help="the judge (default: verirag's verify default)")
     ap.add_argument("--model", default=None, help="the LLM of a judge that uses one")
     ap.add_argument("--limit", type=int, default=None, help="at most this many right answers")
+    ap.add_argument(
+        "--kinds",
+        default=",".join(KINDS),
+        help=f"the kinds of change to pair, comma-separated (default: all, {','.join(KINDS)}): a slow judge can take one",
+    )
     ap.add_argument("--out", type=Path, help="write the pairs' scores here (JSONL: ids, kinds, scores)")
     ap.add_argument("--scores", type=Path, help="read the pairs' scores written by --out (no judge runs)")
     ap.add_argument(
         "--against", type=Path, help="another judge's pair scores (--out's file): print the paired difference"
     )
     args = ap.parse_args(argv)
+    kinds = tuple(k.strip() for k in args.kinds.split(",") if k.strip())
+    if not kinds or set(kinds) - set(KINDS):
+        ap.error(f"--kinds takes some of {', '.join(KINDS)}, got {args.kinds!r}")
     if args.scores:
         scored = read_scores(args.scores)
     else:
@@ -216,7 +226,7 @@ def main(argv: list[str] | None = None) -> None:
 
             rows = dev_rows()
         rows = [r for r in rows if r.get("label") == 1][: args.limit]
-        pairs = make_pairs(rows)
+        pairs = make_pairs(rows, kinds=kinds)
         print(
             f"{len(rows)} right answers; pairs: "
             + ", ".join(f"{k} {sum(p['kind'] == k for p in pairs)}" for k in KINDS)

@@ -81,3 +81,16 @@ def test_the_paired_difference_reads_only_the_pairs_both_judges_scored(swaps):
     low, high = rows["negation"]["interval"]
     assert 0.0 <= low <= 0.5 <= high <= 1.0
     assert "number" not in rows  # no pair of that kind in both
+
+
+def test_one_kind_gives_the_same_pairs_as_all_kinds_keep(swaps):
+    rows = [
+        {"id": str(i), "label": 1, "response": a, "retrieved_contexts": PASSAGES}
+        for i, a in enumerate(["Marie Curie was born in 1867.", "She shared it with Pierre Curie in 1903."])
+    ]
+    every = swaps.make_pairs(rows)
+    party = swaps.make_pairs(rows, kinds=("party",))
+    assert party and all(p["kind"] == "party" for p in party)
+    assert party == [p for p in every if p["kind"] == "party"]
+    with pytest.raises(SystemExit):
+        swaps.main(["--kinds", "parties", "--scores", "x.jsonl"])
