@@ -123,13 +123,15 @@ def load(runs: list[str], pool: list[str] = (), scores: list[str] = (), methods:
 
 
 def stacked_column(
-    arg: str, table, columns: dict[str, np.ndarray], rescored: dict[str, str] | None = None
+    arg: str, table, columns: dict[str, np.ndarray], rescored: dict[str, str] | None = None, given: bool = False
 ) -> tuple[str, np.ndarray]:
     """(NAME, P(faithful) per answer) of "NAME=FILE": the stack applied to the answers' columns, as
     `vanilla+stacked(stack=FILE)` would at answer time. Each predictor feature reads the run's column
     of the same identity (digest), or else a `--verifier-scores` column whose verifier has it
     (`rescored`: {column: predictor digest}), so a stack fitted on another verifier is measured with
-    that verifier's scores; with neither, it is refused."""
+    that verifier's scores; with neither, it is refused. `given`: as `stacked(impute=true)` judges
+    the same answers given to verify, without the generation's log-probabilities (at their
+    training means)."""
     from verirag.learned.stack import StackedVerifier
 
     name, sep, path = arg.partition("=")
@@ -151,7 +153,11 @@ def stacked_column(
                     f"--stack {name}: its {f} is {source.get('digest')}, the run's is {have}: another model"
                 )
             reads[f] = same[0]
-    return name, stack.predict_proba(np.column_stack([columns[reads[f]] for f in stack.features]))
+    from verirag.awf.signals import LOGPROB_SIGNALS
+
+    missing = np.full(len(table.y), np.nan)
+    X = [missing if given and f in LOGPROB_SIGNALS else columns[reads[f]] for f in stack.features]
+    return name, stack.predict_proba(np.column_stack(X), impute=given or None)
 
 
 def rescored_digests(scores: list[str]) -> dict[str, str]:
@@ -317,6 +323,14 @@ def parser() -> argparse.ArgumentParser:
         "own columns (its verifier must be the run's; repeatable)",
     )
     ap.add_argument(
+        "--stack-given",
+        action="append",
+        default=[],
+        metavar="NAME=FILE",
+        help="as --stack, judging the answers as if given to verify (`stacked(impute=true)`): without the "
+        "generation's log-probabilities, at their training means",
+    )
+    ap.add_argument(
         "--partial",
         action="append",
         default=[],
@@ -407,8 +421,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.partial:
         print(f"{int(scored.sum())} of {len(scored)} answers, those {', '.join(args.partial)} scored (--partial)")
     digests = rescored_digests(args.verifier_scores)
-    for arg in args.stack:
-        name, column = stacked_column(arg, table, columns, digests)
+    for arg, given in [(a, False) for a in args.stack] + [(a, True) for a in args.stack_given]:
+        name, column = stacked_column(arg, table, columns, digests, given=given)
         columns[name] = column
     if args.baseline not in columns:
         raise SystemExit(f"no column {args.baseline!r}; columns: {', '.join(columns)}")

@@ -353,3 +353,22 @@ def test_the_answer_default_rule_picks_the_shipped_stack_on_the_three_sets_on_as
     conversational 344): the rule picks the shipped stack, level with nli over what was read on all three."""
     level = _sets_the_shipped_stack_is_level_with_nli_on(ASKS_PATH, capsys)
     assert all(run.name in level for run in ASKS_PATH)
+
+
+def test_a_given_stack_column_reads_the_answers_without_their_logprobs(tmp_path):
+    """`--stack-given`: the stack as `stacked(impute=true)` judges the same answers given to verify,
+    each log-probability feature at its training mean (z = 0), the other features as `--stack`."""
+    from verirag.learned.stack import StackedVerifier
+
+    own = _bench("verifier_own_answers")
+    table, columns = own.load([str(RUN)], methods=["vanilla+verifier"])
+    features = ["verifier", "logprob_mean"]
+    X = np.column_stack([columns[f] for f in features])
+    sources = {"verifier": dict(table.sources["verifier"])}
+    fitted = StackedVerifier(features, sources=sources).fit(X, table.y)
+    fitted.save(tmp_path / "stack.json")
+    _, with_logprobs = own.stacked_column(f"s={tmp_path / 'stack.json'}", table, columns)
+    _, given = own.stacked_column(f"s={tmp_path / 'stack.json'}", table, columns, given=True)
+    z = (columns["verifier"] - fitted.mean_[0]) / fitted.scale_[0]
+    assert np.allclose(given, 1 / (1 + np.exp(-(z * fitted.coef_[0] + fitted.intercept_))))
+    assert not np.allclose(given, with_logprobs)

@@ -184,3 +184,36 @@ def test_a_build_listed_as_equivalent_is_judged_by_the_stack_and_its_llm_parts(t
     assert judge.digest != saved["settings"]["sources"]["llm_judge"]["digest"]  # built on the other build
     third = types.SimpleNamespace(**{**vars(llm), "fingerprint": other.replace("512", "256")})
     assert build_predictor("stacked", third, options={"stack": str(path), "fallback": "verifier"}).model is None
+
+
+def test_impute_judges_a_given_answer_by_the_stack_its_logprobs_at_their_training_means(warm_shipped):
+    """`stacked(impute=true)`: an answer without log-probabilities is judged by the stack, not the
+    fallback, each missing signal at its training mean (z = 0) and named; off, the stack's identity is
+    the one runs and thresholds were keyed by before the option existed."""
+    from verirag.awf.compose import build_predictor
+    from verirag.metrics.faithfulness import k_precision
+
+    plain = build_predictor("stacked", None, options={"stack": NO_JUDGE_STACK, "fallback": "verifier"})
+    imputing = build_predictor("stacked", None, options={"stack": NO_JUDGE_STACK, "impute": True})
+    assert "impute" not in plain.identity()["options"] and imputing.digest != plain.digest
+    answer = "Maren Solberg designed it."
+    v = imputing.verify(QUESTION, answer, _passages())
+    assert v.ok and not any("judged by verifier alone" in w for w in v.warnings)
+    assert {w.split(" ")[0] for w in v.warnings if "imputed (the training mean)" in w} == {
+        "logprob_min",
+        "logprob_mean",
+        "logprob_sum",
+    }
+    model = imputing.model
+    verifier = imputing.parts["verifier"].verify(QUESTION, answer, _passages()).score
+    values = {"verifier": verifier, "k_precision": k_precision(answer, PASSAGES)}
+    # by hand: the standardised features, the missing ones at 0
+    import numpy as np
+
+    z = np.array(
+        [(values[f] - m) / s if f in values else 0.0 for f, m, s in zip(model.features, model.mean_, model.scale_)]
+    )
+    assert v.score == pytest.approx(1 / (1 + np.exp(-(z @ model.coef_ + model.intercept_))))
+    with pytest.raises(InputError, match="logprob_min"):
+        model.score(values)  # the stack itself, asked without imputation, still refuses
+    assert model.score(values, impute=True) == pytest.approx(v.score)

@@ -83,8 +83,10 @@ class StackedVerifier(LearnedPart):
         self.sources: dict[str, Any] = dict(sources or {})
 
     # ---- fitting ---------------------------------------------------------------------------------
-    def matrix(self, X) -> np.ndarray:
-        """X as a float matrix of this stack's width; NaN (missing) refused unless `impute`."""
+    def matrix(self, X, impute: bool | None = None) -> np.ndarray:
+        """X as a float matrix of this stack's width; NaN (missing) refused unless `impute` (None:
+        the stack's own setting; True: at the training mean, as a given answer's missing
+        log-probabilities are by `stacked(impute=true)`)."""
         X = np.asarray(X, dtype=np.float64)
         if X.ndim != 2 or X.shape[1] != len(self.features):
             raise InputError(
@@ -92,7 +94,7 @@ class StackedVerifier(LearnedPart):
             )
         if np.isinf(X).any():
             raise InputError(f"infinite values in feature(s) {self._named(np.isinf(X))}")
-        if not self.impute and np.isnan(X).any():
+        if not (self.impute if impute is None else impute) and np.isnan(X).any():
             raise InputError(
                 f"missing values in feature(s) {self._named(np.isnan(X))} (the stack was made "
                 "without imputation: compute them, or refit with imputation)"
@@ -134,23 +136,24 @@ class StackedVerifier(LearnedPart):
         return np.nan_to_num((X - self.mean_) / self.scale_, nan=0.0)
 
     # ---- predicting ------------------------------------------------------------------------------
-    def predict_proba(self, X) -> np.ndarray:
-        """P(faithful) of each row."""
+    def predict_proba(self, X, impute: bool | None = None) -> np.ndarray:
+        """P(faithful) of each row (`impute`: as `matrix`)."""
         self.check_fitted()
-        return sigmoid(self.standardise(self.matrix(X)) @ self.coef_ + self.intercept_)
+        return sigmoid(self.standardise(self.matrix(X, impute)) @ self.coef_ + self.intercept_)
 
     def row(self, values: Mapping[str, float]) -> np.ndarray:
         """One answer's feature values as a row (NaN where a feature is absent)."""
         return np.asarray([[_number(values.get(f)) for f in self.features]], dtype=np.float64)
 
-    def score(self, values: Mapping[str, float]) -> float:
+    def score(self, values: Mapping[str, float], impute: bool | None = None) -> float:
         """P(faithful) of one answer from its {feature: value}; a missing feature is an InputError
-        naming it (or imputed, for a stack fitted with `impute`)."""
+        naming it (or at its training mean, for a stack fitted with `impute` or with `impute=True`)."""
         self.check_fitted()
+        impute = self.impute if impute is None else impute
         missing = [f for f in self.features if math.isnan(_number(values.get(f)))]
-        if missing and not self.impute:
+        if missing and not impute:
             raise InputError(f"the stacked verifier needs {', '.join(missing)}, which this answer lacks")
-        return float(self.predict_proba(self.row(values))[0])
+        return float(self.predict_proba(self.row(values), impute)[0])
 
     def scored_as(self, feature: str) -> set[str]:
         """The predictor digests whose scores are this feature's: the one its source names, and the

@@ -26,6 +26,16 @@ without a feature the stack needs (an answer written elsewhere has no token logp
 the fallback alone (found before any combined predictor runs). Either way the result says so in
 `warnings`, so a score is never passed off as the stack's. Where the fallback is also one of the
 stack's features (the verifier), one instance serves both.
+
+    vanilla+stacked(impute=true)      # e.g. `verirag verify --method "stacked(impute=true)" --model qwen2.5-1.5b`
+
+`impute` judges an answer that lacks a signal (a given answer has no generation log-probabilities)
+by the stack all the same, the missing signals at their training means (they say nothing about it)
+and the stack's judges deciding; `warnings` name each imputed signal. Measured on given answers
+(docs/results/verifier.md, "The stack on given answers"): the shipped stack so, over the verifier
+and `llm_judge`, ranks right above wrong above the verifier alone on the local model's own answers
+and sees a swapped party the verifier misses; on other LLMs' answers it is level with the verifier.
+It costs the judge's LLM call, so it is asked for, never the default of a given answer.
 """
 
 from __future__ import annotations
@@ -49,10 +59,11 @@ from verirag.types import Passage
 class StackedPredictor(FaithfulnessPredictor):
     needs: tuple[str, ...] = ()
 
-    def __init__(self, llm=None, *, stack: str | None = None, fallback: str | None = None):
+    def __init__(self, llm=None, *, stack: str | None = None, fallback: str | None = None, impute: bool = False):
         from verirag.awf.compose import build_predictor
 
         self.llm = llm
+        self.impute = bool(impute)
         self.model = None
         self.parts: dict[str, FaithfulnessPredictor] = {}
         self.unfit: str | None = None  # why the stack was set aside for the fallback
@@ -109,6 +120,14 @@ class StackedPredictor(FaithfulnessPredictor):
         self.model, self.parts = model, parts
         self.stack_sha256 = hashlib.sha256(Path(stack).read_bytes()).hexdigest()
 
+    def identity(self) -> dict:
+        """As every component's, but `impute` off is left out: the option came after runs, records and
+        thresholds were keyed by the stack's identity, and off it changes nothing they computed."""
+        out = super().identity()
+        if not self.impute:
+            out["options"] = {k: v for k, v in out["options"].items() if k != "impute"}
+        return out
+
     def model_fingerprint(self) -> str:
         if self.model is None:
             return f"stack:set-aside|{self.fallback_part.model_fingerprint()}"
@@ -135,7 +154,7 @@ class StackedPredictor(FaithfulnessPredictor):
         # a predictor feature always has a value (a failure counts 0), so only a signal can be missing:
         # known before any predictor runs
         missing = [f for f in self.model.features if f not in self.parts and f not in signals.values]
-        if missing and not self.model.impute:
+        if missing and not (self.model.impute or self.impute):
             reasons = "; ".join(f"{f}: {signals.missing.get(f, 'not computed')}" for f in missing)
             if self.fallback_part is not None:
                 return self._fallen_back(
@@ -166,7 +185,7 @@ class StackedPredictor(FaithfulnessPredictor):
             if named is None and v.ok and v.best is not None:
                 named = v
         warnings += [f"{f} imputed (the training mean): {signals.missing.get(f, 'not computed')}" for f in missing]
-        score = self.model.score(values)
+        score = self.model.score(values, impute=True if self.impute else None)
         if named is None:
             named = KPrecisionPredictor().verify(question, answer.text, passages)
         return Verification(
