@@ -250,6 +250,33 @@ def test_verify_and_serve_with_a_judge_run_the_judged_method(monkeypatch, tmp_pa
     assert set(seen.values()) == {JUDGED_METHOD}, seen
 
 
+def test_a_model_named_for_a_judge_that_calls_no_llm_is_said_to_be_unused(tmp_path):
+    """Verifying given answers with a model named and no method: the verifier judges (no LLM), and
+    the user hears that their model does not judge, with methods that would; not where it does."""
+    said = AnswerSpec(model="qwen2.5-1.5b").unused_model()
+    assert "'qwen2.5-1.5b' does not judge" in said and DEFAULT_METHOD in said and "stacked(impute=true)" in said
+    assert AnswerSpec().unused_model() is None  # no model named
+    assert AnswerSpec(model="qwen2.5-1.5b", method="nli").unused_model() is None  # its judge is the LLM
+    assert AnswerSpec(model="qwen2.5-1.5b", method="stacked(impute=true)").unused_model() is None
+    assert AnswerSpec(model="qwen2.5-1.5b", judge="llm").unused_model() is None
+    (tmp_path / "a.txt").write_text("Ada Lovelace wrote the first program.")
+    r = CliRunner().invoke(
+        app,
+        ["verify", "--model", "qwen2.5-1.5b", "--question", "Who wrote it?", "--answer", "Ada Lovelace.",
+         "--passages", str(tmp_path), "--json"],
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert "does not judge" in " ".join(r.output.split())
+
+
+def test_the_verifier_says_so_too():
+    from verirag.api import Verifier
+
+    with pytest.warns(UserWarning, match="does not judge"):
+        v = Verifier(model="qwen2.5-1.5b")
+    assert v.method == DEFAULT_METHOD and any("does not judge" in w for w in v.warnings)
+
+
 @pytest.mark.slow
 def test_the_verifier_with_a_judge_runs_the_judged_method():
     from verirag.api import Verifier

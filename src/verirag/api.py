@@ -71,6 +71,10 @@ class Verifier:
         self.warnings = self._pipeline.threshold_warnings(answering=False)
         for w in self.warnings:
             warnings.warn(w, ThresholdWarning, stacklevel=2)
+        unused = spec.unused_model()  # a model named for a method that never calls one
+        if unused:
+            self.warnings.append(unused)
+            warnings.warn(unused, UserWarning, stacklevel=2)
 
     @property
     def method(self) -> str:

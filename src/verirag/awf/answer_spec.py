@@ -312,6 +312,26 @@ class AnswerSpec(_Frozen):
         r = self.resolve()
         return r.model_copy(update={"method": given_answer_method(r.method)})
 
+    def unused_model(self) -> str | None:
+        """For a door that verifies given answers, on the spec as the user gave it: what to tell a
+        user who named a model (`model=`, `--model`) that the method judging the answers never asks
+        (the default verifier reads no LLM; the model serves only a fallback that answers again), with
+        the methods that would judge with it; None otherwise."""
+        from verirag.awf.registry import get as get_component
+        from verirag.awf.spec import MethodSpec, split_name
+
+        if self.model is None:
+            return None
+        method = self.for_given_answers().method
+        unified, _, predictor = split_name(MethodSpec.parse(method).name)
+        if unified or predictor is None or get_component("predictor", predictor).uses_llm:
+            return None
+        return (
+            f"model {self.model!r} does not judge: {method} judges without an LLM (the model only answers "
+            "again where a fallback does); to judge with it, name a method that uses it (e.g. "
+            '"stacked(impute=true)", "llm_judge", "nli")'
+        )
+
     def call_settings(self) -> dict[str, Any]:
         """A resolved spec's settings of the built-in stage kinds (`verirag.awf.stage_kinds`) as
         `Pipeline.ask` takes them per call."""

@@ -184,7 +184,8 @@ def verify(
         preset=preset, model=model, judge=judge, threshold=parse_threshold(threshold)[0], method=method
     )  # no method: the default for given answers, or with --judge the method that uses it (as everywhere)
     p = Pipeline(spec.for_given_answers())
-    warn_all(p.threshold_warnings(answering=False))
+    unused = spec.unused_model()
+    warn_all(p.threshold_warnings(answering=False) + ([unused] if unused else []))
     if single:
         return _verify_one(p, question, answer, found, json_out)
     fields = {"question_field": question_field, "answer_field": answer_field, "contexts_field": contexts_field}
