@@ -38,7 +38,8 @@ MADE_UP_JUDGE = ROOT / "made_up" / "llm_judge-qwen2.5-1.5b.json"
 
 
 def given_score(stack, verifier: float, judge: float, answer: str, passages: Sequence[str]) -> float:
-    """P(faithful) of a given answer by `stack`, as `stacked(impute=true)` computes it."""
+    """P(faithful) of a given answer by `stack`, as `stacked(impute=true)` computes it before the
+    answer rules (a declining answer, scored 0 by them, keeps its stack score here)."""
     from verirag.metrics.faithfulness import k_precision
 
     values = {"verifier": verifier, "llm_judge": judge, "k_precision": k_precision(answer, list(passages))}
