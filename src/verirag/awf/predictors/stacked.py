@@ -34,7 +34,8 @@ by the stack all the same, the missing signals at their training means (they say
 and the stack's judges deciding; `warnings` name each imputed signal. Measured on given answers
 (docs/results/verifier.md, "The stack on given answers"): the shipped stack so, over the verifier
 and `llm_judge`, ranks right above wrong above the verifier alone on the local model's own answers
-and sees a swapped party the verifier misses; on other LLMs' answers it is level with the verifier.
+and sees a swapped party the verifier misses; on other LLMs' answers it is no better than the
+verifier.
 It costs the judge's LLM call, so it is asked for, never the default of a given answer.
 """
 
