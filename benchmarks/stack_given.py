@@ -46,10 +46,6 @@ def given_score(stack, verifier: float, judge: float, answer: str, passages: Seq
     return stack.score(values, impute=True)
 
 
-def read_jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
 def dev_table(stack, rows: list[dict], verifier: Mapping[str, float], judge: Mapping[str, float], resamples: int):
     """Per dataset (and all): answers, AUROC of the verifier, `llm_judge` and the stack, and the
     stack minus each, paired over questions (95%)."""
@@ -144,20 +140,24 @@ def main(argv: list[str] | None = None) -> int:
     if args.made_up_only:
         return 0
     from verifier_dev import dev_rows
-    from verifier_swaps import make_pairs
+    from verifier_swaps import make_pairs, read_scores
 
     rows = dev_rows()
-    score_of = lambda path: {d["id"]: d.get("score") for d in read_jsonl(path)}  # noqa: E731
     print("\ndev set (other LLMs' answers), AUROC; the stack minus each, paired over questions:")
-    for t in dev_table(stack, rows, score_of(DEV_VERIFIER), score_of(DEV_JUDGE), args.resamples):
+    for t in dev_table(
+        stack,
+        rows,
+        *({d["id"]: d.get("score") for d in read_scores(f)} for f in (DEV_VERIFIER, DEV_JUDGE)),
+        args.resamples,
+    ):
         mv, mj = t["minus_verifier"], t["minus_judge"]
         print(
             f"  {t['part']:10s} {t['answers']:4d}  verifier {t['verifier']:.3f}  llm_judge {t['llm_judge']:.3f}  "
             f"stack {t['stack']:.3f}  minus verifier [{mv[0]:+.3f}, {mv[1]:+.3f}]  minus llm_judge [{mj[0]:+.3f}, {mj[1]:+.3f}]"
         )
     pairs = make_pairs([r for r in rows if r["label"] == 1])
-    keyed = lambda path: {(d["id"], d["kind"]): d for d in read_jsonl(path)}  # noqa: E731
-    share = pair_share(stack, pairs, keyed(SWAP_VERIFIER), keyed(SWAP_JUDGE))
+    verifier, judge = ({(d["id"], d["kind"]): d for d in read_scores(f)} for f in (SWAP_VERIFIER, SWAP_JUDGE))
+    share = pair_share(stack, pairs, verifier, judge)
     print(
         f"\nchanged-party pairs ({share['pairs']}), right above the changed: verifier {share['verifier']:.3f}, "
         f"llm_judge {share['llm_judge']:.3f}, the stack on given answers {share['stack']:.3f}"
