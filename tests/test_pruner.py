@@ -119,6 +119,48 @@ def test_retrieved_hard_negatives_come_from_training_questions_only(tmp_path):
     assert {e.group for e in without} == {e.group for e in examples}
 
 
+def test_same_place_negatives_move_another_training_passage_to_the_questions_title(tmp_path):
+    from verirag_lab.train.guard import TrainingGuard
+    from verirag_lab.train.pruner_examples import (
+        HOTPOTQA_HELD_OUT,
+        NQ_HELD_OUT,
+        held_out,
+        hotpotqa_records,
+        pruner_examples,
+        same_place_examples,
+        transplant,
+    )
+
+    assert transplant("The Vltava flows through prague.", "Prague", "Brno") == "The Vltava flows through Brno."
+    assert transplant("Pragueville is far.", "Prague", "Brno") is None  # whole words only
+    _write_fixture(tmp_path)
+    examples = same_place_examples(tmp_path)
+    nq = [e for e in examples if e.source == "nq-same-place"]
+    trained = [i for i in range(40) if not held_out(f"when was lighthouse {i} built", NQ_HELD_OUT)]
+    assert len(nq) == len(trained)  # every training question names its title; the held-out ones never
+    for e in nq:
+        asked = int(e.question.split()[3])
+        assert e.title == f"Lighthouse {asked}" and e.sentences[0].endswith(f"Lighthouse {asked} is white.")
+        if e.sentences[1] != "It was built of stone.":  # the harbour light's passage (a question without labels)
+            year = int(e.sentences[1].removeprefix("It was built in ").rstrip(".")) - 1800
+            assert year != asked and year in trained  # another training question's passage, never a held-out one
+        assert len(e.labels) == len(e.sentences) and not any(e.labels)  # it names the place, answers nothing
+    (h1,) = hotpotqa_records(tmp_path)
+    hotpotqa = [e for e in examples if e.source == "hotpotqa-same-place"]
+    # one record: its only other supporting paragraph is the donor, moved to the title the question names
+    if not held_out(h1["question"], HOTPOTQA_HELD_OUT):
+        assert [(e.title, e.sentences, e.labels) for e in hotpotqa] == [
+            ("Composer", ("Composer is a capital.", "The Vltava flows through Composer."), (0, 0))
+        ]
+    else:
+        assert hotpotqa == []
+    guard = TrainingGuard(frozenset())
+    without, with_ = pruner_examples(tmp_path, guard=guard), pruner_examples(tmp_path, guard=guard, same_place=True)
+    assert len(with_) == len(without) + len(examples)
+    assert {e.group for e in with_} == {e.group for e in without}  # the validation split does not move
+    assert same_place_examples(tmp_path) == examples and same_place_examples(tmp_path, seed=1) != examples
+
+
 # ---- windows --------------------------------------------------------------------------------------
 def test_a_long_passage_is_read_to_its_end_in_windows_that_fit(tokenizer):
     text = " ".join(f"Sentence number {i} says that item {i} weighs {i * 3} grams." for i in range(500))  # ~5,000 words

@@ -549,6 +549,12 @@ def pruner(
         help="Also this many paragraphs of the Debian documentation (training packages; make doc-corpus), each "
         "asked about one of its sentences, beside two other paragraphs of its document (issue 48).",
     ),
+    same_place: bool = typer.Option(
+        False,
+        "--same-place",
+        help="Also give each training question that names its passage's title another training passage moved "
+        "to that title, every sentence a negative (issue 48: a corpus about one place names it everywhere).",
+    ),
     max_examples: int | None = typer.Option(None, help="Train on the first this many examples (a smoke run)."),
     seed: int = typer.Option(0, help="Split and initialisation seed."),
 ):
@@ -561,7 +567,9 @@ def pruner(
     from verirag_lab.train.pruner_examples import guarded_question, guarded_texts, pruner_examples
 
     guard = TrainingGuard.for_data(data_dir())
-    examples = pruner_examples(data_dir(), seed=seed, guard=guard, retrieved=retrieved_negatives, docs=doc_windows)
+    examples = pruner_examples(
+        data_dir(), seed=seed, guard=guard, retrieved=retrieved_negatives, docs=doc_windows, same_place=same_place
+    )
     if max_examples is not None:
         examples = examples[:max_examples]
     guard.check(examples, question=guarded_question, texts=guarded_texts)
@@ -589,6 +597,7 @@ def pruner(
         data="NQ-open oracle + HotpotQA training questions"
         + (f" (+{retrieved_negatives} BM25 hard negatives per NQ question)" if retrieved_negatives else "")
         + (f" + {doc_windows} Debian documentation paragraphs" if doc_windows else "")
+        + (" + same-place negatives" if same_place else "")
         + "; instruct_qa_human questions and licence texts refused",
     )
     m = p.metrics_

@@ -21,6 +21,13 @@
   documentation files are, so the pruner also learns line fragments (a licence's sentences, as
   retrieved, are such fragments). A document is one question group, validated apart from the
   Wikipedia questions (`verirag.learned.pruner.validation_stratum`).
+- `same-place` (`same_place`; issue 48, what the demo showed): a question that names its passage's
+  title (NQ's gold title, a HotpotQA supporting title) is also given another training passage that
+  names its own title, with that title replaced by the question's (`transplant`): a passage about
+  the question's place that answers nothing (every sentence 0). The shipped pruner kept a demo page about the island's seabirds for a
+  question about the island's ferry (its title 0.79; 0.19 once the island's name was replaced):
+  every page of a corpus about one place names it, and nothing taught the pruner that naming the
+  question's place is not answering it. The donors are training passages only.
 
 Questions are held out by a hash of their text (`held_out`), so the benchmark of pruning
 (benchmarks/bench_prune.py) draws its questions from those the pruner never saw:
@@ -42,7 +49,7 @@ import textwrap
 from pathlib import Path
 
 from verirag.errors import InputError
-from verirag.learned.pruner import PrunerExample
+from verirag.learned.pruner import MIN_TITLE_CHARS, PrunerExample, as_words
 from verirag.learned.pruner_inputs import passage_sentences
 from verirag.retrieval.sentences import sentence_spans
 from verirag_lab.datasets._retrieved import contains_answer
@@ -181,6 +188,64 @@ def hotpotqa_examples(
     return out
 
 
+def transplant(text: str, title: str, place: str) -> str | None:
+    """`text` with every whole-word mention of `title` (case aside) replaced by `place`; None when it
+    names `title` nowhere."""
+    pattern = re.compile(r"(?<!\w)" + re.escape(title.strip()) + r"(?!\w)", re.IGNORECASE)
+    out, n = pattern.subn(lambda _m: place, text)
+    return out if n and title.strip() else None
+
+
+def names(text: str, title: str) -> bool:
+    """Whether `text` names `title` as whole words (case and punctuation aside), a title of at least
+    `MIN_TITLE_CHARS` characters."""
+    key = as_words(title)
+    return len(key.strip()) >= MIN_TITLE_CHARS and key in as_words(text)
+
+
+def same_place_examples(data_dir: str | Path, *, seed: int = 0) -> list[PrunerExample]:
+    """Per training question naming its passage's title, one other training passage moved to that
+    title (the module's `same-place`), every sentence 0. The donor is drawn at random from the
+    passages of the same dataset's training questions that name their own title (NQ's gold
+    passages, HotpotQA's supporting paragraphs): another topic, as a corpus about one place holds.
+    Not one of the question's own HotpotQA distractors: they were retrieved for the question, and
+    moved to its place they would read as its answer. Only questions `nq_examples` labels, so the
+    groups (and the validation split) are theirs."""
+    rng = random.Random(f"pruner-same-place:{seed}")
+    rows = [r for r in read_oracle(find_oracle_file(Path(data_dir))) if not held_out(r["question"], NQ_HELD_OUT)]
+    labelled = {e.group for e in nq_examples(data_dir, random_negative=False)}
+    nq = [
+        (r["question"], r["gold"][0], f"nq:{r['row']}", "nq-same-place")
+        for r in rows
+        if f"nq:{r['row']}" in labelled and names(r["question"], r["gold"][0])
+    ]
+    nq_donors = [(r["gold"][0], passage_sentences(r["gold"][1])) for r in rows]
+    hotpotqa, hotpotqa_donors = [], []
+    for r in hotpotqa_records(data_dir):
+        if held_out(r["question"], HOTPOTQA_HELD_OUT):
+            continue
+        gold = {t for t, _ in _supporting(r["supporting_facts"])}
+        for t, ss in r["context"]:
+            if str(t) in gold:
+                hotpotqa_donors.append((str(t), [s.strip() for s in ss if s.strip()]))
+        hotpotqa += [
+            (r["question"], t, f"hotpotqa:{r['_id']}", "hotpotqa-same-place")
+            for t in sorted(gold)
+            if names(r["question"], t)
+        ][:1]
+    out = []
+    for asked, donors in ((nq, nq_donors), (hotpotqa, hotpotqa_donors)):
+        donors = [(t, ss) for t, ss in donors if ss and transplant(" ".join(ss), t, "")]
+        for question, place, group, source in asked:
+            choices = [(t, ss) for t, ss in donors if as_words(t) != as_words(place)]
+            if not choices:
+                continue
+            title, sentences = choices[rng.randrange(len(choices))]
+            moved = tuple(transplant(s, title, place) or s for s in sentences)
+            out.append(PrunerExample(question, place, moved, (0,) * len(moved), group, source))
+    return out
+
+
 def doc_question(title: str, sentence: str, rng: random.Random) -> str | None:
     """A question about `sentence` naming some of its content words, in its order (None: too few)."""
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
@@ -262,10 +327,12 @@ def pruner_examples(
     guard: TrainingGuard | None = None,
     retrieved: int = 0,
     docs: int = 0,
+    same_place: bool = False,
 ) -> list[PrunerExample]:
     """The training (or, `held`, the held-out) examples, with `retrieved` BM25 hard negatives per
     NQ training question (`nq_retrieved_examples`) in place of its random negative and `docs`
-    documentation paragraphs' examples (`doc_examples`); training examples pass `guard` (by default
+    documentation paragraphs' examples (`doc_examples`), and with `same_place` the
+    `same_place_examples`; training examples pass `guard` (by default
     the data folder's), which counts what it refuses in `guard.refused`."""
     nq = nq_examples(data_dir, held=held, seed=seed, random_negative=held or not retrieved)
     examples = nq + hotpotqa_examples(data_dir, held=held, seed=seed)
@@ -275,6 +342,8 @@ def pruner_examples(
         examples += nq_retrieved_examples(data_dir, retrieved)
     if docs:
         examples += doc_examples(docs, seed=seed)
+    if same_place:
+        examples += same_place_examples(data_dir, seed=seed)
     guard = guard or TrainingGuard.for_data(data_dir)
     return guard.keep(examples, question=guarded_question, texts=guarded_texts)
 
