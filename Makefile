@@ -140,7 +140,7 @@ pruner: $(VENV)/.base $(VENV)/.lab $(VENV)/.doccorpus
 # A candidate (issue 48; data/pruner/candidates/same-place/): the shipped recipe with same-place
 # negatives (`pruner_examples.same_place_examples`: each training question that names its passage's
 # title also gets another training passage moved to that title, every sentence 0), 2 epochs at most
-# (the shipped recipe's best epoch was the second). About 80 minutes on 2 cores.
+# (the shipped recipe's best epoch was the second). 62 minutes on 2 cores; not kept (its README).
 pruner-same-place: $(VENV)/.base $(VENV)/.lab $(VENV)/.doccorpus
 	$(VENV)/bin/verirag train pruner $(PRUNER_RECIPE) --same-place --epochs 2 --out runs/pruner-same-place
 
