@@ -24,10 +24,11 @@
 - `same-place` (`same_place`; issue 48, what the demo showed): a question that names its passage's
   title (NQ's gold title, a HotpotQA supporting title) is also given another training passage that
   names its own title, with that title replaced by the question's (`transplant`): a passage about
-  the question's place that answers nothing (every sentence 0). The shipped pruner kept a demo page about the island's seabirds for a
-  question about the island's ferry (its title 0.79; 0.19 once the island's name was replaced):
-  every page of a corpus about one place names it, and nothing taught the pruner that naming the
-  question's place is not answering it. The donors are training passages only.
+  the question's place that answers nothing (every sentence 0). The shipped pruner kept a demo page
+  about the island's seabirds for a question about the island's ferry (its title 0.79; 0.19 once the
+  island's name was replaced): every page of a corpus about one place names it, and nothing taught
+  the pruner that naming the question's place is not answering it. The donors are training passages
+  only. Measured on 2026-12-02 and not kept (data/pruner/candidates/same-place/README.md).
 
 Questions are held out by a hash of their text (`held_out`), so the benchmark of pruning
 (benchmarks/bench_prune.py) draws its questions from those the pruner never saw:
