@@ -66,7 +66,7 @@ def test_the_readme_quotes_the_generated_cost():
     readme = (REPO / "README.md").read_text("utf-8")
     about = docs_numbers.value("verifier_s_about")
     quoted = re.findall(r"trained verifier: ~(\S+ s) an answer", readme) + re.findall(
-        r"verifier \(default, ~(\S+ s),", readme
+        r"verifier \(the default for answers you give it: ~(\S+ s),", readme
     )
     assert quoted == [about, about]
 
