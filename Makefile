@@ -92,16 +92,21 @@ test-fast: lint $(VENV)/.dev $(VENV)/.wordnet
 eval-small: $(VENV)/.models $(VENV)/.lab
 	$(VENV)/bin/verirag eval configs/awf-small.yaml --out runs/awf-small
 
-# Verifier v1 (data/verifier/candidates/v1, shipped until 2026-11-26; the shipped verifier starts from
-# it) again, from the committed labels and ../shared/data: the LLM-free answer swaps (about 80 s), then
-# every encoder layer fine-tuned and its update stored at rank 16 (an hour on one core of 2 shared with
-# another training run).
-# The swap labels (no LLM, minutes; remade each time), and the warm start's settings shared by the
-# shipped verifier's target and its candidates' (all 6 layers at a lower rate, one epoch, the update
-# stored at rank 32, the own-answer evaluation questions never trained on).
+# Verifier v1's recipe (data/verifier/candidates/v1, shipped until 2026-11-26) again, from the committed
+# labels and ../shared/data: the LLM-free answer swaps (about 80 s), then every encoder layer
+# fine-tuned and its update stored at rank 16 (an hour on one core of 2 shared with another training
+# run). Under today's guard it learns from fewer examples than v1 did (v1 predates the guard).
+# The swap labels: no LLM, minutes; remade each time.
 SWAP_LABELS = $(VENV)/bin/verirag label verifier --models none --recipes swap --n 0 --out runs/labels/swap.jsonl
-WARM_START = --train-layers 6 --compress-rank 32 --epochs 1 --max-length 128 --candidates 1 --joint \
-	--learning-rate 3e-5 --exclude-groups data/verifier/own_answers/groups.txt
+# Since 2026-12-02 a verifier starts from the packaged encoder: the training guard refuses to start
+# from one whose line was trained before the guard (v1, `warm` and the verifier shipped 2026-12-01,
+# which started from `warm`), as a warm start carries what they learned from held-out and own-answer
+# questions (verirag_lab.train.guard.start_refusal). The candidates below were warm-started from
+# `warm` (one epoch at 3e-5) when their READMEs' numbers were measured; their targets now train the
+# same data from the encoder (FROM_ENCODER: all 6 layers, 3 epochs at most, the best by validation
+# AUROC, the own-answer evaluation questions never trained on), about three times as long.
+FROM_ENCODER = --train-layers 6 --compress-rank 32 --epochs 3 --max-length 128 --candidates 1 --joint \
+	--learning-rate 5e-5 --exclude-groups data/verifier/own_answers/groups.txt
 VERIFIER_LABELS := runs/labels/swap.jsonl data/verifier/labels/qwen2.5-1.5b.jsonl data/verifier/labels/qwen2.5-0.5b.jsonl
 verifier-v1: $(VENV)/.base $(VENV)/.lab
 	$(SWAP_LABELS)
@@ -290,40 +295,28 @@ stack-no-judge: $(VENV)/.base $(VENV)/.lab
 	    --features verifier,logprob_min,logprob_mean,logprob_sum,k_precision \
 	    --out data/verifier/candidates/stack-no-judge/stack.json
 
-# The verifier shipped from 2026-11-26 to 2026-12-01 (data/verifier/candidates/warm/) again: v1 taught
-# issue 36's kinds of question without starting over (--init-from): all 6 of its layers go on learning,
-# at a lower rate, on a seeded sample of today's labels and issue 36's, the multi-hop and follow-up
-# labels listed twice (they are the fewest and the weakest); the update from the packaged encoder is
-# stored at rank 32 (v1's update, rank 16, and the new one). About 30 minutes on 2 quiet cores. Every
-# later candidate starts from it.
-.PHONY: verifier-warm
-verifier-warm: $(VENV)/.base $(VENV)/.lab issue36-labels runs/labels/issue36-docs-1200.jsonl
-	$(SWAP_LABELS)
-	$(VENV)/bin/verirag train verifier $(VERIFIER_LABELS) $(ISSUE36_TRAIN) runs/labels/issue36-qa.jsonl \
-	    --init-from data/verifier/candidates/v1 --max-examples 7000 $(WARM_START) --out runs/verifiers/warm
-
-# A candidate, not shipped (data/verifier/candidates/paraphrase/README.md): the shipped verifier
-# warm-started once more, on a seeded sample of 8,000 of the labels above with the paraphrase labels
+# A candidate, not shipped (data/verifier/candidates/paraphrase/README.md): `warm`'s data
+# once more, on a seeded sample of 8,000 of the labels above with the paraphrase labels
 # listed twice. About 38 minutes on 2 quiet cores.
 .PHONY: verifier-paraphrase
 verifier-paraphrase: $(VENV)/.base $(VENV)/.lab issue36-labels runs/labels/issue36-docs-1200.jsonl runs/labels/paraphrase.jsonl
 	$(SWAP_LABELS)
 	$(VENV)/bin/verirag train verifier $(VERIFIER_LABELS) $(ISSUE36_TRAIN) runs/labels/issue36-qa.jsonl \
 	    runs/labels/paraphrase.jsonl runs/labels/paraphrase.jsonl \
-	    --init-from data/verifier/candidates/warm --max-examples 8000 $(WARM_START) \
+	    --max-examples 8000 $(FROM_ENCODER) \
 	    --out runs/verifiers/paraphrase
 
-# A candidate (issue 47, item 4): the shipped verifier warm-started as `make verifier` trains it, with
+# A candidate (issue 47, item 4): the recipe of `make verifier`, with
 # changed-value negatives added (`--value-swaps 0.5`: half of the supported examples also give a copy
 # with one number or date, party or negation changed against their passages, `verirag_lab.train.value_swaps`).
 .PHONY: verifier-value-swaps
 verifier-value-swaps: $(VENV)/.base $(VENV)/.lab issue36-labels runs/labels/issue36-docs-1200.jsonl
 	$(SWAP_LABELS)
 	$(VENV)/bin/verirag train verifier $(VERIFIER_LABELS) $(ISSUE36_TRAIN) runs/labels/issue36-qa.jsonl \
-	    --init-from data/verifier/candidates/warm --max-examples 7000 $(WARM_START) --value-swaps 0.5 \
+	    --max-examples 7000 $(FROM_ENCODER) --value-swaps 0.5 \
 	    --out runs/verifiers/value-swaps
 
-# A candidate (issue 47): the shipped verifier warm-started as `make verifier` trains it, with the
+# A candidate (issue 47): the recipe of `make verifier`, with the
 # LLM-free multi-hop labels (multihop, evidence_removal, swap) of `hotpotqa_support`: HotpotQA questions
 # with their supporting sentences only, from a public snapshot (LightChen233/ECM, data/hotpotqa/
 # train.jsonl and test.json), read by path from the folder VERIRAG_HOTPOTQA_SUPPORT names (never copied here; what it
@@ -338,10 +331,10 @@ verifier-support: $(VENV)/.base $(VENV)/.lab issue36-labels runs/labels/issue36-
 	$(SWAP_LABELS)
 	$(VENV)/bin/verirag train verifier $(VERIFIER_LABELS) $(ISSUE36_TRAIN) runs/labels/issue36-qa.jsonl \
 	    runs/labels/support.jsonl \
-	    --init-from data/verifier/candidates/warm --max-examples 8000 $(WARM_START) \
+	    --max-examples 8000 $(FROM_ENCODER) \
 	    --out runs/verifiers/support
 
-# A candidate (issue 47): the shipped verifier warm-started as `make verifier` trains it, with the
+# A candidate (issue 47): the recipe of `make verifier`, with the
 # `choice` recipe's labels (every training question made a choice between its gold answer and another,
 # answered with each option) listed twice (data/verifier/candidates/choice/README.md). About 95
 # minutes on 2 cores shared with other work. The held-out pairs: runs/labels/choice.heldout.jsonl.
@@ -355,10 +348,10 @@ verifier-choice: $(VENV)/.base $(VENV)/.lab issue36-labels runs/labels/issue36-d
 	$(SWAP_LABELS)
 	$(VENV)/bin/verirag train verifier $(VERIFIER_LABELS) $(ISSUE36_TRAIN) runs/labels/issue36-qa.jsonl \
 	    runs/labels/choice.jsonl runs/labels/choice.jsonl \
-	    --init-from data/verifier/candidates/warm --max-examples 7000 $(WARM_START) \
+	    --max-examples 7000 $(FROM_ENCODER) \
 	    --out runs/verifiers/choice
 
-# A candidate (issue 47): the shipped verifier warm-started as `make verifier` trains it, with the
+# A candidate (issue 47): the recipe of `make verifier`, with the
 # `choice` and `subject` recipes' labels listed twice (the question asked of another entity the
 # passages tell about, the same answer: unsupported). The held-out pairs: runs/labels/subject.heldout.jsonl.
 .PHONY: verifier-subject
@@ -367,23 +360,23 @@ verifier-subject: $(VENV)/.base $(VENV)/.lab issue36-labels runs/labels/issue36-
 	$(SWAP_LABELS)
 	$(VENV)/bin/verirag train verifier $(VERIFIER_LABELS) $(ISSUE36_TRAIN) runs/labels/issue36-qa.jsonl \
 	    runs/labels/choice.jsonl runs/labels/choice.jsonl runs/labels/subject.jsonl runs/labels/subject.jsonl \
-	    --init-from data/verifier/candidates/warm --max-examples 7000 $(WARM_START) \
+	    --max-examples 7000 $(FROM_ENCODER) \
 	    --out runs/verifiers/subject
 
-# Candidates (issue 47, item 1; data/verifier/candidates/distill/README.md): the shipped verifier
-# warm-started as `make verifier` trains it, on the committed distillation answers beside a seeded
-# replay of 4,000 labelled records of the labels it was trained on, about as many (without that
-# replay, --max-examples would sample the distilled answers away). DISTILL_TARGET: gold (the gold
-# grade), soft (the LLM judge's score), judge or agree (verirag_lab.train.distill_targets). About 30
-# minutes on 2 quiet cores. (Until 2026-11-30 the replay drew 4,000 lines, skip lines among them, and
+# Candidates (issue 47, item 1; data/verifier/candidates/distill/README.md): a verifier trained
+# from the encoder (FROM_ENCODER) on the committed distillation answers beside a seeded
+# replay of 4,000 labelled records of `warm`'s labels, about as many (without that replay,
+# --max-examples would sample the distilled answers away). DISTILL_TARGET: gold (the gold grade),
+# soft (the LLM judge's score), judge or agree (verirag_lab.train.distill_targets). About 30 minutes
+# on 2 quiet cores when it was warm-started (one epoch); three epochs from the encoder take longer. (Until 2026-11-30 the replay drew 4,000 lines, skip lines among them, and
 # the distillation was listed twice: see the candidates' README.) DISTILL_OPTS adds training options
 # (e.g. --value-swaps 0.5, the changed-value negatives), DISTILL_NAME names the output folder.
 DISTILL_TARGET ?= gold
 DISTILL_OPTS ?=
 DISTILL_NAME ?= distill2-$(DISTILL_TARGET)
 DISTILL_TRAIN = $(VENV)/bin/verirag train verifier runs/labels/replay-labelled-4000.jsonl \
-	runs/labels/distill-committed.jsonl --init-from data/verifier/candidates/warm --max-examples 20000 \
-	$(WARM_START) --distill-target $(DISTILL_TARGET) $(DISTILL_OPTS)
+	runs/labels/distill-committed.jsonl --max-examples 20000 \
+	$(FROM_ENCODER) --distill-target $(DISTILL_TARGET) $(DISTILL_OPTS)
 .PHONY: verifier-distill distill-train-inputs
 # what every distillation candidate trains on: the seeded replay and the committed distillation, unpacked
 distill-train-inputs: $(VENV)/.base $(VENV)/.lab issue36-labels runs/labels/issue36-docs-1200.jsonl
@@ -398,10 +391,10 @@ verifier-distill: distill-train-inputs
 	$(DISTILL_TRAIN) --out runs/verifiers/$(DISTILL_NAME)
 
 # The shipped verifier (src/verirag/learned/shipped/verifier/, shipped 2026-12-01; until then the
-# candidate `distill3-gold-vs`) again: the candidate recipe above with the gold target and the
-# changed-value negatives, warm-started from the verifier shipped before it. About 30 minutes on 2
-# quiet cores (it was trained on the first 3,215 distillation records, all there were; with more
-# committed it learns from more). Copy runs/verifiers/shipped over the shipped one, rescore the committed own answers with
+# candidate `distill3-gold-vs`): the candidate recipe above with the gold target and the
+# changed-value negatives. It was warm-started from `warm` (about 30 minutes on 2 quiet cores, the
+# first 3,215 distillation records); the guard now refuses that start, so this target trains the
+# recipe from the encoder on all the committed records: the next shipped verifier, not this one. Copy runs/verifiers/shipped over the shipped one, rescore the committed own answers with
 # it (benchmarks/rescore_own_answers.py), refit the band (make cascade) and the stack: its fold
 # verifiers (make verifier-folds, about 50 minutes), then
 # make stack STACK_CROSS_FIT="runs/verifiers/shipped-fold0 runs/verifiers/shipped-fold1".

@@ -6,6 +6,7 @@ encoder fingerprint, the `verifier` predictor through build_method and Pipeline.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,6 +17,8 @@ from verirag.learned.verifier_inputs import word_token_counts, words_that_fit
 from verirag.retrieval.sentences import split_sentences
 from verirag_lab.train.verifier import read_examples_jsonl, train_verifier
 from verirag_lab.train.verifier_examples import VerifierExample
+
+REPO = Path(__file__).resolve().parents[1]
 
 THINGS = ["boat", "house", "kite", "lamp", "hat", "car", "bike", "door", "fence", "chair", "cup", "bag"]
 NAMES = ["Anna", "Boris", "Chen", "Dara", "Emil", "Fatima", "Goran", "Hana", "Ivo", "Jun", "Kira", "Luis"]
@@ -329,6 +332,42 @@ def test_train_verifier_takes_any_reader(tmp_path, monkeypatch):
 
     v = train_verifier(tmp_path / "records", read=reader, verifier=toy_verifier(epochs=1, val_share=0.34))
     assert seen == [tmp_path / "records"] and v.provenance["label_summary"]["groups"] == 6
+
+
+def test_a_warm_start_is_refused_unless_its_whole_line_was_trained_under_the_guard(tmp_path, monkeypatch):
+    """What a network learned from held-out questions stays in the weights a warm start copies, so
+    `train_verifier` starts only from a verifier that records a guarded line (issue 47, item 6);
+    the verifiers trained before the guard (v1, `warm`, and the shipped one, started from `warm`) do not."""
+    from tests.test_verifier_guard import guard_data
+    from verirag_lab.train.guard import LINEAGE_KEY, start_refusal
+
+    guard_data(tmp_path, monkeypatch)
+    first = train_verifier("x", read=lambda _: iter(toy_examples(12)), verifier=toy_verifier(epochs=1, val_share=0.34))
+    assert first.provenance[LINEAGE_KEY] is True
+    first.save(tmp_path / "guarded")
+    meta = json.loads((tmp_path / "guarded" / "verifier.json").read_text())
+    del meta["provenance"][LINEAGE_KEY]
+    (tmp_path / "old").mkdir()
+    for f in (tmp_path / "guarded").iterdir():
+        (tmp_path / "old" / f.name).write_bytes(f.read_bytes())
+    (tmp_path / "old" / "verifier.json").write_text(json.dumps(meta))
+
+    with pytest.raises(InputError, match="refusing to start from .*before the evaluation-data guard"):
+        train_verifier(
+            "x",
+            read=lambda _: iter(toy_examples(12)),
+            verifier=toy_verifier(epochs=1, val_share=0.34, init_from=str(tmp_path / "old")),
+        )
+    again = train_verifier(
+        "x",
+        read=lambda _: iter(toy_examples(12, start=20)),
+        verifier=toy_verifier(epochs=1, val_share=0.34, init_from=str(tmp_path / "guarded")),
+    )
+    assert again.provenance[LINEAGE_KEY] is True and again.warm_start_["path"] == str(tmp_path / "guarded")
+    assert "cannot read" in start_refusal(tmp_path / "absent")
+    for trained_before_the_guard in ("data/verifier/candidates/v1", "data/verifier/candidates/warm"):
+        assert "before the evaluation-data guard" in start_refusal(REPO / trained_before_the_guard)
+    assert start_refusal(REPO / "src/verirag/learned/shipped/verifier") is not None  # started from `warm`
 
 
 # ---- the predictor ----------------------------------------------------------------------------

@@ -93,3 +93,38 @@ def test_the_shipped_data_holds_no_evaluation_question(shared_data):
     examples = pruner_examples(shared_data, guard=guard)
     assert guard.refused.get("instruct_qa_human question", 0) > 0  # the first pruner read 65 of them
     assert not any(question_key(e.question) in guard.questions for e in examples)
+
+
+def test_the_forecaster_trust_filter_and_lookback_fit_only_what_the_guard_allows(tmp_path, monkeypatch):
+    """The parts a user may also fit on their own data (issue 47, item 6): with a benchmark folder,
+    its instruct_qa_human questions are refused; without one, licence texts still are."""
+    from tests.test_train_trust_calibration import examples, pooled_index
+    from tests.test_verifier_guard import guard_data
+    from verirag.types import Passage
+    from verirag_lab.train.forecaster import pairs, training_records
+    from verirag_lab.train.forecaster_labels import LabelRecord
+    from verirag_lab.train.trust_calibration import calibrate_retrieval
+
+    def record(i: int, question: str, text: str) -> LabelRecord:
+        return LabelRecord(f"k{i}", f"q{i}", f"g{i}", question, ["x"], f"d{i}", "T", text, 0, 1.0, "m", label=i % 2)
+
+    records = [
+        record(0, "Who is nobody?", "Nobody is a sailor."),  # the toy folder's instruct_qa_human question
+        record(1, "Where is Cape Arrow?", "This program comes WITHOUT ANY WARRANTY."),
+        record(2, "Where is Cape Arrow?", "Cape Arrow is on the west coast."),
+        record(3, "When was it built?", "It was built in 1874."),
+    ]
+    monkeypatch.delenv("VERIRAG_DATA_DIR", raising=False)
+    guard = TrainingGuard.for_training()  # no benchmark folder: the licence texts alone
+    assert [r.key for r in training_records(records, guard)] == ["k0", "k2", "k3"]
+    guard_data(tmp_path, monkeypatch)
+    guard = TrainingGuard.for_training()
+    assert [r.key for r in training_records(records, guard)] == ["k2", "k3"]
+    assert guard.refused == {"instruct_qa_human question": 1, "licence text": 1}
+    q, _, y, _ = pairs(records)
+    assert q == ["Where is Cape Arrow?", "When was it built?"] and y == [0, 1]
+
+    exs = examples()
+    exs[0].passages = [Passage("gpl", "This program comes WITHOUT ANY WARRANTY.", title="x"), *exs[0].passages]
+    cal = calibrate_retrieval(exs, pooled_index(), k=3, alpha=0.2)
+    assert cal.skipped == {"refused as evaluation data (licence text)": 1}

@@ -12,11 +12,22 @@ from typing import Any
 from verirag.errors import InputError
 from verirag.learned.forecaster import Forecaster, ForecasterBase, pair_text
 from verirag_lab.train.forecaster_labels import MODES, LabelRecord, LabelSet
+from verirag_lab.train.guard import TrainingGuard, refused_line
 
 
-def pairs(records: Sequence[LabelRecord]) -> tuple[list[str], list[str], list[int], list[str]]:
-    """(queries, documents, labels, groups) of the labelled records (failed ones have no label)."""
-    rs = [r for r in records if r.label is not None]
+def training_records(records: Sequence[LabelRecord], guard: TrainingGuard | None = None) -> list[LabelRecord]:
+    """The records a forecaster may learn from: those with a label (failed ones have none), without
+    any the training guard refuses (an instruct_qa_human question, a licence text), counted in
+    `guard.refused`."""
+    guard = guard if guard is not None else TrainingGuard.for_training()
+    return guard.keep([r for r in records if r.label is not None], lambda r: r.question, lambda r: [r.doc_text])
+
+
+def pairs(
+    records: Sequence[LabelRecord], guard: TrainingGuard | None = None
+) -> tuple[list[str], list[str], list[int], list[str]]:
+    """(queries, documents, labels, groups) of the `training_records`."""
+    rs = training_records(records, guard)
     return (
         [r.question for r in rs],
         [pair_text(r.doc_title, r.doc_text) for r in rs],
@@ -35,9 +46,12 @@ def train_forecaster(
 ) -> ForecasterBase:
     """Fit `forecaster` (default settings when None) on the records' labelled pairs. One class
     only, or fewer than two questions, is an InputError that says what to do."""
-    q, d, y, g = pairs(records)
+    guard = TrainingGuard.for_training()
+    q, d, y, g = pairs(records, guard)
     if not y:
-        raise InputError("no labelled pair to train on (every pair failed: see the label file's errors)")
+        raise InputError(
+            f"no labelled pair to train on (failed pairs: see the label file's errors; {refused_line(guard)})"
+        )
     if len(set(y)) < 2:
         raise InputError(
             f"every labelled pair has label {y[0]}: a forecaster needs both correct and incorrect "
@@ -45,7 +59,7 @@ def train_forecaster(
         )
     f = forecaster or Forecaster()
     f.fingerprints.update({k: v for k, v in (fingerprints or {}).items() if v})
-    f.provenance = dict(provenance or {})
+    f.provenance = {**(provenance or {}), "refused_as_evaluation_data": dict(sorted(guard.refused.items()))}
     return f.fit(q, d, y, g, progress=progress)
 
 

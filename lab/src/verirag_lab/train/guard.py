@@ -10,6 +10,13 @@ These are evaluation data here, whatever a command line says:
   (`verifier_labels.heldout`): held-out and own-answer questions, man pages, the Info manuals kept
   for the final table, a held-out question's evidence or answers (`heldout_index.HeldOutIndex`).
 
+- for the parts a user may also fit on data of their own (CalibRAG's forecaster, the conformal trust
+  filter, the lookback classifier), `for_training`: the instruct_qa_human questions of the benchmark
+  folder where $VERIRAG_DATA_DIR names one that holds them, and the licence texts always;
+- for a verifier trained from another (`--init-from`), the verifier it starts from: its whole line
+  must have been trained under this guard (`LINEAGE_KEY` in its provenance, `start_refusal`), since
+  what a network learned from evaluation questions stays in the weights a warm start copies.
+
 `TrainingGuard.refusal(question, texts)` names why an example is refused (None: allowed);
 `TrainingGuard.keep(...)` filters a list and counts what it dropped, so a training command reports
 the count instead of silently shrinking its data.
@@ -17,6 +24,8 @@ the count instead of silently shrinking its data.
 
 from __future__ import annotations
 
+import functools
+import json
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -36,6 +45,9 @@ LICENCE_WORDING = re.compile(
     re.IGNORECASE,
 )
 T = TypeVar("T")
+# a trained verifier's provenance key: True when it and every verifier it started from were trained
+# under this guard (missing: trained before it, or from such a verifier)
+LINEAGE_KEY = "guarded_lineage"
 
 
 def _words(text: str) -> list[str]:
@@ -46,6 +58,7 @@ def _shingles(words: Sequence[str]) -> Iterable[tuple[str, ...]]:
     return (tuple(words[i : i + SHINGLE]) for i in range(max(0, len(words) - SHINGLE + 1)))
 
 
+@functools.lru_cache(maxsize=4)  # every guard of a process reads the same files
 def licence_shingles(folder: Path = LICENCE_DIR) -> frozenset[tuple[str, ...]]:
     """Every `SHINGLE`-word run of the licence files under `folder` (empty where it is absent)."""
     out: set[tuple[str, ...]] = set()
@@ -80,6 +93,18 @@ class TrainingGuard:
         guard = cls.for_data(data_root, licence_dir)
         guard.heldout = HeldOutIndex.build(data_root, doc_root)
         return guard
+
+    @classmethod
+    def for_training(cls, licence_dir: Path = LICENCE_DIR) -> TrainingGuard:
+        """`for_data`'s guard of $VERIRAG_DATA_DIR where it holds instruct_qa_human; elsewhere (a
+        user's own examples, no benchmark folder) the licence texts' alone: there is then no
+        benchmark question to refuse."""
+        from verirag.settings import settings
+        from verirag_lab.datasets.registry import dataset_info
+
+        root = settings().data_dir
+        held = root is not None and (Path(root) / (dataset_info("instruct_qa_human").default or "")).is_dir()
+        return cls.for_data(root, licence_dir) if held else cls(frozenset(), licence_shingles(licence_dir))
 
     def is_licence_text(self, text: str) -> bool:
         if text not in self._licence_seen:
@@ -139,3 +164,26 @@ class TrainingGuard:
     def check(self, items: Iterable[T], question: Callable[[T], str], texts: Callable[[T], Iterable[str]]) -> None:
         """Raise `InputError` if any of `items` is refused: the last check before fitting."""
         self.check_by(items, lambda item: self.refusal(question(item), texts(item)), question)
+
+
+def refused_line(guard: TrainingGuard) -> str:
+    """What `guard` refused, by reason, for a command's output."""
+    return ", ".join(f"{n} {why}" for why, n in sorted(guard.refused.items())) or "nothing refused"
+
+
+def start_refusal(folder: str | Path, meta_file: str = "verifier.json") -> str | None:
+    """Why the saved verifier in `folder` may not be a training run's starting point, or None: it
+    must record that it and its whole line were trained under this guard (`LINEAGE_KEY`)."""
+    path = Path(folder) / meta_file
+    try:
+        provenance = json.loads(path.read_text("utf-8")).get("provenance") or {}
+    except (OSError, ValueError, AttributeError) as exc:
+        return f"cannot read {path} to check where it was trained: {exc}"
+    if provenance.get(LINEAGE_KEY) is True:
+        return None
+    return (
+        f"{folder} (or a verifier it started from) was trained before the evaluation-data guard, on "
+        "examples of held-out and evaluation questions, and a warm start would carry what it learned "
+        "from them: train from the packaged encoder (no --init-from) or from a verifier trained under "
+        "the guard"
+    )

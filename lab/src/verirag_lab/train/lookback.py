@@ -37,6 +37,7 @@ from verirag.learned.lookback_classifier import LookbackClassifier
 from verirag.learned.splits import split_by_group
 from verirag.llm.base import ATTENTIONS
 from verirag.llm.lookback import LookbackRatios
+from verirag_lab.train.guard import TrainingGuard
 
 LABELS = ("faithful", "correct", "judge")
 TEST_SHARE = 0.4  # the paper's 3:2 train:validation split
@@ -282,11 +283,16 @@ def collect_samples(
             ):
                 examples[(d["name"], ex.id)] = ex
     samples = []
+    guard = TrainingGuard.for_training()  # a sample of evaluation data is kept, with why it is not fitted on
     for r in records:
         ex = examples.get((r.dataset, r.example_id))
         if ex is None:
             s = LookbackSample(
                 r.dataset, r.example_id, r.group, None, None, error="the example is not in the run's dataset any more"
+            )
+        elif (why := guard.refusal(ex.question, [p.text for p in ex.passages])) is not None:
+            s = LookbackSample(
+                r.dataset, r.example_id, r.group, None, None, error=f"refused as evaluation data ({why})"
             )
         else:
             s = _sample(r, ex, generator, att, label, judge)

@@ -20,6 +20,7 @@ from verirag.errors import InputError
 from verirag.learned.splits import split_by_group
 from verirag.learned.trust_filter import ConformalTrustFilter, label_chunks
 from verirag.types import Example, Passage
+from verirag_lab.train.guard import TrainingGuard
 
 
 def reference_sources(ex: Example) -> list[str]:
@@ -144,7 +145,10 @@ def calibrate_retrieval(
     """Retrieve the top `k` for each question from `index`, label the chunks (paper eq. 1) and fit."""
     if k < 1:
         raise InputError(f"k must be at least 1, got {k}")
+    guard = TrainingGuard.for_training()  # evaluation data is never calibrated on
+    examples = guard.keep(examples, lambda e: e.question, lambda e: [p.text for p in e.passages])
     skipped, hits, chunks, refs, sources = _prepare(examples, index, k)
+    skipped.update({f"refused as evaluation data ({why})": n for why, n in guard.refused.items()})
     if not hits:
         raise InputError(
             f"no question with both a reference answer and its source: nothing to calibrate on (skipped: {skipped})"

@@ -22,7 +22,9 @@ Whatever the files and options, every example passes `verirag_lab.train.guard.Tr
 (instruct_qa_human questions, licence texts, the held-out split: held-out and own-answer questions,
 man pages, the final test's Info manuals, a held-out question's evidence or answers): compact records
 by what they name before they are resolved, every example by its group and text; what it refuses
-is counted in the provenance (`refused_as_evaluation_data`), never trained or validated on.
+is counted in the provenance (`refused_as_evaluation_data`), never trained or validated on. A
+verifier started from another (`init_from`) is refused unless that one's whole line was trained
+under the guard (`guard.start_refusal`); what it trains records so (`guard.LINEAGE_KEY`).
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from verirag_lab.datasets import data_dir
 from verirag_lab.train.cross_fit import FOLDS, hold_out_fold
 from verirag_lab.train.cross_fit import PROVENANCE_KEY as CROSS_FIT_KEY
 from verirag_lab.train.distill_targets import check_mode, distill_targets
-from verirag_lab.train.guard import TrainingGuard
+from verirag_lab.train.guard import LINEAGE_KEY, TrainingGuard, refused_line, start_refusal
 from verirag_lab.train.value_swaps import KINDS as VALUE_SWAP_KINDS
 from verirag_lab.train.value_swaps import value_swap_negatives
 from verirag_lab.train.verifier_examples import SUPPORTED, UNSUPPORTED, VerifierExample
@@ -199,11 +201,6 @@ def read_groups(path: str | Path) -> set[str]:
     return groups
 
 
-def refused_line(guard: TrainingGuard) -> str:
-    """What `guard` refused, by reason, for a command's output."""
-    return ", ".join(f"{n} {why}" for why, n in sorted(guard.refused.items())) or "nothing refused"
-
-
 def train_verifier(
     labels: str | Path | Sequence[str | Path],
     *,
@@ -235,6 +232,8 @@ def train_verifier(
     labels, their summary, what the guard refused, the fold held out and the command."""
     check_mode(distill_target)  # before minutes of reading
     v = verifier or TrainedVerifier()
+    if v.init_from is not None and (why := start_refusal(v.init_from)) is not None:
+        raise InputError(f"refusing to start from {v.init_from}: {why}")
     paths = [Path(labels)] if isinstance(labels, (str, Path)) else [Path(p) for p in labels]
     if not paths:
         raise InputError("no labels file given")
@@ -262,6 +261,7 @@ def train_verifier(
         **({"distill_target": distilled} if distilled["distilled"] else {}),
         **({CROSS_FIT_KEY: held_out} if held_out is not None else {}),
         "refused_as_evaluation_data": dict(sorted(guard.refused.items())),
+        LINEAGE_KEY: True,  # the guard above, and the start's line (checked before reading)
         "guard_notes": list(guard.heldout.notes) if guard.heldout is not None else [],
     }
     return v.fit(examples, progress=progress, on_epoch=on_epoch)

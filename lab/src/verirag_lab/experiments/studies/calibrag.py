@@ -248,16 +248,17 @@ def train_all(cfg: CalibragStudyConfig, labels, llm, out_dir: Path, stage) -> di
     """CalibRAG's forecaster, the relevance cross-encoder and the probe (loaded when a folder
     holds one trained on the same pairs)."""
     from verirag.learned.forecaster import Forecaster, data_fingerprint, load_forecaster
-    from verirag_lab.train.forecaster import pairs
+    from verirag_lab.train.forecaster import pairs, training_records
 
     t = cfg.train
-    q, d, y, g = pairs(labels.records)
+    kept = training_records(labels.records)  # without evaluation data (verirag_lab.train.guard)
+    q, d, y, g = pairs(kept)
     if len(set(y)) < 2:
         raise InputError(
             f"every labelled training pair has label {y[0] if y else None}: nothing to learn "
             "(more training questions, a larger k, or the other labelling mode)"
         )
-    rel = [relevance_label(r.doc_text, r.references) for r in labels.records if r.label is not None]
+    rel = [relevance_label(r.doc_text, r.references) for r in kept]
 
     def trained(folder: str, labels_: list[int], make, q_=q, d_=d, g_=g):
         path = out_dir / folder
