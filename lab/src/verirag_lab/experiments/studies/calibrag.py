@@ -249,10 +249,12 @@ def train_all(cfg: CalibragStudyConfig, labels, llm, out_dir: Path, stage) -> di
     holds one trained on the same pairs)."""
     from verirag.learned.forecaster import Forecaster, data_fingerprint, load_forecaster
     from verirag_lab.train.forecaster import pairs, training_records
+    from verirag_lab.train.guard import TrainingGuard
 
     t = cfg.train
-    kept = training_records(labels.records)  # without evaluation data (verirag_lab.train.guard)
-    q, d, y, g = pairs(kept)
+    guard = TrainingGuard.for_training()  # one guard: the evaluation questions are read once
+    kept = training_records(labels.records, guard)  # without evaluation data
+    q, d, y, g = pairs(kept, guard)
     if len(set(y)) < 2:
         raise InputError(
             f"every labelled training pair has label {y[0] if y else None}: nothing to learn "
