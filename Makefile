@@ -261,14 +261,15 @@ distill-labels: $(VENV)/.models $(VENV)/.lab
 	    --n 3000 --split train --judge-full-every 5 --out runs/labels/distill.jsonl
 
 # The same recipe over the `hotpotqa_support` source's training questions (multi-hop questions with
-# their supporting sentences, read from $$VERIRAG_HOTPOTQA_SUPPORT: docs/how-to/train.md says how to
-# make that folder): 1,947 answers planned, about 12 s each on 2 quiet cores. Same output file, so
-# the committed file holds both; resumable the same way.
+# their supporting sentences, read from $$VERIRAG_HOTPOTQA_SUPPORT: scripts/make_support_folder.sh
+# makes that folder): about 12 s an answer on 2 quiet cores, 1.5 answers a question. ECM's files gave
+# 1,294 training questions (1,947 answers, committed by 2026-12-01); the folder of 2026-12-02 holds
+# 3,161. Same output file, so the committed file holds both; resumable the same way.
 .PHONY: distill-labels-support
 distill-labels-support: $(VENV)/.models $(VENV)/.lab
 	@[ -n "$$VERIRAG_HOTPOTQA_SUPPORT" ] || { echo "set VERIRAG_HOTPOTQA_SUPPORT (docs/how-to/train.md)" >&2; exit 2; }
 	$(VENV)/bin/verirag label verifier --models qwen2.5-1.5b --recipes distill --datasets hotpotqa_support \
-	    --n 3000 --split train --judge-full-every 5 --out runs/labels/distill.jsonl
+	    --n 4000 --split train --judge-full-every 5 --out runs/labels/distill.jsonl
 
 # The shipped stacked verifier (src/verirag/learned/shipped/stack.json, what `vanilla+stacked` reads):
 # the shipped verifier's score beside qwen2.5-1.5b's token log-probabilities, K-Precision and

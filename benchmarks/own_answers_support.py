@@ -19,6 +19,10 @@ place of distractors at positions drawn from the question's id, `k` paragraphs i
         --out runs/own-answers-support/examples.jsonl
     VERIRAG_DATA_DIR=../shared/data verirag eval configs/own-answers-support.yaml --out runs/own-answers-support/run
 
+The committed set (own-answers-support-qwen2.5-1.5b) was written from ECM's two files alone
+(`scripts/make_support_folder.sh DIR ecm`): a folder with more questions draws other BM25
+distractors, so rebuild its passages from that folder.
+
 The JSONL holds benchmark text: it stays under runs/, never committed; the run's export does
 (`benchmarks/verifier_own_answers.py RUN --export DIR`: ids, answers, scores).
 """

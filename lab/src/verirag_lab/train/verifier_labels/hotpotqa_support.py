@@ -10,6 +10,10 @@ copied:
 
     {"question", "answer", "type", "evidence": ["Title | sentence" or "sentence", ...]}
 
+Files of HotpotQA, 2WikiMultihopQA and MuSiQue in their own formats may sit beside them: their
+supporting sentences are read the same way (`support_rows`). `scripts/make_support_folder.sh` makes
+the folder from the public snapshots used here.
+
 - passages: a question's sentences of one title form one paragraph; untitled sentences are a
   paragraph each (title ""), so recipes that need a title skip them;
 - distractors: other questions' supporting paragraphs, the most similar by BM25 first, as NQ's;
@@ -38,18 +42,21 @@ from verirag_lab.datasets._io import read_records
 from verirag_lab.datasets.hotpotqa import hotpotqa_files, read_hotpotqa_path
 from verirag_lab.train.verifier_labels.exclusion import question_key
 from verirag_lab.train.verifier_labels.heldout_index import group_reason, normalised
+from verirag_lab.train.verifier_labels.support_rows import TITLE_SEPARATOR, row_format, support_row
 
 NAME = "hotpotqa_support"
 FOLDER_ENV = "VERIRAG_HOTPOTQA_SUPPORT"
-TITLE_SEPARATOR = " | "
 
 
 def support_folder(data_root: Path) -> Path:
     return Path(os.environ.get(FOLDER_ENV) or Path(data_root) / NAME)
 
 
-def read_rows(folder: Path) -> list[dict]:
-    """Every record of the folder's HotpotQA-style files (JSON arrays or JSON lines), in name order."""
+def read_rows(folder: Path) -> list[dict | None]:
+    """Every record of the folder's files (JSON arrays or JSON lines) as a support row (`support_rows`;
+    None: it names no supporting sentence): the support-format rows first, then the others, each in
+    file-name order. A question found twice keeps its first row, so records made from the support
+    files alone read the same passages when other formats' files are added beside them."""
     if not folder.is_dir():
         raise InputError(
             f"{NAME}: no folder {folder}; set ${FOLDER_ENV} to a folder of HotpotQA files with supporting "
@@ -58,7 +65,8 @@ def read_rows(folder: Path) -> list[dict]:
     rows = [record for f in hotpotqa_files(folder) for _, record in read_records(f)]
     if not rows:
         raise InputError(f"{NAME}: no records in {folder}")
-    return rows
+    native = [row for row in rows if row_format(row) == "support"]
+    return native + [support_row(row) for row in rows if row_format(row) != "support"]
 
 
 def paragraphs(evidence: list[str]) -> list[tuple[str, list[str]]]:
@@ -113,6 +121,9 @@ def load_hotpotqa_support(data_root: Path):
     questions, passages = {}, {}
     evidence_of, evidence_ids, banned, unusable = {}, {}, set(), 0
     for row in rows:
+        if row is None:
+            unusable += 1
+            continue
         text, answer = str(row.get("question", "")).strip(), str(row.get("answer", "")).strip()
         paras = paragraphs(list(row.get("evidence") or []))
         qid = question_id(text)
