@@ -85,6 +85,15 @@ def held_out_questions(source) -> list:
     return sorted(held, key=lambda q: q.id)
 
 
+def run_groups(folder: Path) -> set[str]:
+    """The question groups of a run export (its results.jsonl rows' `group`)."""
+    path = Path(folder) / "results.jsonl"
+    if not path.is_file():
+        raise SystemExit(f"--skip-run: no {path}")
+    rows = (json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
+    return {str(r["group"]) for r in rows if r.get("group")}
+
+
 def main(argv: list[str] | None = None) -> int:
     from verirag_lab.datasets import data_dir
     from verirag_lab.train.verifier_labels.sources import load_sources
@@ -92,9 +101,17 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, required=True, help="the JSONL to write (under runs/: it holds benchmark text)")
     ap.add_argument("--passages", type=int, default=PASSAGES, help="paragraphs an answer reads")
+    ap.add_argument(
+        "--skip-run",
+        type=Path,
+        action="append",
+        default=[],
+        help="a committed run export (results.jsonl inside) whose questions are left out: a second set",
+    )
     args = ap.parse_args(argv)
     source = load_sources(data_dir(), [DATASET])[DATASET]
-    held = held_out_questions(source)
+    skipped = set().union(*(run_groups(d) for d in args.skip_run))
+    held = [q for q in held_out_questions(source) if q.id not in skipped]
     rows, short = [], 0
     for q in held:
         pair = twins(source, q, args.passages)
@@ -103,7 +120,8 @@ def main(argv: list[str] | None = None) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     print(
-        f"{len(held)} held-out questions of {len(source.questions)} usable ({source.unusable} left out by the "
+        (f"{len(skipped)} questions of --skip-run left out; " if skipped else "")
+        + f"{len(held)} held-out questions of {len(source.questions)} usable ({source.unusable} left out by the "
         f"source); {len(rows)} answers to make ({short} questions without enough distractors) -> {args.out}"
     )
     return 0

@@ -65,3 +65,18 @@ def test_the_eval_reads_the_rows_as_twins(tmp_path):
     assert (unanswerable.id, unanswerable.answerable, unanswerable.group) == ("abc:unanswerable", False, "abc")
     assert answerable.answerable is True and answerable.references == ["Ada"] and len(answerable.passages) == 8
     assert {p.title for p in answerable.passages} >= {"G0", "G1"}
+
+
+def test_a_second_set_leaves_out_the_questions_of_a_committed_run(tmp_path):
+    bench = load_benchmark("own_answers_support")
+    run = tmp_path / "run"
+    run.mkdir()
+    rows = [{"group": "q1", "example_id": "q1:answerable"}, {"group": "q1"}, {"group": "q2"}, {"example_id": "x"}]
+    (run / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    assert bench.run_groups(run) == {"q1", "q2"}
+    try:
+        bench.run_groups(tmp_path / "nowhere")
+    except SystemExit as e:
+        assert "results.jsonl" in str(e)
+    else:
+        raise AssertionError("a missing export must stop the writer")
