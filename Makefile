@@ -406,6 +406,13 @@ verifier:
 verifier-folds:
 	$(MAKE) verifier-distill-folds $(SHIPPED_DISTILL)
 
+# Candidate `contrast` (data/verifier/candidates/contrast/README.md): the recipe above with a pairwise
+# term that ranks each supported answer above its changed copy, the two in one batch (issue 47's
+# changed parties: the copies alone, as negatives, did not move them).
+.PHONY: verifier-contrast
+verifier-contrast:
+	$(MAKE) verifier-distill DISTILL_TARGET=gold DISTILL_OPTS="--value-swaps 0.5 --contrast 1.0" DISTILL_NAME=contrast
+
 # The same candidate once per fold of the distillation's question groups, each holding its fold out
 # (every example of those questions, any recipe): their out-of-sample scores fit the stack
 # (make stack STACK_VERIFIER=runs/verifiers/NAME STACK_CROSS_FIT="runs/verifiers/NAME-fold0 ...-fold1";

@@ -38,7 +38,8 @@ Fitted state: `best_epoch_`, `history_` (per epoch: train_loss, val_loss, val_au
 `temperature_`, `metrics_` (AUROC, ECE, Brier, NLL on the validation groups, after calibration),
 `n_train_`, `n_val_`, `label_balance_`, `window_` (tokens of a pair), `sentence_labels_ignored_`
 (examples whose sentence labels did not match the answer's sentences), `questions_too_long_`
-(examples left out: the question alone filled the window), `adapter_sha256_`, `adapter_bytes_`.
+(examples left out: the question alone filled the window), `contrast_pairs_` (changed copies trained
+beside their answer; with `contrast`), `adapter_sha256_`, `adapter_bytes_`.
 """
 
 from __future__ import annotations
@@ -125,7 +126,9 @@ class TrainedVerifier(VerifierTrainer, EncoderAdapter, LearnedPart):
     `init_from` (a saved verifier's folder: training starts from its layers and head instead of the
     packaged encoder and a fresh head, e.g. to teach the shipped verifier new kinds of question
     without losing what it knows; the saved update is still taken from the packaged encoder, so
-    the result loads like any other)."""
+    the result loads like any other), `contrast` (0: off; else the weight of a pairwise term that
+    ranks a supported answer above its changed copy, `changed_from`, trained in the same batch:
+    `verifier_trainer`)."""
 
     format_name = "verifier"
     noun = "verifier"
@@ -160,6 +163,7 @@ class TrainedVerifier(VerifierTrainer, EncoderAdapter, LearnedPart):
         temperature: bool = True,
         seed: int = 0,
         init_from: str | None = None,
+        contrast: float = 0.0,
         device: str | None = None,
         fingerprints: dict[str, Any] | None = None,
     ):
@@ -175,6 +179,8 @@ class TrainedVerifier(VerifierTrainer, EncoderAdapter, LearnedPart):
             raise InputError("init_from needs the layers' own weights to learn: it cannot be combined with lora_rank")
         if max_length is not None and max_length < 32:
             raise InputError(f"max_length must be at least 32 tokens, got {max_length}")
+        if not (isinstance(contrast, int | float) and not isinstance(contrast, bool) and contrast >= 0.0):
+            raise InputError(f"contrast must be a weight of 0 (off) or more, got {contrast!r}")
         if not 0.0 < val_share < 1.0:
             raise InputError(f"the validation share must be in (0, 1), got {val_share}")
         self.encoder, self.max_length, self.train_layers, self.epochs = encoder, max_length, train_layers, epochs
@@ -184,6 +190,7 @@ class TrainedVerifier(VerifierTrainer, EncoderAdapter, LearnedPart):
         self.overlap_words, self.val_share = overlap_words, val_share
         self.patience, self.temperature, self.seed, self.device = patience, temperature, seed, device
         self.init_from = None if init_from is None else str(init_from)
+        self.contrast = float(contrast)
         self._scorer = self._tokenizer = self._reader = None
         self._trainable: list[str] = []
         self._adapter_path: Path | None = None

@@ -42,6 +42,7 @@ class Prepared:
     pairs: list[list[int]] | None = None
     weight: float = 1.0
     target: float | None = None  # a soft training target in [0, 1] (a judge's probability); None: the label
+    partner: Prepared | None = None  # a changed copy's supported answer, trained in the same batch (`contrast`)
 
 
 def recipe_weights(recipes: Sequence[str], labels: Sequence[int]) -> dict[str, dict[int, float]]:
@@ -215,17 +216,68 @@ class VerifierTrainer:
         ]
 
     def _batch_loss(self, batch: list[Prepared], states: list[Any]):
-        """Mean BCE of the batch's aggregates over the candidate pairs (see the module docstring)."""
+        """Mean BCE of the batch's aggregates over the candidate pairs (see the module docstring);
+        with `contrast`, plus that weight times the mean pairwise loss of its changed copies,
+        log(1 + exp(-(z_answer - z_copy))): the copy ranked below the answer it was changed from."""
         import torch
 
         losses = []
-        for p, (sentence_logit, answer_logit) in zip(batch, self._batch_aggregates(batch, states)):
+        aggregates = self._batch_aggregates(batch, states)
+        for p, (sentence_logit, answer_logit) in zip(batch, aggregates):
             if p.sentence_labels is not None:
                 loss = bce_with_logits(sentence_logit, p.sentence_labels)
             else:
                 loss = bce_with_logits(answer_logit, float(p.label if p.target is None else p.target))
             losses.append(loss * p.weight)
-        return torch.stack(losses).mean()
+        loss = torch.stack(losses).mean()
+        if self.contrast:
+            at = {id(p): k for k, p in enumerate(batch)}
+            gaps = [
+                aggregates[at[id(p.partner)]][1] - aggregates[k][1]
+                for k, p in enumerate(batch)
+                if p.partner is not None and id(p.partner) in at
+            ]
+            if gaps:
+                loss = loss + self.contrast * torch.nn.functional.softplus(-torch.stack(gaps)).mean()
+        return loss
+
+    def _link_pairs(self, examples: list[Any], prepared: list[Prepared], tr: np.ndarray) -> None:
+        """With `contrast`: each training copy (`changed_from`) linked to the supported training
+        example of its group, passages and answer it was changed from; how many in `contrast_pairs_`."""
+        self.contrast_pairs_ = 0
+        if not self.contrast:
+            return
+        originals = {}
+        for i in tr:
+            e = examples[i]
+            if int(e.label) == 1 and getattr(e, "changed_from", None) is None:
+                originals.setdefault((e.group, e.answer, tuple(e.passages)), prepared[i])
+        for i in tr:
+            e = examples[i]
+            source = getattr(e, "changed_from", None)
+            if source is not None and (found := originals.get((e.group, source, tuple(e.passages)))) is not None:
+                prepared[i].partner = found
+                self.contrast_pairs_ += 1
+
+    def _batches(self, order: list[Prepared]) -> list[list[Prepared]]:
+        """`order` in batches of `batch_size`; with `contrast`, each changed copy right after its
+        answer in one batch (a batch may then hold one more)."""
+        if not self.contrast:
+            return [order[i : i + self.batch_size] for i in range(0, len(order), self.batch_size)]
+        in_order = {id(p) for p in order}
+        copies: dict[int, list[Prepared]] = {}
+        for p in order:
+            if p.partner is not None and id(p.partner) in in_order:
+                copies.setdefault(id(p.partner), []).append(p)
+        batches, batch = [], []
+        for p in order:
+            if p.partner is not None and id(p.partner) in in_order:
+                continue  # rides with its answer
+            batch += [p, *copies.get(id(p), [])]
+            if len(batch) >= self.batch_size:
+                batches.append(batch)
+                batch = []
+        return batches + ([batch] if batch else [])
 
     def _validate(self, prepared: list[Prepared], states: list[Any]) -> tuple[np.ndarray, np.ndarray]:
         """The answers' logits read as in training (each claim's `candidates` chunks, as scoring
@@ -256,6 +308,7 @@ class VerifierTrainer:
         tr, va = self._split(examples, val_groups)
         before = self._start_fit(examples)
         prepared = self._prepare_all(examples, tr, va)
+        self._link_pairs(examples, prepared, tr)
         steps = self.epochs * math.ceil(len(tr) / self.batch_size)
         states = self._read_frozen(prepared, progress, steps)
         stop = self._train(prepared, states, tr, va, progress, on_epoch, total=self._read_batches + steps)
@@ -380,7 +433,7 @@ class VerifierTrainer:
         self.history_ = stop.history
         for epoch in range(1, self.epochs + 1):
             losses, done = self._train_epoch(
-                opt, [prepared[i] for i in rng.permutation(tr)], states, progress, done, total
+                opt, self._batches([prepared[i] for i in rng.permutation(tr)]), states, progress, done, total
             )
             entry = self._validation_entry(epoch, losses, [prepared[i] for i in va], states)
             # lower is better: the AUROC first (-1 where one class is missing), then the loss
@@ -397,17 +450,17 @@ class VerifierTrainer:
     def _train_epoch(
         self,
         opt,
-        order: list[Prepared],
+        batches: list[list[Prepared]],
         states: list[Any],
         progress: Callable[[int, int], None] | None,
         done: int,
         total: int,
     ) -> tuple[list[float], int]:
-        """One pass over `order` in batches: (each step's loss, steps done)."""
+        """One pass over `batches`: (each step's loss, steps done)."""
         self._scorer.train()
         losses = []
-        for start in range(0, len(order), self.batch_size):
-            loss = self._batch_loss(order[start : start + self.batch_size], states)
+        for batch in batches:
+            loss = self._batch_loss(batch, states)
             opt.zero_grad()
             loss.backward()
             opt.step()

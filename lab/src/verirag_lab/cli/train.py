@@ -267,6 +267,11 @@ def verifier(
         help="Which changes --value-swaps makes, taken in turn (comma-separated: number, party, negation; a "
         "kind named twice is taught about twice as often).",
     ),
+    contrast: float = typer.Option(
+        0.0,
+        help="Weight of a pairwise term that ranks each supported answer above its --value-swaps copy, the "
+        "two trained in one batch (0: off; the copies still train as negatives).",
+    ),
     distill_target: str = typer.Option(
         "gold",
         help="What the distilled answers (the distill recipe's) teach: gold (their gold grade), judge (the "
@@ -313,6 +318,7 @@ def verifier(
         read_top=candidates if read_top is None else (read_top or None),
         joint=joint,
         init_from=init_from,
+        contrast=contrast,
     )
 
     def epoch_line(h: dict) -> None:

@@ -114,6 +114,7 @@ def value_swap_negatives(
                 source=f"{e.source or e.group}#{RECIPE}:{kind}",
                 judge=None,  # the judge read the answer before it was changed
                 target=None,
+                changed_from=e.answer,
             )
         )
     return out

@@ -232,6 +232,8 @@ def train_verifier(
     labels, their summary, what the guard refused, the fold held out and the command."""
     check_mode(distill_target)  # before minutes of reading
     v = verifier or TrainedVerifier()
+    if v.contrast and not value_swaps:
+        raise InputError("contrast ranks each answer above its changed copy: give value_swaps (--value-swaps) too")
     if v.init_from is not None and (why := start_refusal(v.init_from)) is not None:
         raise InputError(f"refusing to start from {v.init_from}: {why}")
     paths = [Path(labels)] if isinstance(labels, (str, Path)) else [Path(p) for p in labels]

@@ -25,3 +25,4 @@ class VerifierExample:
     history: tuple[str, ...] = ()  # earlier turns of a conversation, oldest first ("User: ..." / "Agent: ...")
     judge: float | None = None  # the LLM judge's P(supported) of the answer, where its labels hold one (distill)
     target: float | None = None  # the training target where it is soft (in [0, 1]); None: the label
+    changed_from: str | None = None  # a changed copy's supported answer (value swaps): the pair `contrast` ranks
