@@ -68,6 +68,9 @@ CONFIGS = {  # committed run folder -> the config that made it
     "own-answers-pruned-qwen2.5-1.5b": ROOT / "configs" / "own-answers-pruned.yaml",
     "own-answers-nq-pruned-qwen2.5-1.5b": ROOT / "configs" / "own-answers-nq-pruned.yaml",
     "own-answers-followup-pruned-qwen2.5-1.5b": ROOT / "configs" / "own-answers-followup-pruned.yaml",
+    # their examples are written by benchmarks/own_answers_support.py (each from its own folder: see there)
+    "own-answers-support-qwen2.5-1.5b": ROOT / "configs" / "own-answers-support.yaml",
+    "own-answers-support2-qwen2.5-1.5b": ROOT / "configs" / "own-answers-support2.yaml",
 }
 CHECK_METHOD = "vanilla+verifier"  # the run's records whose scores the shipped verifier reproduces
 

@@ -6,6 +6,7 @@
 #   dev set (instruct_qa_human's HotpotQA and TopiOCQA rows)  data/verifier/dev_scores/whole/verifier-NAME.jsonl
 #   the man pages (the held-out kind of document)             data/verifier/heldout_docs/verifier-NAME.jsonl
 #   own answers (the committed held-out runs, the sets of 300) data/verifier/own_answers/RUN/verifier-NAME.jsonl
+#     (with SUPPORT_ECM / SUPPORT_ALL: also the clean multi-hop sets, see below)
 #   changed numbers, parties, negations                       data/verifier/swaps/verifier-NAME{,-own,-manpages}.jsonl
 #   made-up checks (bridges, follow-ups, licences)            data/verifier/made_up/verifier-NAME.json
 #
@@ -39,10 +40,32 @@ $verirag verify runs/heldout_docs/log.jsonl --label-field label --method "$metho
 $py benchmarks/heldout_docs.py export "$work/docs" --out "data/verifier/heldout_docs/verifier-$name.jsonl"
 
 for run in held-out-qwen2.5-1.5b held-out-nq2-qwen2.5-1.5b held-out-nli-qwen2.5-1.5b \
-  own-answers-verifier-qwen2.5-1.5b own-answers-nq-verifier-qwen2.5-1.5b own-answers-followup-verifier-qwen2.5-1.5b; do
+  own-answers-verifier-qwen2.5-1.5b own-answers-nq-verifier-qwen2.5-1.5b own-answers-followup-verifier-qwen2.5-1.5b \
+  own-answers-pruned-qwen2.5-1.5b own-answers-nq-pruned-qwen2.5-1.5b own-answers-followup-pruned-qwen2.5-1.5b; do
   $py benchmarks/rescore_own_answers.py "data/verifier/own_answers/$run" --verifier "$dir" "${rescore_rule[@]}" \
     --out "data/verifier/own_answers/$run/verifier-$name.jsonl"
 done
+
+# The clean multi-hop sets (hotpotqa_support's held-out questions), each rebuilt from its own folder:
+# SUPPORT_ECM=DIR (scripts/make_support_folder.sh DIR ecm) for the first, SUPPORT_ALL=DIR (... DIR all)
+# for the second. The first set's passage ids were renamed by the key migration of 2026-12-01 after it
+# ran, so no rebuilt example gives its recorded generation key (--no-key-check); its texts do: the
+# shipped verifier rescored on them gives the committed scores exactly (max |diff| 0, 2026-12-02).
+support_set() {  # RUN FOLDER [rescore options]
+  local run=$1 folder=$2 examples
+  shift 2
+  examples=runs/${run%-qwen2.5-1.5b}/examples.jsonl
+  VERIRAG_HOTPOTQA_SUPPORT=$folder $py benchmarks/own_answers_support.py --out "$examples" \
+    ${SKIP_RUN:+--skip-run "$SKIP_RUN"}
+  $py benchmarks/rescore_own_answers.py "data/verifier/own_answers/$run" --verifier "$dir" "${rescore_rule[@]}" "$@" \
+    --out "data/verifier/own_answers/$run/verifier-$name.jsonl"
+}
+if [ -n "${SUPPORT_ECM:-}" ]; then
+  support_set own-answers-support-qwen2.5-1.5b "$SUPPORT_ECM" --no-key-check
+fi
+if [ -n "${SUPPORT_ALL:-}" ] && [ -f data/verifier/own_answers/own-answers-support2-qwen2.5-1.5b/results.jsonl ]; then
+  SKIP_RUN=data/verifier/own_answers/own-answers-support-qwen2.5-1.5b support_set own-answers-support2-qwen2.5-1.5b "$SUPPORT_ALL"
+fi
 
 $py benchmarks/verifier_swaps.py --method "$method" --out "data/verifier/swaps/verifier-$name.jsonl"
 $py benchmarks/verifier_swaps.py --method "$method" --own data/verifier/own_answers/held-out-nli-qwen2.5-1.5b \
