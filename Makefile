@@ -264,7 +264,7 @@ distill-labels: $(VENV)/.models $(VENV)/.lab
 # their supporting sentences, read from $$VERIRAG_HOTPOTQA_SUPPORT: scripts/make_support_folder.sh
 # makes that folder): about 12 s an answer on 2 quiet cores, 1.5 answers a question. ECM's files gave
 # 1,294 training questions (1,947 answers, committed by 2026-12-01); the folder of 2026-12-02 holds
-# 3,161. Same output file, so the committed file holds both; resumable the same way.
+# 3,160. Same output file, so the committed file holds both; resumable the same way.
 .PHONY: distill-labels-support
 distill-labels-support: $(VENV)/.models $(VENV)/.lab
 	@[ -n "$$VERIRAG_HOTPOTQA_SUPPORT" ] || { echo "set VERIRAG_HOTPOTQA_SUPPORT (docs/how-to/train.md)" >&2; exit 2; }
@@ -382,6 +382,8 @@ DISTILL_TRAIN = $(VENV)/bin/verirag train verifier runs/labels/replay-labelled-4
 # what every distillation candidate trains on: the seeded replay and the committed distillation, unpacked
 distill-train-inputs: $(VENV)/.base $(VENV)/.lab issue36-labels runs/labels/issue36-docs-1200.jsonl
 	@# the committed distillation holds answers to hotpotqa_support questions: reading them back needs its folder
+	@# the full folder (scripts/make_support_folder.sh DIR), not ECM's files alone: the guard knows the
+	@# held-out questions of the second clean multi-hop set, and their evidence, only from it
 	@[ -n "$$VERIRAG_HOTPOTQA_SUPPORT" ] || [ -d "$$VERIRAG_DATA_DIR/hotpotqa_support" ] || \
 	    { echo "set VERIRAG_HOTPOTQA_SUPPORT: the distillation holds hotpotqa_support answers (docs/how-to/train.md)" >&2; exit 2; }
 	$(SWAP_LABELS)

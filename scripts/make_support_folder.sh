@@ -51,6 +51,17 @@ repo_dir() {  # a git directory holding the repository's history
   echo "$dir"
 }
 
+wanted=()
+for line in "${FILES[@]}"; do
+  read -r repo _ _ name <<<"$line"
+  [[ "$which" == all || "$repo" == LightChen233/ECM ]] && wanted+=("$name")
+done
+# the loader reads every file of the folder: another file there would change what it reads
+for f in "$out"/*; do
+  [[ -e "$f" ]] || continue
+  [[ " ${wanted[*]} " == *" $(basename "$f") "* ]] || { echo "$out holds $(basename "$f"), not one of the $which files: give an empty folder" >&2; exit 2; }
+done
+
 for line in "${FILES[@]}"; do
   read -r repo commit path name <<<"$line"
   [[ "$which" == all || "$repo" == LightChen233/ECM ]] || continue

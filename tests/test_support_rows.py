@@ -74,10 +74,18 @@ def test_each_format_gives_the_supporting_sentences_with_their_titles_and_no_oth
         {"question": QUESTION, "answer": "x"},
         ["not", "a", "row"],
         {**RELEASED, "supporting_facts": [["Ilse Varn", True], ["Dunmere", "1"]]},
+        {**HUGGING_FACE, "supporting_facts": [["Ilse Varn", 1]]},
+        {"question": QUESTION, "answer": "x", "evidence": "Ilse Varn | She was born in Dunmere."},
     ],
 )
 def test_a_row_that_names_no_supporting_sentence_is_none(row):
     assert support_row(row) is None
+
+
+def test_musique_aliases_join_the_answers_that_grade_and_that_no_distractor_may_hold():
+    row = support_row({**MUSIQUE, "answer_aliases": ["the Sorrel River", "", 7, "Sorrel"]})
+    assert row["answers"] == ["Sorrel", "the Sorrel River"]
+    assert support_row(RELEASED)["answers"] == ["Sorrel"]
 
 
 def test_a_support_row_is_kept_as_it_is():
@@ -90,13 +98,17 @@ def test_a_folder_of_mixed_formats_adds_their_questions_and_keeps_the_support_fi
     before = load_sources(data, ["hotpotqa_support"])["hotpotqa_support"]
     # sorts before the support files, and repeats a question of theirs with other sentences
     again = {**RELEASED, "question": SUPPORT[0]["question"], "answer": SUPPORT[0]["answer"]}
+    musique = {**MUSIQUE, "question": "Which river passes Dunmere?", "answer_aliases": ["River Sorrel"]}
     (folder / "a-released.json").write_text(json.dumps([RELEASED, again, {"junk": 1}]), encoding="utf-8")
+    (folder / "b-musique.jsonl").write_text(json.dumps(musique) + "\n", encoding="utf-8")
     after = load_sources(data, ["hotpotqa_support"])["hotpotqa_support"]
 
-    assert set(after.questions) == set(before.questions) | {question_id(QUESTION)}
+    assert set(after.questions) == set(before.questions) | {question_id(QUESTION), question_id(musique["question"])}
+    assert after.questions[question_id(musique["question"])].answers == ("Sorrel", "River Sorrel")
     for qid, q in before.questions.items():
         assert after.questions[qid].gold == q.gold  # the support file's copy, whatever the file order
     added = after.questions[question_id(QUESTION)]
+    assert added.answers == ("Sorrel",)
     assert [after.passages[k] for k in added.gold] == [
         ("Ilse Varn", "She was born in Dunmere."),
         ("Dunmere", "The Sorrel runs through Dunmere."),

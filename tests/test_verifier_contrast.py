@@ -76,7 +76,7 @@ def test_batches_keep_each_pair_together_and_every_example_once(prepared):
     seen = [id(p) for b in batches for p in b]
     assert sorted(seen) == sorted(id(p) for p in order)
     for b in batches:
-        assert len(b) <= v.batch_size + 1
+        assert len(b) <= v.batch_size + 1  # one copy an answer here
         ids = {id(p) for p in b}
         assert all(id(p.partner) in ids for p in b if p.partner is not None)
     assert all(len(b) >= v.batch_size for b in batches[:-1])
@@ -113,3 +113,22 @@ def test_the_setting_is_saved_and_a_negative_weight_or_no_copies_refused(tmp_pat
     assert v.contrast_pairs_ == 6  # the eight answers' copies, less the two held out
     loaded = TrainedVerifier.load(v.save(tmp_path / "v"))
     assert loaded.contrast == 1.5 and loaded.contrast_pairs_ == 6
+
+
+def test_a_copy_is_linked_only_to_its_own_question_in_a_group_of_several(tmp_path):
+    import torch
+
+    torch.set_num_threads(1)
+    first = supported(0)
+    # the same answer and passages, another question of the same group (a document's questions)
+    second = VerifierExample(
+        "Whose is the red boat?", first.answer, first.passages, 1, "real", first.group, source="s0b"
+    )
+    ex = [first, second] + value_swap_negatives([first, second], 1.0, kinds=("party",)) + [supported(1)]
+    v = toy_verifier(contrast=1.0, batch_size=2)
+    tr, va = v._split(ex, ["toy:1"])
+    v._start_fit(ex)
+    prep = v._prepare_all(ex, tr, va)
+    v._link_pairs(ex, prep, tr)
+    assert v.contrast_pairs_ == 2
+    assert prep[2].partner is prep[0] and prep[3].partner is prep[1]

@@ -104,6 +104,23 @@ def test_the_source_leaves_out_shared_and_held_out_questions(data):
         assert not any(HELD_SENTENCE in source.passage(k).text for k in found)  # a held-out document
 
 
+def test_a_held_out_document_stays_banned_after_labelling_draws_its_questions_and_the_guard_refuses_it(data):
+    from verirag_lab.train.verifier_labels.heldout_index import HELD_EVIDENCE, HeldOutIndex
+    from verirag_lab.train.verifier_labels.hotpotqa_support import passage_key
+    from verirag_lab.train.verifier_labels.run import select_questions
+
+    source = load_sources(data, ["hotpotqa_support"])["hotpotqa_support"]
+    held = passage_key("Ketter", HELD_SENTENCE)
+    assert held in source.passages and held in source.banned
+    select_questions(source, set(), None, 0, "train")  # as labelling draws: it adds to what is banned
+    assert held in source.banned
+    for q in source.questions.values():
+        assert held not in source.distractors(q, 8)
+    index = HeldOutIndex.build(data)
+    record = {"id": "r", "dataset": "hotpotqa_support", "example": question_id(BRIDGE), "passages": [held]}
+    assert index.record_refusal(record) == HELD_EVIDENCE  # a record made before the fix, refused by key
+
+
 def test_multihop_recipes_on_supporting_facts(tmp_path, data):
     records = label(tmp_path, data, datasets=["hotpotqa_support"], recipes=["multihop", "evidence_removal"])
     ex = resolved(records, data)

@@ -243,25 +243,30 @@ class VerifierTrainer:
 
     def _link_pairs(self, examples: list[Any], prepared: list[Prepared], tr: np.ndarray) -> None:
         """With `contrast`: each training copy (`changed_from`) linked to the supported training
-        example of its group, passages and answer it was changed from; how many in `contrast_pairs_`."""
+        example it was changed from: the same group, question, conversation and passages, and its
+        answer (where several are alike, the first takes them all); how many in `contrast_pairs_`."""
         self.contrast_pairs_ = 0
         if not self.contrast:
             return
+
+        def key(e, answer: str) -> tuple:
+            return (e.group, e.question, tuple(getattr(e, "history", ()) or ()), tuple(e.passages), answer)
+
         originals = {}
         for i in tr:
             e = examples[i]
             if int(e.label) == 1 and getattr(e, "changed_from", None) is None:
-                originals.setdefault((e.group, e.answer, tuple(e.passages)), prepared[i])
+                originals.setdefault(key(e, e.answer), prepared[i])
         for i in tr:
             e = examples[i]
             source = getattr(e, "changed_from", None)
-            if source is not None and (found := originals.get((e.group, source, tuple(e.passages)))) is not None:
+            if source is not None and (found := originals.get(key(e, source))) is not None:
                 prepared[i].partner = found
                 self.contrast_pairs_ += 1
 
     def _batches(self, order: list[Prepared]) -> list[list[Prepared]]:
         """`order` in batches of `batch_size`; with `contrast`, each changed copy right after its
-        answer in one batch (a batch may then hold one more)."""
+        answer in one batch (a batch may then run over by an answer's copies)."""
         if not self.contrast:
             return [order[i : i + self.batch_size] for i in range(0, len(order), self.batch_size)]
         in_order = {id(p) for p in order}

@@ -137,6 +137,9 @@ class HeldOutIndex:
         index = cls()
         present = [d for d in QA_DATASETS if data_path(root, d).exists()]
         for name, source in load_sources(root, present).items():
+            # what the loader holds out as a document (hotpotqa_support: its paragraphs that hold a
+            # held-out HotpotQA question's evidence), refused by key wherever a record names it
+            index.evidence.setdefault(name, set()).update(source.banned)
             for q in source.questions.values():
                 why = group_reason(q.group)
                 if why is None:

@@ -38,6 +38,7 @@ import os
 from pathlib import Path
 
 from verirag.errors import InputError
+from verirag.retrieval.sentences import split_sentences
 from verirag_lab.datasets._io import read_records
 from verirag_lab.datasets.hotpotqa import hotpotqa_files, read_hotpotqa_path
 from verirag_lab.train.verifier_labels.exclusion import question_key
@@ -133,13 +134,15 @@ def load_hotpotqa_support(data_root: Path):
             key = passage_key(title, body)
             passages.setdefault(key, (title, body))
             gold.append(key)
-            if any(normalised(s) in held_text for s in sentences):
+            # sentence by sentence: a MuSiQue paragraph comes as one "sentence"
+            if any(normalised(x) in held_text for s in sentences for x in split_sentences(s)):
                 banned.add(gold[-1])
                 held = True
         if not text or not answer or len(gold) < 2 or held or question_key(text) in shared_keys or qid in questions:
             unusable += 1
             continue
-        questions[qid] = Question(NAME, qid, text, (answer,), tuple(gold), kind=str(row.get("type", "")))
+        answers = tuple(dict.fromkeys([answer, *(str(a).strip() for a in row.get("answers") or [] if str(a).strip())]))
+        questions[qid] = Question(NAME, qid, text, answers, tuple(gold), kind=str(row.get("type", "")))
         for k in gold:
             evidence_of.setdefault(k, []).append(text)
             evidence_ids.setdefault(k, []).append(qid)

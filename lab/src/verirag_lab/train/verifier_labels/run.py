@@ -144,9 +144,16 @@ def select_questions(
         for q in allowed
         if split_of(q.dataset, q.id) == split or (split is None and split_of(q.dataset, q.id) != "final")
     ]
-    source.banned = {
-        key for key, asked in source.evidence_of.items() if any(question_key(text) in excluded_keys for text in asked)
-    } | {key for key, ids in source.evidence_ids.items() if any(split_of(source.name, i) != lend for i in ids)}
+    # added to what the loader banned (hotpotqa_support: paragraphs of held-out HotpotQA evidence)
+    source.banned = (
+        set(source.banned)
+        | {
+            key
+            for key, asked in source.evidence_of.items()
+            if any(question_key(text) in excluded_keys for text in asked)
+        }
+        | {key for key, ids in source.evidence_ids.items() if any(split_of(source.name, i) != lend for i in ids)}
+    )
     # Each question's place comes from a hash of (seed, dataset, id): a larger n extends a smaller
     # one's questions (a labelling run grows across sessions) and no other question moves them.
     order = sorted(drawn, key=lambda q: hashlib.sha256(f"{seed}|{source.name}|{q.id}".encode()).digest())

@@ -10,7 +10,9 @@ when it cannot say what supports its answer:
 - HotpotQA as the Hugging Face `hotpot_qa` dataset stores it: `context` {title: [...], sentences:
   [[...]]}, `supporting_facts` {title: [...], sent_id: [...]};
 - MuSiQue: `paragraphs` [{title, paragraph_text, is_supporting}], `answerable` (an unanswerable
-  question has no support): a supporting paragraph is one "sentence" of its title.
+  question has no support): a supporting paragraph is one "sentence" of its title; its
+  `answer_aliases` join the answer in `answers` (every one grades an answer, and no distractor
+  holds any of them).
 
 Only the supporting sentences are kept, as for ECM's rows: the source's distractors are other
 questions' supporting paragraphs (`sources`). A supporting fact whose sentence index is past its
@@ -29,7 +31,7 @@ def row_format(row: Any) -> str | None:
     """Which of `KINDS` a row is, or None."""
     if not isinstance(row, dict):
         return None
-    if "evidence" in row:
+    if isinstance(row.get("evidence"), list):
         return "support"
     if isinstance(row.get("paragraphs"), list):
         return "musique"
@@ -71,6 +73,8 @@ def _hotpotqa(row: dict) -> list[str]:
 
 def _hotpotqa_hf(row: dict) -> list[str]:
     context, support = row.get("context") or {}, row.get("supporting_facts") or {}
+    if not isinstance(context, dict) or not isinstance(support, dict):
+        return []
     paragraphs = {}
     for title, sentences in zip(context.get("title") or [], context.get("sentences") or [], strict=False):
         if isinstance(sentences, list):
@@ -103,9 +107,12 @@ def support_row(row: Any) -> dict | None:
     evidence = READERS[kind](row)
     if not evidence:
         return None
+    answer = str(row.get("answer") or "")
+    aliases = [str(a) for a in row.get("answer_aliases") or [] if isinstance(a, str) and a.strip()]
     return {
         "question": str(row.get("question") or ""),
-        "answer": str(row.get("answer") or ""),
+        "answer": answer,
+        "answers": list(dict.fromkeys([answer, *aliases])),  # MuSiQue's aliases grade an answer too
         "type": str(row.get("type") or ""),
         "evidence": evidence,
     }
