@@ -17,6 +17,7 @@ from verirag.errors import InputError
 from verirag.learned.shipped import META_FILE, shipped_verifier_dir
 from verirag.types import Passage
 from verirag_lab.train.cross_fit import PROVENANCE_KEY, fold_of, fold_verifiers, hold_out_fold
+from verirag_lab.train.guard import TrainingGuard
 from verirag_lab.train.stack_labels import label_table, train_stack_from_labels
 from verirag_lab.train.verifier import read_examples
 from verirag_lab.train.verifier_labels import read_records, resolve
@@ -93,8 +94,14 @@ def test_a_cross_fitted_stack_scores_each_answer_with_the_verifier_that_never_sa
     f1 = _copy_verifier(tmp_path / "f1", held={"fold": 1, "folds": 2, "groups": 1, "examples": 1}, temperature=4.0)
     with pytest.raises(InputError, match="in-sample"):
         train_stack_from_labels(path, tmp_path / "s.json", data_root=data, verifier=taught, llm_loader=lambda _m: llm)
-    train_stack_from_labels(
-        path, tmp_path / "s.json", data_root=data, verifier=taught, cross_fit=[f1, f0], llm_loader=lambda _m: llm
+    train_stack_from_labels(  # the data's guard: this fixture labels held-out questions on purpose
+        path,
+        tmp_path / "s.json",
+        data_root=data,
+        verifier=taught,
+        cross_fit=[f1, f0],
+        llm_loader=lambda _m: llm,
+        guard=TrainingGuard.for_data(data),
     )
     saved = json.loads((tmp_path / "s.json").read_text(encoding="utf-8"))
     source = saved["settings"]["sources"]["verifier"]

@@ -17,6 +17,7 @@ from verirag.awf.generators.base import Answer
 from verirag.conversation import in_context
 from verirag.errors import InputError
 from verirag.types import Generation, Passage, TokenLogprob
+from verirag_lab.train.guard import TrainingGuard
 from verirag_lab.train.stack_labels import DEFAULT_FEATURES, JUDGE_FEATURE, label_table, train_stack_from_labels
 from verirag_lab.train.verifier_labels import read_records, resolve
 
@@ -94,15 +95,49 @@ def test_labels_without_signals_are_counted_and_another_build_is_refused(labelle
         label_table([made[0], lacking], data, model_fingerprint=llm.fingerprint)
 
 
+def test_the_guard_leaves_out_a_record_of_a_held_out_question_and_counts_it(labelled):
+    from verirag_lab.train.verifier_labels.heldout_index import HELD_QUESTION, group_reason
+
+    path, data, llm = labelled
+    records = read_records(path)
+    made = [r for r in records if "skip" not in r]
+    held_id = next(i for i in (f"{n}" for n in range(1000)) if group_reason(f"{made[0]['dataset']}:{i}"))
+    held = {**made[0], "id": "held-record", "example": held_id}  # a question of the held-out bucket
+    guard = TrainingGuard.for_verifier(data)
+    table = label_table([*records, held], data, model_fingerprint=llm.fingerprint, guard=guard)
+    # this fixture labels every split, and some of its ids are committed own-answer groups: those go too
+    assert "held-record" not in table.keys and guard.refused[HELD_QUESTION] >= 1
+    assert len(table.keys) + sum(guard.refused.values()) == len(made) + 1
+    assert set(table.keys) < {r["id"] for r in made}
+
+
+def test_train_stack_uses_the_verifiers_guard_unless_given_one(labelled, tmp_path, monkeypatch):
+    path, data, llm = labelled
+    built = []
+
+    def for_verifier(root, *args, **kw):
+        built.append(root)
+        return TrainingGuard.for_data(root)  # this fixture's held-out questions would leave too few answers
+
+    monkeypatch.setattr(TrainingGuard, "for_verifier", staticmethod(for_verifier))
+    train_stack_from_labels(path, tmp_path / "s.json", data_root=data, folds=2, resamples=20, llm_loader=lambda _m: llm)
+    assert built == [data]
+
+
 def test_a_stack_fitted_on_labels_is_applied_by_the_stacked_predictor(labelled, tmp_path):
     path, data, llm = labelled
     out = tmp_path / "stack.json"
-    result = train_stack_from_labels(path, out, data_root=data, folds=2, resamples=50, llm_loader=lambda _m: llm)
+    # this fixture labels held-out questions on purpose (every split), too few answers would be left
+    # for cross-validation under the verifier's guard (its refusals: the test above); the data's guard
+    guard = TrainingGuard.for_data(data)
+    result = train_stack_from_labels(
+        path, out, data_root=data, folds=2, resamples=50, llm_loader=lambda _m: llm, guard=guard
+    )
     assert result.report["answers"] == len(result.out_of_fold["stacked"]) and set(result.report["weights"]) == set(
         DEFAULT_FEATURES
     )
     saved = json.loads(out.read_text())
-    assert saved["provenance"]["labels"] == str(path)
+    assert saved["provenance"]["labels"] == str(path) and saved["provenance"]["refused_as_evaluation_data"] == {}
     stacked = build_predictor("stacked", llm, options={"stack": str(out)})
     # the stacked predictor computes the signals of a fresh answer of this model, as at answer time
     gen = Generation(text="Mara Quill", tokens=[TokenLogprob("Mara", -0.4), TokenLogprob(" Quill", -0.4)])
@@ -165,7 +200,14 @@ def test_the_judges_score_is_a_feature_the_stacked_predictor_rebuilds(labelled, 
         label_table([made[0], other], data, model_fingerprint=llm.fingerprint, features=[JUDGE_FEATURE])
     out = tmp_path / "judged.json"
     train_stack_from_labels(
-        path, out, data_root=data, features=features, folds=2, resamples=50, llm_loader=lambda _m: llm
+        path,
+        out,
+        data_root=data,
+        features=features,
+        folds=2,
+        resamples=50,
+        llm_loader=lambda _m: llm,
+        guard=TrainingGuard.for_data(data),
     )
     stacked = build_predictor("stacked", llm, options={"stack": str(out)})
     assert set(stacked.parts) == {"verifier", JUDGE_FEATURE}
@@ -198,7 +240,14 @@ def test_the_llm_judge_is_a_feature_and_answers_made_before_it_are_left_out(labe
         label_table([older], data, model_fingerprint=llm.fingerprint, features=features)
     out = tmp_path / "llm-judged.json"
     train_stack_from_labels(
-        path, out, data_root=data, features=features, folds=2, resamples=50, llm_loader=lambda _m: llm
+        path,
+        out,
+        data_root=data,
+        features=features,
+        folds=2,
+        resamples=50,
+        llm_loader=lambda _m: llm,
+        guard=TrainingGuard.for_data(data),
     )
     stacked = build_predictor("stacked", llm, options={"stack": str(out)})
     assert set(stacked.parts) == {"verifier", "llm_judge"}

@@ -15,7 +15,9 @@ among the passages: AwF's V); `answerable` is whether the evidence was among the
 question groups, so the cross-validation never splits a question's two answers.
 
 The records are resolved with `verirag_lab.train.verifier_labels.resolve` (the guard against
-evaluation questions applies), so the data they name must be present.
+evaluation questions applies), so the data they name must be present; `verirag train stack` also
+leaves out what the verifier's training guard refuses (held-out questions and documents, licence
+texts), counted in the stack's provenance.
 """
 
 from __future__ import annotations
@@ -70,13 +72,18 @@ def label_table(
     cross_fit: FoldVerifiers | None = None,
     batch: int = 32,
     say=lambda _done, _total: None,
+    guard=None,
 ) -> StackTable:
     """The feature table of the `distill` records (module doc). `model_fingerprint`: the answering
     model's full fingerprint (the records keep its first 16 characters, checked against it); a selected
-    signal some row lacks is an InputError naming it (a backend without log-probabilities)."""
+    signal some row lacks is an InputError naming it (a backend without log-probabilities). `guard`
+    (a `TrainingGuard`): the records it refuses, by what they name or by their texts, are left out
+    and counted in its `refused`."""
     from verirag_lab.train.verifier_labels.resolve import resolve
 
     rows, without = _rows(records)
+    if guard is not None:
+        rows = guard.keep_by(rows, guard.record_refusal)
     if not rows:
         raise InputError(
             f"no {RECIPE} record with the answer's signals (meta.signals) among {len(records)} records"
@@ -101,6 +108,11 @@ def label_table(
             why = (lacking[0]["meta"].get("signals_missing") or {}).get(f, "not recorded")
             raise InputError(f"{len(lacking)} of {len(rows)} answers have no {f} (first: {lacking[0]['id']}: {why})")
     examples = resolve(rows, data_root)
+    if guard is not None:  # by text too: a held-out question's passage under another key, a licence
+        kept = guard.keep_by(list(zip(rows, examples, strict=True)), lambda pair: guard.example_refusal(pair[1]))
+        rows, examples = [r for r, _ in kept], [e for _, e in kept]
+        if not rows:
+            raise InputError(f"the guard refuses every {RECIPE} record ({guard.refused})")
     X = np.full((len(rows), len(features)), np.nan)
     for f in signal_features:
         X[:, features.index(f)] = [float(r["meta"]["signals"][f]) for r in rows]
@@ -224,12 +236,16 @@ def train_stack_from_labels(
     C: float = 1.0,
     llm_loader=None,
     say=lambda _done, _total: None,
+    guard=None,
 ):
     """What `verirag train stack LABELS.jsonl` runs: the table of a distill labels file (its model's
     full fingerprint read from the model itself, `llm_loader(model)`), cross-validated and fitted
     (`verirag_lab.train.stack.train_stack`), saved to `out_file` with its report. `cross_fit`: the
     fold verifiers (one per fold, `verirag train verifier --distill-fold K`) whose out-of-sample
-    scores make the verifier column, so that `verifier` may be one that learned from these answers."""
+    scores make the verifier column, so that `verifier` may be one that learned from these answers.
+    `guard`: the `TrainingGuard` whose refusals are left out (default: the verifier's, of `data_root`)."""
+    from verirag_lab.datasets import data_dir
+    from verirag_lab.train.guard import TrainingGuard
     from verirag_lab.train.stack import train_stack
     from verirag_lab.train.verifier_labels import read_records
 
@@ -253,6 +269,8 @@ def train_stack_from_labels(
 
     # no rows: label_table says why; the model is loaded only to read its full fingerprint
     fingerprint = getattr(llm_loader(str(rows[0].get("model"))), "fingerprint", "") if rows else ""
+    # the verifier's guard: evaluation questions, held-out questions and documents, licence texts
+    guard = guard if guard is not None else TrainingGuard.for_verifier(data_dir(data_root))
     table = label_table(
         records,
         data_root,
@@ -261,6 +279,7 @@ def train_stack_from_labels(
         verifier=verifier,
         cross_fit=folds_given,
         say=say,
+        guard=guard,
     )
     result = train_stack(table, folds=folds, seed=seed, C=C, n_resamples=resamples)  # reports table.absent
     result.stack.save(
@@ -268,6 +287,7 @@ def train_stack_from_labels(
         command="verirag train stack",
         labels=str(labels_file),
         methods=["vanilla+verifier"],
+        refused_as_evaluation_data=dict(sorted(guard.refused.items())),
         **result.provenance,
     )
     return result
