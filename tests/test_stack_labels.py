@@ -49,6 +49,22 @@ def labelled(tmp_path_factory):
     return tmp / "labels.jsonl", data, llm
 
 
+def fit_stack(path, out, data, llm, **kw):
+    """`train_stack_from_labels` on the fixture. Under the data's guard: the fixture labels held-out
+    questions on purpose (every split), and the verifier's guard (its refusals: tested below) would
+    leave too few answers for cross-validation."""
+    return train_stack_from_labels(
+        path,
+        out,
+        data_root=data,
+        folds=2,
+        resamples=50,
+        llm_loader=lambda _m: llm,
+        guard=TrainingGuard.for_data(data),
+        **kw,
+    )
+
+
 def test_the_table_scores_each_answer_with_the_verifier_and_keeps_its_signals(labelled):
     path, data, llm = labelled
     records = read_records(path)
@@ -127,12 +143,7 @@ def test_train_stack_uses_the_verifiers_guard_unless_given_one(labelled, tmp_pat
 def test_a_stack_fitted_on_labels_is_applied_by_the_stacked_predictor(labelled, tmp_path):
     path, data, llm = labelled
     out = tmp_path / "stack.json"
-    # this fixture labels held-out questions on purpose (every split), too few answers would be left
-    # for cross-validation under the verifier's guard (its refusals: the test above); the data's guard
-    guard = TrainingGuard.for_data(data)
-    result = train_stack_from_labels(
-        path, out, data_root=data, folds=2, resamples=50, llm_loader=lambda _m: llm, guard=guard
-    )
+    result = fit_stack(path, out, data, llm)
     assert result.report["answers"] == len(result.out_of_fold["stacked"]) and set(result.report["weights"]) == set(
         DEFAULT_FEATURES
     )
@@ -199,16 +210,7 @@ def test_the_judges_score_is_a_feature_the_stacked_predictor_rebuilds(labelled, 
     with pytest.raises(InputError, match="one judge"):
         label_table([made[0], other], data, model_fingerprint=llm.fingerprint, features=[JUDGE_FEATURE])
     out = tmp_path / "judged.json"
-    train_stack_from_labels(
-        path,
-        out,
-        data_root=data,
-        features=features,
-        folds=2,
-        resamples=50,
-        llm_loader=lambda _m: llm,
-        guard=TrainingGuard.for_data(data),
-    )
+    fit_stack(path, out, data, llm, features=features)
     stacked = build_predictor("stacked", llm, options={"stack": str(out)})
     assert set(stacked.parts) == {"verifier", JUDGE_FEATURE}
     _answers_a_question(stacked)
@@ -239,16 +241,7 @@ def test_the_llm_judge_is_a_feature_and_answers_made_before_it_are_left_out(labe
     with pytest.raises(InputError, match="no distill record was judged by llm_judge"):
         label_table([older], data, model_fingerprint=llm.fingerprint, features=features)
     out = tmp_path / "llm-judged.json"
-    train_stack_from_labels(
-        path,
-        out,
-        data_root=data,
-        features=features,
-        folds=2,
-        resamples=50,
-        llm_loader=lambda _m: llm,
-        guard=TrainingGuard.for_data(data),
-    )
+    fit_stack(path, out, data, llm, features=features)
     stacked = build_predictor("stacked", llm, options={"stack": str(out)})
     assert set(stacked.parts) == {"verifier", "llm_judge"}
     _answers_a_question(stacked)
