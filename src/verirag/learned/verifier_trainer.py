@@ -271,13 +271,15 @@ class VerifierTrainer:
             return [order[i : i + self.batch_size] for i in range(0, len(order), self.batch_size)]
         in_order = {id(p) for p in order}
         copies: dict[int, list[Prepared]] = {}
+        riders: set[int] = set()  # copies that ride with their answer
         for p in order:
             if p.partner is not None and id(p.partner) in in_order:
                 copies.setdefault(id(p.partner), []).append(p)
+                riders.add(id(p))
         batches, batch = [], []
         for p in order:
-            if p.partner is not None and id(p.partner) in in_order:
-                continue  # rides with its answer
+            if id(p) in riders:
+                continue
             batch += [p, *copies.get(id(p), [])]
             if len(batch) >= self.batch_size:
                 batches.append(batch)

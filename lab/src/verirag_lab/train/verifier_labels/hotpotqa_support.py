@@ -141,7 +141,8 @@ def load_hotpotqa_support(data_root: Path):
         if not text or not answer or len(gold) < 2 or held or question_key(text) in shared_keys or qid in questions:
             unusable += 1
             continue
-        answers = tuple(dict.fromkeys([answer, *(str(a).strip() for a in row.get("answers") or [] if str(a).strip())]))
+        # support_rows gives the answer and its aliases (MuSiQue's), deduplicated; ECM's rows the answer alone
+        answers = tuple(a for a in (str(x).strip() for x in row.get("answers") or [answer]) if a)
         questions[qid] = Question(NAME, qid, text, answers, tuple(gold), kind=str(row.get("type", "")))
         for k in gold:
             evidence_of.setdefault(k, []).append(text)
