@@ -315,6 +315,7 @@ def test_train_verifier_command(tmp_path, monkeypatch):
     assert main(["train", "verifier", str(f), "--out", str(out), "--epochs", "1", "--max-examples", "24"]) == 0
     v = TrainedVerifier.load(out)
     assert v.n_train_ + v.n_val_ == 24 and v.provenance["command"] == "verirag train verifier"
+    assert not (out / "checkpoint").exists()  # a killed run's state, removed once the fit ended
     s = v.provenance["label_summary"]
     assert s["examples"] == 24 and set(s["recipes"]) == {"evidence_removal"}
     assert main(["train", "verifier", str(tmp_path / "absent.jsonl"), "--out", str(out)]) != 0

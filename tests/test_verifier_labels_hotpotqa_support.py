@@ -195,3 +195,29 @@ def test_records_with_the_old_keys_are_rewritten_from_the_files_they_were_made_f
     got = resolved(rewritten, data)
     assert got.keys() == want.keys() and all(got[i].passages == want[i].passages for i in want)
     assert rewritten == records
+
+
+def test_a_training_question_whose_own_evidence_is_a_held_out_questions_is_not_drawn():
+    """Its records would all be refused by the training guard (they name a held-out document):
+    labelling does not spend the LLM on it; every other training question keeps its place."""
+    from verirag_lab.train.verifier_labels.heldout import split_of
+    from verirag_lab.train.verifier_labels.run import select_questions
+    from verirag_lab.train.verifier_labels.sources import Question, Source
+
+    ids = [f"q{n}" for n in range(200)]
+    train = [i for i in ids if split_of("hotpotqa_support", i) == "train"][:3]
+    held = next(i for i in ids if split_of("hotpotqa_support", i) == "heldout")
+    gold = {train[0]: ("shared", "a"), train[1]: ("b", "c"), train[2]: ("d", "e"), held: ("shared", "f")}
+    questions = {i: Question("hotpotqa_support", i, f"Question {i}?", ("x",), g) for i, g in gold.items()}
+    passages = {k: (k, f"text {k}") for g in gold.values() for k in g}
+    evidence_ids: dict[str, list[str]] = {}
+    for i, g in gold.items():
+        for k in g:
+            evidence_ids.setdefault(k, []).append(i)
+    source = Source("hotpotqa_support", questions, passages, evidence_ids=evidence_ids)
+    drawn, _, _ = select_questions(source, set(), None, 0, "train")
+    assert {q.id for q in drawn} == {train[1], train[2]} and "shared" in source.banned
+    held_drawn, _, _ = select_questions(
+        Source("hotpotqa_support", questions, passages, evidence_ids=evidence_ids), set(), None, 0, "heldout"
+    )
+    assert [q.id for q in held_drawn] == [held]  # held-out label sets keep their questions

@@ -294,7 +294,8 @@ def verifier(
 ):
     """Train the verifier (predictor `verifier`): a cross-encoder over a packaged sentence encoder
     that judges each answer sentence against the passages' chunks. (Stacking an eval run's signals
-    is `verirag train stack`.)"""
+    is `verirag train stack`.) A killed training run again with the same --out resumes where it
+    stopped (OUT/checkpoint)."""
     from verirag.learned.verifier import TrainedVerifier
     from verirag_lab.train.verifier import read_groups, train_verifier
 
@@ -327,6 +328,10 @@ def verifier(
             f"validation AUROC {h['val_auroc']:.3f}"
         )
 
+    if (out_dir / "checkpoint" / "checkpoint.json").exists():
+        out.print(
+            f"{escape(str(out_dir / 'checkpoint'))} holds a killed run: resumed if it trained on these data and settings"
+        )
     with progress(remaining=True) as bar:
         task = bar.add_task("reading the examples and the encoder", total=None)
         v = train_verifier(
@@ -342,6 +347,8 @@ def verifier(
             on_epoch=epoch_line,
             progress=lambda i, t: bar.update(task, completed=i, total=t, description="training"),
             provenance={"command": "verirag train verifier"},
+            # a killed training resumes from OUT/checkpoint when run again with the same data and settings
+            checkpoint=out_dir / "checkpoint",
         )
     v.save(out_dir)
     s, m = v.provenance["label_summary"], v.metrics_

@@ -218,6 +218,7 @@ def train_verifier(
     distill_target: str = "gold",
     distill_fold: int | None = None,
     distill_folds: int = FOLDS,
+    checkpoint: str | Path | None = None,
 ) -> TrainedVerifier:
     """Fit `verifier` (default settings when None) on the examples `read` yields from each labels
     file (one path or several: e.g. the LLM-free recipes' file beside each model's), at most
@@ -229,7 +230,8 @@ def train_verifier(
     `value_swap_kinds` each. `distill_target`: what the distilled answers teach (`verirag_lab.train.distill_targets`).
     `distill_fold`: hold that fold of the distillation's question groups out (of `distill_folds`), to
     cross-fit the stack (`verirag_lab.train.cross_fit`). The provenance saved with it records the
-    labels, their summary, what the guard refused, the fold held out and the command."""
+    labels, their summary, what the guard refused, the fold held out and the command. `checkpoint`:
+    the folder a killed fit resumes from (`TrainedVerifier.fit`)."""
     check_mode(distill_target)  # before minutes of reading
     v = verifier or TrainedVerifier()
     if v.contrast and not value_swaps:
@@ -266,4 +268,4 @@ def train_verifier(
         LINEAGE_KEY: True,  # the guard above, and the start's line (checked before reading)
         "guard_notes": list(guard.heldout.notes) if guard.heldout is not None else [],
     }
-    return v.fit(examples, progress=progress, on_epoch=on_epoch)
+    return v.fit(examples, progress=progress, on_epoch=on_epoch, checkpoint=checkpoint)
