@@ -62,10 +62,12 @@ def paired_auroc(
 
 
 def dev_comparison(name: str, against: str, data: Path | None, resamples: int) -> list[dict]:
-    """The dev set's answers both scored: every answer, then each dataset alone (reported)."""
+    """The dev set's answers both scored: every answer, then each dataset alone (reported); each
+    row says how many of the set's answers that is (`of`)."""
     folder = ROOT / "dev_scores" / "whole"
     cand, base = (read_dev_scores(folder / f"verifier-{n}.jsonl") for n in (name, against))
-    rows = [r for r in dev_rows(data) if cand.get(r["id"]) is not None and base.get(r["id"]) is not None]
+    every = dev_rows(data)
+    rows = [r for r in every if cand.get(r["id"]) is not None and base.get(r["id"]) is not None]
     out = []
     for label, dataset in (("dev, every answer", None), *((f"dev, {d}", d) for d in DEV_DATASETS)):
         sel = [r for r in rows if dataset is None or r["group"].startswith(dataset + ":")]
@@ -73,6 +75,7 @@ def dev_comparison(name: str, against: str, data: Path | None, resamples: int) -
         out.append(
             {
                 "set": label,
+                "of": sum(dataset is None or r["group"].startswith(dataset + ":") for r in every),
                 **paired_auroc(
                     y,
                     [r["group"] for r in sel],
@@ -93,23 +96,31 @@ def docs_comparison(name: str, against: str, resamples: int) -> dict:
     missing = [k for k in ids if cand[k].label is None and base[k].label is None]
     if missing:
         raise ValueError(f"{len(missing)} man-page claims have no label in either score file (e.g. {missing[0]})")
+    differ = [k for k in ids if None not in (cand[k].label, base[k].label) and cand[k].label != base[k].label]
+    if differ:
+        raise ValueError(f"{len(differ)} man-page claims are labelled differently in the two files (e.g. {differ[0]})")
     y = np.array([cand[k].label if cand[k].label is not None else base[k].label for k in ids])
     groups = [k.rsplit("#", 1)[0] for k in ids]
     scores = [np.array([s[k].score for k in ids]) for s in (cand, base)]
-    return {"set": "man pages", **paired_auroc(y, groups, *scores, resamples)}
+    return {"set": "man pages", "of": len(set(cand) | set(base)), **paired_auroc(y, groups, *scores, resamples)}
 
 
-def swaps_comparison(name: str, against: str, suffix: str = "") -> list[dict]:
+def swaps_comparison(name: str, against: str, suffix: str = "", resamples: int = 1000) -> list[dict]:
     """Right above changed, per kind: candidate minus base over the pairs both scored."""
     folder = ROOT / "swaps"
     cand, base = (read_swaps(folder / f"verifier-{n}{suffix}.jsonl") for n in (name, against))
     theirs = {(r["id"], r["kind"]): r for r in base}
-    rows = paired_table(cand, base)
+    rows = paired_table(cand, base, resamples=resamples)
     for row in rows:
         both = [r for r in cand if (row["kind"] in ("all", r["kind"])) and (r["id"], r["kind"]) in theirs]
         row["candidate"] = float(np.mean([above(r) for r in both]))
         row["base"] = float(np.mean([above(theirs[(r["id"], r["kind"])]) for r in both]))
     return rows
+
+
+def shown_below(rows: Sequence[dict]) -> list[str]:
+    """The sets (deciding or not) where the candidate is shown below: interval wholly below 0."""
+    return [r.get("set") or r.get("kind", "?") for r in rows if r["interval"][1] < 0]
 
 
 def verdict(rows: Sequence[dict], party: dict | None = None) -> tuple[bool, list[str]]:
@@ -142,14 +153,15 @@ def main(argv: list[str] | None = None) -> int:
     for r in rows:
         lo, hi = r["interval"]
         flag = " (decides)" if r["set"] in DECIDING else ""
+        n = f"{r['n']}" + (f" of {r['of']}" if r.get("of", r["n"]) != r["n"] else "")
         print(
-            f"| {r['set']}{flag} | {r['n']} | {r['base']:.3f} | {r['candidate']:.3f} | "
+            f"| {r['set']}{flag} | {n} | {r['base']:.3f} | {r['candidate']:.3f} | "
             f"{r['difference']:+.3f} [{lo:+.3f}, {hi:+.3f}] |"
         )
     swaps = {}
     for label, suffix in (("dev", ""), ("own", "-own"), ("man pages", "-manpages")):
         try:
-            swaps[label] = swaps_comparison(a.name, a.against, suffix)
+            swaps[label] = swaps_comparison(a.name, a.against, suffix, min(a.resamples, 1000))
         except FileNotFoundError as e:
             print(f"(changed values, {label}: no scores: {e.filename})")
             continue
@@ -165,10 +177,12 @@ def main(argv: list[str] | None = None) -> int:
         print("the dev set's changed-party pairs are not scored: run scripts/measure_verifier.sh first")
         return 1
     ok, why = verdict(rows, party if a.party_must_rise else None)
+    below = shown_below(rows) + [f"changed values, {k}: {s}" for k, v in swaps.items() for s in shown_below(v)]
     print(
         f"\n{a.name} {'replaces' if ok else 'does not replace'} {a.against} by the rule"
         + ("" if ok else ": " + "; ".join(why))
     )
+    print("shown below " + a.against + " on: " + (", ".join(below) if below else "no set"))
     if a.json:
         a.json.parent.mkdir(parents=True, exist_ok=True)
         a.json.write_text(json.dumps({"auroc": rows, "swaps": swaps, "replaces": ok, "why_not": why}, indent=1) + "\n")

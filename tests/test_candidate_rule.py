@@ -45,3 +45,12 @@ def test_the_verdict_refuses_a_candidate_shown_below_on_a_deciding_set_only():
     ok, why = rule.verdict([level], party=flat_party)
     assert not ok and "changed parties" in why[0]
     assert rule.verdict([level], party={**flat_party, "interval": [0.01, 0.05]})[0]
+
+
+def test_every_set_shown_below_is_named_deciding_or_not():
+    rows = [
+        {"set": "dev, every answer", "interval": [-0.02, 0.01]},
+        {"set": "dev, topiocqa", "interval": [-0.09, -0.01]},
+        {"kind": "party", "interval": [-0.2, -0.1]},
+    ]
+    assert rule.shown_below(rows) == ["dev, topiocqa", "party"]

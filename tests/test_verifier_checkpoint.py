@@ -60,22 +60,36 @@ def test_a_fit_killed_inside_an_epoch_resumes_and_ends_as_an_uninterrupted_one(u
     assert not folder.exists()  # removed when the fit ended
 
 
-def test_a_checkpoint_of_other_settings_or_data_is_not_resumed(tmp_path, monkeypatch):
+def test_a_checkpoint_of_other_settings_or_data_is_not_resumed(uninterrupted, tmp_path, monkeypatch):
+    import dataclasses
+
+    from verirag.learned.verifier_trainer import training_fields_digest
+
     monkeypatch.setattr(checkpoint, "CHECKPOINT_SECONDS", 0.0)
     folder = tmp_path / "checkpoint"
-    v = toy_verifier(batch_size=4, epochs=1)
+    v = toy_verifier(batch_size=4, patience=3, learning_rate=1e-4)  # another run's state in the folder
     with pytest.raises(Killed):
-        v.fit(toy_examples(24), progress=killed_after(v, 1), checkpoint=folder)
-    key = lambda v, ex: v._resumable(folder, None, None, None, None).key  # noqa: E731
-    a = toy_verifier(batch_size=4, epochs=1)
-    a._start_fit(toy_examples(24))
-    b = toy_verifier(batch_size=4, epochs=1, learning_rate=1e-4)
-    b._start_fit(toy_examples(24))
-    c = toy_verifier(batch_size=4, epochs=1)
-    c._start_fit(toy_examples(24, start=100))
-    d = toy_verifier(batch_size=4, epochs=5, patience=2)  # more epochs: the same run, given more
-    d._start_fit(toy_examples(24))
-    keys = [key(v, None) for v in (a, b, c, d)]
-    assert keys[0] != keys[1] and keys[0] != keys[2] and keys[0] == keys[3]
-    assert checkpoint.load_checkpoint(folder, keys[0]) is not None
-    assert checkpoint.load_checkpoint(folder, keys[1]) is None and checkpoint.load_checkpoint(folder, keys[2]) is None
+        v.fit(toy_examples(24), progress=killed_after(v, 8), checkpoint=folder)
+
+    def key(v, examples):
+        return v._resumable(folder, (None, training_fields_digest(examples)), None, None, None).key
+
+    ex = toy_examples(24)
+    keys = {}
+    for name, settings, data in [
+        ("this", {}, ex),
+        ("other learning rate", {"learning_rate": 1e-4}, ex),
+        ("other data", {}, toy_examples(24, start=100)),
+        ("other groups", {}, [dataclasses.replace(e, group=e.group + "x") for e in ex]),
+        ("other recipes", {}, [dataclasses.replace(e, recipe="swap") for e in ex]),
+        ("more epochs", {"epochs": 5, "patience": 2}, ex),  # the same run, given more
+    ]:
+        w = toy_verifier(batch_size=4, **settings)
+        w._start_fit(data)
+        keys[name] = key(w, data)
+    assert len({keys[k] for k in keys if k != "more epochs"}) == 5 and keys["more epochs"] == keys["this"]
+    assert checkpoint.load_checkpoint(folder, keys["other learning rate"]) is not None
+    # the fit this test module's first fixture made, run over the other run's checkpoint: ignored
+    told = []
+    again = toy_verifier(batch_size=4, patience=3).fit(ex, checkpoint=folder, on_epoch=lambda e: told.append(e))
+    assert [e["epoch"] for e in told] == [1, 2, 3] and again.history_ == uninterrupted.history_

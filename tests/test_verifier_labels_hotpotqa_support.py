@@ -197,27 +197,38 @@ def test_records_with_the_old_keys_are_rewritten_from_the_files_they_were_made_f
     assert rewritten == records
 
 
-def test_a_training_question_whose_own_evidence_is_a_held_out_questions_is_not_drawn():
-    """Its records would all be refused by the training guard (they name a held-out document):
-    labelling does not spend the LLM on it; every other training question keeps its place."""
+def shared_paragraph_source(name: str):
+    """Three training questions and a held-out one of `name`; the first and the held-out one share
+    a paragraph. (the source, the training ids, the held-out id)"""
     from verirag_lab.train.verifier_labels.heldout import split_of
-    from verirag_lab.train.verifier_labels.run import select_questions
     from verirag_lab.train.verifier_labels.sources import Question, Source
 
     ids = [f"q{n}" for n in range(200)]
-    train = [i for i in ids if split_of("hotpotqa_support", i) == "train"][:3]
-    held = next(i for i in ids if split_of("hotpotqa_support", i) == "heldout")
+    train = [i for i in ids if split_of(name, i) == "train"][:3]
+    held = next(i for i in ids if split_of(name, i) == "heldout")
     gold = {train[0]: ("shared", "a"), train[1]: ("b", "c"), train[2]: ("d", "e"), held: ("shared", "f")}
-    questions = {i: Question("hotpotqa_support", i, f"Question {i}?", ("x",), g) for i, g in gold.items()}
+    questions = {i: Question(name, i, f"Question {i}?", ("x",), g) for i, g in gold.items()}
     passages = {k: (k, f"text {k}") for g in gold.values() for k in g}
     evidence_ids: dict[str, list[str]] = {}
     for i, g in gold.items():
         for k in g:
             evidence_ids.setdefault(k, []).append(i)
-    source = Source("hotpotqa_support", questions, passages, evidence_ids=evidence_ids)
+    return Source(name, questions, passages, evidence_ids=evidence_ids), train, held
+
+
+def test_a_training_question_whose_own_evidence_is_a_held_out_questions_is_not_drawn():
+    """Its records would all be refused by the training guard (they name a held-out document):
+    labelling does not spend the LLM on it; the other training questions keep their order."""
+    from verirag_lab.train.verifier_labels.run import select_questions
+
+    source, train, held = shared_paragraph_source("hotpotqa_support")
+    everything, _, _ = select_questions(shared_paragraph_source("hotpotqa_support")[0], set(), None, 0, None)
     drawn, _, _ = select_questions(source, set(), None, 0, "train")
     assert {q.id for q in drawn} == {train[1], train[2]} and "shared" in source.banned
-    held_drawn, _, _ = select_questions(
-        Source("hotpotqa_support", questions, passages, evidence_ids=evidence_ids), set(), None, 0, "heldout"
-    )
+    assert [q.id for q in drawn] == [q.id for q in everything if q.id in (train[1], train[2])]
+    held_drawn, _, _ = select_questions(shared_paragraph_source("hotpotqa_support")[0], set(), None, 0, "heldout")
     assert [q.id for q in held_drawn] == [held]  # held-out label sets keep their questions
+    # the nq and hotpotqa task lists are committed whole: nothing is dropped there
+    source, train, _ = shared_paragraph_source("hotpotqa")
+    drawn, _, _ = select_questions(source, set(), None, 0, "train")
+    assert {q.id for q in drawn} == set(train) and "shared" in source.banned

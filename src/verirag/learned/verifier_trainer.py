@@ -24,7 +24,7 @@ import numpy as np
 
 from verirag.errors import InputError
 from verirag.learned.calibration import fit_temperature, validation_metrics
-from verirag.learned.checkpoint import ResumableFit, checkpoint_key
+from verirag.learned.checkpoint import ResumableFit, checkpoint_key, remove_checkpoint
 from verirag.learned.encoders import encoder_fingerprint
 from verirag.learned.splits import split_by_group
 from verirag.learned.training import EarlyStopping, bce_with_logits
@@ -100,6 +100,22 @@ def examples_fingerprint(examples: Sequence[Any]) -> str:
                 ensure_ascii=False,
             ).encode()
         )
+    return h.hexdigest()[:16]
+
+
+def training_fields_digest(examples: Sequence[Any]) -> str:
+    """A digest of what else of the examples shapes training but the saved fingerprint leaves out
+    (their question groups, recipes, conversations and the answers copies were changed from): part
+    of a checkpoint's key, so a run on relabelled data never resumes another's state."""
+    h = hashlib.sha256()
+    for e in examples:
+        fields = [
+            e.group,
+            getattr(e, "recipe", None),
+            list(getattr(e, "history", None) or ()),
+            getattr(e, "changed_from", None),
+        ]
+        h.update(json.dumps(fields, ensure_ascii=False).encode())
     return h.hexdigest()[:16]
 
 
@@ -330,10 +346,13 @@ class VerifierTrainer:
         states = self._read_frozen(prepared, progress, steps)
         run = None
         if checkpoint is not None:
-            run = lambda opt, stop, rng: self._resumable(checkpoint, val_groups, opt, stop, rng)  # noqa: E731
+            key = (val_groups, training_fields_digest(examples))
+            run = lambda opt, stop, rng: self._resumable(checkpoint, key, opt, stop, rng)  # noqa: E731
         stop = self._train(prepared, states, tr, va, progress, on_epoch, total=self._read_batches + steps, run=run)
         self._keep_best(stop, before)
         self._calibrate([prepared[i] for i in va], states)
+        if checkpoint is not None:  # only now: a kill while compressing or calibrating resumes after the epochs
+            remove_checkpoint(checkpoint)
         return self
 
     def _start_fit(self, examples: list[Any]) -> dict[str, Any] | None:
@@ -454,7 +473,7 @@ class VerifierTrainer:
         fit = run(opt, stop, rng) if run else None
         first_epoch, resumed = fit.resume() if fit else (1, None)
         self.history_ = stop.history
-        per_epoch = len(self._batches([prepared[i] for i in tr]))
+        per_epoch = len(self._batches([prepared[i] for i in tr]))  # for the bar (with contrast, about)
         done = self._read_batches + (first_epoch - 1) * per_epoch
         for epoch in range(first_epoch, self.epochs + 1):
             # the epoch a killed fit was inside goes on in its order, after its losses so far
@@ -481,8 +500,6 @@ class VerifierTrainer:
                 break
             if fit:
                 fit.save(epoch + 1, None, [])
-        if fit:
-            fit.finish()
         if done < total and progress:
             progress(total, total)  # stopped early: the bar ends full
         return stop
@@ -516,12 +533,14 @@ class VerifierTrainer:
                 progress(done, total)
         return losses, done
 
-    def _resumable(self, folder, val_groups, opt, stop: EarlyStopping, rng) -> ResumableFit:
-        """The fit's checkpoint in `folder`: its key is the data, the encoder, the validation groups
-        asked for and the settings but `epochs` and `patience` (a finished run may be given more)."""
+    def _resumable(self, folder, data: tuple, opt, stop: EarlyStopping, rng) -> ResumableFit:
+        """The fit's checkpoint in `folder`: its key is the data (the fingerprints, and `data`: the
+        validation groups asked for and `training_fields_digest`), the encoder and the settings but
+        `epochs` and `patience` (a killed run may be resumed with others)."""
         settings = {k: v for k, v in self.settings().items() if k not in ("epochs", "patience")}
+        val_groups, fields = data
         groups = sorted(val_groups) if val_groups is not None else None
-        key = checkpoint_key(fingerprints=self.fingerprints, settings=settings, val_groups=groups)
+        key = checkpoint_key(fingerprints=self.fingerprints, settings=settings, val_groups=groups, fields=fields)
         params = dict(self._scorer.named_parameters())
         trained = lambda: {n: params[n] for n in self._trainable}  # noqa: E731
         return ResumableFit(folder, key, trained, opt, stop, rng, log.info)

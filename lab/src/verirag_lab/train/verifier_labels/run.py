@@ -127,6 +127,12 @@ def check_options(
             raise InputError(f"{name} must be an integer >= {low}, got {value!r}")
 
 
+# Sources whose training questions are not drawn when their own evidence is banned. Only
+# hotpotqa_support: its distillation draws every training question (so none is added in their place);
+# the nq and hotpotqa task lists are committed whole, and dropping questions there would plan others.
+SKIP_BANNED_EVIDENCE = ("hotpotqa_support",)
+
+
 def select_questions(
     source: Source, excluded_keys: set[str], n: int | None, seed: int, split: str | None = None
 ) -> tuple[list[Question], list[str], int]:
@@ -134,8 +140,8 @@ def select_questions(
     were excluded). Drawn: the allowed questions of `split` (none given: train's and heldout's, never
     the final test's). Answers, turns and distractors come from `split`'s questions only (none given:
     train's), so a training item never reads a held-out question's answer or evidence, nor a held-out
-    item a training question's; the excluded questions' evidence is never a distractor either, and a
-    training question whose own evidence is such a passage is not drawn."""
+    item a training question's; the excluded questions' evidence is never a distractor either, and (in
+    SKIP_BANNED_EVIDENCE's sources) a training question whose own evidence is such a passage is not drawn."""
     usable = list(source.questions.values())
     allowed = [q for q in usable if question_key(q.text) not in excluded_keys]
     n_excluded = len(usable) - len(allowed)
@@ -155,9 +161,10 @@ def select_questions(
         }
         | {key for key, ids in source.evidence_ids.items() if any(split_of(source.name, i) != lend for i in ids)}
     )
-    # a training question whose own evidence is banned (a held-out or evaluation question's paragraph
-    # too) would only make records the training guard refuses by key: not drawn
-    drawn = [q for q in drawn if split_of(q.dataset, q.id) != "train" or not set(q.gold) & source.banned]
+    # a hotpotqa_support training question whose own evidence is banned (a held-out or evaluation
+    # question's paragraph too) only makes records the training guard refuses: not drawn
+    if source.name in SKIP_BANNED_EVIDENCE:
+        drawn = [q for q in drawn if split_of(q.dataset, q.id) != "train" or not set(q.gold) & source.banned]
     # Each question's place comes from a hash of (seed, dataset, id): a larger n extends a smaller
     # one's questions (a labelling run grows across sessions) and no other question moves them.
     order = sorted(drawn, key=lambda q: hashlib.sha256(f"{seed}|{source.name}|{q.id}".encode()).digest())
