@@ -473,7 +473,7 @@ class VerifierTrainer:
         fit = run(opt, stop, rng) if run else None
         first_epoch, resumed = fit.resume() if fit else (1, None)
         self.history_ = stop.history
-        per_epoch = len(self._batches([prepared[i] for i in tr]))  # for the bar (with contrast, about)
+        per_epoch = math.ceil(len(tr) / self.batch_size)  # as `total` counts an epoch, for the bar
         done = self._read_batches + (first_epoch - 1) * per_epoch
         for epoch in range(first_epoch, self.epochs + 1):
             # the epoch a killed fit was inside goes on in its order, after its losses so far
