@@ -16,6 +16,10 @@ import numpy as np
 from verirag.errors import InputError
 from verirag.learned.threshold import ThresholdController
 
+# instruct_qa_human (the human-labelled answers of other LLMs) is this project's evaluation data: a
+# threshold fitted on it would be tuned on the test set, so its runs are refused whatever is asked
+EVALUATION_DATASETS = ("instruct_qa",)
+
 
 def fit_threshold(
     records: Sequence,
@@ -38,6 +42,12 @@ def fit_threshold(
             f"no records for model {model!r}, method {method!r}"
             + (f", dataset {dataset!r}" if dataset else "")
             + (f" in {run}" if run else "")
+        )
+    held = sorted({r.dataset for r in records if any(x in r.dataset for x in EVALUATION_DATASETS)})
+    if held:
+        raise InputError(
+            f"{', '.join(held)} is evaluation data: a threshold is never fitted on it (fit on a dev split of "
+            "your own, or pass --dataset to pick another dataset of the run)"
         )
     scores = np.array([0.0 if r.error else r.score for r in records])
     labels = np.array([r.faithful for r in records])

@@ -35,9 +35,8 @@ from verirag.learned.cascade import DEFAULT_BUDGET, DEFAULT_JUDGE, CascadeBand
 from verirag.learned.threshold import kfold_indices
 from verirag.metrics.calibration import auroc
 from verirag.records import RESULTS_FILE, ResultStore
+from verirag_lab.train.guard import refuse_evaluation_run
 from verirag_lab.train.stack_features import answer_key
-
-EVALUATION_ONLY = ("instruct_qa",)  # datasets a cascade is never fitted on
 
 
 @dataclass
@@ -166,9 +165,9 @@ def paired_scores(
     answer must have one)."""
     by_method: dict[str, dict[tuple, dict]] = {verifier_method: {}, judge_method: {}}
     for run in runs:
-        for r in run_records(run):
-            if any(x in str(r.get("dataset", "")) for x in EVALUATION_ONLY):
-                raise InputError(f"{run}: {r['dataset']} is evaluation data; a cascade is never fitted on it")
+        records = run_records(run)
+        refuse_evaluation_run(run, records, part="a cascade")
+        for r in records:
             table = by_method.get(r.get("method"))
             if table is None or r.get("error") or r.get("score") is None or r.get("faithful") is None:
                 continue
@@ -221,8 +220,7 @@ def paired_with_judge_file(
         for r in run_records(run)
         if r.get("method") == verifier_method and not r.get("error") and r.get("score") is not None
     ]
-    if any(x in str(r.get("dataset", "")) for r in v for x in EVALUATION_ONLY):
-        raise InputError(f"{run}: evaluation data; a cascade is never fitted on it")
+    refuse_evaluation_run(run, v, part="a cascade")
     pairs = [(r, judged[k]) for r in v if (k := generation_key(r)) in judged and judged[k].get("score") is not None]
     if not pairs:
         raise InputError(f"no answer of {run} has a score in {judge_scores}")

@@ -27,16 +27,17 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from verirag_lab.train.verifier_labels.exclusion import evaluation_questions, question_key
 from verirag_lab.train.verifier_labels.heldout_index import HeldOutIndex, group_reason
 from verirag_lab.train.verifier_labels.records import is_example
 
 LICENCE_DIR = Path("/usr/share/common-licenses")
+EVALUATION_DATASETS = ("instruct_qa",)  # eval-run dataset names no learned part is ever fitted on
 SHINGLE = 8  # words: long enough that ordinary prose never shares one with a licence by chance
 LICENCE_WORDING = re.compile(
     r"GNU (?:Lesser |Library |Affero )?General Public Licen[cs]e|WITHOUT ANY WARRANTY|Permission is hereby granted|"
@@ -187,3 +188,22 @@ def start_refusal(folder: str | Path, meta_file: str = "verifier.json") -> str |
         "from them: train from the packaged encoder (no --init-from) or from a verifier trained under "
         "the guard"
     )
+
+
+def refuse_evaluation_run(run: str | Path, records: Iterable[Mapping[str, Any]], part: str) -> None:
+    """Raise `InputError` if a record of the eval run `run` (dicts with `dataset` and `question`) is
+    evaluation data, before `part` is fitted on it: by its dataset's name, and by its question (an
+    instruct_qa_human question under another name, e.g. a jsonl copy), which `for_training`'s guard
+    knows where $VERIRAG_DATA_DIR holds instruct_qa_human."""
+    from verirag.errors import InputError
+
+    records = list(records)
+    for r in records:
+        if any(x in str(r.get("dataset", "")) for x in EVALUATION_DATASETS):
+            raise InputError(f"{run}: {r['dataset']} is evaluation data; {part} is never fitted on it")
+    guard = TrainingGuard.for_training()
+    for r in records:
+        if (why := guard.refusal(str(r.get("question") or ""))) is not None:
+            raise InputError(
+                f"{run}: evaluation data ({why}: {str(r.get('question'))[:80]!r}); {part} is never fitted on it"
+            )

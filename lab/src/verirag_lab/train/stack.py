@@ -173,6 +173,7 @@ def train_stack_from_run(
     `features`: all the run has when empty), cross-validated and fitted (`train_stack`), the stack
     saved to `out_file` with its report as provenance."""
     from verirag.records import ResultStore
+    from verirag_lab.train.guard import refuse_evaluation_run
     from verirag_lab.train.stack_features import feature_table
 
     store = ResultStore(run_dir)
@@ -180,9 +181,11 @@ def train_stack_from_run(
         raise InputError(
             f"{run_dir} holds no eval records ({store.path.name}): run `verirag eval CONFIG --out {run_dir}` first"
         )
+    records = store.load()
+    refuse_evaluation_run(run_dir, (r.to_dict() for r in records), part="a stack")
     methods = [m.strip() for m in methods if m.strip()]
     table = feature_table(
-        store.load(), methods=methods or None, features=list(features) or None, label=label, impute=impute, model=model
+        records, methods=methods or None, features=list(features) or None, label=label, impute=impute, model=model
     )
     result = train_stack(table, folds=folds, seed=seed, C=C, impute=impute, n_resamples=resamples)
     result.stack.save(out_file, command="verirag train stack", run=str(run_dir), methods=methods, **result.provenance)
