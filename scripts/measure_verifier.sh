@@ -31,6 +31,10 @@ work=runs/measure/$name
 mkdir -p "$work"
 
 [ -f runs/verifier_dev/dev.jsonl ] || $py benchmarks/verifier_dev.py log --out runs/verifier_dev/dev.jsonl
+# the man pages' claims: their compact labels first where this checkout has none (a fresh machine)
+[ -f runs/heldout_docs/log.jsonl ] || [ -f runs/labels/issue36-docs.heldout.jsonl ] ||
+  $verirag label verifier --models none --recipes doc_claims --datasets docs --n 1000 --split heldout \
+    --out runs/labels/issue36-docs.heldout.jsonl
 [ -f runs/heldout_docs/log.jsonl ] || $py benchmarks/heldout_docs.py log --n 150 --out runs/heldout_docs/log.jsonl
 
 $verirag verify runs/verifier_dev/dev.jsonl --label-field label --method "$method" --out "$work/dev"
