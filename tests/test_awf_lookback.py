@@ -353,8 +353,9 @@ def test_lookback_predictor_on_transformers(hf_llm, tmp_path):
         build_method(f"vanilla+lookback(classifier={tmp_path / 'other.json'})", load_llm("smollm2-135m"))
 
 
-def _colour_dataset(path):
-    """12 questions: six whose reference the passage states, six whose reference no one could say."""
+def _colour_dataset(path, licence: bool = False):
+    """12 questions: six whose reference the passage states, six whose reference no one could say;
+    with `licence`, a 13th reading a licence text (evaluation data the training guard refuses)."""
     colours = ["green", "red", "blue", "yellow", "white", "black"]
     rows = []
     for i, c in enumerate(colours):
@@ -380,6 +381,15 @@ def _colour_dataset(path):
                 "references": [f"Zq{i}vrax Oblemund"],
             }
         )
+    if licence:
+        rows.append(
+            {
+                "id": "licence",
+                "question": "May I copy this program?",
+                "passages": [{"title": "COPYING", "text": "This program comes WITHOUT ANY WARRANTY."}],
+                "references": ["yes"],
+            }
+        )
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
 
@@ -398,7 +408,7 @@ def test_train_lookback_command_end_to_end(tmp_path, capsys, monkeypatch):
 
     # The test's own request cache, whatever earlier tests in the process left open.
     monkeypatch.setenv("VERIRAG_CACHE_DIR", str(tmp_path / "cache"))
-    data = _colour_dataset(tmp_path / "colours.jsonl")
+    data = _colour_dataset(tmp_path / "colours.jsonl", licence=True)
     cfg = parse_config(
         {
             "name": "lb",
@@ -424,7 +434,10 @@ def test_train_lookback_command_end_to_end(tmp_path, capsys, monkeypatch):
         "1",
     ]
     assert main(args) == 0
+    # the licence row was answered in the run, and its sample is refused, listed and counted, not fitted on
+    assert "refused as evaluation data (licence text)" in " ".join(capsys.readouterr().err.split())
     clf = LookbackClassifier.load(out)
+    assert clf.provenance["metrics"]["not_usable"] == 1
     assert clf.provenance["attention_model"] == "hf:smollm2-135m" and clf.variant == "cw"
     assert (
         clf.provenance["trained_on"]["method"] == "vanilla" and clf.n_train_ + clf.provenance["metrics"]["n_test"] == 12
@@ -432,7 +445,7 @@ def test_train_lookback_command_end_to_end(tmp_path, capsys, monkeypatch):
     assert default_cache_path() == tmp_path / "cache" / "requests.sqlite"
     with sqlite3.connect(default_cache_path()) as conn:
         cached = conn.execute("SELECT COUNT(*) FROM requests WHERE op='lookback'").fetchone()[0]
-    assert cached >= 12
+    assert cached >= 12  # the refused sample computes no attention
     first = json.loads(out.read_text())["state"]
     from verirag import cli
 
