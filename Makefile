@@ -415,6 +415,15 @@ verifier-folds:
 verifier-contrast:
 	$(MAKE) verifier-distill DISTILL_TARGET=gold DISTILL_OPTS="--value-swaps 0.5 --contrast 1.0" DISTILL_NAME=contrast
 
+# Candidate `wide` (data/verifier/candidates/wide/README.md): the recipe above reading every guarded
+# record of the files the replay samples (answer swaps, real answers, issue 36's multi-hop, follow-up
+# and documentation claims), each once, beside the committed distillation. About 5 hours on 2 cores;
+# killed, the same command resumes from runs/verifiers/wide/checkpoint.
+.PHONY: verifier-wide
+verifier-wide: distill-train-inputs
+	$(VENV)/bin/verirag train verifier $(VERIFIER_LABELS) $(ISSUE36_TRAIN) runs/labels/distill-committed.jsonl \
+	    --max-examples 30000 $(FROM_ENCODER) --distill-target gold --value-swaps 0.5 --out runs/verifiers/wide
+
 # The same candidate once per fold of the distillation's question groups, each holding its fold out
 # (every example of those questions, any recipe): their out-of-sample scores fit the stack
 # (make stack STACK_VERIFIER=runs/verifiers/NAME STACK_CROSS_FIT="runs/verifiers/NAME-fold0 ...-fold1";
