@@ -31,10 +31,14 @@ work=runs/measure/$name
 mkdir -p "$work"
 
 [ -f runs/verifier_dev/dev.jsonl ] || $py benchmarks/verifier_dev.py log --out runs/verifier_dev/dev.jsonl
-# the man pages' claims: their compact labels first where this checkout has none (a fresh machine)
-[ -f runs/heldout_docs/log.jsonl ] || [ -f runs/labels/issue36-docs.heldout.jsonl ] ||
+# the man pages' claims: their compact labels first where this checkout has none (a fresh machine),
+# made under another name and moved, so a killed labelling (it resumes) is never sampled half-written
+docs_labels=runs/labels/issue36-docs.heldout.jsonl
+if [ ! -f runs/heldout_docs/log.jsonl ] && [ ! -f $docs_labels ]; then
   $verirag label verifier --models none --recipes doc_claims --datasets docs --n 1000 --split heldout \
-    --out runs/labels/issue36-docs.heldout.jsonl
+    --out $docs_labels.part
+  mv $docs_labels.part $docs_labels
+fi
 [ -f runs/heldout_docs/log.jsonl ] || $py benchmarks/heldout_docs.py log --n 150 --out runs/heldout_docs/log.jsonl
 
 $verirag verify runs/verifier_dev/dev.jsonl --label-field label --method "$method" --out "$work/dev"

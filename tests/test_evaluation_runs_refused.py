@@ -76,12 +76,15 @@ def test_cascade_and_stack_refuse_its_questions_under_another_name(tmp_path, sha
     from verirag_lab.train.stack import train_stack_from_run
 
     dev = [ex.question for ex in load_dataset("instruct_qa_human", shared_data_dir / "instruct_qa_human", file="1200")]
-    questions = [f"made-up question {i}?" for i in range(11)] + [dev[0]]
+    long_one = next(q for q in dev if len(q.split()) >= 8)
+    questions = [f"made-up question {i}?" for i in range(11)] + [long_one]
     write_run(tmp_path / "run", "jsonl", questions, ("vanilla+verifier", "vanilla+nli"))
     with pytest.raises(InputError, match="instruct_qa_human question.*a cascade is never fitted"):
         paired_scores([tmp_path / "run"])
     with pytest.raises(InputError, match="instruct_qa_human question.*a stack is never fitted"):
         train_stack_from_run(tmp_path / "run", tmp_path / "stack.json")
-    # without the dev question the same run pairs
-    write_run(tmp_path / "clean", "jsonl", questions[:-1], ("vanilla+verifier", "vanilla+nli"))
-    assert len(paired_scores([tmp_path / "clean"])) == 11
+    # without the dev question the same run pairs; a short follow-up the dev set also asks names
+    # no dev question by itself, so it does not refuse a run
+    short = next(q for q in dev if len(q.split()) <= 3)
+    write_run(tmp_path / "clean", "jsonl", [*questions[:-1], short], ("vanilla+verifier", "vanilla+nli"))
+    assert len(paired_scores([tmp_path / "clean"])) == 12
