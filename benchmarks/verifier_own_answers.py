@@ -215,7 +215,7 @@ def export(run: Path, out: Path) -> int:
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "results.jsonl", "w", encoding="utf-8") as fh:
         for r in kept:
-            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+            fh.write(json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n")  # compact: runs are committed
     print(
         f"{len(kept)} records ({len(kept) // max(len(methods), 1)} answers x {len(methods)} methods; "
         f"{len(lines) - len(kept)} of answers not judged by every method left out) -> {out / 'results.jsonl'}"
