@@ -18,6 +18,7 @@ from verirag.learned.threshold import ThresholdController
 
 # instruct_qa_human (the human-labelled answers of other LLMs) is this project's evaluation data: a
 # threshold fitted on it would be tuned on the test set, so its runs are refused whatever is asked
+# (the lab's cascade and stack refuse the same eval-run dataset names: verirag_lab.train.guard)
 EVALUATION_DATASETS = ("instruct_qa",)
 
 

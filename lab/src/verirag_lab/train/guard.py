@@ -32,12 +32,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from verirag.calibrate_run import EVALUATION_DATASETS  # the one list: no threshold is fitted on them either
 from verirag_lab.train.verifier_labels.exclusion import evaluation_questions, question_key
 from verirag_lab.train.verifier_labels.heldout_index import HeldOutIndex, group_reason
 from verirag_lab.train.verifier_labels.records import is_example
 
 LICENCE_DIR = Path("/usr/share/common-licenses")
-EVALUATION_DATASETS = ("instruct_qa",)  # eval-run dataset names no learned part is ever fitted on
 MIN_IDENTIFYING_WORDS = 5  # a run's question this long that is an instruct_qa_human question is a copy of it
 SHINGLE = 8  # words: long enough that ordinary prose never shares one with a licence by chance
 LICENCE_WORDING = re.compile(
