@@ -14,7 +14,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "verirag"
 # Each top-level module or package of the product, by layer: an import may point to its own layer
 # or below, never above. Within a layer, the module-level circle check below keeps it one way.
 LAYERS = [
-    {"errors", "types", "metrics", "limits", "jsonio", "version", "settings"},
+    {"errors", "types", "metrics", "limits", "jsonio", "version", "settings", "evaluation_data"},
     {"models", "prompts", "conversation", "contexts", "ray_session"},
     {"llm", "retrieval"},
     {"learned"},

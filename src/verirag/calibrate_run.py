@@ -14,12 +14,8 @@ from pathlib import Path
 import numpy as np
 
 from verirag.errors import InputError
+from verirag.evaluation_data import evaluation_refusal
 from verirag.learned.threshold import ThresholdController
-
-# instruct_qa_human (the human-labelled answers of other LLMs) is this project's evaluation data: a
-# threshold fitted on it would be tuned on the test set, so its runs are refused whatever is asked
-# (the lab's cascade and stack refuse the same eval-run dataset names: verirag_lab.train.guard)
-EVALUATION_DATASETS = ("instruct_qa",)
 
 
 def fit_threshold(
@@ -44,11 +40,12 @@ def fit_threshold(
             + (f", dataset {dataset!r}" if dataset else "")
             + (f" in {run}" if run else "")
         )
-    held = sorted({r.dataset for r in records if any(x in r.dataset for x in EVALUATION_DATASETS)})
-    if held:
+    # the evaluation data (verirag.evaluation_data) would tune the threshold on the test set
+    why = evaluation_refusal((r.dataset for r in records), (r.question for r in records))
+    if why is not None:
         raise InputError(
-            f"{', '.join(held)} is evaluation data: a threshold is never fitted on it (fit on a dev split of "
-            "your own, or pass --dataset to pick another dataset of the run)"
+            f"{why}: a threshold is never fitted on it (fit on a dev split of your own, or pass --dataset "
+            "to pick another dataset of the run)"
         )
     scores = np.array([0.0 if r.error else r.score for r in records])
     labels = np.array([r.faithful for r in records])

@@ -23,6 +23,7 @@ from typing import Any
 from verirag.answer_log.run import RESULTS_FILE, results_file
 from verirag.answer_log.summary import SUMMARY_FILE
 from verirag.errors import InputError
+from verirag.evaluation_data import evaluation_refusal
 from verirag.learned.threshold import ThresholdController
 
 THRESHOLD_FILE = "threshold.json"
@@ -65,6 +66,10 @@ def fit_log_threshold(
         raise InputError(
             "no verified answer has a label: verify the log with --label-field FIELD (the records keep the label)"
         )
+    # the evaluation data (verirag.evaluation_data) would tune the threshold on the test set
+    why = evaluation_refusal(questions=(str(r.get("question") or "") for r in labelled))
+    if why is not None:
+        raise InputError(f"{log or 'the log'}: {why}: a threshold is never fitted on it")
     bad = sorted({repr(r["label"]) for r in labelled if r["label"] not in (0, 1)})
     if bad:
         raise InputError(f"the records' labels must be 1 or 0, found {', '.join(bad)}")

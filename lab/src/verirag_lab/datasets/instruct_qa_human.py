@@ -20,12 +20,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from verirag.errors import InputError
+from verirag.evaluation_data import INSTRUCT_QA_HUMAN_FILES
 from verirag.types import Example, Passage
 
 from ._io import iter_jsonl, require, string_list
 from ._sampling import subsample
 
-FILES = {"396": "correctness_nq_corrected_396.jsonl", "1200": "correctness_human_eval_1200.jsonl"}
+FILES = INSTRUCT_QA_HUMAN_FILES  # the core knows them too: `verirag calibrate` refuses their questions
 _META_FIELDS = (
     "response",
     "human_correctness",

@@ -32,13 +32,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from verirag.calibrate_run import EVALUATION_DATASETS  # the one list: no threshold is fitted on them either
+from verirag.evaluation_data import evaluation_refusal  # the core's: no threshold is fitted on them either
 from verirag_lab.train.verifier_labels.exclusion import evaluation_questions, question_key
 from verirag_lab.train.verifier_labels.heldout_index import HeldOutIndex, group_reason
 from verirag_lab.train.verifier_labels.records import is_example
 
 LICENCE_DIR = Path("/usr/share/common-licenses")
-MIN_IDENTIFYING_WORDS = 5  # a run's question this long that is an instruct_qa_human question is a copy of it
 SHINGLE = 8  # words: long enough that ordinary prose never shares one with a licence by chance
 LICENCE_WORDING = re.compile(
     r"GNU (?:Lesser |Library |Affero )?General Public Licen[cs]e|WITHOUT ANY WARRANTY|Permission is hereby granted|"
@@ -193,20 +192,14 @@ def start_refusal(folder: str | Path, meta_file: str = "verifier.json") -> str |
 
 def refuse_evaluation_run(run: str | Path, records: Iterable[Mapping[str, Any]], part: str) -> None:
     """Raise `InputError` if a record of the eval run `run` (dicts with `dataset` and `question`) is
-    evaluation data, before `part` is fitted on it: by its dataset's name, and by its question (an
-    instruct_qa_human question of at least MIN_IDENTIFYING_WORDS words under another name, e.g. a
-    jsonl copy), which `for_training`'s guard knows where $VERIRAG_DATA_DIR holds instruct_qa_human."""
+    evaluation data, before `part` is fitted on it: the core's test (`verirag.evaluation_data`), by
+    its dataset's name and by its question (a copy under another name, where $VERIRAG_DATA_DIR holds
+    instruct_qa_human), as `verirag calibrate` refuses it."""
     from verirag.errors import InputError
 
     records = list(records)
-    for r in records:
-        if any(x in str(r.get("dataset", "")) for x in EVALUATION_DATASETS):
-            raise InputError(f"{run}: {r['dataset']} is evaluation data; {part} is never fitted on it")
-    guard = TrainingGuard.for_training()
-    for r in records:
-        question = str(r.get("question") or "")
-        # a follow-up as short as "why?" or "when was he born?" names no dev question by itself
-        if len(question.split()) >= MIN_IDENTIFYING_WORDS and (why := guard.refusal(question)) is not None:
-            raise InputError(
-                f"{run}: evaluation data ({why}: {str(r.get('question'))[:80]!r}); {part} is never fitted on it"
-            )
+    why = evaluation_refusal(
+        (str(r.get("dataset", "")) for r in records), (str(r.get("question") or "") for r in records)
+    )
+    if why is not None:
+        raise InputError(f"{run}: {why}; {part} is never fitted on it")
