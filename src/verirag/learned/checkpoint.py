@@ -110,7 +110,7 @@ def restore_optimizer(opt, tensors: dict[str, Any], rest: dict[str, Any]) -> Non
 
 class ResumableFit:
     """A fit loop's checkpoint: its trained parameters (`params()`: name -> tensor), the optimiser,
-    early stopping (`verirag.learned.training.EarlyStopping`), torch's and numpy's RNGs, and where in
+    early stopping (`verirag.learned.training.EarlyStopping`), torch's (the GPU's too, where one is) and numpy's RNGs, and where in
     which epoch the run is. `save` every `CHECKPOINT_SECONDS` inside an epoch (`due`) and at each
     epoch's end; `resume` at the start; `finish` when the fit ends."""
 
@@ -132,6 +132,8 @@ class ResumableFit:
         opt_tensors, opt_rest = optimizer_tensors(self.opt)
         tensors |= opt_tensors
         tensors["rng.torch"] = torch.get_rng_state()
+        if torch.cuda.is_available():  # dropout on a GPU draws from the device's generator
+            tensors["rng.cuda"] = torch.cuda.get_rng_state()
         if order is not None:
             tensors["order"] = torch.as_tensor(np.asarray(order, dtype=np.int64))
         stop = self.stop
@@ -164,6 +166,8 @@ class ResumableFit:
         best = {n[len("best.") :]: t for n, t in tensors.items() if n.startswith("best.")}
         restore_optimizer(self.opt, tensors, meta["optimizer"])
         torch.set_rng_state(tensors["rng.torch"])
+        if "rng.cuda" in tensors and torch.cuda.is_available():
+            torch.cuda.set_rng_state(tensors["rng.cuda"])
         self.rng.bit_generator.state = meta["numpy_rng"]
         s, stop = meta["stop"], self.stop
         stop.best_loss = tuple(s["best_loss"]) if s["best_loss"] is not None else None
