@@ -39,6 +39,11 @@ The shipped verifier itself (NAME `shipped`, the default) is compared the same w
 verifier shipped from 2026-11-26 to 2026-12-01 (data/verifier/candidates/warm), whose scores the
 own-answer sets of 300 hold in their records (the 150 answers' records hold v1's, the one before it).
 
+The issue's fourth candidate, a stack of the verifier and nli over the verifier's evidence, reads nli
+over the evidence on every answer: its seconds are at least that judge's, whose share of nli's
+seconds on the answers both were timed on (benchmarks/nli_evidence.py's committed rows) the rule's
+output prints; over CHEAP_SHARE on any set, the stack cannot qualify whatever its AUROC.
+
 AUROC with 95% intervals resampling questions (`group_bootstrap_intervals`), every column on the
 same resamples, so the differences are paired.
 """
@@ -54,6 +59,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from heldout_docs import read_scores as read_doc_scores
+from nli_evidence import FILES as NLI_EVIDENCE_FILES
+from nli_evidence import _read as read_timed
 from number_rule import before_rules
 from verifier_dev import dev_rows, read_scores, read_seconds
 
@@ -62,7 +69,7 @@ from verirag.metrics.calibration import auroc
 from verirag.metrics.faithfulness import k_precision
 from verirag.metrics.qa import token_recall
 from verirag.metrics.stats import group_bootstrap_intervals
-from verirag_lab.pick_default import Measured, pick_verify_default
+from verirag_lab.pick_default import CHEAP_SHARE, Measured, pick_verify_default
 from verirag_lab.train.cascade import cross_fitted, paired_scores, read_verifier_scores
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -82,6 +89,7 @@ DOCS = ROOT / "data" / "verifier" / "heldout_docs"
 # every other set
 DEV_NLI = DEV_SCORES / "whole" / "nli-qwen2.5-1.5b.jsonl"
 JUDGES = ("verifier", "cascade", "nli")
+EVIDENCE_STACK = "stack of the verifier and nli(premise=evidence)"
 OWN_SETS = (("own300:hotpotqa", "own:hotpotqa"), ("own300:nq", "own:nq"), ("own300:followup", None))
 SHIPPED = "shipped"
 # the verifier shipped until 2026-12-01 (data/verifier/candidates/warm): the own-answer sets of 300
@@ -274,6 +282,31 @@ def docs_tables(band: CascadeBand, resamples: int, name: str = SHIPPED) -> list[
     return table("docs:manpages", y, groups, cols, sec, esc, resamples)
 
 
+def evidence_judge_shares(files: dict[str, dict[str, Path]] | None = None) -> dict[str, tuple[float, int]]:
+    """Per set, nli over the evidence's seconds as a share of nli's over the passages, summed over the
+    answers both timed (`files`: nli_evidence.FILES, set -> {arm: rows}), and how many those are."""
+    out = {}
+    for name, arms in (files or NLI_EVIDENCE_FILES).items():
+        evidence, passages = read_timed(arms["evidence"]), read_timed(arms["passages"])
+        both = [k for k in evidence if k in passages and evidence[k].get("seconds") and passages[k].get("seconds")]
+        if both:
+            share = sum(float(evidence[k]["seconds"]) for k in both) / sum(float(passages[k]["seconds"]) for k in both)
+            out[name] = (share, len(both))
+    return out
+
+
+def evidence_stack_reason(shares: dict[str, tuple[float, int]]) -> str:
+    """Why the stack of the verifier and nli over the evidence does or does not pass the rule's cost test."""
+    timed = ", ".join(f"{share:.2f} on {name} ({n} answers)" for name, (share, n) in sorted(shares.items()))
+    dear = sorted(name for name, (share, _) in shares.items() if share > CHEAP_SHARE)
+    if dear:
+        return (
+            f"cannot qualify whatever its AUROC: it reads nli over the evidence on every answer, whose seconds "
+            f"are this share of nli's: {timed}; over {CHEAP_SHARE:.0%} on {', '.join(dear)}"
+        )
+    return f"within {CHEAP_SHARE:.0%} of nli's seconds where timed ({timed}): measure its AUROC"
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--resamples", type=int, default=2000)
@@ -336,6 +369,7 @@ def main(argv=None) -> int:
         for m in measured
     ]
     best, why = pick_verify_default(measured)
+    why[EVIDENCE_STACK] = evidence_stack_reason(evidence_judge_shares())
     print(f"\nthe rule picks {best} on {', '.join(sets)} (verifier: {a.verifier})")
     for k, w in why.items():
         print(f"  {k}: {w}")

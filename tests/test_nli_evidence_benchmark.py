@@ -48,3 +48,25 @@ def test_a_follow_up_is_judged_in_its_conversation(shared_data_dir):
 def test_the_llm_judge_arm_needs_an_out_file():
     with pytest.raises(SystemExit, match="give --out"):
         bench.main(["score", "own", "--arm", "llm_judge"])
+
+
+def test_the_evidence_stack_is_refused_by_cost_where_the_evidence_judge_is_dear(tmp_path):
+    """The rule's fourth candidate (a stack of the verifier and nli over the evidence) pays nli over the
+    evidence on every answer: over a fifth of nli's seconds on a set, it cannot qualify."""
+    cascade = load_benchmark("cascade")
+
+    def rows(name, seconds):
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text("".join(json.dumps({"id": f"a{i}", "seconds": s}) + "\n" for i, s in enumerate(seconds)))
+        return path
+
+    files = {
+        "cheap": {"evidence": rows("ce", [0.1, 0.3]), "passages": rows("cp", [1.0, 3.0])},
+        # an answer timed by one arm only is not counted
+        "dear": {"evidence": rows("de", [1.0, 1.0, 9.0]), "passages": rows("dp", [2.0, 2.0])},
+    }
+    shares = cascade.evidence_judge_shares(files)
+    assert shares == {"cheap": (pytest.approx(0.1), 2), "dear": (pytest.approx(0.5), 2)}
+    assert "cannot qualify" in cascade.evidence_stack_reason(shares)
+    assert "over 20% on dear" in cascade.evidence_stack_reason(shares)
+    assert "measure its AUROC" in cascade.evidence_stack_reason({"cheap": shares["cheap"]})
