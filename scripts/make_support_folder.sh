@@ -58,7 +58,7 @@ for line in "${FILES[@]}"; do
 done
 # the loader reads every file of the folder: another file there would change what it reads
 for f in "$out"/*; do
-  [[ -e "$f" ]] || continue
+  [[ -e "$f" && "$f" != *.part ]] || continue  # a copy a killed run left: written again below
   [[ " ${wanted[*]} " == *" $(basename "$f") "* ]] || { echo "$out holds $(basename "$f"), not one of the $which files: give an empty folder" >&2; exit 2; }
 done
 
@@ -66,7 +66,12 @@ for line in "${FILES[@]}"; do
   read -r repo commit path name <<<"$line"
   [[ "$which" == all || "$repo" == LightChen233/ECM ]] || continue
   dir=$(repo_dir "$repo" "$commit")
-  git -C "$dir" show "$commit:$path" >"$out/$name"
-  [[ -s "$out/$name" ]] || { echo "empty: $repo $path" >&2; exit 1; }
+  # written whole or not at all: the loader reads every .json/.jsonl file, so a killed copy must not stay one
+  if ! git -C "$dir" show "$commit:$path" >"$out/$name.part" || [[ ! -s "$out/$name.part" ]]; then
+    rm -f "$out/$name.part"
+    echo "make_support_folder.sh: could not read $repo@${commit:0:7}:$path from $dir" >&2
+    exit 1
+  fi
+  mv "$out/$name.part" "$out/$name"
   echo "$out/$name  <- $repo@${commit:0:7}:$path"
 done
