@@ -137,15 +137,21 @@ def test_verify_log_is_batched_in_log_order_and_resumes(tmp_path, monkeypatch):
     log_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     log = read_answer_log(log_path)
     pipeline = Pipeline.from_preset("local")
-    first = run_log(pipeline, log, tmp_path / "out", limit=5, block=2)
+    first = run_log(pipeline, log, tmp_path / "out", limit=5, block=3)
     assert first.written == 5 and [r["line"] for r in first.records] == [1, 2, 3, 4, 5]
     assert first.records[3]["status"] == "malformed"
-    seen = []
+    seen, blocks = [], []
     second = run_log(
-        pipeline, log, tmp_path / "out", block=3, on_progress=lambda i, n, rec: seen.append((i, rec is None))
+        pipeline,
+        log,
+        tmp_path / "out",
+        block=2,
+        on_progress=lambda i, n, rec: seen.append((i, rec is None)),
+        on_block=lambda n: blocks.append((n, len(seen))),
     )
     assert second.already_done == 5 and second.written == 3
     assert seen == [(i, i <= 5) for i in range(1, 9)]
+    assert blocks == [(2, 5), (1, 7)]  # each block announced before its records, the done ones first
     assert [r["line"] for r in second.records] == list(range(1, 9))
     written = [json.loads(x) for x in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
     assert [w["line"] for w in written] == list(range(1, 9))  # the file too, in log order

@@ -129,6 +129,7 @@ def run_log(
     limit: int | None = None,
     block: int = VERIFY_BLOCK,
     on_progress: Callable[[int, int, dict[str, Any] | None], None] | None = None,
+    on_block: Callable[[int], None] | None = None,
     executor: str = "local",
     workers: int = 2,
     ray_address: str | None = None,
@@ -141,7 +142,8 @@ def run_log(
     (local and Ray runs resume from one another: the blocks are the same, so are the records). The
     file ends in log order (`AppendedJsonl.put_in_order`, for blocks that finished out of order).
     `on_progress(done, total, record)` after each entry, in log order (record None when it was
-    already done)."""
+    already done); `on_block(n)` when a block of n answers is handed out to be verified (a block's
+    records come only when all of it is done: a bar can say what is under way meanwhile)."""
     if block < 1:
         raise InputError(f"block must be at least 1, got {block}")
     if workers < 1:
@@ -177,13 +179,18 @@ def run_log(
                 reported += 1
 
         parts = [todo[start : start + block] for start in range(0, len(todo), block)]
+
+        def handed_out():
+            for part in parts:
+                if on_block:
+                    on_block(len(part))
+                yield [entries[i] for i in part], [keys[i] for i in part]
+
         position = {k: i for i, k in enumerate(keys)}
         last_written, in_order = -1, True
         with results:
             report()
-            for records, stopped in blocks_by.verify(
-                (([entries[i] for i in part], [keys[i] for i in part]) for part in parts), threshold
-            ):
+            for records, stopped in blocks_by.verify(handed_out(), threshold):
                 for record in records:
                     results.append(record)
                     done[record["key"]] = record

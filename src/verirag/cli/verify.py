@@ -267,6 +267,8 @@ def _verify_log(p, log: Path, out_dir: Path, run: dict, fields: dict):
                 log,
                 out_dir,
                 on_progress=lambda i, n, _r: bar.update(task, completed=i, total=n, description="verifying"),
+                # a block's records come when all of it is done: say what is under way until then
+                on_block=lambda n: bar.update(task, description=f"verifying a block of {n} answers…"),
                 **run,
                 **fields,
             )
