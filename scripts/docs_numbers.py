@@ -146,20 +146,12 @@ def nli_evidence_row(which: str) -> str:
     return f"{len(b)} | {x:.2f} | {y:.2f} | **{y / x:.3f}**"
 
 
-def heldout_docs_table() -> str:
-    """The AUROC table of the held-out man page claims, by `benchmarks/heldout_docs.py compare` over
-    the committed score files (labels and seconds are in them), 2000 resamples of man pages."""
+def _docs_table(folder: Path, runs: dict[str, str], order: tuple[str, ...], extra: dict | None = None) -> str:
+    """A documentation claims table by `benchmarks/heldout_docs.py compare` over the committed score
+    files of `folder` (`runs`: judge -> file; labels and seconds are in them), 2000 resamples of
+    documents; `extra`: judge -> its row, compared with nli on its own resamples."""
     bench = _module("heldout_docs", REPO / "benchmarks" / "heldout_docs.py")
-    folder = DATA / "heldout_docs"
-    runs = {
-        "verifier": folder / "verifier-shipped.jsonl",
-        "nli": folder / "nli-qwen2.5-1.5b.jsonl",
-        "llm_judge": folder / "llm_judge-qwen2.5-1.5b.jsonl",
-    }
-    table, _ = bench.compare({name: bench.read_scores(path) for name, path in runs.items()})
-    before, _ = bench.compare(
-        {"warm": bench.read_scores(folder / "verifier-warm.jsonl"), "nli": bench.read_scores(runs["nli"])}
-    )
+    table, _ = bench.compare({name: bench.read_scores(folder / file) for name, file in runs.items()})
     names = {
         "verifier": "verifier (shipped)",
         "warm": "warm (the verifier shipped before)",
@@ -167,10 +159,32 @@ def heldout_docs_table() -> str:
         "llm_judge": "llm_judge (qwen2.5-1.5b)",
         "cascade": "cascade (shipped band)",
     }
-    by = {r["judge"]: r for r in table} | {"warm": next(r for r in before if r["judge"] == "warm")}
+    by = {r["judge"]: r for r in table} | (extra or {})
     to_llm = {"verifier": 0.0, "warm": 0.0, "nli": 1.0, "llm_judge": 1.0}  # a judge alone: none or all
-    order = ("verifier", "cascade", "warm", "nli", "llm_judge")
     return bench.markdown([{**by[k], "judge": names[k], "to_llm": to_llm.get(k, by[k]["to_llm"])} for k in order])
+
+
+def heldout_docs_table() -> str:
+    """The AUROC table of the held-out man page claims: data/verifier/heldout_docs/."""
+    folder = DATA / "heldout_docs"
+    runs = {
+        "verifier": "verifier-shipped.jsonl",
+        "nli": "nli-qwen2.5-1.5b.jsonl",
+        "llm_judge": "llm_judge-qwen2.5-1.5b.jsonl",
+    }
+    bench = _module("heldout_docs", REPO / "benchmarks" / "heldout_docs.py")
+    before, _ = bench.compare(
+        {"warm": bench.read_scores(folder / "verifier-warm.jsonl"), "nli": bench.read_scores(folder / runs["nli"])}
+    )
+    warm = {"warm": next(r for r in before if r["judge"] == "warm")}
+    return _docs_table(folder, runs, ("verifier", "cascade", "warm", "nli", "llm_judge"), warm)
+
+
+def final_docs_table() -> str:
+    """The final table of issue 47: claims about the GNU Info manuals, read once (2026-12-03):
+    data/verifier/final_docs/."""
+    runs = {"verifier": "verifier-shipped.jsonl", "nli": "nli-qwen2.5-1.5b.jsonl"}
+    return _docs_table(DATA / "final_docs", runs, ("verifier", "cascade", "nli"))
 
 
 NUMBERS: dict[str, Callable[[], str]] = {
@@ -187,6 +201,7 @@ NUMBERS: dict[str, Callable[[], str]] = {
     "verifier_share_of_self_check": verifier_share_of_self_check,
     "nli_over_verifier": nli_over_verifier,
     "heldout_docs_table": heldout_docs_table,
+    "final_docs_table": final_docs_table,
     **{f"nli_evidence_{k}": (lambda k=k: nli_evidence_row(k)) for k in ("own_hotpotqa", "own_nq", "manpages", "dev")},
 }
 

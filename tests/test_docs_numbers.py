@@ -99,6 +99,9 @@ def test_the_committed_values_are_the_measurements_the_results_pages_report():
     table = docs_numbers.value("heldout_docs_table")
     assert "| verifier (shipped) | 150 | 0.866 [0.807, 0.916] | +0.174 [+0.074, +0.275] |" in table
     assert "| warm (the verifier shipped before) | 150 | 0.834 [0.765, 0.892] | +0.142 [+0.039, +0.240] |" in table
+    final = docs_numbers.value("final_docs_table")  # issue 47's final table, read once on 2026-12-03
+    assert "| verifier (shipped) | 300 | 0.908 [0.872, 0.945] | +0.112 [+0.089, +0.281] |" in final
+    assert "| nli (qwen2.5-1.5b) | 300 | 0.796 [0.630, 0.819] |  |" in final
 
 
 def test_docs_build_hook_renders_numbers():

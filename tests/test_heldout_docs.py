@@ -161,3 +161,18 @@ def test_compare_takes_names_and_leaves_out_unscored_claims_and_adds_the_text_me
     rows, counts = hd.compare(scores, log, resamples=50)
     assert counts["claims"] == 19 and counts["unscored"] == {"mine": 1, "nli": 0}
     assert {r["judge"] for r in rows} == {"mine", "nli", "k_precision", "recall (sees reference)"}
+
+
+FINAL = Path(__file__).resolve().parents[1] / "data" / "verifier" / "final_docs"
+
+
+@pytest.mark.parametrize("name", ["verifier-shipped.jsonl", "nli-qwen2.5-1.5b.jsonl"])
+def test_the_final_tables_score_files_are_info_manual_claims_without_text(name):
+    """Issue 47's final table (read once): each committed file scores the same 300 label-balanced
+    claims about GNU Info manuals, the kind of document kept back from training, and holds no text."""
+    lines = [json.loads(x) for x in (FINAL / name).read_text().splitlines() if x.strip()]
+    assert all(set(d) == set(hd.EXPORTED_FIELDS) for d in lines)
+    assert len({d["id"] for d in lines}) == len(lines) == 300 and sum(d["label"] for d in lines) == 150
+    assert all(hd.paragraph_of(d["id"]).startswith("info-manuals:usr/share/info/") for d in lines)
+    ids = {json.loads(x)["id"] for x in (FINAL / "verifier-shipped.jsonl").read_text().splitlines() if x.strip()}
+    assert {d["id"] for d in lines} == ids
