@@ -239,3 +239,52 @@ def test_benchmark_builds_a_log_of_rag_answers_from_the_shared_data():
         assert all(10 <= len(p.split()) <= 200 for p in r["retrieved_contexts"])
         supported = any(r["response"] in p for p in r["retrieved_contexts"])
         assert supported == bool(r["label"])
+
+
+@pytest.mark.parametrize(
+    ("method", "block"),
+    [
+        ("vanilla+verifier", 256),  # reads a block's answers in one batched pass
+        ("vanilla+stacked(fallback=verifier)", 256),  # a given answer goes to the stack's fallback
+        ("vanilla+nli", 8),  # an LLM judge reads one answer after another
+        ("vanilla+llm_judge", 8),
+        ("vanilla+k_precision", 8),
+    ],
+)
+def test_a_log_run_blocks_by_whether_the_judge_shares_work_across_answers(method, block):
+    from verirag.awf.verify_batch import default_block
+
+    assert default_block(method) == block
+
+
+def test_a_log_run_of_an_llm_judge_writes_a_few_answers_at_a_time(tmp_path, monkeypatch):
+    """An LLM judge's log run (no block given) hands out blocks of JUDGE_BLOCK, so its results and
+    its progress come every few answers, not once per 256. The judge is a stand-in: this is about
+    how the run cuts the log, not about any judge."""
+    import dataclasses
+
+    from verirag.answer_log import read_answer_log
+    from verirag.answer_log.run import run_log
+    from verirag.awf.pipeline import Pipeline
+    from verirag.awf.predictors.base import Verification
+    from verirag.awf.verify_batch import JUDGE_BLOCK
+
+    lines = [
+        json.dumps({"id": f"q{i}", "user_input": "Q?", "response": f"Answer {i}.", "retrieved_contexts": ["Answer."]})
+        for i in range(JUDGE_BLOCK * 2 + 3)
+    ]
+    (tmp_path / "log.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    pipeline = Pipeline.from_preset("local")
+    monkeypatch.setattr(pipeline, "config", dataclasses.replace(pipeline.config, method="vanilla+nli"))
+
+    class OneAtATime:  # what an LLM judge is to the run: no batched pass of its own
+        registry_name, name, english_only, digest = "nli", "nli", False, "stand-in"
+
+        def verify_batch(self, items):
+            return [Verification(score=0.5) for _ in items]
+
+    monkeypatch.setattr(pipeline, "answer_verifier", lambda: OneAtATime())
+    pipeline._answer_verifier = ("vanilla+nli", OneAtATime())
+    blocks = []
+    run = run_log(pipeline, read_answer_log(tmp_path / "log.jsonl"), tmp_path / "out", on_block=blocks.append)
+    assert blocks == [JUDGE_BLOCK, JUDGE_BLOCK, 3] and run.written == len(lines)

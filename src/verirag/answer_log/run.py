@@ -16,7 +16,7 @@ text, support_score: the best supported context; the closest one when unsupporte
 (each context's id and score), sentences (a sentence-level verifier's: each answer sentence's text,
 score and supporting_passage id; None for judges of the whole answer), method, judge, model (the
 LLM that judged: only when the verification called one; the trained verifier calls none),
-warnings, seconds (the entry's share of its block's batched verification: blocks of VERIFY_BLOCK
+warnings, seconds (the entry's share of its block's batched verification: a block's
 answers are scored together, `verify_entries`), usage; label (1 / 0: the log's label, when it was
 read with a label field and the line has one; not part of the key, so `record_labels` adds it to an
 answer verified before without re-verifying it). A recorded failure
@@ -34,7 +34,7 @@ from typing import Any
 
 from verirag.answer_log.blocks import entry_key, verifier_identity, verify_block
 from verirag.answer_log.formats import AnswerLog
-from verirag.awf.verify_batch import VERIFY_BLOCK
+from verirag.awf.verify_batch import default_block
 from verirag.errors import InputError, VeriragError
 from verirag.jsonio import AppendedJsonl
 from verirag.learned.threshold import ThresholdController
@@ -127,7 +127,7 @@ def run_log(
     *,
     threshold: float | ThresholdController | None = None,
     limit: int | None = None,
-    block: int = VERIFY_BLOCK,
+    block: int | None = None,
     on_progress: Callable[[int, int, dict[str, Any] | None], None] | None = None,
     on_block: Callable[[int], None] | None = None,
     executor: str = "local",
@@ -135,7 +135,9 @@ def run_log(
     ray_address: str | None = None,
 ) -> LogRun:
     """Verify the entries of `log` (the first `limit`) into OUT/results.jsonl, skipping those done.
-    The entries not done are cut into blocks of `block` (contiguous in log order), each verified in
+    The entries not done are cut into blocks of `block` (contiguous in log order; by default
+    `default_block` of the pipeline's method: 256 for the trained verifier, 8 for a judge that scores
+    one answer after another), each verified in
     one batched pass (`verify_entries`) by this process, or with `executor="ray"` by `workers` Ray
     actors, one block (a shard) at a time each (`ray_shards`). Each block's records are written when
     it finishes, so a killed run loses at most the blocks in progress and the same call resumes
@@ -144,6 +146,7 @@ def run_log(
     `on_progress(done, total, record)` after each entry, in log order (record None when it was
     already done); `on_block(n)` when a block of n answers is handed out to be verified (a block's
     records come only when all of it is done: a bar can say what is under way meanwhile)."""
+    block = default_block(pipeline.config.method) if block is None else block
     if block < 1:
         raise InputError(f"block must be at least 1, got {block}")
     if workers < 1:

@@ -11,7 +11,6 @@ from typing import Any
 from verirag.answer_log.formats import AnswerLog, read_answer_log
 from verirag.answer_log.run import LogRun, record_labels, run_log
 from verirag.answer_log.summary import write_summary
-from verirag.awf.verify_batch import VERIFY_BLOCK
 
 
 @dataclass
@@ -31,7 +30,7 @@ def verify_log(
     out_dir: str | Path,
     *,
     limit: int | None = None,
-    block: int = VERIFY_BLOCK,
+    block: int | None = None,
     on_progress: Callable[[int, int, dict[str, Any] | None], None] | None = None,
     on_block: Callable[[int], None] | None = None,
     executor: str = "local",
@@ -40,7 +39,7 @@ def verify_log(
     **fields: str | None,
 ) -> VerifiedLog:
     """Verify the log at `path` with `pipeline` into `out_dir` (OUT/results.jsonl, summary.json,
-    report.html), `block` answers at a time in one batched pass, resuming what is done; the log's
+    report.html), `block` answers at a time in one batched pass (default: by the method, `run_log`), resuming what is done; the log's
     labels (label_field) are kept in the records. `executor="ray"`: the blocks are shards verified
     by `workers` Ray actors (the cluster at `ray_address`, else RAY_ADDRESS, else a local instance
     started for the run), with the same records, summary and report (`run_log`). `fields` map the log's field names (question_field,

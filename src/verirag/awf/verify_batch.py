@@ -32,6 +32,25 @@ from verirag.types import Passage, VerifyResult
 # that their pairs fill long, evenly padded batches; few enough that progress is reported and a killed
 # log run loses little (docs/results/verifier.md, "Batched verification").
 VERIFY_BLOCK = 256
+# A judge that scores one answer after another (an LLM judge: seconds an answer) gains nothing from a
+# large block, and a block of 256 of them wrote nothing, and showed no progress, for up to an hour.
+JUDGE_BLOCK = 8
+
+
+def default_block(method: str) -> int:
+    """The block a log run verifies answers given to `method` in: VERIFY_BLOCK when its predictor
+    shares work across answers (overrides `verify_batch`: the trained verifier), else JUDGE_BLOCK.
+    Decided from the registered classes, without loading a model."""
+    from verirag.awf import registry
+    from verirag.awf.defaults import given_answer_method
+    from verirag.awf.predictors.base import FaithfulnessPredictor
+    from verirag.awf.spec import MethodSpec, split_name
+
+    unified, _, predictor = split_name(MethodSpec.parse(given_answer_method(method)).name)
+    if unified:
+        return JUDGE_BLOCK
+    cls = registry.get("predictor", predictor)
+    return VERIFY_BLOCK if cls.verify_batch is not FaithfulnessPredictor.verify_batch else JUDGE_BLOCK
 
 
 @dataclass(frozen=True)

@@ -107,11 +107,12 @@ HistoryField = Annotated[
 ]
 Limit = Annotated[int | None, typer.Option(help="Only the first N lines of the log (a quick look).")]
 Block = Annotated[
-    int,
+    int | None,
     typer.Option(
         help="Answers verified together in one batched pass; each block's results are written when it ends, "
-        "so a killed run loses at most one block. With --executor ray a block is a shard, what one worker "
-        "takes at a time: give at least a few per worker."
+        "so a killed run loses at most one block. Default: 256 for the trained verifier (it reads a block's "
+        "answers in one batched pass), 8 for a judge that scores one answer after another (an LLM judge). "
+        "With --executor ray a block is a shard, what one worker takes at a time: give at least a few per worker."
     ),
 ]
 Executor = Annotated[
@@ -163,7 +164,7 @@ def verify(
     label_field: LabelField = None,
     history_field: HistoryField = None,
     limit: Limit = None,
-    block: Block = 256,
+    block: Block = None,
     executor: Executor = "local",
     workers: Workers = None,
     ray_address: RayAddress = None,
