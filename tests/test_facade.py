@@ -247,3 +247,20 @@ def test_the_readme_first_screen_runs(capsys):
     score, faithful, passage, method = capsys.readouterr().out.split()
     assert float(score) == pytest.approx(0.69, abs=0.05) and faithful == "True" and passage == "p0"
     assert method == DEFAULT_METHOD
+
+
+def test_verify_many_batches_an_llm_judges_rows_a_few_at_a_time(monkeypatch):
+    """An LLM judge reads one answer after another: its rows go 8 at a time (progress and results
+    flow), the trained verifier's 256 at a time (one batched pass). No judge runs: this is about the
+    cutting, so the pipeline's batch call is a stand-in."""
+    from verirag.awf.verify_batch import JUDGE_BLOCK, VERIFY_BLOCK
+    from verirag.errors import InputError as Refused
+
+    for method, block in (("vanilla+nli", JUDGE_BLOCK), (DEFAULT_METHOD, VERIFY_BLOCK)):
+        v = Verifier(method=method, preset="tiny")
+        sizes = []
+        monkeypatch.setattr(
+            v._pipeline, "verify_many", lambda items, s=sizes: s.append(len(items)) or [Refused("x")] * len(items)
+        )
+        out = v.verify_many([(QUESTION, "Ada Brennan.", CONTEXTS)] * (block + 3))
+        assert sizes == [block, 3] and len(out) == block + 3

@@ -122,10 +122,11 @@ class Verifier:
         reads the sentence-chunk pairs of all its answers together; scores equal `verify`'s); results
         are in row order. A row that is bad input gives a result with its error (score None, not
         supported) in its place, never a gap; an outage raises. `on_progress(i)`: rows done.
-        `block`: rows per batched pass (None: `verirag.awf.verify_batch.VERIFY_BLOCK`, 256)."""
-        from verirag.awf.verify_batch import VERIFY_BLOCK, VerifyItem
+        `block`: rows per batched pass (None: `verirag.awf.verify_batch.default_block` of the method,
+        256 for the trained verifier, 8 for an LLM judge, which reads one answer after another)."""
+        from verirag.awf.verify_batch import VerifyItem, default_block
 
-        block = VERIFY_BLOCK if block is None else block
+        block = default_block(self._pipeline.config.method) if block is None else block
         if block < 1:
             raise InputError(f"block must be at least 1, got {block}")
         results: list[VerifyResult] = []
