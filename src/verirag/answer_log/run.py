@@ -106,6 +106,14 @@ class LocalBlocks:
             yield verify_block(self.pipeline, entries, threshold, keys)
 
 
+def _handed_out(parts: list[list[int]], entries, keys: list[str], on_block: Callable[[int], None] | None):
+    """Each part's (entries, keys), told to `on_block` as it is handed out (pulled by the executor)."""
+    for part in parts:
+        if on_block:
+            on_block(len(part))
+        yield [entries[i] for i in part], [keys[i] for i in part]
+
+
 EXECUTORS = ("local", "ray")
 
 
@@ -135,17 +143,14 @@ def run_log(
     ray_address: str | None = None,
 ) -> LogRun:
     """Verify the entries of `log` (the first `limit`) into OUT/results.jsonl, skipping those done.
-    The entries not done are cut into blocks of `block` (contiguous in log order; by default
-    `default_block` of the pipeline's method: 256 for the trained verifier, 8 for a judge that scores
-    one answer after another), each verified in
-    one batched pass (`verify_entries`) by this process, or with `executor="ray"` by `workers` Ray
-    actors, one block (a shard) at a time each (`ray_shards`). Each block's records are written when
+    The entries not done are cut into blocks of `block` (contiguous in log order; None: the method's
+    `default_block`), each verified in one batched pass (`verify_entries`) by this process, or with
+    `executor="ray"` by `workers` Ray actors, one block (a shard) at a time each (`ray_shards`). Each block's records are written when
     it finishes, so a killed run loses at most the blocks in progress and the same call resumes
     (local and Ray runs resume from one another: the blocks are the same, so are the records). The
     file ends in log order (`AppendedJsonl.put_in_order`, for blocks that finished out of order).
     `on_progress(done, total, record)` after each entry, in log order (record None when it was
-    already done); `on_block(n)` when a block of n answers is handed out to be verified (a block's
-    records come only when all of it is done: a bar can say what is under way meanwhile)."""
+    already done); `on_block(n)` as a block of n is handed out (its records come when all is done)."""
     block = default_block(pipeline.config.method) if block is None else block
     if block < 1:
         raise InputError(f"block must be at least 1, got {block}")
@@ -182,18 +187,11 @@ def run_log(
                 reported += 1
 
         parts = [todo[start : start + block] for start in range(0, len(todo), block)]
-
-        def handed_out():
-            for part in parts:
-                if on_block:
-                    on_block(len(part))
-                yield [entries[i] for i in part], [keys[i] for i in part]
-
         position = {k: i for i, k in enumerate(keys)}
         last_written, in_order = -1, True
         with results:
             report()
-            for records, stopped in blocks_by.verify(handed_out(), threshold):
+            for records, stopped in blocks_by.verify(_handed_out(parts, entries, keys, on_block), threshold):
                 for record in records:
                     results.append(record)
                     done[record["key"]] = record
